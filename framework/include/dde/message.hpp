@@ -1,0 +1,54 @@
+#pragma once
+/// \file
+/// A message as a worker sees it: the payload plus who sent it and where a reply goes.
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace dde {
+
+/// A received message. The payload is JSON, or raw bytes for messages sent with `send_bytes`.
+class message {
+ public:
+  message() = default;
+
+  /// The JSON payload (null for a raw-bytes message).
+  const nlohmann::json& body() const { return body_; }
+  /// The raw payload for a raw-bytes message, or the string value of a string payload.
+  std::string_view bytes() const {
+    if (is_bytes_) return bytes_;
+    if (body_.is_string()) return body_.get_ref<const std::string&>();
+    return {};
+  }
+  bool is_bytes() const { return is_bytes_; }
+  /// Unique id of this message (a UUID), the same on every redelivery.
+  const std::string& id() const { return id_; }
+  /// Address of the sending pool, `system/isolate`.
+  const std::string& sender() const { return sender_; }
+  /// Address that `reply` answers to when set, else the sender.
+  const std::string& reply_to() const { return reply_to_; }
+  /// True when this message answers an `ask` of this worker.
+  bool is_reply() const { return !in_reply_to_.empty(); }
+  /// The id of the asked message this one answers.
+  const std::string& in_reply_to() const { return in_reply_to_; }
+  /// True when the broker delivered this message before (a possible duplicate).
+  bool redelivered() const { return redelivered_; }
+  /// True when the sender asked (`ask`), so a reply reaches that exact worker instance.
+  bool is_ask() const { return !ask_instance_.empty(); }
+
+  // Filled in by the host; plugin code reads them through the accessors above.
+  nlohmann::json body_;
+  std::string bytes_;
+  bool is_bytes_ = false;
+  std::string id_;
+  std::string sender_;
+  std::string reply_to_;
+  std::string in_reply_to_;
+  std::string ask_instance_;
+  std::string ask_worker_;
+  bool redelivered_ = false;
+};
+
+}  // namespace dde

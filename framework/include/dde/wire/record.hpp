@@ -1,0 +1,38 @@
+#pragma once
+/// \file
+/// The host <-> MQS wire format. A binary WebSocket message is a batch of records; a record is
+/// `u32le header_size, header (a JSON object with an "action"), u32le body_size, body`.
+/// The body (a message envelope) is opaque to the MQS: it goes to the broker as it is.
+/// Batches concatenate, so several queued writes can share one WebSocket message.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dde::wire {
+
+constexpr int protocol_version = 1;
+
+struct record {
+  nlohmann::json header;
+  std::string body;
+};
+
+/// Appends one record to `out`.
+void append_record(std::string& out, const nlohmann::json& header, std::string_view body = {});
+
+/// Result of decoding a batch: the records read, and an error naming the first bad one.
+struct decoded_batch {
+  std::vector<record> records;
+  std::string error;        ///< empty when every record decoded
+  std::size_t bad_index = 0; ///< index of the record the error is about
+};
+
+/// Decodes a batch. Each header must be a JSON object with a string "action"; a body larger than
+/// `max_body` is an error. Records before the first bad one are returned.
+decoded_batch decode_batch(std::string_view data, std::size_t max_body);
+
+}  // namespace dde::wire

@@ -1,0 +1,142 @@
+#include "dde/envelope.hpp"
+
+#include <array>
+
+namespace dde {
+namespace {
+
+constexpr char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+void set_if(nlohmann::json& j, const char* key, const std::string& value) {
+  if (!value.empty()) j[key] = value;
+}
+
+std::string get_string(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return {};
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+std::string base64_encode(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    unsigned v = unsigned((unsigned char)in[i]) << 16 | unsigned((unsigned char)in[i + 1]) << 8 |
+                 unsigned((unsigned char)in[i + 2]);
+    out += b64_chars[(v >> 18) & 63];
+    out += b64_chars[(v >> 12) & 63];
+    out += b64_chars[(v >> 6) & 63];
+    out += b64_chars[v & 63];
+  }
+  if (i < in.size()) {
+    unsigned v = unsigned((unsigned char)in[i]) << 16;
+    if (i + 1 < in.size()) v |= unsigned((unsigned char)in[i + 1]) << 8;
+    out += b64_chars[(v >> 18) & 63];
+    out += b64_chars[(v >> 12) & 63];
+    out += i + 1 < in.size() ? b64_chars[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+bool base64_decode(std::string_view in, std::string& out) {
+  static const std::array<int, 256> table = [] {
+    std::array<int, 256> t{};
+    t.fill(-1);
+    for (int i = 0; i < 64; ++i) t[(unsigned char)b64_chars[i]] = i;
+    return t;
+  }();
+  if (in.size() % 4 != 0) return false;
+  out.clear();
+  out.reserve(in.size() / 4 * 3);
+  for (std::size_t i = 0; i < in.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      char c = in[i + k];
+      if (c == '=' && i + 4 == in.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+      } else {
+        if (pad) return false;
+        v[k] = table[(unsigned char)c];
+        if (v[k] < 0) return false;
+      }
+    }
+    unsigned x = unsigned(v[0]) << 18 | unsigned(v[1]) << 12 | unsigned(v[2]) << 6 | unsigned(v[3]);
+    out += char((x >> 16) & 0xff);
+    if (pad < 2) out += char((x >> 8) & 0xff);
+    if (pad < 1) out += char(x & 0xff);
+  }
+  return true;
+}
+
+std::string encode_envelope(const envelope& e) {
+  nlohmann::json j = nlohmann::json::object();
+  j["id"] = e.id;
+  j["from"] = e.from;
+  j["to"] = e.to;
+  set_if(j, "replyTo", e.reply_to);
+  if (!e.ask_instance.empty()) j["ask"] = {{"instance", e.ask_instance}, {"worker", e.ask_worker}};
+  set_if(j, "inReplyTo", e.in_reply_to);
+  set_if(j, "toWorker", e.to_worker);
+  if (e.is_bytes)
+    j["bin"] = base64_encode(e.bytes);
+  else
+    j["body"] = e.body;
+  return j.dump();
+}
+
+envelope decode_envelope(std::string_view data) {
+  envelope e;
+  auto j = nlohmann::json::parse(data, nullptr, false);
+  bool is_dde = !j.is_discarded() && j.is_object() && j.contains("id") && j.contains("from") &&
+                (j.contains("body") || j.contains("bin"));
+  if (!is_dde) {
+    e.from = "external";
+    if (j.is_discarded()) {
+      e.is_bytes = true;
+      e.bytes.assign(data);
+    } else {
+      e.body = std::move(j);
+    }
+    return e;
+  }
+  e.id = get_string(j, "id");
+  e.from = get_string(j, "from");
+  e.to = get_string(j, "to");
+  e.reply_to = get_string(j, "replyTo");
+  e.in_reply_to = get_string(j, "inReplyTo");
+  e.to_worker = get_string(j, "toWorker");
+  if (auto ask = j.find("ask"); ask != j.end() && ask->is_object()) {
+    e.ask_instance = get_string(*ask, "instance");
+    e.ask_worker = get_string(*ask, "worker");
+  }
+  if (auto bin = j.find("bin"); bin != j.end() && bin->is_string()) {
+    e.is_bytes = true;
+    if (!base64_decode(bin->get_ref<const std::string&>(), e.bytes)) e.bytes.clear();
+  } else {
+    e.body = std::move(j["body"]);
+  }
+  return e;
+}
+
+message to_message(envelope e, bool redelivered) {
+  message m;
+  m.body_ = std::move(e.body);
+  m.bytes_ = std::move(e.bytes);
+  m.is_bytes_ = e.is_bytes;
+  m.id_ = std::move(e.id);
+  m.sender_ = std::move(e.from);
+  m.reply_to_ = std::move(e.reply_to);
+  m.in_reply_to_ = std::move(e.in_reply_to);
+  m.ask_instance_ = std::move(e.ask_instance);
+  m.ask_worker_ = std::move(e.ask_worker);
+  m.redelivered_ = redelivered;
+  return m;
+}
+
+}  // namespace dde

@@ -1,0 +1,203 @@
+// HTTP server with WebSocket upgrades: listener -> http_session -> ws_session.
+#include <map>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "ws_session.hpp"
+
+namespace dde::net {
+namespace {
+
+struct shared_state {
+  server_options options;
+  std::map<std::string, std::shared_ptr<ws_handler>, std::less<>> routes;
+  http_handler http;
+};
+
+std::string path_of(std::string_view target) { return std::string(target.substr(0, target.find('?'))); }
+
+http_response error_response(int status, std::string_view text) {
+  http_response r;
+  r.status = status;
+  r.body = nlohmann::json{{"error", text}}.dump();
+  return r;
+}
+
+class http_session : public std::enable_shared_from_this<http_session> {
+ public:
+  http_session(tcp::socket&& socket, std::shared_ptr<const shared_state> state)
+      : stream_(std::move(socket)), state_(std::move(state)) {}
+
+  void run() {
+    boost::asio::dispatch(stream_.get_executor(), beast::bind_front_handler(&http_session::do_read, shared_from_this()));
+  }
+
+ private:
+  void do_read() {
+    parser_.emplace();
+    parser_->body_limit(state_->options.max_http_body);
+    stream_.expires_after(std::chrono::seconds(30));
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&http_session::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, std::size_t) {
+    if (ec == http::error::end_of_stream) return do_shutdown();
+    if (ec == http::error::body_limit) {
+      return write(error_response(413, "request body exceeds " + std::to_string(state_->options.max_http_body) +
+                                           " bytes"),
+                   false, 11);
+    }
+    if (ec) return;
+    auto req = parser_->release();
+    if (websocket::is_upgrade(req)) {
+      auto it = state_->routes.find(path_of(std::string_view(req.target().data(), req.target().size())));
+      if (it == state_->routes.end())
+        return write(error_response(404, "no WebSocket endpoint at " + path_of(std::string_view(req.target().data(), req.target().size()))), false, req.version());
+      auto session = std::make_shared<ws_session>(std::move(stream_), it->second, state_->options.max_ws_message,
+                                                  beast::role_type::server);
+      session->run_server(std::move(req));
+      return;
+    }
+    http_request in;
+    in.method = std::string(req.method_string());
+    in.target = std::string(req.target());
+    in.body = std::move(req.body());
+    for (auto& field : req) {
+      std::string name(field.name_string());
+      for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+      in.headers[name] = std::string(field.value());
+    }
+    in.remote = endpoint_text();
+    http_response out;
+    if (!state_->http) {
+      out = error_response(404, "no HTTP endpoints here");
+    } else {
+      try {
+        out = state_->http(in);
+      } catch (const std::exception& e) {
+        spdlog::get("net") ? spdlog::get("net")->error("HTTP handler failed: {}", e.what()) : void();
+        out = error_response(500, std::string("internal error: ") + e.what());
+      }
+    }
+    write(std::move(out), req.keep_alive(), req.version());
+  }
+
+  void write(http_response out, bool keep_alive, unsigned version) {
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(out.status), version);
+    res->set(http::field::server, "dde");
+    res->set(http::field::content_type, out.content_type);
+    for (auto& [k, v] : out.headers) res->set(k, v);
+    res->keep_alive(keep_alive);
+    res->body() = std::move(out.body);
+    res->prepare_payload();
+    http::async_write(stream_, *res, [self = shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
+      if (ec) return;
+      if (!keep_alive) return self->do_shutdown();
+      self->do_read();
+    });
+  }
+
+  void do_shutdown() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  std::string endpoint_text() {
+    beast::error_code ec;
+    auto ep = stream_.socket().remote_endpoint(ec);
+    return ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::shared_ptr<const shared_state> state_;
+};
+
+class listener : public std::enable_shared_from_this<listener> {
+ public:
+  listener(boost::asio::io_context& io, std::shared_ptr<const shared_state> state)
+      : io_(io), acceptor_(boost::asio::make_strand(io)), state_(std::move(state)) {}
+
+  std::error_code open(const tcp::endpoint& ep) {
+    beast::error_code ec;
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(boost::asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
+    return ec;
+  }
+
+  void run() { do_accept(); }
+  void stop() {
+    boost::asio::post(acceptor_.get_executor(), [self = shared_from_this()] {
+      beast::error_code ec;
+      self->acceptor_.close(ec);
+    });
+  }
+  std::uint16_t port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  void do_accept() {
+    acceptor_.async_accept(boost::asio::make_strand(io_), [self = shared_from_this()](beast::error_code ec,
+                                                                                      tcp::socket socket) {
+      if (ec == boost::asio::error::operation_aborted) return;
+      if (!ec) std::make_shared<http_session>(std::move(socket), self->state_)->run();
+      self->do_accept();
+    });
+  }
+
+  boost::asio::io_context& io_;
+  tcp::acceptor acceptor_;
+  std::shared_ptr<const shared_state> state_;
+};
+
+class server_impl : public server {
+ public:
+  server_impl(boost::asio::io_context& io, server_options options) : io_(io) {
+    state_ = std::make_shared<shared_state>();
+    state_->options = std::move(options);
+  }
+  ~server_impl() override { stop(); }
+
+  void add_websocket(std::string path, std::shared_ptr<ws_handler> handler) override {
+    state_->routes[std::move(path)] = std::move(handler);
+  }
+  void set_http(http_handler handler) override { state_->http = std::move(handler); }
+
+  std::error_code start() override {
+    beast::error_code ec;
+    auto addr = boost::asio::ip::make_address(state_->options.host, ec);
+    if (ec) return ec;
+    listener_ = std::make_shared<listener>(io_, state_);
+    if (auto e = listener_->open(tcp::endpoint(addr, state_->options.port))) {
+      listener_.reset();
+      return e;
+    }
+    port_ = listener_->port();
+    listener_->run();
+    return {};
+  }
+  std::uint16_t port() const override { return port_; }
+  void stop() override {
+    if (listener_) listener_->stop();
+    listener_.reset();
+  }
+
+ private:
+  boost::asio::io_context& io_;
+  std::shared_ptr<shared_state> state_;
+  std::shared_ptr<listener> listener_;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<server> server::create(boost::asio::io_context& io, server_options options) {
+  return std::make_unique<server_impl>(io, std::move(options));
+}
+
+}  // namespace dde::net

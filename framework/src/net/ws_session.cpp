@@ -1,0 +1,167 @@
+#include "ws_session.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace dde::net {
+
+std::uint64_t next_connection_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1);
+}
+
+namespace {
+// Writes coalesce queued binary messages up to this size.
+constexpr std::size_t max_coalesced = 1 << 20;
+
+std::string endpoint_text(const beast::tcp_stream& s) {
+  beast::error_code ec;
+  auto ep = s.socket().remote_endpoint(ec);
+  if (ec) return "?";
+  return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+}  // namespace
+
+ws_session::ws_session(beast::tcp_stream&& stream, std::shared_ptr<ws_handler> handler, std::size_t max_message,
+                       beast::role_type role)
+    : ws_(std::move(stream)), handler_(std::move(handler)), id_(next_connection_id()) {
+  remote_ = endpoint_text(ws_.next_layer());
+  beast::get_lowest_layer(ws_).expires_never();
+  websocket::stream_base::timeout t = websocket::stream_base::timeout::suggested(role);
+  // A peer that vanishes without a close is noticed: ping when idle, give up after 20 s.
+  t.idle_timeout = std::chrono::seconds(20);
+  t.keep_alive_pings = true;
+  ws_.set_option(t);
+  ws_.read_message_max(max_message);
+  ws_.auto_fragment(false);
+  beast::error_code ec;
+  ws_.next_layer().socket().set_option(tcp::no_delay(true), ec);
+}
+
+void ws_session::run_server(http::request<http::string_body> req) {
+  ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) {
+    if (ec) return;  // the handler never saw this connection
+    self->on_open();
+  });
+}
+
+void ws_session::run_client(std::string host, std::string path, std::function<void(const std::string&)> on_fail) {
+  ws_.async_handshake(host, path, [self = shared_from_this(), on_fail](beast::error_code ec) {
+    if (ec) {
+      on_fail("WebSocket handshake failed: " + ec.message());
+      return;
+    }
+    self->on_open();
+  });
+}
+
+void ws_session::on_open() {
+  open_ = true;
+  handler_->on_open(shared_from_this());
+  do_read();
+  do_write();
+}
+
+void ws_session::do_read() {
+  if (finished_ || paused_ || read_in_flight_) return;
+  read_in_flight_ = true;
+  ws_.async_read(buffer_, beast::bind_front_handler(&ws_session::on_read, shared_from_this()));
+}
+
+void ws_session::on_read(beast::error_code ec, std::size_t) {
+  read_in_flight_ = false;
+  if (ec) {
+    std::string reason = ec == websocket::error::closed ? "closed by peer" : ec.message();
+    if (ec == websocket::error::closed && !ws_.reason().reason.empty())
+      reason += ": " + std::string(ws_.reason().reason.c_str());
+    finish(reason);
+    return;
+  }
+  std::string data = beast::buffers_to_string(buffer_.data());
+  buffer_.consume(buffer_.size());
+  bool binary = ws_.got_binary();
+  handler_->on_message(shared_from_this(), std::move(data), binary);
+  do_read();
+}
+
+void ws_session::send(std::string data, bool binary) {
+  queued_.fetch_add(data.size(), std::memory_order_relaxed);
+  boost::asio::post(ws_.get_executor(), [self = shared_from_this(), data = std::move(data), binary]() mutable {
+    if (self->finished_ || self->closing_) {
+      self->queued_.fetch_sub(data.size(), std::memory_order_relaxed);
+      return;
+    }
+    self->queue_.emplace_back(std::move(data), binary);
+    self->do_write();
+  });
+}
+
+void ws_session::do_write() {
+  if (!open_ || write_in_flight_ || queue_.empty() || finished_) return;
+  bool binary = queue_.front().second;
+  writing_ = std::move(queue_.front().first);
+  queue_.pop_front();
+  while (binary && !queue_.empty() && queue_.front().second && writing_.size() < max_coalesced) {
+    writing_ += queue_.front().first;
+    queue_.pop_front();
+  }
+  write_in_flight_ = true;
+  ws_.binary(binary);
+  ws_.async_write(boost::asio::buffer(writing_), beast::bind_front_handler(&ws_session::on_write, shared_from_this()));
+}
+
+void ws_session::on_write(beast::error_code ec, std::size_t) {
+  write_in_flight_ = false;
+  queued_.fetch_sub(writing_.size(), std::memory_order_relaxed);
+  writing_.clear();
+  if (ec) {
+    // The read side reports the end; make sure it notices.
+    beast::error_code ignored;
+    beast::get_lowest_layer(ws_).socket().close(ignored);
+    return;
+  }
+  if (closing_) {
+    do_close();
+    return;
+  }
+  do_write();
+}
+
+void ws_session::close(std::string reason) {
+  boost::asio::post(ws_.get_executor(), [self = shared_from_this(), reason = std::move(reason)] {
+    if (self->finished_ || self->closing_) return;
+    self->closing_ = true;
+    self->close_reason_ = reason.substr(0, 120);
+    self->queue_.clear();
+    if (!self->open_) {
+      beast::error_code ignored;
+      beast::get_lowest_layer(self->ws_).socket().close(ignored);
+      return;
+    }
+    // A close frame must not overlap a write: on_write starts it when the write in flight ends.
+    if (!self->write_in_flight_) self->do_close();
+  });
+}
+
+void ws_session::do_close() {
+  websocket::close_reason cr(websocket::close_code::normal, close_reason_);
+  ws_.async_close(cr, [self = shared_from_this()](beast::error_code) {
+    beast::error_code ignored;
+    beast::get_lowest_layer(self->ws_).socket().close(ignored);
+  });
+}
+
+void ws_session::pause_reading(bool paused) {
+  boost::asio::post(ws_.get_executor(), [self = shared_from_this(), paused] {
+    self->paused_ = paused;
+    if (!paused && self->open_) self->do_read();
+  });
+}
+
+void ws_session::finish(const std::string& reason) {
+  if (finished_) return;
+  finished_ = true;
+  queue_.clear();
+  if (open_) handler_->on_close(shared_from_this(), reason);
+}
+
+}  // namespace dde::net

@@ -1,0 +1,68 @@
+#pragma once
+// A WebSocket connection over Beast, used by the server and the client. Private header.
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include "dde/net/ws.hpp"
+
+namespace dde::net {
+
+namespace beast = boost::beast;
+namespace websocket = boost::beast::websocket;
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+
+std::uint64_t next_connection_id();
+
+class ws_session : public ws_connection, public std::enable_shared_from_this<ws_session> {
+ public:
+  ws_session(beast::tcp_stream&& stream, std::shared_ptr<ws_handler> handler, std::size_t max_message,
+             beast::role_type role);
+
+  /// Server side: completes the upgrade of `req`, then reads.
+  void run_server(http::request<http::string_body> req);
+  /// Client side: performs the handshake, then reads; `on_fail` if the handshake fails.
+  void run_client(std::string host, std::string path, std::function<void(const std::string&)> on_fail);
+
+  void send(std::string data, bool binary) override;
+  void close(std::string reason) override;
+  void pause_reading(bool paused) override;
+  std::size_t queued_bytes() const override { return queued_.load(std::memory_order_relaxed); }
+  const std::string& remote() const override { return remote_; }
+  std::uint64_t id() const override { return id_; }
+
+ private:
+  void on_open();
+  void do_read();
+  void on_read(beast::error_code ec, std::size_t bytes);
+  void do_write();
+  void on_write(beast::error_code ec, std::size_t bytes);
+  void finish(const std::string& reason);
+  void do_close();
+
+  websocket::stream<beast::tcp_stream> ws_;
+  std::shared_ptr<ws_handler> handler_;
+  beast::flat_buffer buffer_;
+  std::deque<std::pair<std::string, bool>> queue_;
+  std::string writing_;
+  bool write_in_flight_ = false;
+  bool open_ = false;
+  bool finished_ = false;
+  bool paused_ = false;
+  bool read_in_flight_ = false;
+  bool closing_ = false;
+  std::atomic<std::size_t> queued_{0};
+  std::string close_reason_;
+  std::string remote_;
+  std::uint64_t id_;
+};
+
+}  // namespace dde::net

@@ -1,0 +1,67 @@
+#include "dde/wire/record.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+namespace dde::wire {
+namespace {
+
+void put_u32(std::string& out, std::uint32_t v) {
+  char b[4] = {char(v & 0xff), char((v >> 8) & 0xff), char((v >> 16) & 0xff), char((v >> 24) & 0xff)};
+  out.append(b, 4);
+}
+
+bool get_u32(std::string_view& in, std::uint32_t& v) {
+  if (in.size() < 4) return false;
+  auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  v = std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 | std::uint32_t(p[3]) << 24;
+  in.remove_prefix(4);
+  return true;
+}
+
+constexpr std::size_t max_header = 64 * 1024;
+
+}  // namespace
+
+void append_record(std::string& out, const nlohmann::json& header, std::string_view body) {
+  std::string h = header.dump();
+  out.reserve(out.size() + 8 + h.size() + body.size());
+  put_u32(out, std::uint32_t(h.size()));
+  out += h;
+  put_u32(out, std::uint32_t(body.size()));
+  out.append(body.data(), body.size());
+}
+
+decoded_batch decode_batch(std::string_view data, std::size_t max_body) {
+  decoded_batch result;
+  while (!data.empty()) {
+    std::size_t index = result.records.size();
+    auto fail = [&](std::string why) {
+      result.error = std::move(why);
+      result.bad_index = index;
+      return result;
+    };
+    std::uint32_t hsize = 0;
+    if (!get_u32(data, hsize)) return fail("truncated record: missing header size");
+    if (hsize > max_header) return fail("header of " + std::to_string(hsize) + " bytes exceeds 65536");
+    if (data.size() < hsize) return fail("truncated record: header shorter than its size");
+    record r;
+    r.header = nlohmann::json::parse(data.substr(0, hsize), nullptr, false);
+    data.remove_prefix(hsize);
+    if (r.header.is_discarded()) return fail("header is not valid JSON");
+    if (!r.header.is_object()) return fail("header is not a JSON object");
+    auto action = r.header.find("action");
+    if (action == r.header.end() || !action->is_string()) return fail("header has no string \"action\"");
+    std::uint32_t bsize = 0;
+    if (!get_u32(data, bsize)) return fail("truncated record: missing body size");
+    if (bsize > max_body)
+      return fail("body of " + std::to_string(bsize) + " bytes exceeds the limit of " + std::to_string(max_body));
+    if (data.size() < bsize) return fail("truncated record: body shorter than its size");
+    r.body.assign(data.data(), bsize);
+    data.remove_prefix(bsize);
+    result.records.push_back(std::move(r));
+  }
+  return result;
+}
+
+}  // namespace dde::wire

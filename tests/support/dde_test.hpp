@@ -1,0 +1,107 @@
+#pragma once
+// Test support: a throw-away RabbitMQ node, child processes, waiting for conditions.
+// Everything lives under the build tree (DDE_TEST_TMP, set by CMake) and only binds to 127.0.0.1.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dde::test {
+
+using namespace std::chrono_literals;
+
+/// Polls `condition` until true or `timeout`; returns its last value. Use it to await events
+/// (a file's content, a queue depth, a process exit) instead of fixed sleeps.
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
+                std::chrono::milliseconds poll = 20ms);
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+std::uint16_t free_port();
+
+/// A fresh, empty directory under the build tree's test area, named after `name` and the pid.
+std::filesystem::path fresh_dir(const std::string& name);
+
+/// Path of a built executable (build/bin/NAME) and of a built worker plugin (build/lib/workers/libNAME.so).
+std::filesystem::path bin_path(const std::string& name);
+std::filesystem::path worker_path(const std::string& name);
+
+/// True when something accepts TCP connections on 127.0.0.1:port.
+bool port_open(std::uint16_t port);
+
+/// A child process; its stdout and stderr go to `log_file`. Killed (SIGKILL) on destruction if running.
+class child_process {
+ public:
+  child_process(std::vector<std::string> argv, std::filesystem::path log_file,
+                std::map<std::string, std::string> extra_env = {});
+  ~child_process();
+  child_process(const child_process&) = delete;
+  child_process& operator=(const child_process&) = delete;
+
+  int pid() const { return pid_; }
+  bool running();
+  /// Sends `signal`.
+  void signal(int signal);
+  /// SIGTERM, then SIGKILL after `grace`; returns the exit status (as waitpid's).
+  int stop(std::chrono::milliseconds grace = 5000ms);
+  /// SIGKILL and reap.
+  void kill9();
+  /// Waits for exit up to `timeout`; the status, or nullopt if still running.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout);
+  /// The log so far.
+  std::string log() const;
+  const std::filesystem::path& log_file() const { return log_file_; }
+
+ private:
+  int pid_ = -1;
+  std::optional<int> status_;
+  std::filesystem::path log_file_;
+};
+
+/// A throw-away RabbitMQ node (own node name, ports, data directory under the build tree).
+class rabbitmq_node {
+ public:
+  /// Picks free ports and a fresh directory; does not start.
+  explicit rabbitmq_node(const std::string& name);
+  ~rabbitmq_node();  // stops the node if running and removes nothing (logs stay for post-mortems)
+
+  /// Starts and waits until an AMQP login succeeds (up to `timeout`); throws on failure with the log tail.
+  void start(std::chrono::milliseconds timeout = 60000ms);
+  /// Graceful stop (rabbitmqctl stop); waits until the port is closed.
+  void stop();
+  /// kill -9 of the node's Erlang VM.
+  void kill9();
+  bool running();
+
+  std::uint16_t port() const { return port_; }
+  const std::string& host() const { return host_; }  // "127.0.0.1"
+  std::string user() const { return "guest"; }
+  std::string password() const { return "guest"; }
+
+  // Small AMQP helpers for assertions (each opens its own short connection).
+  /// Messages ready in `queue` (passive declare), or nullopt if the queue does not exist.
+  std::optional<std::uint32_t> queue_depth(const std::string& queue);
+  void delete_queue(const std::string& queue);
+  /// Publishes `bodies` to `queue` through the default exchange (persistent if asked).
+  void publish(const std::string& queue, const std::vector<std::string>& bodies, bool persistent = true);
+  /// Gets one message from `queue` (basic.get, acked), or nullopt when empty.
+  std::optional<std::string> get(const std::string& queue);
+
+ private:
+  std::string name_;
+  std::string host_ = "127.0.0.1";
+  std::uint16_t port_ = 0;
+  std::uint16_t dist_port_ = 0;
+  std::filesystem::path dir_;
+  std::unique_ptr<child_process> server_;
+};
+
+/// The one broker shared by all tests of a test binary, started on first use, stopped at exit.
+rabbitmq_node& shared_broker();
+
+}  // namespace dde::test
