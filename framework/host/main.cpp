@@ -1,1 +1,109 @@
-int main() { return 0; }
+// dde-isolate-system: hosts one isolate system and the pools given on the command line.
+#include <csignal>
+#include <fstream>
+#include <iostream>
+
+#include "dde/cli.hpp"
+#include "dde/log.hpp"
+#include "host/isolate_system.hpp"
+
+namespace {
+
+std::optional<nlohmann::json> read_json_file(const std::string& path, std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot read " + path;
+    return std::nullopt;
+  }
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) {
+    error = path + " is not valid JSON";
+    return std::nullopt;
+  }
+  return j;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  dde::cli args("dde-isolate-system", "Hosts one DDE isolate system: connects to an MQS and runs worker pools.");
+  args.option("name", "", "isolate system name (required), e.g. sampleSystem")
+      .option("mqs", "ws://127.0.0.1:42043/mqs", "WebSocket URL of the message-queuing system")
+      .repeated("pool", "JSON file with a pool spec (the thesis's addIsolate body)")
+      .repeated("pool-json", "a pool spec given inline as JSON")
+      .option("instance", "", "instance UUID (default: a new one)")
+      .option("threads", "2", "worker threads")
+      .option("window", "4096", "unconfirmed at-least-once messages before senders wait")
+      .option("log-level", "info", "trace, debug, info, warn, error or off");
+  if (auto err = args.parse(argc, argv)) {
+    std::cerr << "dde-isolate-system: " << *err << "\n";
+    return 2;
+  }
+  if (args.help_requested()) {
+    std::cout << args.usage();
+    return 0;
+  }
+  if (!dde::set_log_level(args.get("log-level"))) {
+    std::cerr << "dde-isolate-system: unknown --log-level " << args.get("log-level") << "\n";
+    return 2;
+  }
+  auto log = dde::logger("host");
+  dde::host::isolate_system_options options;
+  std::vector<dde::host::pool_spec> pools;
+  try {
+    options.name = args.get("name");
+    if (options.name.empty()) throw std::invalid_argument("--name is required");
+    options.mqs_url = args.get("mqs");
+    options.instance = args.get("instance");
+    options.threads = int(args.get_int("threads", 1, 256));
+    options.window = std::size_t(args.get_int("window", 1, 1000000));
+    std::vector<nlohmann::json> bodies;
+    for (auto& file : args.all("pool")) {
+      std::string error;
+      auto j = read_json_file(file, error);
+      if (!j) throw std::invalid_argument(error);
+      bodies.push_back(*j);
+    }
+    for (auto& text : args.all("pool-json")) {
+      auto j = nlohmann::json::parse(text, nullptr, false);
+      if (j.is_discarded()) throw std::invalid_argument("--pool-json is not valid JSON: " + text);
+      bodies.push_back(j);
+    }
+    for (auto& body : bodies) {
+      auto spec = dde::host::parse_pool_spec(body, options.name);
+      if (!spec) throw std::invalid_argument("bad pool spec: " + spec.error());
+      pools.push_back(spec.value());
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "dde-isolate-system: " << e.what() << "\n";
+    return 2;
+  }
+
+  // Block the stop signals in every thread; this one waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  try {
+    dde::host::isolate_system system(options);
+    system.start();
+    for (auto& spec : pools) {
+      auto error = system.add_pool(spec);
+      if (!error.empty()) {
+        log->critical("cannot deploy {}: {}", spec.addr().str(), error);
+        system.stop();
+        return 1;
+      }
+    }
+    int sig = 0;
+    sigwait(&signals, &sig);
+    log->info("signal {} received: stopping", sig);
+    system.stop();
+  } catch (const std::exception& e) {
+    log->critical("{}", e.what());
+    return 1;
+  }
+  return 0;
+}

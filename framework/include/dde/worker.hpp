@@ -15,7 +15,9 @@
 #include "dde/message.hpp"
 
 /// Version of the plugin ABI; the host refuses a plugin built against another.
+#ifndef DDE_ABI_VERSION
 #define DDE_ABI_VERSION 1
+#endif
 
 namespace dde {
 

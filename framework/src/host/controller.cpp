@@ -1,1 +1,78 @@
-// placeholder, replaced by the host implementation
+#include "host/controller.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include "dde/log.hpp"
+#include "host/router.hpp"
+#include "host/top_level.hpp"
+
+namespace dde::host {
+namespace {
+constexpr std::chrono::seconds drain_timeout{10};
+}
+
+controller::controller(boost::asio::io_context& io, std::shared_ptr<top_level> top, std::string system)
+    : io_(io), strand_(boost::asio::make_strand(io)), top_(std::move(top)), system_(std::move(system)) {}
+
+void controller::add_pool(pool_spec spec, std::function<void(std::string)> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), spec = std::move(spec), done = std::move(done)]() mutable {
+    if (spec.system != self->system_)
+      return done("pool is for isolate system \"" + spec.system + "\" but this is \"" + self->system_ + "\"");
+    if (self->routers_.count(spec.isolate))
+      return done("pool \"" + spec.addr().str() + "\" is already deployed here; shut it down first");
+    if (spec.hot_deployment)
+      logger("host")->warn("{}: hotDeployment is not supported by this version; the plugin will not be watched",
+                           spec.addr().str());
+    auto r = std::make_shared<router>(self->io_, self->top_, spec);
+    auto started = r->start();
+    if (!started) {
+      logger("host")->error("cannot deploy {}: {}", spec.addr().str(), started.error());
+      return done(started.error());
+    }
+    self->routers_[spec.isolate] = std::move(r);
+    done({});
+  });
+}
+
+void controller::remove_pool(const std::string& isolate, std::function<void(std::string)> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), isolate, done = std::move(done)]() mutable {
+    auto it = self->routers_.find(isolate);
+    if (it == self->routers_.end()) return done("no pool \"" + isolate + "\" in isolate system " + self->system_);
+    auto r = it->second;
+    self->routers_.erase(it);
+    r->shutdown(drain_timeout, [r, done = std::move(done)] { done({}); });
+  });
+}
+
+void controller::describe(std::function<void(nlohmann::json)> fn) {
+  boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
+    auto pools = std::make_shared<nlohmann::json>(nlohmann::json::array());
+    auto remaining = std::make_shared<std::size_t>(self->routers_.size());
+    auto system = self->system_;
+    if (*remaining == 0) return fn({{system, *pools}});
+    auto strand = self->strand_;
+    for (auto& [name, r] : self->routers_) {
+      r->describe([strand, pools, remaining, fn, system](nlohmann::json j) {
+        boost::asio::post(strand, [pools, remaining, fn, system, j = std::move(j)]() mutable {
+          pools->push_back(std::move(j));
+          if (--*remaining == 0) fn({{system, *pools}});
+        });
+      });
+    }
+  });
+}
+
+void controller::shutdown(std::function<void()> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
+    auto routers = std::move(self->routers_);
+    self->routers_.clear();
+    if (routers.empty()) return done();
+    auto remaining = std::make_shared<std::size_t>(routers.size());
+    for (auto& [name, r] : routers)
+      r->shutdown(drain_timeout, [r, remaining, done] {
+        if (--*remaining == 0) done();
+      });
+  });
+}
+
+}  // namespace dde::host

@@ -1,1 +1,71 @@
-// placeholder, replaced by the host implementation
+#include "host/isolate_system.hpp"
+
+#include <future>
+
+#include <boost/asio/executor_work_guard.hpp>
+
+#include "dde/log.hpp"
+
+namespace dde::host {
+
+isolate_system::isolate_system(isolate_system_options options) : options_(std::move(options)) {
+  if (!valid_name(options_.name))
+    throw std::invalid_argument("isolate system name \"" + options_.name +
+                                "\" is not valid: 1-100 characters from A-Z a-z 0-9 _ -");
+  if (options_.instance.empty()) options_.instance = new_uuid();
+  top_level_options t;
+  t.mqs_url = options_.mqs_url;
+  t.system = options_.name;
+  t.instance = options_.instance;
+  t.window = options_.window;
+  top_ = std::make_shared<top_level>(io_, t);
+  controller_ = std::make_shared<controller>(io_, top_, options_.name);
+}
+
+isolate_system::~isolate_system() { stop(); }
+
+void isolate_system::start() {
+  auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+      io_.get_executor());
+  for (int i = 0; i < std::max(1, options_.threads); ++i)
+    threads_.emplace_back([this, guard] { io_.run(); });
+  // The guard lives as long as any thread holds it; io_.stop() in stop() ends the threads.
+  top_->start();
+  logger("host")->info("isolate system {} instance {} started, MQS {}", options_.name, options_.instance,
+                       options_.mqs_url);
+}
+
+std::string isolate_system::add_pool(pool_spec spec) {
+  std::promise<std::string> p;
+  controller_->add_pool(std::move(spec), [&p](std::string e) { p.set_value(std::move(e)); });
+  return p.get_future().get();
+}
+
+std::string isolate_system::remove_pool(const std::string& isolate) {
+  std::promise<std::string> p;
+  controller_->remove_pool(isolate, [&p](std::string e) { p.set_value(std::move(e)); });
+  return p.get_future().get();
+}
+
+nlohmann::json isolate_system::describe() {
+  std::promise<nlohmann::json> p;
+  controller_->describe([&p](nlohmann::json j) { p.set_value(std::move(j)); });
+  return p.get_future().get();
+}
+
+void isolate_system::stop() {
+  if (stopped_ || threads_.empty()) return;
+  stopped_ = true;
+  std::promise<void> pools_done;
+  controller_->shutdown([&pools_done] { pools_done.set_value(); });
+  pools_done.get_future().wait();
+  std::promise<void> link_done;
+  top_->stop(std::chrono::seconds(10), [&link_done] { link_done.set_value(); });
+  link_done.get_future().wait();
+  io_.stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  logger("host")->info("isolate system {} stopped", options_.name);
+}
+
+}  // namespace dde::host

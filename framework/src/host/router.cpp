@@ -1,1 +1,221 @@
-// placeholder, replaced by the host implementation
+#include "host/router.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include "dde/log.hpp"
+#include "host/top_level.hpp"
+#include "host/worker_cell.hpp"
+
+namespace dde::host {
+
+router::router(boost::asio::io_context& io, std::shared_ptr<top_level> top, pool_spec spec)
+    : io_(io),
+      strand_(boost::asio::make_strand(io)),
+      top_(std::move(top)),
+      spec_(std::move(spec)),
+      topic_(spec_.addr().topic()),
+      shared_spec_(std::make_shared<const pool_spec>(spec_)),
+      ledger_(spec_.router, std::size_t(spec_.credits)) {}
+
+router::~router() = default;
+
+result<bool> router::start() {
+  auto plugin = worker_plugin::load(spec_.plugin_path());
+  if (!plugin) return result<bool>::failure(plugin.error());
+  plugin_ = plugin.value();
+  if (spec_.router == router_kind::custom) {
+    auto rp = router_plugin::load(spec_.router_uri);
+    if (!rp) return result<bool>::failure(rp.error());
+    auto policy = rp.value()->create();
+    if (!policy) return result<bool>::failure(policy.error());
+    router_plugin_ = rp.value();
+    policy_ = std::move(policy.value());
+  }
+  for (std::size_t i = 0; i < spec_.workers_paths.size(); ++i) {
+    auto cell = std::make_shared<worker_cell>(io_, weak_from_this(), top_, shared_spec_, plugin_, i);
+    auto made = cell->create();
+    if (!made) {
+      cells_.clear();
+      return result<bool>::failure(made.error());
+    }
+    ledger_.add_worker(cell->id(), spec_.workers_paths[i]);
+    cells_.push_back(std::move(cell));
+  }
+  for (auto& c : cells_) c->start();
+  top_->attach(topic_, shared_from_this());
+  logger("host.router")
+      ->info("{}: {} worker(s) of {} (md5 {}), router {}, {}", spec_.addr().str(), cells_.size(), spec_.uri,
+             plugin_->object().md5(), spec_.router_type, to_string(spec_.mode));
+  boost::asio::post(strand_, [self = shared_from_this()] { self->request_credit(); });
+  return true;
+}
+
+void router::request_credit() {
+  if (stopping_) return;
+  std::size_t n = ledger_.take_credit_request();
+  if (n > 0) top_->pull(topic_, spec_.mode, n);
+}
+
+void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, std::string body) {
+  boost::asio::post(strand_, [self = shared_from_this(), generation, tag, redelivered, body = std::move(body)] {
+    self->ledger_.on_delivery();
+    ++self->stats_.delivered;
+    self->dispatch(generation, tag, to_message(decode_envelope(body), redelivered));
+  });
+}
+
+void router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg) {
+  std::vector<std::size_t> targets =
+      policy_ ? ledger_.select_custom(policy_->select_worker(msg, ledger_.snapshot())) : ledger_.select();
+  if (targets.empty() || stopping_) {
+    // No worker has room (or the pool is stopping): hold it until one finishes.
+    waiting_.push_back({generation, tag, std::move(msg)});
+    return;
+  }
+  std::uint64_t id = next_delivery_++;
+  deliveries_[id] = {generation, tag, targets.size(), false};
+  for (std::size_t k = 0; k < targets.size(); ++k) {
+    ledger_.assign(targets[k]);
+    if (k + 1 == targets.size())
+      cells_[targets[k]]->post_message(std::move(msg), id);
+    else
+      cells_[targets[k]]->post_message(msg, id);
+  }
+}
+
+void router::deliver_reply(envelope e) {
+  boost::asio::post(strand_, [self = shared_from_this(), e = std::move(e)]() mutable {
+    std::size_t index = self->ledger_.find(e.to_worker);
+    if (index == pool_ledger::npos) {
+      // The asking instance is gone (restarted or removed): the reply has nowhere to go.
+      ++self->stats_.replies_dropped;
+      logger("host.router")->debug("{}: reply for gone worker {} dropped", self->spec_.addr().str(), e.to_worker);
+      return;
+    }
+    ++self->stats_.replies;
+    self->cells_[index]->post_reply(to_message(std::move(e), false));
+  });
+}
+
+void router::on_connected() {
+  boost::asio::post(strand_, [self = shared_from_this()] {
+    self->ledger_.reset_requested();
+    self->request_credit();
+  });
+}
+
+void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id] {
+    ++self->stats_.done;
+    self->finish_one(index, delivery_id, false);
+  });
+}
+
+void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, what = std::move(what),
+                              new_id = std::move(new_id)] {
+    ++self->stats_.failed;
+    ++self->stats_.restarts;
+    if (delivery_id != 0) self->finish_one(index, delivery_id, true);
+    if (new_id.empty()) {
+      // The instance could not be recreated: its slot stops taking messages.
+      self->ledger_.set_alive(index, false);
+    } else {
+      self->ledger_.set_alive(index, true, new_id);
+    }
+    (void)what;
+    self->request_credit();
+  });
+}
+
+void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool failed) {
+  ledger_.finish(index);
+  auto it = deliveries_.find(delivery_id);
+  if (it != deliveries_.end()) {
+    auto& d = it->second;
+    d.failed = d.failed || failed;
+    if (--d.remaining == 0) {
+      if (spec_.mode == delivery_mode::at_least_once) {
+        // A failed message goes back to the broker; the queue's delivery limit dead-letters a poison one.
+        if (d.failed)
+          top_->nack(d.generation, d.tag, true);
+        else
+          top_->ack(d.generation, d.tag);
+      }
+      deliveries_.erase(it);
+    }
+  }
+  while (!waiting_.empty() && !stopping_) {
+    auto targets = ledger_.select();
+    if (targets.empty()) break;
+    auto w = std::move(waiting_.front());
+    waiting_.pop_front();
+    dispatch(w.generation, w.tag, std::move(w.msg));
+  }
+  request_credit();
+  check_drained();
+}
+
+void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), timeout, done = std::move(done)]() mutable {
+    self->stopping_ = true;
+    self->ledger_.set_paused(true);
+    self->top_->cancel(self->topic_);
+    // Held messages were never handed to a worker: give them back.
+    for (auto& w : self->waiting_)
+      if (self->spec_.mode == delivery_mode::at_least_once) self->top_->nack(w.generation, w.tag, true);
+    self->waiting_.clear();
+    self->drained_ = [self, done = std::move(done)] {
+      auto remaining = std::make_shared<std::size_t>(self->cells_.size());
+      auto finish = [self, remaining, done] {
+        if (--*remaining > 0) return;
+        boost::asio::post(self->strand_, [self, done] {
+          self->top_->detach(self->topic_);
+          self->cells_.clear();
+          done();
+        });
+      };
+      if (self->cells_.empty()) {
+        ++*remaining;
+        finish();
+        return;
+      }
+      for (auto& c : self->cells_) c->kill(finish);
+    };
+    self->drain_timer_ = std::make_unique<boost::asio::steady_timer>(self->strand_, timeout);
+    self->drain_timer_->async_wait([self](boost::system::error_code ec) {
+      if (ec || !self->drained_) return;
+      logger("host.router")->warn("{}: {} message(s) still in flight after the shutdown timeout",
+                                  self->spec_.addr().str(), self->ledger_.total_in_flight());
+      auto fn = std::move(self->drained_);
+      self->drained_ = nullptr;
+      fn();
+    });
+    self->check_drained();
+  });
+}
+
+void router::check_drained() {
+  if (!stopping_ || !drained_ || ledger_.total_in_flight() > 0) return;
+  if (drain_timer_) drain_timer_->cancel();
+  auto fn = std::move(drained_);
+  drained_ = nullptr;
+  fn();
+}
+
+void router::describe(std::function<void(nlohmann::json)> fn) {
+  boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
+    nlohmann::json j = to_json(self->spec_);
+    j["pluginMd5"] = self->plugin_ ? self->plugin_->object().md5() : "";
+    nlohmann::json workers = nlohmann::json::array();
+    for (auto& w : self->ledger_.snapshot())
+      workers.push_back({{"id", w.id}, {"path", w.path}, {"inFlight", w.in_flight}});
+    j["workers"] = workers;
+    j["stats"] = {{"delivered", self->stats_.delivered}, {"done", self->stats_.done},
+                  {"failed", self->stats_.failed},       {"restarts", self->stats_.restarts},
+                  {"replies", self->stats_.replies},     {"repliesDropped", self->stats_.replies_dropped}};
+    fn(std::move(j));
+  });
+}
+
+}  // namespace dde::host

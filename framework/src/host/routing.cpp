@@ -1,1 +1,121 @@
-// placeholder, replaced by the host implementation
+#include "host/routing.hpp"
+
+#include <algorithm>
+
+namespace dde::host {
+
+pool_ledger::pool_ledger(router_kind kind, std::size_t credits_per_worker, std::uint32_t seed)
+    : kind_(kind), credits_(std::max<std::size_t>(1, credits_per_worker)), rng_(seed) {}
+
+std::size_t pool_ledger::add_worker(std::string id, std::string path) {
+  slots_.push_back({std::move(id), std::move(path), 0, true});
+  return slots_.size() - 1;
+}
+
+void pool_ledger::set_alive(std::size_t index, bool alive, std::string id) {
+  auto& s = slots_.at(index);
+  s.alive = alive;
+  // A dead slot's messages are failed by its owner; a restarted one keeps its queued messages.
+  if (!alive) s.in_flight = 0;
+  if (!id.empty()) s.id = std::move(id);
+}
+
+std::size_t pool_ledger::total_in_flight() const {
+  std::size_t n = 0;
+  for (auto& s : slots_) n += s.in_flight;
+  return n;
+}
+
+std::size_t pool_ledger::find(const std::string& id) const {
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].alive && slots_[i].id == id) return i;
+  return npos;
+}
+
+std::size_t pool_ledger::room() const {
+  std::size_t total = 0;
+  std::size_t least = std::size_t(-1);
+  bool any = false;
+  for (auto& s : slots_) {
+    if (!s.alive) continue;
+    any = true;
+    std::size_t free = s.in_flight < credits_ ? credits_ - s.in_flight : 0;
+    total += free;
+    least = std::min(least, free);
+  }
+  if (!any) return 0;
+  return kind_ == router_kind::broadcast ? least : total;
+}
+
+std::size_t pool_ledger::take_credit_request() {
+  if (paused_) return 0;
+  std::size_t r = room();
+  if (r <= requested_) return 0;
+  std::size_t ask = r - requested_;
+  requested_ += ask;
+  return ask;
+}
+
+void pool_ledger::on_delivery() {
+  if (requested_ > 0) --requested_;
+}
+
+std::vector<std::size_t> pool_ledger::select() {
+  std::vector<std::size_t> out;
+  const std::size_t n = slots_.size();
+  if (n == 0) return out;
+  switch (kind_) {
+    case router_kind::broadcast:
+      for (std::size_t i = 0; i < n; ++i)
+        if (has_room(slots_[i])) out.push_back(i);
+      // A broadcast goes to every alive worker or waits until all have room.
+      for (auto& s : slots_)
+        if (s.alive && !has_room(s)) return {};
+      return out;
+    case router_kind::random: {
+      std::vector<std::size_t> eligible;
+      for (std::size_t i = 0; i < n; ++i)
+        if (has_room(slots_[i])) eligible.push_back(i);
+      if (eligible.empty()) return out;
+      std::uniform_int_distribution<std::size_t> pick(0, eligible.size() - 1);
+      out.push_back(eligible[pick(rng_)]);
+      return out;
+    }
+    case router_kind::round_robin:
+    case router_kind::custom:
+      for (std::size_t k = 0; k < n; ++k) {
+        std::size_t i = (next_ + k) % n;
+        if (has_room(slots_[i])) {
+          next_ = (i + 1) % n;
+          out.push_back(i);
+          return out;
+        }
+      }
+      return out;
+  }
+  return out;
+}
+
+std::vector<std::size_t> pool_ledger::select_custom(const std::vector<std::size_t>& chosen) {
+  std::vector<std::size_t> out;
+  for (auto i : chosen)
+    if (i < slots_.size() && slots_[i].alive && std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+  if (out.empty()) return select();
+  return out;
+}
+
+void pool_ledger::assign(std::size_t index) { ++slots_.at(index).in_flight; }
+
+void pool_ledger::finish(std::size_t index) {
+  auto& s = slots_.at(index);
+  if (s.in_flight > 0) --s.in_flight;
+}
+
+std::vector<worker_info> pool_ledger::snapshot() const {
+  std::vector<worker_info> out;
+  for (std::size_t i = 0; i < slots_.size(); ++i)
+    out.push_back({i, slots_[i].id, slots_[i].path, slots_[i].in_flight, has_room(slots_[i])});
+  return out;
+}
+
+}  // namespace dde::host

@@ -1,1 +1,363 @@
-// placeholder, replaced by the host implementation
+#include "host/top_level.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include "dde/envelope.hpp"
+#include "dde/log.hpp"
+#include "host/router.hpp"
+
+namespace dde::host {
+namespace {
+
+constexpr std::size_t max_at_most_once_backlog = 100000;
+constexpr std::size_t max_queued_bytes = 8 * 1024 * 1024;
+constexpr std::chrono::milliseconds max_backoff{5000};
+
+std::shared_ptr<spdlog::logger> log() { return logger("host.top"); }
+
+}  // namespace
+
+top_level::top_level(boost::asio::io_context& io, top_level_options options)
+    : io_(io),
+      strand_(boost::asio::make_strand(io)),
+      options_(std::move(options)),
+      reconnect_timer_(strand_),
+      writable_timer_(strand_),
+      stop_timer_(strand_) {
+  auto url = net::parse_ws_url(options_.mqs_url);
+  if (!url) throw std::invalid_argument("bad MQS URL \"" + options_.mqs_url + "\": expected ws://host:port/path");
+  url_ = *url;
+}
+
+void top_level::start() {
+  boost::asio::post(strand_, [self = shared_from_this()] { self->do_connect(); });
+}
+
+void top_level::do_connect() {
+  if (stopping_ && unconfirmed_.empty()) return;
+  auto self = shared_from_this();
+  net::ws_connect(io_, url_, self, [self](const std::string& why) {
+    boost::asio::post(self->strand_, [self, why] { self->schedule_reconnect(why); });
+  });
+}
+
+void top_level::schedule_reconnect(const std::string& why) {
+  if (stopping_ && unconfirmed_.empty()) {
+    check_stopping();
+    return;
+  }
+  log()->warn("MQS {} unavailable: {}; retrying in {} ms", options_.mqs_url, why, backoff_.count());
+  reconnect_timer_.expires_after(backoff_);
+  backoff_ = std::min(backoff_ * 2, max_backoff);
+  reconnect_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec) self->do_connect();
+  });
+}
+
+void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
+  boost::asio::post(strand_, [self = shared_from_this(), conn] {
+    if (self->stopping_ && self->unconfirmed_.empty()) {
+      conn->close("isolate system stopping");
+      return;
+    }
+    self->conn_ = conn;
+    self->welcomed_ = false;
+    if (++self->generation_ > 1) ++self->stats_.reconnects;
+    // Whatever was batched for the old connection (acks, pulls) is void with it.
+    self->out_.clear();
+    self->acks_.clear();
+    self->pulls_.clear();
+    nlohmann::json hello = {{"action", "hello"},
+                            {"protocol", wire::protocol_version},
+                            {"system", self->options_.system},
+                            {"instance", self->options_.instance}};
+    wire::append_record(self->out_, hello);
+    for (auto& [seq, u] : self->unconfirmed_) {
+      self->append_enqueue(seq, u.topic, delivery_mode::at_least_once, u.body);
+      ++self->stats_.resent;
+    }
+    for (auto& [topic, body] : self->at_most_once_backlog_)
+      self->append_enqueue(0, topic, delivery_mode::at_most_once, body);
+    self->at_most_once_backlog_.clear();
+    self->pulls_[reply_topic(self->options_.instance)] = {delivery_mode::reply, self->options_.reply_credit};
+    for (auto& [topic, r] : self->routers_) r->on_connected();
+    self->schedule_flush();
+    self->check_writable();
+  });
+}
+
+void top_level::on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) {
+  if (!binary) {
+    log()->warn("MQS sent a text frame: {}", data.substr(0, 200));
+    return;
+  }
+  auto batch = wire::decode_batch(data, std::size_t(1) << 30);
+  if (!batch.error.empty()) log()->error("bad batch from the MQS: {}", batch.error);
+  boost::asio::post(strand_, [self = shared_from_this(), conn, records = std::move(batch.records)]() mutable {
+    if (self->conn_ != conn) return;  // late records of a replaced connection
+    for (auto& rec : records) self->handle(rec);
+  });
+}
+
+void top_level::on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) {
+  boost::asio::post(strand_, [self = shared_from_this(), conn, reason] {
+    if (self->conn_ != conn) return;
+    self->conn_.reset();
+    self->welcomed_ = false;
+    if (self->stopping_) return self->check_stopping();
+    self->schedule_reconnect("connection closed (" + reason + ")");
+  });
+}
+
+void top_level::handle(wire::record& rec) {
+  const std::string& action = rec.header["action"].get_ref<const std::string&>();
+  if (action == "deliver") return handle_deliver(rec);
+  if (action == "confirm" || action == "reject") {
+    auto seqs = rec.header.find("seqs");
+    if (seqs == rec.header.end() || !seqs->is_array()) return;
+    for (auto& s : *seqs) {
+      if (!s.is_number_unsigned()) continue;
+      auto n = unconfirmed_.erase(s.get<std::uint64_t>());
+      if (action == "confirm")
+        stats_.confirmed += n;
+      else
+        stats_.rejected += n;
+    }
+    if (action == "reject")
+      log()->error("MQS refused {} message(s): {}", seqs->size(), rec.header.value("error", std::string("?")));
+    check_writable();
+    check_stopping();
+    return;
+  }
+  if (action == "welcome") {
+    welcomed_ = true;
+    backoff_ = std::chrono::milliseconds(100);
+    log()->info("connected to MQS {} ({}), generation {}", options_.mqs_url, rec.header.value("mqs", std::string()),
+                generation_);
+    return;
+  }
+  if (action == "error") {
+    log()->warn("MQS error: {} (header {})", rec.header.value("error", std::string("?")),
+                rec.header.contains("header") ? rec.header["header"].dump() : std::string("-"));
+    return;
+  }
+  log()->warn("unknown action \"{}\" from the MQS", action);
+}
+
+void top_level::handle_deliver(wire::record& rec) {
+  auto topic = rec.header.value("topic", std::string());
+  auto tag = rec.header.value("tag", std::uint64_t(0));
+  bool redelivered = rec.header.value("redelivered", false);
+  ++stats_.delivered;
+  if (topic == reply_topic(options_.instance)) {
+    // Replies are acked by the MQS on hand-over; keep the reply queue's credit topped up.
+    auto& p = pulls_[topic];
+    p.first = delivery_mode::reply;
+    p.second += 1;
+    schedule_flush();
+    envelope e = decode_envelope(rec.body);
+    auto to = parse_address(e.to);
+    auto it = to ? routers_.find(to->topic()) : routers_.end();
+    if (it == routers_.end()) {
+      ++stats_.replies_dropped;
+      log()->debug("reply to {} dropped: no such pool here", e.to);
+      return;
+    }
+    it->second->deliver_reply(std::move(e));
+    return;
+  }
+  auto it = routers_.find(topic);
+  if (it == routers_.end()) {
+    // The pool is gone: give the message back for another instance.
+    std::string header = "{\"action\":\"nack\",\"requeue\":true,\"tags\":[" + std::to_string(tag) + "]}";
+    wire::append_raw_record(out_, header);
+    schedule_flush();
+    return;
+  }
+  it->second->deliver(generation_, tag, redelivered, std::move(rec.body));
+}
+
+void top_level::append_enqueue(std::uint64_t seq, const std::string& topic, delivery_mode mode,
+                               const std::string& body) {
+  std::string header = "{\"action\":\"enqueue\",\"topic\":\"" + topic + "\",\"mode\":\"" + std::string(to_string(mode)) +
+                       "\"";
+  if (mode == delivery_mode::at_least_once) header += ",\"seq\":" + std::to_string(seq);
+  header += "}";
+  wire::append_raw_record(out_, header, body);
+}
+
+void top_level::enqueue(std::string topic, delivery_mode mode, std::string body) {
+  boost::asio::post(strand_, [self = shared_from_this(), topic = std::move(topic), mode, body = std::move(body)]() mutable {
+    ++self->stats_.enqueued;
+    if (mode == delivery_mode::at_least_once) {
+      std::uint64_t seq = self->next_seq_++;
+      if (self->conn_) self->append_enqueue(seq, topic, mode, body);
+      self->unconfirmed_.emplace(seq, unconfirmed{std::move(topic), std::move(body)});
+    } else if (self->conn_) {
+      self->append_enqueue(0, topic, mode, body);
+    } else {
+      if (self->at_most_once_backlog_.size() >= max_at_most_once_backlog) {
+        self->at_most_once_backlog_.pop_front();
+        ++self->stats_.dropped_at_most_once;
+      }
+      self->at_most_once_backlog_.emplace_back(std::move(topic), std::move(body));
+    }
+    self->schedule_flush();
+  });
+}
+
+void top_level::pull(const std::string& topic, delivery_mode mode, std::size_t credit) {
+  boost::asio::post(strand_, [self = shared_from_this(), topic, mode, credit] {
+    if (!self->conn_) return;  // on_open asks every router again
+    auto& p = self->pulls_[topic];
+    p.first = mode;
+    p.second += credit;
+    self->schedule_flush();
+  });
+}
+
+void top_level::ack(std::uint64_t generation, std::uint64_t tag) {
+  boost::asio::post(strand_, [self = shared_from_this(), generation, tag] {
+    // A tag of an earlier connection is void: the MQS already gave that message back.
+    if (generation != self->generation_ || !self->conn_) return;
+    self->acks_.push_back(tag);
+    self->schedule_flush();
+  });
+}
+
+void top_level::nack(std::uint64_t generation, std::uint64_t tag, bool requeue) {
+  boost::asio::post(strand_, [self = shared_from_this(), generation, tag, requeue] {
+    if (generation != self->generation_ || !self->conn_) return;
+    std::string header = std::string("{\"action\":\"nack\",\"requeue\":") + (requeue ? "true" : "false") +
+                         ",\"tags\":[" + std::to_string(tag) + "]}";
+    wire::append_raw_record(self->out_, header);
+    self->schedule_flush();
+  });
+}
+
+void top_level::cancel(const std::string& topic) {
+  boost::asio::post(strand_, [self = shared_from_this(), topic] {
+    self->pulls_.erase(topic);
+    if (!self->conn_) return;
+    wire::append_record(self->out_, {{"action", "cancel"}, {"topic", topic}});
+    self->schedule_flush();
+  });
+}
+
+void top_level::attach(const std::string& topic, std::shared_ptr<router> r) {
+  boost::asio::post(strand_, [self = shared_from_this(), topic, r = std::move(r)] { self->routers_[topic] = r; });
+}
+
+void top_level::detach(const std::string& topic) {
+  boost::asio::post(strand_, [self = shared_from_this(), topic] { self->routers_.erase(topic); });
+}
+
+void top_level::schedule_flush() {
+  if (flush_scheduled_) return;
+  flush_scheduled_ = true;
+  boost::asio::post(strand_, [self = shared_from_this()] { self->flush(); });
+}
+
+void top_level::flush() {
+  flush_scheduled_ = false;
+  if (!conn_) {
+    out_.clear();
+    acks_.clear();
+    pulls_.clear();
+    return;
+  }
+  if (!acks_.empty()) {
+    std::string header = "{\"action\":\"ack\",\"tags\":[";
+    for (std::size_t i = 0; i < acks_.size(); ++i) {
+      if (i) header += ',';
+      header += std::to_string(acks_[i]);
+    }
+    header += "]}";
+    wire::append_raw_record(out_, header);
+    acks_.clear();
+  }
+  for (auto& [topic, p] : pulls_) {
+    std::size_t credit = p.second;
+    while (credit > 0) {
+      std::size_t n = std::min<std::size_t>(credit, 65535);
+      std::string header = "{\"action\":\"pull\",\"topic\":\"" + topic + "\",\"mode\":\"" +
+                           std::string(to_string(p.first)) + "\",\"credit\":" + std::to_string(n) + "}";
+      wire::append_raw_record(out_, header);
+      credit -= n;
+    }
+  }
+  pulls_.clear();
+  if (!out_.empty()) conn_->send(std::move(out_), true);
+  out_.clear();
+}
+
+bool top_level::writable() const {
+  if (unconfirmed_.size() >= options_.window) return false;
+  if (at_most_once_backlog_.size() >= options_.window) return false;
+  if (conn_ && conn_->queued_bytes() >= max_queued_bytes) return false;
+  return true;
+}
+
+void top_level::when_writable(std::function<void()> fn) {
+  boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)]() mutable {
+    self->waiting_writers_.push_back(std::move(fn));
+    self->check_writable();
+  });
+}
+
+void top_level::check_writable() {
+  if (waiting_writers_.empty()) return;
+  // Writers wake at half the window, so they refill in batches rather than one by one.
+  bool room = unconfirmed_.size() <= options_.window / 2 && at_most_once_backlog_.size() <= options_.window / 2 &&
+              (!conn_ || conn_->queued_bytes() < max_queued_bytes / 2);
+  if (room) {
+    auto writers = std::move(waiting_writers_);
+    waiting_writers_.clear();
+    for (auto& w : writers) w();
+    return;
+  }
+  // Confirms wake writers held by the window; the socket's send queue has no event, so poll it.
+  if (conn_ && conn_->queued_bytes() >= max_queued_bytes / 2 && !writable_timer_armed_) {
+    writable_timer_armed_ = true;
+    writable_timer_.expires_after(std::chrono::milliseconds(2));
+    writable_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      self->writable_timer_armed_ = false;
+      if (!ec) self->check_writable();
+    });
+  }
+}
+
+void top_level::read_stats(std::function<void(const top_level_stats&)> fn) {
+  boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] { fn(self->stats_); });
+}
+
+void top_level::stop(std::chrono::milliseconds timeout, std::function<void()> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), timeout, done = std::move(done)] {
+    self->stopping_ = true;
+    self->stopped_ = done;
+    self->stop_timer_.expires_after(timeout);
+    self->stop_timer_.async_wait([self](boost::system::error_code ec) {
+      if (ec || !self->stopped_) return;
+      log()->warn("stopping with {} unconfirmed message(s)", self->unconfirmed_.size());
+      self->unconfirmed_.clear();
+      self->check_stopping();
+    });
+    self->check_stopping();
+  });
+}
+
+void top_level::check_stopping() {
+  if (!stopping_ || !stopped_ || !unconfirmed_.empty()) return;
+  stop_timer_.cancel();
+  if (conn_) {
+    flush();
+    conn_->close("isolate system stopping");
+    conn_.reset();
+  }
+  reconnect_timer_.cancel();
+  auto fn = std::move(stopped_);
+  stopped_ = nullptr;
+  fn();
+}
+
+}  // namespace dde::host

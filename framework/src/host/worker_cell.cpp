@@ -1,1 +1,228 @@
-// placeholder, replaced by the host implementation
+#include "host/worker_cell.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "dde/envelope.hpp"
+#include "dde/log.hpp"
+#include "dde/names.hpp"
+#include "host/router.hpp"
+#include "host/top_level.hpp"
+
+namespace dde::host {
+
+worker_cell::worker_cell(boost::asio::io_context& io, std::weak_ptr<router> owner, std::shared_ptr<top_level> top,
+                         std::shared_ptr<const pool_spec> spec, std::shared_ptr<worker_plugin> plugin,
+                         std::size_t index)
+    : io_(io),
+      strand_(boost::asio::make_strand(io)),
+      owner_(std::move(owner)),
+      top_(std::move(top)),
+      spec_(std::move(spec)),
+      plugin_(std::move(plugin)),
+      index_(index),
+      self_(spec_->addr().str()),
+      id_(new_uuid()) {}
+
+result<bool> worker_cell::create() {
+  auto made = plugin_->create(this);
+  if (!made) return result<bool>::failure(made.error());
+  worker_ = std::move(made.value());
+  ++epoch_;
+  return true;
+}
+
+void worker_cell::start() {
+  boost::asio::post(strand_, [self = shared_from_this()] {
+    if (!self->worker_) return;
+    try {
+      self->worker_->on_start();
+    } catch (const std::exception& e) {
+      self->restart_after_failure(std::string("on_start threw: ") + e.what());
+    } catch (...) {
+      self->restart_after_failure("on_start threw a non-standard exception");
+    }
+  });
+}
+
+void worker_cell::post_message(message m, std::uint64_t delivery_id) {
+  boost::asio::post(strand_, [self = shared_from_this(), m = std::move(m), delivery_id]() mutable {
+    self->mailbox_.emplace_back(std::move(m), delivery_id);
+    self->run_next();
+  });
+}
+
+void worker_cell::post_reply(message m) {
+  boost::asio::post(strand_, [self = shared_from_this(), m = std::move(m)] {
+    if (self->dead_ || !self->worker_) return;
+    self->invoke(m, false);
+  });
+}
+
+void worker_cell::kill(std::function<void()> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
+    self->dead_ = true;
+    if (self->worker_) {
+      try {
+        self->worker_->before_kill();
+      } catch (const std::exception& e) {
+        logger("host.worker")->warn("{} before_kill threw: {}", self->self_, e.what());
+      } catch (...) {
+        logger("host.worker")->warn("{} before_kill threw", self->self_);
+      }
+      self->worker_.reset();
+    }
+    self->mailbox_.clear();
+    done();
+  });
+}
+
+void worker_cell::run_next() {
+  if (busy_ || dead_ || mailbox_.empty() || !worker_) return;
+  auto [m, id] = std::move(mailbox_.front());
+  mailbox_.pop_front();
+  busy_ = true;
+  current_delivery_ = id;
+  invoke(m, true);
+}
+
+void worker_cell::invoke(const message& m, bool is_delivery) {
+  // A reply is handled in the middle of a delivery: keep that delivery's message as "current".
+  message previous;
+  if (!is_delivery) previous = worker_access::current(*worker_);
+  worker_access::set_current(*worker_, m);
+  try {
+    worker_->on_receive(m);
+  } catch (const std::exception& e) {
+    restart_after_failure(std::string("on_receive threw: ") + e.what());
+    return;
+  } catch (...) {
+    restart_after_failure("on_receive threw a non-standard exception");
+    return;
+  }
+  if (!is_delivery && worker_) worker_access::set_current(*worker_, std::move(previous));
+}
+
+void worker_cell::restart_after_failure(const std::string& what) {
+  logger("host.worker")->error("{} worker {}: {}; restarting the instance", self_, id_, what);
+  bool had_delivery = busy_;
+  std::uint64_t failed_delivery = current_delivery_;
+  busy_ = false;
+  try {
+    if (worker_) worker_->before_kill();
+  } catch (...) {
+  }
+  worker_.reset();
+  id_ = new_uuid();
+  auto made = create();
+  if (!made) {
+    logger("host.worker")->error("{}: cannot restart the worker: {}; this instance stays down", self_, made.error());
+    dead_ = true;
+  }
+  if (auto r = owner_.lock())
+    r->worker_failed(index_, had_delivery ? failed_delivery : 0, what, dead_ ? std::string() : id_);
+  if (dead_) {
+    if (auto r = owner_.lock())
+      for (auto& queued : mailbox_) r->worker_failed(index_, queued.second, "the instance is down", {});
+    mailbox_.clear();
+    return;
+  }
+  start();
+  boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });
+}
+
+const nlohmann::json& worker_cell::args() const { return spec_->args; }
+
+envelope worker_cell::make_envelope(std::string_view to) {
+  envelope e;
+  e.id = new_uuid();
+  e.from = self_;
+  e.to.assign(to);
+  return e;
+}
+
+void worker_cell::publish(std::string topic, delivery_mode mode, envelope e) {
+  top_->enqueue(std::move(topic), mode, encode_envelope(e));
+}
+
+void worker_cell::send(nlohmann::json body, std::string bytes, bool is_bytes, std::string_view to,
+                       std::string_view reply_to) {
+  auto target = parse_address(to);
+  if (!target) throw std::invalid_argument("send: \"" + std::string(to) + "\" is not an address system/isolate");
+  if (!reply_to.empty() && !parse_address(reply_to))
+    throw std::invalid_argument("send: replyTo \"" + std::string(reply_to) + "\" is not an address system/isolate");
+  envelope e = make_envelope(to);
+  e.reply_to.assign(reply_to);
+  e.body = std::move(body);
+  e.bytes = std::move(bytes);
+  e.is_bytes = is_bytes;
+  publish(target->topic(), spec_->mode, std::move(e));
+}
+
+void worker_cell::ask(nlohmann::json body, std::string_view to) {
+  auto target = parse_address(to);
+  if (!target) throw std::invalid_argument("ask: \"" + std::string(to) + "\" is not an address system/isolate");
+  envelope e = make_envelope(to);
+  e.ask_instance = top_->instance();
+  e.ask_worker = id_;
+  e.body = std::move(body);
+  publish(target->topic(), spec_->mode, std::move(e));
+}
+
+void worker_cell::reply(const message& to_message, nlohmann::json body) {
+  if (!to_message.reply_to().empty()) return send(std::move(body), {}, false, to_message.reply_to(), {});
+  if (to_message.is_ask()) {
+    envelope e = make_envelope(to_message.sender());
+    e.in_reply_to = to_message.id();
+    e.to_worker = to_message.ask_worker_;
+    e.body = std::move(body);
+    if (!valid_name(to_message.ask_instance_))
+      throw std::invalid_argument("reply: the asking instance id is not valid");
+    publish(reply_topic(to_message.ask_instance_), delivery_mode::reply, std::move(e));
+    return;
+  }
+  if (!parse_address(to_message.sender()))
+    throw std::invalid_argument("reply: the message has no sender address to answer (sender \"" +
+                                to_message.sender() + "\")");
+  send(std::move(body), {}, false, to_message.sender(), {});
+}
+
+void worker_cell::done() {
+  if (!busy_) return;  // done() outside a delivery (e.g. twice) changes nothing
+  busy_ = false;
+  if (auto r = owner_.lock()) r->worker_done(index_, current_delivery_);
+  boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });
+}
+
+void worker_cell::when_writable(std::function<void()> fn) {
+  top_->when_writable([self = shared_from_this(), epoch = epoch_, fn = std::move(fn)]() mutable {
+    boost::asio::post(self->strand_, [self, epoch, fn = std::move(fn)] {
+      // A callback of an instance that was since restarted must not run on its successor.
+      if (self->dead_ || !self->worker_ || epoch != self->epoch_) return;
+      try {
+        fn();
+      } catch (const std::exception& e) {
+        self->restart_after_failure(std::string("a when_writable callback threw: ") + e.what());
+      }
+    });
+  });
+}
+
+void worker_cell::after(std::chrono::milliseconds delay, std::function<void()> fn) {
+  auto timer = std::make_shared<boost::asio::steady_timer>(strand_, delay);
+  timer->async_wait([self = shared_from_this(), timer, epoch = epoch_, fn = std::move(fn)](
+                        boost::system::error_code ec) {
+    if (ec || self->dead_ || !self->worker_ || epoch != self->epoch_) return;
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      self->restart_after_failure(std::string("a timer callback threw: ") + e.what());
+    }
+  });
+}
+
+void worker_cell::log(int level, std::string_view text) {
+  logger("worker." + spec_->isolate)->log(static_cast<spdlog::level::level_enum>(std::clamp(level, 0, 5)), "{}", text);
+}
+
+}  // namespace dde::host

@@ -24,10 +24,13 @@ constexpr std::size_t max_header = 64 * 1024;
 }  // namespace
 
 void append_record(std::string& out, const nlohmann::json& header, std::string_view body) {
-  std::string h = header.dump();
-  out.reserve(out.size() + 8 + h.size() + body.size());
-  put_u32(out, std::uint32_t(h.size()));
-  out += h;
+  append_raw_record(out, header.dump(), body);
+}
+
+void append_raw_record(std::string& out, std::string_view header_json, std::string_view body) {
+  out.reserve(out.size() + 8 + header_json.size() + body.size());
+  put_u32(out, std::uint32_t(header_json.size()));
+  out.append(header_json.data(), header_json.size());
   put_u32(out, std::uint32_t(body.size()));
   out.append(body.data(), body.size());
 }

@@ -36,3 +36,8 @@ struct decoded_batch {
 decoded_batch decode_batch(std::string_view data, std::size_t max_body);
 
 }  // namespace dde::wire
+
+namespace dde::wire {
+/// Appends a record whose header is already JSON text (hot paths build small headers by hand).
+void append_raw_record(std::string& out, std::string_view header_json, std::string_view body = {});
+}  // namespace dde::wire

@@ -1,0 +1,54 @@
+#pragma once
+/// \file
+/// A small command-line parser shared by the daemons: `--name value` / `--name=value` options
+/// with defaults and help text, repeatable options, boolean flags, and `--help`.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dde {
+
+class cli {
+ public:
+  cli(std::string program, std::string summary);
+
+  /// An option with a default value (empty default = optional with no value).
+  cli& option(std::string name, std::string default_value, std::string help);
+  /// An option that may be given several times.
+  cli& repeated(std::string name, std::string help);
+  /// A boolean flag (present = true).
+  cli& flag(std::string name, std::string help);
+
+  /// Parses; returns an error message (unknown option, missing value), or nullopt.
+  std::optional<std::string> parse(int argc, char** argv);
+  bool help_requested() const { return help_; }
+  std::string usage() const;
+
+  const std::string& get(const std::string& name) const;
+  /// The value as a number in [min, max]; throws std::invalid_argument with a clear message.
+  long long get_int(const std::string& name, long long min, long long max) const;
+  const std::vector<std::string>& all(const std::string& name) const;
+  bool is_set(const std::string& name) const;  ///< given on the command line (or a flag present)
+  /// Sets a value unless it was given on the command line (for --config files).
+  void set_default(const std::string& name, const std::string& value);
+
+ private:
+  struct entry {
+    std::string default_value;
+    std::string help;
+    bool is_flag = false;
+    bool is_repeated = false;
+    std::string value;
+    std::vector<std::string> values;
+    bool given = false;
+  };
+  std::string program_;
+  std::string summary_;
+  std::vector<std::string> order_;
+  std::map<std::string, entry> entries_;
+  bool help_ = false;
+};
+
+}  // namespace dde

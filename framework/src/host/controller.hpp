@@ -1,0 +1,41 @@
+#pragma once
+// The controller of an isolate system (thesis 3.2.1): starts, lists and stops its routers.
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <nlohmann/json.hpp>
+
+#include "host/pool_spec.hpp"
+
+namespace dde::host {
+
+class router;
+class top_level;
+
+class controller : public std::enable_shared_from_this<controller> {
+ public:
+  controller(boost::asio::io_context& io, std::shared_ptr<top_level> top, std::string system);
+
+  /// Deploys a pool; `done` gets an empty string on success, else what went wrong.
+  void add_pool(pool_spec spec, std::function<void(std::string)> done);
+  /// Stops one pool (its in-flight messages finish first).
+  void remove_pool(const std::string& isolate, std::function<void(std::string)> done);
+  /// `{systemName: [pool, ...]}` as in thesis 3.2.2.
+  void describe(std::function<void(nlohmann::json)> fn);
+  /// Stops every pool.
+  void shutdown(std::function<void()> done);
+
+ private:
+  boost::asio::io_context& io_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  std::shared_ptr<top_level> top_;
+  std::string system_;
+  std::map<std::string, std::shared_ptr<router>> routers_;
+};
+
+}  // namespace dde::host

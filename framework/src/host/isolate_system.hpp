@@ -1,0 +1,52 @@
+#pragma once
+// One isolate system: its thread pool, top level (MQS link) and controller (pools).
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <nlohmann/json.hpp>
+
+#include "host/controller.hpp"
+#include "host/pool_spec.hpp"
+#include "host/top_level.hpp"
+
+namespace dde::host {
+
+struct isolate_system_options {
+  std::string name;
+  std::string mqs_url = "ws://127.0.0.1:42043/mqs";
+  std::string instance;  ///< empty: a new UUID
+  int threads = 2;
+  std::size_t window = 4096;
+};
+
+class isolate_system {
+ public:
+  explicit isolate_system(isolate_system_options options);
+  ~isolate_system();
+
+  /// Starts the threads and the MQS link (which retries in the background until it connects).
+  void start();
+  /// Deploys a pool and waits for the outcome: empty string on success, else the error.
+  std::string add_pool(pool_spec spec);
+  std::string remove_pool(const std::string& isolate);
+  nlohmann::json describe();
+  /// Stops every pool (in-flight messages finish), waits for confirms, closes the link, joins threads.
+  void stop();
+
+  const std::string& instance() const { return options_.instance; }
+  boost::asio::io_context& io() { return io_; }
+
+ private:
+  isolate_system_options options_;
+  boost::asio::io_context io_;
+  std::shared_ptr<top_level> top_;
+  std::shared_ptr<controller> controller_;
+  std::vector<std::thread> threads_;
+  bool stopped_ = false;
+};
+
+}  // namespace dde::host

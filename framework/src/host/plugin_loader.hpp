@@ -1,0 +1,82 @@
+#pragma once
+// Loads worker and router plugins (.so). Each load dlopens a private copy with a unique name,
+// because dlopen caches by path and a hot swap must really load new code.
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <variant>
+
+#include "dde/router.hpp"
+#include "dde/worker.hpp"
+
+namespace dde::host {
+
+/// A value or an error message, for results that may fail with an explanation.
+template <class T>
+class result {
+ public:
+  result(T value) : v_(std::move(value)) {}
+  static result failure(std::string why) { return result(std::in_place_index<1>, std::move(why)); }
+  explicit operator bool() const { return v_.index() == 0; }
+  T& value() { return std::get<0>(v_); }
+  const std::string& error() const { return std::get<1>(v_); }
+
+ private:
+  template <class... A>
+  result(std::in_place_index_t<1> i, A&&... a) : v_(i, std::forward<A>(a)...) {}
+  std::variant<T, std::string> v_;
+};
+
+/// A loaded shared object. Unloaded when the last owner lets go: every object the plugin created
+/// holds a shared_ptr to it, so the code outlives them.
+class shared_object {
+ public:
+  ~shared_object();
+  static result<std::shared_ptr<shared_object>> open(const std::filesystem::path& path);
+  void* symbol(const char* name) const;
+  const std::filesystem::path& source() const { return source_; }
+  /// md5 of the file that was loaded, as hex.
+  const std::string& md5() const { return md5_; }
+
+ private:
+  void* handle_ = nullptr;
+  std::filesystem::path source_;
+  std::filesystem::path copy_;
+  std::string md5_;
+};
+
+/// A worker plugin: creates instances of its worker class.
+class worker_plugin {
+ public:
+  /// Loads the plugin at `path` and checks its entry points and ABI version.
+  static result<std::shared_ptr<worker_plugin>> load(const std::filesystem::path& path);
+
+  using worker_ptr = std::unique_ptr<worker, std::function<void(worker*)>>;
+  /// Creates one instance bound to `ctx`; an error if its constructor throws.
+  result<worker_ptr> create(worker_context* ctx) const;
+  const shared_object& object() const { return *so_; }
+
+ private:
+  std::shared_ptr<shared_object> so_;
+  int (*create_)(worker_context*, worker**, char*, unsigned long) = nullptr;
+  void (*destroy_)(worker*) = nullptr;
+};
+
+/// A custom router plugin (`select_worker`).
+class router_plugin {
+ public:
+  static result<std::shared_ptr<router_plugin>> load(const std::filesystem::path& path);
+  using policy_ptr = std::unique_ptr<router_policy, std::function<void(router_policy*)>>;
+  result<policy_ptr> create() const;
+
+ private:
+  std::shared_ptr<shared_object> so_;
+  router_policy* (*create_)() = nullptr;
+  void (*destroy_)(router_policy*) = nullptr;
+};
+
+/// md5 of a file as hex, or empty if it cannot be read.
+std::string file_md5(const std::filesystem::path& path);
+
+}  // namespace dde::host

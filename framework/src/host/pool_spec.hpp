@@ -1,0 +1,40 @@
+#pragma once
+// A pool deployment: the thesis's addIsolate body (3.2.2) plus DDE's additions.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dde/names.hpp"
+#include "host/plugin_loader.hpp"
+
+namespace dde::host {
+
+enum class router_kind { round_robin, random, broadcast, custom };
+
+struct pool_spec {
+  std::string system;                 ///< isolateSystemName
+  std::string isolate;                ///< isolateName
+  std::string uri;                    ///< plugin: a path or file:// URI
+  std::vector<std::string> workers_paths{"localhost"};
+  router_kind router = router_kind::round_robin;
+  std::string router_type = "roundRobin";  ///< as given
+  std::string router_uri;             ///< for a custom router
+  bool hot_deployment = true;
+  nlohmann::json args = nlohmann::json::object();
+  delivery_mode mode = delivery_mode::at_least_once;
+  int credits = 8;                    ///< messages a worker may hold (handled + waiting)
+
+  address addr() const { return {system, isolate}; }
+  /// Local file path of the plugin (`uri` without `file://`).
+  std::string plugin_path() const;
+};
+
+/// Reads a pool spec from its JSON body, with a precise error for each bad field.
+/// `default_system` fills a missing isolateSystemName.
+result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string& default_system = {});
+
+nlohmann::json to_json(const pool_spec& spec);
+
+}  // namespace dde::host

@@ -1,0 +1,91 @@
+#pragma once
+// A router: owns one pool of identical workers, picks which worker gets each delivery, asks the
+// MQS for as many messages as its workers have room for, and acks each message once done.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <nlohmann/json.hpp>
+
+#include "dde/envelope.hpp"
+#include "host/plugin_loader.hpp"
+#include "host/pool_spec.hpp"
+#include "host/routing.hpp"
+
+namespace dde::host {
+
+class top_level;
+class worker_cell;
+
+struct router_stats {
+  std::uint64_t delivered = 0, done = 0, failed = 0, replies = 0, replies_dropped = 0, restarts = 0;
+};
+
+class router : public std::enable_shared_from_this<router> {
+ public:
+  router(boost::asio::io_context& io, std::shared_ptr<top_level> top, pool_spec spec);
+  ~router();
+
+  /// Loads the plugin(s) and constructs every worker; an error leaves nothing running.
+  result<bool> start();
+  /// Stops pulling, lets in-flight messages finish (up to `timeout`), kills the workers.
+  void shutdown(std::chrono::milliseconds timeout, std::function<void()> done);
+
+  // Called from other strands; each posts to the router's strand.
+  void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, std::string body);
+  void deliver_reply(envelope e);
+  void on_connected();
+  void worker_done(std::size_t index, std::uint64_t delivery_id);
+  void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id);
+  /// Runs `fn` on the strand with the pool's description (thesis 3.2.2 shape plus counters).
+  void describe(std::function<void(nlohmann::json)> fn);
+
+  const pool_spec& spec() const { return spec_; }
+  const std::string& topic() const { return topic_; }
+
+ private:
+  struct delivery {
+    std::uint64_t generation;
+    std::uint64_t tag;
+    std::size_t remaining;
+    bool failed;
+  };
+  struct waiting {
+    std::uint64_t generation;
+    std::uint64_t tag;
+    message msg;
+  };
+  void dispatch(std::uint64_t generation, std::uint64_t tag, message msg);
+  void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed);
+  void request_credit();
+  void check_drained();
+
+  boost::asio::io_context& io_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  std::shared_ptr<top_level> top_;
+  pool_spec spec_;
+  std::string topic_;
+  std::shared_ptr<const pool_spec> shared_spec_;
+  std::shared_ptr<worker_plugin> plugin_;
+  std::shared_ptr<router_plugin> router_plugin_;
+  router_plugin::policy_ptr policy_;
+  pool_ledger ledger_;
+  std::vector<std::shared_ptr<worker_cell>> cells_;
+  std::unordered_map<std::uint64_t, delivery> deliveries_;
+  std::deque<waiting> waiting_;
+  std::uint64_t next_delivery_ = 1;
+  router_stats stats_;
+  bool stopping_ = false;
+  std::function<void()> drained_;
+  std::unique_ptr<boost::asio::steady_timer> drain_timer_;
+};
+
+}  // namespace dde::host

@@ -1,0 +1,73 @@
+#pragma once
+// The router's bookkeeping as plain logic: which workers get a message and how many credits the
+// pool may ask the MQS for. No threads, no I/O: unit-tested directly.
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "dde/router.hpp"
+#include "host/pool_spec.hpp"
+
+namespace dde::host {
+
+class pool_ledger {
+ public:
+  pool_ledger(router_kind kind, std::size_t credits_per_worker, std::uint32_t seed = std::random_device{}());
+
+  /// Adds a worker slot (alive) and returns its index.
+  std::size_t add_worker(std::string id, std::string path);
+  /// Marks a worker dead (its messages no longer count) or alive again with a new id.
+  void set_alive(std::size_t index, bool alive, std::string id = {});
+  std::size_t size() const { return slots_.size(); }
+  bool alive(std::size_t index) const { return slots_[index].alive; }
+  std::size_t in_flight(std::size_t index) const { return slots_[index].in_flight; }
+  std::size_t total_in_flight() const;
+  /// Index of the alive worker with this id, or npos.
+  std::size_t find(const std::string& id) const;
+  static constexpr std::size_t npos = std::size_t(-1);
+
+  /// Room for more messages in the pool (broadcast: the least room of any worker).
+  std::size_t room() const;
+  /// Credits to ask the MQS for now; counts them as requested.
+  std::size_t take_credit_request();
+  /// Credits asked for and not yet used by a delivery.
+  std::size_t requested() const { return requested_; }
+  /// A delivery arrived (uses one requested credit).
+  void on_delivery();
+  /// The connection to the MQS was replaced: credits asked of the old one are void.
+  void reset_requested() { requested_ = 0; }
+  /// Stops (or resumes) asking for credits, e.g. while the pool restarts.
+  void set_paused(bool paused) { paused_ = paused; }
+
+  /// Picks the workers for the next message by the built-in policy; empty when none has room.
+  std::vector<std::size_t> select();
+  /// Applies a custom policy's choice: keeps valid alive indices with room; falls back to `select`.
+  std::vector<std::size_t> select_custom(const std::vector<std::size_t>& chosen);
+  /// A message was handed to worker `index` / the worker finished one.
+  void assign(std::size_t index);
+  void finish(std::size_t index);
+
+  /// What a custom router sees.
+  std::vector<worker_info> snapshot() const;
+
+ private:
+  struct slot {
+    std::string id;
+    std::string path;
+    std::size_t in_flight = 0;
+    bool alive = true;
+  };
+  bool has_room(const slot& s) const { return s.alive && s.in_flight < credits_; }
+
+  router_kind kind_;
+  std::size_t credits_;
+  std::vector<slot> slots_;
+  std::size_t next_ = 0;
+  std::size_t requested_ = 0;
+  bool paused_ = false;
+  std::mt19937 rng_;
+};
+
+}  // namespace dde::host

@@ -1,0 +1,115 @@
+#pragma once
+// The top level of an isolate system: its one WebSocket to the MQS. Keeps retrying with backoff,
+// batches records, resends unconfirmed at-least-once messages after a reconnect, and hands
+// deliveries to the router of their topic.
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "dde/names.hpp"
+#include "dde/net/ws.hpp"
+#include "dde/wire/record.hpp"
+
+namespace dde::host {
+
+class router;
+
+struct top_level_options {
+  std::string mqs_url = "ws://127.0.0.1:42043/mqs";
+  std::string system;
+  std::string instance;          ///< this isolate-system instance's UUID
+  std::size_t window = 4096;     ///< unconfirmed at-least-once messages before senders wait
+  std::size_t reply_credit = 256;
+};
+
+/// Counters, read for logs and tests.
+struct top_level_stats {
+  std::uint64_t enqueued = 0, confirmed = 0, rejected = 0, delivered = 0, resent = 0, reconnects = 0,
+                replies_dropped = 0, dropped_at_most_once = 0;
+};
+
+class top_level : public std::enable_shared_from_this<top_level>, public net::ws_handler {
+ public:
+  top_level(boost::asio::io_context& io, top_level_options options);
+
+  void start();
+  /// Waits (up to `timeout`) until every at-least-once message is confirmed, then closes.
+  void stop(std::chrono::milliseconds timeout, std::function<void()> done);
+
+  // Thread-safe: each posts to the top level's strand.
+  void enqueue(std::string topic, delivery_mode mode, std::string body);
+  void pull(const std::string& topic, delivery_mode mode, std::size_t credit);
+  void ack(std::uint64_t generation, std::uint64_t tag);
+  void nack(std::uint64_t generation, std::uint64_t tag, bool requeue);
+  void cancel(const std::string& topic);
+  void attach(const std::string& topic, std::shared_ptr<router> r);
+  void detach(const std::string& topic);
+  /// Calls `fn` (on this strand; post onward) once the outbound window has room.
+  void when_writable(std::function<void()> fn);
+  /// Runs `fn` with the counters, on the strand.
+  void read_stats(std::function<void(const top_level_stats&)> fn);
+
+  const std::string& instance() const { return options_.instance; }
+  const std::string& system() const { return options_.system; }
+
+  // net::ws_handler
+  void on_open(const std::shared_ptr<net::ws_connection>& conn) override;
+  void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override;
+  void on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) override;
+
+ private:
+  struct unconfirmed {
+    std::string topic;
+    std::string body;
+  };
+  void do_connect();
+  void schedule_reconnect(const std::string& why);
+  void handle(wire::record& rec);
+  void handle_deliver(wire::record& rec);
+  void schedule_flush();
+  void flush();
+  void append_enqueue(std::uint64_t seq, const std::string& topic, delivery_mode mode, const std::string& body);
+  bool writable() const;
+  void check_writable();
+  void check_stopping();
+
+  boost::asio::io_context& io_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  top_level_options options_;
+  net::ws_url url_;
+  std::shared_ptr<net::ws_connection> conn_;
+  bool welcomed_ = false;
+  std::uint64_t generation_ = 0;
+  std::chrono::milliseconds backoff_{100};
+  boost::asio::steady_timer reconnect_timer_;
+  boost::asio::steady_timer writable_timer_;
+  bool writable_timer_armed_ = false;
+
+  std::string out_;
+  bool flush_scheduled_ = false;
+  std::vector<std::uint64_t> acks_;
+  std::map<std::string, std::pair<delivery_mode, std::size_t>> pulls_;
+
+  std::uint64_t next_seq_ = 1;
+  std::map<std::uint64_t, unconfirmed> unconfirmed_;
+  std::deque<std::pair<std::string, std::string>> at_most_once_backlog_;
+  std::vector<std::function<void()>> waiting_writers_;
+
+  std::unordered_map<std::string, std::shared_ptr<router>> routers_;
+  top_level_stats stats_;
+  bool stopping_ = false;
+  std::function<void()> stopped_;
+  boost::asio::steady_timer stop_timer_;
+};
+
+}  // namespace dde::host

@@ -1,0 +1,79 @@
+#pragma once
+// One worker instance: its strand, its mailbox, and the worker_context the plugin calls into.
+// A worker handles one message at a time and gets the next only after `done()`.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "dde/envelope.hpp"
+#include "dde/worker.hpp"
+#include "host/plugin_loader.hpp"
+#include "host/pool_spec.hpp"
+
+namespace dde::host {
+
+class router;
+class top_level;
+
+class worker_cell : public worker_context, public std::enable_shared_from_this<worker_cell> {
+ public:
+  worker_cell(boost::asio::io_context& io, std::weak_ptr<router> owner, std::shared_ptr<top_level> top,
+              std::shared_ptr<const pool_spec> spec, std::shared_ptr<worker_plugin> plugin, std::size_t index);
+
+  /// Constructs the worker instance (on the calling thread); an error if its constructor throws.
+  result<bool> create();
+  /// Runs `on_start` on the cell's strand.
+  void start();
+  /// Queues a pool message; `delivery_id` goes back to the router with done/failure.
+  void post_message(message m, std::uint64_t delivery_id);
+  /// Hands a reply to an `ask` straight to the worker (it does not wait for `done()`).
+  void post_reply(message m);
+  /// Calls `before_kill` and destroys the instance, then `done` (on the cell's strand).
+  void kill(std::function<void()> done);
+
+  /// The current instance's id (changes when the instance is restarted).
+  const std::string& id() const { return id_; }
+
+  // worker_context
+  const nlohmann::json& args() const override;
+  const std::string& self() const override { return self_; }
+  const std::string& worker_id() const override { return id_; }
+  void send(nlohmann::json body, std::string bytes, bool is_bytes, std::string_view to,
+            std::string_view reply_to) override;
+  void ask(nlohmann::json body, std::string_view to) override;
+  void reply(const message& to_message, nlohmann::json body) override;
+  void done() override;
+  void when_writable(std::function<void()> fn) override;
+  void after(std::chrono::milliseconds delay, std::function<void()> fn) override;
+  void log(int level, std::string_view text) override;
+
+ private:
+  void run_next();
+  void invoke(const message& m, bool is_delivery);
+  void restart_after_failure(const std::string& what);
+  void publish(std::string topic, delivery_mode mode, envelope e);
+  envelope make_envelope(std::string_view to);
+
+  boost::asio::io_context& io_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  std::weak_ptr<router> owner_;
+  std::shared_ptr<top_level> top_;
+  std::shared_ptr<const pool_spec> spec_;
+  std::shared_ptr<worker_plugin> plugin_;
+  std::size_t index_;
+  std::string self_;
+  std::string id_;
+  worker_plugin::worker_ptr worker_;
+  std::deque<std::pair<message, std::uint64_t>> mailbox_;
+  bool busy_ = false;
+  std::uint64_t current_delivery_ = 0;
+  bool dead_ = false;
+  std::uint64_t epoch_ = 0;  ///< bumped per instance, so callbacks of a dead instance are dropped
+};
+
+}  // namespace dde::host

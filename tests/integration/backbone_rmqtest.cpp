@@ -1,0 +1,143 @@
+// The backbone end to end: producer -> MQS -> RabbitMQ -> MQS -> consumer, with real processes.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include "cluster.hpp"
+
+namespace dde::test {
+namespace {
+
+constexpr auto long_wait = 180s;
+
+/// Names unique to one test, so tests sharing a broker never share a queue.
+std::string unique_system(const std::string& base) { return base + std::to_string(::getpid()); }
+
+std::int64_t expected_sum(std::int64_t n) { return n * (n - 1) / 2; }
+
+TEST(Backbone, HundredThousandMessagesArriveExactlyOnceInAtLeastOnceMode) {
+  auto& broker = shared_broker();
+  auto dir = fresh_dir("backbone-100k");
+  auto mqs = start_mqs(broker, dir);
+  const std::int64_t n = 100000;
+  auto sys = unique_system("exact");
+  auto consumer = start_host(sys, mqs.url(),
+                             {pool(sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}, 2)},
+                             dir / "consumer-host.log");
+  auto producer = start_host(sys, mqs.url(),
+                             {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"size", 64}})},
+                             dir / "producer-host.log");
+  ASSERT_TRUE(wait_until([&] { return sum_stats(dir, "consumer-").value("received", 0) >= n; }, long_wait))
+      << sum_stats(dir, "consumer-").dump() << "\n" << consumer->log();
+  // Let anything extra (a duplicate) show up before counting.
+  ASSERT_TRUE(wait_until([&] { return broker.queue_depth(sys + ".consumer") == 0u; }, 30s));
+  auto stats = sum_stats(dir, "consumer-");
+  EXPECT_EQ(stats["received"], n);
+  EXPECT_EQ(stats["unique"], n);
+  EXPECT_EQ(stats["duplicates"], 0);
+  EXPECT_EQ(stats["sum"], expected_sum(n));
+  auto seqs = read_seq_logs(dir);
+  EXPECT_EQ(seqs.lines, std::uint64_t(n));
+  EXPECT_TRUE(seqs.missing(n).empty());
+  EXPECT_EQ(producer->stop(), 0) << producer->log();
+  EXPECT_EQ(consumer->stop(), 0) << consumer->log();
+}
+
+TEST(Backbone, AtMostOnceDeliversEverythingWhenNothingFails) {
+  auto& broker = shared_broker();
+  auto dir = fresh_dir("backbone-amo");
+  auto mqs = start_mqs(broker, dir);
+  const std::int64_t n = 20000;
+  auto sys = unique_system("amo");
+  auto consumer = start_host(sys, mqs.url(),
+                             {pool(sys, "consumer", "consumer", {{"stats_dir", dir}}, 2, "at-most-once")},
+                             dir / "consumer-host.log");
+  auto producer = start_host(
+      sys, mqs.url(),
+      {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}}, 1, "at-most-once")},
+      dir / "producer-host.log");
+  ASSERT_TRUE(wait_until([&] { return sum_stats(dir, "consumer-").value("unique", 0) >= n; }, long_wait))
+      << sum_stats(dir, "consumer-").dump();
+  EXPECT_EQ(sum_stats(dir, "consumer-")["sum"], expected_sum(n));
+}
+
+TEST(Backbone, KillingTheConsumerHostMidStreamLosesNothing) {
+  auto& broker = shared_broker();
+  auto dir = fresh_dir("backbone-kill");
+  auto mqs = start_mqs(broker, dir);
+  const std::int64_t n = 30000;
+  auto sys = unique_system("kill");
+  auto consumer_pool = pool(sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}, 2);
+  auto consumer = start_host(sys, mqs.url(), {consumer_pool}, dir / "consumer-1.log");
+  auto producer = start_host(sys, mqs.url(),
+                             {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"rate", 10000}})},
+                             dir / "producer-host.log");
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).lines >= 5000; }, long_wait)) << consumer->log();
+  consumer->kill9();
+  auto before = read_seq_logs(dir).unique.size();
+  EXPECT_LT(before, std::size_t(n));  // the kill really was mid-stream
+  auto restarted = start_host(sys, mqs.url(), {consumer_pool}, dir / "consumer-2.log");
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait))
+      << "missing " << read_seq_logs(dir).missing(n).size() << "\n" << restarted->log();
+  auto report = read_seq_logs(dir);
+  EXPECT_TRUE(report.missing(n).empty());
+  std::cout << "[ kill -9 ] consumed " << report.unique.size() << " unique, " << report.duplicates()
+            << " duplicates after the kill\n";
+}
+
+TEST(Backbone, BrokerRestartMidStreamLosesNothingTheProducerSent) {
+  rabbitmq_node broker("bbrestart");
+  broker.start();
+  auto dir = fresh_dir("backbone-broker-restart");
+  auto mqs = start_mqs(broker, dir);
+  const std::int64_t n = 20000;
+  auto sys = unique_system("brk");
+  auto consumer = start_host(sys, mqs.url(),
+                             {pool(sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}, 2)},
+                             dir / "consumer-host.log");
+  auto producer = start_host(sys, mqs.url(),
+                             {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"rate", 4000}})},
+                             dir / "producer-host.log");
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).lines >= 3000; }, long_wait)) << consumer->log();
+  broker.stop();
+  auto during = read_seq_logs(dir).unique.size();
+  EXPECT_LT(during, std::size_t(n));
+  broker.start();
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait))
+      << "missing " << read_seq_logs(dir).missing(n).size() << "\nMQS:\n" << mqs.proc->log() << "\nproducer:\n"
+      << producer->log();
+  EXPECT_TRUE(read_seq_logs(dir).missing(n).empty());
+  EXPECT_TRUE(mqs.proc->running());
+}
+
+TEST(Backbone, AskRepliesReachTheAskingInstanceAcrossTwoIsolateSystems) {
+  auto& broker = shared_broker();
+  auto dir = fresh_dir("backbone-ask");
+  auto mqs = start_mqs(broker, dir);
+  auto sys = unique_system("ask");
+  const int count = 300;
+  auto supplier = start_host(sys, mqs.url(), {pool(sys, "supplier", "supplier", nlohmann::json::object(), 2)},
+                             dir / "supplier-host.log");
+  // Two instances of the same requester pool, in two isolate-system processes.
+  auto req_pool = pool(sys, "requester", "requester",
+                       {{"to", sys + "/supplier"}, {"count", count}, {"concurrency", 4}, {"stats_dir", dir}});
+  auto a = start_host(sys, mqs.url(), {req_pool}, dir / "requester-a.log");
+  auto b = start_host(sys, mqs.url(), {req_pool}, dir / "requester-b.log");
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto all = all_stats(dir, "requester-");
+        if (all.size() != 2) return false;
+        for (auto& s : all)
+          if (!s.value("finished", false)) return false;
+        return true;
+      },
+      long_wait))
+      << a->log() << b->log();
+  for (auto& s : all_stats(dir, "requester-")) {
+    EXPECT_EQ(s["replied"], count) << s.dump();
+    EXPECT_EQ(s["misrouted"], 0) << s.dump();
+  }
+}
+
+}  // namespace
+}  // namespace dde::test

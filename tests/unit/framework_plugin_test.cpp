@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "host/plugin_loader.hpp"
+#include "host/pool_spec.hpp"
+
+namespace {
+
+std::string plugin(const std::string& name) { return std::string(DDE_WORKER_DIR) + "/lib" + name + ".so"; }
+
+class null_context : public dde::worker_context {
+ public:
+  nlohmann::json args_ = {{"to", "s/c"}};
+  std::string self_ = "s/p", id_ = "w";
+  const nlohmann::json& args() const override { return args_; }
+  const std::string& self() const override { return self_; }
+  const std::string& worker_id() const override { return id_; }
+  void send(nlohmann::json, std::string, bool, std::string_view, std::string_view) override {}
+  void ask(nlohmann::json, std::string_view) override {}
+  void reply(const dde::message&, nlohmann::json) override {}
+  void done() override {}
+  void when_writable(std::function<void()>) override {}
+  void after(std::chrono::milliseconds, std::function<void()>) override {}
+  void log(int, std::string_view) override {}
+};
+
+TEST(PluginLoader, LoadsAWorkerAndCreatesInstances) {
+  auto p = dde::host::worker_plugin::load(plugin("supplier"));
+  ASSERT_TRUE(p) << p.error();
+  null_context ctx;
+  auto w = p.value()->create(&ctx);
+  ASSERT_TRUE(w) << w.error();
+  EXPECT_NE(w.value().get(), nullptr);
+  EXPECT_EQ(p.value()->object().md5().size(), 32u);
+}
+
+TEST(PluginLoader, RefusesAMissingFile) {
+  auto p = dde::host::worker_plugin::load("/nonexistent/libnothing.so");
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().find("does not exist"), std::string::npos) << p.error();
+}
+
+TEST(PluginLoader, RefusesAFileThatIsNotAnElfObject) {
+  auto path = std::string(DDE_WORKER_DIR) + "/not-elf.so";
+  std::ofstream(path) << "#!/bin/sh\necho hello\n";
+  auto p = dde::host::worker_plugin::load(path);
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().find("not an ELF shared object"), std::string::npos) << p.error();
+}
+
+TEST(PluginLoader, RefusesASharedObjectWithoutEntryPoints) {
+  auto p = dde::host::worker_plugin::load(plugin("test_no_factory"));
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().find("DDE_WORKER"), std::string::npos) << p.error();
+}
+
+TEST(PluginLoader, RefusesAnotherAbiVersionNamingBoth) {
+  auto p = dde::host::worker_plugin::load(plugin("test_bad_abi"));
+  ASSERT_FALSE(p);
+  EXPECT_NE(p.error().find("version 999"), std::string::npos) << p.error();
+  EXPECT_NE(p.error().find("version " + std::to_string(DDE_ABI_VERSION)), std::string::npos) << p.error();
+}
+
+TEST(PluginLoader, ReportsAThrowingConstructorWithItsMessage) {
+  auto p = dde::host::worker_plugin::load(plugin("test_throwing_ctor"));
+  ASSERT_TRUE(p) << p.error();
+  null_context ctx;
+  auto w = p.value()->create(&ctx);
+  ASSERT_FALSE(w);
+  EXPECT_NE(w.error().find("cannot reach the database"), std::string::npos) << w.error();
+}
+
+TEST(PluginLoader, LoadsTheSamePathTwiceAsIndependentCopies) {
+  auto a = dde::host::worker_plugin::load(plugin("supplier"));
+  auto b = dde::host::worker_plugin::load(plugin("supplier"));
+  ASSERT_TRUE(a && b);
+  auto fa = a.value()->object().symbol("dde_create_worker");
+  auto fb = b.value()->object().symbol("dde_create_worker");
+  EXPECT_NE(fa, fb);  // two mappings: a hot swap would really load new code
+}
+
+TEST(PluginLoader, LoadsACustomRouter) {
+  auto r = dde::host::router_plugin::load(plugin("test_pick_last"));
+  ASSERT_TRUE(r) << r.error();
+  auto policy = r.value()->create();
+  ASSERT_TRUE(policy);
+  std::vector<dde::worker_info> workers(3);
+  EXPECT_EQ(policy.value()->select_worker(dde::message{}, workers), std::vector<std::size_t>{2});
+  auto not_router = dde::host::router_plugin::load(plugin("supplier"));
+  EXPECT_FALSE(not_router);
+}
+
+TEST(PoolSpec, ReadsTheThesisDeployBody) {
+  auto body = nlohmann::json::parse(R"({
+    "bootstrapperId": "266393094", "action": "action.addIsolate",
+    "messageQueuingSystemServer": "ws://127.0.0.1:42043/mqs",
+    "isolateSystemName": "sampleSystem", "isolateName": "consumer",
+    "uri": "file:///opt/dde/libconsumer.so", "workersPaths": ["localhost", "localhost"],
+    "routerType": "random", "hotDeployment": false, "args": {"x": 1}})");
+  auto spec = dde::host::parse_pool_spec(body);
+  ASSERT_TRUE(spec) << spec.error();
+  EXPECT_EQ(spec.value().addr().str(), "sampleSystem/consumer");
+  EXPECT_EQ(spec.value().plugin_path(), "/opt/dde/libconsumer.so");
+  EXPECT_EQ(spec.value().workers_paths.size(), 2u);
+  EXPECT_EQ(spec.value().router, dde::host::router_kind::random);
+  EXPECT_EQ(spec.value().mode, dde::delivery_mode::at_least_once);
+  auto j = dde::host::to_json(spec.value());
+  EXPECT_EQ(j["id"], "sampleSystem/consumer");
+  EXPECT_EQ(j["workersCount"], 2);
+  EXPECT_EQ(j["routerType"], "random");
+  EXPECT_EQ(j["hotDeployment"], false);
+}
+
+TEST(PoolSpec, SaysExactlyWhatIsWrong) {
+  auto base = nlohmann::json{{"isolateSystemName", "s"}, {"isolateName", "c"}, {"uri", "/x.so"}};
+  auto error_for = [&](nlohmann::json patch) {
+    auto body = base;
+    body.merge_patch(patch);
+    auto spec = dde::host::parse_pool_spec(body);
+    return spec ? std::string("accepted") : spec.error();
+  };
+  EXPECT_EQ(error_for(nlohmann::json::object()), "accepted");
+  EXPECT_NE(error_for({{"isolateName", nullptr}}).find("missing field \"isolateName\""), std::string::npos);
+  EXPECT_NE(error_for({{"isolateName", "../x"}}).find("names must be"), std::string::npos);
+  EXPECT_NE(error_for({{"routerType", "fastest"}}).find("unknown routerType \"fastest\""), std::string::npos);
+  EXPECT_NE(error_for({{"workersPaths", nlohmann::json::array()}}).find("non-empty array"), std::string::npos);
+  EXPECT_NE(error_for({{"deliveryMode", "exactly-once"}}).find("deliveryMode"), std::string::npos);
+  EXPECT_NE(error_for({{"credits", 0}}).find("credits"), std::string::npos);
+  EXPECT_NE(error_for({{"hotDeployment", "yes"}}).find("hotDeployment"), std::string::npos);
+  EXPECT_NE(error_for({{"uri", 5}}).find("uri"), std::string::npos);
+  EXPECT_NE(dde::host::parse_pool_spec(nlohmann::json::array()).error().find("JSON object"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,124 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "host/routing.hpp"
+
+namespace {
+
+using dde::host::pool_ledger;
+using dde::host::router_kind;
+
+pool_ledger make(router_kind kind, std::size_t workers, std::size_t credits) {
+  pool_ledger l(kind, credits, 42);
+  for (std::size_t i = 0; i < workers; ++i) l.add_worker("w" + std::to_string(i), "localhost");
+  return l;
+}
+
+TEST(Router, RoundRobinVisitsEveryWorkerInTurn) {
+  auto l = make(router_kind::round_robin, 3, 4);
+  std::vector<std::size_t> order;
+  for (int i = 0; i < 6; ++i) {
+    auto t = l.select();
+    ASSERT_EQ(t.size(), 1u);
+    l.assign(t[0]);
+    order.push_back(t[0]);
+  }
+  EXPECT_EQ(order, (std::vector<std::size_t>{0, 1, 2, 0, 1, 2}));
+}
+
+TEST(Router, RoundRobinSkipsWorkersWithoutRoom) {
+  auto l = make(router_kind::round_robin, 3, 1);
+  l.assign(1);
+  auto a = l.select();
+  l.assign(a[0]);
+  auto b = l.select();
+  l.assign(b[0]);
+  EXPECT_EQ(a[0], 0u);
+  EXPECT_EQ(b[0], 2u);
+  EXPECT_TRUE(l.select().empty());
+  l.finish(1);
+  EXPECT_EQ(l.select(), std::vector<std::size_t>{1});
+}
+
+TEST(Router, RandomPicksOnlyWorkersWithRoomAndReachesAllOfThem) {
+  auto l = make(router_kind::random, 4, 1000);
+  l.assign(2);
+  for (int i = 0; i < 999; ++i) l.assign(2);  // worker 2 is full
+  std::set<std::size_t> seen;
+  for (int i = 0; i < 200; ++i) {
+    auto t = l.select();
+    ASSERT_EQ(t.size(), 1u);
+    EXPECT_NE(t[0], 2u);
+    seen.insert(t[0]);
+  }
+  EXPECT_EQ(seen, (std::set<std::size_t>{0, 1, 3}));
+}
+
+TEST(Router, BroadcastGoesToEveryWorkerOrWaits) {
+  auto l = make(router_kind::broadcast, 3, 1);
+  EXPECT_EQ(l.select(), (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(l.room(), 1u);
+  l.assign(1);
+  EXPECT_TRUE(l.select().empty());
+  EXPECT_EQ(l.room(), 0u);
+}
+
+TEST(Credits, RequestsNeverExceedTheRoomOfThePool) {
+  auto l = make(router_kind::round_robin, 2, 8);
+  EXPECT_EQ(l.take_credit_request(), 16u);
+  EXPECT_EQ(l.take_credit_request(), 0u);  // already asked for everything
+  for (int i = 0; i < 16; ++i) {
+    l.on_delivery();
+    l.assign(l.select()[0]);
+  }
+  EXPECT_EQ(l.take_credit_request(), 0u);
+  l.finish(0);
+  l.finish(1);
+  EXPECT_EQ(l.take_credit_request(), 2u);  // one credit back per done
+}
+
+TEST(Credits, AReconnectVoidsOutstandingRequestsButNotMessagesInFlight) {
+  auto l = make(router_kind::round_robin, 1, 4);
+  EXPECT_EQ(l.take_credit_request(), 4u);
+  l.on_delivery();
+  l.assign(0);
+  l.reset_requested();
+  EXPECT_EQ(l.take_credit_request(), 3u);
+}
+
+TEST(Credits, APausedPoolAsksForNothing) {
+  auto l = make(router_kind::round_robin, 2, 4);
+  l.set_paused(true);
+  EXPECT_EQ(l.take_credit_request(), 0u);
+  l.set_paused(false);
+  EXPECT_EQ(l.take_credit_request(), 8u);
+}
+
+TEST(Router, DeadWorkersTakeNoMessagesAndRestartedOnesKeepTheirQueue) {
+  auto l = make(router_kind::round_robin, 2, 2);
+  l.assign(0);
+  l.set_alive(0, true, "w0-restarted");  // restart: the queued message still counts
+  EXPECT_EQ(l.in_flight(0), 1u);
+  EXPECT_EQ(l.find("w0-restarted"), 0u);
+  EXPECT_EQ(l.find("w0"), pool_ledger::npos);
+  l.set_alive(1, false);
+  for (int i = 0; i < 3; ++i) {
+    auto t = l.select();
+    if (t.empty()) break;
+    EXPECT_EQ(t[0], 0u);
+    l.assign(t[0]);
+  }
+  EXPECT_EQ(l.room(), 0u);
+}
+
+TEST(Router, CustomChoicesAreFilteredAndFallBackWhenUnusable) {
+  auto l = make(router_kind::custom, 3, 2);
+  EXPECT_EQ(l.select_custom({2}), std::vector<std::size_t>{2});
+  EXPECT_EQ(l.select_custom({7, 2, 2}), std::vector<std::size_t>{2});
+  l.set_alive(2, false);
+  EXPECT_EQ(l.select_custom({2}).size(), 1u);  // falls back to round-robin among the living
+  EXPECT_NE(l.select_custom({2})[0], 2u);
+}
+
+}  // namespace

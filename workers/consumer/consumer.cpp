@@ -1,0 +1,115 @@
+// consumer: receives numbered messages (from `producer`), counts them, and optionally records each
+// sequence number so tests can check that none was lost.
+//   args: {"stats_dir": "", "log_dir": "", "work_ms": 0}
+//   stats_dir/consumer-PID.json: {"received","unique","duplicates","redelivered","sum","first_us","last_us"}
+//   log_dir/consumer-PID.log: one sequence number per line, written before the message is acked.
+#include <fcntl.h>
+
+#include <mutex>
+#include <vector>
+
+#include "../common/sample_util.hpp"
+#include "dde/worker.hpp"
+
+namespace {
+
+/// Shared by every consumer instance in this process.
+struct tally {
+  std::mutex mutex;
+  std::int64_t received = 0, unique = 0, duplicates = 0, redelivered = 0, sum = 0, first_us = 0, last_us = 0;
+  std::int64_t written_received = -1, last_write_us = 0;
+  std::vector<bool> seen;
+  int log_fd = -1;
+
+  void record(std::int64_t seq, bool was_redelivered) {
+    std::lock_guard lock(mutex);
+    auto now = dde::samples::now_us();
+    if (received == 0) first_us = now;
+    last_us = now;
+    ++received;
+    if (was_redelivered) ++redelivered;
+    if (seq >= 0) {
+      if (std::size_t(seq) >= seen.size()) seen.resize(std::size_t(seq) * 2 + 1024);
+      if (seen[std::size_t(seq)]) {
+        ++duplicates;
+      } else {
+        seen[std::size_t(seq)] = true;
+        ++unique;
+        sum += seq;
+      }
+    }
+    if (log_fd >= 0) {
+      // One write per message, before the ack: a kill -9 cannot lose a line the broker forgot.
+      std::string line = std::to_string(seq) + "\n";
+      if (::write(log_fd, line.data(), line.size()) < 0) {
+        // The log is a test aid; a full disk shows up as missing lines, not as a crash.
+      }
+    }
+  }
+
+  void write(const std::string& dir, bool force) {
+    std::lock_guard lock(mutex);
+    auto now = dde::samples::now_us();
+    if (received == written_received || (!force && now - last_write_us < 200000)) return;
+    written_received = received;
+    last_write_us = now;
+    dde::samples::write_stats(dir, "consumer-" + dde::samples::pid_text() + ".json",
+                              {{"received", received},
+                               {"unique", unique},
+                               {"duplicates", duplicates},
+                               {"redelivered", redelivered},
+                               {"sum", sum},
+                               {"first_us", first_us},
+                               {"last_us", last_us}});
+  }
+};
+
+tally& shared_tally() {
+  static tally t;
+  return t;
+}
+
+class consumer : public dde::worker {
+ public:
+  consumer()
+      : stats_dir_(dde::samples::arg_or<std::string>(args(), "stats_dir", "")),
+        work_ms_(dde::samples::arg_or<int>(args(), "work_ms", 0)) {
+    auto log_dir = dde::samples::arg_or<std::string>(args(), "log_dir", "");
+    auto& t = shared_tally();
+    std::lock_guard lock(t.mutex);
+    if (!log_dir.empty() && t.log_fd < 0) {
+      auto path = log_dir + "/consumer-" + dde::samples::pid_text() + ".log";
+      t.log_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (t.log_fd < 0) throw std::runtime_error("cannot open " + path);
+    }
+  }
+
+  void on_start() override { tick(); }
+
+  void on_receive(const dde::message& msg) override {
+    std::int64_t seq = -1;
+    if (msg.body().is_object()) seq = msg.body().value("seq", std::int64_t(-1));
+    shared_tally().record(seq, msg.redelivered());
+    if (work_ms_ > 0) {
+      after(std::chrono::milliseconds(work_ms_), [this] { done(); });
+      return;
+    }
+    done();
+  }
+
+  void before_kill() override { shared_tally().write(stats_dir_, true); }
+
+ private:
+  // Stats are flushed every 200 ms while messages flow, and once more when they stop.
+  void tick() {
+    shared_tally().write(stats_dir_, false);
+    after(std::chrono::milliseconds(200), [this] { tick(); });
+  }
+
+  std::string stats_dir_;
+  int work_ms_;
+};
+
+}  // namespace
+
+DDE_WORKER(consumer)

@@ -1,0 +1,77 @@
+// producer: sends `count` numbered messages of about `size` bytes to `to`, as fast as the
+// host's window allows or at `rate` messages per second.
+//   args: {"to": "sys/consumer", "count": 1000, "size": 64, "rate": 0, "start_seq": 0, "stats_dir": ""}
+#include "../common/sample_util.hpp"
+#include "dde/worker.hpp"
+
+namespace {
+
+class producer : public dde::worker {
+ public:
+  producer()
+      : to_(dde::samples::arg_or<std::string>(args(), "to", "")),
+        count_(dde::samples::arg_or<std::int64_t>(args(), "count", 1000)),
+        size_(dde::samples::arg_or<std::int64_t>(args(), "size", 64)),
+        rate_(dde::samples::arg_or<double>(args(), "rate", 0)),
+        next_(dde::samples::arg_or<std::int64_t>(args(), "start_seq", 0)),
+        stats_dir_(dde::samples::arg_or<std::string>(args(), "stats_dir", "")) {
+    if (to_.empty()) throw std::invalid_argument("producer needs args.to, the address to send to");
+    end_ = next_ + count_;
+    // {"seq":N,"pad":"..."}: pad so the JSON body is about `size` bytes.
+    pad_.assign(std::size_t(std::max<std::int64_t>(0, size_ - 30)), 'x');
+  }
+
+  void on_start() override {
+    started_us_ = dde::samples::now_us();
+    produce();
+  }
+
+  void on_receive(const dde::message&) override { done(); }
+
+ private:
+  void produce() {
+    std::int64_t allowed = end_;
+    if (rate_ > 0) {
+      double elapsed = double(dde::samples::now_us() - started_us_) / 1e6;
+      allowed = std::min(end_, first_seq() + std::int64_t(elapsed * rate_) + 1);
+    }
+    int sent_now = 0;
+    while (next_ < allowed && sent_now < 256) {
+      send({{"seq", next_}, {"pad", pad_}}, to_);
+      ++next_;
+      ++sent_now;
+    }
+    write_stats(next_ == end_);
+    if (next_ >= end_) {
+      log_info("sent " + std::to_string(count_) + " messages to " + to_);
+      return;
+    }
+    if (next_ < allowed)
+      when_writable([this] { produce(); });
+    else
+      after(std::chrono::milliseconds(std::max(1, int(1000.0 / rate_))), [this] { produce(); });
+  }
+
+  std::int64_t first_seq() const { return end_ - count_; }
+
+  void write_stats(bool final_write) {
+    auto now = dde::samples::now_us();
+    if (!final_write && now - last_write_us_ < 250000) return;
+    last_write_us_ = now;
+    dde::samples::write_stats(stats_dir_, "producer-" + dde::samples::pid_text() + "-" + worker_id() + ".json",
+                              {{"sent", next_ - first_seq()}, {"first_us", started_us_}, {"last_us", now},
+                               {"finished", next_ >= end_}});
+  }
+
+  std::string to_;
+  std::int64_t count_, size_;
+  double rate_;
+  std::int64_t next_, end_ = 0;
+  std::string stats_dir_;
+  std::string pad_;
+  std::int64_t started_us_ = 0, last_write_us_ = 0;
+};
+
+}  // namespace
+
+DDE_WORKER(producer)

@@ -1,0 +1,82 @@
+// requester: asks `to` `count` times (`concurrency` asks in flight) and checks that every reply
+// comes back to this very instance; records round-trip times.
+//   args: {"to": "sys/supplier", "count": 100, "concurrency": 1, "stats_dir": ""}
+//   stats_dir/requester-PID-ID.json: {"asked","replied","misrouted","rtt_us": {"p50","p90","p99","max"}}
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "../common/sample_util.hpp"
+#include "dde/worker.hpp"
+
+namespace {
+
+class requester : public dde::worker {
+ public:
+  requester()
+      : to_(dde::samples::arg_or<std::string>(args(), "to", "")),
+        count_(dde::samples::arg_or<std::int64_t>(args(), "count", 100)),
+        concurrency_(dde::samples::arg_or<std::int64_t>(args(), "concurrency", 1)),
+        stats_dir_(dde::samples::arg_or<std::string>(args(), "stats_dir", "")) {
+    if (to_.empty()) throw std::invalid_argument("requester needs args.to, the address to ask");
+  }
+
+  void on_start() override {
+    for (std::int64_t i = 0; i < concurrency_ && asked_ < count_; ++i) ask_next();
+    write_stats();
+  }
+
+  void on_receive(const dde::message& msg) override {
+    if (!msg.is_reply()) return done();
+    const auto& body = msg.body();
+    auto n = body.is_object() ? body.value("n", std::int64_t(-1)) : -1;
+    auto it = sent_us_.find(n);
+    if (!body.is_object() || body.value("requester", std::string()) != worker_id() || it == sent_us_.end()) {
+      ++misrouted_;
+    } else {
+      rtt_us_.push_back(dde::samples::now_us() - it->second);
+      sent_us_.erase(it);
+      ++replied_;
+    }
+    if (asked_ < count_) ask_next();
+    write_stats();
+  }
+
+ private:
+  void ask_next() {
+    sent_us_[asked_] = dde::samples::now_us();
+    ask({{"requester", worker_id()}, {"n", asked_}}, to_);
+    ++asked_;
+  }
+
+  void write_stats() {
+    bool finished = replied_ + misrouted_ >= count_;
+    auto now = dde::samples::now_us();
+    if (!finished && now - last_write_us_ < 200000) return;
+    last_write_us_ = now;
+    auto sorted = rtt_us_;
+    std::sort(sorted.begin(), sorted.end());
+    auto pct = [&](double p) -> std::int64_t {
+      if (sorted.empty()) return 0;
+      return sorted[std::min(sorted.size() - 1, std::size_t(p * double(sorted.size())))];
+    };
+    dde::samples::write_stats(
+        stats_dir_, "requester-" + dde::samples::pid_text() + "-" + worker_id() + ".json",
+        {{"asked", asked_},
+         {"replied", replied_},
+         {"misrouted", misrouted_},
+         {"finished", finished},
+         {"rtt_us", {{"p50", pct(0.5)}, {"p90", pct(0.9)}, {"p99", pct(0.99)}, {"max", sorted.empty() ? 0 : sorted.back()}}}});
+  }
+
+  std::string to_;
+  std::int64_t count_, concurrency_;
+  std::string stats_dir_;
+  std::int64_t asked_ = 0, replied_ = 0, misrouted_ = 0, last_write_us_ = 0;
+  std::map<std::int64_t, std::int64_t> sent_us_;
+  std::vector<std::int64_t> rtt_us_;
+};
+
+}  // namespace
+
+DDE_WORKER(requester)
