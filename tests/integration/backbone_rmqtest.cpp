@@ -23,10 +23,10 @@ TEST(Backbone, HundredThousandMessagesArriveExactlyOnceInAtLeastOnceMode) {
   auto sys = unique_system("exact");
   auto consumer = start_host(sys, mqs.url(),
                              {pool(sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}, 2)},
-                             dir / "consumer-host.log");
+                             dir / "host-consumer.log");
   auto producer = start_host(sys, mqs.url(),
                              {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"size", 64}})},
-                             dir / "producer-host.log");
+                             dir / "host-producer.log");
   ASSERT_TRUE(wait_until([&] { return sum_stats(dir, "consumer-").value("received", 0) >= n; }, long_wait))
       << sum_stats(dir, "consumer-").dump() << "\n" << consumer->log();
   // Let anything extra (a duplicate) show up before counting.
@@ -51,11 +51,11 @@ TEST(Backbone, AtMostOnceDeliversEverythingWhenNothingFails) {
   auto sys = unique_system("amo");
   auto consumer = start_host(sys, mqs.url(),
                              {pool(sys, "consumer", "consumer", {{"stats_dir", dir}}, 2, "at-most-once")},
-                             dir / "consumer-host.log");
+                             dir / "host-consumer.log");
   auto producer = start_host(
       sys, mqs.url(),
       {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}}, 1, "at-most-once")},
-      dir / "producer-host.log");
+      dir / "host-producer.log");
   ASSERT_TRUE(wait_until([&] { return sum_stats(dir, "consumer-").value("unique", 0) >= n; }, long_wait))
       << sum_stats(dir, "consumer-").dump();
   EXPECT_EQ(sum_stats(dir, "consumer-")["sum"], expected_sum(n));
@@ -68,15 +68,15 @@ TEST(Backbone, KillingTheConsumerHostMidStreamLosesNothing) {
   const std::int64_t n = 30000;
   auto sys = unique_system("kill");
   auto consumer_pool = pool(sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}, 2);
-  auto consumer = start_host(sys, mqs.url(), {consumer_pool}, dir / "consumer-1.log");
+  auto consumer = start_host(sys, mqs.url(), {consumer_pool}, dir / "host-consumer-1.log");
   auto producer = start_host(sys, mqs.url(),
                              {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"rate", 10000}})},
-                             dir / "producer-host.log");
+                             dir / "host-producer.log");
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).lines >= 5000; }, long_wait)) << consumer->log();
   consumer->kill9();
   auto before = read_seq_logs(dir).unique.size();
   EXPECT_LT(before, std::size_t(n));  // the kill really was mid-stream
-  auto restarted = start_host(sys, mqs.url(), {consumer_pool}, dir / "consumer-2.log");
+  auto restarted = start_host(sys, mqs.url(), {consumer_pool}, dir / "host-consumer-2.log");
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait))
       << "missing " << read_seq_logs(dir).missing(n).size() << "\n" << restarted->log();
   auto report = read_seq_logs(dir);
@@ -94,10 +94,10 @@ TEST(Backbone, BrokerRestartMidStreamLosesNothingTheProducerSent) {
   auto sys = unique_system("brk");
   auto consumer = start_host(sys, mqs.url(),
                              {pool(sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}, 2)},
-                             dir / "consumer-host.log");
+                             dir / "host-consumer.log");
   auto producer = start_host(sys, mqs.url(),
                              {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"rate", 4000}})},
-                             dir / "producer-host.log");
+                             dir / "host-producer.log");
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).lines >= 3000; }, long_wait)) << consumer->log();
   broker.stop();
   auto during = read_seq_logs(dir).unique.size();
@@ -117,12 +117,12 @@ TEST(Backbone, AskRepliesReachTheAskingInstanceAcrossTwoIsolateSystems) {
   auto sys = unique_system("ask");
   const int count = 300;
   auto supplier = start_host(sys, mqs.url(), {pool(sys, "supplier", "supplier", nlohmann::json::object(), 2)},
-                             dir / "supplier-host.log");
+                             dir / "host-supplier.log");
   // Two instances of the same requester pool, in two isolate-system processes.
   auto req_pool = pool(sys, "requester", "requester",
                        {{"to", sys + "/supplier"}, {"count", count}, {"concurrency", 4}, {"stats_dir", dir}});
-  auto a = start_host(sys, mqs.url(), {req_pool}, dir / "requester-a.log");
-  auto b = start_host(sys, mqs.url(), {req_pool}, dir / "requester-b.log");
+  auto a = start_host(sys, mqs.url(), {req_pool}, dir / "host-requester-a.log");
+  auto b = start_host(sys, mqs.url(), {req_pool}, dir / "host-requester-b.log");
   ASSERT_TRUE(wait_until(
       [&] {
         auto all = all_stats(dir, "requester-");

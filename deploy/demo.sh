@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The README's first command: installs what is missing, builds, starts a throw-away local cluster
+# (RabbitMQ, dde-mqs, two dde-isolate-system hosts), moves messages producer -> MQS -> RabbitMQ ->
+# consumer, stops everything it started, and prints the throughput.
+#   demo.sh [--messages N] [--mode at-least-once|at-most-once] [--prefetch K] [--consumers C] [--timeout S]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/lib.sh"
+
+messages=200000 mode=at-least-once prefetch=64 consumers=2 timeout=300
+while (($#)); do
+  case "$1" in
+    --messages) messages="$2"; shift 2 ;;
+    --mode) mode="$2"; shift 2 ;;
+    --prefetch) prefetch="$2"; shift 2 ;;
+    --consumers) consumers="$2"; shift 2 ;;
+    --timeout) timeout="$2"; shift 2 ;;
+    -h|--help) sed -n '2,6s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) dde_die "unknown argument $1 (see --help)" ;;
+  esac
+done
+[[ $mode == at-least-once || $mode == at-most-once ]] || dde_die "--mode must be at-least-once or at-most-once"
+
+"$here/install-deps.sh"
+"$here/build.sh"
+build="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
+run="$build/demo-run"
+rm -rf "$run"
+mkdir -p "$run/stats"
+
+pids=()
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  "$here/rabbitmq.sh" stop --dir "$run/rabbitmq" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+rmq_port=$(dde_free_port)
+dde_log "starting RabbitMQ on 127.0.0.1:$rmq_port"
+"$here/rabbitmq.sh" start --dir "$run/rabbitmq" --port "$rmq_port" >/dev/null
+
+mqs_port=42043
+dde_port_open "$mqs_port" && mqs_port=$(dde_free_port)
+"$build/bin/dde-mqs" --port "$mqs_port" --broker-port "$rmq_port" --prefetch "$prefetch" >"$run/mqs.log" 2>&1 &
+pids+=($!)
+dde_wait_until 20 dde_port_open "$mqs_port" || dde_die "dde-mqs did not start: $(tail -5 "$run/mqs.log")"
+mqs="ws://127.0.0.1:$mqs_port/mqs"
+dde_log "dde-mqs on $mqs (prefetch $prefetch)"
+
+paths=$(printf '"localhost",%.0s' $(seq "$consumers")); paths="[${paths%,}]"
+workers="$build/lib/workers"
+"$build/bin/dde-isolate-system" --name demo --mqs "$mqs" --pool-json "{
+  \"isolateSystemName\": \"demo\", \"isolateName\": \"consumer\", \"uri\": \"$workers/libconsumer.so\",
+  \"workersPaths\": $paths, \"routerType\": \"roundRobin\", \"hotDeployment\": false,
+  \"deliveryMode\": \"$mode\", \"credits\": $prefetch, \"args\": {\"stats_dir\": \"$run/stats\"}}" \
+  >"$run/consumer-host.log" 2>&1 &
+pids+=($!)
+"$build/bin/dde-isolate-system" --name demo --mqs "$mqs" --pool-json "{
+  \"isolateSystemName\": \"demo\", \"isolateName\": \"producer\", \"uri\": \"$workers/libproducer.so\",
+  \"workersPaths\": [\"localhost\"], \"routerType\": \"roundRobin\", \"hotDeployment\": false,
+  \"deliveryMode\": \"$mode\", \"args\": {\"to\": \"demo/consumer\", \"count\": $messages, \"size\": 64}}" \
+  >"$run/producer-host.log" 2>&1 &
+pids+=($!)
+dde_log "producer -> demo/consumer: $messages messages of 64 bytes, $consumers consumer worker(s), $mode"
+
+consumer_stat() { grep -o "\"$1\":[0-9]*" "$run/stats/"consumer-*.json 2>/dev/null | head -1 | cut -d: -f2; }
+done_yet() { local r; r=$(consumer_stat received); [[ -n $r && $r -ge $messages ]]; }
+last=0
+deadline=$((SECONDS + timeout))
+until done_yet; do
+  if ((SECONDS >= deadline)); then dde_log "timed out after ${timeout}s"; break; fi
+  if ((SECONDS - last >= 5)); then last=$SECONDS; dde_log "received $(consumer_stat received || echo 0) so far"; fi
+  sleep 0.5
+done
+received=$(consumer_stat received); received=${received:-0}
+first=$(consumer_stat first_us); last_us=$(consumer_stat last_us)
+rate=$(awk -v n="$received" -v a="${first:-0}" -v b="${last_us:-0}" \
+  'BEGIN { s = (b - a) / 1e6; if (s > 0) printf "%.0f", n / s; else print 0 }')
+seconds=$(awk -v a="${first:-0}" -v b="${last_us:-0}" 'BEGIN { printf "%.2f", (b - a) / 1e6 }')
+echo "DDE demo: $received of $messages messages producer -> dde-mqs -> RabbitMQ -> consumer ($mode, prefetch $prefetch, $consumers consumers) in ${seconds}s: $rate msg/s"
+[[ $received -ge $messages ]]
