@@ -47,16 +47,18 @@ double raw(rabbitmq_node& broker, const std::string& queue, const std::string& m
   std::vector<std::string> common{"--host", "127.0.0.1", "--port", std::to_string(broker.port()), "--queue", queue};
   std::vector<std::string> produce{bin, "produce"};
   produce.insert(produce.end(), common.begin(), common.end());
+  std::string kind = mode == "at-least-once" ? "quorum" : "transient";
   std::vector<std::string> extra = mode == "at-least-once"
-                                       ? std::vector<std::string>{"--queue-type", "quorum", "--persistent",
-                                                                  "--confirm-window", "1000"}
-                                       : std::vector<std::string>{"--queue-type", "transient", "--confirm-window", "0"};
+                                       ? std::vector<std::string>{"--persistent", "--confirm-window", "1000"}
+                                       : std::vector<std::string>{"--confirm-window", "0"};
   produce.insert(produce.end(), extra.begin(), extra.end());
+  produce.insert(produce.end(), {"--queue-type", kind});
   produce.insert(produce.end(), {"--count", std::to_string(n), "--size", "64"});
   double produce_rate = parse_rate(run_capture(produce));
   std::vector<std::string> consume{bin, "consume"};
   consume.insert(consume.end(), common.begin(), common.end());
-  consume.insert(consume.end(), {"--count", std::to_string(n), "--prefetch", std::to_string(prefetch)});
+  consume.insert(consume.end(),
+                 {"--count", std::to_string(n), "--prefetch", std::to_string(prefetch), "--queue-type", kind});
   consume_rate = parse_rate(run_capture(consume));
   broker.delete_queue(queue);
   return produce_rate;

@@ -82,6 +82,12 @@ class rabbitmq_node {
   const std::string& host() const { return host_; }  // "127.0.0.1"
   std::string user() const { return "guest"; }
   std::string password() const { return "guest"; }
+  /// The Erlang node name, `<name>-<pid>@localhost`.
+  const std::string& node_name() const { return node_name_; }
+  /// The node's directory: data (mnesia/), logs (log/, server.log), config, cookie (home/).
+  const std::filesystem::path& dir() const { return dir_; }
+  /// Pid of the node's Erlang VM (beam.smp), or -1 when not running.
+  int vm_pid();
 
   // Small AMQP helpers for assertions (each opens its own short connection).
   /// Messages ready in `queue` (passive declare), or nullopt if the queue does not exist.
@@ -91,9 +97,23 @@ class rabbitmq_node {
   void publish(const std::string& queue, const std::vector<std::string>& bodies, bool persistent = true);
   /// Gets one message from `queue` (basic.get, acked), or nullopt when empty.
   std::optional<std::string> get(const std::string& queue);
+  /// Declares a durable queue: a quorum queue (x-queue-type=quorum) or a classic one.
+  void declare_queue(const std::string& queue, bool quorum);
+  /// Waits until every quorum queue of the node is in Ra's on-disk name registry (names.dets);
+  /// false on timeout. RabbitMQ 3.10 (Ra 2.2) writes it about 1 s after a declare: a kill -9
+  /// before that loses the queue for good (it comes back empty and leaderless). Call it
+  /// between declaring a quorum queue and kill9().
+  bool wait_quorum_queues_registered(std::chrono::milliseconds timeout = 10000ms);
 
  private:
+  std::map<std::string, std::string> environment() const;
+  void write_config_files() const;
+  /// Runs rabbitmqctl against this node (same HOME, hence the same cookie); its exit status.
+  int rabbitmqctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout);
+  std::string log_tail() const;
+
   std::string name_;
+  std::string node_name_;
   std::string host_ = "127.0.0.1";
   std::uint16_t port_ = 0;
   std::uint16_t dist_port_ = 0;

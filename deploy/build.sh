@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Configures and builds DDE in <repo>/build (RelWithDebInfo; ccache is used when installed).
+# Extra arguments go to the cmake configure step, e.g. -DDDE_BUILD_TESTS=OFF.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+build_dir="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
+cmake -S "$DDE_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+cmake --build "$build_dir" -j"${DDE_BUILD_JOBS:-2}"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages DDE needs to build and test; does nothing when all are present.
+# The system-wide rabbitmq-server is left stopped: tests and demos run their own nodes.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+packages=(build-essential cmake ccache libboost-dev nlohmann-json3-dev uuid-dev libssl-dev libspdlog-dev
+  libgtest-dev libgmock-dev googletest librabbitmq-dev rabbitmq-server amqp-tools curl procps iproute2 python3)
+
+missing=()
+for package in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+  [[ $status == "install ok installed" ]] || missing+=("$package")
+done
+
+# Stops a system rabbitmq-server node (the Debian service, run as user rabbitmq) if one runs.
+stop_system_rabbitmq() {
+  if [[ -d /run/systemd/system ]]; then
+    dde_as_root systemctl disable --now rabbitmq-server.service >/dev/null 2>&1 || true
+  fi
+  local pids
+  pids=$(pgrep -u rabbitmq -x beam.smp || true)
+  [[ -z $pids ]] && return 0
+  dde_log "stopping the system rabbitmq-server node (pids $pids)"
+  dde_as_root service rabbitmq-server stop >/dev/null 2>&1 || true
+  for pid in $pids; do
+    dde_wait_until 30 bash -c "! kill -0 $pid 2>/dev/null" || dde_as_root kill -KILL "$pid" 2>/dev/null || true
+  done
+}
+
+if ((${#missing[@]} == 0)); then
+  dde_log "all ${#packages[@]} packages present"
+  stop_system_rabbitmq
+  exit 0
+fi
+
+dde_log "installing: ${missing[*]}"
+# Keep the rabbitmq-server package from starting its service during postinst (policy-rc.d: 101 =
+# action forbidden). Only ours is removed again; an existing one (e.g. Docker's) stays.
+created_policy=""
+if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+  dde_as_root sh -c 'printf "#!/bin/sh\nexit 101\n" > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d'
+  created_policy=yes
+fi
+cleanup() { [[ -n $created_policy ]] && dde_as_root rm -f /usr/sbin/policy-rc.d; true; }
+trap cleanup EXIT
+
+export DEBIAN_FRONTEND=noninteractive
+dde_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+dde_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+stop_system_rabbitmq
+dde_log "done"

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Shared helpers for the deploy scripts; sourced, not run. Sets DDE_ROOT to the repository root.
+set -euo pipefail
+
+DDE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export DDE_ROOT
+
+# Called directly: the /usr/sbin wrappers switch to the rabbitmq user when run as root.
+export DDE_RABBITMQ_SERVER=/usr/lib/rabbitmq/bin/rabbitmq-server
+export DDE_RABBITMQCTL=/usr/lib/rabbitmq/bin/rabbitmqctl
+
+dde_log() { echo "[$(basename "$0")] $*" >&2; }
+dde_die() { dde_log "error: $*"; exit 1; }
+
+# Runs "$@" as root: directly when we are root, else through sudo.
+dde_as_root() {
+  if [[ $(id -u) -eq 0 ]]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else dde_die "need root (or sudo) for: $*"
+  fi
+}
+
+# A TCP port on 127.0.0.1 that was free a moment ago.
+dde_free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# True when something accepts TCP connections on 127.0.0.1:$1.
+dde_port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# True while pid $1 exists and is not a zombie.
+dde_pid_alive() {
+  local state
+  [[ -r /proc/$1/stat ]] || return 1
+  state=$(sed -E 's/^[0-9]+ \(.*\) (.).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n $state && $state != Z && $state != X ]]
+}
+
+# Polls "$@" every 0.2 s until it succeeds or $1 seconds pass: dde_wait_until SECONDS CMD...
+dde_wait_until() {
+  local deadline=$((SECONDS + $1)); shift
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}

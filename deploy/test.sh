@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and runs ctest; exits with ctest's status.
+# Arguments go to ctest (e.g. -L unit, -R support). DDE_TEST_JOBS sets ctest's parallelism (2):
+# tests that start brokers pick free ports and fresh directories, so they do not collide.
+set -euo pipefail
+here="$(dirname "${BASH_SOURCE[0]}")"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$here/lib.sh"
+
+"$here/install-deps.sh"
+"$here/build.sh"
+build_dir="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
+status=0
+ctest --test-dir "$build_dir" --output-on-failure -j"${DDE_TEST_JOBS:-2}" "$@" || status=$?
+exit "$status"

@@ -1,0 +1,169 @@
+// rabbitmq_node: a throw-away rabbitmq-server run as our child; shared_broker().
+#include <unistd.h>
+
+#include <fstream>
+#include <mutex>
+#include <stdexcept>
+
+#include "amqp_session.hpp"
+#include "dde_test.hpp"
+
+namespace dde::test {
+namespace {
+
+// Called directly: the /usr/sbin wrappers switch to the rabbitmq user when run as root.
+const char* const server_script = "/usr/lib/rabbitmq/bin/rabbitmq-server";
+const char* const ctl_script = "/usr/lib/rabbitmq/bin/rabbitmqctl";
+
+/// Erlang node names allow letters, digits, '-' and '_'.
+std::string node_safe(std::string name) {
+  for (auto& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
+  return name;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::string tail(const std::string& text, std::size_t max) {
+  return text.size() <= max ? text : "..." + text.substr(text.size() - max);
+}
+
+}  // namespace
+
+rabbitmq_node::rabbitmq_node(const std::string& name)
+    : name_(node_safe(name)),
+      node_name_(name_ + "-" + std::to_string(::getpid()) + "@localhost"),
+      port_(free_port()),
+      dir_(fresh_dir("rabbitmq-" + name_)) {
+  do {
+    dist_port_ = free_port();
+  } while (dist_port_ == port_);
+  write_config_files();
+}
+
+rabbitmq_node::~rabbitmq_node() {
+  try {
+    stop();
+  } catch (...) {
+    // A destructor must not throw; the child_process destructor still kills the VM.
+  }
+}
+
+void rabbitmq_node::write_config_files() const {
+  std::filesystem::create_directories(dir_ / "home");
+  write_file(dir_ / "rabbitmq.conf", "listeners.tcp.1 = 127.0.0.1:" + std::to_string(port_) + "\n");
+  write_file(dir_ / "enabled_plugins", "[].\n");
+  write_file(dir_ / "rabbitmq-env.conf", "");
+}
+
+std::map<std::string, std::string> rabbitmq_node::environment() const {
+  return {
+      {"RABBITMQ_NODENAME", node_name_},
+      {"RABBITMQ_NODE_PORT", std::to_string(port_)},
+      {"RABBITMQ_DIST_PORT", std::to_string(dist_port_)},
+      {"RABBITMQ_MNESIA_BASE", (dir_ / "mnesia").string()},
+      {"RABBITMQ_LOG_BASE", (dir_ / "log").string()},
+      {"RABBITMQ_PID_FILE", (dir_ / "rabbitmq.pid").string()},
+      {"RABBITMQ_CONFIG_FILE", (dir_ / "rabbitmq.conf").string()},
+      {"RABBITMQ_ENABLED_PLUGINS_FILE", (dir_ / "enabled_plugins").string()},
+      {"RABBITMQ_CONF_ENV_FILE", (dir_ / "rabbitmq-env.conf").string()},
+      // Only loopback for Erlang distribution too.
+      {"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS", "-kernel inet_dist_use_interface {127,0,0,1}"},
+      // With "input allowed" the script execs erl (which execs beam.smp) instead of running it
+      // in a background subshell, so our child's pid is the VM's; -noinput is passed as argv.
+      {"RABBITMQ_ALLOW_INPUT", "true"},
+      {"ERL_CRASH_DUMP", (dir_ / "erl_crash.dump").string()},
+      {"HOME", (dir_ / "home").string()},  // the Erlang cookie, shared with rabbitmqctl
+  };
+}
+
+void rabbitmq_node::start(std::chrono::milliseconds timeout) {
+  if (running()) return;
+  server_ = std::make_unique<child_process>(std::vector<std::string>{server_script, "-noinput"},
+                                            dir_ / "server.log", environment());
+  const bool ready = wait_until(
+      [this] {
+        return !server_->running() ||
+               (port_open(port_) && detail::can_login(host_, port_, user(), password(), 2000ms));
+      },
+      timeout, 100ms);
+  if (ready && server_->running()) return;
+  const bool exited = !server_->running();
+  server_->kill9();
+  throw std::runtime_error("rabbitmq node " + node_name_ +
+                           (exited ? " exited during boot" : " did not boot in time") + "; log tail:\n" +
+                           log_tail());
+}
+
+int rabbitmq_node::rabbitmqctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv{ctl_script, "-n", node_name_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto env = environment();
+  // The CLI is an Erlang node too; by default it listens on 35672-35682, which a node of ours
+  // (free_port) could hold.
+  const auto cli_port = std::to_string(free_port());
+  env["RABBITMQ_CTL_DIST_PORT_MIN"] = cli_port;
+  env["RABBITMQ_CTL_DIST_PORT_MAX"] = cli_port;
+  child_process ctl(argv, dir_ / "rabbitmqctl.log", env);
+  const auto status = ctl.wait_exit(timeout);
+  if (!status) ctl.kill9();
+  return status.value_or(-1);
+}
+
+void rabbitmq_node::stop() {
+  if (!running()) return;
+  rabbitmqctl({"stop"}, 30s);
+  if (!server_->wait_exit(30s)) server_->stop(5s);
+  wait_until([this] { return !port_open(port_); }, 10s);
+}
+
+void rabbitmq_node::kill9() {
+  if (!server_) return;
+  server_->kill9();  // the child is beam.smp itself (see environment())
+  wait_until([this] { return !port_open(port_); }, 10s);
+}
+
+bool rabbitmq_node::running() { return server_ && server_->running(); }
+
+int rabbitmq_node::vm_pid() { return running() ? server_->pid() : -1; }
+
+bool rabbitmq_node::wait_quorum_queues_registered(std::chrono::milliseconds timeout) {
+  // Each quorum queue member has a directory named after its Ra UId; names.dets maps names to
+  // UIds, and a binary UId appears verbatim in the dets file once the mapping is written.
+  const auto ra_dir = dir_ / "mnesia" / node_name_ / "quorum" / node_name_;
+  return wait_until(
+      [&] {
+        const auto registry = read_file(ra_dir / "names.dets");
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(ra_dir, ec))
+          if (entry.is_directory() && registry.find(entry.path().filename().string()) == std::string::npos)
+            return false;
+        return !ec;
+      },
+      timeout, 20ms);
+}
+
+std::string rabbitmq_node::log_tail() const {
+  std::string text = "--- server.log\n" + tail(read_file(dir_ / "server.log"), 3000);
+  text += "\n--- log/" + node_name_ + ".log\n" + tail(read_file(dir_ / "log" / (node_name_ + ".log")), 3000);
+  return text;
+}
+
+rabbitmq_node& shared_broker() {
+  // Destroyed (hence stopped) at exit; if the process dies abruptly, PR_SET_PDEATHSIG kills the VM.
+  static rabbitmq_node node("shared");
+  static std::once_flag started;
+  std::call_once(started, [] { node.start(); });
+  return node;
+}
+
+}  // namespace dde::test
