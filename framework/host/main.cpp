@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
       .option("instance", "", "instance UUID (default: a new one)")
       .option("threads", "2", "worker threads")
       .option("window", "4096", "unconfirmed at-least-once messages before senders wait")
+      .option("control", "", "the node activator's control endpoint, e.g. ws://127.0.0.1:42042/control")
+      .option("orphan-timeout-ms", "120000", "with --control: stop after this long without an activator")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
   if (auto err = args.parse(argc, argv)) {
     std::cerr << "dde-isolate-system: " << *err << "\n";
@@ -57,6 +59,12 @@ int main(int argc, char** argv) {
     options.instance = args.get("instance");
     options.threads = int(args.get_int("threads", 1, 256));
     options.window = std::size_t(args.get_int("window", 1, 1000000));
+    options.control_url = args.get("control");
+    options.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
+    options.request_stop = [](const std::string& why) {
+      dde::logger("host")->info("stopping: {}", why);
+      ::kill(::getpid(), SIGTERM);
+    };
     std::vector<nlohmann::json> bodies;
     for (auto& file : args.all("pool")) {
       std::string error;

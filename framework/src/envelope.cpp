@@ -139,4 +139,18 @@ message to_message(envelope e, bool redelivered) {
   return m;
 }
 
+envelope to_envelope(const message& m) {
+  envelope e;
+  e.body = m.body_;
+  e.bytes = m.bytes_;
+  e.is_bytes = m.is_bytes_;
+  e.id = m.id_;
+  e.from = m.sender_;
+  e.reply_to = m.reply_to_;
+  e.in_reply_to = m.in_reply_to_;
+  e.ask_instance = m.ask_instance_;
+  e.ask_worker = m.ask_worker_;
+  return e;
+}
+
 }  // namespace dde

@@ -110,6 +110,33 @@ TEST(Backbone, BrokerRestartMidStreamLosesNothingTheProducerSent) {
   EXPECT_TRUE(mqs.proc->running());
 }
 
+TEST(Backbone, TwoMqsProcessesAndTwoIsolateSystemsShareATopicFairly) {
+  auto& broker = shared_broker();
+  auto dir_a = fresh_dir("backbone-share-a");
+  auto dir_b = fresh_dir("backbone-share-b");
+  auto mqs_a = start_mqs(broker, dir_a, 8);
+  auto mqs_b = start_mqs(broker, dir_b, 8);
+  const std::int64_t n = 20000;
+  auto sys = unique_system("share");
+  // The same consumer pool in two isolate systems, each on its own MQS.
+  auto a = start_host(sys, mqs_a.url(), {pool(sys, "consumer", "consumer", {{"stats_dir", dir_a}, {"log_dir", dir_a}})},
+                      dir_a / "host-consumer.log");
+  auto b = start_host(sys, mqs_b.url(), {pool(sys, "consumer", "consumer", {{"stats_dir", dir_b}, {"log_dir", dir_b}})},
+                      dir_b / "host-consumer.log");
+  // Both consumers are attached before the first message is sent.
+  ASSERT_TRUE(wait_until([&] { return a->log().find("connected to MQS") != std::string::npos &&
+                                      b->log().find("connected to MQS") != std::string::npos; }, 30s));
+  auto producer = start_host(sys, mqs_a.url(),
+                             {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}})},
+                             dir_a / "host-producer.log");
+  auto total = [&] { return read_seq_logs(dir_a).unique.size() + read_seq_logs(dir_b).unique.size(); };
+  ASSERT_TRUE(wait_until([&] { return total() >= std::size_t(n); }, long_wait));
+  auto got_a = read_seq_logs(dir_a).unique.size(), got_b = read_seq_logs(dir_b).unique.size();
+  EXPECT_EQ(got_a + got_b, std::size_t(n));  // each message went to exactly one of them
+  EXPECT_GT(got_a, std::size_t(n) / 4) << got_a << " vs " << got_b;
+  EXPECT_GT(got_b, std::size_t(n) / 4) << got_a << " vs " << got_b;
+}
+
 TEST(Backbone, AskRepliesReachTheAskingInstanceAcrossTwoIsolateSystems) {
   auto& broker = shared_broker();
   auto dir = fresh_dir("backbone-ask");

@@ -36,6 +36,9 @@ envelope decode_envelope(std::string_view data);
 /// The message a worker sees for an envelope.
 message to_message(envelope e, bool redelivered);
 
+/// The envelope a message came in (for forwarding it, e.g. to a remote worker).
+envelope to_envelope(const message& m);
+
 std::string base64_encode(std::string_view in);
 /// Decodes base64; returns false on bad input.
 bool base64_decode(std::string_view in, std::string& out);

@@ -31,6 +31,17 @@ void isolate_system::start() {
     threads_.emplace_back([this, guard] { io_.run(); });
   // The guard lives as long as any thread holds it; io_.stop() in stop() ends the threads.
   top_->start();
+  if (!options_.control_url.empty()) {
+    control_options c;
+    c.url = options_.control_url;
+    c.system = options_.name;
+    c.instance = options_.instance;
+    c.mqs = options_.mqs_url;
+    c.orphan_timeout = options_.orphan_timeout;
+    c.request_stop = options_.request_stop ? options_.request_stop : [](const std::string&) {};
+    control_ = std::make_shared<control_link>(io_, controller_, c);
+    control_->start();
+  }
   logger("host")->info("isolate system {} instance {} started, MQS {}", options_.name, options_.instance,
                        options_.mqs_url);
 }
@@ -56,6 +67,7 @@ nlohmann::json isolate_system::describe() {
 void isolate_system::stop() {
   if (stopped_ || threads_.empty()) return;
   stopped_ = true;
+  if (control_) control_->stop();
   std::promise<void> pools_done;
   controller_->shutdown([&pools_done] { pools_done.set_value(); });
   pools_done.get_future().wait();

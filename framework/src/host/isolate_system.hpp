@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
+#include "host/control_link.hpp"
 #include "host/controller.hpp"
 #include "host/pool_spec.hpp"
 #include "host/top_level.hpp"
@@ -21,6 +22,9 @@ struct isolate_system_options {
   std::string instance;  ///< empty: a new UUID
   int threads = 2;
   std::size_t window = 4096;
+  std::string control_url;  ///< the node activator's /control endpoint; empty: run alone
+  std::chrono::milliseconds orphan_timeout{120000};
+  std::function<void(const std::string&)> request_stop;  ///< how the control link ends the process
 };
 
 class isolate_system {
@@ -45,6 +49,7 @@ class isolate_system {
   boost::asio::io_context io_;
   std::shared_ptr<top_level> top_;
   std::shared_ptr<controller> controller_;
+  std::shared_ptr<control_link> control_;
   std::vector<std::thread> threads_;
   bool stopped_ = false;
 };

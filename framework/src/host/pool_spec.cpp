@@ -1,5 +1,7 @@
 #include "host/pool_spec.hpp"
 
+#include "dde/net/ws.hpp"
+
 namespace dde::host {
 namespace {
 
@@ -54,10 +56,9 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
     for (auto& p : *paths) {
       if (!p.is_string()) return r::failure("every entry of \"workersPaths\" must be a string");
       auto path = p.get<std::string>();
-      if (path != "localhost")
+      if (path != "localhost" && !net::parse_ws_url(path))
         return r::failure("workersPaths entry \"" + path +
-                          "\" is not supported yet: only \"localhost\" (remote ws:// activators come with the "
-                          "activator)");
+                          "\" is neither \"localhost\" nor an activator URL ws://host:port/activator");
       spec.workers_paths.push_back(path);
     }
   }

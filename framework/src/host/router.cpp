@@ -4,6 +4,7 @@
 
 #include "dde/log.hpp"
 #include "host/top_level.hpp"
+#include "host/proxy_cell.hpp"
 #include "host/worker_cell.hpp"
 
 namespace dde::host {
@@ -20,9 +21,14 @@ router::router(boost::asio::io_context& io, std::shared_ptr<top_level> top, pool
 router::~router() = default;
 
 result<bool> router::start() {
-  auto plugin = worker_plugin::load(spec_.plugin_path());
-  if (!plugin) return result<bool>::failure(plugin.error());
-  plugin_ = plugin.value();
+  bool any_local = false;
+  for (auto& path : spec_.workers_paths) any_local = any_local || path == "localhost";
+  if (any_local) {
+    // Remote workers load the plugin on their node; a local one must load here.
+    auto plugin = worker_plugin::load(spec_.plugin_path());
+    if (!plugin) return result<bool>::failure(plugin.error());
+    plugin_ = plugin.value();
+  }
   if (spec_.router == router_kind::custom) {
     auto rp = router_plugin::load(spec_.router_uri);
     if (!rp) return result<bool>::failure(rp.error());
@@ -31,21 +37,29 @@ result<bool> router::start() {
     router_plugin_ = rp.value();
     policy_ = std::move(policy.value());
   }
+  cell_errors_.assign(spec_.workers_paths.size(), {});
   for (std::size_t i = 0; i < spec_.workers_paths.size(); ++i) {
-    auto cell = std::make_shared<worker_cell>(io_, weak_from_this(), top_, shared_spec_, plugin_, i);
-    auto made = cell->create();
+    const auto& path = spec_.workers_paths[i];
+    std::shared_ptr<cell> c;
+    if (path == "localhost")
+      c = std::make_shared<worker_cell>(io_, weak_from_this(), shared_spec_, plugin_, i);
+    else
+      c = std::make_shared<proxy_cell>(io_, weak_from_this(), shared_spec_, path, i);
+    auto made = c->create();
     if (!made) {
       cells_.clear();
       return result<bool>::failure(made.error());
     }
-    ledger_.add_worker(cell->id(), spec_.workers_paths[i]);
-    cells_.push_back(std::move(cell));
+    ledger_.add_worker(c->id(), path);
+    // A proxy's slot opens once its remote worker is spawned.
+    if (path != "localhost") ledger_.set_alive(i, false);
+    cells_.push_back(std::move(c));
   }
   for (auto& c : cells_) c->start();
   top_->attach(topic_, shared_from_this());
   logger("host.router")
       ->info("{}: {} worker(s) of {} (md5 {}), router {}, {}", spec_.addr().str(), cells_.size(), spec_.uri,
-             plugin_->object().md5(), spec_.router_type, to_string(spec_.mode));
+             plugin_ ? plugin_->object().md5() : "remote", spec_.router_type, to_string(spec_.mode));
   boost::asio::post(strand_, [self = shared_from_this()] { self->request_credit(); });
   return true;
 }
@@ -118,15 +132,32 @@ void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::st
     ++self->stats_.restarts;
     if (delivery_id != 0) self->finish_one(index, delivery_id, true);
     if (new_id.empty()) {
-      // The instance could not be recreated: its slot stops taking messages.
+      // The instance could not be recreated (or its remote link is down): the slot stops taking messages.
       self->ledger_.set_alive(index, false);
+      if (index < self->cell_errors_.size()) self->cell_errors_[index] = what;
     } else {
       self->ledger_.set_alive(index, true, new_id);
     }
-    (void)what;
     self->request_credit();
   });
 }
+
+void router::worker_up(std::size_t index, std::string id) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, id = std::move(id)] {
+    if (self->stopping_) return;
+    self->ledger_.set_alive(index, true, id);
+    if (index < self->cell_errors_.size()) self->cell_errors_[index].clear();
+    self->request_credit();
+  });
+}
+
+void router::enqueue(std::string topic, delivery_mode mode, std::string body) {
+  top_->enqueue(std::move(topic), mode, std::move(body));
+}
+
+void router::when_writable(std::function<void()> fn) { top_->when_writable(std::move(fn)); }
+
+const std::string& router::instance() const { return top_->instance(); }
 
 void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool failed) {
   ledger_.finish(index);
@@ -208,8 +239,13 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
     nlohmann::json j = to_json(self->spec_);
     j["pluginMd5"] = self->plugin_ ? self->plugin_->object().md5() : "";
     nlohmann::json workers = nlohmann::json::array();
-    for (auto& w : self->ledger_.snapshot())
-      workers.push_back({{"id", w.id}, {"path", w.path}, {"inFlight", w.in_flight}});
+    for (auto& w : self->ledger_.snapshot()) {
+      nlohmann::json entry = {{"id", w.id}, {"path", w.path}, {"inFlight", w.in_flight},
+                              {"state", self->ledger_.alive(w.index) ? "running" : "down"}};
+      if (w.index < self->cell_errors_.size() && !self->cell_errors_[w.index].empty())
+        entry["error"] = self->cell_errors_[w.index];
+      workers.push_back(std::move(entry));
+    }
     j["workers"] = workers;
     j["stats"] = {{"delivered", self->stats_.delivered}, {"done", self->stats_.done},
                   {"failed", self->stats_.failed},       {"restarts", self->stats_.restarts},

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dde/envelope.hpp"
+#include "host/cell.hpp"
 #include "host/plugin_loader.hpp"
 #include "host/pool_spec.hpp"
 #include "host/routing.hpp"
@@ -23,13 +24,12 @@
 namespace dde::host {
 
 class top_level;
-class worker_cell;
 
 struct router_stats {
   std::uint64_t delivered = 0, done = 0, failed = 0, replies = 0, replies_dropped = 0, restarts = 0;
 };
 
-class router : public std::enable_shared_from_this<router> {
+class router : public cell_owner, public std::enable_shared_from_this<router> {
  public:
   router(boost::asio::io_context& io, std::shared_ptr<top_level> top, pool_spec spec);
   ~router();
@@ -43,8 +43,13 @@ class router : public std::enable_shared_from_this<router> {
   void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, std::string body);
   void deliver_reply(envelope e);
   void on_connected();
-  void worker_done(std::size_t index, std::uint64_t delivery_id);
-  void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id);
+  // cell_owner
+  void worker_done(std::size_t index, std::uint64_t delivery_id) override;
+  void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) override;
+  void worker_up(std::size_t index, std::string id) override;
+  void enqueue(std::string topic, delivery_mode mode, std::string body) override;
+  void when_writable(std::function<void()> fn) override;
+  const std::string& instance() const override;
   /// Runs `fn` on the strand with the pool's description (thesis 3.2.2 shape plus counters).
   void describe(std::function<void(nlohmann::json)> fn);
 
@@ -78,7 +83,8 @@ class router : public std::enable_shared_from_this<router> {
   std::shared_ptr<router_plugin> router_plugin_;
   router_plugin::policy_ptr policy_;
   pool_ledger ledger_;
-  std::vector<std::shared_ptr<worker_cell>> cells_;
+  std::vector<std::shared_ptr<cell>> cells_;
+  std::vector<std::string> cell_errors_;
   std::unordered_map<std::uint64_t, delivery> deliveries_;
   std::deque<waiting> waiting_;
   std::uint64_t next_delivery_ = 1;

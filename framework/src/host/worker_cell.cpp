@@ -6,18 +6,15 @@
 #include "dde/envelope.hpp"
 #include "dde/log.hpp"
 #include "dde/names.hpp"
-#include "host/router.hpp"
-#include "host/top_level.hpp"
 
 namespace dde::host {
 
-worker_cell::worker_cell(boost::asio::io_context& io, std::weak_ptr<router> owner, std::shared_ptr<top_level> top,
+worker_cell::worker_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> owner,
                          std::shared_ptr<const pool_spec> spec, std::shared_ptr<worker_plugin> plugin,
                          std::size_t index)
     : io_(io),
       strand_(boost::asio::make_strand(io)),
       owner_(std::move(owner)),
-      top_(std::move(top)),
       spec_(std::move(spec)),
       plugin_(std::move(plugin)),
       index_(index),
@@ -142,7 +139,9 @@ envelope worker_cell::make_envelope(std::string_view to) {
 }
 
 void worker_cell::publish(std::string topic, delivery_mode mode, envelope e) {
-  top_->enqueue(std::move(topic), mode, encode_envelope(e));
+  auto owner = owner_.lock();
+  if (!owner) throw std::runtime_error("the worker's pool is gone");
+  owner->enqueue(std::move(topic), mode, encode_envelope(e));
 }
 
 void worker_cell::send(nlohmann::json body, std::string bytes, bool is_bytes, std::string_view to,
@@ -163,7 +162,9 @@ void worker_cell::ask(nlohmann::json body, std::string_view to) {
   auto target = parse_address(to);
   if (!target) throw std::invalid_argument("ask: \"" + std::string(to) + "\" is not an address system/isolate");
   envelope e = make_envelope(to);
-  e.ask_instance = top_->instance();
+  auto owner = owner_.lock();
+  if (!owner) throw std::runtime_error("the worker's pool is gone");
+  e.ask_instance = owner->instance();
   e.ask_worker = id_;
   e.body = std::move(body);
   publish(target->topic(), spec_->mode, std::move(e));
@@ -195,7 +196,9 @@ void worker_cell::done() {
 }
 
 void worker_cell::when_writable(std::function<void()> fn) {
-  top_->when_writable([self = shared_from_this(), epoch = epoch_, fn = std::move(fn)]() mutable {
+  auto owner = owner_.lock();
+  if (!owner) return;
+  owner->when_writable([self = shared_from_this(), epoch = epoch_, fn = std::move(fn)]() mutable {
     boost::asio::post(self->strand_, [self, epoch, fn = std::move(fn)] {
       // A callback of an instance that was since restarted must not run on its successor.
       if (self->dead_ || !self->worker_ || epoch != self->epoch_) return;

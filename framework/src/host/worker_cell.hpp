@@ -12,32 +12,29 @@
 
 #include "dde/envelope.hpp"
 #include "dde/worker.hpp"
-#include "host/plugin_loader.hpp"
+#include "host/cell.hpp"
 #include "host/pool_spec.hpp"
 
 namespace dde::host {
 
-class router;
-class top_level;
-
-class worker_cell : public worker_context, public std::enable_shared_from_this<worker_cell> {
+class worker_cell : public cell, public worker_context, public std::enable_shared_from_this<worker_cell> {
  public:
-  worker_cell(boost::asio::io_context& io, std::weak_ptr<router> owner, std::shared_ptr<top_level> top,
-              std::shared_ptr<const pool_spec> spec, std::shared_ptr<worker_plugin> plugin, std::size_t index);
+  worker_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> owner, std::shared_ptr<const pool_spec> spec,
+              std::shared_ptr<worker_plugin> plugin, std::size_t index);
 
   /// Constructs the worker instance (on the calling thread); an error if its constructor throws.
-  result<bool> create();
+  result<bool> create() override;
   /// Runs `on_start` on the cell's strand.
-  void start();
-  /// Queues a pool message; `delivery_id` goes back to the router with done/failure.
-  void post_message(message m, std::uint64_t delivery_id);
+  void start() override;
+  /// Queues a pool message; `delivery_id` goes back to the owner with done/failure.
+  void post_message(message m, std::uint64_t delivery_id) override;
   /// Hands a reply to an `ask` straight to the worker (it does not wait for `done()`).
-  void post_reply(message m);
+  void post_reply(message m) override;
   /// Calls `before_kill` and destroys the instance, then `done` (on the cell's strand).
-  void kill(std::function<void()> done);
+  void kill(std::function<void()> done) override;
 
   /// The current instance's id (changes when the instance is restarted).
-  const std::string& id() const { return id_; }
+  std::string id() const override { return id_; }
 
   // worker_context
   const nlohmann::json& args() const override;
@@ -61,8 +58,7 @@ class worker_cell : public worker_context, public std::enable_shared_from_this<w
 
   boost::asio::io_context& io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
-  std::weak_ptr<router> owner_;
-  std::shared_ptr<top_level> top_;
+  std::weak_ptr<cell_owner> owner_;
   std::shared_ptr<const pool_spec> spec_;
   std::shared_ptr<worker_plugin> plugin_;
   std::size_t index_;

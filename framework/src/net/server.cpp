@@ -14,7 +14,7 @@ namespace {
 struct shared_state {
   server_options options;
   std::map<std::string, std::shared_ptr<ws_handler>, std::less<>> routes;
-  http_handler http;
+  async_http_handler http;
 };
 
 std::string path_of(std::string_view target) { return std::string(target.substr(0, target.find('?'))); }
@@ -71,18 +71,21 @@ class http_session : public std::enable_shared_from_this<http_session> {
       in.headers[name] = std::string(field.value());
     }
     in.remote = endpoint_text();
-    http_response out;
-    if (!state_->http) {
-      out = error_response(404, "no HTTP endpoints here");
-    } else {
-      try {
-        out = state_->http(in);
-      } catch (const std::exception& e) {
-        spdlog::get("net") ? spdlog::get("net")->error("HTTP handler failed: {}", e.what()) : void();
-        out = error_response(500, std::string("internal error: ") + e.what());
-      }
+    if (!state_->http) return write(error_response(404, "no HTTP endpoints here"), req.keep_alive(), req.version());
+    // The handler may answer from another thread; the answer comes back to this strand.
+    auto self = shared_from_this();
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    auto respond = [self, answered, keep_alive = req.keep_alive(), version = req.version()](http_response out) {
+      if (answered->exchange(true)) return;
+      boost::asio::post(self->stream_.get_executor(), [self, out = std::move(out), keep_alive, version]() mutable {
+        self->write(std::move(out), keep_alive, version);
+      });
+    };
+    try {
+      state_->http(in, respond);
+    } catch (const std::exception& e) {
+      respond(error_response(500, std::string("internal error: ") + e.what()));
     }
-    write(std::move(out), req.keep_alive(), req.version());
   }
 
   void write(http_response out, bool keep_alive, unsigned version) {
@@ -166,7 +169,12 @@ class server_impl : public server {
   void add_websocket(std::string path, std::shared_ptr<ws_handler> handler) override {
     state_->routes[std::move(path)] = std::move(handler);
   }
-  void set_http(http_handler handler) override { state_->http = std::move(handler); }
+  void set_http(http_handler handler) override {
+    state_->http = [handler = std::move(handler)](const http_request& req, std::function<void(http_response)> respond) {
+      respond(handler(req));
+    };
+  }
+  void set_http_async(async_http_handler handler) override { state_->http = std::move(handler); }
 
   std::error_code start() override {
     beast::error_code ec;

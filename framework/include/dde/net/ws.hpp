@@ -65,6 +65,9 @@ struct http_response {
 /// Handles one HTTP request (not an upgrade). Runs on the connection's strand: must not block.
 using http_handler = std::function<http_response(const http_request&)>;
 
+/// Handles one HTTP request and answers later by calling `respond` exactly once, from any thread.
+using async_http_handler = std::function<void(const http_request&, std::function<void(http_response)> respond)>;
+
 struct server_options {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;                          ///< 0 picks a free port
@@ -79,6 +82,8 @@ class server {
   static std::unique_ptr<server> create(boost::asio::io_context& io, server_options options);
   virtual void add_websocket(std::string path, std::shared_ptr<ws_handler> handler) = 0;
   virtual void set_http(http_handler handler) = 0;
+  /// Like `set_http`, for handlers that answer asynchronously (replaces a synchronous handler).
+  virtual void set_http_async(async_http_handler handler) = 0;
   /// Binds and starts accepting.
   virtual std::error_code start() = 0;
   /// The bound port (after `start`).

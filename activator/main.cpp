@@ -1,0 +1,86 @@
+// dde-activator: one per node. Registers with the registry, runs isolate systems as child
+// processes, and hosts remote workers for routers on other nodes.
+#include <limits.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "activator.hpp"
+#include "dde/cli.hpp"
+#include "dde/log.hpp"
+
+int main(int argc, char** argv) {
+  char hostname[HOST_NAME_MAX + 1] = "node";
+  ::gethostname(hostname, sizeof hostname);
+  auto self_dir = std::filesystem::canonical("/proc/self/exe").parent_path();
+  dde::cli args("dde-activator", "A DDE node: System Bootstrapper + Isolate Deployer (thesis 3.2.4).");
+  args.option("registry", "ws://127.0.0.1:8000/registry", "WebSocket URL of the registry")
+      .option("listen", "127.0.0.1", "address to listen on")
+      .option("port", "42042", "port of /activator (remote workers) and /control (local isolate systems)")
+      .option("name", hostname, "this node's name in the registry")
+      .option("advertise-host", "", "address other nodes reach this one at (default: --listen)")
+      .option("host-binary", (self_dir / "dde-isolate-system").string(), "the isolate-system executable")
+      .option("log-dir", "/tmp", "where each isolate system's log goes (<dir>/<system>.log)")
+      .option("orphan-timeout-ms", "120000", "an isolate system stops after this long without its activator")
+      .option("restart-backoff-ms", "500", "first delay before restarting a crashed isolate system")
+      .option("host-threads", "2", "worker threads of each isolate system")
+      .option("threads", "2", "threads of the activator")
+      .option("log-level", "info", "trace, debug, info, warn, error or off");
+  if (auto err = args.parse(argc, argv)) {
+    std::cerr << "dde-activator: " << *err << "\n";
+    return 2;
+  }
+  if (args.help_requested()) {
+    std::cout << args.usage();
+    return 0;
+  }
+  if (!dde::set_log_level(args.get("log-level"))) {
+    std::cerr << "dde-activator: unknown --log-level " << args.get("log-level") << "\n";
+    return 2;
+  }
+  dde::activator::activator_options o;
+  try {
+    o.registry = args.get("registry");
+    o.listen = args.get("listen");
+    o.port = std::uint16_t(args.get_int("port", 0, 65535));
+    o.name = args.get("name");
+    o.advertise_host = args.get("advertise-host");
+    o.threads = int(args.get_int("threads", 1, 64));
+    o.manager.host_binary = args.get("host-binary");
+    o.manager.log_dir = args.get("log-dir");
+    o.manager.log_level = args.get("log-level");
+    o.manager.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
+    o.manager.restart_backoff = std::chrono::milliseconds(args.get_int("restart-backoff-ms", 10, 600000));
+    o.manager.host_threads = int(args.get_int("host-threads", 1, 256));
+    if (!dde::net::parse_ws_url(o.registry)) throw std::invalid_argument("--registry must be a ws:// URL");
+    if (::access(o.manager.host_binary.c_str(), X_OK) != 0)
+      throw std::invalid_argument("--host-binary " + o.manager.host_binary + " is not an executable");
+    std::filesystem::create_directories(o.manager.log_dir);
+  } catch (const std::exception& e) {
+    std::cerr << "dde-activator: " << e.what() << "\n";
+    return 2;
+  }
+  if (o.listen != "127.0.0.1" && o.listen != "localhost" && o.listen != "::1")
+    dde::logger("activator")->warn("listening on {} beyond loopback without TLS or authentication: anyone who can "
+                                   "reach this port can run code here", o.listen);
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  try {
+    dde::activator::activator node(o);
+    node.start();
+    int sig = 0;
+    sigwait(&signals, &sig);
+    dde::logger("activator")->info("signal {} received: stopping the isolate systems", sig);
+    node.stop();
+  } catch (const std::exception& e) {
+    dde::logger("activator")->critical("{}", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,59 @@
+#include "activator.hpp"
+
+#include <future>
+
+#include <boost/asio/executor_work_guard.hpp>
+
+#include "dde/log.hpp"
+#include "isolate_deployer.hpp"
+
+namespace dde::activator {
+
+activator::activator(activator_options options) : options_(std::move(options)) {}
+
+activator::~activator() { stop(); }
+
+void activator::start() {
+  net::server_options so;
+  so.host = options_.listen;
+  so.port = options_.port;
+  server_ = net::server::create(io_, so);
+  auto& m = options_.manager;
+  server_->add_websocket("/activator", make_isolate_deployer(io_));
+  // Children attach over loopback when the activator listens there or on every address.
+  std::string control_host = options_.listen == "0.0.0.0" ? "127.0.0.1" : options_.listen;
+  if (auto ec = server_->start())
+    throw std::runtime_error("cannot listen on " + options_.listen + ":" + std::to_string(options_.port) + ": " +
+                             ec.message());
+  m.control_url = "ws://" + control_host + ":" + std::to_string(server_->port()) + "/control";
+  systems_ = std::make_shared<system_manager>(io_, m);
+  server_->add_websocket("/control", systems_);
+  systems_->start();
+  bootstrapper_options b;
+  b.registry_url = options_.registry;
+  b.name = options_.name;
+  b.host = options_.advertise_host.empty() ? control_host : options_.advertise_host;
+  b.port = server_->port();
+  bootstrapper_ = std::make_shared<bootstrapper>(io_, systems_, b);
+  bootstrapper_->start();
+  auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+      io_.get_executor());
+  for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this, guard] { io_.run(); });
+  logger("activator")->info("activator {} listening on ws://{}:{}/activator, registry {}", options_.name,
+                            options_.listen, server_->port(), options_.registry);
+}
+
+void activator::stop() {
+  if (threads_.empty()) return;
+  std::promise<void> done;
+  systems_->stop_all([&done] { done.set_value(); });
+  done.get_future().wait();
+  bootstrapper_->stop();
+  server_->stop();
+  io_.stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  logger("activator")->info("activator stopped");
+}
+
+}  // namespace dde::activator

@@ -1,0 +1,453 @@
+#include "system_manager.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <boost/asio/post.hpp>
+
+#include "dde/log.hpp"
+#include "dde/names.hpp"
+#include "host/pool_spec.hpp"
+
+namespace dde::activator {
+namespace {
+
+std::shared_ptr<spdlog::logger> log() { return logger("activator"); }
+
+bool pid_alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  if (!std::getline(stat, text)) return false;
+  auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+std::string exit_text(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + std::to_string(WTERMSIG(status));
+  return "ended";
+}
+
+}  // namespace
+
+nlohmann::json deploy_body_from_description(const std::string& system, const nlohmann::json& pool) {
+  auto id = pool.value("id", std::string());
+  nlohmann::json body = {{"isolateSystemName", system},
+                         {"isolateName", id.substr(id.find('/') + 1)},
+                         {"uri", pool.value("workerUri", std::string())},
+                         {"workersPaths", pool.value("workersPaths", nlohmann::json::array())},
+                         {"routerType", pool.value("routerType", std::string("roundRobin"))},
+                         {"hotDeployment", pool.value("hotDeployment", false)}};
+  for (auto key : {"args", "deliveryMode", "credits", "messageQueuingSystemServer"})
+    if (pool.contains(key)) body[key] = pool[key];
+  return body;
+}
+
+system_manager::system_manager(boost::asio::io_context& io, manager_options options)
+    : io_(io), strand_(boost::asio::make_strand(io)), options_(std::move(options)), sigchld_(strand_, SIGCHLD) {}
+
+void system_manager::start() {
+  boost::asio::post(strand_, [self = shared_from_this()] { self->wait_children(); });
+}
+
+void system_manager::wait_children() {
+  sigchld_.async_wait([self = shared_from_this()](boost::system::error_code ec, int) {
+    if (ec) return;
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) self->on_child_exit(pid, status);
+    self->wait_children();
+  });
+}
+
+void system_manager::spawn(record& r) {
+  r.instance = new_uuid();
+  r.started = std::chrono::steady_clock::now();
+  r.own_child = true;
+  std::vector<std::string> args = {options_.host_binary,
+                                   "--name", r.name,
+                                   "--mqs", r.mqs,
+                                   "--control", options_.control_url,
+                                   "--instance", r.instance,
+                                   "--orphan-timeout-ms", std::to_string(options_.orphan_timeout.count()),
+                                   "--threads", std::to_string(options_.host_threads),
+                                   "--log-level", options_.log_level};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string log_path = options_.log_dir + "/" + r.name + ".log";
+  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    if (log_fd >= 0) {
+      ::dup2(log_fd, 1);
+      ::dup2(log_fd, 2);
+    }
+    ::syscall(SYS_close_range, 3u, ~0u, 0u);  // the activator's sockets stay with the activator
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::setpgid(0, 0);  // the activator decides when its systems stop, not the terminal
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  if (log_fd >= 0) ::close(log_fd);
+  if (pid < 0) {
+    log()->error("cannot start isolate system {}: fork failed", r.name);
+    r.state = "failed";
+    return;
+  }
+  r.pid = pid;
+  log()->info("started isolate system {} (pid {}, instance {}, MQS {}), log {}", r.name, pid, r.instance, r.mqs,
+              log_path);
+  // A child that never says hello is given up on.
+  r.timer = std::make_shared<boost::asio::steady_timer>(strand_, options_.start_timeout);
+  r.timer->async_wait([self = shared_from_this(), name = r.name, pid](boost::system::error_code ec) {
+    if (ec) return;
+    auto it = self->systems_.find(name);
+    if (it == self->systems_.end() || it->second.pid != pid || it->second.control) return;
+    auto waiting = std::move(it->second.waiting);
+    it->second.waiting.clear();
+    for (auto& w : waiting) w(false, "no hello within " + std::to_string(self->options_.start_timeout.count()) + " ms");
+  });
+}
+
+void system_manager::when_attached(const std::string& system, std::function<void(bool, std::string)> fn) {
+  auto it = systems_.find(system);
+  if (it == systems_.end()) return fn(false, "no such isolate system");
+  if (it->second.control) return fn(true, {});
+  it->second.waiting.push_back(std::move(fn));
+}
+
+void system_manager::request(record& r, nlohmann::json req,
+                             std::function<void(const nlohmann::json&)> on_response) {
+  if (!r.control) {
+    on_response({{"ok", false}, {"status", 503}, {"error", "isolate system " + r.name + " is " + r.state}});
+    return;
+  }
+  std::uint64_t id = next_request_++;
+  req["type"] = "request";
+  req["id"] = id;
+  auto timer = std::make_shared<boost::asio::steady_timer>(strand_, options_.request_timeout);
+  pending_[id] = {std::move(on_response), timer};
+  timer->async_wait([self = shared_from_this(), id, name = r.name](boost::system::error_code ec) {
+    if (ec) return;
+    auto it = self->pending_.find(id);
+    if (it == self->pending_.end()) return;
+    auto fn = std::move(it->second.on_response);
+    self->pending_.erase(it);
+    fn({{"ok", false}, {"status", 504}, {"error", "isolate system " + name + " did not answer in time"}});
+  });
+  r.control->send(req.dump(), false);
+}
+
+void system_manager::on_open(const std::shared_ptr<net::ws_connection>&) {}
+
+void system_manager::on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool) {
+  boost::asio::post(strand_, [self = shared_from_this(), conn, data = std::move(data)] {
+    auto frame = nlohmann::json::parse(data, nullptr, false);
+    if (frame.is_discarded() || !frame.is_object()) return;
+    auto type = frame.value("type", std::string());
+    if (type == "hello") return self->on_hello(conn, frame);
+    if (type != "response") return;
+    auto it = self->pending_.find(frame.value("id", std::uint64_t(0)));
+    if (it == self->pending_.end()) return;
+    it->second.timer->cancel();
+    auto fn = std::move(it->second.on_response);
+    self->pending_.erase(it);
+    fn(frame);
+  });
+}
+
+void system_manager::on_hello(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& hello) {
+  auto name = hello.value("system", std::string());
+  auto instance = hello.value("instance", std::string());
+  if (!valid_name(name) || hello.value("protocol", 0) != 1) {
+    conn->close("bad hello");
+    return;
+  }
+  auto it = systems_.find(name);
+  if (it == systems_.end()) {
+    // A system started by an earlier activator on this node: adopt it and learn its pools.
+    record r;
+    r.name = name;
+    r.mqs = hello.value("mqs", std::string());
+    r.instance = instance;
+    r.pid = hello.value("pid", -1);
+    r.own_child = false;
+    r.state = "running";
+    r.control = conn;
+    r.started = std::chrono::steady_clock::now();
+    auto& adopted = systems_[name] = std::move(r);
+    log()->info("adopted isolate system {} (pid {}) that was running before this activator", name, adopted.pid);
+    request(adopted, {{"action", "describe"}}, [self = shared_from_this(), name](const nlohmann::json& resp) {
+      auto it = self->systems_.find(name);
+      if (it == self->systems_.end() || !resp.value("ok", false)) return;
+      for (auto& [system, pools] : resp["result"].items())
+        for (auto& p : pools) {
+          auto body = deploy_body_from_description(system, p);
+          it->second.pools[body["isolateName"].get<std::string>()] = body;
+        }
+    });
+    return;
+  }
+  auto& r = it->second;
+  if (r.instance != instance) {
+    log()->warn("a second instance of {} (pid {}) attached; asking it to stop", name, hello.value("pid", -1));
+    conn->send(nlohmann::json{{"type", "request"}, {"id", 0}, {"action", "shutdown"}}.dump(), false);
+    return;
+  }
+  r.control = conn;
+  r.state = "running";
+  if (r.timer) r.timer->cancel();
+  auto waiting = std::move(r.waiting);
+  r.waiting.clear();
+  for (auto& w : waiting) w(true, {});
+}
+
+void system_manager::on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) {
+  boost::asio::post(strand_, [self = shared_from_this(), conn, reason] {
+    for (auto& [name, r] : self->systems_) {
+      if (r.control != conn) continue;
+      r.control.reset();
+      log()->info("control link of {} closed ({})", name, reason);
+      // Our own children are reaped through SIGCHLD; an adopted one we can only watch.
+      if (!r.own_child && !pid_alive(r.pid)) self->on_lost(r, "is gone (pid " + std::to_string(r.pid) + ")");
+      return;
+    }
+  });
+}
+
+void system_manager::on_child_exit(pid_t pid, int status) {
+  for (auto& [name, r] : systems_) {
+    if (r.pid != pid) continue;
+    on_lost(r, exit_text(status));
+    return;
+  }
+}
+
+void system_manager::on_lost(record& r, const std::string& why) {
+  std::string name = r.name;
+  r.pid = -1;
+  r.control.reset();
+  r.last_exit = why;
+  bool never_ran = r.state == "starting";
+  auto waiting = std::move(r.waiting);
+  r.waiting.clear();
+  for (auto& w : waiting) w(false, "the process " + why);
+  if (r.stopping || stopping_all_ || never_ran) {
+    log()->info("isolate system {} {}", name, why);
+    systems_.erase(name);
+    return;
+  }
+  auto uptime = std::chrono::steady_clock::now() - r.started;
+  r.backoff = (r.backoff.count() == 0 || uptime > std::chrono::seconds(30))
+                  ? options_.restart_backoff
+                  : std::min(r.backoff * 2, std::chrono::milliseconds(10000));
+  ++r.restarts;
+  r.state = "restarting";
+  log()->error("isolate system {} {}; restarting it in {} ms (restart {})", name, why, r.backoff.count(), r.restarts);
+  r.timer = std::make_shared<boost::asio::steady_timer>(strand_, r.backoff);
+  r.timer->async_wait([self = shared_from_this(), name](boost::system::error_code ec) {
+    if (ec) return;
+    auto it = self->systems_.find(name);
+    if (it == self->systems_.end() || it->second.stopping) return;
+    self->spawn(it->second);
+    self->when_attached(name, [self, name](bool ok, std::string error) {
+      if (ok) return self->redeploy(name);
+      log()->error("restarted isolate system {} did not attach: {}", name, error);
+    });
+  });
+}
+
+void system_manager::redeploy(const std::string& system) {
+  auto it = systems_.find(system);
+  if (it == systems_.end()) return;
+  for (auto& [isolate, body] : it->second.pools) {
+    add_pool(system, body, [system, isolate = isolate](outcome o) {
+      if (o.ok)
+        log()->info("redeployed {}/{}", system, isolate);
+      else
+        log()->error("cannot redeploy {}/{}: {}", system, isolate, o.error);
+    });
+  }
+}
+
+void system_manager::add_pool(const std::string& system, nlohmann::json body, outcome_fn done) {
+  auto it = systems_.find(system);
+  if (it == systems_.end()) return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
+  request(it->second, {{"action", "addIsolate"}, {"spec", body}},
+          [self = shared_from_this(), system, body, done](const nlohmann::json& resp) {
+            if (!resp.value("ok", false))
+              return done(outcome::failure(resp.value("status", 500), resp.value("error", std::string("failed"))));
+            auto it = self->systems_.find(system);
+            if (it != self->systems_.end()) it->second.pools[body["isolateName"].get<std::string>()] = body;
+            outcome o;
+            o.result = {{"isolateSystemName", system},
+                        {"isolateName", body["isolateName"]},
+                        {"instance", it != self->systems_.end() ? it->second.instance : ""}};
+            done(o);
+          });
+}
+
+void system_manager::deploy(nlohmann::json body, outcome_fn done) {
+  boost::asio::post(strand_, [self = shared_from_this(), body = std::move(body), done = std::move(done)]() mutable {
+    auto spec = host::parse_pool_spec(body);
+    if (!spec) return done(outcome::failure(400, spec.error()));
+    auto mqs = body.value("messageQueuingSystemServer", std::string());
+    if (!net::parse_ws_url(mqs))
+      return done(outcome::failure(400, "field \"messageQueuingSystemServer\" must be a ws:// URL"));
+    auto name = spec.value().system;
+    auto it = self->systems_.find(name);
+    if (it != self->systems_.end() && it->second.mqs != mqs)
+      return done(outcome::failure(409, "isolate system \"" + name + "\" already runs on this node with MQS " +
+                                            it->second.mqs));
+    if (it != self->systems_.end() && it->second.stopping)
+      return done(outcome::failure(409, "isolate system \"" + name + "\" is shutting down"));
+    if (it == self->systems_.end()) {
+      record r;
+      r.name = name;
+      r.mqs = mqs;
+      auto& created = self->systems_[name] = std::move(r);
+      self->spawn(created);
+      if (created.pid < 0) {
+        self->systems_.erase(name);
+        return done(outcome::failure(500, "cannot start a process for isolate system \"" + name + "\""));
+      }
+    }
+    self->when_attached(name, [self, name, body, done](bool ok, std::string error) {
+      if (!ok) return done(outcome::failure(502, "isolate system \"" + name + "\" did not start: " + error));
+      self->add_pool(name, body, done);
+    });
+  });
+}
+
+void system_manager::shutdown(std::string system, std::string isolate, outcome_fn done) {
+  boost::asio::post(strand_, [self = shared_from_this(), system, isolate, done = std::move(done)] {
+    auto it = self->systems_.find(system);
+    if (it == self->systems_.end()) return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
+    auto& r = it->second;
+    if (isolate.empty()) {
+      r.stopping = true;
+      if (!r.control) {
+        if (r.pid > 0) ::kill(r.pid, SIGTERM);
+        return done(outcome{});
+      }
+      self->request(r, {{"action", "shutdown"}}, [done](const nlohmann::json&) { done(outcome{}); });
+      return;
+    }
+    if (!r.pools.count(isolate) && r.control == nullptr)
+      return done(outcome::failure(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\""));
+    self->request(r, {{"action", "removeIsolate"}, {"isolateName", isolate}},
+                  [self, system, isolate, done](const nlohmann::json& resp) {
+                    if (!resp.value("ok", false))
+                      return done(outcome::failure(resp.value("status", 500), resp.value("error", std::string("?"))));
+                    auto it = self->systems_.find(system);
+                    if (it != self->systems_.end()) it->second.pools.erase(isolate);
+                    done(outcome{});
+                  });
+  });
+}
+
+void system_manager::describe(outcome_fn done) {
+  boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
+    auto result = std::make_shared<nlohmann::json>(nlohmann::json::object());
+    auto remaining = std::make_shared<std::size_t>(1);
+    auto finish = [result, remaining, done] {
+      if (--*remaining == 0) done(outcome{true, *result, 200, {}});
+    };
+    for (auto& [name, r] : self->systems_) {
+      nlohmann::json facts = {{"state", r.state}, {"restarts", r.restarts}, {"pid", r.pid}};
+      if (!r.last_exit.empty()) facts["lastExit"] = r.last_exit;
+      if (!r.control) {
+        // Not attached (starting or restarting): report what it will run.
+        auto& list = (*result)[name] = nlohmann::json::array();
+        for (auto& [isolate, body] : r.pools) {
+          auto spec = host::parse_pool_spec(body);
+          if (!spec) continue;
+          auto entry = host::to_json(spec.value());
+          entry.update(facts);
+          entry["messageQueuingSystemServer"] = r.mqs;
+          list.push_back(entry);
+        }
+        continue;
+      }
+      ++*remaining;
+      self->request(r, {{"action", "describe"}}, [result, finish, facts, name = name](const nlohmann::json& resp) {
+        auto& list = (*result)[name] = nlohmann::json::array();
+        if (resp.value("ok", false))
+          for (auto& [system, pools] : resp["result"].items())
+            for (auto p : pools) {
+              p.update(facts);
+              list.push_back(p);
+            }
+        finish();
+      });
+    }
+    finish();
+  });
+}
+
+void system_manager::migrate(std::string system, std::string isolate, nlohmann::json workers_paths, outcome_fn done) {
+  boost::asio::post(strand_, [self = shared_from_this(), system, isolate, workers_paths, done = std::move(done)] {
+    auto it = self->systems_.find(system);
+    if (it == self->systems_.end() || !it->second.pools.count(isolate))
+      return done(outcome::failure(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\" here"));
+    auto old_body = it->second.pools[isolate];
+    auto new_body = old_body;
+    new_body["workersPaths"] = workers_paths;
+    auto spec = host::parse_pool_spec(new_body);
+    if (!spec) return done(outcome::failure(400, spec.error()));
+    // Stop the old workers (their messages finish; the rest wait in the broker), then start the new.
+    self->request(it->second, {{"action", "removeIsolate"}, {"isolateName", isolate}},
+                  [self, system, isolate, old_body, new_body, done](const nlohmann::json& resp) {
+                    if (!resp.value("ok", false))
+                      return done(outcome::failure(resp.value("status", 500), resp.value("error", std::string("?"))));
+                    self->add_pool(system, new_body, [self, system, old_body, done](outcome o) {
+                      if (o.ok) return done(o);
+                      self->add_pool(system, old_body, [](outcome) {});  // put the old pool back
+                      done(o);
+                    });
+                  });
+  });
+}
+
+void system_manager::stop_all(std::function<void()> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
+    self->stopping_all_ = true;
+    std::vector<pid_t> pids;
+    for (auto& [name, r] : self->systems_) {
+      r.stopping = true;
+      if (r.timer) r.timer->cancel();
+      if (r.pid > 0) pids.push_back(r.pid);
+      if (r.pid > 0) ::kill(r.pid, SIGTERM);
+    }
+    // Give them time to drain, then make sure.
+    auto timer = std::make_shared<boost::asio::steady_timer>(self->strand_, std::chrono::seconds(25));
+    auto poll = std::make_shared<std::function<void()>>();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(25);
+    *poll = [self, pids, done, timer, poll, deadline] {
+      bool any = false;
+      for (auto pid : pids) any = any || pid_alive(pid);
+      if (!any || std::chrono::steady_clock::now() > deadline) {
+        for (auto pid : pids)
+          if (pid_alive(pid)) ::kill(pid, SIGKILL);
+        *poll = nullptr;
+        return done();
+      }
+      timer->expires_after(std::chrono::milliseconds(50));
+      timer->async_wait([poll](boost::system::error_code) {
+        if (*poll) (*poll)();
+      });
+    };
+    (*poll)();
+  });
+}
+
+}  // namespace dde::activator

@@ -1,0 +1,110 @@
+#pragma once
+// The isolate systems of this node: starts each as a `dde-isolate-system` child process, talks to it
+// over `/control`, restarts a crashed one with backoff and redeploys its pools, and adopts the
+// systems that reattach after the activator itself restarted.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <nlohmann/json.hpp>
+
+#include "dde/net/ws.hpp"
+
+namespace dde::activator {
+
+struct manager_options {
+  std::string host_binary;      ///< dde-isolate-system
+  std::string control_url;      ///< what children connect to: ws://127.0.0.1:PORT/control
+  std::string log_dir;          ///< children's logs: <log_dir>/<system>.log
+  std::string log_level = "info";
+  std::chrono::milliseconds start_timeout{15000};
+  std::chrono::milliseconds request_timeout{15000};
+  std::chrono::milliseconds orphan_timeout{120000};
+  std::chrono::milliseconds restart_backoff{500};
+  int host_threads = 2;
+};
+
+/// The outcome of a request: `ok` with `result`, or an error with an HTTP-like status.
+struct outcome {
+  bool ok = true;
+  nlohmann::json result = nlohmann::json::object();
+  int status = 200;
+  std::string error;
+  static outcome failure(int status, std::string error) { return {false, nullptr, status, std::move(error)}; }
+};
+using outcome_fn = std::function<void(outcome)>;
+
+class system_manager : public net::ws_handler, public std::enable_shared_from_this<system_manager> {
+ public:
+  system_manager(boost::asio::io_context& io, manager_options options);
+
+  void start();
+  /// Stops every isolate system (their pools drain) and calls `done`.
+  void stop_all(std::function<void()> done);
+
+  // Requests from the registry (registry/PROTOCOL.md).
+  void deploy(nlohmann::json body, outcome_fn done);
+  void shutdown(std::string system, std::string isolate, outcome_fn done);
+  void describe(outcome_fn done);
+  void migrate(std::string system, std::string isolate, nlohmann::json workers_paths, outcome_fn done);
+
+  // `/control` endpoint.
+  void on_open(const std::shared_ptr<net::ws_connection>& conn) override;
+  void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override;
+  void on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) override;
+
+ private:
+  struct record {
+    std::string name, mqs, instance;
+    pid_t pid = -1;
+    bool own_child = true;
+    bool stopping = false;
+    std::string state = "starting";
+    std::map<std::string, nlohmann::json> pools;  ///< isolate -> deploy body, for redeploys
+    std::shared_ptr<net::ws_connection> control;
+    std::vector<std::function<void(bool, std::string)>> waiting;  ///< for the hello
+    std::chrono::milliseconds backoff{0};
+    std::chrono::steady_clock::time_point started;
+    int restarts = 0;
+    std::string last_exit;
+    std::shared_ptr<boost::asio::steady_timer> timer;
+  };
+  struct pending {
+    std::function<void(const nlohmann::json&)> on_response;
+    std::shared_ptr<boost::asio::steady_timer> timer;
+  };
+
+  void spawn(record& r);
+  void when_attached(const std::string& system, std::function<void(bool, std::string)> fn);
+  void request(record& r, nlohmann::json req, std::function<void(const nlohmann::json&)> on_response);
+  void on_hello(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& hello);
+  void on_child_exit(pid_t pid, int status);
+  void on_lost(record& r, const std::string& why);
+  void redeploy(const std::string& system);
+  void add_pool(const std::string& system, nlohmann::json body, outcome_fn done);
+  void wait_children();
+
+  boost::asio::io_context& io_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  manager_options options_;
+  boost::asio::signal_set sigchld_;
+  std::map<std::string, record> systems_;
+  std::map<std::uint64_t, pending> pending_;
+  std::uint64_t next_request_ = 1;
+  bool stopping_all_ = false;
+};
+
+/// Turns a pool as `describe` reports it back into a deploy body.
+nlohmann::json deploy_body_from_description(const std::string& system, const nlohmann::json& pool);
+
+}  // namespace dde::activator

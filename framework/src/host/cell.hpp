@@ -1,0 +1,44 @@
+#pragma once
+// What a router sees of one worker slot (a local worker_cell or a proxy to a remote worker), and
+// what a cell needs from whoever owns it (a router, or the Isolate Deployer for remote workers).
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "dde/message.hpp"
+#include "dde/names.hpp"
+#include "host/plugin_loader.hpp"
+
+namespace dde::host {
+
+class cell {
+ public:
+  virtual ~cell() = default;
+  /// Prepares the worker; an error refuses the deployment.
+  virtual result<bool> create() = 0;
+  virtual void start() = 0;
+  /// Queues a pool message; the owner hears `worker_done`/`worker_failed` with `delivery_id`.
+  virtual void post_message(message m, std::uint64_t delivery_id) = 0;
+  /// Hands a reply to an `ask` to the worker.
+  virtual void post_reply(message m) = 0;
+  /// Stops the worker (`before_kill` runs), then calls `done`.
+  virtual void kill(std::function<void()> done) = 0;
+  virtual std::string id() const = 0;
+};
+
+class cell_owner {
+ public:
+  virtual ~cell_owner() = default;
+  virtual void worker_done(std::size_t index, std::uint64_t delivery_id) = 0;
+  /// A message failed (`delivery_id` 0: none was being handled). `new_id` empty: the slot is down.
+  virtual void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) = 0;
+  /// The slot is up again (a remote worker respawned) under `id`.
+  virtual void worker_up(std::size_t index, std::string id) = 0;
+  virtual void enqueue(std::string topic, delivery_mode mode, std::string body) = 0;
+  virtual void when_writable(std::function<void()> fn) = 0;
+  /// The isolate-system instance replies to an `ask` come back to.
+  virtual const std::string& instance() const = 0;
+};
+
+}  // namespace dde::host

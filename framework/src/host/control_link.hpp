@@ -1,0 +1,56 @@
+#pragma once
+// The host's link to its node's activator (activator/PROTOCOL.md, `/control`): says hello, answers
+// addIsolate / removeIsolate / describe / shutdown, reconnects with backoff, and stops the process
+// when no activator was reachable for `orphan_timeout`.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <nlohmann/json.hpp>
+
+#include "dde/net/ws.hpp"
+#include "host/controller.hpp"
+
+namespace dde::host {
+
+struct control_options {
+  std::string url;                 ///< ws://127.0.0.1:42042/control
+  std::string system, instance, mqs;
+  std::chrono::milliseconds orphan_timeout{120000};
+  std::function<void(const std::string&)> request_stop;  ///< ends the process gracefully
+};
+
+class control_link : public net::ws_handler, public std::enable_shared_from_this<control_link> {
+ public:
+  control_link(boost::asio::io_context& io, std::shared_ptr<controller> ctrl, control_options options);
+  void start();
+  void stop();
+
+  void on_open(const std::shared_ptr<net::ws_connection>& conn) override;
+  void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override;
+  void on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) override;
+
+ private:
+  void do_connect();
+  void link_down(const std::string& why);
+  void handle(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& request);
+  void arm_orphan_timer();
+
+  boost::asio::io_context& io_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  std::shared_ptr<controller> controller_;
+  control_options options_;
+  net::ws_url url_;
+  std::shared_ptr<net::ws_connection> conn_;
+  std::chrono::milliseconds backoff_{100};
+  boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer orphan_timer_;
+  bool stopped_ = false;
+};
+
+}  // namespace dde::host

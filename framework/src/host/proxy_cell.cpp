@@ -1,0 +1,171 @@
+#include "host/proxy_cell.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include "dde/envelope.hpp"
+#include "dde/log.hpp"
+
+namespace dde::host {
+namespace {
+std::shared_ptr<spdlog::logger> log() { return logger("host.proxy"); }
+constexpr std::chrono::milliseconds max_backoff{5000};
+}  // namespace
+
+proxy_cell::proxy_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> owner,
+                       std::shared_ptr<const pool_spec> spec, std::string url, std::size_t index)
+    : io_(io),
+      strand_(boost::asio::make_strand(io)),
+      owner_(std::move(owner)),
+      spec_(std::move(spec)),
+      url_text_(std::move(url)),
+      index_(index),
+      id_("proxy-" + new_uuid()),
+      retry_timer_(strand_) {}
+
+result<bool> proxy_cell::create() {
+  auto url = net::parse_ws_url(url_text_);
+  if (!url) return result<bool>::failure("workersPaths entry \"" + url_text_ + "\" is not a ws:// URL");
+  url_ = *url;
+  return true;
+}
+
+void proxy_cell::start() {
+  boost::asio::post(strand_, [self = shared_from_this()] { self->do_connect(); });
+}
+
+void proxy_cell::do_connect() {
+  if (killed_) return;
+  auto self = shared_from_this();
+  net::ws_connect(io_, url_, self, [self](const std::string& why) {
+    boost::asio::post(self->strand_, [self, why] { self->link_down(why); });
+  });
+}
+
+void proxy_cell::on_open(const std::shared_ptr<net::ws_connection>& conn) {
+  boost::asio::post(strand_, [self = shared_from_this(), conn] {
+    if (self->killed_) return conn->close("proxy stopped");
+    self->conn_ = conn;
+    auto owner = self->owner_.lock();
+    nlohmann::json spawn = {{"type", "spawn"},           {"protocol", 1},
+                            {"spec", to_json(*self->spec_)}, {"index", self->index_},
+                            {"instance", owner ? owner->instance() : std::string()}};
+    spawn["spec"]["isolateSystemName"] = self->spec_->system;
+    spawn["spec"]["isolateName"] = self->spec_->isolate;
+    spawn["spec"]["uri"] = self->spec_->uri;
+    conn->send(spawn.dump(), false);
+  });
+}
+
+void proxy_cell::on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool) {
+  boost::asio::post(strand_, [self = shared_from_this(), conn, data = std::move(data)] {
+    if (conn != self->conn_) return;
+    auto frame = nlohmann::json::parse(data, nullptr, false);
+    if (frame.is_discarded() || !frame.is_object()) {
+      log()->warn("{}: bad frame from {}: {}", self->spec_->addr().str(), self->url_text_, data.substr(0, 200));
+      return;
+    }
+    self->handle(frame);
+  });
+}
+
+void proxy_cell::handle(const nlohmann::json& frame) {
+  auto owner = owner_.lock();
+  if (!owner) return;
+  auto type = frame.value("type", std::string());
+  if (type == "spawned") {
+    id_ = frame.value("workerId", id_);
+    spawned_ = true;
+    reported_down_ = false;
+    backoff_ = std::chrono::milliseconds(200);
+    log()->info("{}: remote worker {} spawned at {}", spec_->addr().str(), id_, url_text_);
+    owner->worker_up(index_, id_);
+  } else if (type == "done") {
+    auto d = frame.value("delivery", std::uint64_t(0));
+    if (in_flight_.erase(d)) owner->worker_done(index_, d);
+  } else if (type == "failed") {
+    auto d = frame.value("delivery", std::uint64_t(0));
+    auto new_id = frame.value("workerId", std::string());
+    if (!new_id.empty()) id_ = new_id;
+    if (d != 0 && !in_flight_.erase(d)) d = 0;
+    owner->worker_failed(index_, d, frame.value("error", std::string("remote worker failed")), new_id);
+  } else if (type == "enqueue") {
+    auto mode = parse_delivery_mode(frame.value("mode", std::string()));
+    auto topic = frame.value("topic", std::string());
+    if (!mode || !valid_topic(topic)) {
+      log()->warn("{}: remote worker sent a bad enqueue (topic \"{}\")", spec_->addr().str(), topic);
+      return;
+    }
+    owner->enqueue(topic, *mode, frame.value("envelope", std::string()));
+  } else if (type == "error") {
+    link_down("remote node refused the worker: " + frame.value("error", std::string("?")));
+  }
+}
+
+void proxy_cell::post_message(message m, std::uint64_t delivery_id) {
+  boost::asio::post(strand_, [self = shared_from_this(), m = std::move(m), delivery_id] {
+    auto owner = self->owner_.lock();
+    if (!self->conn_ || !self->spawned_) {
+      if (owner) owner->worker_failed(self->index_, delivery_id, "remote worker not connected", {});
+      return;
+    }
+    self->in_flight_.insert(delivery_id);
+    nlohmann::json frame = {{"type", "message"},
+                            {"delivery", delivery_id},
+                            {"envelope", encode_envelope(to_envelope(m))},
+                            {"redelivered", m.redelivered()}};
+    self->conn_->send(frame.dump(), false);
+  });
+}
+
+void proxy_cell::post_reply(message m) {
+  boost::asio::post(strand_, [self = shared_from_this(), m = std::move(m)] {
+    if (!self->conn_ || !self->spawned_) return;  // a reply for a gone worker is dropped, as locally
+    auto e = to_envelope(m);
+    e.to_worker = self->id_;
+    nlohmann::json frame = {{"type", "reply"}, {"envelope", encode_envelope(e)}};
+    self->conn_->send(frame.dump(), false);
+  });
+}
+
+void proxy_cell::kill(std::function<void()> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
+    self->killed_ = true;
+    self->retry_timer_.cancel();
+    if (self->conn_) self->conn_->close("pool stopped");
+    self->conn_.reset();
+    done();
+  });
+}
+
+void proxy_cell::on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) {
+  boost::asio::post(strand_, [self = shared_from_this(), conn, reason] {
+    if (conn != self->conn_) return;
+    self->conn_.reset();
+    self->link_down("link to " + self->url_text_ + " lost: " + reason);
+  });
+}
+
+void proxy_cell::link_down(const std::string& why) {
+  spawned_ = false;
+  if (conn_) {
+    conn_->close("restarting");
+    conn_.reset();
+  }
+  auto owner = owner_.lock();
+  if (owner) {
+    // Unfinished messages go back to the broker; the slot takes nothing until the worker is back.
+    for (auto d : in_flight_) owner->worker_failed(index_, d, why, {});
+    in_flight_.clear();
+    if (!reported_down_) owner->worker_failed(index_, 0, why, {});
+  }
+  if (killed_) return;
+  if (!reported_down_) log()->warn("{}: {}; retrying every {} ms at most", spec_->addr().str(), why, max_backoff.count());
+  reported_down_ = true;
+  retry_timer_.expires_after(backoff_);
+  backoff_ = std::min(backoff_ * 2, max_backoff);
+  retry_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec) self->do_connect();
+  });
+}
+
+}  // namespace dde::host

@@ -1,0 +1,60 @@
+#pragma once
+// A proxy worker (thesis 3.2.1 "Proxy"): stands in the router for a worker that runs on another
+// node. It asks that node's Isolate Deployer to spawn the worker and forwards messages both ways
+// (activator/PROTOCOL.md, `/activator`). A dropped link fails its unfinished messages back to the
+// broker and respawns the worker with backoff.
+
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "dde/net/ws.hpp"
+#include "host/cell.hpp"
+#include "host/pool_spec.hpp"
+
+namespace dde::host {
+
+class proxy_cell : public cell, public net::ws_handler, public std::enable_shared_from_this<proxy_cell> {
+ public:
+  proxy_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> owner, std::shared_ptr<const pool_spec> spec,
+             std::string url, std::size_t index);
+
+  result<bool> create() override;
+  void start() override;
+  void post_message(message m, std::uint64_t delivery_id) override;
+  void post_reply(message m) override;
+  void kill(std::function<void()> done) override;
+  std::string id() const override { return id_; }
+
+  void on_open(const std::shared_ptr<net::ws_connection>& conn) override;
+  void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override;
+  void on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) override;
+
+ private:
+  void do_connect();
+  void link_down(const std::string& why);
+  void handle(const nlohmann::json& frame);
+
+  boost::asio::io_context& io_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  std::weak_ptr<cell_owner> owner_;
+  std::shared_ptr<const pool_spec> spec_;
+  std::string url_text_;
+  net::ws_url url_;
+  std::size_t index_;
+  std::string id_;
+  std::shared_ptr<net::ws_connection> conn_;
+  bool spawned_ = false;
+  bool killed_ = false;
+  bool reported_down_ = false;
+  std::set<std::uint64_t> in_flight_;
+  std::chrono::milliseconds backoff_{200};
+  boost::asio::steady_timer retry_timer_;
+};
+
+}  // namespace dde::host
