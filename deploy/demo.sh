@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command: installs what is missing, builds, starts a throw-away local cluster
-# (RabbitMQ, dde-mqs, two dde-isolate-system hosts), moves messages producer -> MQS -> RabbitMQ ->
+# (deploy/cluster.sh: RabbitMQ, dde-registry, dde-mqs, dde-activator), deploys a producer and a
+# consumer pool through the registry's REST API, moves messages producer -> MQS -> RabbitMQ ->
 # consumer, stops everything it started, and prints the throughput.
 #   demo.sh [--messages N] [--mode at-least-once|at-most-once] [--prefetch K] [--consumers C] [--timeout S]
 set -euo pipefail
@@ -28,42 +29,41 @@ run="$build/demo-run"
 rm -rf "$run"
 mkdir -p "$run/stats"
 
-pids=()
-cleanup() {
-  local pid
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  "$here/rabbitmq.sh" stop --dir "$run/rabbitmq" >/dev/null 2>&1 || true
-}
+cluster=(--dir "$run/cluster" --prefetch "$prefetch")
+# The thesis's ports when they are free, else any free ones.
+for flag_port in registry-port:8000 mqs-port:42043 activator-port:42042; do
+  flag=${flag_port%%:*} port=${flag_port##*:}
+  dde_port_open "$port" && port=$(dde_free_port)
+  cluster+=("--$flag" "$port")
+  if [[ $flag == mqs-port ]]; then mqs_port=$port; fi
+done
+cleanup() { "$here/cluster.sh" down "${cluster[@]}" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 
-rmq_port=$(dde_free_port)
-dde_log "starting RabbitMQ on 127.0.0.1:$rmq_port"
-"$here/rabbitmq.sh" start --dir "$run/rabbitmq" --port "$rmq_port" >/dev/null
-
-mqs_port=42043
-dde_port_open "$mqs_port" && mqs_port=$(dde_free_port)
-"$build/bin/dde-mqs" --port "$mqs_port" --broker-port "$rmq_port" --prefetch "$prefetch" >"$run/mqs.log" 2>&1 &
-pids+=($!)
-dde_wait_until 20 dde_port_open "$mqs_port" || dde_die "dde-mqs did not start: $(tail -5 "$run/mqs.log")"
+dde_log "starting a local cluster (RabbitMQ, dde-registry, dde-mqs, dde-activator) in $run/cluster"
+registry=$("$here/cluster.sh" up "${cluster[@]}")
+ddectl=("$build/bin/ddectl" --registry "$registry")
+node=$("${ddectl[@]}" list | grep -o '"bootstrapperId": *"[0-9]*"' | head -1 | grep -o '[0-9][0-9]*')
+[[ -n $node ]] || dde_die "no node registered with $registry"
 mqs="ws://127.0.0.1:$mqs_port/mqs"
-dde_log "dde-mqs on $mqs (prefetch $prefetch)"
+dde_log "registry $registry, node $node, MQS $mqs (prefetch $prefetch)"
 
 paths=$(printf '"localhost",%.0s' $(seq "$consumers")); paths="[${paths%,}]"
 workers="$build/lib/workers"
-"$build/bin/dde-isolate-system" --name demo --mqs "$mqs" --pool-json "{
-  \"isolateSystemName\": \"demo\", \"isolateName\": \"consumer\", \"uri\": \"$workers/libconsumer.so\",
-  \"workersPaths\": $paths, \"routerType\": \"roundRobin\", \"hotDeployment\": false,
-  \"deliveryMode\": \"$mode\", \"credits\": $prefetch, \"args\": {\"stats_dir\": \"$run/stats\"}}" \
-  >"$run/consumer-host.log" 2>&1 &
-pids+=($!)
-"$build/bin/dde-isolate-system" --name demo --mqs "$mqs" --pool-json "{
-  \"isolateSystemName\": \"demo\", \"isolateName\": \"producer\", \"uri\": \"$workers/libproducer.so\",
-  \"workersPaths\": [\"localhost\"], \"routerType\": \"roundRobin\", \"hotDeployment\": false,
-  \"deliveryMode\": \"$mode\", \"args\": {\"to\": \"demo/consumer\", \"count\": $messages, \"size\": 64}}" \
-  >"$run/producer-host.log" 2>&1 &
-pids+=($!)
-dde_log "producer -> demo/consumer: $messages messages of 64 bytes, $consumers consumer worker(s), $mode"
+# Deployed through the registry's REST API (thesis 3.2.2), as a user would with curl or ddectl.
+"${ddectl[@]}" deploy - >/dev/null <<JSON
+{"bootstrapperId": "$node", "action": "action.addIsolate", "messageQueuingSystemServer": "$mqs",
+ "isolateSystemName": "demo", "isolateName": "consumer", "uri": "$workers/libconsumer.so",
+ "workersPaths": $paths, "routerType": "roundRobin", "hotDeployment": false,
+ "deliveryMode": "$mode", "credits": $prefetch, "args": {"stats_dir": "$run/stats"}}
+JSON
+"${ddectl[@]}" deploy - >/dev/null <<JSON
+{"bootstrapperId": "$node", "action": "action.addIsolate", "messageQueuingSystemServer": "$mqs",
+ "isolateSystemName": "demo", "isolateName": "producer", "uri": "$workers/libproducer.so",
+ "workersPaths": ["localhost"], "routerType": "roundRobin", "hotDeployment": false,
+ "deliveryMode": "$mode", "args": {"to": "demo/consumer", "count": $messages, "size": 64}}
+JSON
+dde_log "deployed demo/consumer ($consumers workers) and demo/producer: $messages messages of 64 bytes, $mode"
 
 consumer_stat() { grep -o "\"$1\":[0-9]*" "$run/stats/"consumer-*.json 2>/dev/null | head -1 | cut -d: -f2; }
 done_yet() { local r; r=$(consumer_stat received); [[ -n $r && $r -ge $messages ]]; }

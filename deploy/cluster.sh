@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# A local DDE cluster on loopback: a throw-away RabbitMQ node, dde-registry, dde-mqs and one
+# dde-activator, each in the background with its log and pid under --dir (default build/cluster).
+#   cluster.sh up [--dir D] [--registry-port 8000] [--mqs-port 42043] [--activator-port 42042]
+#                 [--rabbitmq-port P] [--prefetch 1] [--name node-a]
+#       starts what is not running, returns once every daemon is ready, prints the registry URL
+#   cluster.sh down [--dir D]      stops exactly what `up` started (activator first: its pools drain)
+#   cluster.sh status [--dir D]    one line per daemon; exit 0 when all run, 3 otherwise
+# Needs a build (deploy/build.sh); DDE_BUILD_DIR picks another build folder.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/lib.sh"
+
+usage() { sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 2; }
+command="${1:-}"; [[ -n $command ]] || usage; shift
+build="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
+dir="$build/cluster" registry_port=8000 mqs_port=42043 activator_port=42042 rabbitmq_port="" prefetch=1
+name=node-a
+while (($#)); do
+  case "$1" in
+    --dir) dir="$2"; shift 2 ;;
+    --registry-port) registry_port="$2"; shift 2 ;;
+    --mqs-port) mqs_port="$2"; shift 2 ;;
+    --activator-port) activator_port="$2"; shift 2 ;;
+    --rabbitmq-port) rabbitmq_port="$2"; shift 2 ;;
+    --prefetch) prefetch="$2"; shift 2 ;;
+    --name) name="$2"; shift 2 ;;
+    -h|--help) usage ;;
+    *) dde_die "unknown argument $1 (see --help)" ;;
+  esac
+done
+mkdir -p "$dir"
+dir="$(cd "$dir" && pwd)"
+
+pid_of() { [[ -r $dir/$1.pid ]] && cat "$dir/$1.pid"; }
+alive() { local pid; pid=$(pid_of "$1") && dde_pid_alive "$pid"; }
+
+# Starts "$@" detached (its own session, so it outlives this script) as daemon $name.
+launch() {
+  local daemon=$1; shift
+  if alive "$daemon"; then dde_log "$daemon already running (pid $(pid_of "$daemon"))"; return 0; fi
+  [[ -x $1 ]] || dde_die "$1 is not built; run deploy/build.sh"
+  setsid "$@" >>"$dir/$daemon.log" 2>&1 </dev/null &
+  echo $! >"$dir/$daemon.pid"
+}
+
+registry_ready() { curl -fsS "http://127.0.0.1:$registry_port/registry/health" >/dev/null 2>&1; }
+node_registered() {
+  curl -fsS "http://127.0.0.1:$registry_port/registry/system/list" 2>/dev/null | grep -q "\"name\":\"$name\""
+}
+
+up() {
+  if [[ -z $rabbitmq_port ]]; then
+    rabbitmq_port=$( [[ -r $dir/rabbitmq.port ]] && cat "$dir/rabbitmq.port" || dde_free_port)
+  fi
+  echo "$rabbitmq_port" >"$dir/rabbitmq.port"
+  "$here/rabbitmq.sh" start --dir "$dir/rabbitmq" --port "$rabbitmq_port" >>"$dir/rabbitmq-script.log" 2>&1 ||
+    dde_die "RabbitMQ did not start; see $dir/rabbitmq-script.log"
+  launch registry "$build/bin/dde-registry" --port "$registry_port"
+  dde_wait_until 20 registry_ready || dde_die "dde-registry did not start; see $dir/registry.log"
+  launch mqs "$build/bin/dde-mqs" --port "$mqs_port" --broker-port "$rabbitmq_port" --prefetch "$prefetch"
+  dde_wait_until 20 dde_port_open "$mqs_port" || dde_die "dde-mqs did not start; see $dir/mqs.log"
+  mkdir -p "$dir/systems"
+  launch activator "$build/bin/dde-activator" --registry "ws://127.0.0.1:$registry_port/registry" \
+    --port "$activator_port" --name "$name" --log-dir "$dir/systems"
+  dde_wait_until 20 node_registered || dde_die "dde-activator did not register; see $dir/activator.log"
+  echo "registry=http://127.0.0.1:$registry_port mqs=ws://127.0.0.1:$mqs_port/mqs" \
+    "activator=ws://127.0.0.1:$activator_port/activator rabbitmq=amqp://127.0.0.1:$rabbitmq_port" >"$dir/urls"
+  echo "http://127.0.0.1:$registry_port"
+}
+
+gone() { ! dde_pid_alive "$1"; }
+
+stop_daemon() {
+  local daemon=$1 pid
+  pid=$(pid_of "$daemon") || return 0
+  if dde_pid_alive "$pid"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    dde_wait_until 40 gone "$pid" ||
+      { dde_log "$daemon (pid $pid) did not stop; killing it"; kill -KILL "$pid" 2>/dev/null || true; }
+  fi
+  rm -f "$dir/$daemon.pid"
+}
+
+down() {
+  stop_daemon activator
+  stop_daemon mqs
+  stop_daemon registry
+  "$here/rabbitmq.sh" stop --dir "$dir/rabbitmq" >>"$dir/rabbitmq-script.log" 2>&1 || true
+  dde_log "cluster in $dir stopped"
+}
+
+status() {
+  local all=0 daemon
+  for daemon in registry mqs activator; do
+    if alive "$daemon"; then echo "$daemon running pid $(pid_of "$daemon")"; else echo "$daemon stopped"; all=3; fi
+  done
+  "$here/rabbitmq.sh" status --dir "$dir/rabbitmq" || all=3
+  [[ -r $dir/urls ]] && cat "$dir/urls"
+  return $all
+}
+
+case "$command" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) usage ;;
+esac
