@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "dde/net/http_client.hpp"
+
 namespace dde::test {
 namespace fs = std::filesystem;
 
@@ -26,6 +28,67 @@ std::unique_ptr<child_process> start_host(const std::string& system, const std::
     argv.push_back(p.dump());
   }
   return std::make_unique<child_process>(argv, log_file);
+}
+
+registry_process start_registry(const fs::path& dir, std::uint16_t port) {
+  registry_process r;
+  r.port = port ? port : free_port();
+  r.proc = std::make_unique<child_process>(
+      std::vector<std::string>{bin_path("dde-registry").string(), "--port", std::to_string(r.port)},
+      dir / ("registry-" + std::to_string(r.port) + ".log"));
+  if (!wait_until([&] { return rest("GET", r.url() + "/registry/health").status == 200; }, 20s))
+    throw std::runtime_error("dde-registry did not start:\n" + r.proc->log());
+  return r;
+}
+
+activator_process start_activator(const registry_process& registry, const fs::path& dir, const std::string& name,
+                                  std::uint16_t port, const std::vector<std::string>& extra_args) {
+  activator_process a;
+  a.port = port ? port : free_port();
+  a.name = name;
+  auto logs = dir / name;
+  fs::create_directories(logs);
+  std::vector<std::string> argv{bin_path("dde-activator").string(), "--registry", registry.ws_url(), "--port",
+                                std::to_string(a.port), "--name", name, "--log-dir", logs.string(),
+                                "--orphan-timeout-ms", "20000"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  a.proc = std::make_unique<child_process>(argv, dir / ("activator-" + name + ".log"), std::map<std::string, std::string>{});
+  if (!wait_until([&] { return !node_id(registry, name).empty(); }, 20s))
+    throw std::runtime_error("dde-activator " + name + " did not register:\n" + a.proc->log());
+  return a;
+}
+
+rest_answer rest(const std::string& method, const std::string& url, const std::string& body) {
+  auto r = net::http_fetch(method, url, body, {}, std::chrono::seconds(30));
+  rest_answer a;
+  a.status = r.status;
+  a.body = r.answered() ? r.body : r.error;
+  a.json = nlohmann::json::parse(a.body, nullptr, false);
+  if (a.json.is_discarded()) a.json = nullptr;
+  return a;
+}
+
+std::string node_id(const registry_process& registry, const std::string& name) {
+  auto list = rest("GET", registry.url() + "/registry/system/list");
+  if (!list.json.is_array()) return {};
+  for (auto& n : list.json)
+    if (n.value("name", std::string()) == name) return n.value("bootstrapperId", std::string());
+  return {};
+}
+
+nlohmann::json deploy_body(const std::string& node, const std::string& mqs_url, const std::string& system,
+                           const std::string& isolate, const std::string& plugin, nlohmann::json args,
+                           std::vector<std::string> workers_paths, const std::string& router) {
+  return {{"bootstrapperId", node},
+          {"action", "action.addIsolate"},
+          {"messageQueuingSystemServer", mqs_url},
+          {"isolateSystemName", system},
+          {"isolateName", isolate},
+          {"uri", worker_path(plugin).string()},
+          {"workersPaths", std::move(workers_paths)},
+          {"routerType", router},
+          {"hotDeployment", false},
+          {"args", std::move(args)}};
 }
 
 nlohmann::json pool(const std::string& system, const std::string& isolate, const std::string& plugin,

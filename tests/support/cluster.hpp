@@ -31,6 +31,45 @@ std::unique_ptr<child_process> start_host(const std::string& system, const std::
                                           const std::vector<nlohmann::json>& pools,
                                           const std::filesystem::path& log_file);
 
+/// A running dde-registry on a free port.
+struct registry_process {
+  std::uint16_t port = 0;
+  std::unique_ptr<child_process> proc;
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
+  std::string ws_url() const { return "ws://127.0.0.1:" + std::to_string(port) + "/registry"; }
+};
+registry_process start_registry(const std::filesystem::path& dir, std::uint16_t port = 0);
+
+/// A running dde-activator registered with a registry.
+struct activator_process {
+  std::uint16_t port = 0;
+  std::string name;
+  std::unique_ptr<child_process> proc;
+  std::string url() const { return "ws://127.0.0.1:" + std::to_string(port) + "/activator"; }
+};
+/// Starts an activator named `name` (its isolate systems log to `dir/<name>/`) and waits until the
+/// registry lists it.
+activator_process start_activator(const registry_process& registry, const std::filesystem::path& dir,
+                                  const std::string& name, std::uint16_t port = 0,
+                                  const std::vector<std::string>& extra_args = {});
+
+/// An HTTP exchange with a JSON answer (`json` is null when the body is not JSON).
+struct rest_answer {
+  int status = 0;
+  std::string body;
+  nlohmann::json json;
+};
+rest_answer rest(const std::string& method, const std::string& url, const std::string& body = {});
+
+/// The bootstrapperId of the node called `name`, or "" when it is not listed.
+std::string node_id(const registry_process& registry, const std::string& name);
+
+/// A thesis deploy body (section 3.2.2) for a sample plugin.
+nlohmann::json deploy_body(const std::string& node, const std::string& mqs_url, const std::string& system,
+                           const std::string& isolate, const std::string& plugin, nlohmann::json args,
+                           std::vector<std::string> workers_paths = {"localhost"},
+                           const std::string& router = "roundRobin");
+
 /// A pool spec for a sample worker plugin.
 nlohmann::json pool(const std::string& system, const std::string& isolate, const std::string& plugin,
                     nlohmann::json args, int workers = 1, const std::string& mode = "at-least-once");

@@ -1,0 +1,245 @@
+// DDE as a cluster driven over REST (thesis 3.2.2, 3.2.4): real dde-registry, dde-activator,
+// dde-isolate-system, dde-mqs processes and a real RabbitMQ node, all on loopback.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <fstream>
+
+#include "cluster.hpp"
+
+namespace dde::test {
+namespace {
+
+constexpr auto long_wait = 180s;
+
+std::string unique_system(const std::string& base) { return base + std::to_string(::getpid()); }
+
+/// The pools of `system` on node `id`, as GET /registry/system/{id} reports them.
+nlohmann::json pools_of(const registry_process& registry, const std::string& id, const std::string& system) {
+  auto show = rest("GET", registry.url() + "/registry/system/" + id);
+  if (show.status != 200 || !show.json.is_object() || !show.json.contains(system)) return nlohmann::json::array();
+  return show.json[system];
+}
+
+bool pid_running(int pid) {
+  if (pid <= 0 || ::kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+
+class Cluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fresh_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
+    mqs = start_mqs(shared_broker(), dir, 16);
+    registry = start_registry(dir);
+  }
+  activator_process node(const std::string& name) { return start_activator(registry, dir, name); }
+  rest_answer deploy(const nlohmann::json& body) { return rest("POST", registry.url() + "/registry/deploy", body.dump()); }
+
+  std::filesystem::path dir;
+  mqs_process mqs;
+  registry_process registry;
+};
+
+TEST_F(Cluster, DeploysTheThesisSampleBodiesAndReadsBackTheThesisShapes) {
+  auto a = node("thesis-a");
+  auto list = rest("GET", registry.url() + "/registry/system/list");
+  ASSERT_EQ(list.status, 200) << list.body;
+  ASSERT_TRUE(list.json.is_array());
+  ASSERT_EQ(list.json.size(), 1u);
+  EXPECT_TRUE(list.json[0]["bootstrapperId"].is_string());
+  EXPECT_EQ(list.json[0]["ip"], "127.0.0.1");
+  EXPECT_TRUE(list.json[0]["port"].is_string());  // the thesis writes the port as a string
+  auto id = list.json[0]["bootstrapperId"].get<std::string>();
+
+  // The thesis's deploy body, adapted to loopback and our .so (hotDeployment true as in the sample).
+  auto sys = unique_system("sampleSystem");
+  auto consumer = deploy_body(id, mqs.url(), sys, "consumer", "consumer", {{"stats_dir", dir}},
+                              {"localhost", "localhost"}, "random");
+  consumer["hotDeployment"] = true;
+  auto deployed = deploy(consumer);
+  ASSERT_EQ(deployed.status, 200) << deployed.body;
+
+  auto pools = pools_of(registry, id, sys);
+  ASSERT_EQ(pools.size(), 1u) << pools.dump();
+  auto& p = pools[0];
+  EXPECT_EQ(p["id"], sys + "/consumer");
+  EXPECT_EQ(p["workerUri"], worker_path("consumer").string());
+  EXPECT_EQ(p["workersCount"], 2);
+  EXPECT_EQ(p["workersPaths"], nlohmann::json({"localhost", "localhost"}));
+  EXPECT_EQ(p["routerType"], "random");
+  EXPECT_EQ(p["hotDeployment"], true);
+
+  auto producer = deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", 2000}});
+  ASSERT_EQ(deploy(producer).status, 200);
+  ASSERT_TRUE(wait_until([&] { return sum_stats(dir, "consumer-").value("unique", 0) >= 2000; }, long_wait))
+      << sum_stats(dir, "consumer-").dump();
+  EXPECT_EQ(pools_of(registry, id, sys).size(), 2u);
+}
+
+TEST_F(Cluster, APoolWithALocalAndARemoteWorkerUsesBothAndSurvivesLosingTheRemoteNode) {
+  auto a = node("local-a");
+  auto b = node("remote-b");
+  auto id = node_id(registry, "local-a");
+  auto sys = unique_system("remote");
+  auto consumer = deploy_body(id, mqs.url(), sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}},
+                              {"localhost", b.url()});
+  ASSERT_EQ(deploy(consumer).status, 200);
+  // Both workers run: the remote one in node B's activator.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto pools = pools_of(registry, id, sys);
+        if (pools.size() != 1) return false;
+        for (auto& w : pools[0]["workers"])
+          if (w["state"] != "running") return false;
+        return true;
+      },
+      30s))
+      << pools_of(registry, id, sys).dump();
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", 2000}}))
+                .status,
+            200);
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 2000; }, long_wait));
+  auto per_process = all_stats(dir, "consumer-");
+  ASSERT_EQ(per_process.size(), 2u) << "one stats file per process: the local host and node B";
+  for (auto& s : per_process) EXPECT_GT(s.value("received", 0), 0) << s.dump();
+
+  // Node B goes away: the local worker keeps consuming, nothing is lost.
+  b.proc->kill9();
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "producer2", "producer",
+                               {{"to", sys + "/consumer"}, {"count", 1000}, {"start_seq", 2000}}))
+                .status,
+            200);
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 3000; }, long_wait))
+      << "missing " << read_seq_logs(dir).missing(3000).size();
+  EXPECT_TRUE(read_seq_logs(dir).missing(3000).empty());
+}
+
+TEST_F(Cluster, MigratesAConsumerPoolBetweenNodesUnderASteadyProducerWithoutLoss) {
+  auto a = node("mig-a");
+  auto b = node("mig-b");
+  auto id_a = node_id(registry, "mig-a"), id_b = node_id(registry, "mig-b");
+  auto sys = unique_system("mig");
+  const int n = 8000;
+  ASSERT_EQ(deploy(deploy_body(id_a, mqs.url(), sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}},
+                               {"localhost", "localhost"}))
+                .status,
+            200);
+  ASSERT_EQ(deploy(deploy_body(id_a, mqs.url(), sys, "producer", "producer",
+                               {{"to", sys + "/consumer"}, {"count", n}, {"rate", 2000}}))
+                .status,
+            200);
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 1500; }, long_wait));
+  auto moved = rest("POST", registry.url() + "/registry/migrate",
+                    nlohmann::json{{"bootstrapperId", id_a},
+                                   {"isolateSystemName", sys},
+                                   {"isolateName", "consumer"},
+                                   {"toBootstrapperId", id_b}}
+                        .dump());
+  ASSERT_EQ(moved.status, 200) << moved.body;
+  EXPECT_LT(read_seq_logs(dir).unique.size(), std::size_t(n));  // it really moved mid-stream
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait))
+      << "missing " << read_seq_logs(dir).missing(n).size();
+  EXPECT_TRUE(read_seq_logs(dir).missing(n).empty());
+  auto on_b = pools_of(registry, id_b, sys);
+  ASSERT_EQ(on_b.size(), 1u);
+  EXPECT_EQ(on_b[0]["id"], sys + "/consumer");
+  for (auto& p : pools_of(registry, id_a, sys)) EXPECT_NE(p["id"], sys + "/consumer");
+}
+
+TEST_F(Cluster, ShuttingDownOnePoolLeavesTheRestAndShuttingDownASystemEndsItsProcess) {
+  auto a = node("shut-a");
+  auto id = node_id(registry, "shut-a");
+  auto s1 = unique_system("shutone"), s2 = unique_system("shuttwo");
+  for (auto [sys, pool_name] : {std::pair{s1, "p1"}, std::pair{s1, "p2"}, std::pair{s2, "p3"}})
+    ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, pool_name, "supplier", nlohmann::json::object())).status, 200);
+  auto shut = rest("POST", registry.url() + "/registry/system/shutdown",
+                   nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", s1}, {"isolateName", "p1"}}.dump());
+  ASSERT_EQ(shut.status, 200) << shut.body;
+  auto left = pools_of(registry, id, s1);
+  ASSERT_EQ(left.size(), 1u) << left.dump();
+  EXPECT_EQ(left[0]["id"], s1 + "/p2");
+  EXPECT_EQ(pools_of(registry, id, s2).size(), 1u);
+
+  int pid = left[0].value("pid", -1);
+  ASSERT_TRUE(pid_running(pid));
+  shut = rest("POST", registry.url() + "/registry/system/shutdown",
+              nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", s1}}.dump());
+  ASSERT_EQ(shut.status, 200) << shut.body;
+  EXPECT_TRUE(wait_until([&] { return !pid_running(pid); }, 30s));
+  EXPECT_TRUE(wait_until([&] { return !rest("GET", registry.url() + "/registry/system/" + id).json.contains(s1); }, 10s));
+  EXPECT_EQ(pools_of(registry, id, s2).size(), 1u);
+}
+
+TEST_F(Cluster, AKilledIsolateSystemIsRestartedWithItsPoolsAndLosesNothing) {
+  auto a = node("crash-a");
+  auto id = node_id(registry, "crash-a");
+  auto consumers = unique_system("crashc"), producers = unique_system("crashp");
+  const int n = 12000;
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), consumers, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}))
+                .status,
+            200);
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), producers, "producer", "producer",
+                               {{"to", consumers + "/consumer"}, {"count", n}, {"rate", 3000}}))
+                .status,
+            200);
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 2000; }, long_wait));
+  int pid = pools_of(registry, id, consumers).at(0).value("pid", -1);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait))
+      << "missing " << read_seq_logs(dir).missing(n).size() << "\n" << a.proc->log();
+  EXPECT_TRUE(read_seq_logs(dir).missing(n).empty());
+  auto pools = pools_of(registry, id, consumers);
+  ASSERT_EQ(pools.size(), 1u);
+  EXPECT_GE(pools[0].value("restarts", 0), 1);
+  EXPECT_NE(pools[0].value("pid", -1), pid);
+  EXPECT_EQ(pools[0]["state"], "running");
+}
+
+TEST_F(Cluster, BadRequestsGetPreciseErrorsAndDisturbNothing) {
+  auto a = node("bad-a");
+  auto id = node_id(registry, "bad-a");
+  auto sys = unique_system("bad");
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "supplier", "supplier", nlohmann::json::object())).status, 200);
+  auto before = pools_of(registry, id, sys);
+
+  auto missing_plugin = deploy_body(id, mqs.url(), sys, "ghost", "supplier", nlohmann::json::object());
+  missing_plugin["uri"] = "/nonexistent/libghost.so";
+  auto r = deploy(missing_plugin);
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.json.value("error", std::string()).find("does not exist"), std::string::npos) << r.body;
+
+  auto not_a_plugin = deploy_body(id, mqs.url(), sys, "notso", "supplier", nlohmann::json::object());
+  not_a_plugin["uri"] = bin_path("dde-registry").string();  // an ELF executable, not a worker
+  r = deploy(not_a_plugin);
+  EXPECT_GE(r.status, 400);
+  EXPECT_LT(r.status, 500);
+  EXPECT_FALSE(r.json.value("error", std::string()).empty()) << r.body;
+
+  auto unknown_node = deploy_body("999", mqs.url(), sys, "x", "supplier", nlohmann::json::object());
+  EXPECT_EQ(deploy(unknown_node).status, 404);
+  auto bad_name = deploy_body(id, mqs.url(), sys, "../x", "supplier", nlohmann::json::object());
+  EXPECT_EQ(deploy(bad_name).status, 400);
+  auto bad_router = deploy_body(id, mqs.url(), sys, "x", "supplier", nlohmann::json::object());
+  bad_router["routerType"] = "fastest";
+  EXPECT_EQ(deploy(bad_router).status, 400);
+  EXPECT_EQ(rest("POST", registry.url() + "/registry/deploy", "{not json").status, 400);
+  EXPECT_EQ(rest("POST", registry.url() + "/registry/deploy", std::string(2 * 1024 * 1024, ' ')).status, 413);
+  EXPECT_EQ(rest("GET", registry.url() + "/registry/system/424242").status, 404);
+
+  // Nothing already deployed was touched, and the registry still serves.
+  auto after = pools_of(registry, id, sys);
+  ASSERT_EQ(after.size(), 1u) << after.dump();
+  EXPECT_EQ(after[0]["id"], before[0]["id"]);
+  EXPECT_EQ(after[0]["pid"], before[0]["pid"]);
+  EXPECT_EQ(rest("GET", registry.url() + "/registry/health").status, 200);
+}
+
+}  // namespace
+}  // namespace dde::test
