@@ -217,10 +217,22 @@ void system_manager::on_close(const std::shared_ptr<net::ws_connection>& conn, c
       if (r.control != conn) continue;
       r.control.reset();
       log()->info("control link of {} closed ({})", name, reason);
-      // Our own children are reaped through SIGCHLD; an adopted one we can only watch.
-      if (!r.own_child && !pid_alive(r.pid)) self->on_lost(r, "is gone (pid " + std::to_string(r.pid) + ")");
+      // Our own children are reaped through SIGCHLD; an adopted one we can only watch. Its socket
+      // closes a moment before the process is gone, so look for a while.
+      if (!r.own_child) self->watch_adopted(name, r.pid, 50);
       return;
     }
+  });
+}
+
+void system_manager::watch_adopted(const std::string& name, pid_t pid, int checks_left) {
+  auto it = systems_.find(name);
+  if (it == systems_.end() || it->second.pid != pid || it->second.control) return;  // gone or back
+  if (!pid_alive(pid)) return on_lost(it->second, "is gone (pid " + std::to_string(pid) + ")");
+  if (checks_left <= 0) return;
+  auto timer = std::make_shared<boost::asio::steady_timer>(strand_, std::chrono::milliseconds(100));
+  timer->async_wait([self = shared_from_this(), timer, name, pid, checks_left](boost::system::error_code ec) {
+    if (!ec) self->watch_adopted(name, pid, checks_left - 1);
   });
 }
 

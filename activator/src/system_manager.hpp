@@ -90,6 +90,7 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   void on_hello(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& hello);
   void on_child_exit(pid_t pid, int status);
   void on_lost(record& r, const std::string& why);
+  void watch_adopted(const std::string& name, pid_t pid, int checks_left);
   void redeploy(const std::string& system);
   void add_pool(const std::string& system, nlohmann::json body, outcome_fn done);
   void wait_children();

@@ -241,5 +241,61 @@ TEST_F(Cluster, BadRequestsGetPreciseErrorsAndDisturbNothing) {
   EXPECT_EQ(rest("GET", registry.url() + "/registry/health").status, 200);
 }
 
+
+TEST_F(Cluster, PoolsKeepRunningWhileTheRegistryRestartsAndNodesComeBackWithTheirIds) {
+  auto a = node("reg-a");
+  auto id = node_id(registry, "reg-a");
+  auto sys = unique_system("regrestart");
+  const int n = 8000;
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}})).status, 200);
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "producer", "producer",
+                               {{"to", sys + "/consumer"}, {"count", n}, {"rate", 2000}}))
+                .status,
+            200);
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 1000; }, long_wait));
+  auto port = registry.port;
+  registry.proc->kill9();
+  auto while_down = read_seq_logs(dir).unique.size();
+  EXPECT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= while_down + 500; }, 30s))
+      << "pools must keep processing without the registry";
+  registry = start_registry(dir, port);
+  ASSERT_TRUE(wait_until([&] { return node_id(registry, "reg-a") == id; }, 30s)) << a.proc->log();
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait));
+  EXPECT_TRUE(read_seq_logs(dir).missing(n).empty());
+  EXPECT_EQ(pools_of(registry, id, sys).size(), 2u);  // a new registry asks the node what runs
+}
+
+TEST_F(Cluster, ARestartedActivatorAdoptsItsRunningIsolateSystems) {
+  auto a = node("adopt-a");
+  auto id = node_id(registry, "adopt-a");
+  auto sys = unique_system("adopt");
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "supplier", "supplier", nlohmann::json::object(), {"localhost", "localhost"}))
+                .status,
+            200);
+  int pid = pools_of(registry, id, sys).at(0).value("pid", -1);
+  ASSERT_TRUE(pid_running(pid));
+  auto port = a.port;
+  a.proc->kill9();
+  // The isolate system outlives its activator...
+  ASSERT_TRUE(wait_until([&] { return node_id(registry, "adopt-a").empty(); }, 30s));
+  EXPECT_TRUE(pid_running(pid));
+  // ...and a new activator on that port adopts it, pools and all.
+  auto again = start_activator(registry, dir, "adopt-a", port);
+  auto new_id = node_id(registry, "adopt-a");
+  ASSERT_TRUE(wait_until([&] { return pools_of(registry, new_id, sys).size() == 1; }, 30s))
+      << rest("GET", registry.url() + "/registry/system/" + new_id).body;
+  EXPECT_EQ(pools_of(registry, new_id, sys).at(0).value("pid", -1), pid);
+  // An adopted system that crashes is restarted like one the activator started itself.
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto pools = pools_of(registry, new_id, sys);
+        return pools.size() == 1 && pools[0].value("state", "") == "running" && pools[0].value("pid", -1) != pid &&
+               pid_running(pools[0].value("pid", -1));
+      },
+      60s))
+      << rest("GET", registry.url() + "/registry/system/" + new_id).body << again.proc->log();
+}
+
 }  // namespace
 }  // namespace dde::test
