@@ -32,17 +32,9 @@ done
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 
-pid_of() { [[ -r $dir/$1.pid ]] && cat "$dir/$1.pid"; }
-alive() { local pid; pid=$(pid_of "$1") && dde_pid_alive "$pid"; }
-
-# Starts "$@" detached (its own session, so it outlives this script) as daemon $name.
-launch() {
-  local daemon=$1; shift
-  if alive "$daemon"; then dde_log "$daemon already running (pid $(pid_of "$daemon"))"; return 0; fi
-  [[ -x $1 ]] || dde_die "$1 is not built; run deploy/build.sh"
-  setsid "$@" >>"$dir/$daemon.log" 2>&1 </dev/null &
-  echo $! >"$dir/$daemon.pid"
-}
+pid_of() { dde_daemon_pid "$dir" "$1"; }
+alive() { dde_daemon_alive "$dir" "$1"; }
+launch() { dde_daemon_start "$dir" "$@"; }
 
 registry_ready() { curl -fsS "http://127.0.0.1:$registry_port/registry/health" >/dev/null 2>&1; }
 node_registered() {
@@ -69,18 +61,7 @@ up() {
   echo "http://127.0.0.1:$registry_port"
 }
 
-gone() { ! dde_pid_alive "$1"; }
-
-stop_daemon() {
-  local daemon=$1 pid
-  pid=$(pid_of "$daemon") || return 0
-  if dde_pid_alive "$pid"; then
-    kill -TERM "$pid" 2>/dev/null || true
-    dde_wait_until 40 gone "$pid" ||
-      { dde_log "$daemon (pid $pid) did not stop; killing it"; kill -KILL "$pid" 2>/dev/null || true; }
-  fi
-  rm -f "$dir/$daemon.pid"
-}
+stop_daemon() { dde_daemon_stop "$dir" "$1"; }
 
 down() {
   stop_daemon activator

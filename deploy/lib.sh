@@ -44,3 +44,30 @@ dde_wait_until() {
     sleep 0.2
   done
 }
+
+# Daemons under a run folder D: D/NAME.pid and D/NAME.log.
+dde_daemon_pid() { [[ -r $1/$2.pid ]] && cat "$1/$2.pid"; }
+dde_daemon_alive() { local pid; pid=$(dde_daemon_pid "$1" "$2") && dde_pid_alive "$pid"; }
+
+# dde_daemon_start D NAME CMD...: starts CMD detached (its own session, so it outlives the script).
+dde_daemon_start() {
+  local dir=$1 name=$2; shift 2
+  if dde_daemon_alive "$dir" "$name"; then dde_log "$name already running (pid $(dde_daemon_pid "$dir" "$name"))"; return 0; fi
+  [[ -x $1 ]] || dde_die "$1 is not built; run deploy/build.sh"
+  mkdir -p "$dir"
+  setsid "$@" >>"$dir/$name.log" 2>&1 </dev/null &
+  echo $! >"$dir/$name.pid"
+}
+
+# dde_daemon_stop D NAME: SIGTERM (the daemon drains), SIGKILL after 40 s.
+dde_daemon_stop() {
+  local dir=$1 name=$2 pid
+  pid=$(dde_daemon_pid "$dir" "$name") || return 0
+  if dde_pid_alive "$pid"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    dde_wait_until 40 dde_pid_gone "$pid" ||
+      { dde_log "$name (pid $pid) did not stop; killing it"; kill -KILL "$pid" 2>/dev/null || true; }
+  fi
+  rm -f "$dir/$name.pid"
+}
+dde_pid_gone() { ! dde_pid_alive "$1"; }
