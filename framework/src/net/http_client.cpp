@@ -2,14 +2,13 @@
 // one deadline covers every step (Beast's timeouts only apply to asynchronous operations).
 #include "dde/net/http_client.hpp"
 
-#include <cctype>
-#include <charconv>
-
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cctype>
+#include <charconv>
 
 namespace dde::net {
 namespace {
@@ -43,9 +42,10 @@ class exchange {
 
  private:
   void on_resolve(beast::error_code ec, tcp::resolver::results_type results) {
-    if (ec) return fail(ec == boost::asio::error::operation_aborted ? "timed out resolving " + url_.host
-                                                                    : "cannot resolve " + url_.host + ": " +
-                                                                          ec.message());
+    if (ec)
+      return fail(ec == boost::asio::error::operation_aborted
+                      ? "timed out resolving " + url_.host
+                      : "cannot resolve " + url_.host + ": " + ec.message());
     stream_.expires_at(deadline_);
     stream_.async_connect(results, [this](beast::error_code ec, const tcp::endpoint&) {
       if (ec) return fail("cannot connect to " + where() + ": " + describe(ec));
@@ -54,7 +54,8 @@ class exchange {
         if (ec) return fail("cannot send the request to " + where() + ": " + describe(ec));
         parser_.body_limit(max_response_body);
         stream_.expires_at(deadline_);
-        http::async_read(stream_, buffer_, parser_, [this](beast::error_code ec, std::size_t) { on_read(ec); });
+        http::async_read(stream_, buffer_, parser_,
+                         [this](beast::error_code ec, std::size_t) { on_read(ec); });
       });
     });
   }
@@ -105,7 +106,8 @@ std::optional<http_url> parse_http_url(std::string_view url) {
     auto port = hostport.substr(colon + 1);
     unsigned value = 0;
     auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc() || ptr != port.data() + port.size() || value == 0 || value > 65535) return std::nullopt;
+    if (ec != std::errc() || ptr != port.data() + port.size() || value == 0 || value > 65535)
+      return std::nullopt;
     out.port = std::uint16_t(value);
     hostport = hostport.substr(0, colon);
   }

@@ -1,0 +1,43 @@
+// ddectl: a command-line client of the registry's REST API. Exit status: 0 ok, 1 the registry
+// answered an error, 2 usage error, 3 the registry cannot be reached.
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "ctl_commands.hpp"
+#include "dde/net/http_client.hpp"
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto inv = dde::ctl::parse_invocation(args, std::cin);
+  if (!inv.help.empty()) {
+    std::fputs(inv.help.c_str(), stdout);
+    return 0;
+  }
+  if (!inv.error.empty() || !inv.call) {
+    std::fprintf(stderr, "ddectl: %s\n", inv.error.c_str());
+    return 2;
+  }
+  const auto& call = *inv.call;
+  auto url = inv.registry + call.path;
+  auto res = dde::net::http_fetch(call.method, url, call.body, {}, inv.timeout);
+  if (!res.answered()) {
+    std::fprintf(stderr, "ddectl: cannot reach the registry at %s: %s\n", inv.registry.c_str(),
+                 res.error.c_str());
+    return 3;
+  }
+  auto body = nlohmann::ordered_json::parse(res.body, nullptr, false);
+  if (res.status >= 300) {
+    std::string error = res.body;
+    if (!body.is_discarded() && body.is_object() && body.contains("error") && body["error"].is_string())
+      error = body["error"].get<std::string>();
+    std::fprintf(stderr, "ddectl: %s (HTTP %d)\n", error.c_str(), res.status);
+    return 1;
+  }
+  if (body.is_discarded())
+    std::fputs((res.body + "\n").c_str(), stdout);
+  else
+    std::fputs((body.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n").c_str(),
+               stdout);
+  return 0;
+}

@@ -1,0 +1,48 @@
+// dde-registry: parses the command line, sets up logging and runs the registry until SIGINT/SIGTERM.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <cstdio>
+
+#include "dde/log.hpp"
+#include "registry_config.hpp"
+#include "registry_service.hpp"
+
+int main(int argc, char** argv) {
+  auto cl = dde::registry::parse_command_line(argc, argv);
+  if (cl.help) {
+    std::fputs(cl.help_text.c_str(), stdout);
+    return 0;
+  }
+  if (!cl.error.empty()) {
+    std::fprintf(stderr, "dde-registry: %s\nTry 'dde-registry --help'.\n", cl.error.c_str());
+    return 2;
+  }
+  const auto& cfg = cl.cfg;
+  dde::set_log_level(cfg.log_level);
+  auto log = dde::logger("registry");
+  try {
+    boost::asio::io_context io(1);
+    dde::registry::registry_service service(io, cfg);
+    if (auto ec = service.start()) {
+      log->error("cannot listen on {}:{}: {}", cfg.listen, cfg.port, ec.message());
+      return 1;
+    }
+    log->info(
+        "listening on http://{}:{} (REST /registry/..., nodes at ws://{}:{}/registry; request timeout {} ms)",
+        cfg.listen, service.port(), cfg.listen, service.port(), cfg.request_timeout.count());
+    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      log->info("signal {}: stopping", sig);
+      service.stop();
+      io.stop();
+    });
+    io.run();
+    log->info("stopped");
+  } catch (const std::exception& e) {
+    log->error("fatal: {}", e.what());
+    return 1;
+  }
+  return 0;
+}

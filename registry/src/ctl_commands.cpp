@@ -1,0 +1,288 @@
+#include "ctl_commands.hpp"
+
+#include <cctype>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "dde/cli.hpp"
+
+namespace dde::ctl {
+namespace {
+
+using json = nlohmann::json;
+
+/// A usage error.
+struct usage_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct command {
+  const char* name;
+  const char* synopsis;  ///< after "ddectl NAME"
+  const char* summary;
+  std::size_t min_args, max_args;
+  std::function<void(cli&)> options;
+  std::function<rest_call(const std::vector<std::string>&, const cli&, std::istream&)> build;
+};
+
+void common_options(cli& c) {
+  c.option("registry", "http://127.0.0.1:8000", "the registry's base URL")
+      .option("timeout-ms", "30000", "give up on an answer after this long");
+}
+
+/// Percent-encodes a path segment.
+std::string segment(const std::string& text) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += char(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    auto begin = item.find_first_not_of(" \t"), end = item.find_last_not_of(" \t");
+    if (begin != std::string::npos) out.push_back(item.substr(begin, end - begin + 1));
+  }
+  if (out.empty()) throw usage_error("the list \"" + text + "\" is empty");
+  return out;
+}
+
+const std::vector<std::string> deploy_flags = {"bootstrapper", "mqs",           "system", "isolate",
+                                               "uri",          "workers",       "router", "hot-deployment",
+                                               "args",         "delivery-mode", "credits"};
+
+rest_call deploy_from_file(const std::string& file, std::istream& stdin_for_dash) {
+  std::string text;
+  if (file == "-") {
+    std::stringstream ss;
+    ss << stdin_for_dash.rdbuf();
+    text = ss.str();
+  } else {
+    std::ifstream in(file);
+    if (!in) throw usage_error("cannot read " + file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  auto name = file == "-" ? std::string("standard input") : file;
+  if (json::parse(text, nullptr, false).is_discarded()) throw usage_error(name + " is not valid JSON");
+  return {"POST", "/registry/deploy", text};
+}
+
+rest_call deploy_from_flags(const cli& c) {
+  json body = {{"action", "action.addIsolate"}};
+  const std::pair<const char*, const char*> required[] = {{"bootstrapper", "bootstrapperId"},
+                                                          {"mqs", "messageQueuingSystemServer"},
+                                                          {"system", "isolateSystemName"},
+                                                          {"isolate", "isolateName"},
+                                                          {"uri", "uri"}};
+  for (auto& [flag, key] : required) {
+    if (c.get(flag).empty()) throw usage_error(std::string("deploy needs --") + flag + " (or a FILE.json)");
+    body[key] = c.get(flag);
+  }
+  body["workersPaths"] = split_list(c.get("workers"));
+  body["routerType"] = c.get("router");
+  const auto& hot = c.get("hot-deployment");
+  if (hot != "true" && hot != "false") throw usage_error("--hot-deployment must be true or false");
+  body["hotDeployment"] = hot == "true";
+  if (!c.get("args").empty()) {
+    auto args = json::parse(c.get("args"), nullptr, false);
+    if (args.is_discarded()) throw usage_error("--args is not valid JSON: " + c.get("args"));
+    body["args"] = args;
+  }
+  if (!c.get("delivery-mode").empty()) body["deliveryMode"] = c.get("delivery-mode");
+  if (!c.get("credits").empty()) {
+    try {
+      body["credits"] = c.get_int("credits", 1, 1 << 20);
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(e.what());
+    }
+  }
+  return {"POST", "/registry/deploy", body.dump(2)};
+}
+
+const std::vector<command>& commands() {
+  static const std::vector<command> all = {
+      {"list", "", "Lists the connected nodes: GET /registry/system/list.", 0, 0, [](cli&) {},
+       [](auto&, auto&, auto&) {
+         return rest_call{"GET", "/registry/system/list", ""};
+       }},
+      {"show", "ID", "Shows the isolate systems and pools of node ID: GET /registry/system/ID.", 1, 1,
+       [](cli&) {},
+       [](auto& a, auto&, auto&) {
+         return rest_call{"GET", "/registry/system/" + segment(a[0]), ""};
+       }},
+      {"deploy", "(FILE.json | --bootstrapper ID --mqs URL --system S --isolate I --uri U)",
+       "Deploys a pool: POST /registry/deploy with a thesis deploy body from FILE.json ('-' = standard\n"
+       "input) or built from the options.",
+       0, 1,
+       [](cli& c) {
+         c.option("bootstrapper", "", "bootstrapperId of the node (bootstrapperId)")
+             .option("mqs", "",
+                     "the MQS the isolate system uses, ws://host:port/mqs (messageQueuingSystemServer)")
+             .option("system", "", "isolate system name (isolateSystemName)")
+             .option("isolate", "", "pool name (isolateName)")
+             .option("uri", "", "the worker plugin .so (uri)")
+             .option("workers", "localhost",
+                     "comma-separated workersPaths: localhost or ws://host:port/activator")
+             .option("router", "roundRobin",
+                     "routerType: roundRobin, random, broadcast or a custom router .so")
+             .option("hot-deployment", "true", "hotDeployment: true or false")
+             .option("args", "", "args given to the workers, as JSON")
+             .option("delivery-mode", "",
+                     "deliveryMode: at-least-once or at-most-once (the node's default if unset)")
+             .option("credits", "", "credits: messages a worker may hold (the node's default if unset)");
+       },
+       [](auto& a, auto& c, auto& in) {
+         bool any_flag = false;
+         for (auto& f : deploy_flags) any_flag = any_flag || c.is_set(f);
+         if (!a.empty() && any_flag) throw usage_error("give a FILE.json or options, not both");
+         return a.empty() ? deploy_from_flags(c) : deploy_from_file(a[0], in);
+       }},
+      {"shutdown", "ID SYSTEM [ISOLATE]",
+       "Stops pool ISOLATE of isolate system SYSTEM on node ID, or the whole isolate system without\n"
+       "ISOLATE: POST /registry/system/shutdown.",
+       2, 3, [](cli&) {},
+       [](auto& a, auto&, auto&) {
+         json body = {{"bootstrapperId", a[0]}, {"isolateSystemName", a[1]}};
+         if (a.size() == 3) body["isolateName"] = a[2];
+         return rest_call{"POST", "/registry/system/shutdown", body.dump(2)};
+       }},
+      {"migrate", "ID SYSTEM ISOLATE (--workers LIST | --to ID2)",
+       "Moves pool SYSTEM/ISOLATE of node ID to new workersPaths on that node (--workers), or to node ID2\n"
+       "(--to; with --workers too, it runs there with those paths): POST /registry/migrate.",
+       3, 3,
+       [](cli& c) {
+         c.option("workers", "", "comma-separated new workersPaths")
+             .option("to", "", "bootstrapperId of the target node");
+       },
+       [](auto& a, auto& c, auto&) {
+         json body = {{"bootstrapperId", a[0]}, {"isolateSystemName", a[1]}, {"isolateName", a[2]}};
+         if (c.get("workers").empty() && c.get("to").empty())
+           throw usage_error("migrate needs --workers or --to");
+         if (!c.get("workers").empty()) body["workersPaths"] = split_list(c.get("workers"));
+         if (!c.get("to").empty()) body["toBootstrapperId"] = c.get("to");
+         return rest_call{"POST", "/registry/migrate", body.dump(2)};
+       }},
+      {"health", "", "Checks the registry: GET /registry/health.", 0, 0, [](cli&) {},
+       [](auto&, auto&, auto&) {
+         return rest_call{"GET", "/registry/health", ""};
+       }},
+  };
+  return all;
+}
+
+cli command_cli(const command& cmd) {
+  cli c(std::string("ddectl ") + cmd.name + (*cmd.synopsis ? std::string(" ") + cmd.synopsis : ""),
+        cmd.summary);
+  cmd.options(c);
+  common_options(c);
+  return c;
+}
+
+/// Parses `options` (positionals removed) with `c`; throws usage_error.
+void parse_options(cli& c, const std::vector<std::string>& options) {
+  std::vector<std::string> storage = {"ddectl"};
+  storage.insert(storage.end(), options.begin(), options.end());
+  std::vector<char*> argv;
+  for (auto& s : storage) argv.push_back(s.data());
+  if (auto err = c.parse(int(argv.size()), argv.data())) throw usage_error(*err);
+}
+
+}  // namespace
+
+std::string general_help() {
+  std::string out =
+      "usage: ddectl [--registry URL] [--timeout-ms MS] COMMAND [ARGS]\n"
+      "A command-line client of the DDE registry's REST API. Prints the answer as indented "
+      "JSON.\n\ncommands:\n";
+  for (auto& cmd : commands()) {
+    std::string summary = cmd.summary;
+    for (auto nl = summary.find('\n'); nl != std::string::npos; nl = summary.find('\n', nl + 1))
+      summary.replace(nl, 1, "\n      ");
+    out += std::string("  ") + cmd.name + (*cmd.synopsis ? std::string(" ") + cmd.synopsis : "") +
+           "\n      " + summary + "\n";
+  }
+  out +=
+      "\noptions (before or after the command):\n"
+      "  --registry URL              the registry's base URL (default: http://127.0.0.1:8000)\n"
+      "  --timeout-ms MS             give up on an answer after this long (default: 30000)\n"
+      "  --help                      this text; 'ddectl COMMAND --help' describes a command\n"
+      "\nexit status: 0 ok, 1 the registry answered an error (printed to stderr), 2 usage error,\n"
+      "3 the registry cannot be reached.\n";
+  return out;
+}
+
+invocation parse_invocation(const std::vector<std::string>& args, std::istream& stdin_for_dash) {
+  invocation out;
+  // Every option takes a value except --help, so positionals are what no option consumes.
+  std::vector<std::string> options, positionals;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    bool is_option = a.size() > 2 && a.compare(0, 2, "--") == 0;
+    if (a == "--help" || a == "-h" || (is_option && a.find('=') != std::string::npos)) {
+      options.push_back(a);
+    } else if (is_option) {
+      options.push_back(a);
+      if (i + 1 < args.size()) options.push_back(args[++i]);
+    } else {
+      positionals.push_back(a);
+    }
+  }
+  try {
+    if (positionals.empty()) {
+      cli c("ddectl", "");
+      common_options(c);
+      parse_options(c, options);
+      if (c.help_requested()) {
+        out.help = general_help();
+        return out;
+      }
+      throw usage_error("missing command (list, show, deploy, shutdown, migrate, health)");
+    }
+    const command* cmd = nullptr;
+    for (auto& candidate : commands())
+      if (positionals[0] == candidate.name) cmd = &candidate;
+    if (!cmd) throw usage_error("unknown command \"" + positionals[0] + "\" (see ddectl --help)");
+    positionals.erase(positionals.begin());
+    auto c = command_cli(*cmd);
+    parse_options(c, options);
+    if (c.help_requested()) {
+      out.help = c.usage();
+      return out;
+    }
+    if (positionals.size() < cmd->min_args || positionals.size() > cmd->max_args)
+      throw usage_error(std::string("usage: ddectl ") + cmd->name +
+                        (*cmd->synopsis ? std::string(" ") + cmd->synopsis : "") + " (see ddectl " +
+                        cmd->name + " --help)");
+    out.registry = c.get("registry");
+    while (!out.registry.empty() && out.registry.back() == '/') out.registry.pop_back();
+    if (out.registry.rfind("http://", 0) != 0)
+      throw usage_error("--registry must be an http:// URL, got \"" + c.get("registry") + "\"");
+    try {
+      out.timeout = std::chrono::milliseconds(c.get_int("timeout-ms", 1, 3600 * 1000));
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(e.what());
+    }
+    out.call = cmd->build(positionals, c, stdin_for_dash);
+  } catch (const usage_error& e) {
+    out.error = e.what();
+    out.call.reset();
+  }
+  return out;
+}
+
+}  // namespace dde::ctl

@@ -1,0 +1,119 @@
+#pragma once
+// The domain of the registry: the connected nodes (bootstrappers), their ids, and the requests in
+// flight to them. No sockets: a node is reached through a `node_link`, time comes from a clock
+// function, so tests drive it directly. Not thread-safe: the service calls it from one strand.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "node_protocol.hpp"
+
+namespace dde::registry {
+
+/// The way to one node: its WebSocket, or a fake in tests.
+class node_link {
+ public:
+  virtual ~node_link() = default;
+  /// Queues a text frame.
+  virtual void send(std::string text) = 0;
+  /// Ends the connection, telling the node `reason`.
+  virtual void close(std::string reason) = 0;
+};
+
+/// A connected node, as `GET /registry/system/list` shows it.
+struct node_info {
+  std::string id;         ///< bootstrapperId
+  std::string ip;         ///< the node's address as the registry sees its connection
+  std::string port;       ///< the port of that connection, as text (thesis 3.2.2)
+  std::string name;       ///< from the register frame
+  std::string activator;  ///< ws://host:port/activator
+  std::chrono::system_clock::time_point connected_at;
+};
+
+/// The thesis's list entry (bootstrapperId, ip, port) and DDE's additions, in that order.
+ordered_json to_json(const node_info& node);
+
+/// How a request to a node ended: its result, its error, a timeout (504) or a disconnect (502).
+struct node_answer {
+  int status = 200;     ///< 200, or the error's HTTP status
+  ordered_json result;  ///< when ok
+  std::string error;    ///< when not ok
+  bool ok() const { return status < 400; }
+  static node_answer failure(int status, std::string error) { return {status, nullptr, std::move(error)}; }
+};
+
+class node_table {
+ public:
+  using clock = std::chrono::steady_clock;
+  using answer_fn = std::function<void(node_answer)>;
+
+  struct options {
+    std::chrono::milliseconds request_timeout{15000};
+    std::function<clock::time_point()> now = [] { return clock::now(); };
+    std::uint64_t seed = std::random_device{}();  ///< of the random ids
+  };
+
+  explicit node_table(options opts);
+
+  /// Registers the node on connection `conn`; returns its bootstrapperId (`wanted` when that is free).
+  std::string add(std::uint64_t conn, std::shared_ptr<node_link> link, node_info info,
+                  const std::optional<std::string>& wanted);
+  /// Forgets the node on `conn` (if it registered) and fails its pending requests with 502
+  /// "node N disconnected"; returns its id, and how many requests failed in `failed`.
+  std::optional<std::string> remove(std::uint64_t conn, std::size_t* failed = nullptr);
+
+  std::optional<std::string> id_of(std::uint64_t conn) const;
+  const node_info* find(const std::string& id) const;
+  /// Every node, oldest connection first.
+  std::vector<node_info> list() const;
+  std::size_t size() const { return nodes_.size(); }
+
+  /// Sends `action` (with `fields` merged into the frame) to node `id`. `done` runs exactly once
+  /// (later, never inside this call): with the node's answer, 504 after the request timeout, or
+  /// 502 if the node disconnects. Returns false, and drops `done`, when no node has that id.
+  bool request(const std::string& id, const std::string& action, const ordered_json& fields, answer_fn done);
+  /// Matches a response frame from connection `conn` to its request; an error text for a
+  /// response nobody waits for (unknown id, already timed out, or from another node).
+  std::optional<std::string> on_response(std::uint64_t conn, response_frame response);
+  /// Fails every request whose deadline has passed with 504; returns how many.
+  std::size_t expire();
+  /// The earliest deadline of the pending requests.
+  std::optional<clock::time_point> next_deadline() const;
+  std::size_t pending() const { return pending_.size(); }
+
+ private:
+  struct node {
+    node_info info;
+    std::uint64_t conn = 0;
+    std::uint64_t seq = 0;  ///< registration order
+    std::shared_ptr<node_link> link;
+  };
+  struct pending_request {
+    std::string node_id;
+    std::uint64_t conn = 0;
+    std::string action;
+    clock::time_point deadline;
+    answer_fn done;
+  };
+
+  std::string fresh_id();
+  void fail(std::vector<std::pair<answer_fn, node_answer>> failures);
+
+  options opts_;
+  std::mt19937_64 random_;
+  std::map<std::string, node> nodes_;                 // by id
+  std::map<std::uint64_t, std::string> by_conn_;      // conn -> id
+  std::map<std::uint64_t, pending_request> pending_;  // by request id
+  std::uint64_t next_request_ = 1;
+  std::uint64_t next_seq_ = 1;
+};
+
+}  // namespace dde::registry

@@ -1,0 +1,95 @@
+#include "registry_config.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace dde::registry {
+namespace {
+
+/// Feeds the keys of a JSON config file to `c` as defaults; an error or empty.
+std::string apply_config_file(cli& c, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "cannot read config file " + path;
+  std::stringstream text;
+  text << in.rdbuf();
+  auto json = nlohmann::json::parse(text.str(), nullptr, false);
+  if (json.is_discarded()) return "config file " + path + " is not valid JSON";
+  if (!json.is_object()) return "config file " + path + " must hold a JSON object";
+  for (auto& [key, value] : json.items()) {
+    if (key == "config" || key == "help")
+      return "config file " + path + ": key \"" + key + "\" is not allowed";
+    std::string as_text;
+    if (value.is_string())
+      as_text = value.get<std::string>();
+    else if (value.is_number_integer())
+      as_text = std::to_string(value.get<long long>());
+    else
+      return "config file " + path + ": \"" + key + "\" must be a string or a whole number";
+    try {
+      c.set_default(key, as_text);
+    } catch (const std::out_of_range&) {
+      return "config file " + path + ": unknown key \"" + key + "\"";
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+cli make_cli() {
+  registry_config d;
+  cli c("dde-registry",
+        "The DDE registry: nodes (their activators) register over WebSocket at ws://HOST:PORT/registry;\n"
+        "the REST API (GET /registry/system/list, GET /registry/system/{id}, POST /registry/deploy,\n"
+        "POST /registry/system/shutdown, POST /registry/migrate, GET /registry/health) drives them.");
+  c.option("listen", d.listen, "address the HTTP/WebSocket server binds to")
+      .option("port", std::to_string(d.port),
+              "port of the REST API and of the /registry WebSocket (0 picks one)")
+      .option("request-timeout-ms", std::to_string(d.request_timeout.count()),
+              "a node that has not answered a request after this long gets 504")
+      .option("max-body", std::to_string(d.max_body),
+              "largest REST request body in bytes; larger ones get 413")
+      .option("log-level", d.log_level, "trace, debug, info, warn, error or off")
+      .option("config", "", "JSON object with the same keys (e.g. {\"port\": 8000}); flags override it");
+  return c;
+}
+
+command_line parse_command_line(int argc, char** argv) {
+  command_line out;
+  auto c = make_cli();
+  out.help_text =
+      c.usage() + "\nSIGINT or SIGTERM stops the registry. Exit status 2 for a bad command line.\n";
+  if (auto err = c.parse(argc, argv)) {
+    out.error = *err;
+    return out;
+  }
+  if (c.help_requested()) {
+    out.help = true;
+    return out;
+  }
+  if (!c.get("config").empty()) {
+    if (auto err = apply_config_file(c, c.get("config")); !err.empty()) {
+      out.error = err;
+      return out;
+    }
+  }
+  try {
+    out.cfg.listen = c.get("listen");
+    if (out.cfg.listen.empty()) throw std::invalid_argument("--listen must not be empty");
+    out.cfg.port = static_cast<std::uint16_t>(c.get_int("port", 0, 65535));
+    out.cfg.request_timeout =
+        std::chrono::milliseconds(c.get_int("request-timeout-ms", 1, 24ll * 3600 * 1000));
+    out.cfg.max_body = static_cast<std::size_t>(c.get_int("max-body", 1, 1ll << 30));
+    out.cfg.log_level = c.get("log-level");
+    bool known = false;
+    for (const char* level : {"trace", "debug", "info", "warn", "error", "critical", "off"})
+      known = known || out.cfg.log_level == level;
+    if (!known) throw std::invalid_argument("--log-level: unknown level \"" + out.cfg.log_level + "\"");
+  } catch (const std::invalid_argument& e) {
+    out.error = e.what();
+  }
+  return out;
+}
+
+}  // namespace dde::registry

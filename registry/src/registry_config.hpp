@@ -1,0 +1,38 @@
+#pragma once
+// The settings of dde-registry: defaults, the command line (dde::cli) and a JSON --config file.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "dde/cli.hpp"
+
+namespace dde::registry {
+
+/// Every setting of the registry; the defaults are those of `dde-registry --help`.
+struct registry_config {
+  std::string listen = "127.0.0.1";
+  std::uint16_t port = 8000;
+  std::chrono::milliseconds request_timeout{15000};  ///< how long a node may take to answer
+  std::size_t max_body = 1024 * 1024;                ///< larger REST bodies get 413
+  std::string log_level = "info";
+};
+
+/// The registry's command line, every option with its default.
+cli make_cli();
+
+/// What the command line asked for.
+struct command_line {
+  registry_config cfg;
+  bool help = false;
+  std::string help_text;
+  std::string error;  ///< empty when the command line was valid
+};
+
+/// Parses `argv`; a `--config FILE` (a JSON object keyed by option names) is applied first and the
+/// flags given on the command line override it.
+command_line parse_command_line(int argc, char** argv);
+
+}  // namespace dde::registry

@@ -1,0 +1,172 @@
+#include "registry_service.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <optional>
+
+#include "dde/log.hpp"
+#include "dde/net/ws.hpp"
+#include "node_endpoint.hpp"
+#include "rest_api.hpp"
+
+namespace dde::registry {
+namespace {
+
+/// A node_link over one WebSocket connection.
+class ws_link : public node_link {
+ public:
+  explicit ws_link(std::shared_ptr<net::ws_connection> conn) : conn_(std::move(conn)) {}
+  void send(std::string text) override { conn_->send(std::move(text), false); }
+  void close(std::string reason) override { conn_->close(std::move(reason)); }
+
+ private:
+  std::shared_ptr<net::ws_connection> conn_;
+};
+
+net::http_response to_http(const rest_reply& reply) {
+  net::http_response out;
+  out.status = reply.status;
+  // Paths echoed in errors may hold bytes that are not UTF-8: replace them rather than throw.
+  out.body = reply.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  out.headers = reply.headers;
+  return out;
+}
+
+}  // namespace
+
+struct registry_service::impl : std::enable_shared_from_this<impl> {
+  impl(boost::asio::io_context& io, registry_config config)
+      : cfg(std::move(config)),
+        strand(boost::asio::make_strand(io)),
+        nodes(node_table::options{cfg.request_timeout}),
+        endpoint(nodes),
+        api(nodes),
+        timer(strand) {
+    net::server_options options;
+    options.host = cfg.listen;
+    options.port = cfg.port;
+    options.max_http_body = cfg.max_body;
+    options.max_ws_message = 16 * 1024 * 1024;
+    server = net::server::create(io, options);
+  }
+
+  /// Runs `work` on the strand, then re-arms the deadline timer: every change to the pending
+  /// requests happens inside such a call. Exceptions stop here, logged.
+  template <class F>
+  void on_strand(F work) {
+    boost::asio::post(strand, [self = shared_from_this(), work = std::move(work)]() mutable {
+      try {
+        work(*self);
+      } catch (const std::exception& e) {
+        logger("registry")->error("internal error: {}", e.what());
+      }
+      self->rearm();
+    });
+  }
+
+  void rearm() {
+    auto next = nodes.next_deadline();
+    if (next == armed) return;
+    armed = next;
+    if (!next) {
+      timer.cancel();
+      return;
+    }
+    timer.expires_at(*next);
+    timer.async_wait([weak = weak_from_this(), at = *next](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self || self->armed != at) return;
+      self->armed.reset();
+      self->nodes.expire();
+      self->rearm();
+    });
+  }
+
+  void handle_http(const net::http_request& req, std::function<void(net::http_response)> respond) {
+    rest_request in{req.method, req.target, req.body, req.remote};
+    on_strand([in = std::move(in), respond](impl& self) {
+      try {
+        self.api.handle(in, [respond](rest_reply reply) { respond(to_http(reply)); });
+      } catch (const std::exception& e) {
+        logger("registry")->error("{} {} failed: {}", in.method, in.target, e.what());
+        respond(to_http(error_reply(500, std::string("internal error: ") + e.what())));
+      }
+    });
+  }
+
+  registry_config cfg;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand;
+  node_table nodes;
+  node_endpoint endpoint;
+  rest_api api;
+  boost::asio::steady_timer timer;
+  std::optional<node_table::clock::time_point> armed;
+  std::unique_ptr<net::server> server;
+
+  class socket_handler;
+};
+
+/// Hands the events of /registry connections to the service's strand. Holds the service weakly:
+/// the server (owned by the service) holds this handler.
+class registry_service::impl::socket_handler : public net::ws_handler {
+ public:
+  explicit socket_handler(std::weak_ptr<impl> service) : service_(std::move(service)) {}
+
+  void on_open(const std::shared_ptr<net::ws_connection>& conn) override {
+    if (auto s = service_.lock())
+      s->on_strand([conn](impl& self) {
+        self.endpoint.on_open(conn->id(), conn->remote(), std::make_shared<ws_link>(conn));
+      });
+  }
+  void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override {
+    if (auto s = service_.lock())
+      s->on_strand([id = conn->id(), data = std::move(data), binary](impl& self) {
+        if (binary)
+          self.endpoint.on_binary(id);
+        else
+          self.endpoint.on_text(id, data);
+      });
+  }
+  void on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) override {
+    if (auto s = service_.lock())
+      s->on_strand([id = conn->id(), reason](impl& self) { self.endpoint.on_close(id, reason); });
+  }
+
+ private:
+  std::weak_ptr<impl> service_;
+};
+
+registry_service::registry_service(boost::asio::io_context& io, registry_config cfg)
+    : impl_(std::make_shared<impl>(io, std::move(cfg))) {
+  std::weak_ptr<impl> weak = impl_;
+  impl_->server->add_websocket("/registry", std::make_shared<impl::socket_handler>(weak));
+  impl_->server->set_http_async(
+      [weak](const net::http_request& req, std::function<void(net::http_response)> respond) {
+        auto self = weak.lock();
+        if (!self) {
+          net::http_response out;
+          out.status = 503;
+          out.body = R"({"error": "the registry is stopping"})";
+          return respond(std::move(out));
+        }
+        self->handle_http(req, std::move(respond));
+      });
+}
+
+registry_service::~registry_service() { stop(); }
+
+std::error_code registry_service::start() { return impl_->server->start(); }
+
+std::uint16_t registry_service::port() const { return impl_->server->port(); }
+
+void registry_service::stop() {
+  impl_->server->stop();
+  impl_->on_strand([](impl& self) {
+    self.endpoint.close_all("the registry is stopping");
+    self.timer.cancel();
+  });
+}
+
+}  // namespace dde::registry

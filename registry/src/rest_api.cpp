@@ -1,0 +1,165 @@
+#include "rest_api.hpp"
+
+#include "dde/log.hpp"
+#include "pool_mover.hpp"
+#include "rest_validation.hpp"
+
+namespace dde::registry {
+namespace {
+
+constexpr const char* endpoints =
+    "GET /registry/system/list, GET /registry/system/{bootstrapperId}, POST /registry/deploy, "
+    "POST /registry/system/shutdown, POST /registry/migrate, GET /registry/health";
+
+std::shared_ptr<spdlog::logger> registry_log() { return logger("registry"); }
+
+rest_reply from_answer(node_answer answer) {
+  if (!answer.ok()) return error_reply(answer.status, std::move(answer.error));
+  if (answer.result.is_null()) answer.result = ordered_json::object();
+  return {200, std::move(answer.result), {}};
+}
+
+}  // namespace
+
+rest_reply error_reply(int status, std::string message) {
+  return {status, {{"error", std::move(message)}}, {}};
+}
+
+rest_reply unknown_node_reply(const std::string& id) {
+  return error_reply(
+      404, "unknown bootstrapperId \"" + id + "\": no such node is connected (GET /registry/system/list)");
+}
+
+rest_api::rest_api(node_table& nodes, std::chrono::steady_clock::time_point started)
+    : nodes_(nodes), started_(started) {}
+
+void rest_api::handle(const rest_request& req, reply_fn reply) {
+  const std::string path = req.target.substr(0, req.target.find('?'));
+  auto only = [&](const char* method, auto&& run) {
+    if (req.method == method) return run();
+    rest_reply r =
+        error_reply(405, "method " + req.method + " is not allowed on " + path + "; use " + method);
+    r.headers["Allow"] = method;
+    reply(std::move(r));
+  };
+  auto with_body = [&](auto&& run) {
+    auto body = parse_body(req.body);
+    if (!body) {
+      registry_log()->info("{} {} from {} refused: {}", req.method, path, req.remote, body.error());
+      return reply(error_reply(400, body.error()));
+    }
+    run(body.value());
+  };
+
+  if (path == "/registry/system/list") return only("GET", [&] { list(reply); });
+  if (path == "/registry/health") return only("GET", [&] { health(reply); });
+  if (path == "/registry/deploy")
+    return only("POST", [&] { with_body([&](const ordered_json& b) { deploy(b, reply); }); });
+  if (path == "/registry/system/shutdown")
+    return only("POST", [&] { with_body([&](const ordered_json& b) { shutdown(b, reply); }); });
+  if (path == "/registry/migrate")
+    return only("POST", [&] { with_body([&](const ordered_json& b) { migrate(b, reply); }); });
+  constexpr std::string_view system_prefix = "/registry/system/";
+  if (path.size() > system_prefix.size() && path.compare(0, system_prefix.size(), system_prefix) == 0 &&
+      path.find('/', system_prefix.size()) == std::string::npos) {
+    std::string id = path.substr(system_prefix.size());
+    return only("GET", [&] { show(id, reply); });
+  }
+  reply(error_reply(404, "unknown path \"" + path + "\"; the registry serves " + endpoints));
+}
+
+void rest_api::list(const reply_fn& reply) {
+  auto body = ordered_json::array();
+  for (auto& node : nodes_.list()) body.push_back(to_json(node));
+  reply({200, std::move(body), {}});
+}
+
+void rest_api::health(const reply_fn& reply) {
+  auto up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_);
+  reply({200, {{"status", "ok"}, {"nodes", nodes_.size()}, {"uptimeSeconds", up.count()}}, {}});
+}
+
+void rest_api::show(const std::string& id, const reply_fn& reply) {
+  bool sent = nodes_.request(id, "describe", ordered_json::object(), [reply, id](node_answer answer) {
+    if (answer.ok() && !answer.result.is_object()) {
+      registry_log()->warn("node {} answered describe with {}", id, answer.result.dump());
+      return reply(
+          error_reply(502, "node " + id + " answered \"describe\" with something other than a JSON object"));
+    }
+    reply(from_answer(std::move(answer)));
+  });
+  if (!sent) reply(unknown_node_reply(id));
+}
+
+void rest_api::deploy(const ordered_json& body, const reply_fn& reply) {
+  auto parsed = parse_deploy(body);
+  if (!parsed) {
+    registry_log()->info("deploy refused: {}", parsed.error());
+    return reply(error_reply(400, parsed.error()));
+  }
+  const auto& d = parsed.value();
+  auto what = d.spec.addr().str();
+  auto id = d.bootstrapper_id;
+  bool sent = nodes_.request(id, "deploy", {{"body", d.body}}, [reply, id, what](node_answer answer) {
+    if (answer.ok())
+      registry_log()->info("deploy {} on node {}: ok {}", what, id, answer.result.dump());
+    else
+      registry_log()->warn("deploy {} on node {} failed ({}): {}", what, id, answer.status, answer.error);
+    reply(from_answer(std::move(answer)));
+  });
+  if (!sent) {
+    registry_log()->info("deploy {} refused: unknown bootstrapperId {}", what, id);
+    reply(unknown_node_reply(id));
+  }
+}
+
+void rest_api::shutdown(const ordered_json& body, const reply_fn& reply) {
+  auto parsed = parse_shutdown(body);
+  if (!parsed) {
+    registry_log()->info("shutdown refused: {}", parsed.error());
+    return reply(error_reply(400, parsed.error()));
+  }
+  const auto& s = parsed.value();
+  ordered_json fields = {{"isolateSystemName", s.system}};
+  if (s.isolate) fields["isolateName"] = *s.isolate;
+  auto what = s.isolate ? s.system + "/" + *s.isolate : "isolate system " + s.system;
+  auto id = s.bootstrapper_id;
+  bool sent = nodes_.request(id, "shutdown", fields, [reply, id, what](node_answer answer) {
+    if (answer.ok())
+      registry_log()->info("shutdown {} on node {}: ok", what, id);
+    else
+      registry_log()->warn("shutdown {} on node {} failed ({}): {}", what, id, answer.status, answer.error);
+    reply(from_answer(std::move(answer)));
+  });
+  if (!sent) {
+    registry_log()->info("shutdown {} refused: unknown bootstrapperId {}", what, id);
+    reply(unknown_node_reply(id));
+  }
+}
+
+void rest_api::migrate(const ordered_json& body, const reply_fn& reply) {
+  auto parsed = parse_migrate(body);
+  if (!parsed) {
+    registry_log()->info("migrate refused: {}", parsed.error());
+    return reply(error_reply(400, parsed.error()));
+  }
+  const auto& m = parsed.value();
+  if (m.to_bootstrapper_id) return move_pool(nodes_, m, reply);
+  auto what = m.system + "/" + m.isolate;
+  auto id = m.bootstrapper_id;
+  ordered_json fields = {
+      {"isolateSystemName", m.system}, {"isolateName", m.isolate}, {"workersPaths", *m.workers_paths}};
+  bool sent = nodes_.request(id, "migrate", fields, [reply, id, what](node_answer answer) {
+    if (answer.ok())
+      registry_log()->info("migrate {} on node {}: ok", what, id);
+    else
+      registry_log()->warn("migrate {} on node {} failed ({}): {}", what, id, answer.status, answer.error);
+    reply(from_answer(std::move(answer)));
+  });
+  if (!sent) {
+    registry_log()->info("migrate {} refused: unknown bootstrapperId {}", what, id);
+    reply(unknown_node_reply(id));
+  }
+}
+
+}  // namespace dde::registry

@@ -1,0 +1,59 @@
+#pragma once
+// The REST API of the registry (thesis 3.2.2 plus DDE's additions), as a domain object: it reads a
+// request, checks it, asks nodes through the node_table and answers once through a callback.
+// Transport-free, so tests call it directly.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "node_table.hpp"
+
+namespace dde::registry {
+
+/// One HTTP request, as the transport read it.
+struct rest_request {
+  std::string method;
+  std::string target;  ///< path and query
+  std::string body;
+  std::string remote;  ///< "ip:port" of the caller, for the log
+};
+
+/// The answer: a JSON body (errors are `{"error": "..."}`) with its status.
+struct rest_reply {
+  int status = 200;
+  ordered_json body;
+  std::map<std::string, std::string> headers;
+};
+
+/// A reply carrying `{"error": message}`.
+rest_reply error_reply(int status, std::string message);
+
+/// 404 for a bootstrapperId no connected node has.
+rest_reply unknown_node_reply(const std::string& id);
+
+using reply_fn = std::function<void(rest_reply)>;
+
+class rest_api {
+ public:
+  explicit rest_api(node_table& nodes,
+                    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now());
+
+  /// Handles `req`; `reply` runs exactly once, now or when the nodes asked have answered.
+  void handle(const rest_request& req, reply_fn reply);
+
+ private:
+  void list(const reply_fn& reply);
+  void show(const std::string& id, const reply_fn& reply);
+  void deploy(const ordered_json& body, const reply_fn& reply);
+  void shutdown(const ordered_json& body, const reply_fn& reply);
+  void migrate(const ordered_json& body, const reply_fn& reply);
+  void health(const reply_fn& reply);
+
+  node_table& nodes_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace dde::registry
