@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 
 #include "host/plugin_loader.hpp"
@@ -42,9 +45,10 @@ TEST(PluginLoader, RefusesAMissingFile) {
 }
 
 TEST(PluginLoader, RefusesAFileThatIsNotAnElfObject) {
-  auto path = std::string(DDE_WORKER_DIR) + "/not-elf.so";
+  auto path = (std::filesystem::temp_directory_path() / ("dde-not-elf-" + std::to_string(::getpid()) + ".so")).string();
   std::ofstream(path) << "#!/bin/sh\necho hello\n";
   auto p = dde::host::worker_plugin::load(path);
+  std::filesystem::remove(path);
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("not an ELF shared object"), std::string::npos) << p.error();
 }
