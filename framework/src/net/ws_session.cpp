@@ -119,7 +119,7 @@ void ws_session::on_write(beast::error_code ec, std::size_t) {
     beast::get_lowest_layer(ws_).socket().close(ignored);
     return;
   }
-  if (closing_) {
+  if (closing_ && queue_.empty()) {
     do_close();
     return;
   }
@@ -131,14 +131,18 @@ void ws_session::close(std::string reason) {
     if (self->finished_ || self->closing_) return;
     self->closing_ = true;
     self->close_reason_ = reason.substr(0, 120);
-    self->queue_.clear();
     if (!self->open_) {
       beast::error_code ignored;
       beast::get_lowest_layer(self->ws_).socket().close(ignored);
       return;
     }
-    // A close frame must not overlap a write: on_write starts it when the write in flight ends.
-    if (!self->write_in_flight_) self->do_close();
+    // What was queued before the close still goes out (e.g. an error record explaining it); a close
+    // frame must not overlap a write, so on_write starts it once the queue is empty.
+    if (self->write_in_flight_) return;
+    if (self->queue_.empty())
+      self->do_close();
+    else
+      self->do_write();
   });
 }
 

@@ -1,0 +1,51 @@
+#pragma once
+/// \file
+/// The settings of `dde-mqs`: defaults, `--flag value` parsing, a JSON `--config` file.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace dde::mqs {
+
+/// Every setting of the MQS; the defaults are those of `dde-mqs --help`.
+struct config {
+  std::string listen = "127.0.0.1";
+  std::uint16_t port = 42043;
+  std::string broker_host = "127.0.0.1";
+  std::uint16_t broker_port = 5672;
+  std::string user = "guest";
+  std::string password = "guest";
+  std::string vhost = "/";
+  std::uint16_t prefetch = 1;
+  std::chrono::milliseconds idle_timeout{10000};
+  std::uint32_t confirm_window = 1000;
+  std::size_t max_message = 4 * 1024 * 1024;
+  std::size_t max_frame = 16 * 1024 * 1024;
+  std::size_t backlog_messages = 100000;
+  std::size_t backlog_bytes = 64 * 1024 * 1024;
+  std::uint16_t heartbeat_s = 30;
+  unsigned threads = 1;
+  std::string log_level = "info";
+};
+
+/// What the command line asked for.
+struct command_line {
+  config cfg;
+  bool help = false;
+  std::string error;  ///< empty when the command line was valid
+};
+
+/// Reads `argv` (`--name value` or `--name=value`); a `--config FILE` is applied first and the
+/// other flags override it.
+command_line parse_command_line(int argc, const char* const* argv);
+
+/// Applies the keys of a JSON object (the flag names without `--`) to `cfg`; an error or empty.
+std::string apply_json(config& cfg, const nlohmann::json& json);
+
+/// The text of `--help`: every option with its default.
+std::string help_text();
+
+}  // namespace dde::mqs

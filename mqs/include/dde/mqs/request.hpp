@@ -1,0 +1,66 @@
+#pragma once
+/// \file
+/// The records a host sends to the MQS (mqs/PROTOCOL.md), validated into typed requests.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "dde/names.hpp"
+
+namespace dde::mqs {
+
+struct hello_request {
+  std::int64_t protocol = 0;
+  std::string system;
+  std::string instance;
+};
+
+struct enqueue_request {
+  std::string topic;
+  delivery_mode mode = delivery_mode::at_least_once;
+  std::optional<std::uint64_t> seq;  ///< always set for at-least-once
+};
+
+struct pull_request {
+  std::string topic;
+  delivery_mode mode = delivery_mode::at_least_once;
+  std::uint32_t credit = 0;  ///< 1..max_credit
+};
+
+struct ack_request {
+  std::vector<std::uint64_t> tags;
+};
+
+struct nack_request {
+  std::vector<std::uint64_t> tags;
+  bool requeue = true;
+};
+
+struct cancel_request {
+  std::string topic;
+};
+
+using request =
+    std::variant<hello_request, enqueue_request, pull_request, ack_request, nack_request, cancel_request>;
+
+/// Largest credit one `pull` may grant.
+constexpr std::uint32_t max_credit = 65535;
+
+/// A validated request, or what is wrong with the header.
+struct parsed_request {
+  std::optional<request> req;
+  std::string error;                        ///< set when `req` is empty
+  std::optional<std::uint64_t> reject_seq;  ///< an enqueue's `seq`, to `reject` when the header is bad
+};
+
+/// Validates a record header (a JSON object with a string "action").
+parsed_request parse_request(const nlohmann::json& header);
+
+/// The `seq` of an enqueue header when it has a usable one: used to `reject` a bad enqueue.
+std::optional<std::uint64_t> enqueue_seq(const nlohmann::json& header);
+
+}  // namespace dde::mqs

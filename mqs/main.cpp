@@ -1,0 +1,54 @@
+// dde-mqs: parses the command line, sets up logging and runs the MQS until SIGINT/SIGTERM.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "dde/log.hpp"
+#include "dde/mqs/config.hpp"
+#include "dde/mqs/mqs_server.hpp"
+
+int main(int argc, char** argv) {
+  auto cl = dde::mqs::parse_command_line(argc, argv);
+  if (cl.help) {
+    std::fputs(dde::mqs::help_text().c_str(), stdout);
+    return 0;
+  }
+  if (!cl.error.empty()) {
+    std::fprintf(stderr, "dde-mqs: %s\nTry 'dde-mqs --help'.\n", cl.error.c_str());
+    return 2;
+  }
+  const auto& cfg = cl.cfg;
+  dde::set_log_level(cfg.log_level);
+  auto log = dde::logger("mqs");
+  try {
+    boost::asio::io_context io(static_cast<int>(cfg.threads));
+    dde::mqs::mqs_server server(io, cfg);
+    if (auto ec = server.start()) {
+      log->error("cannot listen on {}:{}: {}", cfg.listen, cfg.port, ec.message());
+      return 1;
+    }
+    log->info("listening on ws://{}:{}/mqs (broker {}:{} vhost {} as {}, prefetch {})", cfg.listen,
+              server.port(), cfg.broker_host, cfg.broker_port, cfg.vhost, cfg.user, cfg.prefetch);
+
+    boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+      if (ec) return;
+      log->info("signal {}: stopping", sig);
+      server.stop_accepting();
+      io.stop();
+    });
+    std::vector<std::thread> extra;
+    for (unsigned i = 1; i < cfg.threads; ++i) extra.emplace_back([&io] { io.run(); });
+    io.run();
+    for (auto& t : extra) t.join();
+    server.stop();
+    log->info("stopped");
+  } catch (const std::exception& e) {
+    log->error("fatal: {}", e.what());
+    return 1;
+  }
+  return 0;
+}

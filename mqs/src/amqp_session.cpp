@@ -1,0 +1,233 @@
+#include "amqp_session.hpp"
+
+#include <amqp_tcp_socket.h>
+#include <sys/time.h>
+
+#include <vector>
+
+namespace dde::mqs {
+namespace {
+
+std::string bytes_text(amqp_bytes_t b) { return std::string(static_cast<const char*>(b.bytes), b.len); }
+
+amqp_bytes_t bytes_of(const std::string& s) { return amqp_bytes_t{s.size(), const_cast<char*>(s.data())}; }
+
+amqp_table_entry_t string_entry(const char* key, const std::string& value) {
+  amqp_table_entry_t e;
+  e.key = amqp_cstring_bytes(key);
+  e.value.kind = AMQP_FIELD_KIND_UTF8;
+  e.value.value.bytes = bytes_of(value);
+  return e;
+}
+
+amqp_table_entry_t long_entry(const char* key, std::int64_t value) {
+  amqp_table_entry_t e;
+  e.key = amqp_cstring_bytes(key);
+  e.value.kind = AMQP_FIELD_KIND_I64;
+  e.value.value.i64 = value;
+  return e;
+}
+
+amqp_table_entry_t bool_entry(const char* key, bool value) {
+  amqp_table_entry_t e;
+  e.key = amqp_cstring_bytes(key);
+  e.value.kind = AMQP_FIELD_KIND_BOOLEAN;
+  e.value.value.boolean = value;
+  return e;
+}
+
+}  // namespace
+
+std::string amqp_session::describe_close(const amqp_method_t& method) {
+  if (method.id == AMQP_CHANNEL_CLOSE_METHOD) {
+    auto* m = static_cast<amqp_channel_close_t*>(method.decoded);
+    return std::to_string(m->reply_code) + " " + bytes_text(m->reply_text);
+  }
+  if (method.id == AMQP_CONNECTION_CLOSE_METHOD) {
+    auto* m = static_cast<amqp_connection_close_t*>(method.decoded);
+    return std::to_string(m->reply_code) + " " + bytes_text(m->reply_text);
+  }
+  return "unexpected method " + std::to_string(method.id);
+}
+
+std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::string& error) {
+  amqp_connection_state_t state = amqp_new_connection();
+  if (!state) {
+    error = "out of memory";
+    return nullptr;
+  }
+  std::unique_ptr<amqp_session> s(new amqp_session(state));
+  s->broken_ = true;  // until logged in, a destroy must not try to close politely
+  amqp_socket_t* socket = amqp_tcp_socket_new(state);
+  if (!socket) {
+    error = "cannot create a TCP socket";
+    return nullptr;
+  }
+  struct timeval connect_timeout {
+    5, 0
+  };
+  int rc = amqp_socket_open_noblock(socket, p.host.c_str(), p.port, &connect_timeout);
+  if (rc != AMQP_STATUS_OK) {
+    error = std::string("cannot connect to ") + p.host + ":" + std::to_string(p.port) + ": " +
+            amqp_error_string2(rc);
+    return nullptr;
+  }
+  struct timeval handshake_timeout {
+    10, 0
+  };
+  amqp_set_handshake_timeout(state, &handshake_timeout);
+  struct timeval rpc_timeout {
+    15, 0
+  };
+  amqp_set_rpc_timeout(state, &rpc_timeout);
+
+  amqp_table_entry_t caps[] = {bool_entry("consumer_cancel_notify", true),
+                               bool_entry("connection.blocked", true),
+                               bool_entry("publisher_confirms", true)};
+  amqp_table_entry_t props[2];
+  props[0] = string_entry("connection_name", p.connection_name);
+  props[1].key = amqp_cstring_bytes("capabilities");
+  props[1].value.kind = AMQP_FIELD_KIND_TABLE;
+  props[1].value.value.table = amqp_table_t{3, caps};
+  amqp_table_t properties{2, props};
+  auto reply = amqp_login_with_properties(state, p.vhost.c_str(), 0, 131072, p.heartbeat_s, &properties,
+                                          AMQP_SASL_METHOD_PLAIN, p.user.c_str(), p.password.c_str());
+  if (reply.reply_type != AMQP_RESPONSE_NORMAL) {
+    if (reply.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION)
+      error = "login refused: " + describe_close(reply.reply);
+    else if (reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION)
+      error = std::string("login failed: ") + amqp_error_string2(reply.library_error) +
+              (reply.library_error == AMQP_STATUS_CONNECTION_CLOSED ||
+                       reply.library_error == AMQP_STATUS_SOCKET_CLOSED
+                   ? " (wrong user, password or vhost?)"
+                   : "");
+    else
+      error = "login failed";
+    return nullptr;
+  }
+  s->broken_ = false;
+  return s;
+}
+
+amqp_session::~amqp_session() {
+  if (!broken_) amqp_connection_close(state_, AMQP_REPLY_SUCCESS);
+  amqp_destroy_connection(state_);
+}
+
+std::uint16_t amqp_session::channel_max() const {
+  int m = amqp_get_channel_max(state_);
+  return m <= 0 || m > 65535 ? 65535 : static_cast<std::uint16_t>(m);
+}
+
+amqp_session::result amqp_session::check(const amqp_rpc_reply_t& reply, std::uint16_t channel,
+                                         const char* what) {
+  result r;
+  switch (reply.reply_type) {
+    case AMQP_RESPONSE_NORMAL:
+      return r;
+    case AMQP_RESPONSE_NONE:
+      r.error = std::string(what) + ": no reply";
+      break;
+    case AMQP_RESPONSE_LIBRARY_EXCEPTION:
+      r.error = std::string(what) + ": " + amqp_error_string2(reply.library_error);
+      break;
+    case AMQP_RESPONSE_SERVER_EXCEPTION:
+      r.error = std::string(what) + ": " + describe_close(reply.reply);
+      if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
+        r.code = static_cast<amqp_channel_close_t*>(reply.reply.decoded)->reply_code;
+        r.channel_closed = true;
+        reply_channel_close_ok(channel);
+        return r;
+      }
+      if (reply.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
+        r.code = static_cast<amqp_connection_close_t*>(reply.reply.decoded)->reply_code;
+        reply_connection_close_ok();
+      }
+      break;
+  }
+  broken_ = true;
+  return r;
+}
+
+amqp_session::result amqp_session::open_channel(std::uint16_t channel) {
+  amqp_channel_open(state_, channel);
+  return check(amqp_get_rpc_reply(state_), channel, "channel.open");
+}
+
+amqp_session::result amqp_session::close_channel(std::uint16_t channel) {
+  return check(amqp_channel_close(state_, channel, AMQP_REPLY_SUCCESS), channel, "channel.close");
+}
+
+amqp_session::result amqp_session::confirm_select(std::uint16_t channel) {
+  amqp_confirm_select(state_, channel);
+  return check(amqp_get_rpc_reply(state_), channel, "confirm.select");
+}
+
+amqp_session::result amqp_session::qos(std::uint16_t channel, std::uint16_t prefetch) {
+  amqp_basic_qos(state_, channel, 0, prefetch, 0);
+  return check(amqp_get_rpc_reply(state_), channel, "basic.qos");
+}
+
+amqp_session::result amqp_session::consume(std::uint16_t channel, const std::string& queue,
+                                           const std::string& consumer_tag) {
+  amqp_basic_consume(state_, channel, bytes_of(queue), bytes_of(consumer_tag), 0, 0, 0, amqp_empty_table);
+  return check(amqp_get_rpc_reply(state_), channel, "basic.consume");
+}
+
+amqp_session::result amqp_session::cancel(std::uint16_t channel, const std::string& consumer_tag) {
+  amqp_basic_cancel(state_, channel, bytes_of(consumer_tag));
+  return check(amqp_get_rpc_reply(state_), channel, "basic.cancel");
+}
+
+amqp_session::result amqp_session::declare(std::uint16_t channel, const queue_spec& spec, bool passive) {
+  std::vector<amqp_table_entry_t> args;
+  const std::string quorum = "quorum", empty;
+  if (!passive) {
+    if (spec.quorum) args.push_back(string_entry("x-queue-type", quorum));
+    if (spec.delivery_limit) args.push_back(long_entry("x-delivery-limit", *spec.delivery_limit));
+    if (spec.dead_letter_queue) {
+      args.push_back(string_entry("x-dead-letter-exchange", empty));
+      args.push_back(string_entry("x-dead-letter-routing-key", *spec.dead_letter_queue));
+    }
+    if (spec.expires_ms) args.push_back(long_entry("x-expires", *spec.expires_ms));
+  }
+  amqp_table_t table{static_cast<int>(args.size()), args.data()};
+  amqp_queue_declare(state_, channel, bytes_of(spec.name), passive, spec.durable, 0, 0, table);
+  return check(amqp_get_rpc_reply(state_), channel, passive ? "queue.declare (passive)" : "queue.declare");
+}
+
+amqp_session::result amqp_session::declare_or_use(std::uint16_t channel, const queue_spec& spec,
+                                                  bool& used_existing) {
+  used_existing = false;
+  auto r = declare(channel, spec, false);
+  if (r.ok() || !r.channel_closed || r.code != AMQP_PRECONDITION_FAILED) return r;
+  // The queue exists with other arguments: the broker closed the channel. Use the queue as it is.
+  if (auto o = open_channel(channel); !o.ok()) return o;
+  r = declare(channel, spec, true);
+  if (r.ok()) used_existing = true;
+  return r;
+}
+
+int amqp_session::try_read_frame(amqp_frame_t& frame) {
+  struct timeval zero {
+    0, 0
+  };
+  int rc = amqp_simple_wait_frame_noblock(state_, &frame, &zero);
+  if (rc == AMQP_STATUS_OK) return 1;
+  if (rc == AMQP_STATUS_TIMEOUT) return 0;
+  broken_ = true;
+  return rc < 0 ? rc : -1;
+}
+
+void amqp_session::reply_channel_close_ok(std::uint16_t channel) {
+  amqp_channel_close_ok_t ok{};
+  if (amqp_send_method(state_, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK) broken_ = true;
+}
+
+void amqp_session::reply_connection_close_ok() {
+  amqp_connection_close_ok_t ok{};
+  amqp_send_method(state_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+  broken_ = true;
+}
+
+}  // namespace dde::mqs

@@ -1,0 +1,80 @@
+#pragma once
+// One AMQP connection over rabbitmq-c 0.11, with the few RPCs the MQS needs. rabbitmq-c blocks
+// and is not thread-safe: one thread (the enqueuer's or the dequeuer's) owns a session.
+
+#include <amqp.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dde/mqs/queue_spec.hpp"
+
+namespace dde::mqs {
+
+struct broker_params {
+  std::string host;
+  std::uint16_t port = 5672;
+  std::string user;
+  std::string password;
+  std::string vhost;
+  std::uint16_t heartbeat_s = 30;
+  std::string connection_name;  ///< shown by `rabbitmqctl list_connections`
+};
+
+class amqp_session {
+ public:
+  /// Outcome of an RPC. When only the channel failed the broker closed it (close-ok is sent);
+  /// any other error means the connection is unusable.
+  struct result {
+    std::string error;
+    bool channel_closed = false;
+    int code = 0;  ///< AMQP reply code of a channel or connection close
+    bool ok() const { return error.empty(); }
+    bool connection_lost() const { return !ok() && !channel_closed; }
+  };
+
+  /// Connects and logs in; nullptr and `error` on failure.
+  static std::unique_ptr<amqp_session> open(const broker_params& params, std::string& error);
+  ~amqp_session();
+  amqp_session(const amqp_session&) = delete;
+  amqp_session& operator=(const amqp_session&) = delete;
+
+  amqp_connection_state_t state() const { return state_; }
+  int fd() const { return amqp_get_sockfd(state_); }
+  std::uint16_t channel_max() const;
+  /// The connection is dead: do not attempt a graceful close.
+  void mark_broken() { broken_ = true; }
+  /// True when a frame can be read without touching the socket.
+  bool buffered() const { return amqp_frames_enqueued(state_) || amqp_data_in_buffer(state_); }
+
+  result open_channel(std::uint16_t channel);
+  result close_channel(std::uint16_t channel);
+  result confirm_select(std::uint16_t channel);
+  result qos(std::uint16_t channel, std::uint16_t prefetch);
+  result consume(std::uint16_t channel, const std::string& queue, const std::string& consumer_tag);
+  result cancel(std::uint16_t channel, const std::string& consumer_tag);
+  result declare(std::uint16_t channel, const queue_spec& spec, bool passive);
+  /// Declares `spec`; when the queue exists with other arguments (406) reopens `channel` and uses
+  /// the queue as it is (passive declare), setting `used_existing`.
+  result declare_or_use(std::uint16_t channel, const queue_spec& spec, bool& used_existing);
+
+  /// Reads one frame if one is ready, without waiting (heartbeats are serviced here):
+  /// 1 read, 0 nothing ready, < 0 an AMQP status (the connection is broken).
+  int try_read_frame(amqp_frame_t& frame);
+  /// Answers a channel.close / connection.close the broker sent.
+  void reply_channel_close_ok(std::uint16_t channel);
+  void reply_connection_close_ok();
+
+  /// "320 CONNECTION_FORCED - ..." from a close method's arguments.
+  static std::string describe_close(const amqp_method_t& method);
+
+ private:
+  explicit amqp_session(amqp_connection_state_t state) : state_(state) {}
+  result check(const amqp_rpc_reply_t& reply, std::uint16_t channel, const char* what);
+
+  amqp_connection_state_t state_;
+  bool broken_ = false;
+};
+
+}  // namespace dde::mqs

@@ -1,0 +1,229 @@
+#include "dde/mqs/config.hpp"
+
+#include <charconv>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+namespace dde::mqs {
+namespace {
+
+using setter = std::function<std::string(config&, const std::string&)>;
+
+struct option {
+  const char* name;
+  const char* value_name;
+  const char* help;
+  std::string (*default_text)(const config&);
+  setter set;
+};
+
+std::string parse_unsigned(const std::string& text, std::uint64_t min, std::uint64_t max,
+                           std::uint64_t& out) {
+  std::uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+    return "\"" + text + "\" is not a whole number";
+  if (v < min || v > max)
+    return std::to_string(v) + " is out of range " + std::to_string(min) + ".." + std::to_string(max);
+  out = v;
+  return {};
+}
+
+template <class T>
+setter number(T config::*member, std::uint64_t min, std::uint64_t max) {
+  return [=](config& c, const std::string& text) {
+    std::uint64_t v = 0;
+    auto err = parse_unsigned(text, min, max, v);
+    if (err.empty()) c.*member = static_cast<T>(v);
+    return err;
+  };
+}
+
+setter text(std::string config::*member, bool allow_empty = false) {
+  return [=](config& c, const std::string& value) -> std::string {
+    if (value.empty() && !allow_empty) return "must not be empty";
+    c.*member = value;
+    return {};
+  };
+}
+
+const std::vector<option>& options() {
+  constexpr std::uint64_t u16 = 65535;
+  static const std::vector<option> all = {
+      {"listen", "HOST", "address the WebSocket server binds to", [](const config& c) { return c.listen; },
+       text(&config::listen)},
+      {"port", "PORT", "WebSocket port (0 picks a free one); the endpoint is ws://HOST:PORT/mqs",
+       [](const config& c) { return std::to_string(c.port); }, number(&config::port, 0, u16)},
+      {"broker-host", "HOST", "RabbitMQ host", [](const config& c) { return c.broker_host; },
+       text(&config::broker_host)},
+      {"broker-port", "PORT", "RabbitMQ AMQP port",
+       [](const config& c) { return std::to_string(c.broker_port); }, number(&config::broker_port, 1, u16)},
+      {"user", "NAME", "RabbitMQ user", [](const config& c) { return c.user; }, text(&config::user)},
+      {"password", "SECRET", "RabbitMQ password (never logged)",
+       [](const config&) { return std::string("guest"); }, text(&config::password, true)},
+      {"vhost", "VHOST", "RabbitMQ virtual host", [](const config& c) { return c.vhost; },
+       text(&config::vhost)},
+      {"prefetch", "N", "basic.qos prefetch of each topic's consumer: unacknowledged messages it may hold",
+       [](const config& c) { return std::to_string(c.prefetch); }, number(&config::prefetch, 1, u16)},
+      {"idle-timeout-ms", "MS",
+       "a topic's dequeuer closes after this long with no pull, no credit and nothing unacknowledged",
+       [](const config& c) { return std::to_string(c.idle_timeout.count()); },
+       [](config& c, const std::string& v) {
+         std::uint64_t ms = 0;
+         auto err = parse_unsigned(v, 1, 24ull * 3600 * 1000, ms);
+         if (err.empty()) c.idle_timeout = std::chrono::milliseconds(ms);
+         return err;
+       }},
+      {"confirm-window", "N", "at-least-once messages published and not yet confirmed by the broker, at most",
+       [](const config& c) { return std::to_string(c.confirm_window); },
+       number(&config::confirm_window, 1, 1000000)},
+      {"max-message", "BYTES", "largest record body (message) accepted; larger ones get an error record",
+       [](const config& c) { return std::to_string(c.max_message); },
+       number(&config::max_message, 1, std::numeric_limits<std::uint32_t>::max())},
+      {"max-frame", "BYTES", "largest WebSocket message; a larger one closes that connection with 1009",
+       [](const config& c) { return std::to_string(c.max_frame); },
+       number(&config::max_frame, 1024, std::numeric_limits<std::uint32_t>::max())},
+      {"backlog-messages", "N",
+       "enqueued messages not yet published/confirmed above which clients stop being read (backpressure)",
+       [](const config& c) { return std::to_string(c.backlog_messages); },
+       number(&config::backlog_messages, 1, 100000000)},
+      {"backlog-bytes", "BYTES", "the same limit in bytes of message bodies",
+       [](const config& c) { return std::to_string(c.backlog_bytes); },
+       number(&config::backlog_bytes, 1024, std::numeric_limits<std::uint64_t>::max() / 2)},
+      {"heartbeat", "SECONDS", "AMQP heartbeat asked of the broker (0 disables)",
+       [](const config& c) { return std::to_string(c.heartbeat_s); }, number(&config::heartbeat_s, 0, u16)},
+      {"threads", "N", "threads running the WebSocket side",
+       [](const config& c) { return std::to_string(c.threads); }, number(&config::threads, 1, 64)},
+      {"log-level", "LEVEL", "trace, debug, info, warn, error or off",
+       [](const config& c) { return c.log_level; },
+       [](config& c, const std::string& v) -> std::string {
+         for (const char* l : {"trace", "debug", "info", "warn", "error", "critical", "off"})
+           if (v == l) {
+             c.log_level = v;
+             return {};
+           }
+         return "unknown level \"" + v + "\"";
+       }},
+  };
+  return all;
+}
+
+const option* find_option(std::string_view name) {
+  for (auto& o : options())
+    if (name == o.name) return &o;
+  return nullptr;
+}
+
+std::string load_config_file(config& cfg, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return "cannot read config file " + path;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto json = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (json.is_discarded()) return "config file " + path + " is not valid JSON";
+  auto err = apply_json(cfg, json);
+  return err.empty() ? err : "config file " + path + ": " + err;
+}
+
+}  // namespace
+
+std::string apply_json(config& cfg, const nlohmann::json& json) {
+  if (!json.is_object()) return "expected a JSON object";
+  for (auto& [key, value] : json.items()) {
+    const option* o = find_option(key);
+    if (!o) return "unknown key \"" + key + "\"";
+    std::string text;
+    if (value.is_string())
+      text = value.get<std::string>();
+    else if (value.is_number_unsigned())
+      text = std::to_string(value.get<std::uint64_t>());
+    else
+      return "\"" + key + "\" must be a string or a non-negative whole number";
+    if (auto err = o->set(cfg, text); !err.empty()) return "\"" + key + "\": " + err;
+  }
+  return {};
+}
+
+command_line parse_command_line(int argc, const char* const* argv) {
+  command_line result;
+  struct flag {
+    std::string name, value;
+  };
+  std::vector<flag> flags;
+  std::string config_file;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      result.help = true;
+      return result;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      result.error = "unexpected argument \"" + arg + "\"";
+      return result;
+    }
+    std::string name = arg.substr(2), value;
+    auto eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      result.error = "--" + name + " needs a value";
+      return result;
+    }
+    if (name == "config") {
+      config_file = value;
+      continue;
+    }
+    if (!find_option(name)) {
+      result.error = "unknown option --" + name;
+      return result;
+    }
+    flags.push_back({name, value});
+  }
+  if (!config_file.empty()) {
+    if (auto err = load_config_file(result.cfg, config_file); !err.empty()) {
+      result.error = err;
+      return result;
+    }
+  }
+  for (auto& f : flags) {
+    if (auto err = find_option(f.name)->set(result.cfg, f.value); !err.empty()) {
+      result.error = "--" + f.name + ": " + err;
+      return result;
+    }
+  }
+  if (result.cfg.max_message + 64 * 1024 + 8 > result.cfg.max_frame)
+    result.error = "--max-message must leave room for a header within --max-frame";
+  return result;
+}
+
+std::string help_text() {
+  config defaults;
+  std::string out =
+      "dde-mqs: the message-queuing system of DDE. Isolate-system hosts connect over WebSocket\n"
+      "(ws://HOST:PORT/mqs, protocol in mqs/PROTOCOL.md); messages go to and come from RabbitMQ.\n\n"
+      "Usage: dde-mqs [--option value | --option=value]...\n\nOptions:\n";
+  auto line = [&](const std::string& left, const std::string& help) {
+    std::string l = "  " + left;
+    if (l.size() < 32)
+      l.resize(32, ' ');
+    else
+      l += "\n" + std::string(32, ' ');
+    out += l + help + "\n";
+  };
+  for (auto& o : options())
+    line("--" + std::string(o.name) + " " + o.value_name,
+         std::string(o.help) + " (default: " + o.default_text(defaults) + ")");
+  line("--config FILE",
+       "JSON object with the same keys (e.g. {\"port\": 42043, \"prefetch\": 8}); flags override it");
+  line("--help", "this text");
+  out += "\nSIGINT or SIGTERM stops the MQS cleanly. Exit status 2 for a bad command line.\n";
+  return out;
+}
+
+}  // namespace dde::mqs

@@ -1,0 +1,127 @@
+#pragma once
+// The dequeuers: one thread and one consuming AMQP connection, with one channel and consumer per
+// topic that hosts pull (basic.qos prefetch per consumer, manual acks). The bookkeeping of
+// credits and tags is the `dispatcher`; this class is its broker side and its mailbox.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "amqp_session.hpp"
+#include "dde/mqs/ack_batcher.hpp"
+#include "dde/mqs/config.hpp"
+#include "dde/mqs/dispatcher.hpp"
+#include "dde/net/ws.hpp"
+#include "exit_latch.hpp"
+#include "inbox.hpp"
+
+namespace dde::mqs {
+
+/// A request of a host for the dequeuer thread.
+struct dequeue_command {
+  enum class kind { pull, ack, nack, cancel, disconnect };
+  kind what = kind::pull;
+  std::shared_ptr<net::ws_connection> conn;
+  std::string topic;
+  delivery_mode mode = delivery_mode::at_least_once;
+  std::uint32_t credit = 0;
+  std::vector<std::uint64_t> tags;
+  bool requeue = true;
+  std::size_t record = 0;  ///< index in its batch, for an error record
+};
+
+class dequeuer : private dispatcher_port, private ack_sink {
+ public:
+  explicit dequeuer(const config& cfg);
+  ~dequeuer() override;
+  void start();
+  void stop();
+  /// Thread-safe.
+  void submit(std::vector<dequeue_command>&& commands) { inbox_.push(std::move(commands)); }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  struct consumer {
+    delivery_mode mode = delivery_mode::at_least_once;
+    std::uint16_t channel = 0;  ///< 0 while not consuming
+    clock::time_point retry_at{};
+    std::chrono::milliseconds retry_delay{1000};
+  };
+  struct channel_state {
+    channel_state(std::string t, std::uint64_t e, std::string tag, std::uint16_t channel)
+        : topic(std::move(t)), epoch(e), consumer_tag(std::move(tag)), acks(channel) {}
+    std::string topic;
+    std::uint64_t epoch = 0;
+    std::string consumer_tag;
+    ack_batcher acks;
+    // The delivery being read: method, then content header, then body frames.
+    bool reading = false;
+    broker_ref ref;
+    bool redelivered = false;
+    std::uint64_t remaining = 0;
+    std::string body;
+  };
+  struct client_state {
+    std::shared_ptr<net::ws_connection> conn;
+    std::string out;  ///< records to send at the end of this turn
+  };
+
+  void run();
+  void connect();
+  void connection_lost();
+  void handle(dequeue_command& cmd, clock::time_point now);
+  void read_frames();
+  void on_method(amqp_frame_t& frame);
+  void complete(channel_state& ch);
+  void drop_channel(std::uint16_t channel, const std::string& why, bool close);
+  std::string setup(const std::string& topic, consumer& c);
+  void retry_consumers(clock::time_point now);
+  std::uint16_t allocate_channel();
+  void flush();
+
+  // dispatcher_port
+  std::string start_consumer(const std::string& topic, delivery_mode mode) override;
+  void stop_consumer(const std::string& topic) override;
+  void ack(const broker_ref& ref) override;
+  void reject(const broker_ref& ref, bool requeue) override;
+  void deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
+               std::string&& body) override;
+  // ack_sink
+  void send_ack(std::uint16_t channel, std::uint64_t tag, bool multiple) override;
+  void send_reject(std::uint16_t channel, std::uint64_t tag, bool requeue) override;
+
+  channel_state* channel_for(const broker_ref& ref);
+
+  config cfg_;
+  broker_params params_;
+  inbox<dequeue_command> inbox_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  exit_latch exited_;
+  std::atomic<int> socket_fd_{-1};  ///< of the current connection, for stop()
+
+  // Owned by the thread.
+  dispatcher dispatcher_;
+  std::unique_ptr<amqp_session> session_;
+  std::string failed_;  ///< set when a broker operation failed: the connection is dropped
+  bool ever_connected_ = false;
+  clock::time_point next_connect_{};
+  std::chrono::milliseconds backoff_{100};
+  std::map<std::string, consumer> consumers_;
+  std::unordered_map<std::uint16_t, channel_state> channels_;
+  std::unordered_set<std::uint16_t> dirty_channels_;
+  std::unordered_map<client_id, client_state> clients_;
+  std::vector<client_id> dirty_clients_;
+  std::uint64_t next_epoch_ = 1;
+  std::uint16_t next_channel_ = 1;
+  clock::time_point next_idle_check_{};
+};
+
+}  // namespace dde::mqs

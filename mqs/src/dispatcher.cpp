@@ -1,0 +1,214 @@
+#include "dde/mqs/dispatcher.hpp"
+
+#include <algorithm>
+
+namespace dde::mqs {
+namespace {
+constexpr int settle_ack = 0;
+constexpr int settle_requeue = 1;
+constexpr int settle_drop = 2;
+// Credit beyond this is pointless (the prefetch bounds what can arrive) and would only overflow.
+constexpr std::uint64_t credit_cap = std::uint64_t(1) << 40;
+}  // namespace
+
+std::string dispatcher::pull(client_id client, const std::string& topic, delivery_mode mode,
+                             std::uint32_t credit, clock::time_point now) {
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) {
+    if (auto err = port_.start_consumer(topic, mode); !err.empty()) return err;
+    it = topics_.emplace(topic, topic_state{}).first;
+    it->second.mode = mode;
+  } else if (it->second.mode != mode) {
+    return "topic " + topic + " is consumed as " + std::string(to_string(it->second.mode)) +
+           " by this MQS; a pull as " + std::string(to_string(mode)) + " is refused";
+  }
+  auto& ts = it->second;
+  ts.last_used = now;
+  if (credit == 0) return {};
+  auto& c = ts.credits[client];
+  if (c == 0) ts.ready.push_back(client);
+  c = std::min(c + credit, credit_cap);
+  drain(*it);
+  return {};
+}
+
+void dispatcher::drain(topic_entry& topic) {
+  auto& ts = topic.second;
+  while (!ts.buffer.empty() && !ts.ready.empty()) {
+    auto d = std::move(ts.buffer.front());
+    ts.buffer.pop_front();
+    hand_over(topic, std::move(d));
+  }
+}
+
+void dispatcher::hand_over(topic_entry& topic, buffered_delivery&& d) {
+  auto& ts = topic.second;
+  client_id client = ts.ready.front();
+  ts.ready.pop_front();
+  auto c = ts.credits.find(client);
+  if (--c->second == 0)
+    ts.credits.erase(c);
+  else
+    ts.ready.push_back(client);  // round-robin: next delivery goes to the next client with credit
+
+  std::uint64_t tag = next_tag_++;
+  if (ts.mode == delivery_mode::at_least_once) {
+    inflight_.emplace(tag, inflight{client, &topic, d.ref});
+    client_tags_[client].insert(tag);
+    ++ts.in_flight;
+  } else {
+    port_.ack(d.ref);  // at-most-once and reply: done once handed over
+  }
+  port_.deliver(client, topic.first, tag, d.redelivered, std::move(d.body));
+}
+
+void dispatcher::on_delivery(const std::string& topic, const broker_ref& ref, bool redelivered,
+                             std::string body) {
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) {
+    port_.reject(ref, true);
+    return;
+  }
+  it->second.buffer.push_back(buffered_delivery{ref, redelivered, std::move(body)});
+  drain(*it);
+}
+
+bool dispatcher::settle(client_id client, std::uint64_t tag, int how) {
+  auto it = inflight_.find(tag);
+  if (it == inflight_.end() || it->second.client != client) return false;
+  auto& f = it->second;
+  if (how == settle_ack)
+    port_.ack(f.ref);
+  else
+    port_.reject(f.ref, how == settle_requeue);
+  --f.topic->second.in_flight;
+  if (auto ct = client_tags_.find(client); ct != client_tags_.end()) {
+    ct->second.erase(tag);
+    if (ct->second.empty()) client_tags_.erase(ct);
+  }
+  inflight_.erase(it);
+  return true;
+}
+
+void dispatcher::ack(client_id client, const std::vector<std::uint64_t>& tags, clock::time_point now) {
+  for (auto tag : tags) {
+    auto it = inflight_.find(tag);
+    if (it != inflight_.end() && it->second.client == client) it->second.topic->second.last_used = now;
+    settle(client, tag, settle_ack);
+  }
+}
+
+void dispatcher::nack(client_id client, const std::vector<std::uint64_t>& tags, bool requeue,
+                      clock::time_point now) {
+  for (auto tag : tags) {
+    auto it = inflight_.find(tag);
+    if (it != inflight_.end() && it->second.client == client) it->second.topic->second.last_used = now;
+    settle(client, tag, requeue ? settle_requeue : settle_drop);
+  }
+}
+
+void dispatcher::drop_credit(topic_state& ts, client_id client) {
+  if (ts.credits.erase(client))
+    ts.ready.erase(std::remove(ts.ready.begin(), ts.ready.end(), client), ts.ready.end());
+}
+
+void dispatcher::cancel(client_id client, const std::string& topic, clock::time_point now) {
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) return;
+  it->second.last_used = now;
+  drop_credit(it->second, client);
+  auto ct = client_tags_.find(client);
+  if (ct == client_tags_.end()) return;
+  std::vector<std::uint64_t> mine;
+  for (auto tag : ct->second)
+    if (inflight_.at(tag).topic == &*it) mine.push_back(tag);
+  std::sort(mine.begin(), mine.end());
+  for (auto tag : mine) settle(client, tag, settle_requeue);
+}
+
+void dispatcher::disconnect(client_id client, clock::time_point now) {
+  for (auto& [name, ts] : topics_) {
+    if (ts.credits.count(client)) ts.last_used = now;
+    drop_credit(ts, client);
+  }
+  auto ct = client_tags_.find(client);
+  if (ct == client_tags_.end()) return;
+  std::vector<std::uint64_t> mine(ct->second.begin(), ct->second.end());
+  std::sort(mine.begin(), mine.end());
+  for (auto tag : mine) {
+    inflight_.at(tag).topic->second.last_used = now;
+    settle(client, tag, settle_requeue);
+  }
+}
+
+void dispatcher::forget_inflight_of(const topic_entry* topic) {
+  for (auto it = inflight_.begin(); it != inflight_.end();) {
+    if (topic && it->second.topic != topic) {
+      ++it;
+      continue;
+    }
+    if (auto ct = client_tags_.find(it->second.client); ct != client_tags_.end()) {
+      ct->second.erase(it->first);
+      if (ct->second.empty()) client_tags_.erase(ct);
+    }
+    --it->second.topic->second.in_flight;
+    it = inflight_.erase(it);
+  }
+}
+
+void dispatcher::on_consumer_lost(const std::string& topic) {
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) return;
+  it->second.buffer.clear();
+  forget_inflight_of(&*it);
+}
+
+void dispatcher::on_broker_lost() {
+  for (auto& [name, ts] : topics_) ts.buffer.clear();
+  forget_inflight_of(nullptr);
+}
+
+void dispatcher::expire_idle(clock::time_point now) {
+  for (auto it = topics_.begin(); it != topics_.end();) {
+    auto& ts = it->second;
+    if (ts.credits.empty() && ts.in_flight == 0 && now - ts.last_used >= idle_timeout_) {
+      // Buffered deliveries go back to the queue when the consumer's channel closes.
+      std::string name = it->first;
+      it = topics_.erase(it);
+      port_.stop_consumer(name);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::vector<std::string> dispatcher::topics() const {
+  std::vector<std::string> out;
+  for (auto& [name, ts] : topics_) out.push_back(name);
+  return out;
+}
+
+std::optional<delivery_mode> dispatcher::mode(const std::string& topic) const {
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) return std::nullopt;
+  return it->second.mode;
+}
+
+std::size_t dispatcher::buffered(const std::string& topic) const {
+  auto it = topics_.find(topic);
+  return it == topics_.end() ? 0 : it->second.buffer.size();
+}
+
+std::uint64_t dispatcher::credit(client_id client, const std::string& topic) const {
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) return 0;
+  auto c = it->second.credits.find(client);
+  return c == it->second.credits.end() ? 0 : c->second;
+}
+
+std::size_t dispatcher::unacked(client_id client) const {
+  auto ct = client_tags_.find(client);
+  return ct == client_tags_.end() ? 0 : ct->second.size();
+}
+
+}  // namespace dde::mqs

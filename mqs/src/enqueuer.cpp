@@ -1,0 +1,311 @@
+#include "enqueuer.hpp"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "dde/log.hpp"
+#include "dde/mqs/queue_spec.hpp"
+#include "dde/mqs/records.hpp"
+
+namespace dde::mqs {
+namespace {
+
+constexpr std::uint16_t confirm_channel = 1;
+constexpr std::uint16_t transient_channel = 2;
+constexpr std::uint16_t declare_channel = 3;
+// Publishes per loop turn before incoming frames (confirms) are read again.
+constexpr int publish_burst = 256;
+// A declared queue is declared again after this long: a reply queue that expired, or a queue
+// someone deleted, comes back.
+constexpr auto redeclare_after = std::chrono::seconds(30);
+constexpr auto max_backoff = std::chrono::milliseconds(5000);
+
+amqp_bytes_t bytes_of(const std::string& s) { return amqp_bytes_t{s.size(), const_cast<char*>(s.data())}; }
+
+std::shared_ptr<spdlog::logger> log() {
+  static auto l = dde::logger("mqs.enqueuer");
+  return l;
+}
+
+}  // namespace
+
+enqueuer::enqueuer(const config& cfg, flow_control& flow) : cfg_(cfg), flow_(flow) {
+  params_ = broker_params{cfg.broker_host, cfg.broker_port, cfg.user,          cfg.password,
+                          cfg.vhost,       cfg.heartbeat_s, "dde-mqs enqueuer"};
+}
+
+enqueuer::~enqueuer() { stop(); }
+
+void enqueuer::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void enqueuer::stop() {
+  if (!thread_.joinable()) return;
+  stopping_ = true;
+  inbox_.wake();
+  if (!exited_.wait_or_shutdown(std::chrono::seconds(10), socket_fd_))
+    log()->warn("the broker connection did not let go within 10 s: closed it");
+  thread_.join();
+}
+
+void enqueuer::run() {
+  std::optional<clock::time_point> drain_until;
+  for (;;) {
+    bool stopping = stopping_;
+    if (!session_ && !stopping && clock::now() >= next_connect_) connect();
+    take_inbox();
+    if (session_) publish_some();
+    if (session_) read_frames();
+    flush_replies();
+    if (stopping) {
+      // What the hosts handed over is published and confirmed if the broker lets us, briefly.
+      if (!drain_until) drain_until = clock::now() + std::chrono::seconds(3);
+      bool drained = pending_confirmed_.empty() && pending_transient_.empty() && unconfirmed_.size() == 0;
+      if (!session_ || drained || clock::now() >= *drain_until) break;
+    }
+    if (session_ && (can_publish() || session_->buffered())) continue;
+
+    int timeout_ms = stopping ? 50 : 1000;  // idle: still service heartbeats now and then
+    if (!session_)
+      timeout_ms = int(std::clamp<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(next_connect_ - clock::now()).count(), 0,
+          1000));
+    pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {session_ ? session_->fd() : -1, POLLIN, 0}};
+    ::poll(fds, session_ ? 2 : 1, timeout_ms);
+  }
+  auto left = pending_confirmed_.size() + pending_transient_.size() + unconfirmed_.size();
+  if (left) log()->warn("stopping with {} message(s) not confirmed by the broker", left);
+  connected_ = false;
+  socket_fd_ = -1;
+  session_.reset();
+  exited_.set();
+}
+
+bool enqueuer::can_publish() const {
+  return !pending_transient_.empty() ||
+         (!pending_confirmed_.empty() && unconfirmed_.size() < cfg_.confirm_window);
+}
+
+void enqueuer::take_inbox() {
+  for (auto& m : inbox_.take()) {
+    if (m.mode == delivery_mode::at_least_once)
+      pending_confirmed_.push_back(std::move(m));
+    else
+      pending_transient_.push_back(std::move(m));
+  }
+}
+
+void enqueuer::connect() {
+  std::string error;
+  session_ = amqp_session::open(params_, error);
+  amqp_session::result r;
+  if (session_) {
+    r = session_->open_channel(confirm_channel);
+    if (r.ok()) r = session_->confirm_select(confirm_channel);
+    if (r.ok()) r = session_->open_channel(transient_channel);
+    if (r.ok()) r = session_->open_channel(declare_channel);
+    error = r.error;
+  }
+  if (!session_ || !r.ok()) {
+    session_.reset();
+    log()->warn("cannot connect to the broker at {}:{}: {}; retrying in {} ms", params_.host, params_.port,
+                error, backoff_.count());
+    next_connect_ = clock::now() + backoff_;
+    backoff_ = std::min(backoff_ * 2, max_backoff);
+    return;
+  }
+  log()->info("{} broker at {}:{} (publishing)", ever_connected_ ? "reconnected to" : "connected to",
+              params_.host, params_.port);
+  ever_connected_ = true;
+  connected_ = true;
+  socket_fd_ = session_->fd();
+  backoff_ = std::chrono::milliseconds(100);
+}
+
+void enqueuer::lost(const std::string& why) {
+  socket_fd_ = -1;
+  if (session_) session_->mark_broken();
+  session_.reset();
+  connected_ = false;
+  declared_.clear();
+  // Whatever the broker had not confirmed is published again (duplicates are allowed, loss is not).
+  auto again = unconfirmed_.reset();
+  for (auto it = again.rbegin(); it != again.rend(); ++it) pending_confirmed_.push_front(std::move(*it));
+  log()->warn("broker connection lost: {}; reconnecting in {} ms ({} messages to publish)", why,
+              backoff_.count(), pending_confirmed_.size() + pending_transient_.size());
+  next_connect_ = clock::now() + backoff_;
+  backoff_ = std::min(backoff_ * 2, max_backoff);
+}
+
+void enqueuer::publish_some() {
+  for (int n = 0; n < publish_burst && session_; ++n) {
+    bool any = false;
+    if (!pending_transient_.empty()) {
+      any = true;
+      if (publish(pending_transient_.front())) {
+        auto& m = pending_transient_.front();
+        flow_.remove(1, m.body.size());
+        pending_transient_.pop_front();
+      }
+    }
+    if (session_ && !pending_confirmed_.empty() && unconfirmed_.size() < cfg_.confirm_window) {
+      any = true;
+      if (publish(pending_confirmed_.front())) {
+        unconfirmed_.published(std::move(pending_confirmed_.front()));
+        pending_confirmed_.pop_front();
+      }
+    }
+    if (!any) break;
+  }
+}
+
+// Publishes `msg`; false when it was not (connection lost: it stays queued; or refused: it was
+// taken out of its queue and answered).
+bool enqueuer::publish(outgoing_message& msg) {
+  std::string error;
+  if (!ensure_declared(msg, error)) {
+    if (!session_) return false;
+    auto& queue = msg.mode == delivery_mode::at_least_once ? pending_confirmed_ : pending_transient_;
+    auto m = std::move(queue.front());
+    queue.pop_front();
+    refuse(std::move(m), error);
+    return false;
+  }
+  bool confirmed = msg.mode == delivery_mode::at_least_once;
+  amqp_basic_properties_t props;
+  props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
+  props.delivery_mode = confirmed ? 2 : 1;
+  int rc = amqp_basic_publish(session_->state(), confirmed ? confirm_channel : transient_channel,
+                              amqp_empty_bytes, bytes_of(msg.topic), 0, 0, &props, bytes_of(msg.body));
+  if (rc != AMQP_STATUS_OK) {
+    lost(std::string("basic.publish: ") + amqp_error_string2(rc));
+    return false;
+  }
+  return true;
+}
+
+bool enqueuer::ensure_declared(const outgoing_message& msg, std::string& error) {
+  auto now = clock::now();
+  if (auto it = declared_.find(msg.topic); it != declared_.end() && now < it->second) return true;
+  std::vector<queue_spec> specs;
+  if (auto dl = dead_letter_spec_for(msg.topic, msg.mode)) specs.push_back(*dl);
+  specs.push_back(spec_for(msg.topic, msg.mode));
+  for (auto& spec : specs) {
+    bool existing = false;
+    auto r = session_->declare_or_use(declare_channel, spec, existing);
+    if (r.connection_lost()) {
+      lost(r.error);
+      return false;
+    }
+    if (!r.ok()) {
+      // Refused for another reason (access, a queue being deleted...): reopen the channel for the next.
+      if (auto o = session_->open_channel(declare_channel); o.connection_lost()) {
+        lost(o.error);
+        return false;
+      }
+      error = "cannot declare queue " + spec.name + ": " + r.error;
+      log()->error("{}", error);
+      return false;
+    }
+    if (existing && warned_.insert(spec.name).second)
+      log()->warn("queue {} exists with other arguments than the MQS would give it for {}: using it as it is",
+                  spec.name, to_string(msg.mode));
+  }
+  declared_[msg.topic] = now + redeclare_after;
+  return true;
+}
+
+void enqueuer::refuse(outgoing_message&& msg, const std::string& error) {
+  if (msg.mode != delivery_mode::at_least_once) log()->warn("dropped a message to {}: {}", msg.topic, error);
+  flow_.remove(1, msg.body.size());
+  if (msg.mode == delivery_mode::at_least_once) refused_.emplace_back(std::move(msg), error);
+}
+
+void enqueuer::read_frames() {
+  amqp_frame_t frame;
+  std::vector<outgoing_message> nacked;
+  while (session_) {
+    int rc = session_->try_read_frame(frame);
+    if (rc == 0) break;
+    if (rc < 0) {
+      lost(amqp_error_string2(rc));
+      break;
+    }
+    if (frame.frame_type != AMQP_FRAME_METHOD) continue;
+    auto& method = frame.payload.method;
+    switch (method.id) {
+      case AMQP_BASIC_ACK_METHOD: {
+        auto* m = static_cast<amqp_basic_ack_t*>(method.decoded);
+        if (frame.channel == confirm_channel) unconfirmed_.settle(m->delivery_tag, m->multiple, confirmed_);
+        break;
+      }
+      case AMQP_BASIC_NACK_METHOD: {
+        auto* m = static_cast<amqp_basic_nack_t*>(method.decoded);
+        if (frame.channel == confirm_channel) unconfirmed_.settle(m->delivery_tag, m->multiple, nacked);
+        break;
+      }
+      case AMQP_CHANNEL_CLOSE_METHOD: {
+        auto why = "channel " + std::to_string(frame.channel) +
+                   " closed by the broker: " + amqp_session::describe_close(method);
+        session_->reply_channel_close_ok(frame.channel);
+        lost(why);
+        break;
+      }
+      case AMQP_CONNECTION_CLOSE_METHOD: {
+        auto why = "closed by the broker: " + amqp_session::describe_close(method);
+        session_->reply_connection_close_ok();
+        lost(why);
+        break;
+      }
+      case AMQP_CONNECTION_BLOCKED_METHOD: {
+        auto* m = static_cast<amqp_connection_blocked_t*>(method.decoded);
+        log()->warn("the broker blocks publishing: {}",
+                    std::string(static_cast<const char*>(m->reason.bytes), m->reason.len));
+        break;
+      }
+      case AMQP_CONNECTION_UNBLOCKED_METHOD:
+        log()->info("the broker unblocked publishing");
+        break;
+      default:
+        break;
+    }
+  }
+  if (session_) amqp_maybe_release_buffers(session_->state());
+  for (auto& m : nacked) refuse(std::move(m), "the broker refused the message (basic.nack)");
+}
+
+void enqueuer::flush_replies() {
+  if (confirmed_.empty() && refused_.empty()) return;
+  struct reply {
+    std::shared_ptr<net::ws_connection> conn;
+    std::vector<std::uint64_t> seqs;
+    std::string extra;
+  };
+  std::unordered_map<net::ws_connection*, reply> by_conn;
+  for (auto& m : confirmed_) {
+    flow_.remove(1, m.body.size());
+    auto& r = by_conn[m.conn.get()];
+    if (!r.conn) r.conn = m.conn;
+    r.seqs.push_back(m.seq);
+  }
+  confirmed_.clear();
+  for (auto& [m, error] : refused_) {
+    auto& r = by_conn[m.conn.get()];
+    if (!r.conn) r.conn = m.conn;
+    std::uint64_t seq = m.seq;
+    append_reject(r.extra, std::span<const std::uint64_t>(&seq, 1), error);
+  }
+  refused_.clear();
+  for (auto& [ptr, r] : by_conn) {
+    if (!r.conn) continue;
+    std::string out;
+    if (!r.seqs.empty()) append_confirm(out, r.seqs);
+    out += r.extra;
+    r.conn->send(std::move(out), true);
+  }
+}
+
+}  // namespace dde::mqs

@@ -1,0 +1,87 @@
+#pragma once
+// The enqueuer: one thread and one publishing AMQP connection. Channel 1 is in confirm mode for
+// at-least-once messages (persistent); channel 2 publishes at-most-once and reply messages
+// (transient, no confirms); channel 3 only declares queues, so a refused declare (406) never
+// closes a publishing channel. Confirms go back to the hosts as `confirm` records.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "amqp_session.hpp"
+#include "dde/mqs/config.hpp"
+#include "dde/mqs/confirm_tracker.hpp"
+#include "dde/mqs/flow_control.hpp"
+#include "dde/names.hpp"
+#include "dde/net/ws.hpp"
+#include "exit_latch.hpp"
+#include "inbox.hpp"
+
+namespace dde::mqs {
+
+/// One message a host enqueued.
+struct outgoing_message {
+  std::shared_ptr<net::ws_connection> conn;  ///< where its confirm or reject goes
+  std::string topic;
+  delivery_mode mode = delivery_mode::at_least_once;
+  std::uint64_t seq = 0;  ///< the host's number (at-least-once)
+  std::string body;
+};
+
+class enqueuer {
+ public:
+  enqueuer(const config& cfg, flow_control& flow);
+  ~enqueuer();
+  void start();
+  /// Stops the thread; what is not yet confirmed stays unconfirmed (the hosts resend it).
+  void stop();
+  /// Thread-safe: queues messages for publishing (the caller counted them in `flow`).
+  void submit(std::vector<outgoing_message>&& messages) { inbox_.push(std::move(messages)); }
+  bool connected() const { return connected_.load(); }
+
+ private:
+  using clock = std::chrono::steady_clock;
+  void run();
+  void connect();
+  void lost(const std::string& why);
+  void take_inbox();
+  void publish_some();
+  bool publish(outgoing_message& msg);
+  bool ensure_declared(const outgoing_message& msg, std::string& error);
+  void read_frames();
+  void refuse(outgoing_message&& msg, const std::string& error);
+  void flush_replies();
+  bool can_publish() const;
+
+  config cfg_;
+  broker_params params_;
+  flow_control& flow_;
+  inbox<outgoing_message> inbox_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+  exit_latch exited_;
+  std::atomic<int> socket_fd_{-1};  ///< of the current connection, for stop()
+  std::atomic<bool> connected_{false};
+
+  // Owned by the thread.
+  std::unique_ptr<amqp_session> session_;
+  bool ever_connected_ = false;
+  clock::time_point next_connect_{};
+  std::chrono::milliseconds backoff_{100};
+  std::deque<outgoing_message> pending_confirmed_;  ///< at-least-once, waiting to be published
+  std::deque<outgoing_message> pending_transient_;  ///< at-most-once and reply
+  confirm_tracker<outgoing_message> unconfirmed_;
+  std::unordered_map<std::string, clock::time_point> declared_;  ///< topic -> redeclare after
+  std::unordered_set<std::string> warned_;
+  std::vector<outgoing_message> confirmed_;
+  std::vector<std::pair<outgoing_message, std::string>> refused_;
+};
+
+}  // namespace dde::mqs

@@ -1,0 +1,87 @@
+#include "dde/mqs/records.hpp"
+
+#include <charconv>
+
+#include "dde/wire/record.hpp"
+
+namespace dde::mqs {
+namespace {
+
+void put_u32(std::string& out, std::size_t v) {
+  char b[4] = {char(v & 0xff), char((v >> 8) & 0xff), char((v >> 16) & 0xff), char((v >> 24) & 0xff)};
+  out.append(b, 4);
+}
+
+void put_number(std::string& out, std::uint64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  (void)ec;
+  out.append(buf, end);
+}
+
+// Appends a record whose header is already JSON text.
+void append_raw(std::string& out, std::string_view header, std::string_view body) {
+  put_u32(out, header.size());
+  out.append(header);
+  put_u32(out, body.size());
+  out.append(body);
+}
+
+}  // namespace
+
+void append_welcome(std::string& out, std::string_view mqs_id) {
+  wire::append_record(out, {{"action", "welcome"}, {"protocol", wire::protocol_version}, {"mqs", mqs_id}});
+}
+
+void append_deliver(std::string& out, std::string_view topic, std::uint64_t tag, bool redelivered,
+                    std::string_view body) {
+  // The header is small; build it in place to avoid a JSON object per message.
+  std::size_t start = out.size();
+  out.reserve(start + 64 + topic.size() + body.size());
+  put_u32(out, 0);  // patched below
+  std::size_t hstart = out.size();
+  out.append(R"({"action":"deliver","topic":")");
+  out.append(topic);
+  out.append(R"(","tag":)");
+  put_number(out, tag);
+  out.append(redelivered ? R"(,"redelivered":true})" : R"(,"redelivered":false})");
+  std::size_t hsize = out.size() - hstart;
+  for (int i = 0; i < 4; ++i) out[start + i] = char((hsize >> (8 * i)) & 0xff);
+  put_u32(out, body.size());
+  out.append(body);
+}
+
+void append_confirm(std::string& out, std::span<const std::uint64_t> seqs) {
+  std::string h;
+  h.reserve(32 + seqs.size() * 8);
+  h.append(R"({"action":"confirm","seqs":[)");
+  for (std::size_t i = 0; i < seqs.size(); ++i) {
+    if (i) h.push_back(',');
+    put_number(h, seqs[i]);
+  }
+  h.append("]}");
+  append_raw(out, h, {});
+}
+
+void append_reject(std::string& out, std::span<const std::uint64_t> seqs, std::string_view error) {
+  nlohmann::json h{
+      {"action", "reject"}, {"seqs", std::vector<std::uint64_t>(seqs.begin(), seqs.end())}, {"error", error}};
+  append_raw(out, h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {});
+}
+
+void append_error(std::string& out, std::string_view error, std::optional<std::size_t> record,
+                  const nlohmann::json* header) {
+  nlohmann::json h{{"action", "error"}, {"error", error}};
+  if (record) h["record"] = *record;
+  if (header && !header->is_discarded()) h["header"] = *header;
+  // The offending header may hold invalid UTF-8: replace it rather than fail to report.
+  std::string text = h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  append_raw(out, text, {});
+}
+
+std::string text_error(std::string_view error) {
+  return nlohmann::json{{"action", "error"}, {"error", error}}.dump(-1, ' ', false,
+                                                                    nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace dde::mqs

@@ -1,0 +1,148 @@
+#include "dde/mqs/request.hpp"
+
+namespace dde::mqs {
+namespace {
+
+using json = nlohmann::json;
+
+// A non-negative whole number; JSON parsed from text holds these as unsigned, a header built in
+// memory may hold them as signed.
+std::optional<std::uint64_t> as_unsigned(const json& v) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  if (v.is_number_integer() && v.get<std::int64_t>() >= 0) return std::uint64_t(v.get<std::int64_t>());
+  return std::nullopt;
+}
+
+// Each check returns an error text, empty when the field is fine.
+std::string get_string(const json& h, const char* key, std::string& out) {
+  auto it = h.find(key);
+  if (it == h.end()) return std::string("missing field \"") + key + "\"";
+  if (!it->is_string()) return std::string("field \"") + key + "\" must be a string";
+  out = it->get<std::string>();
+  return {};
+}
+
+std::string get_topic(const json& h, std::string& out) {
+  if (auto err = get_string(h, "topic", out); !err.empty()) return err;
+  if (!valid_topic(out))
+    return "invalid topic \"" + out.substr(0, 200) +
+           "\": expected 2 to 4 names of [A-Za-z0-9_-] (at most 100 characters each) joined by '.'";
+  return {};
+}
+
+std::string get_mode(const json& h, delivery_mode& out) {
+  std::string text;
+  if (auto err = get_string(h, "mode", text); !err.empty()) return err;
+  auto mode = parse_delivery_mode(text);
+  if (!mode)
+    return "unknown mode \"" + text.substr(0, 100) + "\": expected at-least-once, at-most-once or reply";
+  out = *mode;
+  return {};
+}
+
+std::string get_tags(const json& h, std::vector<std::uint64_t>& out) {
+  auto it = h.find("tags");
+  if (it == h.end()) return "missing field \"tags\"";
+  if (!it->is_array()) return "field \"tags\" must be an array of delivery tags";
+  out.reserve(it->size());
+  for (auto& t : *it) {
+    auto tag = as_unsigned(t);
+    if (!tag) return "field \"tags\" must hold non-negative whole numbers";
+    out.push_back(*tag);
+  }
+  return {};
+}
+
+parsed_request fail(std::string error, std::optional<std::uint64_t> seq = std::nullopt) {
+  parsed_request r;
+  r.error = std::move(error);
+  r.reject_seq = seq;
+  return r;
+}
+
+parsed_request ok(request req) {
+  parsed_request r;
+  r.req = std::move(req);
+  return r;
+}
+
+parsed_request parse_hello(const json& h) {
+  hello_request r;
+  auto p = h.find("protocol");
+  if (p == h.end()) return fail("missing field \"protocol\"");
+  if (!p->is_number_integer()) return fail("field \"protocol\" must be a whole number");
+  r.protocol = p->get<std::int64_t>();
+  if (auto err = get_string(h, "system", r.system); !err.empty()) return fail(err);
+  if (!valid_name(r.system)) return fail("invalid system name \"" + r.system.substr(0, 200) + "\"");
+  if (auto err = get_string(h, "instance", r.instance); !err.empty()) return fail(err);
+  if (!valid_name(r.instance)) return fail("invalid instance id \"" + r.instance.substr(0, 200) + "\"");
+  return ok(std::move(r));
+}
+
+parsed_request parse_enqueue(const json& h) {
+  enqueue_request r;
+  auto seq = enqueue_seq(h);
+  if (auto it = h.find("seq"); it != h.end() && !as_unsigned(*it))
+    return fail("field \"seq\" must be a non-negative whole number");
+  if (auto err = get_topic(h, r.topic); !err.empty()) return fail(err, seq);
+  if (auto err = get_mode(h, r.mode); !err.empty()) return fail(err, seq);
+  if (r.mode == delivery_mode::at_least_once && !seq) return fail("an at-least-once enqueue needs a \"seq\"");
+  r.seq = seq;
+  return ok(std::move(r));
+}
+
+parsed_request parse_pull(const json& h) {
+  pull_request r;
+  if (auto err = get_topic(h, r.topic); !err.empty()) return fail(err);
+  if (auto err = get_mode(h, r.mode); !err.empty()) return fail(err);
+  auto c = h.find("credit");
+  if (c == h.end()) return fail("missing field \"credit\"");
+  if (!c->is_number_integer()) return fail("field \"credit\" must be a whole number");
+  auto credit = c->get<std::int64_t>();
+  if (credit < 1 || credit > max_credit)
+    return fail("credit " + std::to_string(credit) + " is out of range 1.." + std::to_string(max_credit));
+  r.credit = static_cast<std::uint32_t>(credit);
+  return ok(std::move(r));
+}
+
+parsed_request parse_nack(const json& h) {
+  nack_request r;
+  if (auto err = get_tags(h, r.tags); !err.empty()) return fail(err);
+  auto q = h.find("requeue");
+  if (q == h.end()) return fail("missing field \"requeue\"");
+  if (!q->is_boolean()) return fail("field \"requeue\" must be true or false");
+  r.requeue = q->get<bool>();
+  return ok(std::move(r));
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> enqueue_seq(const nlohmann::json& header) {
+  auto it = header.find("seq");
+  if (it == header.end()) return std::nullopt;
+  return as_unsigned(*it);
+}
+
+parsed_request parse_request(const nlohmann::json& header) {
+  if (!header.is_object()) return fail("header is not a JSON object");
+  auto a = header.find("action");
+  if (a == header.end() || !a->is_string()) return fail("header has no string \"action\"");
+  const auto& action = a->get_ref<const std::string&>();
+  if (action == "enqueue") return parse_enqueue(header);
+  if (action == "ack") {
+    ack_request r;
+    if (auto err = get_tags(header, r.tags); !err.empty()) return fail(err);
+    return ok(std::move(r));
+  }
+  if (action == "pull") return parse_pull(header);
+  if (action == "nack") return parse_nack(header);
+  if (action == "cancel") {
+    cancel_request r;
+    if (auto err = get_topic(header, r.topic); !err.empty()) return fail(err);
+    return ok(std::move(r));
+  }
+  if (action == "hello") return parse_hello(header);
+  return fail("unknown action \"" + action.substr(0, 100) + "\"");
+}
+
+}  // namespace dde::mqs

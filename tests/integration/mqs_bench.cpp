@@ -1,0 +1,206 @@
+// Throughput and latency of dde-mqs against a real broker (not a ctest test):
+//   mqs_bench [messages] [body-bytes] [prefetch] [extra dde-mqs flags...]
+// Starts its own broker and dde-mqs per prefetch, prefills a topic through the MQS, then pulls it
+// with a large credit, acking each received batch; compares with raw rabbitmq-c consuming.
+#include <amqp.h>
+#include <amqp_tcp_socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <numeric>
+
+#include "dde_test.hpp"
+#include "mqs_client.hpp"
+
+using namespace dde::mqs::test;
+using namespace std::chrono;
+using dde::test::child_process;
+
+namespace {
+
+std::vector<std::string> extra_flags;
+
+struct mqs_child {
+  mqs_child(dde::test::rabbitmq_node& broker, int prefetch) {
+    port = dde::test::free_port();
+    std::vector<std::string> argv{dde::test::bin_path("dde-mqs").string(),
+                                  "--port",
+                                  std::to_string(port),
+                                  "--broker-port",
+                                  std::to_string(broker.port()),
+                                  "--prefetch",
+                                  std::to_string(prefetch),
+                                  "--log-level",
+                                  "warn"};
+    argv.insert(argv.end(), extra_flags.begin(), extra_flags.end());
+    proc = std::make_unique<child_process>(argv, dde::test::fresh_dir("mqs-bench") / "dde-mqs.log");
+    if (!dde::test::wait_until([&] { return dde::test::port_open(port); }, 20s))
+      throw std::runtime_error(proc->log());
+  }
+  ~mqs_child() { proc->stop(); }
+  std::uint16_t port;
+  std::unique_ptr<child_process> proc;
+};
+
+dde::test::rabbitmq_node* broker_ = nullptr;
+
+std::string topic_name(const std::string& what) { return "bench." + what + "_" + std::to_string(::getpid()); }
+
+double prefill(mqs_client& c, const std::string& topic, const std::string& mode, int n,
+               const std::string& body) {
+  auto t0 = steady_clock::now();
+  bool confirmed = mode == "at-least-once";
+  std::atomic<std::size_t> confirms{0};
+  c.on_batch([&](std::vector<dde::wire::record>& records) {
+    for (auto& r : records)
+      if (r.header.value("action", "") == "confirm") confirms += r.header["seqs"].size();
+    records.clear();
+  });
+  for (int i = 0; i < n; i += 500) {
+    std::string batch;
+    for (int j = i; j < std::min(n, i + 500); ++j) {
+      nlohmann::json h{{"action", "enqueue"}, {"topic", topic}, {"mode", mode}};
+      if (confirmed) h["seq"] = j + 1;
+      dde::wire::append_record(batch, h, body);
+    }
+    c.send(std::move(batch));
+    if (confirmed) c.wait_for([&] { return confirms + 20000 >= std::size_t(i); }, 60s);
+  }
+  if (confirmed) c.wait_for([&] { return confirms >= std::size_t(n); }, 120s);
+  c.on_batch(nullptr);
+  if (!confirmed && broker_)
+    dde::test::wait_until([&] { return broker_->queue_depth(topic) >= std::optional<std::uint32_t>(n); },
+                          120s, 5ms);
+  return n / duration<double>(steady_clock::now() - t0).count();
+}
+
+double consume(mqs_client& c, const std::string& topic, const std::string& mode, int n) {
+  std::atomic<int> got{0};
+  bool ack = mode == "at-least-once";
+  c.on_batch([&](std::vector<dde::wire::record>& records) {
+    std::vector<std::uint64_t> tags;
+    for (auto& r : records)
+      if (r.header.value("action", "") == "deliver") tags.push_back(r.header["tag"].get<std::uint64_t>());
+    got += int(tags.size());
+    if (ack && !tags.empty()) c.ack(tags);
+    records.clear();
+  });
+  auto t0 = steady_clock::now();
+  for (int credit = 0; credit < n; credit += 65535)
+    c.pull(topic, mode, std::uint32_t(std::min(65535, n - credit)));
+  c.wait_for([&] { return got >= n; }, 300s);
+  auto rate = got / duration<double>(steady_clock::now() - t0).count();
+  c.on_batch(nullptr);
+  return rate;
+}
+
+// One message at a time, host -> MQS -> broker -> MQS -> host: the added latency.
+void latency(mqs_client& c, const std::string& topic) {
+  std::atomic<int> got{0};
+  c.on_batch([&](std::vector<dde::wire::record>& records) {
+    for (auto& r : records)
+      if (r.header.value("action", "") == "deliver") ++got;
+    records.clear();
+  });
+  c.pull(topic, "at-most-once", 2000);
+  std::vector<double> us;
+  for (int i = 0; i < 2000; ++i) {
+    auto t0 = steady_clock::now();
+    c.enqueue(topic, "at-most-once", std::nullopt, "ping");
+    c.wait_for([&] { return got > i; }, 10s);
+    us.push_back(duration<double, std::micro>(steady_clock::now() - t0).count());
+  }
+  std::sort(us.begin(), us.end());
+  std::printf("latency enqueue->deliver, at-most-once, prefetch 1: median %.0f us, p99 %.0f us\n",
+              us[us.size() / 2], us[us.size() * 99 / 100]);
+  c.on_batch(nullptr);
+}
+
+double raw_consume(dde::test::rabbitmq_node& broker, const std::string& queue, int n, int prefetch) {
+  amqp_connection_state_t conn = amqp_new_connection();
+  amqp_socket_t* socket = amqp_tcp_socket_new(conn);
+  amqp_socket_open(socket, "127.0.0.1", broker.port());
+  amqp_login(conn, "/", 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, "guest", "guest");
+  amqp_channel_open(conn, 1);
+  amqp_basic_qos(conn, 1, 0, std::uint16_t(prefetch), 0);
+  amqp_basic_consume(conn, 1, amqp_cstring_bytes(queue.c_str()), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
+  auto t0 = steady_clock::now();
+  for (int i = 0; i < n; ++i) {
+    amqp_envelope_t env;
+    amqp_maybe_release_buffers(conn);
+    auto r = amqp_consume_message(conn, &env, nullptr, 0);
+    if (r.reply_type != AMQP_RESPONSE_NORMAL) break;
+    amqp_basic_ack(conn, 1, env.delivery_tag, 0);
+    amqp_destroy_envelope(&env);
+  }
+  double rate = n / duration<double>(steady_clock::now() - t0).count();
+  amqp_channel_close(conn, 1, AMQP_REPLY_SUCCESS);
+  amqp_connection_close(conn, AMQP_REPLY_SUCCESS);
+  amqp_destroy_connection(conn);
+  return rate;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = argc > 1 ? std::atoi(argv[1]) : 100000;
+  std::string body(argc > 2 ? std::atoi(argv[2]) : 64, 'x');
+  dde::test::rabbitmq_node broker("mqs-bench");
+  broker.start();
+  broker_ = &broker;
+  std::printf("%d messages of %zu bytes\n", n, body.size());
+  if (argc > 3 && std::string(argv[3]) == "raw-quorum") {
+    // The broker alone: a quorum queue (as at-least-once topics are) consumed by rabbitmq-c.
+    for (int prefetch : {1, 8, 64}) {
+      mqs_child mqs(broker, 1);
+      auto topic = topic_name("rawq" + std::to_string(prefetch));
+      int count = prefetch == 1 ? std::min(n, 5000) : n;
+      {
+        mqs_client c(mqs.port);
+        c.hello("bench");
+        prefill(c, topic, "at-least-once", count, body);
+        c.close();
+      }
+      std::printf("raw rabbitmq-c consume, quorum queue, prefetch %2d, ack each: %7.0f msg/s\n", prefetch,
+                  raw_consume(broker, topic, count, prefetch));
+      std::fflush(stdout);
+      broker.delete_queue(topic);
+      broker.delete_queue("dde.dead." + topic);
+    }
+    broker.stop();
+    return 0;
+  }
+  std::vector<int> prefetches{1, 8, 64};
+  if (argc > 3) prefetches = {std::atoi(argv[3])};
+  for (int i = 4; i < argc; ++i) extra_flags.push_back(argv[i]);
+  for (int prefetch : prefetches) {
+    mqs_child mqs(broker, prefetch);
+    mqs_client c(mqs.port);
+    c.hello("bench");
+    for (std::string mode : {"at-most-once", "at-least-once"}) {
+      int count = prefetch == 1 ? std::min(n, 20000) : n;
+      auto topic = topic_name(mode.substr(0, 8) + std::to_string(prefetch));
+      double in = prefill(c, topic, mode, count, body);
+      double out = consume(c, topic, mode, count);
+      std::printf("prefetch %2d %-13s enqueue %7.0f msg/s   dequeue %7.0f msg/s\n", prefetch, mode.c_str(),
+                  in, out);
+      std::fflush(stdout);
+      broker.delete_queue(topic);
+      broker.delete_queue("dde.dead." + topic);
+    }
+    if (prefetch == 1) latency(c, topic_name("latency"));
+    if (prefetch == 64) {
+      auto topic = topic_name("raw");
+      prefill(c, topic, "at-most-once", n, body);
+      dde::test::wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(n); },
+                            120s);
+      c.close();
+      std::printf("raw rabbitmq-c consume, prefetch 64, ack each: %7.0f msg/s\n",
+                  raw_consume(broker, topic, n, 64));
+      broker.delete_queue(topic);
+    }
+  }
+  broker.stop();
+}

@@ -1,0 +1,430 @@
+// dde-mqs against a real RabbitMQ: a real dde-mqs process, driven over WebSocket by mqs_client.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "dde_test.hpp"
+#include "mqs_client.hpp"
+
+namespace dde::mqs::test {
+namespace {
+
+using dde::test::bin_path;
+using dde::test::child_process;
+using dde::test::fresh_dir;
+using dde::test::rabbitmq_node;
+using dde::test::shared_broker;
+using dde::test::wait_until;
+
+/// A dde-mqs child process connected to `broker`.
+class mqs_process {
+ public:
+  explicit mqs_process(rabbitmq_node& broker, std::vector<std::string> extra = {}) {
+    port_ = dde::test::free_port();
+    std::vector<std::string> argv = {bin_path("dde-mqs").string(),
+                                     "--port",
+                                     std::to_string(port_),
+                                     "--broker-host",
+                                     broker.host(),
+                                     "--broker-port",
+                                     std::to_string(broker.port()),
+                                     "--log-level",
+                                     "debug",
+                                     "--idle-timeout-ms",
+                                     "60000"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    proc_ = std::make_unique<child_process>(argv, fresh_dir("mqs") / "dde-mqs.log");
+    if (!wait_until(
+            [&] { return log().find("listening on ws://") != std::string::npos || !proc_->running(); }, 20s))
+      throw std::runtime_error("dde-mqs did not start:\n" + log());
+    if (!proc_->running()) throw std::runtime_error("dde-mqs exited:\n" + log());
+  }
+  ~mqs_process() { stop(); }
+  std::uint16_t port() const { return port_; }
+  std::string log() const { return proc_->log(); }
+  /// SIGTERM and wait: the MQS flushes what it accepted and closes its broker connections.
+  int stop() { return proc_->running() ? proc_->stop(10s) : 0; }
+
+ private:
+  std::uint16_t port_ = 0;
+  std::unique_ptr<child_process> proc_;
+};
+
+/// A topic name of its own for each test.
+std::string unique_topic(const std::string& name) {
+  return "mqstest." + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand() % 100000);
+}
+
+std::vector<std::uint64_t> tags_of(const std::vector<wire::record>& deliveries) {
+  std::vector<std::uint64_t> out;
+  for (auto& d : deliveries) out.push_back(d.header.at("tag").get<std::uint64_t>());
+  return out;
+}
+
+std::set<std::string> bodies_of(const std::vector<wire::record>& deliveries) {
+  std::set<std::string> out;
+  for (auto& d : deliveries) out.insert(d.body);
+  return out;
+}
+
+/// Acks every delivery as it arrives.
+void auto_ack(mqs_client& c) {
+  c.on_record([&c](const wire::record& r) {
+    if (r.header.value("action", "") == "deliver") c.ack({r.header.at("tag").get<std::uint64_t>()});
+    return true;
+  });
+}
+
+TEST(MqsBroker, AHelloIsWelcomedAndAtLeastOnceMessagesAreConfirmedDeliveredAndAckedAway) {
+  auto& broker = shared_broker();
+  mqs_process mqs(broker);
+  auto topic = unique_topic("confirm");
+  {
+    mqs_client c(mqs.port());
+    ASSERT_TRUE(c.hello());
+    auto welcome = c.records("welcome").at(0);
+    EXPECT_EQ(welcome.header.at("protocol"), 1);
+    EXPECT_TRUE(welcome.header.at("mqs").is_string());
+
+    constexpr int n = 300;
+    std::string batch;
+    for (int i = 1; i <= n; ++i)
+      wire::append_record(batch,
+                          {{"action", "enqueue"}, {"topic", topic}, {"mode", "at-least-once"}, {"seq", i}},
+                          "message " + std::to_string(i));
+    c.send(std::move(batch));
+    ASSERT_TRUE(c.wait_for([&] { return c.confirmed_seqs().size() >= n; }, 30s)) << mqs.log();
+    auto seqs = c.confirmed_seqs();
+    EXPECT_EQ(std::set<std::uint64_t>(seqs.begin(), seqs.end()).size(), std::size_t(n));
+    EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(n));
+
+    // Prefetch 1: every delivery after the first needs the previous ack to reach the broker.
+    auto_ack(c);
+    c.pull(topic, "at-least-once", n);
+    ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= n; }, 30s)) << mqs.log();
+    auto deliveries = c.records("deliver");
+    EXPECT_EQ(bodies_of(deliveries).size(), std::size_t(n));
+    auto tags = tags_of(deliveries);
+    EXPECT_EQ(std::set<std::uint64_t>(tags.begin(), tags.end()).size(), std::size_t(n));
+    for (auto& d : deliveries) {
+      EXPECT_EQ(d.header.at("topic"), topic);
+      EXPECT_FALSE(d.header.at("redelivered").get<bool>());
+    }
+    c.close();  // after the acks: the MQS has read them once the close handshake is done
+  }
+  // Stopping the MQS closes its consumer: anything not acked would go back to the queue.
+  EXPECT_EQ(mqs.stop(), 0);
+  EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(0));
+  EXPECT_EQ(broker.queue_depth("dde.dead." + topic), std::optional<std::uint32_t>(0));
+  broker.delete_queue(topic);
+  broker.delete_queue("dde.dead." + topic);
+}
+
+TEST(MqsBroker, TwoHostsPullingOneTopicShareItAndEachGetsOnlyItsCredit) {
+  auto& broker = shared_broker();
+  mqs_process mqs(broker, {"--prefetch", "50"});
+  auto topic = unique_topic("share");
+  auto barrier_a = unique_topic("barrier_a"), barrier_b = unique_topic("barrier_b");
+  mqs_client a(mqs.port()), b(mqs.port());
+  ASSERT_TRUE(a.hello("a"));
+  ASSERT_TRUE(b.hello("b"));
+  for (int i = 1; i <= 20; ++i) a.enqueue(topic, "at-most-once", std::nullopt, "m" + std::to_string(i));
+  a.enqueue(barrier_a, "at-most-once", std::nullopt, "barrier");
+  b.enqueue(barrier_b, "at-most-once", std::nullopt, "barrier");
+  ASSERT_TRUE(wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(20); }, 20s));
+  ASSERT_TRUE(
+      wait_until([&] { return broker.queue_depth(barrier_b) == std::optional<std::uint32_t>(1); }, 20s));
+
+  a.pull(topic, "at-most-once", 3);
+  b.pull(topic, "at-most-once", 5);
+  ASSERT_TRUE(a.wait_for([&] { return a.count("deliver") >= 3; }, 20s)) << mqs.log();
+  ASSERT_TRUE(b.wait_for([&] { return b.count("deliver") >= 5; }, 20s)) << mqs.log();
+  // Every message of the topic now sits in the MQS (prefetch 50): nothing is held back by the broker.
+  ASSERT_TRUE(wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(0); }, 20s));
+  // A delivery from another topic, pulled afterwards, proves the MQS had its chance to over-deliver.
+  a.pull(barrier_a, "at-most-once", 1);
+  b.pull(barrier_b, "at-most-once", 1);
+  ASSERT_TRUE(a.wait_for([&] { return a.count("deliver") >= 4; }, 20s));
+  ASSERT_TRUE(b.wait_for([&] { return b.count("deliver") >= 6; }, 20s));
+  auto from_a = a.records("deliver"), from_b = b.records("deliver");
+  EXPECT_EQ(from_a.size(), 4u);
+  EXPECT_EQ(from_b.size(), 6u);
+  from_a.pop_back();
+  from_b.pop_back();
+  auto bodies_a = bodies_of(from_a), bodies_b = bodies_of(from_b);
+  for (auto& body : bodies_a) EXPECT_EQ(bodies_b.count(body), 0u) << body << " went to both hosts";
+
+  // More credit: the rest is shared out, still without duplicates.
+  a.pull(topic, "at-most-once", 6);
+  b.pull(topic, "at-most-once", 6);
+  ASSERT_TRUE(wait_until([&] { return a.count("deliver") + b.count("deliver") >= 22; }, 20s));
+  auto all_a = a.records("deliver"), all_b = b.records("deliver");
+  std::set<std::string> all;
+  for (auto& d : all_a)
+    if (d.header.at("topic") == topic) all.insert(d.body);
+  for (auto& d : all_b)
+    if (d.header.at("topic") == topic) all.insert(d.body);
+  EXPECT_EQ(all.size(), 20u);
+  EXPECT_LE(all_a.size(), 4u + 6u);
+  EXPECT_LE(all_b.size(), 6u + 6u);
+  for (auto& q : {topic, barrier_a, barrier_b}) broker.delete_queue(q);
+}
+
+TEST(MqsBroker, DeliveriesAHostLeavesUnackedGoToAnotherHostAsRedelivered) {
+  auto& broker = shared_broker();
+  mqs_process mqs(broker, {"--prefetch", "10"});
+  auto topic = unique_topic("requeue");
+  mqs_client b(mqs.port());
+  ASSERT_TRUE(b.hello("b"));
+  {
+    mqs_client a(mqs.port());
+    ASSERT_TRUE(a.hello("a"));
+    for (int i = 1; i <= 5; ++i) a.enqueue(topic, "at-least-once", i, "m" + std::to_string(i));
+    ASSERT_TRUE(a.wait_for([&] { return a.confirmed_seqs().size() >= 5; }, 20s)) << mqs.log();
+    a.pull(topic, "at-least-once", 5);
+    ASSERT_TRUE(a.wait_for([&] { return a.count("deliver") >= 5; }, 20s)) << mqs.log();
+    for (auto& d : a.records("deliver")) EXPECT_FALSE(d.header.at("redelivered").get<bool>());
+    a.drop();  // vanishes without acking
+  }
+  b.pull(topic, "at-least-once", 10);
+  ASSERT_TRUE(b.wait_for([&] { return b.count("deliver") >= 5; }, 20s)) << mqs.log();
+  auto got = b.records("deliver");
+  EXPECT_EQ(got.size(), 5u);
+  EXPECT_EQ(bodies_of(got), (std::set<std::string>{"m1", "m2", "m3", "m4", "m5"}));
+  for (auto& d : got) EXPECT_TRUE(d.header.at("redelivered").get<bool>());
+  b.ack(tags_of(got));
+  b.close();
+  mqs.stop();
+  EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(0));
+  broker.delete_queue(topic);
+  broker.delete_queue("dde.dead." + topic);
+}
+
+TEST(MqsBroker, AQueueThatExistsWithOtherArgumentsIsUsedAsItIs) {
+  auto& broker = shared_broker();
+  mqs_process mqs(broker);
+  auto topic = unique_topic("existing");
+  broker.declare_queue(topic, false);  // durable classic: not what the MQS declares for at-least-once
+  mqs_client c(mqs.port());
+  ASSERT_TRUE(c.hello());
+  for (int i = 1; i <= 3; ++i) c.enqueue(topic, "at-least-once", i, "m" + std::to_string(i));
+  ASSERT_TRUE(c.wait_for([&] { return c.confirmed_seqs().size() >= 3; }, 20s)) << mqs.log();
+  auto_ack(c);
+  c.pull(topic, "at-least-once", 3);
+  ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= 3; }, 20s)) << mqs.log();
+  EXPECT_EQ(bodies_of(c.records("deliver")), (std::set<std::string>{"m1", "m2", "m3"}));
+  EXPECT_TRUE(c.records("error").empty());
+  EXPECT_NE(mqs.log().find("exists with other arguments"), std::string::npos);
+  c.close();
+  mqs.stop();
+  broker.delete_queue(topic);
+  broker.delete_queue("dde.dead." + topic);
+}
+
+TEST(MqsBroker, AWrongPasswordIsReportedWithoutPrintingItWhileHostsAreStillServed) {
+  auto& broker = shared_broker();
+  mqs_process mqs(broker, {"--password", "not-the-password-42"});
+  ASSERT_TRUE(wait_until([&] { return mqs.log().find("ACCESS_REFUSED") != std::string::npos; }, 20s))
+      << mqs.log();
+  mqs_client c(mqs.port());
+  ASSERT_TRUE(c.hello());
+  c.enqueue(unique_topic("nopass"), "at-least-once", 1, "waits for the broker");
+  c.pull(unique_topic("nopass"), "at-most-once", 1);
+  ASSERT_TRUE(wait_until([&] { return mqs.log().find("retrying in 400 ms") != std::string::npos; }, 20s));
+  EXPECT_TRUE(c.records("error").empty());
+  EXPECT_TRUE(c.records("reject").empty());
+  EXPECT_EQ(mqs.log().find("not-the-password-42"), std::string::npos);
+}
+
+TEST(MqsBroker, AnIdleDequeuerIsClosedAndComesBackWithTheNextPull) {
+  auto& broker = shared_broker();
+  mqs_process mqs(broker, {"--idle-timeout-ms", "300"});
+  auto topic = unique_topic("idle");
+  mqs_client c(mqs.port());
+  ASSERT_TRUE(c.hello());
+  c.enqueue(topic, "at-most-once", std::nullopt, "first");
+  c.pull(topic, "at-most-once", 1);
+  ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= 1; }, 20s)) << mqs.log();
+  // No credit left, nothing unacknowledged: the consumer goes after the idle timeout.
+  ASSERT_TRUE(wait_until([&] { return mqs.log().find("closing the idle dequeuer of " + topic) != std::string::npos; },
+                         20s))
+      << mqs.log();
+  c.enqueue(topic, "at-most-once", std::nullopt, "second");
+  ASSERT_TRUE(wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(1); }, 20s));
+  c.pull(topic, "at-most-once", 1);
+  ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= 2; }, 20s)) << mqs.log();
+  EXPECT_EQ(c.records("deliver").at(1).body, "second");
+  c.close();
+  mqs.stop();
+  broker.delete_queue(topic);
+}
+
+std::string raw_record(std::string_view header, std::string_view body = {}) {
+  std::string out;
+  auto put = [&](std::size_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
+  };
+  put(header.size());
+  out += header;
+  put(body.size());
+  out += body;
+  return out;
+}
+
+bool has_error(mqs_client& c, const std::string& text) {
+  for (auto& r : c.records("error"))
+    if (r.header.value("error", "").find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(MqsBroker, BadInputGetsErrorRecordsWhileAnotherHostGoesOnUndisturbed) {
+  auto& broker = shared_broker();
+  mqs_process mqs(broker, {"--max-message", "1024", "--max-frame", "131072"});
+  auto topic = unique_topic("good");
+  auto bad_topic = unique_topic("bad");
+
+  mqs_client good(mqs.port());
+  ASSERT_TRUE(good.hello("good"));
+  auto_ack(good);
+  good.pull(topic, "at-least-once", 2000);
+  std::atomic<bool> done{false};
+  std::atomic<int> sent{0};
+  std::thread producer([&] {
+    while (!done && sent < 2000) {
+      int i = ++sent;
+      good.enqueue(topic, "at-least-once", i, "good " + std::to_string(i));
+      if (i % 100 == 0)
+        good.wait_for([&] { return good.confirmed_seqs().size() + 200 >= std::size_t(i); }, 10s);
+    }
+  });
+
+  mqs_client bad(mqs.port());
+  bad.enqueue(bad_topic, "at-least-once", 1, "too early");  // before hello
+  ASSERT_TRUE(bad.wait_for([&] { return has_error(bad, "first record must be a hello"); }, 10s));
+  EXPECT_EQ(bad.rejected_seqs(), std::vector<std::uint64_t>{1});
+  ASSERT_TRUE(bad.hello("bad"));
+
+  std::string batch =
+      raw_record("{not json") + raw_record(R"({"action":"frobnicate"})") +
+      raw_record(R"({"action":"enqueue","topic":"../x","mode":"at-least-once","seq":2})", "x") +
+      raw_record(R"({"action":"enqueue","topic":")" + bad_topic + R"(","mode":"at-least-once","seq":3})",
+                 std::string(2000, 'b')) +
+      raw_record(R"({"action":"pull","topic":")" + bad_topic + R"(","mode":"at-least-once","credit":0})") +
+      raw_record(R"({"action":"enqueue","topic":")" + bad_topic + R"(","mode":"at-least-once"})", "x") +
+      raw_record(R"({"action":"ack","tags":"all"})") +
+      // A good record after the bad ones is still served.
+      raw_record(R"({"action":"enqueue","topic":")" + bad_topic + R"(","mode":"at-least-once","seq":4})",
+                 "fine");
+  bad.send(batch);
+  ASSERT_TRUE(bad.wait_for([&] { return bad.count("error") >= 1 + 7; }, 10s));
+  EXPECT_TRUE(has_error(bad, "not valid JSON"));
+  EXPECT_TRUE(has_error(bad, "unknown action \"frobnicate\""));
+  EXPECT_TRUE(has_error(bad, "invalid topic \"../x\""));
+  EXPECT_TRUE(has_error(bad, "exceeds --max-message"));
+  EXPECT_TRUE(has_error(bad, "credit 0 is out of range"));
+  EXPECT_TRUE(has_error(bad, "needs a \"seq\""));
+  EXPECT_TRUE(has_error(bad, "\"tags\" must be an array"));
+  for (auto& e : bad.records("error")) EXPECT_TRUE(e.header.contains("record")) << e.header.dump();
+  ASSERT_TRUE(bad.wait_for([&] { return bad.confirmed_seqs() == std::vector<std::uint64_t>{4}; }, 10s));
+  auto rejected = bad.rejected_seqs();
+  EXPECT_EQ(std::set<std::uint64_t>(rejected.begin(), rejected.end()), (std::set<std::uint64_t>{1, 2, 3}));
+
+  bad.send(std::string("\x01\x00", 2));  // truncated batch
+  ASSERT_TRUE(bad.wait_for([&] { return has_error(bad, "truncated record"); }, 10s));
+  bad.send_text("hello?");
+  ASSERT_TRUE(bad.wait_for([&] { return !bad.texts().empty(); }, 10s));
+  EXPECT_NE(bad.texts().at(0).find("\"action\":\"error\""), std::string::npos);
+  EXPECT_FALSE(bad.closed());
+
+  // Over --max-frame: that connection, and only that one, is closed with 1009.
+  bad.send(std::string(200 * 1024, 'z'));
+  ASSERT_TRUE(bad.wait_for([&] { return bad.closed(); }, 10s));
+  EXPECT_EQ(bad.close_code(), 1009);
+
+  done = true;
+  producer.join();
+  int n = sent;
+  ASSERT_TRUE(good.wait_for([&] { return good.confirmed_seqs().size() >= std::size_t(n); }, 30s))
+      << mqs.log();
+  ASSERT_TRUE(good.wait_for([&] { return good.count("deliver") >= std::size_t(n); }, 30s)) << mqs.log();
+  EXPECT_EQ(bodies_of(good.records("deliver")).size(), std::size_t(n));
+  EXPECT_TRUE(good.records("error").empty());
+  EXPECT_FALSE(good.closed());
+
+  mqs_client late(mqs.port());  // the MQS still takes new hosts
+  EXPECT_TRUE(late.hello("late"));
+  good.close();
+  mqs.stop();
+  for (auto& q : {topic, bad_topic}) {
+    broker.delete_queue(q);
+    broker.delete_queue("dde.dead." + q);
+  }
+}
+
+TEST(MqsBroker, EveryAtLeastOnceEnqueueSurvivesABrokerRestart) {
+  rabbitmq_node broker("mqs-restart");
+  broker.start();
+  // A backlog limit below what the host keeps unconfirmed: during the outage the MQS must stop
+  // reading from the host (backpressure) and read again once the broker is back.
+  mqs_process mqs(broker, {"--confirm-window", "100", "--prefetch", "100", "--backlog-messages", "200"});
+  auto topic = unique_topic("restart");
+  mqs_client c(mqs.port());
+  ASSERT_TRUE(c.hello());
+  auto confirmed = [&] {
+    auto s = c.confirmed_seqs();
+    return std::set<std::uint64_t>(s.begin(), s.end()).size();
+  };
+
+  // The host keeps enqueuing, with at most 300 unconfirmed, until told to finish: so messages are
+  // in flight when the broker goes, and more arrive while it is away.
+  std::atomic<bool> finish{false};
+  std::atomic<int> sent{0};
+  std::thread producer([&] {
+    for (int i = 1; !finish; ++i) {
+      c.enqueue(topic, "at-least-once", i, "payload " + std::to_string(i));
+      sent = i;
+      if (i % 50 == 0)
+        c.wait_for([&] { return finish || c.confirmed_seqs().size() + 300 >= std::size_t(i); }, 120s);
+    }
+  });
+  ASSERT_TRUE(wait_until([&] { return confirmed() >= 1000; }, 60s)) << mqs.log();
+  broker.stop();
+  ASSERT_TRUE(wait_until([&] { return mqs.log().find("broker connection lost") != std::string::npos; }, 30s));
+  int sent_during_outage = sent;
+  broker.start();
+  ASSERT_TRUE(wait_until([&] { return mqs.log().find("reconnected to broker") != std::string::npos; }, 60s))
+      << mqs.log();
+  ASSERT_TRUE(wait_until([&] { return confirmed() >= std::size_t(sent_during_outage) + 500; }, 60s))
+      << mqs.log();
+  finish = true;
+  producer.join();
+  const std::size_t n = sent;
+  ASSERT_TRUE(wait_until([&] { return confirmed() == n; }, 120s)) << mqs.log();
+  EXPECT_TRUE(c.rejected_seqs().empty());
+  EXPECT_NE(mqs.log().find("pausing reads"), std::string::npos);
+
+  // Count by consuming: every message is in the queue (duplicates are allowed, loss is not).
+  mqs_client reader(mqs.port());
+  ASSERT_TRUE(reader.hello("reader"));
+  auto_ack(reader);
+  for (std::size_t credit = 0; credit < n + 2000; credit += 10000)
+    reader.pull(topic, "at-least-once", std::uint32_t(std::min<std::size_t>(10000, n + 2000 - credit)));
+  ASSERT_TRUE(reader.wait_for([&] { return bodies_of(reader.records("deliver")).size() >= n; }, 120s))
+      << mqs.log();
+  auto bodies = bodies_of(reader.records("deliver"));
+  for (std::size_t i = 1; i <= n; ++i)
+    EXPECT_EQ(bodies.count("payload " + std::to_string(i)), 1u) << "lost: payload " << i;
+  std::size_t copies = reader.count("deliver");
+  reader.close();
+  c.close();
+  mqs.stop();
+  EXPECT_EQ(bodies.size(), n);
+  EXPECT_GE(copies, n);
+  broker.stop();
+}
+
+}  // namespace
+}  // namespace dde::mqs::test

@@ -1,0 +1,103 @@
+// dde-mqs settings and queue declarations.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "dde/mqs/config.hpp"
+#include "dde/mqs/queue_spec.hpp"
+
+namespace dde::mqs {
+namespace {
+
+command_line parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "dde-mqs");
+  return parse_command_line(int(args.size()), args.data());
+}
+
+TEST(MqsConfig, DefaultsAreThoseOfTheThesisAndTheIssue) {
+  auto cl = parse({});
+  ASSERT_EQ(cl.error, "");
+  EXPECT_EQ(cl.cfg.port, 42043);
+  EXPECT_EQ(cl.cfg.prefetch, 1);
+  EXPECT_EQ(cl.cfg.idle_timeout.count(), 10000);
+  EXPECT_EQ(cl.cfg.confirm_window, 1000u);
+  EXPECT_EQ(cl.cfg.max_message, 4194304u);
+  EXPECT_EQ(cl.cfg.max_frame, 16777216u);
+}
+
+TEST(MqsConfig, FlagsTakeSpaceOrEqualsValues) {
+  auto cl = parse({"--prefetch", "64", "--broker-port=5673", "--password", "s3cret"});
+  ASSERT_EQ(cl.error, "");
+  EXPECT_EQ(cl.cfg.prefetch, 64);
+  EXPECT_EQ(cl.cfg.broker_port, 5673);
+  EXPECT_EQ(cl.cfg.password, "s3cret");
+}
+
+TEST(MqsConfig, BadFlagsAreExplained) {
+  EXPECT_EQ(parse({"--nope", "1"}).error, "unknown option --nope");
+  EXPECT_EQ(parse({"--port"}).error, "--port needs a value");
+  EXPECT_EQ(parse({"--port", "70000"}).error, "--port: 70000 is out of range 0..65535");
+  EXPECT_EQ(parse({"--prefetch", "0"}).error, "--prefetch: 0 is out of range 1..65535");
+  EXPECT_EQ(parse({"--threads", "x"}).error, "--threads: \"x\" is not a whole number");
+  EXPECT_EQ(parse({"--log-level", "loud"}).error, "--log-level: unknown level \"loud\"");
+  EXPECT_NE(parse({"--max-message", "20000000"}).error, "");
+  EXPECT_TRUE(parse({"--help"}).help);
+}
+
+TEST(MqsConfig, AConfigFileIsReadAndFlagsOverrideIt) {
+  auto path = std::filesystem::temp_directory_path() / ("mqs-config-" + std::to_string(::getpid()) + ".json");
+  std::ofstream(path) << R"({"prefetch": 8, "broker-host": "rabbit", "port": 4000})";
+  auto cl = parse({"--config", path.c_str(), "--port", "5000"});
+  ASSERT_EQ(cl.error, "");
+  EXPECT_EQ(cl.cfg.prefetch, 8);
+  EXPECT_EQ(cl.cfg.broker_host, "rabbit");
+  EXPECT_EQ(cl.cfg.port, 5000);
+  std::ofstream(path) << R"({"prefetch": "lots"})";
+  EXPECT_NE(parse({"--config", path.c_str()}).error.find("prefetch"), std::string::npos);
+  std::ofstream(path) << R"({"colour": 1})";
+  EXPECT_NE(parse({"--config", path.c_str()}).error.find("unknown key \"colour\""), std::string::npos);
+  std::filesystem::remove(path);
+  EXPECT_NE(parse({"--config", path.c_str()}).error.find("cannot read"), std::string::npos);
+}
+
+TEST(MqsConfig, HelpDocumentsEveryFlagWithItsDefault) {
+  auto help = help_text();
+  for (auto flag : {"--listen", "--port", "--broker-host", "--broker-port", "--user", "--password", "--vhost",
+                    "--prefetch", "--idle-timeout-ms", "--confirm-window", "--max-message", "--max-frame",
+                    "--threads", "--log-level", "--config"})
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  EXPECT_NE(help.find("(default: 42043)"), std::string::npos);
+}
+
+TEST(QueueSpec, AtLeastOnceTopicsAreDurableQuorumQueuesWithADeliveryLimitAndDeadLetters) {
+  auto s = spec_for("sys.consumer", delivery_mode::at_least_once);
+  EXPECT_TRUE(s.durable);
+  EXPECT_TRUE(s.quorum);
+  EXPECT_EQ(s.delivery_limit, std::optional<std::int64_t>(20));
+  EXPECT_EQ(s.dead_letter_queue, std::optional<std::string>("dde.dead.sys.consumer"));
+  auto dl = dead_letter_spec_for("sys.consumer", delivery_mode::at_least_once);
+  ASSERT_TRUE(dl);
+  EXPECT_EQ(dl->name, "dde.dead.sys.consumer");
+  EXPECT_TRUE(dl->durable && dl->quorum);
+  EXPECT_FALSE(dl->dead_letter_queue);
+}
+
+TEST(QueueSpec, AtMostOnceAndReplyTopicsAreTransientClassicQueues) {
+  auto amo = spec_for("sys.consumer", delivery_mode::at_most_once);
+  EXPECT_FALSE(amo.durable || amo.quorum || amo.expires_ms || amo.dead_letter_queue);
+  auto reply = spec_for("dde.reply.abc", delivery_mode::reply);
+  EXPECT_FALSE(reply.durable || reply.quorum);
+  EXPECT_EQ(reply.expires_ms, std::optional<std::int64_t>(60000));
+  EXPECT_FALSE(dead_letter_spec_for("sys.consumer", delivery_mode::at_most_once));
+}
+
+TEST(QueueSpec, ADeadLetterTopicIsDeclaredLikeADeadLetterQueue) {
+  auto s = spec_for("dde.dead.sys.consumer", delivery_mode::at_least_once);
+  EXPECT_TRUE(s.durable && s.quorum);
+  EXPECT_FALSE(s.dead_letter_queue);
+  EXPECT_FALSE(dead_letter_spec_for("dde.dead.sys.consumer", delivery_mode::at_least_once));
+}
+
+}  // namespace
+}  // namespace dde::mqs

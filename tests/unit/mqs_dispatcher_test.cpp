@@ -1,0 +1,233 @@
+// The MQS dequeuing bookkeeping, through a fake broker and fake hosts.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "dde/mqs/dispatcher.hpp"
+
+namespace dde::mqs {
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = dispatcher::clock;
+
+struct delivered {
+  client_id client;
+  std::string topic;
+  std::uint64_t tag;
+  bool redelivered;
+  std::string body;
+};
+
+/// Records what the dispatcher asks of the broker and the hosts.
+class fake_port : public dispatcher_port {
+ public:
+  std::string start_consumer(const std::string& topic, delivery_mode) override {
+    started.push_back(topic);
+    return refuse_start;
+  }
+  void stop_consumer(const std::string& topic) override { stopped.push_back(topic); }
+  void ack(const broker_ref& ref) override { acked.push_back(ref); }
+  void reject(const broker_ref& ref, bool requeue) override { (requeue ? requeued : dropped).push_back(ref); }
+  void deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
+               std::string&& body) override {
+    deliveries.push_back({client, topic, tag, redelivered, std::move(body)});
+  }
+
+  std::vector<std::string> started, stopped;
+  std::vector<broker_ref> acked, requeued, dropped;
+  std::vector<delivered> deliveries;
+  std::string refuse_start;
+};
+
+broker_ref ref(std::uint64_t tag, std::uint16_t channel = 1, std::uint64_t epoch = 1) {
+  return {epoch, channel, tag};
+}
+
+class Dispatcher : public ::testing::Test {
+ protected:
+  fake_port port;
+  dispatcher d{port, 10000ms};
+  clock_type::time_point t0 = clock_type::now();
+  const std::string topic = "sys.consumer";
+  static constexpr auto alo = delivery_mode::at_least_once;
+  static constexpr auto amo = delivery_mode::at_most_once;
+};
+
+TEST_F(Dispatcher, TheFirstPullOfATopicStartsItsConsumerOnce) {
+  EXPECT_EQ(d.pull(1, topic, alo, 1, t0), "");
+  EXPECT_EQ(d.pull(2, topic, alo, 1, t0), "");
+  EXPECT_EQ(port.started, std::vector<std::string>{topic});
+  EXPECT_TRUE(d.has_topic(topic));
+}
+
+TEST_F(Dispatcher, APullIsRefusedWhenTheConsumerCannotStart) {
+  port.refuse_start = "cannot consume";
+  EXPECT_EQ(d.pull(1, topic, alo, 1, t0), "cannot consume");
+  EXPECT_FALSE(d.has_topic(topic));
+}
+
+TEST_F(Dispatcher, APullInAnotherModeThanTheTopicsIsRefused) {
+  d.pull(1, topic, alo, 1, t0);
+  auto err = d.pull(2, topic, amo, 1, t0);
+  EXPECT_NE(err.find("at-least-once"), std::string::npos);
+  EXPECT_EQ(d.credit(2, topic), 0u);
+}
+
+TEST_F(Dispatcher, ADeliveryWithoutCreditWaitsUntilAPull) {
+  d.pull(1, topic, alo, 1, t0);
+  d.on_delivery(topic, ref(1), false, "a");
+  d.on_delivery(topic, ref(2), false, "b");
+  ASSERT_EQ(port.deliveries.size(), 1u);
+  EXPECT_EQ(d.buffered(topic), 1u);
+  d.pull(1, topic, alo, 5, t0);
+  ASSERT_EQ(port.deliveries.size(), 2u);
+  EXPECT_EQ(port.deliveries[1].body, "b");
+  EXPECT_EQ(d.buffered(topic), 0u);
+  EXPECT_EQ(d.credit(1, topic), 4u);
+}
+
+TEST_F(Dispatcher, HostsWithCreditTakeDeliveriesInTurn) {
+  d.pull(1, topic, amo, 2, t0);
+  d.pull(2, topic, amo, 2, t0);
+  d.pull(3, topic, amo, 1, t0);
+  for (std::uint64_t t = 1; t <= 6; ++t) d.on_delivery(topic, ref(t), false, std::to_string(t));
+  std::vector<client_id> order;
+  for (auto& x : port.deliveries) order.push_back(x.client);
+  EXPECT_EQ(order, (std::vector<client_id>{1, 2, 3, 1, 2}));
+  EXPECT_EQ(d.buffered(topic), 1u);  // nobody has credit left
+}
+
+TEST_F(Dispatcher, AtMostOnceDeliveriesAreAckedAsTheyAreHandedOver) {
+  d.pull(1, topic, amo, 1, t0);
+  d.on_delivery(topic, ref(7), false, "x");
+  EXPECT_EQ(port.acked, std::vector<broker_ref>{ref(7)});
+  EXPECT_EQ(d.unacked(1), 0u);
+}
+
+TEST_F(Dispatcher, AtLeastOnceDeliveriesAreAckedOnlyWhenTheHostAcks) {
+  d.pull(1, topic, alo, 2, t0);
+  d.on_delivery(topic, ref(7), false, "x");
+  d.on_delivery(topic, ref(8), true, "y");
+  EXPECT_TRUE(port.acked.empty());
+  EXPECT_EQ(d.unacked(1), 2u);
+  EXPECT_TRUE(port.deliveries[1].redelivered);
+  d.ack(1, {port.deliveries[1].tag}, t0);
+  EXPECT_EQ(port.acked, std::vector<broker_ref>{ref(8)});
+  EXPECT_EQ(d.unacked(1), 1u);
+}
+
+TEST_F(Dispatcher, MqsTagsAreUniqueAcrossTopicsAndHosts) {
+  d.pull(1, topic, alo, 5, t0);
+  d.pull(2, "sys.other", alo, 5, t0);
+  d.on_delivery(topic, ref(1, 1), false, "");
+  d.on_delivery("sys.other", ref(1, 2), false, "");
+  d.on_delivery(topic, ref(2, 1), false, "");
+  std::set<std::uint64_t> tags;
+  for (auto& x : port.deliveries) tags.insert(x.tag);
+  EXPECT_EQ(tags.size(), 3u);
+}
+
+TEST_F(Dispatcher, AnAckForAnotherHostsTagOrAnUnknownTagIsIgnored) {
+  d.pull(1, topic, alo, 1, t0);
+  d.on_delivery(topic, ref(1), false, "x");
+  auto tag = port.deliveries[0].tag;
+  d.ack(2, {tag}, t0);
+  d.ack(1, {tag + 1000}, t0);
+  EXPECT_TRUE(port.acked.empty());
+  d.ack(1, {tag}, t0);
+  d.ack(1, {tag}, t0);  // twice: once only
+  EXPECT_EQ(port.acked.size(), 1u);
+}
+
+TEST_F(Dispatcher, ANackRequeuesOrDropsAsAsked) {
+  d.pull(1, topic, alo, 2, t0);
+  d.on_delivery(topic, ref(1), false, "x");
+  d.on_delivery(topic, ref(2), false, "y");
+  d.nack(1, {port.deliveries[0].tag}, true, t0);
+  d.nack(1, {port.deliveries[1].tag}, false, t0);
+  EXPECT_EQ(port.requeued, std::vector<broker_ref>{ref(1)});
+  EXPECT_EQ(port.dropped, std::vector<broker_ref>{ref(2)});
+  EXPECT_EQ(d.unacked(1), 0u);
+}
+
+TEST_F(Dispatcher, AHostThatDisconnectsLosesItsCreditAndItsUnackedDeliveriesAreRequeued) {
+  d.pull(1, topic, alo, 3, t0);
+  d.pull(2, topic, alo, 1, t0);
+  d.on_delivery(topic, ref(1), false, "a");  // host 1
+  d.on_delivery(topic, ref(2), false, "b");  // host 2
+  d.on_delivery(topic, ref(3), false, "c");  // host 1
+  d.disconnect(1, t0);
+  EXPECT_EQ(port.requeued, (std::vector<broker_ref>{ref(1), ref(3)}));
+  EXPECT_EQ(d.credit(1, topic), 0u);
+  EXPECT_EQ(d.unacked(1), 0u);
+  EXPECT_EQ(d.unacked(2), 1u);
+  d.on_delivery(topic, ref(4), true, "a");  // nobody has credit: it waits
+  EXPECT_EQ(port.deliveries.size(), 3u);
+  EXPECT_EQ(d.buffered(topic), 1u);
+}
+
+TEST_F(Dispatcher, CancelRequeuesOnlyTheDeliveriesOfThatTopic) {
+  d.pull(1, topic, alo, 1, t0);
+  d.pull(1, "sys.other", alo, 1, t0);
+  d.on_delivery(topic, ref(1, 1), false, "a");
+  d.on_delivery("sys.other", ref(1, 2), false, "b");
+  d.cancel(1, topic, t0);
+  EXPECT_EQ(port.requeued, std::vector<broker_ref>{ref(1, 1)});
+  EXPECT_EQ(d.unacked(1), 1u);
+  EXPECT_EQ(d.credit(1, topic), 0u);
+}
+
+TEST_F(Dispatcher, AfterTheBrokerConnectionDropsOldTagsAreVoidAndCreditsRemain) {
+  d.pull(1, topic, alo, 3, t0);
+  d.on_delivery(topic, ref(1), false, "a");
+  auto old_tag = port.deliveries[0].tag;
+  d.on_broker_lost();
+  EXPECT_EQ(d.unacked(1), 0u);
+  d.ack(1, {old_tag}, t0);
+  EXPECT_TRUE(port.acked.empty());
+  EXPECT_EQ(d.credit(1, topic), 2u);
+  d.on_delivery(topic, ref(1, 1, 2), true, "a");  // the broker redelivers on the new connection
+  EXPECT_NE(port.deliveries[1].tag, old_tag);
+  EXPECT_TRUE(port.deliveries[1].redelivered);
+}
+
+TEST_F(Dispatcher, ALostConsumerForgetsItsBufferedDeliveries) {
+  d.pull(1, topic, alo, 1, t0);
+  d.on_delivery(topic, ref(1), false, "a");
+  d.on_delivery(topic, ref(2), false, "b");
+  d.on_consumer_lost(topic);
+  EXPECT_EQ(d.buffered(topic), 0u);
+  EXPECT_EQ(d.unacked(1), 0u);
+  EXPECT_TRUE(d.has_topic(topic));
+}
+
+TEST_F(Dispatcher, AnIdleTopicIsClosedAfterTheTimeoutOnlyWithNothingOutstanding) {
+  d.pull(1, topic, alo, 1, t0);
+  d.on_delivery(topic, ref(1), false, "a");
+  d.expire_idle(t0 + 60s);  // a delivery is unacked
+  EXPECT_TRUE(d.has_topic(topic));
+  d.ack(1, {port.deliveries[0].tag}, t0 + 61s);
+  d.expire_idle(t0 + 61s + 9s);
+  EXPECT_TRUE(d.has_topic(topic));
+  d.expire_idle(t0 + 61s + 10s);
+  EXPECT_FALSE(d.has_topic(topic));
+  EXPECT_EQ(port.stopped, std::vector<std::string>{topic});
+}
+
+TEST_F(Dispatcher, ATopicWithAHostWaitingOnCreditIsNotIdle) {
+  d.pull(1, topic, amo, 1, t0);
+  d.expire_idle(t0 + 1h);
+  EXPECT_TRUE(d.has_topic(topic));
+  d.disconnect(1, t0 + 1h);
+  d.expire_idle(t0 + 1h + 10s);
+  EXPECT_FALSE(d.has_topic(topic));
+}
+
+TEST_F(Dispatcher, ADeliveryForATopicNobodyPullsGoesBackToTheQueue) {
+  d.on_delivery("sys.nobody", ref(5), false, "x");
+  EXPECT_EQ(port.requeued, std::vector<broker_ref>{ref(5)});
+}
+
+}  // namespace
+}  // namespace dde::mqs

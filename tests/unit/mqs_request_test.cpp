@@ -1,0 +1,161 @@
+// Validation of what hosts send to the MQS: record batches, headers, and the records sent back.
+#include <gtest/gtest.h>
+
+#include "dde/mqs/batch_reader.hpp"
+#include "dde/mqs/records.hpp"
+#include "dde/mqs/request.hpp"
+#include "dde/wire/record.hpp"
+
+namespace dde::mqs {
+namespace {
+
+using json = nlohmann::json;
+
+std::string error_of(const json& header) {
+  auto p = parse_request(header);
+  EXPECT_FALSE(p.req.has_value()) << header.dump();
+  return p.error;
+}
+
+TEST(MqsRequest, AValidEnqueueIsParsed) {
+  auto p = parse_request(
+      {{"action", "enqueue"}, {"topic", "sys.consumer"}, {"mode", "at-least-once"}, {"seq", 7}});
+  ASSERT_TRUE(p.req);
+  auto& e = std::get<enqueue_request>(*p.req);
+  EXPECT_EQ(e.topic, "sys.consumer");
+  EXPECT_EQ(e.mode, delivery_mode::at_least_once);
+  EXPECT_EQ(e.seq, std::optional<std::uint64_t>(7));
+}
+
+TEST(MqsRequest, AnAtMostOnceEnqueueNeedsNoSeq) {
+  auto p = parse_request({{"action", "enqueue"}, {"topic", "a.b"}, {"mode", "at-most-once"}});
+  ASSERT_TRUE(p.req);
+  EXPECT_FALSE(std::get<enqueue_request>(*p.req).seq);
+}
+
+TEST(MqsRequest, AnAtLeastOnceEnqueueWithoutSeqIsRefused) {
+  EXPECT_NE(error_of({{"action", "enqueue"}, {"topic", "a.b"}, {"mode", "at-least-once"}}).find("seq"),
+            std::string::npos);
+}
+
+TEST(MqsRequest, TopicsThatAreNotTwoToFourNamesAreRefusedAndTheEnqueueCanBeRejectedBySeq) {
+  for (std::string bad : std::vector<std::string>{"../x", "a", "a..b", "a.b.c.d.e", "a/b", "", "a.b ",
+                                                  std::string(101, 'x') + ".y"}) {
+    auto p = parse_request({{"action", "enqueue"}, {"topic", bad}, {"mode", "at-least-once"}, {"seq", 3}});
+    EXPECT_FALSE(p.req) << bad;
+    EXPECT_NE(p.error.find("invalid topic"), std::string::npos) << bad;
+    EXPECT_EQ(p.reject_seq, std::optional<std::uint64_t>(3));
+  }
+}
+
+TEST(MqsRequest, MissingAndMistypedFieldsAreNamed) {
+  EXPECT_EQ(error_of({{"action", "enqueue"}, {"mode", "at-most-once"}}), "missing field \"topic\"");
+  EXPECT_EQ(error_of({{"action", "enqueue"}, {"topic", 5}, {"mode", "at-most-once"}}),
+            "field \"topic\" must be a string");
+  EXPECT_NE(error_of({{"action", "enqueue"}, {"topic", "a.b"}, {"mode", "maybe"}}).find("unknown mode"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of({{"action", "enqueue"}, {"topic", "a.b"}, {"mode", "at-least-once"}, {"seq", -1}}).find("seq"),
+      std::string::npos);
+  EXPECT_EQ(error_of({{"action", "ack"}, {"tags", "all"}}),
+            "field \"tags\" must be an array of delivery tags");
+  EXPECT_EQ(error_of({{"action", "ack"}, {"tags", {1, "2"}}}),
+            "field \"tags\" must hold non-negative whole numbers");
+  EXPECT_EQ(error_of({{"action", "nack"}, {"tags", {1}}}), "missing field \"requeue\"");
+  EXPECT_EQ(error_of({{"action", "cancel"}}), "missing field \"topic\"");
+  EXPECT_EQ(error_of({{"action", "hello"}, {"system", "s"}, {"instance", "i"}}),
+            "missing field \"protocol\"");
+}
+
+TEST(MqsRequest, CreditMustBeBetweenOneAnd65535) {
+  json pull{{"action", "pull"}, {"topic", "a.b"}, {"mode", "at-most-once"}};
+  for (auto credit : {json(0), json(-1), json(65536), json(1.5), json("3")}) {
+    pull["credit"] = credit;
+    EXPECT_FALSE(parse_request(pull).req) << credit;
+  }
+  pull["credit"] = 65535;
+  auto p = parse_request(pull);
+  ASSERT_TRUE(p.req);
+  EXPECT_EQ(std::get<pull_request>(*p.req).credit, 65535u);
+}
+
+TEST(MqsRequest, UnknownActionsAreNamed) {
+  EXPECT_EQ(error_of({{"action", "frobnicate"}}), "unknown action \"frobnicate\"");
+}
+
+TEST(MqsRequest, HelloCarriesProtocolSystemAndInstance) {
+  auto p = parse_request(
+      {{"action", "hello"}, {"protocol", 1}, {"system", "sampleSystem"}, {"instance", "3f1c-44aa"}});
+  ASSERT_TRUE(p.req);
+  auto& h = std::get<hello_request>(*p.req);
+  EXPECT_EQ(h.protocol, 1);
+  EXPECT_EQ(h.system, "sampleSystem");
+  EXPECT_NE(error_of({{"action", "hello"}, {"protocol", 1}, {"system", "../etc"}, {"instance", "i"}})
+                .find("invalid system name"),
+            std::string::npos);
+}
+
+std::string raw(std::string_view header, std::string_view body = {}) {
+  std::string out;
+  auto put = [&](std::size_t v) {
+    for (int i = 0; i < 4; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
+  };
+  put(header.size());
+  out += header;
+  put(body.size());
+  out += body;
+  return out;
+}
+
+TEST(BatchReader, GoesOnPastABadHeaderAndAnOversizedBody) {
+  std::string batch = raw(R"({"action":"a"})", "1") + raw("{nope") + raw(R"({"action":"b"})", "too long") +
+                      raw("[1]") + raw(R"({"action":7})") + raw(R"({"action":"c"})", "3");
+  batch_reader r(batch, 4);
+  std::vector<std::string> seen;
+  batch_entry e;
+  while (r.next(e))
+    seen.push_back(std::to_string(e.index) + ":" + (e.error.empty() ? std::string(e.body) : e.error));
+  EXPECT_EQ(seen, (std::vector<std::string>{
+                      "0:1", "1:header is not valid JSON", "2:body of 8 bytes exceeds --max-message 4",
+                      "3:header is not a JSON object", "4:header has no string \"action\"", "5:3"}));
+}
+
+TEST(BatchReader, StopsAtBrokenFraming) {
+  std::string batch = raw(R"({"action":"a"})") + std::string("\x05\x00\x00\x00{\"a\"", 8);
+  batch_reader r(batch, 100);
+  batch_entry e;
+  ASSERT_TRUE(r.next(e));
+  EXPECT_TRUE(e.error.empty());
+  ASSERT_TRUE(r.next(e));
+  EXPECT_NE(e.error.find("truncated"), std::string::npos);
+  EXPECT_FALSE(r.next(e));
+
+  std::string huge = std::string("\xff\xff\xff\x7f", 4) + "x";
+  batch_reader h(huge, 100);
+  ASSERT_TRUE(h.next(e));
+  EXPECT_NE(e.error.find("exceeds 65536"), std::string::npos);
+  EXPECT_FALSE(h.next(e));
+}
+
+TEST(MqsRecords, HandFormattedRecordsDecodeAsJson) {
+  std::string out;
+  append_deliver(out, "sys.consumer", 42, true, "body");
+  std::vector<std::uint64_t> seqs{1, 2, 3};
+  append_confirm(out, seqs);
+  append_reject(out, seqs, "bad \xff topic");  // invalid UTF-8 must not throw
+  json header{{"action", "enqueue"}, {"topic", "x"}};
+  append_error(out, "what", 3, &header);
+  auto batch = wire::decode_batch(out, 1000);
+  ASSERT_EQ(batch.error, "");
+  ASSERT_EQ(batch.records.size(), 4u);
+  EXPECT_EQ(batch.records[0].header,
+            (json{{"action", "deliver"}, {"topic", "sys.consumer"}, {"tag", 42}, {"redelivered", true}}));
+  EXPECT_EQ(batch.records[0].body, "body");
+  EXPECT_EQ(batch.records[1].header, (json{{"action", "confirm"}, {"seqs", {1, 2, 3}}}));
+  EXPECT_EQ(batch.records[2].header["seqs"], (json{1, 2, 3}));
+  EXPECT_EQ(batch.records[3].header["record"], 3);
+  EXPECT_EQ(batch.records[3].header["header"], header);
+}
+
+}  // namespace
+}  // namespace dde::mqs

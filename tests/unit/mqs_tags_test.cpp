@@ -1,0 +1,121 @@
+// The MQS's tag bookkeeping towards the broker: acks batched with `multiple`, publisher confirms.
+#include <gtest/gtest.h>
+
+#include "dde/mqs/ack_batcher.hpp"
+#include "dde/mqs/confirm_tracker.hpp"
+
+namespace dde::mqs {
+namespace {
+
+struct sent {
+  std::string what;  // "ack", "ack+", "requeue", "drop"
+  std::uint64_t tag;
+  bool operator==(const sent&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const sent& s) { return os << s.what << ":" << s.tag; }
+
+class recording_sink : public ack_sink {
+ public:
+  void send_ack(std::uint16_t, std::uint64_t tag, bool multiple) override {
+    out.push_back({multiple ? "ack+" : "ack", tag});
+  }
+  void send_reject(std::uint16_t, std::uint64_t tag, bool requeue) override {
+    out.push_back({requeue ? "requeue" : "drop", tag});
+  }
+  std::vector<sent> out;
+};
+
+TEST(AckBatcher, ContiguousAcksFromTheOldestBecomeOneMultipleAck) {
+  ack_batcher b(1);
+  recording_sink s;
+  for (std::uint64_t t = 1; t <= 5; ++t) b.delivered(t);
+  for (std::uint64_t t = 1; t <= 4; ++t) b.ack(t);
+  b.flush(s);
+  EXPECT_EQ(s.out, (std::vector<sent>{{"ack+", 4}}));
+  EXPECT_EQ(b.outstanding(), 1u);
+}
+
+TEST(AckBatcher, AnAckBehindAnOpenDeliveryIsSentAlone) {
+  ack_batcher b(1);
+  recording_sink s;
+  for (std::uint64_t t = 1; t <= 3; ++t) b.delivered(t);
+  b.ack(3);
+  b.flush(s);
+  EXPECT_EQ(s.out, (std::vector<sent>{{"ack", 3}}));
+  s.out.clear();
+  b.ack(1);
+  b.ack(2);
+  b.flush(s);
+  // 3 was already acked alone; the multiple ack up to 2 must not name it again.
+  EXPECT_EQ(s.out, (std::vector<sent>{{"ack+", 2}}));
+  EXPECT_EQ(b.outstanding(), 0u);
+}
+
+TEST(AckBatcher, RejectsGoBeforeAMultipleAckThatWouldCoverThem) {
+  ack_batcher b(1);
+  recording_sink s;
+  for (std::uint64_t t = 10; t <= 13; ++t) b.delivered(t);
+  b.ack(10);
+  b.reject(11, true);
+  b.ack(12);
+  b.reject(13, false);
+  b.flush(s);
+  EXPECT_EQ(s.out, (std::vector<sent>{{"requeue", 11}, {"drop", 13}, {"ack+", 12}}));
+}
+
+TEST(AckBatcher, SettlingATagTwiceOrAnUnknownTagSendsNothing) {
+  ack_batcher b(1);
+  recording_sink s;
+  b.delivered(1);
+  b.ack(1);
+  b.ack(1);
+  b.reject(1, true);
+  b.ack(99);
+  b.flush(s);
+  EXPECT_EQ(s.out, (std::vector<sent>{{"ack+", 1}}));
+  s.out.clear();
+  b.flush(s);
+  EXPECT_TRUE(s.out.empty());
+}
+
+TEST(ConfirmTracker, TagsCountFromOneAndAMultipleAckSettlesEverythingUpToIt) {
+  confirm_tracker<int> t;
+  EXPECT_EQ(t.published(100), 1u);
+  EXPECT_EQ(t.published(200), 2u);
+  EXPECT_EQ(t.published(300), 3u);
+  std::vector<int> out;
+  t.settle(2, true, out);
+  EXPECT_EQ(out, (std::vector<int>{100, 200}));
+  EXPECT_EQ(t.size(), 1u);
+}
+
+TEST(ConfirmTracker, SingleAcksMaySettleOutOfOrder) {
+  confirm_tracker<int> t;
+  for (int i = 1; i <= 4; ++i) t.published(i);
+  std::vector<int> out;
+  t.settle(3, false, out);
+  t.settle(1, false, out);
+  EXPECT_EQ(out, (std::vector<int>{3, 1}));
+  out.clear();
+  t.settle(4, true, out);
+  EXPECT_EQ(out, (std::vector<int>{2, 4}));
+  EXPECT_EQ(t.size(), 0u);
+  t.settle(4, false, out);  // unknown now: ignored
+  EXPECT_EQ(out.size(), 2u);
+}
+
+TEST(ConfirmTracker, ResetReturnsWhatWasUnconfirmedInOrderAndRestartsNumbering) {
+  confirm_tracker<std::string> t;
+  t.published("a");
+  t.published("b");
+  t.published("c");
+  std::vector<std::string> out;
+  t.settle(2, false, out);
+  EXPECT_EQ(t.reset(), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.published("d"), 1u);
+}
+
+}  // namespace
+}  // namespace dde::mqs
