@@ -6,5 +6,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 build_dir="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
+# Paths relative to the checkout in ccache's keys, so every clone of the repo shares one cache.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$DDE_ROOT}"
 cmake -S "$DDE_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
 cmake --build "$build_dir" -j"${DDE_BUILD_JOBS:-2}"
