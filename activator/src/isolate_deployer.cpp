@@ -50,6 +50,12 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
                           frame.value("delivery", std::uint64_t(0)));
     } else if (type == "reply") {
       cell_->post_reply(to_message(decode_envelope(frame.value("envelope", std::string())), false));
+    } else if (type == "supervise") {
+      auto d = frame.value("directive", std::string());
+      auto delay = std::chrono::milliseconds(frame.value("delayMs", 0));
+      if (d == "resume") cell_->supervise(host::directive::resume, delay);
+      if (d == "restart") cell_->supervise(host::directive::restart, delay);
+      if (d == "stop") cell_->supervise(host::directive::stop, delay);
     }
   }
 
@@ -67,7 +73,11 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
   void worker_failed(std::size_t, std::uint64_t delivery_id, std::string what, std::string new_id) override {
     send({{"type", "failed"}, {"delivery", delivery_id}, {"error", what}, {"workerId", new_id}});
   }
-  void worker_up(std::size_t, std::string) override {}
+  void worker_up(std::size_t, std::string id) override { send({{"type", "up"}, {"workerId", id}}); }
+  void worker_crashed(std::size_t, std::uint64_t delivery_id, std::string what) override {
+    // The pool's router, on the other node, decides what happens next.
+    send({{"type", "crashed"}, {"delivery", delivery_id}, {"error", what}});
+  }
   void enqueue(std::string topic, delivery_mode mode, std::string body) override {
     send({{"type", "enqueue"}, {"topic", topic}, {"mode", std::string(to_string(mode))}, {"envelope", body}});
   }

@@ -57,18 +57,24 @@ void enqueuer::run() {
     bool stopping = stopping_;
     if (!session_ && !stopping && clock::now() >= next_connect_) connect();
     take_inbox();
+    take_due_retries();
     if (session_) publish_some();
     if (session_) read_frames();
     flush_replies();
     if (stopping) {
       // What the hosts handed over is published and confirmed if the broker lets us, briefly.
       if (!drain_until) drain_until = clock::now() + std::chrono::seconds(3);
-      bool drained = pending_confirmed_.empty() && pending_transient_.empty() && unconfirmed_.size() == 0;
+      bool drained = pending_confirmed_.empty() && pending_transient_.empty() && retry_.empty() &&
+                     unconfirmed_.size() == 0;
       if (!session_ || drained || clock::now() >= *drain_until) break;
     }
     if (session_ && (can_publish() || session_->buffered())) continue;
 
     int timeout_ms = stopping ? 50 : 1000;  // idle: still service heartbeats now and then
+    if (!retry_.empty())
+      timeout_ms = int(std::clamp<long long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(retry_.front().first - clock::now()).count(), 0,
+          timeout_ms));
     if (!session_)
       timeout_ms = int(std::clamp<long long>(
           std::chrono::duration_cast<std::chrono::milliseconds>(next_connect_ - clock::now()).count(), 0,
@@ -76,12 +82,20 @@ void enqueuer::run() {
     pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {session_ ? session_->fd() : -1, POLLIN, 0}};
     ::poll(fds, session_ ? 2 : 1, timeout_ms);
   }
-  auto left = pending_confirmed_.size() + pending_transient_.size() + unconfirmed_.size();
+  auto left = pending_confirmed_.size() + pending_transient_.size() + retry_.size() + unconfirmed_.size();
   if (left) log()->warn("stopping with {} message(s) not confirmed by the broker", left);
   connected_ = false;
   socket_fd_ = -1;
   session_.reset();
   exited_.set();
+}
+
+void enqueuer::take_due_retries() {
+  auto now = clock::now();
+  while (!retry_.empty() && retry_.front().first <= now) {
+    pending_confirmed_.push_front(std::move(retry_.front().second));
+    retry_.pop_front();
+  }
 }
 
 bool enqueuer::can_publish() const {
@@ -274,7 +288,13 @@ void enqueuer::read_frames() {
     }
   }
   if (session_) amqp_maybe_release_buffers(session_->state());
-  for (auto& m : nacked) refuse(std::move(m), "the broker refused the message (basic.nack)");
+  if (!nacked.empty())
+    log()->warn("the broker nacked {} message(s) (first to {}); publishing them again in 200 ms", nacked.size(),
+                nacked.front().topic);
+  for (auto& m : nacked) {
+    declared_.erase(m.topic);  // the queue may have gone: declare it again before the retry
+    retry_.emplace_back(clock::now() + std::chrono::milliseconds(200), std::move(m));
+  }
 }
 
 void enqueuer::flush_replies() {

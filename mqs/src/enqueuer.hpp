@@ -59,6 +59,7 @@ class enqueuer {
   void refuse(outgoing_message&& msg, const std::string& error);
   void flush_replies();
   bool can_publish() const;
+  void take_due_retries();
 
   config cfg_;
   broker_params params_;
@@ -77,6 +78,9 @@ class enqueuer {
   std::chrono::milliseconds backoff_{100};
   std::deque<outgoing_message> pending_confirmed_;  ///< at-least-once, waiting to be published
   std::deque<outgoing_message> pending_transient_;  ///< at-most-once and reply
+  /// At-least-once messages the broker nacked (e.g. a quorum queue still electing its leader): published
+  /// again after a pause, never refused to the host: at-least-once does not drop.
+  std::deque<std::pair<clock::time_point, outgoing_message>> retry_;
   confirm_tracker<outgoing_message> unconfirmed_;
   std::unordered_map<std::string, clock::time_point> declared_;  ///< topic -> redeclare after
   std::unordered_set<std::string> warned_;

@@ -131,11 +131,11 @@ std::vector<std::int64_t> seq_report::missing(std::int64_t n) const {
   return out;
 }
 
-seq_report read_seq_logs(const fs::path& dir) {
+seq_report read_seq_logs(const fs::path& dir, const std::string& prefix) {
   seq_report r;
   std::error_code ec;
   for (auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() != ".log" || entry.path().filename().string().rfind("consumer-", 0) != 0) continue;
+    if (entry.path().extension() != ".log" || entry.path().filename().string().rfind(prefix, 0) != 0) continue;
     std::ifstream in(entry.path());
     std::string line;
     while (std::getline(in, line)) {

@@ -88,6 +88,7 @@ struct seq_report {
   /// Sequence numbers in [0, n) that never arrived.
   std::vector<std::int64_t> missing(std::int64_t n) const;
 };
-seq_report read_seq_logs(const std::filesystem::path& dir);
+/// What the sequence logs `prefix*.log` in `dir` hold (the consumer's by default).
+seq_report read_seq_logs(const std::filesystem::path& dir, const std::string& prefix = "consumer-");
 
 }  // namespace dde::test

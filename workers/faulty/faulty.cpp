@@ -1,30 +1,81 @@
-// faulty: misbehaves on request, for supervision tests. A message {"action": ...}:
-//   "throw"  -> on_receive throws std::runtime_error("asked to throw")
-//   "crash"  -> the process dies (std::abort), as native code may
-//   "hang"   -> never calls done()
-//   anything else -> replies {"ok": true, "worker": <id>} and calls done()
-// args: {"throw_in_constructor": false}
+// faulty: a consumer that misbehaves on chosen messages, for supervision tests.
+//   args: {"throw_on": [seq...], "throw_once_on": [seq...], "crash_on": [seq...], "hang_on": [seq...],
+//          "log_dir": "", "throw_in_constructor": false}
+// A numbered message (from `producer`) whose seq is listed is thrown on (every time, or only the
+// first time this process sees it), crashes the process (std::abort, as native code may), or is
+// never done(). Every message handled normally is appended to log_dir/faulty-PID.log before done().
+// A message {"action": "throw"|"crash"|"hang"} does the same on demand; others get {"ok": true}.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 
+#include "../common/sample_util.hpp"
 #include "dde/worker.hpp"
 
 namespace {
 
+std::set<std::int64_t> seq_set(const nlohmann::json& args, const char* key) {
+  std::set<std::int64_t> out;
+  if (auto it = args.find(key); it != args.end() && it->is_array())
+    for (auto& v : *it) out.insert(v.get<std::int64_t>());
+  return out;
+}
+
+/// Shared by every instance in the process: which seqs already threw once, and the log file.
+struct shared_state {
+  std::mutex mutex;
+  std::set<std::int64_t> thrown;
+  int log_fd = -1;
+};
+shared_state& state() {
+  static shared_state s;
+  return s;
+}
+
 class faulty : public dde::worker {
  public:
-  faulty() {
+  faulty()
+      : throw_on_(seq_set(args(), "throw_on")),
+        throw_once_on_(seq_set(args(), "throw_once_on")),
+        crash_on_(seq_set(args(), "crash_on")),
+        hang_on_(seq_set(args(), "hang_on")) {
     if (args().value("throw_in_constructor", false)) throw std::runtime_error("faulty constructor, as asked");
+    auto dir = dde::samples::arg_or<std::string>(args(), "log_dir", "");
+    std::lock_guard lock(state().mutex);
+    if (!dir.empty() && state().log_fd < 0) {
+      auto path = dir + "/faulty-" + dde::samples::pid_text() + ".log";
+      state().log_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    }
   }
 
   void on_receive(const dde::message& msg) override {
-    auto action = msg.body().is_object() ? msg.body().value("action", std::string()) : std::string();
-    if (action == "throw") throw std::runtime_error("asked to throw");
-    if (action == "crash") std::abort();
-    if (action == "hang") return;
-    reply({{"ok", true}, {"worker", worker_id()}});
+    const auto& body = msg.body();
+    auto action = body.is_object() ? body.value("action", std::string()) : std::string();
+    auto seq = body.is_object() ? body.value("seq", std::int64_t(-1)) : std::int64_t(-1);
+    if (action == "throw" || throw_on_.count(seq)) throw std::runtime_error("asked to throw on " + std::to_string(seq));
+    if (throw_once_on_.count(seq)) {
+      std::lock_guard lock(state().mutex);
+      if (state().thrown.insert(seq).second) throw std::runtime_error("asked to throw once on " + std::to_string(seq));
+    }
+    if (action == "crash" || crash_on_.count(seq)) std::abort();
+    if (action == "hang" || hang_on_.count(seq)) return;
+    if (seq >= 0) {
+      std::lock_guard lock(state().mutex);
+      std::string line = std::to_string(seq) + "\n";
+      if (state().log_fd >= 0 && ::write(state().log_fd, line.data(), line.size()) < 0) {
+        // A test aid: a short write shows up as a missing line.
+      }
+    }
+    if (!msg.sender().empty() && msg.sender() != "external" && action.size()) reply({{"ok", true}, {"worker", worker_id()}});
     done();
   }
+
+ private:
+  std::set<std::int64_t> throw_on_, throw_once_on_, crash_on_, hang_on_;
 };
 
 }  // namespace

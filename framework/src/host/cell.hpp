@@ -2,6 +2,7 @@
 // What a router sees of one worker slot (a local worker_cell or a proxy to a remote worker), and
 // what a cell needs from whoever owns it (a router, or the Isolate Deployer for remote workers).
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -11,6 +12,9 @@
 #include "host/plugin_loader.hpp"
 
 namespace dde::host {
+
+/// A supervisor's answer to a worker's failure.
+enum class directive { resume, restart, stop };
 
 class cell {
  public:
@@ -25,6 +29,8 @@ class cell {
   /// Stops the worker (`before_kill` runs), then calls `done`.
   virtual void kill(std::function<void()> done) = 0;
   virtual std::string id() const = 0;
+  /// After `worker_crashed`: carry on, replace the instance (after `delay`), or stop for good.
+  virtual void supervise(directive d, std::chrono::milliseconds delay) = 0;
 };
 
 class cell_owner {
@@ -33,8 +39,11 @@ class cell_owner {
   virtual void worker_done(std::size_t index, std::uint64_t delivery_id) = 0;
   /// A message failed (`delivery_id` 0: none was being handled). `new_id` empty: the slot is down.
   virtual void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) = 0;
-  /// The slot is up again (a remote worker respawned) under `id`.
+  /// The slot is up again (a remote worker respawned, or restarted) under `id`.
   virtual void worker_up(std::size_t index, std::string id) = 0;
+  /// The worker threw (from on_receive, on_start or a callback; `delivery_id` 0 when no message was
+  /// being handled). The cell holds its mailbox until the owner answers with `cell::supervise`.
+  virtual void worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) = 0;
   virtual void enqueue(std::string topic, delivery_mode mode, std::string body) = 0;
   virtual void when_writable(std::function<void()> fn) = 0;
   /// The isolate-system instance replies to an `ask` come back to.

@@ -99,7 +99,62 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
       return r::failure("field \"credits\" must be an integer from 1 to 4096");
     spec.credits = credits->get<int>();
   }
+  auto millis = [&](const char* key, std::chrono::milliseconds& out, long long min, long long max) -> std::string {
+    auto f = field(body, key);
+    if (!f) return {};
+    if (!f->is_number_integer() || f->get<long long>() < min || f->get<long long>() > max)
+      return std::string("field \"") + key + "\" must be an integer from " + std::to_string(min) + " to " +
+             std::to_string(max) + " (milliseconds)";
+    out = std::chrono::milliseconds(f->get<long long>());
+    return {};
+  };
+  if (auto e = millis("hotDeploymentIntervalMs", spec.hot_interval, 50, 3600000); !e.empty()) return r::failure(e);
+  if (auto e = millis("pingAfterMs", spec.ping_after, 0, 86400000); !e.empty()) return r::failure(e);
+  if (auto e = millis("pongTimeoutMs", spec.pong_timeout, 10, 600000); !e.empty()) return r::failure(e);
+  if (auto sup = field(body, "supervision")) {
+    if (!sup->is_object()) return r::failure("field \"supervision\" must be an object");
+    auto& s = spec.supervision;
+    if (auto st = sup->find("strategy"); st != sup->end()) {
+      std::string v = st->is_string() ? st->get<std::string>() : "";
+      if (v == "resume") s.kind = strategy::resume;
+      else if (v == "restart") s.kind = strategy::restart;
+      else if (v == "stop") s.kind = strategy::stop;
+      else if (v == "escalate") s.kind = strategy::escalate;
+      else return r::failure("supervision.strategy must be resume, restart, stop or escalate");
+    }
+    if (auto m = sup->find("maxRestarts"); m != sup->end()) {
+      if (!m->is_number_integer() || m->get<long long>() < 0 || m->get<long long>() > 100000)
+        return r::failure("supervision.maxRestarts must be an integer from 0 to 100000");
+      s.max_restarts = m->get<int>();
+    }
+    auto sub_millis = [&](const char* key, std::chrono::milliseconds& out) -> std::string {
+      auto it = sup->find(key);
+      if (it == sup->end()) return {};
+      if (!it->is_number_integer() || it->get<long long>() < 0 || it->get<long long>() > 86400000)
+        return std::string("supervision.") + key + " must be an integer from 0 to 86400000 (milliseconds)";
+      out = std::chrono::milliseconds(it->get<long long>());
+      return {};
+    };
+    if (auto e = sub_millis("withinMs", s.within); !e.empty()) return r::failure(e);
+    if (auto e = sub_millis("backoffMs", s.backoff); !e.empty()) return r::failure(e);
+    if (auto f = sup->find("failedMessage"); f != sup->end()) {
+      std::string v = f->is_string() ? f->get<std::string>() : "";
+      if (v != "retry" && v != "dead-letter")
+        return r::failure("supervision.failedMessage must be \"retry\" or \"dead-letter\"");
+      s.dead_letter = v == "dead-letter";
+    }
+  }
   return spec;
+}
+
+std::string_view to_string(strategy s) {
+  switch (s) {
+    case strategy::resume: return "resume";
+    case strategy::restart: return "restart";
+    case strategy::stop: return "stop";
+    case strategy::escalate: return "escalate";
+  }
+  return "restart";
 }
 
 nlohmann::json to_json(const pool_spec& spec) {
@@ -111,6 +166,15 @@ nlohmann::json to_json(const pool_spec& spec) {
           {"hotDeployment", spec.hot_deployment},
           {"deliveryMode", std::string(to_string(spec.mode))},
           {"credits", spec.credits},
+          {"supervision",
+           {{"strategy", std::string(to_string(spec.supervision.kind))},
+            {"maxRestarts", spec.supervision.max_restarts},
+            {"withinMs", spec.supervision.within.count()},
+            {"backoffMs", spec.supervision.backoff.count()},
+            {"failedMessage", spec.supervision.dead_letter ? "dead-letter" : "retry"}}},
+          {"hotDeploymentIntervalMs", spec.hot_interval.count()},
+          {"pingAfterMs", spec.ping_after.count()},
+          {"pongTimeoutMs", spec.pong_timeout.count()},
           {"args", spec.args}};
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // A pool deployment: the thesis's addIsolate body (3.2.2) plus DDE's additions.
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,17 @@
 namespace dde::host {
 
 enum class router_kind { round_robin, random, broadcast, custom };
+
+/// What a router does when a worker's on_receive throws (Erlang/Akka supervision).
+enum class strategy { resume, restart, stop, escalate };
+
+struct supervision_spec {
+  strategy kind = strategy::restart;
+  int max_restarts = 10;                  ///< restarts (or escalations) allowed within `within`...
+  std::chrono::milliseconds within{60000};  ///< ...after which the pool stops: no crash loop
+  std::chrono::milliseconds backoff{0};     ///< delay before a restarted worker takes messages, doubling
+  bool dead_letter = false;  ///< the failed message: false = back to the queue, true = to dde.dead.<queue>
+};
 
 struct pool_spec {
   std::string system;                 ///< isolateSystemName
@@ -25,6 +37,10 @@ struct pool_spec {
   nlohmann::json args = nlohmann::json::object();
   delivery_mode mode = delivery_mode::at_least_once;
   int credits = 8;                    ///< messages a worker may hold (handled + waiting)
+  supervision_spec supervision;
+  std::chrono::milliseconds hot_interval{1000};  ///< how often the plugin's md5 is checked
+  std::chrono::milliseconds ping_after{0};       ///< starvation guard: 0 = off
+  std::chrono::milliseconds pong_timeout{5000};
 
   address addr() const { return {system, isolate}; }
   /// Local file path of the plugin (`uri` without `file://`).
@@ -36,5 +52,6 @@ struct pool_spec {
 result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string& default_system = {});
 
 nlohmann::json to_json(const pool_spec& spec);
+std::string_view to_string(strategy s);
 
 }  // namespace dde::host

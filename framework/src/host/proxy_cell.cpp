@@ -88,6 +88,13 @@ void proxy_cell::handle(const nlohmann::json& frame) {
     if (!new_id.empty()) id_ = new_id;
     if (d != 0 && !in_flight_.erase(d)) d = 0;
     owner->worker_failed(index_, d, frame.value("error", std::string("remote worker failed")), new_id);
+  } else if (type == "crashed") {
+    auto d = frame.value("delivery", std::uint64_t(0));
+    if (d != 0 && !in_flight_.erase(d)) d = 0;
+    owner->worker_crashed(index_, d, frame.value("error", std::string("remote worker failed")));
+  } else if (type == "up") {
+    id_ = frame.value("workerId", id_);
+    owner->worker_up(index_, id_);
   } else if (type == "enqueue") {
     auto mode = parse_delivery_mode(frame.value("mode", std::string()));
     auto topic = frame.value("topic", std::string());
@@ -124,6 +131,15 @@ void proxy_cell::post_reply(message m) {
     e.to_worker = self->id_;
     nlohmann::json frame = {{"type", "reply"}, {"envelope", encode_envelope(e)}};
     self->conn_->send(frame.dump(), false);
+  });
+}
+
+void proxy_cell::supervise(directive d, std::chrono::milliseconds delay) {
+  boost::asio::post(strand_, [self = shared_from_this(), d, delay] {
+    if (!self->conn_) return;  // the link is down: the worker is respawned fresh anyway
+    const char* name = d == directive::resume ? "resume" : d == directive::restart ? "restart" : "stop";
+    self->conn_->send(nlohmann::json{{"type", "supervise"}, {"directive", name}, {"delayMs", delay.count()}}.dump(),
+                      false);
   });
 }
 

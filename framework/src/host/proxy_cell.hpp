@@ -30,6 +30,7 @@ class proxy_cell : public cell, public net::ws_handler, public std::enable_share
   void post_reply(message m) override;
   void kill(std::function<void()> done) override;
   std::string id() const override { return id_; }
+  void supervise(directive d, std::chrono::milliseconds delay) override;
 
   void on_open(const std::shared_ptr<net::ws_connection>& conn) override;
   void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override;

@@ -128,14 +128,14 @@ void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
 void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) {
   boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, what = std::move(what),
                               new_id = std::move(new_id)] {
-    ++self->stats_.failed;
-    ++self->stats_.restarts;
-    if (delivery_id != 0) self->finish_one(index, delivery_id, true);
+    // A message the worker gave back unfinished: it returns to the broker (at-least-once).
+    if (delivery_id != 0) return self->finish_one(index, delivery_id, true);
     if (new_id.empty()) {
-      // The instance could not be recreated (or its remote link is down): the slot stops taking messages.
+      // The instance is down (it could not be recreated, or a remote link dropped): no more messages for it.
       self->ledger_.set_alive(index, false);
       if (index < self->cell_errors_.size()) self->cell_errors_[index] = what;
     } else {
+      ++self->stats_.restarts;
       self->ledger_.set_alive(index, true, new_id);
     }
     self->request_credit();
@@ -149,6 +149,98 @@ void router::worker_up(std::size_t index, std::string id) {
     if (index < self->cell_errors_.size()) self->cell_errors_[index].clear();
     self->request_credit();
   });
+}
+
+void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, what = std::move(what)] {
+    ++self->stats_.failed;
+    self->last_error_ = what;
+    if (delivery_id != 0) self->finish_one(index, delivery_id, true);
+    if (self->stopping_ || index >= self->cells_.size()) return;
+    auto& cell = self->cells_[index];
+    std::chrono::milliseconds backoff{0};
+    switch (self->spec_.supervision.kind) {
+      case strategy::resume:
+        cell->supervise(directive::resume, backoff);
+        break;
+      case strategy::stop:
+        self->ledger_.set_alive(index, false);
+        self->cell_errors_[index] = "stopped after: " + what;
+        cell->supervise(directive::stop, backoff);
+        break;
+      case strategy::restart:
+        if (!self->allow_restart(backoff)) return self->stop_pool(what);
+        ++self->stats_.restarts;
+        cell->supervise(directive::restart, backoff);
+        break;
+      case strategy::escalate:
+        if (!self->allow_restart(backoff)) return self->stop_pool(what);
+        self->restart_pool(what);
+        break;
+    }
+  });
+}
+
+bool router::allow_restart(std::chrono::milliseconds& backoff) {
+  const auto& sup = spec_.supervision;
+  auto now = std::chrono::steady_clock::now();
+  while (!restarts_.empty() && now - restarts_.front() > sup.within) restarts_.pop_front();
+  if (int(restarts_.size()) >= sup.max_restarts) return false;
+  restarts_.push_back(now);
+  // Back off more the more often it failed lately: backoff, 2x, 4x ... at most 30 s.
+  auto factor = std::min<std::size_t>(restarts_.size() - 1, 10);
+  backoff = std::min(sup.backoff * (1 << factor), std::chrono::milliseconds(30000));
+  return true;
+}
+
+void router::stop_pool(const std::string& why) {
+  if (stopping_) return;
+  state_ = "stopped: " + std::to_string(spec_.supervision.max_restarts) + " restarts within " +
+           std::to_string(spec_.supervision.within.count()) + " ms; last failure: " + why;
+  logger("host.router")->error("{}: {}", spec_.addr().str(), state_);
+  stopping_ = true;
+  ledger_.set_paused(true);
+  top_->cancel(topic_);
+  for (auto& w : waiting_)
+    if (spec_.mode == delivery_mode::at_least_once) top_->nack(w.generation, w.tag, true);
+  waiting_.clear();
+  for (std::size_t i = 0; i < cells_.size(); ++i) {
+    ledger_.set_alive(i, false);
+    cells_[i]->kill([] {});
+  }
+}
+
+void router::restart_pool(const std::string& why) {
+  // Escalation: the whole pool gets fresh instances; unfinished messages go back to the broker.
+  if (restarting_pool_) return;
+  restarting_pool_ = true;
+  ++stats_.restarts;
+  logger("host.router")->warn("{}: restarting every worker (escalated: {})", spec_.addr().str(), why);
+  ledger_.set_paused(true);
+  auto remaining = std::make_shared<std::size_t>(cells_.size());
+  for (std::size_t i = 0; i < cells_.size(); ++i) {
+    cells_[i]->kill([self = shared_from_this(), remaining] {
+      boost::asio::post(self->strand_, [self, remaining] {
+        if (--*remaining > 0 || self->stopping_) return;
+        for (std::size_t k = 0; k < self->cells_.size(); ++k) {
+          const auto& path = self->spec_.workers_paths[k];
+          std::shared_ptr<cell> c;
+          if (path == "localhost")
+            c = std::make_shared<worker_cell>(self->io_, self->weak_from_this(), self->shared_spec_, self->plugin_, k);
+          else
+            c = std::make_shared<proxy_cell>(self->io_, self->weak_from_this(), self->shared_spec_, path, k);
+          auto made = c->create();
+          self->ledger_.set_alive(k, made && path == "localhost", c->id());
+          if (!made) self->cell_errors_[k] = made.error();
+          self->cells_[k] = c;
+          if (made) c->start();
+        }
+        self->restarting_pool_ = false;
+        self->ledger_.set_paused(false);
+        self->request_credit();
+      });
+    });
+  }
 }
 
 void router::enqueue(std::string topic, delivery_mode mode, std::string body) {
@@ -167,9 +259,10 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
     d.failed = d.failed || failed;
     if (--d.remaining == 0) {
       if (spec_.mode == delivery_mode::at_least_once) {
-        // A failed message goes back to the broker; the queue's delivery limit dead-letters a poison one.
+        // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
+        // straight to dde.dead.<queue> when the pool says so.
         if (d.failed)
-          top_->nack(d.generation, d.tag, true);
+          top_->nack(d.generation, d.tag, !spec_.supervision.dead_letter);
         else
           top_->ack(d.generation, d.tag);
       }
@@ -247,6 +340,8 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
       workers.push_back(std::move(entry));
     }
     j["workers"] = workers;
+    j["poolState"] = self->state_;
+    if (!self->last_error_.empty()) j["lastError"] = self->last_error_;
     j["stats"] = {{"delivered", self->stats_.delivered}, {"done", self->stats_.done},
                   {"failed", self->stats_.failed},       {"restarts", self->stats_.restarts},
                   {"replies", self->stats_.replies},     {"repliesDropped", self->stats_.replies_dropped}};

@@ -2,6 +2,7 @@
 // A router: owns one pool of identical workers, picks which worker gets each delivery, asks the
 // MQS for as many messages as its workers have room for, and acks each message once done.
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -47,6 +48,7 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   void worker_done(std::size_t index, std::uint64_t delivery_id) override;
   void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) override;
   void worker_up(std::size_t index, std::string id) override;
+  void worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) override;
   void enqueue(std::string topic, delivery_mode mode, std::string body) override;
   void when_writable(std::function<void()> fn) override;
   const std::string& instance() const override;
@@ -72,6 +74,10 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed);
   void request_credit();
   void check_drained();
+  /// Counts a restart against the pool's limit; false when the limit is reached.
+  bool allow_restart(std::chrono::milliseconds& backoff);
+  void stop_pool(const std::string& why);
+  void restart_pool(const std::string& why);
 
   boost::asio::io_context& io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
@@ -89,6 +95,10 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   std::deque<waiting> waiting_;
   std::uint64_t next_delivery_ = 1;
   router_stats stats_;
+  std::deque<std::chrono::steady_clock::time_point> restarts_;
+  std::string state_ = "running";
+  std::string last_error_;
+  bool restarting_pool_ = false;
   bool stopping_ = false;
   std::function<void()> drained_;
   std::unique_ptr<boost::asio::steady_timer> drain_timer_;

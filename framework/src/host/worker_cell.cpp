@@ -35,9 +35,9 @@ void worker_cell::start() {
     try {
       self->worker_->on_start();
     } catch (const std::exception& e) {
-      self->restart_after_failure(std::string("on_start threw: ") + e.what());
+      self->crashed(std::string("on_start threw: ") + e.what());
     } catch (...) {
-      self->restart_after_failure("on_start threw a non-standard exception");
+      self->crashed("on_start threw a non-standard exception");
     }
   });
 }
@@ -69,13 +69,19 @@ void worker_cell::kill(std::function<void()> done) {
       }
       self->worker_.reset();
     }
+    // Messages it never finished go back to the owner as failed (at-least-once: to the broker).
+    if (auto owner = self->owner_.lock()) {
+      if (self->busy_) owner->worker_failed(self->index_, self->current_delivery_, "worker stopped", {});
+      for (auto& queued : self->mailbox_) owner->worker_failed(self->index_, queued.second, "worker stopped", {});
+    }
+    self->busy_ = false;
     self->mailbox_.clear();
     done();
   });
 }
 
 void worker_cell::run_next() {
-  if (busy_ || dead_ || mailbox_.empty() || !worker_) return;
+  if (busy_ || dead_ || suspended_ || mailbox_.empty() || !worker_) return;
   auto [m, id] = std::move(mailbox_.front());
   mailbox_.pop_front();
   busy_ = true;
@@ -91,41 +97,78 @@ void worker_cell::invoke(const message& m, bool is_delivery) {
   try {
     worker_->on_receive(m);
   } catch (const std::exception& e) {
-    restart_after_failure(std::string("on_receive threw: ") + e.what());
+    crashed(std::string("on_receive threw: ") + e.what());
     return;
   } catch (...) {
-    restart_after_failure("on_receive threw a non-standard exception");
+    crashed("on_receive threw a non-standard exception");
     return;
   }
   if (!is_delivery && worker_) worker_access::set_current(*worker_, std::move(previous));
 }
 
-void worker_cell::restart_after_failure(const std::string& what) {
-  logger("host.worker")->error("{} worker {}: {}; restarting the instance", self_, id_, what);
-  bool had_delivery = busy_;
-  std::uint64_t failed_delivery = current_delivery_;
+void worker_cell::crashed(const std::string& what) {
+  if (suspended_ || dead_) return;
+  logger("host.worker")->error("{} worker {}: {}", self_, id_, what);
+  std::uint64_t failed = busy_ ? current_delivery_ : 0;
   busy_ = false;
+  suspended_ = true;  // nothing runs until the owner decides
+  if (auto owner = owner_.lock()) owner->worker_crashed(index_, failed, what);
+}
+
+void worker_cell::supervise(directive d, std::chrono::milliseconds delay) {
+  boost::asio::post(strand_, [self = shared_from_this(), d, delay] {
+    if (self->dead_) return;
+    switch (d) {
+      case directive::resume:
+        self->suspended_ = false;
+        self->run_next();
+        return;
+      case directive::stop:
+        self->stop_for_good("stopped by its supervisor");
+        return;
+      case directive::restart:
+        if (delay.count() <= 0) return self->replace_instance();
+        auto timer = std::make_shared<boost::asio::steady_timer>(self->strand_, delay);
+        timer->async_wait([self, timer](boost::system::error_code ec) {
+          if (!ec) self->replace_instance();
+        });
+        return;
+    }
+  });
+}
+
+void worker_cell::replace_instance() {
+  if (dead_) return;
+  try {
+    if (worker_) worker_->before_kill();
+  } catch (...) {
+    // The instance being replaced already failed; its before_kill may fail too.
+  }
+  worker_.reset();
+  id_ = new_uuid();
+  auto made = create();
+  if (!made) return stop_for_good("cannot restart the worker: " + made.error());
+  suspended_ = false;
+  logger("host.worker")->info("{}: worker restarted as {}", self_, id_);
+  if (auto owner = owner_.lock()) owner->worker_up(index_, id_);
+  start();
+  boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });
+}
+
+void worker_cell::stop_for_good(const std::string& why) {
+  dead_ = true;
+  suspended_ = false;
   try {
     if (worker_) worker_->before_kill();
   } catch (...) {
   }
   worker_.reset();
-  id_ = new_uuid();
-  auto made = create();
-  if (!made) {
-    logger("host.worker")->error("{}: cannot restart the worker: {}; this instance stays down", self_, made.error());
-    dead_ = true;
+  if (auto owner = owner_.lock()) {
+    // The slot goes down; what waited in its mailbox goes back to the broker.
+    for (auto& queued : mailbox_) owner->worker_failed(index_, queued.second, why, {});
+    owner->worker_failed(index_, 0, why, {});
   }
-  if (auto r = owner_.lock())
-    r->worker_failed(index_, had_delivery ? failed_delivery : 0, what, dead_ ? std::string() : id_);
-  if (dead_) {
-    if (auto r = owner_.lock())
-      for (auto& queued : mailbox_) r->worker_failed(index_, queued.second, "the instance is down", {});
-    mailbox_.clear();
-    return;
-  }
-  start();
-  boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });
+  mailbox_.clear();
 }
 
 const nlohmann::json& worker_cell::args() const { return spec_->args; }
@@ -205,7 +248,7 @@ void worker_cell::when_writable(std::function<void()> fn) {
       try {
         fn();
       } catch (const std::exception& e) {
-        self->restart_after_failure(std::string("a when_writable callback threw: ") + e.what());
+        self->crashed(std::string("a when_writable callback threw: ") + e.what());
       }
     });
   });
@@ -219,7 +262,7 @@ void worker_cell::after(std::chrono::milliseconds delay, std::function<void()> f
     try {
       fn();
     } catch (const std::exception& e) {
-      self->restart_after_failure(std::string("a timer callback threw: ") + e.what());
+      self->crashed(std::string("a timer callback threw: ") + e.what());
     }
   });
 }

@@ -35,6 +35,7 @@ class worker_cell : public cell, public worker_context, public std::enable_share
 
   /// The current instance's id (changes when the instance is restarted).
   std::string id() const override { return id_; }
+  void supervise(directive d, std::chrono::milliseconds delay) override;
 
   // worker_context
   const nlohmann::json& args() const override;
@@ -52,7 +53,9 @@ class worker_cell : public cell, public worker_context, public std::enable_share
  private:
   void run_next();
   void invoke(const message& m, bool is_delivery);
-  void restart_after_failure(const std::string& what);
+  void crashed(const std::string& what);
+  void replace_instance();
+  void stop_for_good(const std::string& why);
   void publish(std::string topic, delivery_mode mode, envelope e);
   envelope make_envelope(std::string_view to);
 
@@ -69,6 +72,7 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   bool busy_ = false;
   std::uint64_t current_delivery_ = 0;
   bool dead_ = false;
+  bool suspended_ = false;  ///< after a crash, until the owner's directive
   std::uint64_t epoch_ = 0;  ///< bumped per instance, so callbacks of a dead instance are dropped
 };
 
