@@ -9,6 +9,7 @@
 
 #include "activator.hpp"
 #include "dde/cli.hpp"
+#include "dde/daemon.hpp"
 #include "dde/log.hpp"
 
 int main(int argc, char** argv) {
@@ -28,18 +29,7 @@ int main(int argc, char** argv) {
       .option("host-threads", "2", "worker threads of each isolate system")
       .option("threads", "2", "threads of the activator")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
-  if (auto err = args.parse(argc, argv)) {
-    std::cerr << "dde-activator: " << *err << "\n";
-    return 2;
-  }
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
-  if (!dde::set_log_level(args.get("log-level"))) {
-    std::cerr << "dde-activator: unknown --log-level " << args.get("log-level") << "\n";
-    return 2;
-  }
+  if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-activator")) return *exit_code;
   dde::activator::activator_options o;
   try {
     o.registry = args.get("registry");
@@ -66,16 +56,11 @@ int main(int argc, char** argv) {
     dde::logger("activator")->warn("listening on {} beyond loopback without TLS or authentication: anyone who can "
                                    "reach this port can run code here", o.listen);
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  dde::block_stop_signals();
   try {
     dde::activator::activator node(o);
     node.start();
-    int sig = 0;
-    sigwait(&signals, &sig);
+    int sig = dde::wait_for_stop_signal();
     dde::logger("activator")->info("signal {} received: stopping the isolate systems", sig);
     node.stop();
   } catch (const std::exception& e) {

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "dde/cli.hpp"
+#include "dde/daemon.hpp"
 #include "dde/log.hpp"
 #include "host/isolate_system.hpp"
 
@@ -37,18 +38,7 @@ int main(int argc, char** argv) {
       .option("control", "", "the node activator's control endpoint, e.g. ws://127.0.0.1:42042/control")
       .option("orphan-timeout-ms", "120000", "with --control: stop after this long without an activator")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
-  if (auto err = args.parse(argc, argv)) {
-    std::cerr << "dde-isolate-system: " << *err << "\n";
-    return 2;
-  }
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
-  if (!dde::set_log_level(args.get("log-level"))) {
-    std::cerr << "dde-isolate-system: unknown --log-level " << args.get("log-level") << "\n";
-    return 2;
-  }
+  if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-isolate-system")) return *exit_code;
   auto log = dde::logger("host");
   dde::host::isolate_system_options options;
   std::vector<dde::host::pool_spec> pools;
@@ -88,11 +78,7 @@ int main(int argc, char** argv) {
   }
 
   // Block the stop signals in every thread; this one waits for them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  dde::block_stop_signals();
 
   try {
     dde::host::isolate_system system(options);
@@ -105,8 +91,7 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    int sig = 0;
-    sigwait(&signals, &sig);
+    int sig = dde::wait_for_stop_signal();
     log->info("signal {} received: stopping", sig);
     system.stop();
   } catch (const std::exception& e) {

@@ -31,6 +31,7 @@ class cli {
   long long get_int(const std::string& name, long long min, long long max) const;
   const std::vector<std::string>& all(const std::string& name) const;
   bool is_set(const std::string& name) const;  ///< given on the command line (or a flag present)
+  bool has(const std::string& name) const { return entries_.count(name) > 0; }  ///< a known option
   /// Sets a value unless it was given on the command line (for --config files).
   void set_default(const std::string& name, const std::string& value);
 

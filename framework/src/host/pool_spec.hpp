@@ -38,9 +38,6 @@ struct pool_spec {
   delivery_mode mode = delivery_mode::at_least_once;
   int credits = 8;                    ///< messages a worker may hold (handled + waiting)
   supervision_spec supervision;
-  std::chrono::milliseconds hot_interval{1000};  ///< how often the plugin's md5 is checked
-  std::chrono::milliseconds ping_after{0};       ///< starvation guard: 0 = off
-  std::chrono::milliseconds pong_timeout{5000};
 
   address addr() const { return {system, isolate}; }
   /// Local file path of the plugin (`uri` without `file://`).
