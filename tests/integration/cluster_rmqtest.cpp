@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <fstream>
+#include <numeric>
 
 #include "cluster_fixture.hpp"
 
@@ -260,6 +261,42 @@ TEST_F(Cluster, ARestartedActivatorAdoptsItsRunningIsolateSystems) {
       },
       60s))
       << rest("GET", registry.url() + "/registry/system/" + new_id).body << again.proc->log();
+}
+
+TEST_F(Cluster, EachRouterTypeDistributesMessagesAsItSays) {
+  auto a = node("routers-a");
+  auto id = node_id(registry, "routers-a");
+  auto sys = unique_system("routers");
+  const int n = 300;
+  auto custom = (worker_path("test_pick_last")).string();
+  for (const std::string& router : std::vector<std::string>{"roundRobin", "random", "broadcast", custom}) {
+    std::string pool_name = router == custom ? "custom" : router;
+    auto body = deploy_body(id, mqs.url(), sys, pool_name, "consumer", nlohmann::json::object(),
+                            {"localhost", "localhost", "localhost"}, router);
+    ASSERT_EQ(deploy(body).status, 200) << router;
+    ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "p" + pool_name, "producer",
+                                 {{"to", sys + "/" + pool_name}, {"count", n}}))
+                  .status,
+              200);
+  }
+  auto done_of = [&](const std::string& pool_name) {
+    std::vector<int> done;
+    for (auto& p : pools_of(registry, id, sys))
+      if (p["id"] == sys + "/" + pool_name)
+        for (auto& w : p["workers"]) done.push_back(w.value("done", 0));
+    return done;
+  };
+  auto total = [](const std::vector<int>& v) { return std::accumulate(v.begin(), v.end(), 0); };
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return total(done_of("roundRobin")) == n && total(done_of("random")) == n &&
+               total(done_of("broadcast")) == 3 * n && total(done_of("custom")) == n;
+      },
+      long_wait));
+  for (int d : done_of("roundRobin")) EXPECT_GT(d, n / 6) << "round-robin spreads the load";
+  for (int d : done_of("random")) EXPECT_GT(d, 0) << "random reaches every worker";
+  EXPECT_EQ(done_of("broadcast"), (std::vector<int>{n, n, n})) << "broadcast gives every worker every message";
+  EXPECT_EQ(done_of("custom"), (std::vector<int>{0, 0, n})) << "the custom router picks the last worker";
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ result<bool> router::start() {
     policy_ = std::move(policy.value());
   }
   cell_errors_.assign(spec_.workers_paths.size(), {});
+  done_per_worker_.assign(spec_.workers_paths.size(), 0);
   for (std::size_t i = 0; i < spec_.workers_paths.size(); ++i) {
     const auto& path = spec_.workers_paths[i];
     std::shared_ptr<cell> c;
@@ -253,6 +254,7 @@ const std::string& router::instance() const { return top_->instance(); }
 
 void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool failed) {
   ledger_.finish(index);
+  if (!failed && index < done_per_worker_.size()) ++done_per_worker_[index];
   auto it = deliveries_.find(delivery_id);
   if (it != deliveries_.end()) {
     auto& d = it->second;
@@ -333,7 +335,10 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
     j["pluginMd5"] = self->plugin_ ? self->plugin_->object().md5() : "";
     nlohmann::json workers = nlohmann::json::array();
     for (auto& w : self->ledger_.snapshot()) {
-      nlohmann::json entry = {{"id", w.id}, {"path", w.path}, {"inFlight", w.in_flight},
+      nlohmann::json entry = {{"id", w.id},
+                              {"path", w.path},
+                              {"inFlight", w.in_flight},
+                              {"done", self->done_per_worker_[w.index]},
                               {"state", self->ledger_.alive(w.index) ? "running" : "down"}};
       if (w.index < self->cell_errors_.size() && !self->cell_errors_[w.index].empty())
         entry["error"] = self->cell_errors_[w.index];

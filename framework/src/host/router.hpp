@@ -91,6 +91,7 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   pool_ledger ledger_;
   std::vector<std::shared_ptr<cell>> cells_;
   std::vector<std::string> cell_errors_;
+  std::vector<std::uint64_t> done_per_worker_;  ///< messages each slot finished, for describe
   std::unordered_map<std::uint64_t, delivery> deliveries_;
   std::deque<waiting> waiting_;
   std::uint64_t next_delivery_ = 1;
