@@ -43,7 +43,8 @@ nlohmann::json deploy_body_from_description(const std::string& system, const nlo
                          {"workersPaths", pool.value("workersPaths", nlohmann::json::array())},
                          {"routerType", pool.value("routerType", std::string("roundRobin"))},
                          {"hotDeployment", pool.value("hotDeployment", false)}};
-  for (auto key : {"args", "deliveryMode", "credits", "messageQueuingSystemServer", "supervision"})
+  for (auto key : {"args", "deliveryMode", "credits", "messageQueuingSystemServer", "supervision",
+                   "hotDeploymentIntervalMs"})
     if (pool.contains(key)) body[key] = pool[key];
   return body;
 }

@@ -42,6 +42,13 @@ registry_process start_registry(const std::filesystem::path& dir, std::uint16_t 
 
 /// A running dde-activator registered with a registry.
 struct activator_process {
+  activator_process() = default;
+  activator_process(activator_process&&) = default;
+  activator_process& operator=(activator_process&&) = default;
+  /// Stops the activator with SIGTERM, so it stops its isolate systems too (none is left behind).
+  ~activator_process() {
+    if (proc && proc->running()) proc->stop(15s);
+  }
   std::uint16_t port = 0;
   std::string name;
   std::unique_ptr<child_process> proc;

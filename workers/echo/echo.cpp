@@ -1,5 +1,12 @@
 // echo: answers every message with {"echo": <body>, "version": ECHO_VERSION, "worker": <id>}.
-// Built twice, as echo_v1 and echo_v2, for hot-deployment tests and demos.
+// Built twice, as echo_v1 and echo_v2, for hot-deployment tests and demos. With args.log_dir set,
+// each numbered message (from `producer`) is also logged as "SEQ vVERSION" in log_dir/echo-PID.log.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "../common/sample_util.hpp"
 #include "dde/worker.hpp"
 
 #ifndef ECHO_VERSION
@@ -10,10 +17,30 @@ namespace {
 
 class echo : public dde::worker {
  public:
+  echo() {
+    auto dir = dde::samples::arg_or<std::string>(args(), "log_dir", "");
+    if (!dir.empty()) {
+      auto path = dir + "/echo-" + dde::samples::pid_text() + ".log";
+      log_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    }
+  }
+  ~echo() override {
+    if (log_fd_ >= 0) ::close(log_fd_);
+  }
+
   void on_receive(const dde::message& msg) override {
-    reply({{"echo", msg.body()}, {"version", ECHO_VERSION}, {"worker", worker_id()}});
+    if (log_fd_ >= 0 && msg.body().is_object() && msg.body().contains("seq")) {
+      std::string line = std::to_string(msg.body().value("seq", -1)) + " v" + std::to_string(ECHO_VERSION) + "\n";
+      if (::write(log_fd_, line.data(), line.size()) < 0) {
+        // A test aid: a failed write shows up as a missing line.
+      }
+    }
+    if (msg.sender() != "external") reply({{"echo", msg.body()}, {"version", ECHO_VERSION}, {"worker", worker_id()}});
     done();
   }
+
+ private:
+  int log_fd_ = -1;
 };
 
 }  // namespace

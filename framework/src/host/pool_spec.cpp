@@ -99,6 +99,11 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
       return r::failure("field \"credits\" must be an integer from 1 to 4096");
     spec.credits = credits->get<int>();
   }
+  if (auto interval = field(body, "hotDeploymentIntervalMs")) {
+    if (!interval->is_number_integer() || interval->get<long long>() < 50 || interval->get<long long>() > 3600000)
+      return r::failure("field \"hotDeploymentIntervalMs\" must be an integer from 50 to 3600000");
+    spec.hot_interval = std::chrono::milliseconds(interval->get<long long>());
+  }
   if (auto sup = field(body, "supervision")) {
     if (!sup->is_object()) return r::failure("field \"supervision\" must be an object");
     auto& s = spec.supervision;
@@ -154,6 +159,7 @@ nlohmann::json to_json(const pool_spec& spec) {
           {"hotDeployment", spec.hot_deployment},
           {"deliveryMode", std::string(to_string(spec.mode))},
           {"credits", spec.credits},
+          {"hotDeploymentIntervalMs", spec.hot_interval.count()},
           {"supervision",
            {{"strategy", std::string(to_string(spec.supervision.kind))},
             {"maxRestarts", spec.supervision.max_restarts},

@@ -38,6 +38,7 @@ struct pool_spec {
   delivery_mode mode = delivery_mode::at_least_once;
   int credits = 8;                    ///< messages a worker may hold (handled + waiting)
   supervision_spec supervision;
+  std::chrono::milliseconds hot_interval{1000};  ///< with hot_deployment: how often the plugin's md5 is checked
 
   address addr() const { return {system, isolate}; }
   /// Local file path of the plugin (`uri` without `file://`).

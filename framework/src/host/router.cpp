@@ -61,8 +61,106 @@ result<bool> router::start() {
   logger("host.router")
       ->info("{}: {} worker(s) of {} (md5 {}), router {}, {}", spec_.addr().str(), cells_.size(), spec_.uri,
              plugin_ ? plugin_->object().md5() : "remote", spec_.router_type, to_string(spec_.mode));
-  boost::asio::post(strand_, [self = shared_from_this()] { self->request_credit(); });
+  boost::asio::post(strand_, [self = shared_from_this()] {
+    self->request_credit();
+    if (self->spec_.hot_deployment && self->plugin_) self->watch_plugin();
+  });
   return true;
+}
+
+void router::watch_plugin() {
+  if (stopping_) return;
+  if (!hot_.timer) hot_.timer = std::make_unique<boost::asio::steady_timer>(strand_);
+  hot_.timer->expires_after(spec_.hot_interval);
+  hot_.timer->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->stopping_) return;
+    self->check_plugin();
+    self->watch_plugin();
+  });
+}
+
+void router::check_plugin() {
+  if (hot_.swapping || restarting_pool_) return;
+  auto md5 = file_md5(spec_.plugin_path());
+  if (md5.empty()) return refuse_version("missing", "plugin file " + spec_.plugin_path() + " is missing or unreadable");
+  if (md5 == plugin_->object().md5() || md5 == hot_.refused_md5) return;
+  logger("host.router")->info("{}: plugin {} changed (md5 {}): loading the new version", spec_.addr().str(),
+                              spec_.uri, md5);
+  // Everything that can refuse the new version happens before the old one stops.
+  auto loaded = worker_plugin::load(spec_.plugin_path());
+  if (!loaded) return refuse_version(md5, loaded.error());
+  std::vector<std::shared_ptr<cell>> fresh(cells_.size());
+  for (std::size_t i = 0; i < cells_.size(); ++i) {
+    if (spec_.workers_paths[i] != "localhost") continue;  // a remote worker loads its own copy when respawned
+    auto c = std::make_shared<worker_cell>(io_, weak_from_this(), shared_spec_, loaded.value(), i);
+    auto made = c->create();
+    if (!made) return refuse_version(md5, made.error());
+    fresh[i] = std::move(c);
+  }
+  // RESTART (thesis 3.4.2): stop pulling, let in-flight messages finish, then swap.
+  hot_.swapping = true;
+  hot_.swap_started = std::chrono::steady_clock::now();
+  hot_.next_plugin = loaded.value();
+  hot_.next_cells = std::move(fresh);
+  ledger_.set_paused(true);
+  if (ledger_.total_in_flight() == 0) finish_swap();
+}
+
+void router::refuse_version(const std::string& md5, const std::string& why) {
+  if (md5 == hot_.refused_md5 && hot_.state == "refused") return;
+  hot_.refused_md5 = md5;
+  hot_.state = "refused";
+  hot_.error = why;
+  logger("host.router")->error("{}: new plugin version refused, the running one ({}) keeps serving: {}",
+                               spec_.addr().str(), plugin_->object().md5(), why);
+}
+
+void router::finish_swap() {
+  if (hot_.swap_killing) return;
+  hot_.swap_killing = true;
+  auto remaining = std::make_shared<std::size_t>(0);
+  for (std::size_t i = 0; i < cells_.size(); ++i)
+    if (hot_.next_cells[i]) ++*remaining;
+  auto swap_in = [self = shared_from_this()] {
+    auto& h = self->hot_;
+    for (std::size_t i = 0; i < self->cells_.size(); ++i) {
+      if (!h.next_cells[i]) continue;
+      self->cells_[i] = std::move(h.next_cells[i]);
+      self->ledger_.set_alive(i, true, self->cells_[i]->id());
+      self->cells_[i]->start();
+    }
+    self->plugin_ = std::move(h.next_plugin);
+    h.next_cells.clear();
+    h.swapping = false;
+    h.swap_killing = false;
+    h.state = "running";
+    h.error.clear();
+    h.refused_md5.clear();
+    ++h.swaps;
+    h.last_pause_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                            h.swap_started).count();
+    logger("host.router")->info("{}: now running plugin md5 {} (swap {}, paused {} ms)", self->spec_.addr().str(),
+                                self->plugin_->object().md5(), h.swaps, h.last_pause_ms);
+    self->ledger_.set_paused(false);
+    while (!self->waiting_.empty()) {
+      auto targets = self->ledger_.select();
+      if (targets.empty()) break;
+      auto w = std::move(self->waiting_.front());
+      self->waiting_.pop_front();
+      self->dispatch(w.generation, w.tag, std::move(w.msg));
+    }
+    self->request_credit();
+  };
+  if (*remaining == 0) return swap_in();
+  for (std::size_t i = 0; i < cells_.size(); ++i) {
+    if (!hot_.next_cells[i]) continue;
+    // before_kill runs on the old instance; the new one starts only after every old one is gone.
+    cells_[i]->kill([self = shared_from_this(), remaining, swap_in] {
+      boost::asio::post(self->strand_, [remaining, swap_in] {
+        if (--*remaining == 0) swap_in();
+      });
+    });
+  }
 }
 
 void router::request_credit() {
@@ -82,7 +180,7 @@ void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redeliver
 void router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg) {
   std::vector<std::size_t> targets =
       policy_ ? ledger_.select_custom(policy_->select_worker(msg, ledger_.snapshot())) : ledger_.select();
-  if (targets.empty() || stopping_) {
+  if (targets.empty() || stopping_ || hot_.swapping) {
     // No worker has room (or the pool is stopping): hold it until one finishes.
     waiting_.push_back({generation, tag, std::move(msg)});
     return;
@@ -280,11 +378,13 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   }
   request_credit();
   check_drained();
+  if (hot_.swapping && !hot_.next_cells.empty() && ledger_.total_in_flight() == 0) finish_swap();
 }
 
 void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> done) {
   boost::asio::post(strand_, [self = shared_from_this(), timeout, done = std::move(done)]() mutable {
     self->stopping_ = true;
+    if (self->hot_.timer) self->hot_.timer->cancel();
     self->ledger_.set_paused(true);
     self->top_->cancel(self->topic_);
     // Held messages were never handed to a worker: give them back.
@@ -346,6 +446,15 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
     }
     j["workers"] = workers;
     j["poolState"] = self->state_;
+    if (self->spec_.hot_deployment) {
+      nlohmann::json plugin = {{"state", self->hot_.state}, {"swaps", self->hot_.swaps},
+                               {"lastSwapPauseMs", self->hot_.last_pause_ms}};
+      if (!self->hot_.error.empty()) {
+        plugin["error"] = self->hot_.error;
+        plugin["refusedMd5"] = self->hot_.refused_md5;
+      }
+      j["hotDeploy"] = plugin;
+    }
     if (!self->last_error_.empty()) j["lastError"] = self->last_error_;
     j["stats"] = {{"delivered", self->stats_.delivered}, {"done", self->stats_.done},
                   {"failed", self->stats_.failed},       {"restarts", self->stats_.restarts},

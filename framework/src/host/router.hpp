@@ -78,6 +78,11 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   bool allow_restart(std::chrono::milliseconds& backoff);
   void stop_pool(const std::string& why);
   void restart_pool(const std::string& why);
+  // Hot deployment (thesis 3.2.1 FileMonitor, 3.3.1).
+  void watch_plugin();
+  void check_plugin();
+  void refuse_version(const std::string& md5, const std::string& why);
+  void finish_swap();
 
   boost::asio::io_context& io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
@@ -100,6 +105,19 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   std::string state_ = "running";
   std::string last_error_;
   bool restarting_pool_ = false;
+  struct hot_state {
+    std::unique_ptr<boost::asio::steady_timer> timer;
+    std::string refused_md5;  ///< a version already refused is not tried again
+    std::string state = "running";
+    std::string error;
+    std::uint64_t swaps = 0;
+    long long last_pause_ms = 0;
+    bool swapping = false;
+    bool swap_killing = false;  ///< the old instances are being stopped
+    std::chrono::steady_clock::time_point swap_started;
+    std::shared_ptr<worker_plugin> next_plugin;
+    std::vector<std::shared_ptr<cell>> next_cells;
+  } hot_;
   bool stopping_ = false;
   std::function<void()> drained_;
   std::unique_ptr<boost::asio::steady_timer> drain_timer_;

@@ -1,0 +1,134 @@
+// Hot deployment (issue 4, thesis 3.3.1): replacing a pool's plugin file under load swaps the
+// workers to the new version without losing or repeating a message; a bad new version is refused
+// and the running one keeps serving.
+#include <fstream>
+
+#include "cluster_fixture.hpp"
+
+namespace dde::test {
+namespace {
+
+struct handled_line {
+  std::int64_t seq;
+  int version;
+};
+
+/// The echo workers' logs ("SEQ vN" lines), in the order they were written.
+std::vector<handled_line> echo_log(const std::filesystem::path& dir) {
+  std::vector<handled_line> out;
+  for (auto& entry : std::filesystem::directory_iterator(dir)) {
+    auto name = entry.path().filename().string();
+    if (name.rfind("echo-", 0) != 0 || entry.path().extension() != ".log") continue;
+    std::ifstream in(entry.path());
+    std::int64_t seq;
+    std::string v;
+    while (in >> seq >> v) out.push_back({seq, std::stoi(v.substr(1))});
+  }
+  return out;
+}
+
+/// Replaces `target` atomically (write beside it, then rename), as a deployment tool would.
+void install(const std::filesystem::path& source, const std::filesystem::path& target) {
+  auto tmp = target;
+  tmp += ".tmp";
+  std::filesystem::copy_file(source, tmp, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::rename(tmp, target);
+}
+
+class HotDeploy : public Cluster {
+ protected:
+  void deploy_echo() {
+    node_ = std::make_unique<activator_process>(node("hot-" + sys));
+    id = node_id(registry, "hot-" + sys);
+    std::filesystem::create_directories(dir / "plugins");
+    plugin = dir / "plugins" / "libecho.so";
+    install(worker_path("echo_v1"), plugin);
+    auto body = deploy_body(id, mqs.url(), sys, "echo", "echo_v1", {{"log_dir", dir}}, {"localhost", "localhost"});
+    body["uri"] = plugin.string();
+    body["hotDeployment"] = true;
+    body["hotDeploymentIntervalMs"] = 100;
+    auto r = deploy(body);
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  void produce(const std::string& name, int count, int start, int rate = 0) {
+    nlohmann::json args = {{"to", sys + "/echo"}, {"count", count}, {"start_seq", start}};
+    if (rate) args["rate"] = rate;
+    auto r = deploy(deploy_body(id, mqs.url(), sys, name, "producer", args));
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  nlohmann::json hot_state() {
+    for (auto& p : pools_of(registry, id, sys))
+      if (p["id"] == sys + "/echo") return p.value("hotDeploy", nlohmann::json());
+    return nullptr;
+  }
+  std::size_t handled() { return echo_log(dir).size(); }
+
+  std::string sys = unique_system("hot");
+  std::string id;
+  std::filesystem::path plugin;
+  std::unique_ptr<activator_process> node_;
+};
+
+TEST_F(HotDeploy, ANewVersionTakesOverUnderLoadWithNoMessageLostOrRepeated) {
+  deploy_echo();
+  const int n = 6000;
+  produce("producer", n, 0, 2000);
+  ASSERT_TRUE(wait_until([&] { return handled() >= 1000; }, long_wait));
+  install(worker_path("echo_v2"), plugin);
+  ASSERT_TRUE(wait_until([&] { return handled() >= std::size_t(n); }, long_wait)) << handled();
+  auto log = echo_log(dir);
+  std::set<std::int64_t> seen;
+  std::size_t last_v1 = 0, first_v2 = log.size(), v2 = 0;
+  for (std::size_t i = 0; i < log.size(); ++i) {
+    seen.insert(log[i].seq);
+    if (log[i].version == 1) last_v1 = i;
+    if (log[i].version == 2) {
+      ++v2;
+      first_v2 = std::min(first_v2, i);
+    }
+  }
+  EXPECT_EQ(log.size(), std::size_t(n)) << "no message handled twice";
+  EXPECT_EQ(seen.size(), std::size_t(n)) << "no message lost";
+  EXPECT_GT(v2, 0u) << "the new version took over";
+  EXPECT_LT(last_v1, first_v2) << "no v1 after the first v2: the old workers were gone before the new started";
+  auto state = hot_state();
+  EXPECT_EQ(state["swaps"], 1) << state.dump();
+  EXPECT_EQ(state["state"], "running");
+}
+
+TEST_F(HotDeploy, BadVersionsAreRefusedWithTheirReasonAndTheOldOneKeepsServing) {
+  deploy_echo();
+  auto not_elf = dir / "not-a-plugin.so";
+  std::ofstream(not_elf) << "this is not a shared object\n";
+  struct bad {
+    std::filesystem::path file;
+    std::string reason;
+  };
+  std::vector<bad> versions = {{not_elf, "not an ELF shared object"},
+                               {worker_path("test_no_factory"), "is not a DDE worker"},
+                               {worker_path("test_bad_abi"), "ABI version 999"},
+                               {worker_path("test_throwing_ctor"), "cannot reach the database"}};
+  int start = 0;
+  for (auto& v : versions) {
+    install(v.file, plugin);
+    ASSERT_TRUE(wait_until(
+        [&] {
+          auto s = hot_state();
+          return s.is_object() && s["state"] == "refused" &&
+                 s.value("error", std::string()).find(v.reason) != std::string::npos;
+        },
+        30s))
+        << v.file << ": " << hot_state().dump();
+    produce("p" + std::to_string(start), 50, start);
+    start += 50;
+    ASSERT_TRUE(wait_until([&] { return handled() >= std::size_t(start); }, long_wait));
+  }
+  std::filesystem::remove(plugin);
+  ASSERT_TRUE(wait_until(
+      [&] { return hot_state().value("error", std::string()).find("missing") != std::string::npos; }, 30s));
+  for (auto& line : echo_log(dir)) EXPECT_EQ(line.version, 1) << "seq " << line.seq << " ran a refused version";
+  EXPECT_EQ(hot_state()["swaps"], 0);
+}
+
+}  // namespace
+}  // namespace dde::test
