@@ -15,13 +15,14 @@ class Supervision : public Cluster {
     return id;
   }
   std::string deploy_faulty(const std::string& sys, nlohmann::json faulty_args, nlohmann::json supervision,
-                            int workers) {
+                            int workers, nlohmann::json extra = nlohmann::json::object()) {
     node_ = std::make_unique<activator_process>(node("sup-" + sys));
     auto id = node_id(registry, "sup-" + sys);
     faulty_args["log_dir"] = dir;
     auto body = deploy_body(id, mqs.url(), sys, "faulty", "faulty", faulty_args,
                             std::vector<std::string>(std::size_t(workers), "localhost"));
     body["supervision"] = supervision;
+    body.update(extra);
     auto r = deploy(body);
     EXPECT_EQ(r.status, 200) << r.body;
     return id;
@@ -116,6 +117,18 @@ TEST_F(Supervision, EscalateRestartsTheWholePool) {
     EXPECT_EQ(w["state"], "running") << p.dump();
     EXPECT_EQ(before.count(w["id"].get<std::string>()), 0u) << "every worker is a new instance";
   }
+}
+
+TEST_F(Supervision, ThePingGuardCatchesAWorkerThatNeverCallsDone) {
+  auto sys = unique_system("supping");
+  auto id = deploy_faulty(sys, {{"hang_once_on", {5}}}, {{"strategy", "restart"}}, 1,
+                          {{"pingAfterMs", 300}, {"pongTimeoutMs", 1000}});
+  produce(id, sys, 100);
+  ASSERT_TRUE(wait_until([&] { return handled().unique.size() >= 100; }, long_wait));
+  EXPECT_TRUE(handled().missing(100).empty());  // seq 5 was failed, retried, and done the second time
+  auto p = faulty_pool(id, sys);
+  EXPECT_NE(p.value("lastError", std::string()).find("did not call done()"), std::string::npos) << p.dump();
+  EXPECT_EQ(p["stats"]["restarts"], 1);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // faulty: a consumer that misbehaves on chosen messages, for supervision tests.
 //   args: {"throw_on": [seq...], "throw_once_on": [seq...], "crash_on": [seq...], "hang_on": [seq...],
-//          "log_dir": "", "throw_in_constructor": false}
+//          "hang_once_on": [seq...], "log_dir": "", "throw_in_constructor": false}
 // A numbered message (from `producer`) whose seq is listed is thrown on (every time, or only the
 // first time this process sees it), crashes the process (std::abort, as native code may), or is
 // never done(). Every message handled normally is appended to log_dir/faulty-PID.log before done().
@@ -28,7 +28,7 @@ std::set<std::int64_t> seq_set(const nlohmann::json& args, const char* key) {
 /// Shared by every instance in the process: which seqs already threw once, and the log file.
 struct shared_state {
   std::mutex mutex;
-  std::set<std::int64_t> thrown;
+  std::set<std::int64_t> thrown, hung;
   int log_fd = -1;
 };
 shared_state& state() {
@@ -42,7 +42,8 @@ class faulty : public dde::worker {
       : throw_on_(seq_set(args(), "throw_on")),
         throw_once_on_(seq_set(args(), "throw_once_on")),
         crash_on_(seq_set(args(), "crash_on")),
-        hang_on_(seq_set(args(), "hang_on")) {
+        hang_on_(seq_set(args(), "hang_on")),
+        hang_once_on_(seq_set(args(), "hang_once_on")) {
     if (args().value("throw_in_constructor", false)) throw std::runtime_error("faulty constructor, as asked");
     auto dir = dde::samples::arg_or<std::string>(args(), "log_dir", "");
     std::lock_guard lock(state().mutex);
@@ -63,6 +64,10 @@ class faulty : public dde::worker {
     }
     if (action == "crash" || crash_on_.count(seq)) std::abort();
     if (action == "hang" || hang_on_.count(seq)) return;
+    if (hang_once_on_.count(seq)) {
+      std::lock_guard lock(state().mutex);
+      if (state().hung.insert(seq).second) return;  // never calls done() for it, the first time
+    }
     if (seq >= 0) {
       std::lock_guard lock(state().mutex);
       std::string line = std::to_string(seq) + "\n";
@@ -75,7 +80,7 @@ class faulty : public dde::worker {
   }
 
  private:
-  std::set<std::int64_t> throw_on_, throw_once_on_, crash_on_, hang_on_;
+  std::set<std::int64_t> throw_on_, throw_once_on_, crash_on_, hang_on_, hang_once_on_;
 };
 
 }  // namespace

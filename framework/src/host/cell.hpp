@@ -31,6 +31,10 @@ class cell {
   virtual std::string id() const = 0;
   /// After `worker_crashed`: carry on, replace the instance (after `delay`), or stop for good.
   virtual void supervise(directive d, std::chrono::milliseconds delay) = 0;
+  /// PING: `pong(busy, busy_for)` runs once the worker's strand is free to answer.
+  virtual void ping(std::function<void(bool busy, std::chrono::milliseconds busy_for)> pong) = 0;
+  /// Treats the message being handled as failed with `what` (reported through `worker_crashed`).
+  virtual void fail_current(std::string what) = 0;
 };
 
 class cell_owner {

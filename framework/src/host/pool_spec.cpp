@@ -99,11 +99,18 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
       return r::failure("field \"credits\" must be an integer from 1 to 4096");
     spec.credits = credits->get<int>();
   }
-  if (auto interval = field(body, "hotDeploymentIntervalMs")) {
-    if (!interval->is_number_integer() || interval->get<long long>() < 50 || interval->get<long long>() > 3600000)
-      return r::failure("field \"hotDeploymentIntervalMs\" must be an integer from 50 to 3600000");
-    spec.hot_interval = std::chrono::milliseconds(interval->get<long long>());
-  }
+  auto millis = [&](const char* key, std::chrono::milliseconds& out, long long min, long long max) -> std::string {
+    auto f = field(body, key);
+    if (!f) return {};
+    if (!f->is_number_integer() || f->get<long long>() < min || f->get<long long>() > max)
+      return std::string("field \"") + key + "\" must be an integer from " + std::to_string(min) + " to " +
+             std::to_string(max) + " (milliseconds)";
+    out = std::chrono::milliseconds(f->get<long long>());
+    return {};
+  };
+  if (auto e = millis("hotDeploymentIntervalMs", spec.hot_interval, 50, 3600000); !e.empty()) return r::failure(e);
+  if (auto e = millis("pingAfterMs", spec.ping_after, 0, 86400000); !e.empty()) return r::failure(e);
+  if (auto e = millis("pongTimeoutMs", spec.pong_timeout, 10, 600000); !e.empty()) return r::failure(e);
   if (auto sup = field(body, "supervision")) {
     if (!sup->is_object()) return r::failure("field \"supervision\" must be an object");
     auto& s = spec.supervision;
@@ -160,6 +167,8 @@ nlohmann::json to_json(const pool_spec& spec) {
           {"deliveryMode", std::string(to_string(spec.mode))},
           {"credits", spec.credits},
           {"hotDeploymentIntervalMs", spec.hot_interval.count()},
+          {"pingAfterMs", spec.ping_after.count()},
+          {"pongTimeoutMs", spec.pong_timeout.count()},
           {"supervision",
            {{"strategy", std::string(to_string(spec.supervision.kind))},
             {"maxRestarts", spec.supervision.max_restarts},

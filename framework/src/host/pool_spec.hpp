@@ -39,6 +39,8 @@ struct pool_spec {
   int credits = 8;                    ///< messages a worker may hold (handled + waiting)
   supervision_spec supervision;
   std::chrono::milliseconds hot_interval{1000};  ///< with hot_deployment: how often the plugin's md5 is checked
+  std::chrono::milliseconds ping_after{0};      ///< starvation guard: PING a worker quiet this long (0: off)
+  std::chrono::milliseconds pong_timeout{5000};  ///< no PONG within this: the worker is stuck, replace it
 
   address addr() const { return {system, isolate}; }
   /// Local file path of the plugin (`uri` without `file://`).

@@ -143,6 +143,10 @@ void proxy_cell::supervise(directive d, std::chrono::milliseconds delay) {
   });
 }
 
+void proxy_cell::ping(std::function<void(bool, std::chrono::milliseconds)> pong) {
+  boost::asio::post(strand_, [pong = std::move(pong)] { pong(false, std::chrono::milliseconds(0)); });
+}
+
 void proxy_cell::kill(std::function<void()> done) {
   boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
     self->killed_ = true;

@@ -31,6 +31,9 @@ class proxy_cell : public cell, public net::ws_handler, public std::enable_share
   void kill(std::function<void()> done) override;
   std::string id() const override { return id_; }
   void supervise(directive d, std::chrono::milliseconds delay) override;
+  /// A remote worker is watched by its own node's link: a proxy answers for its link.
+  void ping(std::function<void(bool, std::chrono::milliseconds)> pong) override;
+  void fail_current(std::string) override {}
 
   void on_open(const std::shared_ptr<net::ws_connection>& conn) override;
   void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override;

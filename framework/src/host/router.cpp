@@ -1,5 +1,7 @@
 #include "host/router.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
@@ -39,6 +41,8 @@ result<bool> router::start() {
   }
   cell_errors_.assign(spec_.workers_paths.size(), {});
   done_per_worker_.assign(spec_.workers_paths.size(), 0);
+  last_activity_.assign(spec_.workers_paths.size(), std::chrono::steady_clock::now());
+  ping_out_.assign(spec_.workers_paths.size(), 0);
   for (std::size_t i = 0; i < spec_.workers_paths.size(); ++i) {
     const auto& path = spec_.workers_paths[i];
     std::shared_ptr<cell> c;
@@ -64,8 +68,73 @@ result<bool> router::start() {
   boost::asio::post(strand_, [self = shared_from_this()] {
     self->request_credit();
     if (self->spec_.hot_deployment && self->plugin_) self->watch_plugin();
+    if (self->spec_.ping_after.count() > 0) self->watch_workers();
   });
   return true;
+}
+
+void router::watch_workers() {
+  if (stopping_) return;
+  if (!guard_timer_) guard_timer_ = std::make_unique<boost::asio::steady_timer>(strand_);
+  auto period = std::max(spec_.ping_after / 2, std::chrono::milliseconds(20));
+  guard_timer_->expires_after(std::min(period, spec_.pong_timeout));
+  guard_timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->stopping_) return;
+    auto now = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < self->cells_.size(); ++i) {
+      if (!self->ledger_.alive(i) || self->ledger_.in_flight(i) == 0) continue;
+      if (self->ping_out_[i] != 0) {
+        // PING unanswered: the worker's thread is stuck inside the plugin.
+        if (now - self->last_activity_[i] > self->spec_.ping_after + self->spec_.pong_timeout) self->replace_stuck(i);
+        continue;
+      }
+      if (now - self->last_activity_[i] < self->spec_.ping_after) continue;
+      auto ping = self->next_ping_++;
+      self->ping_out_[i] = ping;
+      self->cells_[i]->ping([self, i, ping](bool busy, std::chrono::milliseconds busy_for) {
+        boost::asio::post(self->strand_, [self, i, ping, busy, busy_for] { self->on_pong(i, ping, busy, busy_for); });
+      });
+    }
+    self->watch_workers();
+  });
+}
+
+void router::on_pong(std::size_t index, std::uint64_t ping, bool busy, std::chrono::milliseconds busy_for) {
+  if (index >= ping_out_.size() || ping_out_[index] != ping) return;
+  ping_out_[index] = 0;
+  last_activity_[index] = std::chrono::steady_clock::now();
+  if (busy && busy_for >= spec_.ping_after) {
+    // PONG, but the message it holds has not been done() for too long: a failure, for supervision.
+    cells_[index]->fail_current("did not call done() within " + std::to_string(spec_.ping_after.count()) +
+                                " ms (starvation guard)");
+    return;
+  }
+  request_credit();  // PONG: pull again, in case a pull went astray (thesis 3.2.1)
+}
+
+void router::replace_stuck(std::size_t index) {
+  logger("host.router")->error("{}: worker {} did not answer PING within {} ms; replacing it (its thread stays "
+                               "blocked in the plugin)", spec_.addr().str(), cells_[index]->id(),
+                               spec_.pong_timeout.count());
+  std::vector<std::uint64_t> held;
+  for (auto& [id, d] : deliveries_)
+    if (std::find(d.pending.begin(), d.pending.end(), index) != d.pending.end()) held.push_back(id);
+  for (auto id : held) finish_one(index, id, true);
+  ping_out_[index] = 0;
+  ++stats_.restarts;
+  last_error_ = "worker did not answer PING";
+  if (spec_.workers_paths[index] != "localhost" || !plugin_) return;
+  auto c = std::make_shared<worker_cell>(io_, weak_from_this(), shared_spec_, plugin_, index);
+  auto made = c->create();
+  if (!made) {
+    ledger_.set_alive(index, false);
+    cell_errors_[index] = made.error();
+    return;
+  }
+  cells_[index] = c;
+  ledger_.set_alive(index, true, c->id());
+  c->start();
+  request_credit();
 }
 
 void router::watch_plugin() {
@@ -186,9 +255,11 @@ void router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg) 
     return;
   }
   std::uint64_t id = next_delivery_++;
-  deliveries_[id] = {generation, tag, targets.size(), false};
+  deliveries_[id] = {generation, tag, targets, false};
+  auto now = std::chrono::steady_clock::now();
   for (std::size_t k = 0; k < targets.size(); ++k) {
     ledger_.assign(targets[k]);
+    if (ledger_.in_flight(targets[k]) == 1) last_activity_[targets[k]] = now;
     if (k + 1 == targets.size())
       cells_[targets[k]]->post_message(std::move(msg), id);
     else
@@ -351,25 +422,31 @@ void router::when_writable(std::function<void()> fn) { top_->when_writable(std::
 const std::string& router::instance() const { return top_->instance(); }
 
 void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool failed) {
-  ledger_.finish(index);
-  if (!failed && index < done_per_worker_.size()) ++done_per_worker_[index];
+  // Each (message, worker) finishes once: a late report (e.g. from a replaced stuck worker) is ignored.
   auto it = deliveries_.find(delivery_id);
-  if (it != deliveries_.end()) {
-    auto& d = it->second;
-    d.failed = d.failed || failed;
-    if (--d.remaining == 0) {
-      if (spec_.mode == delivery_mode::at_least_once) {
-        // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
-        // straight to dde.dead.<queue> when the pool says so.
-        if (d.failed)
-          top_->nack(d.generation, d.tag, !spec_.supervision.dead_letter);
-        else
-          top_->ack(d.generation, d.tag);
-      }
-      deliveries_.erase(it);
+  if (it == deliveries_.end()) return;
+  auto& pending = it->second.pending;
+  auto at = std::find(pending.begin(), pending.end(), index);
+  if (at == pending.end()) return;
+  pending.erase(at);
+  ledger_.finish(index);
+  last_activity_[index] = std::chrono::steady_clock::now();
+  if (!failed) ++done_per_worker_[index];
+  auto& d = it->second;
+  d.failed = d.failed || failed;
+  if (d.pending.empty()) {
+    if (spec_.mode == delivery_mode::at_least_once) {
+      // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
+      // straight to dde.dead.<queue> when the pool says so.
+      if (d.failed)
+        top_->nack(d.generation, d.tag, !spec_.supervision.dead_letter);
+      else
+        top_->ack(d.generation, d.tag);
     }
+    deliveries_.erase(it);
   }
-  while (!waiting_.empty() && !stopping_) {
+  // Held messages go out as workers get room (not while a swap is under way: they wait for the new ones).
+  while (!waiting_.empty() && !stopping_ && !hot_.swapping) {
     auto targets = ledger_.select();
     if (targets.empty()) break;
     auto w = std::move(waiting_.front());
@@ -385,6 +462,7 @@ void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> d
   boost::asio::post(strand_, [self = shared_from_this(), timeout, done = std::move(done)]() mutable {
     self->stopping_ = true;
     if (self->hot_.timer) self->hot_.timer->cancel();
+    if (self->guard_timer_) self->guard_timer_->cancel();
     self->ledger_.set_paused(true);
     self->top_->cancel(self->topic_);
     // Held messages were never handed to a worker: give them back.

@@ -62,7 +62,7 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   struct delivery {
     std::uint64_t generation;
     std::uint64_t tag;
-    std::size_t remaining;
+    std::vector<std::size_t> pending;  ///< workers that hold it and have not finished it
     bool failed;
   };
   struct waiting {
@@ -83,6 +83,10 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   void check_plugin();
   void refuse_version(const std::string& md5, const std::string& why);
   void finish_swap();
+  // The starvation guard (thesis 3.2.1): PING a worker that holds messages and went quiet.
+  void watch_workers();
+  void on_pong(std::size_t index, std::uint64_t ping, bool busy, std::chrono::milliseconds busy_for);
+  void replace_stuck(std::size_t index);
 
   boost::asio::io_context& io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
@@ -97,6 +101,10 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   std::vector<std::shared_ptr<cell>> cells_;
   std::vector<std::string> cell_errors_;
   std::vector<std::uint64_t> done_per_worker_;  ///< messages each slot finished, for describe
+  std::vector<std::chrono::steady_clock::time_point> last_activity_;
+  std::vector<std::uint64_t> ping_out_;  ///< per slot: the PING awaiting its PONG (0: none)
+  std::uint64_t next_ping_ = 1;
+  std::unique_ptr<boost::asio::steady_timer> guard_timer_;
   std::unordered_map<std::uint64_t, delivery> deliveries_;
   std::deque<waiting> waiting_;
   std::uint64_t next_delivery_ = 1;

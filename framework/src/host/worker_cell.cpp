@@ -85,6 +85,7 @@ void worker_cell::run_next() {
   auto [m, id] = std::move(mailbox_.front());
   mailbox_.pop_front();
   busy_ = true;
+  busy_since_ = std::chrono::steady_clock::now();
   current_delivery_ = id;
   invoke(m, true);
 }
@@ -134,6 +135,20 @@ void worker_cell::supervise(directive d, std::chrono::milliseconds delay) {
         });
         return;
     }
+  });
+}
+
+void worker_cell::ping(std::function<void(bool, std::chrono::milliseconds)> pong) {
+  boost::asio::post(strand_, [self = shared_from_this(), pong = std::move(pong)] {
+    auto busy_for = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                          self->busy_since_);
+    pong(self->busy_, self->busy_ ? busy_for : std::chrono::milliseconds(0));
+  });
+}
+
+void worker_cell::fail_current(std::string what) {
+  boost::asio::post(strand_, [self = shared_from_this(), what = std::move(what)] {
+    if (self->busy_) self->crashed(what);
   });
 }
 

@@ -36,6 +36,8 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   /// The current instance's id (changes when the instance is restarted).
   std::string id() const override { return id_; }
   void supervise(directive d, std::chrono::milliseconds delay) override;
+  void ping(std::function<void(bool, std::chrono::milliseconds)> pong) override;
+  void fail_current(std::string what) override;
 
   // worker_context
   const nlohmann::json& args() const override;
@@ -70,6 +72,7 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   worker_plugin::worker_ptr worker_;
   std::deque<std::pair<message, std::uint64_t>> mailbox_;
   bool busy_ = false;
+  std::chrono::steady_clock::time_point busy_since_;
   std::uint64_t current_delivery_ = 0;
   bool dead_ = false;
   bool suspended_ = false;  ///< after a crash, until the owner's directive
