@@ -8,32 +8,6 @@
 namespace dde::test {
 namespace {
 
-struct handled_line {
-  std::int64_t seq;
-  int version;
-};
-
-/// The echo workers' logs ("SEQ vN" lines), in the order they were written.
-std::vector<handled_line> echo_log(const std::filesystem::path& dir) {
-  std::vector<handled_line> out;
-  for (auto& entry : std::filesystem::directory_iterator(dir)) {
-    auto name = entry.path().filename().string();
-    if (name.rfind("echo-", 0) != 0 || entry.path().extension() != ".log") continue;
-    std::ifstream in(entry.path());
-    std::int64_t seq;
-    std::string v;
-    while (in >> seq >> v) out.push_back({seq, std::stoi(v.substr(1))});
-  }
-  return out;
-}
-
-/// Replaces `target` atomically (write beside it, then rename), as a deployment tool would.
-void install(const std::filesystem::path& source, const std::filesystem::path& target) {
-  auto tmp = target;
-  tmp += ".tmp";
-  std::filesystem::copy_file(source, tmp, std::filesystem::copy_options::overwrite_existing);
-  std::filesystem::rename(tmp, target);
-}
 
 class HotDeploy : public Cluster {
  protected:
@@ -42,7 +16,7 @@ class HotDeploy : public Cluster {
     id = node_id(registry, "hot-" + sys);
     std::filesystem::create_directories(dir / "plugins");
     plugin = dir / "plugins" / "libecho.so";
-    install(worker_path("echo_v1"), plugin);
+    install_file(worker_path("echo_v1"), plugin);
     auto body = deploy_body(id, mqs.url(), sys, "echo", "echo_v1", {{"log_dir", dir}}, {"localhost", "localhost"});
     body["uri"] = plugin.string();
     body["hotDeployment"] = true;
@@ -61,7 +35,7 @@ class HotDeploy : public Cluster {
       if (p["id"] == sys + "/echo") return p.value("hotDeploy", nlohmann::json());
     return nullptr;
   }
-  std::size_t handled() { return echo_log(dir).size(); }
+  std::size_t handled() { return read_echo_logs(dir).size(); }
 
   std::string sys = unique_system("hot");
   std::string id;
@@ -74,9 +48,9 @@ TEST_F(HotDeploy, ANewVersionTakesOverUnderLoadWithNoMessageLostOrRepeated) {
   const int n = 6000;
   produce("producer", n, 0, 2000);
   ASSERT_TRUE(wait_until([&] { return handled() >= 1000; }, long_wait));
-  install(worker_path("echo_v2"), plugin);
+  install_file(worker_path("echo_v2"), plugin);
   ASSERT_TRUE(wait_until([&] { return handled() >= std::size_t(n); }, long_wait)) << handled();
-  auto log = echo_log(dir);
+  auto log = read_echo_logs(dir);
   std::set<std::int64_t> seen;
   std::size_t last_v1 = 0, first_v2 = log.size(), v2 = 0;
   for (std::size_t i = 0; i < log.size(); ++i) {
@@ -110,7 +84,7 @@ TEST_F(HotDeploy, BadVersionsAreRefusedWithTheirReasonAndTheOldOneKeepsServing) 
                                {worker_path("test_throwing_ctor"), "cannot reach the database"}};
   int start = 0;
   for (auto& v : versions) {
-    install(v.file, plugin);
+    install_file(v.file, plugin);
     ASSERT_TRUE(wait_until(
         [&] {
           auto s = hot_state();
@@ -126,7 +100,7 @@ TEST_F(HotDeploy, BadVersionsAreRefusedWithTheirReasonAndTheOldOneKeepsServing) 
   std::filesystem::remove(plugin);
   ASSERT_TRUE(wait_until(
       [&] { return hot_state().value("error", std::string()).find("missing") != std::string::npos; }, 30s));
-  for (auto& line : echo_log(dir)) EXPECT_EQ(line.version, 1) << "seq " << line.seq << " ran a refused version";
+  for (auto& line : read_echo_logs(dir)) EXPECT_EQ(line.version, 1) << "seq " << line.seq << " ran a refused version";
   EXPECT_EQ(hot_state()["swaps"], 0);
 }
 

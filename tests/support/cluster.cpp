@@ -147,4 +147,28 @@ seq_report read_seq_logs(const fs::path& dir, const std::string& prefix) {
   return r;
 }
 
+std::vector<echo_line> read_echo_logs(const fs::path& dir) {
+  std::vector<echo_line> out;
+  std::error_code ec;
+  for (auto& entry : fs::directory_iterator(dir, ec)) {
+    auto name = entry.path().filename().string();
+    if (name.rfind("echo-", 0) != 0 || entry.path().extension() != ".log") continue;
+    std::ifstream in(entry.path());
+    echo_line l;
+    std::string v;
+    while (in >> l.seq >> v >> l.time_us) {
+      l.version = std::stoi(v.substr(1));
+      out.push_back(l);
+    }
+  }
+  return out;
+}
+
+void install_file(const fs::path& source, const fs::path& target) {
+  auto tmp = target;
+  tmp += ".tmp";
+  fs::copy_file(source, tmp, fs::copy_options::overwrite_existing);
+  fs::rename(tmp, target);
+}
+
 }  // namespace dde::test

@@ -98,4 +98,16 @@ struct seq_report {
 /// What the sequence logs `prefix*.log` in `dir` hold (the consumer's by default).
 seq_report read_seq_logs(const std::filesystem::path& dir, const std::string& prefix = "consumer-");
 
+/// One line of the echo workers' logs: "SEQ vVERSION MICROS".
+struct echo_line {
+  std::int64_t seq;
+  int version;
+  std::int64_t time_us;
+};
+/// The echo logs in `dir`, in the order they were written.
+std::vector<echo_line> read_echo_logs(const std::filesystem::path& dir);
+
+/// Replaces `target` atomically (a copy beside it, then rename), as a deployment tool would.
+void install_file(const std::filesystem::path& source, const std::filesystem::path& target);
+
 }  // namespace dde::test

@@ -1,6 +1,7 @@
 // echo: answers every message with {"echo": <body>, "version": ECHO_VERSION, "worker": <id>}.
 // Built twice, as echo_v1 and echo_v2, for hot-deployment tests and demos. With args.log_dir set,
-// each numbered message (from `producer`) is also logged as "SEQ vVERSION" in log_dir/echo-PID.log.
+// each numbered message (from `producer`) is also logged as "SEQ vVERSION MICROS" (wall clock) in
+// log_dir/echo-PID.log.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -30,7 +31,8 @@ class echo : public dde::worker {
 
   void on_receive(const dde::message& msg) override {
     if (log_fd_ >= 0 && msg.body().is_object() && msg.body().contains("seq")) {
-      std::string line = std::to_string(msg.body().value("seq", -1)) + " v" + std::to_string(ECHO_VERSION) + "\n";
+      std::string line = std::to_string(msg.body().value("seq", -1)) + " v" + std::to_string(ECHO_VERSION) + " " +
+                         std::to_string(dde::samples::now_us()) + "\n";
       if (::write(log_fd_, line.data(), line.size()) < 0) {
         // A test aid: a failed write shows up as a missing line.
       }

@@ -20,9 +20,6 @@ void controller::add_pool(pool_spec spec, std::function<void(std::string)> done)
       return done("pool is for isolate system \"" + spec.system + "\" but this is \"" + self->system_ + "\"");
     if (self->routers_.count(spec.isolate))
       return done("pool \"" + spec.addr().str() + "\" is already deployed here; shut it down first");
-    if (spec.hot_deployment)
-      logger("host")->warn("{}: hotDeployment is not supported by this version; the plugin will not be watched",
-                           spec.addr().str());
     auto r = std::make_shared<router>(self->io_, self->top_, spec);
     auto started = r->start();
     if (!started) {

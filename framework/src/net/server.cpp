@@ -1,4 +1,5 @@
 // HTTP server with WebSocket upgrades: listener -> http_session -> ws_session.
+#include <array>
 #include <map>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -106,6 +107,17 @@ class http_session : public std::enable_shared_from_this<http_session> {
   void do_shutdown() {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    // Lingering close: read and drop what the client still sends (e.g. the rest of a body too large),
+    // so closing does not reset the connection before the client has read our answer.
+    stream_.expires_after(std::chrono::seconds(5));
+    drain();
+  }
+
+  void drain() {
+    stream_.async_read_some(boost::asio::buffer(scratch_), [self = shared_from_this()](beast::error_code ec,
+                                                                                        std::size_t) {
+      if (!ec) self->drain();
+    });
   }
 
   std::string endpoint_text() {
@@ -116,6 +128,7 @@ class http_session : public std::enable_shared_from_this<http_session> {
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
+  std::array<char, 8192> scratch_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::shared_ptr<const shared_state> state_;
 };
