@@ -123,6 +123,8 @@ void bootstrapper::serve(const std::shared_ptr<net::ws_connection>& conn, const 
     systems_->shutdown(text(request, "isolateSystemName"), text(request, "isolateName"), answer);
   } else if (action == "describe") {
     systems_->describe(answer);
+  } else if (action == "restart") {
+    systems_->restart(text(request, "isolateSystemName"), text(request, "isolateName"), answer);
   } else if (action == "migrate") {
     systems_->migrate(text(request, "isolateSystemName"), text(request, "isolateName"),
                       request.value("workersPaths", nlohmann::json::array()), answer);

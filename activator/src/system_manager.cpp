@@ -431,6 +431,20 @@ void system_manager::migrate(std::string system, std::string isolate, nlohmann::
   });
 }
 
+void system_manager::restart(std::string system, std::string isolate, outcome_fn done) {
+  boost::asio::post(strand_, [self = shared_from_this(), system, isolate, done = std::move(done)] {
+    auto it = self->systems_.find(system);
+    if (it == self->systems_.end())
+      return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
+    self->request(it->second, {{"action", "restartIsolate"}, {"isolateName", isolate}},
+                  [done](const nlohmann::json& resp) {
+                    if (!resp.value("ok", false))
+                      return done(outcome::failure(resp.value("status", 500), resp.value("error", std::string("?"))));
+                    done(outcome{});
+                  });
+  });
+}
+
 void system_manager::stop_all(std::function<void()> done) {
   boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
     self->stopping_all_ = true;

@@ -161,6 +161,14 @@ const std::vector<command>& commands() {
          if (a.size() == 3) body["isolateName"] = a[2];
          return rest_call{"POST", "/registry/system/shutdown", body.dump(2)};
        }},
+      {"restart", "ID SYSTEM ISOLATE",
+       "Restarts every worker of pool SYSTEM/ISOLATE on node ID once its in-flight messages are done\n"
+       "(thesis RESTART): POST /registry/system/restart.",
+       3, 3, [](cli&) {},
+       [](auto& a, auto&, auto&) {
+         json body = {{"bootstrapperId", a[0]}, {"isolateSystemName", a[1]}, {"isolateName", a[2]}};
+         return rest_call{"POST", "/registry/system/restart", body.dump(2)};
+       }},
       {"migrate", "ID SYSTEM ISOLATE (--workers LIST | --to ID2)",
        "Moves pool SYSTEM/ISOLATE of node ID to new workersPaths on that node (--workers), or to node ID2\n"
        "(--to; with --workers too, it runs there with those paths): POST /registry/migrate.",
@@ -251,7 +259,7 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
         out.help = general_help();
         return out;
       }
-      throw usage_error("missing command (list, show, deploy, shutdown, migrate, health)");
+      throw usage_error("missing command (list, show, deploy, shutdown, restart, migrate, health)");
     }
     const command* cmd = nullptr;
     for (auto& candidate : commands())

@@ -49,6 +49,7 @@ class rest_api {
   void show(const std::string& id, const reply_fn& reply);
   void deploy(const ordered_json& body, const reply_fn& reply);
   void shutdown(const ordered_json& body, const reply_fn& reply);
+  void restart(const ordered_json& body, const reply_fn& reply);
   void migrate(const ordered_json& body, const reply_fn& reply);
   void health(const reply_fn& reply);
 

@@ -104,5 +104,37 @@ TEST_F(HotDeploy, BadVersionsAreRefusedWithTheirReasonAndTheOldOneKeepsServing) 
   EXPECT_EQ(hot_state()["swaps"], 0);
 }
 
+TEST_F(HotDeploy, RestartReplacesEveryWorkerAfterItsMessagesWithoutLoss) {
+  deploy_echo();
+  auto workers = [&] {
+    std::set<std::string> ids;
+    for (auto& p : pools_of(registry, id, sys))
+      if (p["id"] == sys + "/echo")
+        for (auto& w : p["workers"]) ids.insert(w["id"].get<std::string>());
+    return ids;
+  };
+  auto before = workers();
+  ASSERT_EQ(before.size(), 2u);
+  const int n = 3000;
+  produce("producer", n, 0, 1500);
+  ASSERT_TRUE(wait_until([&] { return handled() >= 500; }, long_wait));
+  auto r = rest("POST", registry.url() + "/registry/system/restart",
+                nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", sys}, {"isolateName", "echo"}}.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(wait_until([&] { return handled() >= std::size_t(n); }, long_wait));
+  auto log = read_echo_logs(dir);
+  std::set<std::int64_t> seen;
+  for (auto& l : log) seen.insert(l.seq);
+  EXPECT_EQ(log.size(), std::size_t(n));
+  EXPECT_EQ(seen.size(), std::size_t(n));
+  auto after = workers();
+  ASSERT_EQ(after.size(), 2u);
+  for (auto& w : after) EXPECT_EQ(before.count(w), 0u) << "every worker is a fresh instance";
+  auto bad = rest("POST", registry.url() + "/registry/system/restart",
+                  nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", sys}, {"isolateName", "nope"}}.dump());
+  EXPECT_EQ(bad.status, 404) << bad.body;
+  EXPECT_NE(bad.body.find("no pool"), std::string::npos) << bad.body;
+}
+
 }  // namespace
 }  // namespace dde::test

@@ -91,7 +91,7 @@ TEST(RegistryCtl, BadUsageIsAnErrorWithoutACall) {
     EXPECT_FALSE(inv.call);
     return inv.error;
   };
-  EXPECT_EQ(error_of({}), "missing command (list, show, deploy, shutdown, migrate, health)");
+  EXPECT_EQ(error_of({}), "missing command (list, show, deploy, shutdown, restart, migrate, health)");
   EXPECT_EQ(error_of({"launch"}), "unknown command \"launch\" (see ddectl --help)");
   EXPECT_EQ(error_of({"show"}), "usage: ddectl show ID (see ddectl show --help)");
   EXPECT_EQ(error_of({"deploy", "--bootstrapper", "1"}), "deploy needs --mqs (or a FILE.json)");
@@ -111,6 +111,11 @@ TEST(RegistryCtl, ShutdownAndMigrateBuildTheirBodies) {
                                                 {"isolateName", "consumer"}}));
   auto system = parse({"shutdown", "266393094", "sampleSystem"});
   EXPECT_FALSE(json::parse(system.call->body).contains("isolateName"));
+  auto restart = parse({"restart", "266393094", "sampleSystem", "consumer"});
+  EXPECT_EQ(restart.call->path, "/registry/system/restart");
+  EXPECT_EQ(json::parse(restart.call->body), json({{"bootstrapperId", "266393094"},
+                                                   {"isolateSystemName", "sampleSystem"},
+                                                   {"isolateName", "consumer"}}));
   auto move = parse({"migrate", "1", "s", "c", "--to", "2"});
   EXPECT_EQ(json::parse(move.call->body), json({{"bootstrapperId", "1"},
                                                 {"isolateSystemName", "s"},

@@ -130,6 +130,11 @@ void control_link::handle(const std::shared_ptr<net::ws_connection>& conn, const
       if (!error.empty()) return reply(false, error, 404);
       reply(true, nlohmann::json::object());
     });
+  } else if (action == "restartIsolate") {
+    controller_->restart_pool(request.value("isolateName", std::string()), [reply](std::string error) {
+      if (!error.empty()) return reply(false, error, error.find("no pool") != std::string::npos ? 404 : 409);
+      reply(true, nlohmann::json::object());
+    });
   } else if (action == "describe") {
     controller_->describe([reply, mqs = options_.mqs, instance = options_.instance](nlohmann::json d) {
       for (auto& [system, pools] : d.items())

@@ -41,6 +41,14 @@ void controller::remove_pool(const std::string& isolate, std::function<void(std:
   });
 }
 
+void controller::restart_pool(const std::string& isolate, std::function<void(std::string)> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), isolate, done = std::move(done)]() mutable {
+    auto it = self->routers_.find(isolate);
+    if (it == self->routers_.end()) return done("no pool \"" + isolate + "\" in isolate system " + self->system_);
+    it->second->restart_workers(std::move(done));
+  });
+}
+
 void controller::describe(std::function<void(nlohmann::json)> fn) {
   boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
     auto pools = std::make_shared<nlohmann::json>(nlohmann::json::array());

@@ -25,6 +25,8 @@ class controller : public std::enable_shared_from_this<controller> {
   void add_pool(pool_spec spec, std::function<void(std::string)> done);
   /// Stops one pool (its in-flight messages finish first).
   void remove_pool(const std::string& isolate, std::function<void(std::string)> done);
+  /// RESTART of every worker of one pool (after its in-flight messages finish).
+  void restart_pool(const std::string& isolate, std::function<void(std::string)> done);
   /// `{systemName: [pool, ...]}` as in thesis 3.2.2.
   void describe(std::function<void(nlohmann::json)> fn);
   /// Stops every pool.

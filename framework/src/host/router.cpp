@@ -158,21 +158,38 @@ void router::check_plugin() {
   // Everything that can refuse the new version happens before the old one stops.
   auto loaded = worker_plugin::load(spec_.plugin_path());
   if (!loaded) return refuse_version(md5, loaded.error());
+  if (auto error = begin_swap(loaded.value(), false); !error.empty()) refuse_version(md5, error);
+}
+
+std::string router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart) {
   std::vector<std::shared_ptr<cell>> fresh(cells_.size());
   for (std::size_t i = 0; i < cells_.size(); ++i) {
     if (spec_.workers_paths[i] != "localhost") continue;  // a remote worker loads its own copy when respawned
-    auto c = std::make_shared<worker_cell>(io_, weak_from_this(), shared_spec_, loaded.value(), i);
+    auto c = std::make_shared<worker_cell>(io_, weak_from_this(), shared_spec_, plugin, i);
     auto made = c->create();
-    if (!made) return refuse_version(md5, made.error());
+    if (!made) return made.error();
     fresh[i] = std::move(c);
   }
   // RESTART (thesis 3.4.2): stop pulling, let in-flight messages finish, then swap.
   hot_.swapping = true;
+  hot_.is_restart = is_restart;
   hot_.swap_started = std::chrono::steady_clock::now();
-  hot_.next_plugin = loaded.value();
+  hot_.next_plugin = std::move(plugin);
   hot_.next_cells = std::move(fresh);
   ledger_.set_paused(true);
   if (ledger_.total_in_flight() == 0) finish_swap();
+  return {};
+}
+
+void router::restart_workers(std::function<void(std::string)> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
+    if (self->stopping_) return done("pool " + self->spec_.addr().str() + " is stopped");
+    if (self->hot_.swapping || self->restarting_pool_)
+      return done("pool " + self->spec_.addr().str() + " is already restarting");
+    if (!self->plugin_) return done("pool " + self->spec_.addr().str() + " has no local workers to restart");
+    logger("host.router")->info("{}: RESTART of every worker", self->spec_.addr().str());
+    done(self->begin_swap(self->plugin_, true));
+  });
 }
 
 void router::refuse_version(const std::string& md5, const std::string& why) {
@@ -202,10 +219,14 @@ void router::finish_swap() {
     h.next_cells.clear();
     h.swapping = false;
     h.swap_killing = false;
-    h.state = "running";
-    h.error.clear();
-    h.refused_md5.clear();
-    ++h.swaps;
+    if (h.is_restart) {
+      ++self->stats_.restarts;
+    } else {
+      h.state = "running";
+      h.error.clear();
+      h.refused_md5.clear();
+      ++h.swaps;
+    }
     h.last_pause_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                                             h.swap_started).count();
     logger("host.router")->info("{}: now running plugin md5 {} (swap {}, paused {} ms)", self->spec_.addr().str(),

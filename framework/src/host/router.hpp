@@ -52,6 +52,9 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   void enqueue(std::string topic, delivery_mode mode, std::string body) override;
   void when_writable(std::function<void()> fn) override;
   const std::string& instance() const override;
+  /// RESTART (thesis 3.4.2): fresh instances of every worker, after in-flight messages finish;
+  /// `done` gets "" once the swap has begun, or why it cannot.
+  void restart_workers(std::function<void(std::string)> done);
   /// Runs `fn` on the strand with the pool's description (thesis 3.2.2 shape plus counters).
   void describe(std::function<void(nlohmann::json)> fn);
 
@@ -81,6 +84,8 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   // Hot deployment (thesis 3.2.1 FileMonitor, 3.3.1).
   void watch_plugin();
   void check_plugin();
+  /// Builds instances of `plugin` and starts swapping to them; an error (nothing changed) or "".
+  std::string begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart);
   void refuse_version(const std::string& md5, const std::string& why);
   void finish_swap();
   // The starvation guard (thesis 3.2.1): PING a worker that holds messages and went quiet.
@@ -122,6 +127,7 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
     long long last_pause_ms = 0;
     bool swapping = false;
     bool swap_killing = false;  ///< the old instances are being stopped
+    bool is_restart = false;    ///< a RESTART with the same plugin, not a new version
     std::chrono::steady_clock::time_point swap_started;
     std::shared_ptr<worker_plugin> next_plugin;
     std::vector<std::shared_ptr<cell>> next_cells;
