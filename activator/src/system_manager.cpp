@@ -77,6 +77,7 @@ void system_manager::spawn(record& r) {
                                    "--instance", r.instance,
                                    "--orphan-timeout-ms", std::to_string(options_.orphan_timeout.count()),
                                    "--threads", std::to_string(options_.host_threads),
+                                   "--plugin-cache", options_.log_dir + "/plugin-cache",
                                    "--log-level", options_.log_level};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -156,6 +157,7 @@ void system_manager::on_message(const std::shared_ptr<net::ws_connection>& conn,
     if (frame.is_discarded() || !frame.is_object()) return;
     auto type = frame.value("type", std::string());
     if (type == "hello") return self->on_hello(conn, frame);
+    if (type == "event") return self->on_event(conn, frame);
     if (type != "response") return;
     auto it = self->pending_.find(frame.value("id", std::uint64_t(0)));
     if (it == self->pending_.end()) return;
@@ -210,6 +212,24 @@ void system_manager::on_hello(const std::shared_ptr<net::ws_connection>& conn, c
   auto waiting = std::move(r.waiting);
   r.waiting.clear();
   for (auto& w : waiting) w(true, {});
+}
+
+void system_manager::on_event(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& event) {
+  for (auto& [name, r] : systems_) {
+    if (r.control != conn) continue;
+    auto isolate = event.value("isolateName", std::string());
+    auto md5 = event.value("md5", std::string());
+    auto& v = r.versions[isolate];
+    auto what = event.value("event", std::string());
+    if (what == "pluginSwapping") {
+      v.swapping_md5 = md5;
+    } else if (what == "pluginGood") {
+      v.good_md5 = md5;
+      v.good_copy = event.value("path", std::string());
+      if (v.swapping_md5 == md5) v.swapping_md5.clear();
+    }
+    return;
+  }
 }
 
 void system_manager::on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) {
@@ -282,7 +302,18 @@ void system_manager::on_lost(record& r, const std::string& why) {
 void system_manager::redeploy(const std::string& system) {
   auto it = systems_.find(system);
   if (it == systems_.end()) return;
-  for (auto& [isolate, body] : it->second.pools) {
+  for (auto& [isolate, pool_body] : it->second.pools) {
+    auto body = pool_body;
+    auto v = it->second.versions.find(isolate);
+    if (v != it->second.versions.end() && !v->second.swapping_md5.empty() && !v->second.good_copy.empty()) {
+      // A new version was being swapped in when the process died, before it finished a message:
+      // start from the last version that worked and refuse that one (the uri is still watched).
+      log()->error("{}/{}: plugin version {} crashed the isolate system; falling back to {}", system, isolate,
+                   v->second.swapping_md5, v->second.good_md5);
+      body["lastGoodCopy"] = v->second.good_copy;
+      body["crashedMd5"] = v->second.swapping_md5;
+      body["crashReason"] = "the process " + it->second.last_exit;
+    }
     add_pool(system, body, [system, isolate = isolate](outcome o) {
       if (o.ok)
         log()->info("redeployed {}/{}", system, isolate);

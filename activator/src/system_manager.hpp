@@ -72,6 +72,11 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
     bool stopping = false;
     std::string state = "starting";
     std::map<std::string, nlohmann::json> pools;  ///< isolate -> deploy body, for redeploys
+    struct plugin_versions {
+      std::string good_md5, good_copy;  ///< the last version that finished a message, and a copy of it
+      std::string swapping_md5;         ///< a new version being swapped in, not yet proven
+    };
+    std::map<std::string, plugin_versions> versions;  ///< isolate -> what its plugin did
     std::shared_ptr<net::ws_connection> control;
     std::vector<std::function<void(bool, std::string)>> waiting;  ///< for the hello
     std::chrono::milliseconds backoff{0};
@@ -89,6 +94,7 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   void when_attached(const std::string& system, std::function<void(bool, std::string)> fn);
   void request(record& r, nlohmann::json req, std::function<void(const nlohmann::json&)> on_response);
   void on_hello(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& hello);
+  void on_event(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& event);
   void on_child_exit(pid_t pid, int status);
   void on_lost(record& r, const std::string& why);
   void watch_adopted(const std::string& name, pid_t pid, int checks_left);

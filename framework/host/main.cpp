@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
       .option("window", "4096", "unconfirmed at-least-once messages before senders wait")
       .option("control", "", "the node activator's control endpoint, e.g. ws://127.0.0.1:42042/control")
       .option("orphan-timeout-ms", "120000", "with --control: stop after this long without an activator")
+      .option("plugin-cache", "", "with --control: keep copies of plugin versions that worked here")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-isolate-system")) return *exit_code;
   auto log = dde::logger("host");
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
     options.threads = int(args.get_int("threads", 1, 256));
     options.window = std::size_t(args.get_int("window", 1, 1000000));
     options.control_url = args.get("control");
+    options.plugin_cache = args.get("plugin-cache");
     options.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
     options.request_stop = [](const std::string& why) {
       dde::logger("host")->info("stopping: {}", why);

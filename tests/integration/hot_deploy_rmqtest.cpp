@@ -24,10 +24,11 @@ class HotDeploy : public Cluster {
     auto r = deploy(body);
     ASSERT_EQ(r.status, 200) << r.body;
   }
+  /// Producers run in an isolate system of their own, so a crash of the echo system leaves them be.
   void produce(const std::string& name, int count, int start, int rate = 0) {
     nlohmann::json args = {{"to", sys + "/echo"}, {"count", count}, {"start_seq", start}};
     if (rate) args["rate"] = rate;
-    auto r = deploy(deploy_body(id, mqs.url(), sys, name, "producer", args));
+    auto r = deploy(deploy_body(id, mqs.url(), sys + "p", name, "producer", args));
     ASSERT_EQ(r.status, 200) << r.body;
   }
   nlohmann::json hot_state() {
@@ -36,6 +37,11 @@ class HotDeploy : public Cluster {
     return nullptr;
   }
   std::size_t handled() { return read_echo_logs(dir).size(); }
+  std::size_t unique_handled() {
+    std::set<std::int64_t> seen;
+    for (auto& l : read_echo_logs(dir)) seen.insert(l.seq);
+    return seen.size();
+  }
 
   std::string sys = unique_system("hot");
   std::string id;
@@ -134,6 +140,33 @@ TEST_F(HotDeploy, RestartReplacesEveryWorkerAfterItsMessagesWithoutLoss) {
                   nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", sys}, {"isolateName", "nope"}}.dump());
   EXPECT_EQ(bad.status, 404) << bad.body;
   EXPECT_NE(bad.body.find("no pool"), std::string::npos) << bad.body;
+}
+
+TEST_F(HotDeploy, AVersionThatCrashesTheIsolateSystemFallsBackToTheLastOneThatWorked) {
+  deploy_echo();
+  produce("before", 200, 0);
+  ASSERT_TRUE(wait_until([&] { return handled() >= 200; }, long_wait));
+  auto pid_of_echo = [&] {
+    for (auto& p : pools_of(registry, id, sys))
+      if (p["id"] == sys + "/echo") return p.value("pid", -1);
+    return -1;
+  };
+  int pid = pid_of_echo();
+  install_file(worker_path("test_crash_on_message"), plugin);
+  produce("after", 300, 200, 300);
+  // The new version kills the process on its first message; the activator restarts the system on
+  // the last version that worked and refuses the crashing one, while the uri is still watched.
+  ASSERT_TRUE(wait_until([&] { return unique_handled() >= 500; }, long_wait)) << unique_handled();
+  std::set<std::int64_t> seen;
+  for (auto& l : read_echo_logs(dir)) {
+    seen.insert(l.seq);
+    EXPECT_EQ(l.version, 1);
+  }
+  EXPECT_EQ(seen.size(), 500u) << "the message that crashed the new version came back and was handled";
+  EXPECT_NE(pid_of_echo(), pid);
+  auto state = hot_state();
+  EXPECT_EQ(state["state"], "refused") << state.dump();
+  EXPECT_NE(state.value("error", std::string()).find("crashed the isolate system"), std::string::npos) << state.dump();
 }
 
 }  // namespace

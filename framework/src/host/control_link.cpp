@@ -51,6 +51,14 @@ void control_link::stop() {
   });
 }
 
+void control_link::send_event(nlohmann::json event) {
+  boost::asio::post(strand_, [self = shared_from_this(), event = std::move(event)]() mutable {
+    if (!self->conn_) return;
+    event["type"] = "event";
+    self->conn_->send(event.dump(), false);
+  });
+}
+
 void control_link::do_connect() {
   if (stopped_) return;
   auto self = shared_from_this();

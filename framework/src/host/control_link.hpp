@@ -30,6 +30,8 @@ class control_link : public net::ws_handler, public std::enable_shared_from_this
   control_link(boost::asio::io_context& io, std::shared_ptr<controller> ctrl, control_options options);
   void start();
   void stop();
+  /// Sends `{"type": "event", ...event}` to the activator (dropped while it is unreachable).
+  void send_event(nlohmann::json event);
 
   void on_open(const std::shared_ptr<net::ws_connection>& conn) override;
   void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override;

@@ -21,6 +21,7 @@ void controller::add_pool(pool_spec spec, std::function<void(std::string)> done)
     if (self->routers_.count(spec.isolate))
       return done("pool \"" + spec.addr().str() + "\" is already deployed here; shut it down first");
     auto r = std::make_shared<router>(self->io_, self->top_, spec);
+    r->set_events(self->events_, self->plugin_cache_);
     auto started = r->start();
     if (!started) {
       logger("host")->error("cannot deploy {}: {}", spec.addr().str(), started.error());
@@ -29,6 +30,11 @@ void controller::add_pool(pool_spec spec, std::function<void(std::string)> done)
     self->routers_[spec.isolate] = std::move(r);
     done({});
   });
+}
+
+void controller::set_events(std::function<void(nlohmann::json)> events, std::string plugin_cache) {
+  events_ = std::move(events);
+  plugin_cache_ = std::move(plugin_cache);
 }
 
 void controller::remove_pool(const std::string& isolate, std::function<void(std::string)> done) {

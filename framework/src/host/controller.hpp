@@ -21,6 +21,8 @@ class controller : public std::enable_shared_from_this<controller> {
  public:
   controller(boost::asio::io_context& io, std::shared_ptr<top_level> top, std::string system);
 
+  /// Where routers send plugin events, and their plugin cache (see router::set_events). Before add_pool.
+  void set_events(std::function<void(nlohmann::json)> events, std::string plugin_cache);
   /// Deploys a pool; `done` gets an empty string on success, else what went wrong.
   void add_pool(pool_spec spec, std::function<void(std::string)> done);
   /// Stops one pool (its in-flight messages finish first).
@@ -38,6 +40,8 @@ class controller : public std::enable_shared_from_this<controller> {
   std::shared_ptr<top_level> top_;
   std::string system_;
   std::map<std::string, std::shared_ptr<router>> routers_;
+  std::function<void(nlohmann::json)> events_;
+  std::string plugin_cache_;
 };
 
 }  // namespace dde::host

@@ -40,6 +40,12 @@ void isolate_system::start() {
     c.orphan_timeout = options_.orphan_timeout;
     c.request_stop = options_.request_stop ? options_.request_stop : [](const std::string&) {};
     control_ = std::make_shared<control_link>(io_, controller_, c);
+    std::weak_ptr<control_link> link = control_;
+    controller_->set_events(
+        [link](nlohmann::json event) {
+          if (auto l = link.lock()) l->send_event(std::move(event));
+        },
+        options_.plugin_cache);
     control_->start();
   }
   logger("host")->info("isolate system {} instance {} started, MQS {}", options_.name, options_.instance,

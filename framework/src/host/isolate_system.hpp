@@ -23,6 +23,7 @@ struct isolate_system_options {
   int threads = 2;
   std::size_t window = 4096;
   std::string control_url;  ///< the node activator's /control endpoint; empty: run alone
+  std::string plugin_cache;  ///< where copies of plugin versions that worked are kept (with control_url)
   std::chrono::milliseconds orphan_timeout{120000};
   std::function<void(const std::string&)> request_stop;  ///< how the control link ends the process
 };

@@ -111,6 +111,13 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
   if (auto e = millis("hotDeploymentIntervalMs", spec.hot_interval, 50, 3600000); !e.empty()) return r::failure(e);
   if (auto e = millis("pingAfterMs", spec.ping_after, 0, 86400000); !e.empty()) return r::failure(e);
   if (auto e = millis("pongTimeoutMs", spec.pong_timeout, 10, 600000); !e.empty()) return r::failure(e);
+  for (auto [key, out] : {std::pair{"lastGoodCopy", &spec.last_good_copy}, std::pair{"crashedMd5", &spec.crashed_md5},
+                          std::pair{"crashReason", &spec.crash_reason}}) {
+    auto f = field(body, key);
+    if (!f) continue;
+    if (!f->is_string()) return r::failure(std::string("field \"") + key + "\" must be a string");
+    *out = f->get<std::string>();
+  }
   if (auto sup = field(body, "supervision")) {
     if (!sup->is_object()) return r::failure("field \"supervision\" must be an object");
     auto& s = spec.supervision;

@@ -29,6 +29,10 @@ struct pool_spec {
   std::string system;                 ///< isolateSystemName
   std::string isolate;                ///< isolateName
   std::string uri;                    ///< plugin: a path or file:// URI
+  // Set by the activator when it restarts an isolate system that a new plugin version crashed:
+  std::string last_good_copy;         ///< start from this copy of the last version that worked...
+  std::string crashed_md5;            ///< ...and refuse this version of `uri`...
+  std::string crash_reason;           ///< ...because of this
   std::vector<std::string> workers_paths{"localhost"};
   router_kind router = router_kind::round_robin;
   std::string router_type = "roundRobin";  ///< as given

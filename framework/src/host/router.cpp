@@ -1,6 +1,7 @@
 #include "host/router.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <boost/asio/post.hpp>
 
@@ -22,12 +23,19 @@ router::router(boost::asio::io_context& io, std::shared_ptr<top_level> top, pool
 
 router::~router() = default;
 
+void router::set_events(std::function<void(nlohmann::json)> events, std::string plugin_cache) {
+  events_ = std::move(events);
+  plugin_cache_ = std::move(plugin_cache);
+}
+
 result<bool> router::start() {
   bool any_local = false;
   for (auto& path : spec_.workers_paths) any_local = any_local || path == "localhost";
   if (any_local) {
-    // Remote workers load the plugin on their node; a local one must load here.
-    auto plugin = worker_plugin::load(spec_.plugin_path());
+    // Remote workers load the plugin on their node; a local one must load here. After a new version
+    // crashed the isolate system, the activator has it start from the last version that worked.
+    auto path = spec_.last_good_copy.empty() ? spec_.plugin_path() : spec_.last_good_copy;
+    auto plugin = worker_plugin::load(path);
     if (!plugin) return result<bool>::failure(plugin.error());
     plugin_ = plugin.value();
   }
@@ -61,6 +69,14 @@ result<bool> router::start() {
     cells_.push_back(std::move(c));
   }
   for (auto& c : cells_) c->start();
+  if (!spec_.crashed_md5.empty()) {
+    hot_.refused_md5 = spec_.crashed_md5;
+    hot_.state = "refused";
+    hot_.error = "version " + spec_.crashed_md5 + " crashed the isolate system (" + spec_.crash_reason +
+                 ") before it finished a message; running the last version that worked";
+    hot_.proving = false;
+    logger("host.router")->error("{}: {}", spec_.addr().str(), hot_.error);
+  }
   top_->attach(topic_, shared_from_this());
   logger("host.router")
       ->info("{}: {} worker(s) of {} (md5 {}), router {}, {}", spec_.addr().str(), cells_.size(), spec_.uri,
@@ -170,6 +186,8 @@ std::string router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_re
     if (!made) return made.error();
     fresh[i] = std::move(c);
   }
+  if (!is_restart && events_)
+    events_({{"event", "pluginSwapping"}, {"isolateName", spec_.isolate}, {"md5", plugin->object().md5()}});
   // RESTART (thesis 3.4.2): stop pulling, let in-flight messages finish, then swap.
   hot_.swapping = true;
   hot_.is_restart = is_restart;
@@ -190,6 +208,23 @@ void router::restart_workers(std::function<void(std::string)> done) {
     logger("host.router")->info("{}: RESTART of every worker", self->spec_.addr().str());
     done(self->begin_swap(self->plugin_, true));
   });
+}
+
+void router::version_proven() {
+  hot_.proving = false;
+  if (!events_ || plugin_cache_.empty() || !plugin_) return;
+  auto md5 = plugin_->object().md5();
+  // The file may have changed since it was loaded: keep a copy only of exactly this version.
+  if (file_md5(spec_.plugin_path()) != md5) return;
+  std::error_code ec;
+  std::filesystem::create_directories(plugin_cache_, ec);
+  auto copy = std::filesystem::path(plugin_cache_) / (spec_.system + "." + spec_.isolate + "." + md5 + ".so");
+  if (!std::filesystem::exists(copy, ec)) std::filesystem::copy_file(spec_.plugin_path(), copy, ec);
+  if (ec) {
+    logger("host.router")->warn("{}: cannot keep a copy of plugin {}: {}", spec_.addr().str(), md5, ec.message());
+    return;
+  }
+  events_({{"event", "pluginGood"}, {"isolateName", spec_.isolate}, {"md5", md5}, {"path", copy.string()}});
 }
 
 void router::refuse_version(const std::string& md5, const std::string& why) {
@@ -222,6 +257,7 @@ void router::finish_swap() {
     if (h.is_restart) {
       ++self->stats_.restarts;
     } else {
+      h.proving = true;
       h.state = "running";
       h.error.clear();
       h.refused_md5.clear();
@@ -453,6 +489,7 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   ledger_.finish(index);
   last_activity_[index] = std::chrono::steady_clock::now();
   if (!failed) ++done_per_worker_[index];
+  if (!failed && hot_.proving && !hot_.swapping) version_proven();
   auto& d = it->second;
   d.failed = d.failed || failed;
   if (d.pending.empty()) {

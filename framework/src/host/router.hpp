@@ -33,6 +33,10 @@ struct router_stats {
 class router : public cell_owner, public std::enable_shared_from_this<router> {
  public:
   router(boost::asio::io_context& io, std::shared_ptr<top_level> top, pool_spec spec);
+
+  /// Where plugin events go (the activator: pluginSwapping, pluginGood), and where copies of each
+  /// version that worked are kept so a restarted isolate system can fall back to one. Before start().
+  void set_events(std::function<void(nlohmann::json)> events, std::string plugin_cache);
   ~router();
 
   /// Loads the plugin(s) and constructs every worker; an error leaves nothing running.
@@ -88,6 +92,8 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   std::string begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart);
   void refuse_version(const std::string& md5, const std::string& why);
   void finish_swap();
+  /// The first message done by the running version: keep a copy of it, tell the activator.
+  void version_proven();
   // The starvation guard (thesis 3.2.1): PING a worker that holds messages and went quiet.
   void watch_workers();
   void on_pong(std::size_t index, std::uint64_t ping, bool busy, std::chrono::milliseconds busy_for);
@@ -131,7 +137,10 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
     std::chrono::steady_clock::time_point swap_started;
     std::shared_ptr<worker_plugin> next_plugin;
     std::vector<std::shared_ptr<cell>> next_cells;
+    bool proving = true;  ///< the running version has not finished a message yet
   } hot_;
+  std::function<void(nlohmann::json)> events_;
+  std::string plugin_cache_;
   bool stopping_ = false;
   std::function<void()> drained_;
   std::unique_ptr<boost::asio::steady_timer> drain_timer_;
