@@ -44,8 +44,8 @@ nlohmann::json deploy_body_from_description(const std::string& system, const nlo
                          {"routerType", pool.value("routerType", std::string("roundRobin"))},
                          {"hotDeployment", pool.value("hotDeployment", false)}};
   for (auto key : {"args", "deliveryMode", "credits", "messageQueuingSystemServer", "supervision",
-                   "hotDeploymentIntervalMs", "pingAfterMs", "pongTimeoutMs"})
-    if (pool.contains(key)) body[key] = pool[key];
+                   "hotDeploymentIntervalMs", "pingAfterMs", "pongTimeoutMs", "rate", "maxInFlight"})
+    if (pool.contains(key) && !pool[key].is_null()) body[key] = pool[key];
   return body;
 }
 

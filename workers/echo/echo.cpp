@@ -1,7 +1,8 @@
 // echo: answers every message with {"echo": <body>, "version": ECHO_VERSION, "worker": <id>}.
 // Built twice, as echo_v1 and echo_v2, for hot-deployment tests and demos. With args.log_dir set,
 // each numbered message (from `producer`) is also logged as "SEQ vVERSION MICROS" (wall clock) in
-// log_dir/echo-PID.log.
+// log_dir/echo-PID.log. With args.work_ms, each message takes that long (a timer, not a busy wait)
+// and its end is logged as "SEQ MICROS" in log_dir/done-PID.log.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -18,15 +19,18 @@ namespace {
 
 class echo : public dde::worker {
  public:
-  echo() {
+  echo() : work_ms_(dde::samples::arg_or<int>(args(), "work_ms", 0)) {
     auto dir = dde::samples::arg_or<std::string>(args(), "log_dir", "");
     if (!dir.empty()) {
       auto path = dir + "/echo-" + dde::samples::pid_text() + ".log";
       log_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      auto done_path = dir + "/done-" + dde::samples::pid_text() + ".log";
+      if (work_ms_ > 0) done_fd_ = ::open(done_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     }
   }
   ~echo() override {
     if (log_fd_ >= 0) ::close(log_fd_);
+    if (done_fd_ >= 0) ::close(done_fd_);
   }
 
   void on_receive(const dde::message& msg) override {
@@ -38,11 +42,21 @@ class echo : public dde::worker {
       }
     }
     if (msg.sender() != "external") reply({{"echo", msg.body()}, {"version", ECHO_VERSION}, {"worker", worker_id()}});
-    done();
+    if (work_ms_ <= 0) return done();
+    auto seq = msg.body().is_object() ? msg.body().value("seq", -1) : -1;
+    after(std::chrono::milliseconds(work_ms_), [this, seq] {
+      std::string line = std::to_string(seq) + " " + std::to_string(dde::samples::now_us()) + "\n";
+      if (done_fd_ >= 0 && ::write(done_fd_, line.data(), line.size()) < 0) {
+        // A test aid: a failed write shows up as a missing line.
+      }
+      done();
+    });
   }
 
  private:
+  int work_ms_;
   int log_fd_ = -1;
+  int done_fd_ = -1;
 };
 
 }  // namespace

@@ -111,6 +111,23 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
   if (auto e = millis("hotDeploymentIntervalMs", spec.hot_interval, 50, 3600000); !e.empty()) return r::failure(e);
   if (auto e = millis("pingAfterMs", spec.ping_after, 0, 86400000); !e.empty()) return r::failure(e);
   if (auto e = millis("pongTimeoutMs", spec.pong_timeout, 10, 600000); !e.empty()) return r::failure(e);
+  if (auto rate = field(body, "rate")) {
+    auto n = rate->is_object() ? rate->find("messages") : rate->end();
+    auto per = rate->is_object() ? rate->find("perMs") : rate->end();
+    if (!rate->is_object() || n == rate->end() || per == rate->end() || !n->is_number_integer() ||
+        !per->is_number_integer() || n->get<long long>() < 1 || n->get<long long>() > 1000000 ||
+        per->get<long long>() < 1 || per->get<long long>() > 86400000)
+      return r::failure("field \"rate\" must be {\"messages\": 1..1000000, \"perMs\": 1..86400000}");
+    spec.rate_messages = n->get<std::size_t>();
+    spec.rate_per = std::chrono::milliseconds(per->get<long long>());
+    // A throttled worker holds one message at a time, so the pool does not hoard what it cannot start.
+    if (!field(body, "credits")) spec.credits = 1;
+  }
+  if (auto k = field(body, "maxInFlight")) {
+    if (!k->is_number_integer() || k->get<long long>() < 1 || k->get<long long>() > 1000000)
+      return r::failure("field \"maxInFlight\" must be an integer from 1 to 1000000");
+    spec.max_in_flight = k->get<std::size_t>();
+  }
   for (auto [key, out] : {std::pair{"lastGoodCopy", &spec.last_good_copy}, std::pair{"crashedMd5", &spec.crashed_md5},
                           std::pair{"crashReason", &spec.crash_reason}}) {
     auto f = field(body, key);
@@ -174,6 +191,9 @@ nlohmann::json to_json(const pool_spec& spec) {
           {"deliveryMode", std::string(to_string(spec.mode))},
           {"credits", spec.credits},
           {"hotDeploymentIntervalMs", spec.hot_interval.count()},
+          {"rate", spec.rate_messages ? nlohmann::json{{"messages", spec.rate_messages}, {"perMs", spec.rate_per.count()}}
+                                      : nlohmann::json()},
+          {"maxInFlight", spec.max_in_flight ? nlohmann::json(spec.max_in_flight) : nlohmann::json()},
           {"pingAfterMs", spec.ping_after.count()},
           {"pongTimeoutMs", spec.pong_timeout.count()},
           {"supervision",

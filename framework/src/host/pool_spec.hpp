@@ -42,6 +42,9 @@ struct pool_spec {
   delivery_mode mode = delivery_mode::at_least_once;
   int credits = 8;                    ///< messages a worker may hold (handled + waiting)
   supervision_spec supervision;
+  std::size_t rate_messages = 0;                 ///< rate: at most this many starts... (0: no rate)
+  std::chrono::milliseconds rate_per{1000};      ///< ...in every window this long
+  std::size_t max_in_flight = 0;                 ///< at most this many messages handled at once (0: no limit)
   std::chrono::milliseconds hot_interval{1000};  ///< with hot_deployment: how often the plugin's md5 is checked
   std::chrono::milliseconds ping_after{0};      ///< starvation guard: PING a worker quiet this long (0: off)
   std::chrono::milliseconds pong_timeout{5000};  ///< no PONG within this: the worker is stuck, replace it

@@ -19,9 +19,20 @@ router::router(boost::asio::io_context& io, std::shared_ptr<top_level> top, pool
       spec_(std::move(spec)),
       topic_(spec_.addr().topic()),
       shared_spec_(std::make_shared<const pool_spec>(spec_)),
-      ledger_(spec_.router, std::size_t(spec_.credits)) {}
+      ledger_(spec_.router, std::size_t(spec_.credits)) {
+  if (spec_.rate_messages > 0 || spec_.max_in_flight > 0)
+    gate_ = std::make_shared<rate_gate>(spec_.rate_messages, spec_.rate_per, spec_.max_in_flight);
+}
 
 router::~router() = default;
+
+std::shared_ptr<cell> router::make_cell(std::size_t index, const std::shared_ptr<worker_plugin>& plugin) {
+  const auto& path = spec_.workers_paths[index];
+  if (path != "localhost") return std::make_shared<proxy_cell>(io_, weak_from_this(), shared_spec_, path, index);
+  auto c = std::make_shared<worker_cell>(io_, weak_from_this(), shared_spec_, plugin, index);
+  c->set_gate(gate_);
+  return c;
+}
 
 void router::set_events(std::function<void(nlohmann::json)> events, std::string plugin_cache) {
   events_ = std::move(events);
@@ -53,11 +64,7 @@ result<bool> router::start() {
   ping_out_.assign(spec_.workers_paths.size(), 0);
   for (std::size_t i = 0; i < spec_.workers_paths.size(); ++i) {
     const auto& path = spec_.workers_paths[i];
-    std::shared_ptr<cell> c;
-    if (path == "localhost")
-      c = std::make_shared<worker_cell>(io_, weak_from_this(), shared_spec_, plugin_, i);
-    else
-      c = std::make_shared<proxy_cell>(io_, weak_from_this(), shared_spec_, path, i);
+    auto c = make_cell(i, plugin_);
     auto made = c->create();
     if (!made) {
       cells_.clear();
@@ -140,7 +147,7 @@ void router::replace_stuck(std::size_t index) {
   ++stats_.restarts;
   last_error_ = "worker did not answer PING";
   if (spec_.workers_paths[index] != "localhost" || !plugin_) return;
-  auto c = std::make_shared<worker_cell>(io_, weak_from_this(), shared_spec_, plugin_, index);
+  auto c = make_cell(index, plugin_);
   auto made = c->create();
   if (!made) {
     ledger_.set_alive(index, false);
@@ -181,7 +188,7 @@ std::string router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_re
   std::vector<std::shared_ptr<cell>> fresh(cells_.size());
   for (std::size_t i = 0; i < cells_.size(); ++i) {
     if (spec_.workers_paths[i] != "localhost") continue;  // a remote worker loads its own copy when respawned
-    auto c = std::make_shared<worker_cell>(io_, weak_from_this(), shared_spec_, plugin, i);
+    auto c = make_cell(i, plugin);
     auto made = c->create();
     if (!made) return made.error();
     fresh[i] = std::move(c);
@@ -451,11 +458,7 @@ void router::restart_pool(const std::string& why) {
         if (--*remaining > 0 || self->stopping_) return;
         for (std::size_t k = 0; k < self->cells_.size(); ++k) {
           const auto& path = self->spec_.workers_paths[k];
-          std::shared_ptr<cell> c;
-          if (path == "localhost")
-            c = std::make_shared<worker_cell>(self->io_, self->weak_from_this(), self->shared_spec_, self->plugin_, k);
-          else
-            c = std::make_shared<proxy_cell>(self->io_, self->weak_from_this(), self->shared_spec_, path, k);
+          auto c = self->make_cell(k, self->plugin_);
           auto made = c->create();
           self->ledger_.set_alive(k, made && path == "localhost", c->id());
           if (!made) self->cell_errors_[k] = made.error();

@@ -19,6 +19,7 @@
 #include "dde/envelope.hpp"
 #include "host/cell.hpp"
 #include "host/plugin_loader.hpp"
+#include "host/rate_gate.hpp"
 #include "host/pool_spec.hpp"
 #include "host/routing.hpp"
 
@@ -80,6 +81,8 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   void dispatch(std::uint64_t generation, std::uint64_t tag, message msg);
   void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed);
   void request_credit();
+  /// A local worker cell (sharing the pool's throttle) or a proxy, for slot `index`.
+  std::shared_ptr<cell> make_cell(std::size_t index, const std::shared_ptr<worker_plugin>& plugin);
   void check_drained();
   /// Counts a restart against the pool's limit; false when the limit is reached.
   bool allow_restart(std::chrono::milliseconds& backoff);
@@ -139,6 +142,7 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
     std::vector<std::shared_ptr<cell>> next_cells;
     bool proving = true;  ///< the running version has not finished a message yet
   } hot_;
+  std::shared_ptr<rate_gate> gate_;  ///< the pool's rate and in-flight limit, if it has any
   std::function<void(nlohmann::json)> events_;
   std::string plugin_cache_;
   bool stopping_ = false;

@@ -74,14 +74,35 @@ void worker_cell::kill(std::function<void()> done) {
       if (self->busy_) owner->worker_failed(self->index_, self->current_delivery_, "worker stopped", {});
       for (auto& queued : self->mailbox_) owner->worker_failed(self->index_, queued.second, "worker stopped", {});
     }
-    self->busy_ = false;
+    if (self->busy_) self->end_delivery();
     self->mailbox_.clear();
     done();
   });
 }
 
 void worker_cell::run_next() {
-  if (busy_ || dead_ || suspended_ || mailbox_.empty() || !worker_) return;
+  if (busy_ || dead_ || suspended_ || mailbox_.empty() || !worker_ || gate_wait_) return;
+  if (gate_) {
+    auto wake = [weak = weak_from_this()] {
+      if (auto self = weak.lock())
+        boost::asio::post(self->strand_, [self] {
+          self->gate_wait_ = false;
+          self->run_next();
+        });
+    };
+    auto verdict = gate_->try_start(rate_gate::clock::now(), wake);
+    if (!verdict.allowed) {
+      gate_wait_ = true;
+      if (verdict.retry_at) {
+        // Only while a message waits: an idle pool runs no timer.
+        auto timer = std::make_shared<boost::asio::steady_timer>(strand_, *verdict.retry_at);
+        timer->async_wait([timer, wake](boost::system::error_code ec) {
+          if (!ec) wake();
+        });
+      }
+      return;
+    }
+  }
   auto [m, id] = std::move(mailbox_.front());
   mailbox_.pop_front();
   busy_ = true;
@@ -111,7 +132,7 @@ void worker_cell::crashed(const std::string& what) {
   if (suspended_ || dead_) return;
   logger("host.worker")->error("{} worker {}: {}", self_, id_, what);
   std::uint64_t failed = busy_ ? current_delivery_ : 0;
-  busy_ = false;
+  if (busy_) end_delivery();
   suspended_ = true;  // nothing runs until the owner decides
   if (auto owner = owner_.lock()) owner->worker_crashed(index_, failed, what);
 }
@@ -246,9 +267,14 @@ void worker_cell::reply(const message& to_message, nlohmann::json body) {
   send(std::move(body), {}, false, to_message.sender(), {});
 }
 
+void worker_cell::end_delivery() {
+  busy_ = false;
+  if (gate_) gate_->finished();
+}
+
 void worker_cell::done() {
   if (!busy_) return;  // done() outside a delivery (e.g. twice) changes nothing
-  busy_ = false;
+  end_delivery();
   if (auto r = owner_.lock()) r->worker_done(index_, current_delivery_);
   boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });
 }

@@ -13,6 +13,7 @@
 #include "dde/envelope.hpp"
 #include "dde/worker.hpp"
 #include "host/cell.hpp"
+#include "host/rate_gate.hpp"
 #include "host/pool_spec.hpp"
 
 namespace dde::host {
@@ -36,6 +37,8 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   /// The current instance's id (changes when the instance is restarted).
   std::string id() const override { return id_; }
   void supervise(directive d, std::chrono::milliseconds delay) override;
+  /// The pool's throttle, asked before each message starts (before start()).
+  void set_gate(std::shared_ptr<rate_gate> gate) { gate_ = std::move(gate); }
   void ping(std::function<void(bool, std::chrono::milliseconds)> pong) override;
   void fail_current(std::string what) override;
 
@@ -54,6 +57,7 @@ class worker_cell : public cell, public worker_context, public std::enable_share
 
  private:
   void run_next();
+  void end_delivery();
   void invoke(const message& m, bool is_delivery);
   void crashed(const std::string& what);
   void replace_instance();
@@ -76,6 +80,8 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   std::uint64_t current_delivery_ = 0;
   bool dead_ = false;
   bool suspended_ = false;  ///< after a crash, until the owner's directive
+  std::shared_ptr<rate_gate> gate_;
+  bool gate_wait_ = false;  ///< refused by the gate; a timer or a finishing message wakes it
   std::uint64_t epoch_ = 0;  ///< bumped per instance, so callbacks of a dead instance are dropped
 };
 

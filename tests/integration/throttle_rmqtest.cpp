@@ -1,0 +1,101 @@
+// Pool rate and maxInFlight (issue 5): every window of the configured length holds at most N
+// message starts, wherever it is placed; throughput stays within 10% of the rate while work is
+// queued; at most K messages are handled at once.
+#include <fstream>
+
+#include "cluster_fixture.hpp"
+
+namespace dde::test {
+namespace {
+
+class Throttle : public Cluster {
+ protected:
+  void deploy_echo(nlohmann::json extra, nlohmann::json args, int workers) {
+    node_ = std::make_unique<activator_process>(node("thr-" + sys));
+    id = node_id(registry, "thr-" + sys);
+    args["log_dir"] = dir;
+    auto body = deploy_body(id, mqs.url(), sys, "echo", "echo_v1", args,
+                            std::vector<std::string>(std::size_t(workers), "localhost"));
+    body.update(extra);
+    auto r = deploy(body);
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  void burst(int n) {
+    auto r = deploy(deploy_body(id, mqs.url(), sys + "p", "producer", "producer", {{"to", sys + "/echo"}, {"count", n}}));
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  /// Start times (µs) of every handled message, sorted.
+  std::vector<std::int64_t> starts() {
+    std::vector<std::int64_t> out;
+    for (auto& l : read_echo_logs(dir)) out.push_back(l.time_us);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  /// The most starts found in any window [t, t + window) over the recorded start times.
+  static std::size_t densest_window(const std::vector<std::int64_t>& s, std::int64_t window_us) {
+    std::size_t best = 0;
+    for (std::size_t i = 0, j = 0; i < s.size(); ++i) {
+      while (j < s.size() && s[j] - s[i] < window_us) ++j;
+      best = std::max(best, j - i);
+    }
+    return best;
+  }
+  std::string sys = unique_system("thr");
+  std::string id;
+  std::unique_ptr<activator_process> node_;
+};
+
+TEST_F(Throttle, ThreePerSecondHoldsInEveryWindowAndKeepsTheRate) {
+  deploy_echo({{"rate", {{"messages", 3}, {"perMs", 1000}}}}, nlohmann::json::object(), 4);
+  const int n = 15;
+  burst(n);
+  ASSERT_TRUE(wait_until([&] { return starts().size() >= std::size_t(n); }, long_wait));
+  auto s = starts();
+  EXPECT_LE(densest_window(s, 1000000), 3u);
+  // After the first window's burst, the rest come at the rate: (n - 3) starts over (last - first).
+  double rate = double(n - 3) / (double(s.back() - s.front()) / 1e6);
+  EXPECT_GT(rate, 3 * 0.9) << rate;
+  EXPECT_LT(rate, 3 * 1.1) << rate;
+}
+
+TEST_F(Throttle, FiftyPer200MsHoldsInEveryWindowAndKeepsTheRate) {
+  deploy_echo({{"rate", {{"messages", 50}, {"perMs", 200}}}}, nlohmann::json::object(), 8);
+  const int n = 600;
+  burst(n);
+  ASSERT_TRUE(wait_until([&] { return starts().size() >= std::size_t(n); }, long_wait));
+  auto s = starts();
+  EXPECT_LE(densest_window(s, 200000), 50u);
+  double rate = double(n - 50) / (double(s.back() - s.front()) / 1e6);
+  EXPECT_GT(rate, 250 * 0.9) << rate;
+  EXPECT_LT(rate, 250 * 1.1) << rate;
+}
+
+TEST_F(Throttle, MaxInFlightHoldsWithSlowMessages) {
+  deploy_echo({{"maxInFlight", 2}}, {{"work_ms", 100}}, 6);
+  const int n = 20;
+  burst(n);
+  ASSERT_TRUE(wait_until([&] { return starts().size() >= std::size_t(n); }, long_wait));
+  // Ends come from done-*.log; wait for all of them.
+  auto ends = [&] {
+    std::vector<std::int64_t> out;
+    for (auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().filename().string().rfind("done-", 0) != 0) continue;
+      std::ifstream in(e.path());
+      std::int64_t seq, t;
+      while (in >> seq >> t) out.push_back(t);
+    }
+    return out;
+  };
+  ASSERT_TRUE(wait_until([&] { return ends().size() >= std::size_t(n); }, long_wait));
+  std::vector<std::pair<std::int64_t, int>> events;
+  for (auto t : starts()) events.push_back({t, +1});
+  for (auto t : ends()) events.push_back({t, -1});
+  std::sort(events.begin(), events.end());  // an end and a start at the same µs: the end first
+  int now = 0, most = 0;
+  for (auto& [t, d] : events) most = std::max(most, now += d);
+  EXPECT_LE(most, 2);
+  EXPECT_EQ(most, 2) << "six workers, but two at a time";
+}
+
+}  // namespace
+}  // namespace dde::test
