@@ -123,6 +123,11 @@ void bootstrapper::serve(const std::shared_ptr<net::ws_connection>& conn, const 
     systems_->shutdown(text(request, "isolateSystemName"), text(request, "isolateName"), answer);
   } else if (action == "describe") {
     systems_->describe(answer);
+  } else if (action == "setRate") {
+    nlohmann::json limits = nlohmann::json::object();
+    for (auto key : {"rate", "maxInFlight"})
+      if (request.contains(key) && !request[key].is_null()) limits[key] = request[key];
+    systems_->set_rate(text(request, "isolateSystemName"), text(request, "isolateName"), limits, answer);
   } else if (action == "restart") {
     systems_->restart(text(request, "isolateSystemName"), text(request, "isolateName"), answer);
   } else if (action == "migrate") {

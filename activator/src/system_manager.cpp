@@ -476,6 +476,29 @@ void system_manager::restart(std::string system, std::string isolate, outcome_fn
   });
 }
 
+void system_manager::set_rate(std::string system, std::string isolate, nlohmann::json limits, outcome_fn done) {
+  boost::asio::post(strand_, [self = shared_from_this(), system, isolate, limits, done = std::move(done)] {
+    auto it = self->systems_.find(system);
+    if (it == self->systems_.end())
+      return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
+    nlohmann::json req = {{"action", "setRate"}, {"isolateName", isolate}};
+    req.update(limits);
+    self->request(it->second, req, [self, system, isolate, limits, done](const nlohmann::json& resp) {
+      if (!resp.value("ok", false))
+        return done(outcome::failure(resp.value("status", 500), resp.value("error", std::string("?"))));
+      // A restarted isolate system keeps the new limits.
+      auto it = self->systems_.find(system);
+      if (it != self->systems_.end() && it->second.pools.count(isolate)) {
+        auto& body = it->second.pools[isolate];
+        body.erase("rate");
+        body.erase("maxInFlight");
+        body.update(limits);
+      }
+      done(outcome{});
+    });
+  });
+}
+
 void system_manager::stop_all(std::function<void()> done) {
   boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
     self->stopping_all_ = true;

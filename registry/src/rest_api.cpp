@@ -9,7 +9,7 @@ namespace {
 
 constexpr const char* endpoints =
     "GET /registry/system/list, GET /registry/system/{bootstrapperId}, POST /registry/deploy, "
-    "POST /registry/system/shutdown, POST /registry/system/restart, POST /registry/migrate, GET /registry/health";
+    "POST /registry/system/shutdown, POST /registry/system/restart, POST /registry/system/rate, POST /registry/migrate, GET /registry/health";
 
 std::shared_ptr<spdlog::logger> registry_log() { return logger("registry"); }
 
@@ -57,6 +57,8 @@ void rest_api::handle(const rest_request& req, reply_fn reply) {
     return only("POST", [&] { with_body([&](const ordered_json& b) { deploy(b, reply); }); });
   if (path == "/registry/system/shutdown")
     return only("POST", [&] { with_body([&](const ordered_json& b) { shutdown(b, reply); }); });
+  if (path == "/registry/system/rate")
+    return only("POST", [&] { with_body([&](const ordered_json& b) { set_rate(b, reply); }); });
   if (path == "/registry/system/restart")
     return only("POST", [&] { with_body([&](const ordered_json& b) { restart(b, reply); }); });
   if (path == "/registry/migrate")
@@ -155,6 +157,37 @@ void rest_api::restart(const ordered_json& body, const reply_fn& reply) {
       registry_log()->info("restart {} on node {}: ok", what, id);
     else
       registry_log()->warn("restart {} on node {} failed ({}): {}", what, id, answer.status, answer.error);
+    reply(from_answer(std::move(answer)));
+  });
+  if (!sent) reply(unknown_node_reply(id));
+}
+
+void rest_api::set_rate(const ordered_json& body, const reply_fn& reply) {
+  auto parsed = parse_shutdown(body);
+  if (parsed && !parsed.value().isolate) parsed = result<shutdown_request>::failure("missing field \"isolateName\"");
+  if (parsed) {
+    // The same rules as in a deploy body, so a bad limit never reaches a node.
+    auto probe = nlohmann::json{{"isolateSystemName", parsed.value().system}, {"isolateName", "x"}, {"uri", "x"}};
+    for (auto key : {"rate", "maxInFlight"})
+      if (body.contains(key)) probe[key] = nlohmann::json::parse(body[key].dump());
+    auto spec = host::parse_pool_spec(probe);
+    if (!spec) parsed = result<shutdown_request>::failure(spec.error());
+  }
+  if (!parsed) {
+    registry_log()->info("rate change refused: {}", parsed.error());
+    return reply(error_reply(400, parsed.error()));
+  }
+  const auto& s = parsed.value();
+  auto what = s.system + "/" + *s.isolate;
+  auto id = s.bootstrapper_id;
+  ordered_json fields = {{"isolateSystemName", s.system}, {"isolateName", *s.isolate}};
+  for (auto key : {"rate", "maxInFlight"})
+    if (body.contains(key)) fields[key] = body[key];
+  bool sent = nodes_.request(id, "setRate", fields, [reply, id, what](node_answer answer) {
+    if (answer.ok())
+      registry_log()->info("rate of {} on node {} changed", what, id);
+    else
+      registry_log()->warn("rate of {} on node {} not changed ({}): {}", what, id, answer.status, answer.error);
     reply(from_answer(std::move(answer)));
   });
   if (!sent) reply(unknown_node_reply(id));

@@ -50,6 +50,7 @@ class rest_api {
   void deploy(const ordered_json& body, const reply_fn& reply);
   void shutdown(const ordered_json& body, const reply_fn& reply);
   void restart(const ordered_json& body, const reply_fn& reply);
+  void set_rate(const ordered_json& body, const reply_fn& reply);
   void migrate(const ordered_json& body, const reply_fn& reply);
   void health(const reply_fn& reply);
 

@@ -20,9 +20,14 @@ class Throttle : public Cluster {
     auto r = deploy(body);
     ASSERT_EQ(r.status, 200) << r.body;
   }
-  void burst(int n) {
-    auto r = deploy(deploy_body(id, mqs.url(), sys + "p", "producer", "producer", {{"to", sys + "/echo"}, {"count", n}}));
+  void burst(int n, int start = 0, const std::string& name = "producer") {
+    auto r = deploy(deploy_body(id, mqs.url(), sys + "p", name, "producer",
+                                {{"to", sys + "/echo"}, {"count", n}, {"start_seq", start}}));
     ASSERT_EQ(r.status, 200) << r.body;
+  }
+  rest_answer set_rate(nlohmann::json limits) {
+    limits.update({{"bootstrapperId", id}, {"isolateSystemName", sys}, {"isolateName", "echo"}});
+    return rest("POST", registry.url() + "/registry/system/rate", limits.dump());
   }
   /// Start times (µs) of every handled message, sorted.
   std::vector<std::int64_t> starts() {
@@ -95,6 +100,34 @@ TEST_F(Throttle, MaxInFlightHoldsWithSlowMessages) {
   for (auto& [t, d] : events) most = std::max(most, now += d);
   EXPECT_LE(most, 2);
   EXPECT_EQ(most, 2) << "six workers, but two at a time";
+}
+
+TEST_F(Throttle, TheRateCanBeChangedAtRunTime) {
+  deploy_echo(nlohmann::json::object(), nlohmann::json::object(), 4);
+  auto r = set_rate({{"rate", {{"messages", 20}, {"perMs", 1000}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  burst(60);
+  ASSERT_TRUE(wait_until([&] { return starts().size() >= 60; }, long_wait));
+  auto first = starts();
+  EXPECT_LE(densest_window(first, 1000000), 20u);
+  EXPECT_GT(first.back() - first.front(), 1900000) << "60 messages at 20/s take about 2 s";
+
+  r = set_rate({{"rate", {{"messages", 200}, {"perMs", 1000}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  burst(400, 60, "producer2");
+  ASSERT_TRUE(wait_until([&] { return starts().size() >= 460; }, long_wait));
+  std::vector<std::int64_t> second;
+  for (auto& l : read_echo_logs(dir))
+    if (l.seq >= 60) second.push_back(l.time_us);
+  std::sort(second.begin(), second.end());
+  EXPECT_LE(densest_window(second, 1000000), 200u);
+  EXPECT_GT(densest_window(second, 1000000), 20u) << "the new, higher rate took effect";
+
+  auto bad = set_rate({{"rate", {{"messages", 0}, {"perMs", 1000}}}});
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  auto pools = pools_of(registry, id, sys);
+  ASSERT_EQ(pools.size(), 1u);
+  EXPECT_EQ(pools[0]["rate"]["messages"], 200) << pools[0].dump();
 }
 
 }  // namespace

@@ -143,6 +143,19 @@ void control_link::handle(const std::shared_ptr<net::ws_connection>& conn, const
       if (!error.empty()) return reply(false, error, error.find("no pool") != std::string::npos ? 404 : 409);
       reply(true, nlohmann::json::object());
     });
+  } else if (action == "setRate") {
+    // The same rules as a deploy body's "rate" and "maxInFlight".
+    auto probe = nlohmann::json{{"isolateName", "x"}, {"uri", "x"}};
+    for (auto key : {"rate", "maxInFlight"})
+      if (request.contains(key)) probe[key] = request[key];
+    auto parsed = parse_pool_spec(probe, options_.system);
+    if (!parsed) return reply(false, parsed.error(), 400);
+    controller_->set_rate(request.value("isolateName", std::string()), parsed.value().rate_messages,
+                          parsed.value().rate_per, parsed.value().max_in_flight, [reply](std::string error) {
+                            if (!error.empty())
+                              return reply(false, error, error.find("no pool") != std::string::npos ? 404 : 409);
+                            reply(true, nlohmann::json::object());
+                          });
   } else if (action == "describe") {
     controller_->describe([reply, mqs = options_.mqs, instance = options_.instance](nlohmann::json d) {
       for (auto& [system, pools] : d.items())

@@ -55,6 +55,16 @@ void controller::restart_pool(const std::string& isolate, std::function<void(std
   });
 }
 
+void controller::set_rate(const std::string& isolate, std::size_t messages, std::chrono::milliseconds per,
+                          std::size_t max_in_flight, std::function<void(std::string)> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), isolate, messages, per, max_in_flight,
+                              done = std::move(done)]() mutable {
+    auto it = self->routers_.find(isolate);
+    if (it == self->routers_.end()) return done("no pool \"" + isolate + "\" in isolate system " + self->system_);
+    it->second->set_rate(messages, per, max_in_flight, std::move(done));
+  });
+}
+
 void controller::describe(std::function<void(nlohmann::json)> fn) {
   boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
     auto pools = std::make_shared<nlohmann::json>(nlohmann::json::array());

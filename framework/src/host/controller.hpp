@@ -29,6 +29,9 @@ class controller : public std::enable_shared_from_this<controller> {
   void remove_pool(const std::string& isolate, std::function<void(std::string)> done);
   /// RESTART of every worker of one pool (after its in-flight messages finish).
   void restart_pool(const std::string& isolate, std::function<void(std::string)> done);
+  /// Changes a pool's rate/maxInFlight at run time.
+  void set_rate(const std::string& isolate, std::size_t messages, std::chrono::milliseconds per,
+                std::size_t max_in_flight, std::function<void(std::string)> done);
   /// `{systemName: [pool, ...]}` as in thesis 3.2.2.
   void describe(std::function<void(nlohmann::json)> fn);
   /// Stops every pool.

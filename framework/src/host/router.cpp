@@ -206,6 +206,28 @@ std::string router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_re
   return {};
 }
 
+void router::set_rate(std::size_t messages, std::chrono::milliseconds per, std::size_t max_in_flight,
+                      std::function<void(std::string)> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), messages, per, max_in_flight, done = std::move(done)] {
+    if (self->stopping_) return done("pool " + self->spec_.addr().str() + " is stopped");
+    self->spec_.rate_messages = messages;
+    self->spec_.rate_per = per;
+    self->spec_.max_in_flight = max_in_flight;
+    logger("host.router")->info("{}: rate {} per {} ms, maxInFlight {} (0 = none)", self->spec_.addr().str(), messages,
+                                per.count(), max_in_flight);
+    if (self->gate_) {
+      self->gate_->set(messages, per, max_in_flight);
+      return done({});
+    }
+    if (messages == 0 && max_in_flight == 0) return done({});
+    // Workers read their gate without locks, so a pool that had none gets it through a RESTART.
+    if (self->hot_.swapping || self->restarting_pool_ || !self->plugin_)
+      return done("pool " + self->spec_.addr().str() + " cannot take a rate now: it is restarting or has no local workers");
+    self->gate_ = std::make_shared<rate_gate>(messages, per, max_in_flight);
+    done(self->begin_swap(self->plugin_, true));
+  });
+}
+
 void router::restart_workers(std::function<void(std::string)> done) {
   boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
     if (self->stopping_) return done("pool " + self->spec_.addr().str() + " is stopped");
@@ -570,7 +592,7 @@ void router::check_drained() {
 
 void router::describe(std::function<void(nlohmann::json)> fn) {
   boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
-    nlohmann::json j = to_json(self->spec_);
+    nlohmann::json j = to_json(self->spec_);  // with the rate in force now
     j["pluginMd5"] = self->plugin_ ? self->plugin_->object().md5() : "";
     nlohmann::json workers = nlohmann::json::array();
     for (auto& w : self->ledger_.snapshot()) {

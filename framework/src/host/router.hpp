@@ -60,6 +60,9 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   /// RESTART (thesis 3.4.2): fresh instances of every worker, after in-flight messages finish;
   /// `done` gets "" once the swap has begun, or why it cannot.
   void restart_workers(std::function<void(std::string)> done);
+  /// Changes the pool's rate and in-flight limit at run time (0 = none); `done` gets "" or why not.
+  void set_rate(std::size_t messages, std::chrono::milliseconds per, std::size_t max_in_flight,
+                std::function<void(std::string)> done);
   /// Runs `fn` on the strand with the pool's description (thesis 3.2.2 shape plus counters).
   void describe(std::function<void(nlohmann::json)> fn);
 
