@@ -89,8 +89,10 @@ int main(int argc, char** argv) {
               gaps.empty() ? 0 : *std::max_element(gaps.begin(), gaps.end()));
   std::printf("throughput per 100 ms window: median %.0f msg/s, slowest %.0f msg/s\n", pct(windows, 0.5),
               windows.empty() ? 0 : *std::min_element(windows.begin(), windows.end()));
-  std::printf("messages: sent %d, handled %zu, unique %zu, lost %zu, duplicated %zu, swaps seen %zu\n", total,
-              log.size(), unique.size(), std::size_t(total) - std::min<std::size_t>(unique.size(), total),
-              log.size() - unique.size(), pauses.size());
+  std::printf(
+      "messages: sent %d, handled %zu, unique %zu, lost %zu, duplicated %zu (of which not redelivered by the "
+      "broker: %zu), swaps seen %zu\n",
+      total, log.size(), unique.size(), std::size_t(total) - std::min<std::size_t>(unique.size(), total),
+      log.size() - unique.size(), unexplained_duplicates(log), pauses.size());
   return 0;
 }

@@ -117,6 +117,21 @@ void rest_api::deploy(const ordered_json& body, const reply_fn& reply) {
   }
 }
 
+void rest_api::forward(const std::string& id, const std::string& action, const ordered_json& fields,
+                       const std::string& what, const reply_fn& reply) {
+  bool sent = nodes_.request(id, action, fields, [reply, id, action, what](node_answer answer) {
+    if (answer.ok())
+      registry_log()->info("{} {} on node {}: ok", action, what, id);
+    else
+      registry_log()->warn("{} {} on node {} failed ({}): {}", action, what, id, answer.status, answer.error);
+    reply(from_answer(std::move(answer)));
+  });
+  if (!sent) {
+    registry_log()->info("{} {} refused: unknown bootstrapperId {}", action, what, id);
+    reply(unknown_node_reply(id));
+  }
+}
+
 void rest_api::shutdown(const ordered_json& body, const reply_fn& reply) {
   auto parsed = parse_shutdown(body);
   if (!parsed) {
@@ -127,18 +142,7 @@ void rest_api::shutdown(const ordered_json& body, const reply_fn& reply) {
   ordered_json fields = {{"isolateSystemName", s.system}};
   if (s.isolate) fields["isolateName"] = *s.isolate;
   auto what = s.isolate ? s.system + "/" + *s.isolate : "isolate system " + s.system;
-  auto id = s.bootstrapper_id;
-  bool sent = nodes_.request(id, "shutdown", fields, [reply, id, what](node_answer answer) {
-    if (answer.ok())
-      registry_log()->info("shutdown {} on node {}: ok", what, id);
-    else
-      registry_log()->warn("shutdown {} on node {} failed ({}): {}", what, id, answer.status, answer.error);
-    reply(from_answer(std::move(answer)));
-  });
-  if (!sent) {
-    registry_log()->info("shutdown {} refused: unknown bootstrapperId {}", what, id);
-    reply(unknown_node_reply(id));
-  }
+  forward(s.bootstrapper_id, "shutdown", fields, what, reply);
 }
 
 void rest_api::restart(const ordered_json& body, const reply_fn& reply) {
@@ -149,17 +153,8 @@ void rest_api::restart(const ordered_json& body, const reply_fn& reply) {
     return reply(error_reply(400, parsed.error()));
   }
   const auto& s = parsed.value();
-  auto what = s.system + "/" + *s.isolate;
-  auto id = s.bootstrapper_id;
   ordered_json fields = {{"isolateSystemName", s.system}, {"isolateName", *s.isolate}};
-  bool sent = nodes_.request(id, "restart", fields, [reply, id, what](node_answer answer) {
-    if (answer.ok())
-      registry_log()->info("restart {} on node {}: ok", what, id);
-    else
-      registry_log()->warn("restart {} on node {} failed ({}): {}", what, id, answer.status, answer.error);
-    reply(from_answer(std::move(answer)));
-  });
-  if (!sent) reply(unknown_node_reply(id));
+  forward(s.bootstrapper_id, "restart", fields, s.system + "/" + *s.isolate, reply);
 }
 
 void rest_api::set_rate(const ordered_json& body, const reply_fn& reply) {
@@ -178,19 +173,10 @@ void rest_api::set_rate(const ordered_json& body, const reply_fn& reply) {
     return reply(error_reply(400, parsed.error()));
   }
   const auto& s = parsed.value();
-  auto what = s.system + "/" + *s.isolate;
-  auto id = s.bootstrapper_id;
   ordered_json fields = {{"isolateSystemName", s.system}, {"isolateName", *s.isolate}};
   for (auto key : {"rate", "maxInFlight"})
     if (body.contains(key)) fields[key] = body[key];
-  bool sent = nodes_.request(id, "setRate", fields, [reply, id, what](node_answer answer) {
-    if (answer.ok())
-      registry_log()->info("rate of {} on node {} changed", what, id);
-    else
-      registry_log()->warn("rate of {} on node {} not changed ({}): {}", what, id, answer.status, answer.error);
-    reply(from_answer(std::move(answer)));
-  });
-  if (!sent) reply(unknown_node_reply(id));
+  forward(s.bootstrapper_id, "setRate", fields, s.system + "/" + *s.isolate, reply);
 }
 
 void rest_api::migrate(const ordered_json& body, const reply_fn& reply) {
@@ -201,21 +187,9 @@ void rest_api::migrate(const ordered_json& body, const reply_fn& reply) {
   }
   const auto& m = parsed.value();
   if (m.to_bootstrapper_id) return move_pool(nodes_, m, reply);
-  auto what = m.system + "/" + m.isolate;
-  auto id = m.bootstrapper_id;
   ordered_json fields = {
       {"isolateSystemName", m.system}, {"isolateName", m.isolate}, {"workersPaths", *m.workers_paths}};
-  bool sent = nodes_.request(id, "migrate", fields, [reply, id, what](node_answer answer) {
-    if (answer.ok())
-      registry_log()->info("migrate {} on node {}: ok", what, id);
-    else
-      registry_log()->warn("migrate {} on node {} failed ({}): {}", what, id, answer.status, answer.error);
-    reply(from_answer(std::move(answer)));
-  });
-  if (!sent) {
-    registry_log()->info("migrate {} refused: unknown bootstrapperId {}", what, id);
-    reply(unknown_node_reply(id));
-  }
+  forward(m.bootstrapper_id, "migrate", fields, m.system + "/" + m.isolate, reply);
 }
 
 }  // namespace dde::registry

@@ -27,18 +27,21 @@ TEST(Backbone, HundredThousandMessagesArriveExactlyOnceInAtLeastOnceMode) {
   auto producer = start_host(sys, mqs.url(),
                              {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"size", 64}})},
                              dir / "host-producer.log");
-  ASSERT_TRUE(wait_until([&] { return sum_stats(dir, "consumer-").value("received", 0) >= n; }, long_wait))
+  ASSERT_TRUE(wait_until([&] { return sum_stats(dir, "consumer-").value("unique", 0) >= n; }, long_wait))
       << sum_stats(dir, "consumer-").dump() << "\n" << consumer->log();
   // Let anything extra (a duplicate) show up before counting.
   ASSERT_TRUE(wait_until([&] { return broker.queue_depth(sys + ".consumer") == 0u; }, 30s));
   auto stats = sum_stats(dir, "consumer-");
-  EXPECT_EQ(stats["received"], n);
   EXPECT_EQ(stats["unique"], n);
-  EXPECT_EQ(stats["duplicates"], 0);
   EXPECT_EQ(stats["sum"], expected_sum(n));
+  // Exactly once unless the broker itself redelivered (e.g. RabbitMQ 3.10 resetting a connection on
+  // basic.consume of a just-declared quorum queue): a duplicate is only allowed for a redelivery.
+  EXPECT_LE(stats["duplicates"].get<std::int64_t>(), stats["redelivered"].get<std::int64_t>()) << stats.dump();
+  EXPECT_EQ(stats["received"], n + stats["duplicates"].get<std::int64_t>());
   auto seqs = read_seq_logs(dir);
-  EXPECT_EQ(seqs.lines, std::uint64_t(n));
+  EXPECT_EQ(seqs.lines, std::uint64_t(stats["received"].get<std::int64_t>()));
   EXPECT_TRUE(seqs.missing(n).empty());
+  if (stats["redelivered"] != 0) std::cout << "[ note ] the broker redelivered " << stats["redelivered"] << " message(s)\n";
   EXPECT_EQ(producer->stop(), 0) << producer->log();
   EXPECT_EQ(consumer->stop(), 0) << consumer->log();
 }

@@ -156,12 +156,22 @@ std::vector<echo_line> read_echo_logs(const fs::path& dir) {
     std::ifstream in(entry.path());
     echo_line l;
     std::string v;
-    while (in >> l.seq >> v >> l.time_us) {
+    int redelivered = 0;
+    while (in >> l.seq >> v >> l.time_us >> redelivered) {
       l.version = std::stoi(v.substr(1));
+      l.redelivered = redelivered != 0;
       out.push_back(l);
     }
   }
   return out;
+}
+
+std::size_t unexplained_duplicates(const std::vector<echo_line>& log) {
+  std::set<std::int64_t> seen;
+  std::size_t unexplained = 0;
+  for (auto& l : log)
+    if (!seen.insert(l.seq).second && !l.redelivered) ++unexplained;
+  return unexplained;
 }
 
 void install_file(const fs::path& source, const fs::path& target) {

@@ -98,12 +98,16 @@ struct seq_report {
 /// What the sequence logs `prefix*.log` in `dir` hold (the consumer's by default).
 seq_report read_seq_logs(const std::filesystem::path& dir, const std::string& prefix = "consumer-");
 
-/// One line of the echo workers' logs: "SEQ vVERSION MICROS".
+/// One line of the echo workers' logs: "SEQ vVERSION MICROS REDELIVERED".
 struct echo_line {
   std::int64_t seq;
   int version;
   std::int64_t time_us;
+  bool redelivered;
 };
+/// Messages handled more than once although the broker did not redeliver them: what at-least-once
+/// allows is a second handling of a redelivered message, nothing else.
+std::size_t unexplained_duplicates(const std::vector<echo_line>& log);
 /// The echo logs in `dir`, in the order they were written.
 std::vector<echo_line> read_echo_logs(const std::filesystem::path& dir);
 

@@ -1,7 +1,7 @@
 // echo: answers every message with {"echo": <body>, "version": ECHO_VERSION, "worker": <id>}.
 // Built twice, as echo_v1 and echo_v2, for hot-deployment tests and demos. With args.log_dir set,
-// each numbered message (from `producer`) is also logged as "SEQ vVERSION MICROS" (wall clock) in
-// log_dir/echo-PID.log. With args.work_ms, each message takes that long (a timer, not a busy wait)
+// each numbered message (from `producer`) is also logged as "SEQ vVERSION MICROS REDELIVERED" (wall
+// clock; 1 when the broker delivered it before) in log_dir/echo-PID.log. With args.work_ms, each message takes that long (a timer, not a busy wait)
 // and its end is logged as "SEQ MICROS" in log_dir/done-PID.log.
 #include <fcntl.h>
 #include <unistd.h>
@@ -36,7 +36,7 @@ class echo : public dde::worker {
   void on_receive(const dde::message& msg) override {
     if (log_fd_ >= 0 && msg.body().is_object() && msg.body().contains("seq")) {
       std::string line = std::to_string(msg.body().value("seq", -1)) + " v" + std::to_string(ECHO_VERSION) + " " +
-                         std::to_string(dde::samples::now_us()) + "\n";
+                         std::to_string(dde::samples::now_us()) + (msg.redelivered() ? " 1\n" : " 0\n");
       if (::write(log_fd_, line.data(), line.size()) < 0) {
         // A test aid: a failed write shows up as a missing line.
       }
