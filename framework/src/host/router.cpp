@@ -335,7 +335,7 @@ void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redeliver
 void router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg) {
   std::vector<std::size_t> targets =
       policy_ ? ledger_.select_custom(policy_->select_worker(msg, ledger_.snapshot())) : ledger_.select();
-  if (targets.empty() || stopping_ || hot_.swapping) {
+  if (targets.empty() || stopping_ || hot_.swapping || restarting_pool_) {
     // No worker has room (or the pool is stopping): hold it until one finishes.
     waiting_.push_back({generation, tag, std::move(msg)});
     return;
@@ -489,6 +489,12 @@ void router::restart_pool(const std::string& why) {
         }
         self->restarting_pool_ = false;
         self->ledger_.set_paused(false);
+        while (!self->waiting_.empty()) {
+          if (self->ledger_.select().empty()) break;
+          auto w = std::move(self->waiting_.front());
+          self->waiting_.pop_front();
+          self->dispatch(w.generation, w.tag, std::move(w.msg));
+        }
         self->request_credit();
       });
     });
@@ -529,7 +535,7 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
     deliveries_.erase(it);
   }
   // Held messages go out as workers get room (not while a swap is under way: they wait for the new ones).
-  while (!waiting_.empty() && !stopping_ && !hot_.swapping) {
+  while (!waiting_.empty() && !stopping_ && !hot_.swapping && !restarting_pool_) {
     auto targets = ledger_.select();
     if (targets.empty()) break;
     auto w = std::move(waiting_.front());

@@ -44,6 +44,11 @@ void worker_cell::start() {
 
 void worker_cell::post_message(message m, std::uint64_t delivery_id) {
   boost::asio::post(strand_, [self = shared_from_this(), m = std::move(m), delivery_id]() mutable {
+    if (self->dead_) {
+      // Handed over while this instance was being stopped: give it back rather than hold it forever.
+      if (auto owner = self->owner_.lock()) owner->worker_failed(self->index_, delivery_id, "worker stopped", {});
+      return;
+    }
     self->mailbox_.emplace_back(std::move(m), delivery_id);
     self->run_next();
   });
