@@ -35,22 +35,18 @@ dequeuer::dequeuer(const config& cfg) : cfg_(cfg), dispatcher_(*this, cfg.idle_t
 dequeuer::~dequeuer() { stop(); }
 
 void dequeuer::start() {
-  thread_ = std::thread([this] { run(); });
+  thread_.start([this] { run(); });
 }
 
 void dequeuer::stop() {
-  if (!thread_.joinable()) return;
-  stopping_ = true;
-  inbox_.wake();
-  if (!exited_.wait_or_shutdown(std::chrono::seconds(10), socket_fd_))
+  if (!thread_.stop([this] { inbox_.wake(); }))
     log()->warn("the broker connection did not let go within 10 s: closed it");
-  thread_.join();
 }
 
 void dequeuer::run() {
   for (;;) {
     // One last turn after stop(): what hosts sent (acks above all) reaches the broker first.
-    bool last = stopping_;
+    bool last = thread_.stopping;
     auto now = clock::now();
     if (!session_ && !last && now >= next_connect_) connect();
     for (auto& cmd : inbox_.take()) handle(cmd, now);
@@ -75,9 +71,9 @@ void dequeuer::run() {
     pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {session_ ? session_->fd() : -1, POLLIN, 0}};
     ::poll(fds, session_ ? 2 : 1, timeout_ms);
   }
-  socket_fd_ = -1;
+  thread_.socket_fd = -1;
   session_.reset();
-  exited_.set();
+  thread_.exited.set();
 }
 
 void dequeuer::connect() {
@@ -93,7 +89,7 @@ void dequeuer::connect() {
   log()->info("{} broker at {}:{} (consuming)", ever_connected_ ? "reconnected to" : "connected to",
               params_.host, params_.port);
   ever_connected_ = true;
-  socket_fd_ = session_->fd();
+  thread_.socket_fd = session_->fd();
   backoff_ = std::chrono::milliseconds(100);
   for (auto& [topic, c] : consumers_) c.retry_at = {};  // consume again what hosts still pull
 }
@@ -101,7 +97,7 @@ void dequeuer::connect() {
 void dequeuer::connection_lost() {
   log()->warn("broker connection lost: {}; reconnecting in {} ms", failed_, backoff_.count());
   failed_.clear();
-  socket_fd_ = -1;
+  thread_.socket_fd = -1;
   if (session_) session_->mark_broken();
   session_.reset();
   channels_.clear();

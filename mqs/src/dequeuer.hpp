@@ -102,10 +102,7 @@ class dequeuer : private dispatcher_port, private ack_sink {
   config cfg_;
   broker_params params_;
   inbox<dequeue_command> inbox_;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
-  exit_latch exited_;
-  std::atomic<int> socket_fd_{-1};  ///< of the current connection, for stop()
+  broker_thread thread_;
 
   // Owned by the thread.
   dispatcher dispatcher_;

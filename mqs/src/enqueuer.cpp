@@ -39,22 +39,18 @@ enqueuer::enqueuer(const config& cfg, flow_control& flow) : cfg_(cfg), flow_(flo
 enqueuer::~enqueuer() { stop(); }
 
 void enqueuer::start() {
-  thread_ = std::thread([this] { run(); });
+  thread_.start([this] { run(); });
 }
 
 void enqueuer::stop() {
-  if (!thread_.joinable()) return;
-  stopping_ = true;
-  inbox_.wake();
-  if (!exited_.wait_or_shutdown(std::chrono::seconds(10), socket_fd_))
+  if (!thread_.stop([this] { inbox_.wake(); }))
     log()->warn("the broker connection did not let go within 10 s: closed it");
-  thread_.join();
 }
 
 void enqueuer::run() {
   std::optional<clock::time_point> drain_until;
   for (;;) {
-    bool stopping = stopping_;
+    bool stopping = thread_.stopping;
     if (!session_ && !stopping && clock::now() >= next_connect_) connect();
     take_inbox();
     take_due_retries();
@@ -85,9 +81,9 @@ void enqueuer::run() {
   auto left = pending_confirmed_.size() + pending_transient_.size() + retry_.size() + unconfirmed_.size();
   if (left) log()->warn("stopping with {} message(s) not confirmed by the broker", left);
   connected_ = false;
-  socket_fd_ = -1;
+  thread_.socket_fd = -1;
   session_.reset();
-  exited_.set();
+  thread_.exited.set();
 }
 
 void enqueuer::take_due_retries() {
@@ -135,12 +131,12 @@ void enqueuer::connect() {
               params_.host, params_.port);
   ever_connected_ = true;
   connected_ = true;
-  socket_fd_ = session_->fd();
+  thread_.socket_fd = session_->fd();
   backoff_ = std::chrono::milliseconds(100);
 }
 
 void enqueuer::lost(const std::string& why) {
-  socket_fd_ = -1;
+  thread_.socket_fd = -1;
   if (session_) session_->mark_broken();
   session_.reset();
   connected_ = false;

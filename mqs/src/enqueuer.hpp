@@ -65,10 +65,7 @@ class enqueuer {
   broker_params params_;
   flow_control& flow_;
   inbox<outgoing_message> inbox_;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
-  exit_latch exited_;
-  std::atomic<int> socket_fd_{-1};  ///< of the current connection, for stop()
+  broker_thread thread_;
   std::atomic<bool> connected_{false};
 
   // Owned by the thread.

@@ -8,7 +8,9 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
+#include <thread>
 
 namespace dde::mqs {
 
@@ -32,6 +34,29 @@ class exit_latch {
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
+};
+
+/// The life of a thread that owns a broker connection (the enqueuer's, the dequeuer's): started
+/// once; stopped by raising `stopping`, waking it, and waiting at most 10 s for it to let go.
+class broker_thread {
+ public:
+  std::atomic<bool> stopping{false};
+  std::atomic<int> socket_fd{-1};  ///< of the current connection, shut down if the thread hangs
+  exit_latch exited;               ///< set by the thread as it ends
+
+  void start(std::function<void()> run) { thread_ = std::thread(std::move(run)); }
+  /// Stops and joins the thread; false when its connection had to be shut down to free it.
+  bool stop(const std::function<void()>& wake) {
+    if (!thread_.joinable()) return true;
+    stopping = true;
+    wake();
+    bool clean = exited.wait_or_shutdown(std::chrono::seconds(10), socket_fd);
+    thread_.join();
+    return clean;
+  }
+
+ private:
+  std::thread thread_;
 };
 
 }  // namespace dde::mqs
