@@ -73,6 +73,10 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
   void worker_failed(std::size_t, std::uint64_t delivery_id, std::string what, std::string new_id) override {
     send({{"type", "failed"}, {"delivery", delivery_id}, {"error", what}, {"workerId", new_id}});
   }
+  void worker_rate_limited(std::size_t, std::uint64_t delivery_id, std::chrono::milliseconds delay,
+                           std::string reason) override {
+    send({{"type", "rateLimited"}, {"delivery", delivery_id}, {"delayMs", delay.count()}, {"reason", reason}});
+  }
   void worker_up(std::size_t, std::string id) override { send({{"type", "up"}, {"workerId", id}}); }
   void worker_crashed(std::size_t, std::uint64_t delivery_id, std::string what) override {
     // The pool's router, on the other node, decides what happens next.

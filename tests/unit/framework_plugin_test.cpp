@@ -23,6 +23,7 @@ class null_context : public dde::worker_context {
   void ask(nlohmann::json, std::string_view) override {}
   void reply(const dde::message&, nlohmann::json) override {}
   void done() override {}
+  void backoff(std::chrono::milliseconds, std::string_view) override {}
   void when_writable(std::function<void()>) override {}
   void after(std::chrono::milliseconds, std::function<void()>) override {}
   void log(int, std::string_view) override {}

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,20 @@
 
 namespace dde {
 
+/// Thrown from `on_receive` (or reported with `worker::backoff`) when an external API said "too many
+/// requests": the whole pool (every worker, every replica) stops starting messages for `delay`, and
+/// the message is tried again after it, up to the pool's retry limit, then dead-lettered with `what()`.
+/// Any other exception goes to the pool's supervision strategy.
+class rate_limited : public std::runtime_error {
+ public:
+  rate_limited(std::chrono::milliseconds delay, const std::string& reason)
+      : std::runtime_error(reason), delay_(delay) {}
+  std::chrono::milliseconds delay() const { return delay_; }
+
+ private:
+  std::chrono::milliseconds delay_;
+};
+
 /// What the host gives each worker instance. Implemented by the isolate-system host.
 class worker_context {
  public:
@@ -33,6 +48,8 @@ class worker_context {
   virtual void ask(nlohmann::json body, std::string_view to) = 0;
   virtual void reply(const message& to_message, nlohmann::json body) = 0;
   virtual void done() = 0;
+  /// Ends the current message as rate-limited (see `rate_limited`), instead of `done()`.
+  virtual void backoff(std::chrono::milliseconds delay, std::string_view reason) = 0;
   virtual void when_writable(std::function<void()> fn) = 0;
   virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
   virtual void log(int level, std::string_view text) = 0;
@@ -75,6 +92,10 @@ class worker {
   void reply(const message& to_message, nlohmann::json body) { ctx_->reply(to_message, std::move(body)); }
   /// Finishes the current message: acknowledges it and pulls the next one.
   void done() { ctx_->done(); }
+  /// Instead of `done()`, from `on_receive` or later: the external API this worker calls is rate
+  /// limiting. The whole pool pauses for `delay` and this message is tried again after it (up to the
+  /// pool's retry limit, then it is dead-lettered with `reason`). Same as throwing `rate_limited`.
+  void backoff(std::chrono::milliseconds delay, std::string_view reason) { ctx_->backoff(delay, reason); }
   /// Runs `fn` on this worker's strand once the host's outbound window has room again.
   void when_writable(std::function<void()> fn) { ctx_->when_writable(std::move(fn)); }
   /// Runs `fn` on this worker's strand after `delay`.

@@ -48,6 +48,10 @@ class cell_owner {
   /// The worker threw (from on_receive, on_start or a callback; `delivery_id` 0 when no message was
   /// being handled). The cell holds its mailbox until the owner answers with `cell::supervise`.
   virtual void worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) = 0;
+  /// The worker ended message `delivery_id` as rate-limited (`backoff` or `rate_limited`): pause the
+  /// pool for `delay` and try the message again.
+  virtual void worker_rate_limited(std::size_t index, std::uint64_t delivery_id, std::chrono::milliseconds delay,
+                                   std::string reason) = 0;
   virtual void enqueue(std::string topic, delivery_mode mode, std::string body) = 0;
   virtual void when_writable(std::function<void()> fn) = 0;
   /// The isolate-system instance replies to an `ask` come back to.

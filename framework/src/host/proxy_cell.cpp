@@ -88,6 +88,11 @@ void proxy_cell::handle(const nlohmann::json& frame) {
     if (!new_id.empty()) id_ = new_id;
     if (d != 0 && !in_flight_.erase(d)) d = 0;
     owner->worker_failed(index_, d, frame.value("error", std::string("remote worker failed")), new_id);
+  } else if (type == "rateLimited") {
+    auto d = frame.value("delivery", std::uint64_t(0));
+    if (in_flight_.erase(d))
+      owner->worker_rate_limited(index_, d, std::chrono::milliseconds(frame.value("delayMs", 0LL)),
+                                 frame.value("reason", std::string("rate limited")));
   } else if (type == "crashed") {
     auto d = frame.value("delivery", std::uint64_t(0));
     if (d != 0 && !in_flight_.erase(d)) d = 0;

@@ -381,6 +381,16 @@ void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
   });
 }
 
+void router::worker_rate_limited(std::size_t index, std::uint64_t delivery_id, std::chrono::milliseconds delay,
+                                 std::string reason) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, delay, reason = std::move(reason)] {
+    // Governance comes next; until then a rate-limited message is a failed one.
+    (void)delay;
+    self->last_error_ = "rate limited: " + reason;
+    self->finish_one(index, delivery_id, true);
+  });
+}
+
 void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) {
   boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, what = std::move(what),
                               new_id = std::move(new_id)] {

@@ -52,6 +52,8 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   // cell_owner
   void worker_done(std::size_t index, std::uint64_t delivery_id) override;
   void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) override;
+  void worker_rate_limited(std::size_t index, std::uint64_t delivery_id, std::chrono::milliseconds delay,
+                           std::string reason) override;
   void worker_up(std::size_t index, std::string id) override;
   void worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) override;
   void enqueue(std::string topic, delivery_mode mode, std::string body) override;

@@ -123,6 +123,9 @@ void worker_cell::invoke(const message& m, bool is_delivery) {
   worker_access::set_current(*worker_, m);
   try {
     worker_->on_receive(m);
+  } catch (const rate_limited& e) {
+    if (is_delivery || busy_) backoff(e.delay(), e.what());
+    return;
   } catch (const std::exception& e) {
     crashed(std::string("on_receive threw: ") + e.what());
     return;
@@ -281,6 +284,13 @@ void worker_cell::done() {
   if (!busy_) return;  // done() outside a delivery (e.g. twice) changes nothing
   end_delivery();
   if (auto r = owner_.lock()) r->worker_done(index_, current_delivery_);
+  boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });
+}
+
+void worker_cell::backoff(std::chrono::milliseconds delay, std::string_view reason) {
+  if (!busy_) return;  // like done(): only the message being handled can be backed off
+  end_delivery();
+  if (auto r = owner_.lock()) r->worker_rate_limited(index_, current_delivery_, delay, std::string(reason));
   boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });
 }
 

@@ -51,6 +51,7 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   void ask(nlohmann::json body, std::string_view to) override;
   void reply(const message& to_message, nlohmann::json body) override;
   void done() override;
+  void backoff(std::chrono::milliseconds delay, std::string_view reason) override;
   void when_writable(std::function<void()> fn) override;
   void after(std::chrono::milliseconds delay, std::function<void()> fn) override;
   void log(int level, std::string_view text) override;
