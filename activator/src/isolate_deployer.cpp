@@ -74,8 +74,9 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
     send({{"type", "failed"}, {"delivery", delivery_id}, {"error", what}, {"workerId", new_id}});
   }
   void worker_rate_limited(std::size_t, std::uint64_t delivery_id, std::chrono::milliseconds delay,
-                           std::string reason) override {
-    send({{"type", "rateLimited"}, {"delivery", delivery_id}, {"delayMs", delay.count()}, {"reason", reason}});
+                           std::string reason, message m) override {
+    send({{"type", "rateLimited"}, {"delivery", delivery_id}, {"delayMs", delay.count()}, {"reason", reason},
+          {"envelope", encode_envelope(to_envelope(m))}, {"redelivered", m.redelivered()}});
   }
   void worker_up(std::size_t, std::string id) override { send({{"type", "up"}, {"workerId", id}}); }
   void worker_crashed(std::size_t, std::uint64_t delivery_id, std::string what) override {

@@ -83,6 +83,7 @@ std::string encode_envelope(const envelope& e) {
   if (!e.ask_instance.empty()) j["ask"] = {{"instance", e.ask_instance}, {"worker", e.ask_worker}};
   set_if(j, "inReplyTo", e.in_reply_to);
   set_if(j, "toWorker", e.to_worker);
+  if (!e.dead_letter.is_null()) j["deadLetter"] = e.dead_letter;
   if (e.is_bytes)
     j["bin"] = base64_encode(e.bytes);
   else
@@ -115,6 +116,7 @@ envelope decode_envelope(std::string_view data) {
     e.ask_instance = get_string(*ask, "instance");
     e.ask_worker = get_string(*ask, "worker");
   }
+  if (auto dl = j.find("deadLetter"); dl != j.end() && dl->is_object()) e.dead_letter = std::move(*dl);
   if (auto bin = j.find("bin"); bin != j.end() && bin->is_string()) {
     e.is_bytes = true;
     if (!base64_decode(bin->get_ref<const std::string&>(), e.bytes)) e.bytes.clear();

@@ -135,6 +135,30 @@ TEST(PoolSpec, SaysExactlyWhatIsWrong) {
   EXPECT_NE(error_for({{"hotDeployment", "yes"}}).find("hotDeployment"), std::string::npos);
   EXPECT_NE(error_for({{"uri", 5}}).find("uri"), std::string::npos);
   EXPECT_NE(dde::host::parse_pool_spec(nlohmann::json::array()).error().find("JSON object"), std::string::npos);
+  EXPECT_NE(error_for({{"backoff", {{"retryLimit", -1}}}}).find("backoff.retryLimit"), std::string::npos);
+  EXPECT_NE(error_for({{"backoff", {{"maxDelayMs", 0}}}}).find("backoff.maxDelayMs"), std::string::npos);
+  EXPECT_NE(error_for({{"subPools", {{"capacity", {{"a", 1}}}}}}).find("\"key\""), std::string::npos);
+  EXPECT_NE(error_for({{"subPools", {{"key", "k"}, {"capacity", {{"a", 0}}}}}}).find("subPools.capacity[\"a\"]"),
+            std::string::npos);
+}
+
+TEST(PoolSpec, GovernanceFieldsRoundTrip) {
+  auto body = nlohmann::json::parse(R"({"isolateSystemName": "s", "isolateName": "c", "uri": "/x.so",
+    "backoff": {"retryLimit": 3, "maxDelayMs": 60000},
+    "subPools": {"key": "service", "capacity": {"write": 1}, "defaultCapacity": 4}})");
+  auto spec = dde::host::parse_pool_spec(body);
+  ASSERT_TRUE(spec) << spec.error();
+  EXPECT_EQ(spec.value().backoff.retry_limit, 3);
+  EXPECT_EQ(spec.value().sub_pools.capacity.at("write"), 1u);
+  auto j = dde::host::to_json(spec.value());
+  j.update({{"isolateSystemName", "s"}, {"isolateName", "c"}, {"uri", "/x.so"}});
+  auto again = dde::host::parse_pool_spec(j);
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_EQ(again.value().backoff.retry_limit, 3);
+  EXPECT_EQ(again.value().backoff.max_delay, std::chrono::milliseconds(60000));
+  EXPECT_EQ(again.value().sub_pools.key, "service");
+  EXPECT_EQ(again.value().sub_pools.capacity, spec.value().sub_pools.capacity);
+  EXPECT_EQ(again.value().sub_pools.default_capacity, 4u);
 }
 
 }  // namespace

@@ -68,3 +68,23 @@ TEST(RateGate, ARateChangeTakesEffectAndWakesWaiters) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(RateGate, APauseHoldsEveryStartUntilItEndsAndOnlyALongerOneExtendsIt) {
+  rate_gate gate(0, 1000ms, 0);  // no rate: only the governance pause
+  auto t0 = rate_gate::clock::time_point{} + 10s;
+  EXPECT_TRUE(gate.try_start(t0).allowed);
+  EXPECT_TRUE(gate.pause_until(t0 + 500ms));
+  EXPECT_FALSE(gate.pause_until(t0 + 300ms)) << "a shorter pause changes nothing";
+  auto held = gate.try_start(t0 + 100ms);
+  EXPECT_FALSE(held.allowed);
+  ASSERT_TRUE(held.retry_at);
+  EXPECT_EQ(*held.retry_at, t0 + 500ms);
+  EXPECT_TRUE(gate.pause_until(t0 + 800ms));
+  EXPECT_FALSE(gate.try_start(t0 + 600ms).allowed);
+  EXPECT_EQ(gate.paused_until(), t0 + 800ms);
+  EXPECT_TRUE(gate.try_start(t0 + 800ms).allowed);
+}
+
+}  // namespace

@@ -122,3 +122,45 @@ TEST(Router, CustomChoicesAreFilteredAndFallBackWhenUnusable) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(SubPools, EachKeyHasItsCapacityAndTheDefaultCoversTheRest) {
+  dde::host::sub_pool_spec spec;
+  spec.key = "service";
+  spec.capacity = {{"write", 1}};
+  spec.default_capacity = 2;
+  dde::host::sub_pool_ledger subs(spec);
+  ASSERT_TRUE(subs.enabled());
+  dde::message m;
+  m.body_ = {{"service", "write"}};
+  EXPECT_EQ(subs.key_of(m), "write");
+  m.body_ = {{"service", 7}};
+  EXPECT_EQ(subs.key_of(m), "7");
+  m.body_ = {{"other", 1}};
+  EXPECT_EQ(subs.key_of(m), "");
+  EXPECT_TRUE(subs.has_room("write"));
+  subs.start("write");
+  EXPECT_FALSE(subs.has_room("write"));
+  EXPECT_TRUE(subs.has_room("read"));
+  subs.start("read");
+  subs.start("read");
+  EXPECT_FALSE(subs.has_room("read"));
+  EXPECT_EQ(subs.in_flight("read"), 2u);
+  subs.finish("read");
+  EXPECT_TRUE(subs.has_room("read"));
+  subs.finish("write");
+  EXPECT_TRUE(subs.has_room("write"));
+  EXPECT_FALSE(dde::host::sub_pool_ledger({}).enabled());
+}
+
+TEST(SubPools, HeldMessagesUseThePoolsRoom) {
+  auto l = make(router_kind::round_robin, 2, 4);
+  EXPECT_EQ(l.room(), 8u);
+  l.set_held(3);
+  EXPECT_EQ(l.room(), 5u);
+  l.set_held(20);
+  EXPECT_EQ(l.room(), 0u);
+}
+
+}  // namespace

@@ -1,6 +1,8 @@
 // producer: sends `count` numbered messages of about `size` bytes to `to`, as fast as the
 // host's window allows or at `rate` messages per second.
-//   args: {"to": "sys/consumer", "count": 1000, "size": 64, "rate": 0, "start_seq": 0, "stats_dir": ""}
+//   args: {"to": "sys/consumer", "count": 1000, "size": 64, "rate": 0, "start_seq": 0, "stats_dir": "",
+//          "key_field": "", "keys": []}
+// With key_field and keys, message seq also carries key_field: keys[seq % keys.size()] (for sub-pools).
 #include "../common/sample_util.hpp"
 #include "dde/worker.hpp"
 
@@ -14,7 +16,11 @@ class producer : public dde::worker {
         size_(dde::samples::arg_or<std::int64_t>(args(), "size", 64)),
         rate_(dde::samples::arg_or<double>(args(), "rate", 0)),
         next_(dde::samples::arg_or<std::int64_t>(args(), "start_seq", 0)),
-        stats_dir_(dde::samples::arg_or<std::string>(args(), "stats_dir", "")) {
+        stats_dir_(dde::samples::arg_or<std::string>(args(), "stats_dir", "")),
+        key_field_(dde::samples::arg_or<std::string>(args(), "key_field", "")),
+        keys_(args().value("keys", nlohmann::json::array())) {
+    if (!key_field_.empty() && (!keys_.is_array() || keys_.empty()))
+      throw std::invalid_argument("producer: args.key_field needs a non-empty args.keys array");
     if (to_.empty()) throw std::invalid_argument("producer needs args.to, the address to send to");
     end_ = next_ + count_;
     // {"seq":N,"pad":"..."}: pad so the JSON body is about `size` bytes.
@@ -37,7 +43,9 @@ class producer : public dde::worker {
     }
     int sent_now = 0;
     while (next_ < allowed && sent_now < 256) {
-      send({{"seq", next_}, {"pad", pad_}}, to_);
+      nlohmann::json body = {{"seq", next_}, {"pad", pad_}};
+      if (!key_field_.empty()) body[key_field_] = keys_[std::size_t(next_) % keys_.size()];
+      send(std::move(body), to_);
       ++next_;
       ++sent_now;
     }
@@ -68,6 +76,8 @@ class producer : public dde::worker {
   double rate_;
   std::int64_t next_, end_ = 0;
   std::string stats_dir_;
+  std::string key_field_;
+  nlohmann::json keys_;
   std::string pad_;
   std::int64_t started_us_ = 0, last_write_us_ = 0;
 };

@@ -2,7 +2,7 @@
 /// \file
 /// The envelope: what travels through the broker for one message (the AMQP body).
 /// JSON: {"id","from","to","replyTo"?,"ask"?:{"instance","worker"},"inReplyTo"?,"toWorker"?,
-///        "body"? | "bin"? (base64)}. A body that is not a DDE envelope is read as a plain payload.
+///        "body"? | "bin"? (base64), "deadLetter"?}. A body that is not a DDE envelope is read as a plain payload.
 
 #include <string>
 #include <string_view>
@@ -24,6 +24,9 @@ struct envelope {
   std::string to_worker;     ///< on a reply to an ask: the worker that asked
   nlohmann::json body;
   std::string bytes;
+  /// On a message in a dead-letter queue (`dde.dead.<topic>`): why it is there
+  /// (`{"reason","attempts","pool","at"}`), null otherwise.
+  nlohmann::json dead_letter;
   bool is_bytes = false;
 };
 

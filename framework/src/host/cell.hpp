@@ -49,9 +49,9 @@ class cell_owner {
   /// being handled). The cell holds its mailbox until the owner answers with `cell::supervise`.
   virtual void worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) = 0;
   /// The worker ended message `delivery_id` as rate-limited (`backoff` or `rate_limited`): pause the
-  /// pool for `delay` and try the message again.
+  /// pool for `delay` and try `m` (the message it was handling) again.
   virtual void worker_rate_limited(std::size_t index, std::uint64_t delivery_id, std::chrono::milliseconds delay,
-                                   std::string reason) = 0;
+                                   std::string reason, message m) = 0;
   virtual void enqueue(std::string topic, delivery_mode mode, std::string body) = 0;
   virtual void when_writable(std::function<void()> fn) = 0;
   /// The isolate-system instance replies to an `ask` come back to.

@@ -135,6 +135,41 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
     if (!f->is_string()) return r::failure(std::string("field \"") + key + "\" must be a string");
     *out = f->get<std::string>();
   }
+  if (auto b = field(body, "backoff")) {
+    if (!b->is_object()) return r::failure("field \"backoff\" must be an object {\"retryLimit\", \"maxDelayMs\"}");
+    if (auto n = b->find("retryLimit"); n != b->end()) {
+      if (!n->is_number_integer() || n->get<long long>() < 0 || n->get<long long>() > 1000000)
+        return r::failure("backoff.retryLimit must be an integer from 0 to 1000000");
+      spec.backoff.retry_limit = n->get<int>();
+    }
+    if (auto m = b->find("maxDelayMs"); m != b->end()) {
+      if (!m->is_number_integer() || m->get<long long>() < 1 || m->get<long long>() > 86400000)
+        return r::failure("backoff.maxDelayMs must be an integer from 1 to 86400000 (milliseconds)");
+      spec.backoff.max_delay = std::chrono::milliseconds(m->get<long long>());
+    }
+  }
+  if (auto sp = field(body, "subPools")) {
+    auto key = sp->is_object() ? sp->find("key") : sp->end();
+    if (!sp->is_object() || key == sp->end() || !key->is_string() || key->get_ref<const std::string&>().empty())
+      return r::failure("field \"subPools\" must be {\"key\": \"<body field>\", \"capacity\": {\"<value>\": n, ...}, "
+                        "\"defaultCapacity\": n}");
+    spec.sub_pools.key = key->get<std::string>();
+    auto count = [](const nlohmann::json& v) {
+      return v.is_number_integer() && v.get<long long>() >= 0 && v.get<long long>() <= 1000000;
+    };
+    if (auto c = sp->find("capacity"); c != sp->end()) {
+      if (!c->is_object()) return r::failure("subPools.capacity must be an object of key value -> capacity");
+      for (auto& [k, v] : c->items()) {
+        if (!count(v) || v.get<long long>() < 1)
+          return r::failure("subPools.capacity[\"" + k + "\"] must be an integer from 1 to 1000000");
+        spec.sub_pools.capacity[k] = v.get<std::size_t>();
+      }
+    }
+    if (auto d = sp->find("defaultCapacity"); d != sp->end()) {
+      if (!count(*d)) return r::failure("subPools.defaultCapacity must be an integer from 0 to 1000000 (0: no limit)");
+      spec.sub_pools.default_capacity = d->get<std::size_t>();
+    }
+  }
   if (auto sup = field(body, "supervision")) {
     if (!sup->is_object()) return r::failure("field \"supervision\" must be an object");
     auto& s = spec.supervision;
@@ -202,6 +237,11 @@ nlohmann::json to_json(const pool_spec& spec) {
             {"withinMs", spec.supervision.within.count()},
             {"backoffMs", spec.supervision.backoff.count()},
             {"failedMessage", spec.supervision.dead_letter ? "dead-letter" : "retry"}}},
+          {"backoff", {{"retryLimit", spec.backoff.retry_limit}, {"maxDelayMs", spec.backoff.max_delay.count()}}},
+          {"subPools", spec.sub_pools.key.empty() ? nlohmann::json()
+                                                  : nlohmann::json{{"key", spec.sub_pools.key},
+                                                                   {"capacity", spec.sub_pools.capacity},
+                                                                   {"defaultCapacity", spec.sub_pools.default_capacity}}},
           {"args", spec.args}};
 }
 

@@ -2,6 +2,7 @@
 // A pool deployment: the thesis's addIsolate body (3.2.2) plus DDE's additions.
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,22 @@ struct supervision_spec {
   std::chrono::milliseconds within{60000};  ///< ...after which the pool stops: no crash loop
   std::chrono::milliseconds backoff{0};     ///< delay before a restarted worker takes messages, doubling
   bool dead_letter = false;  ///< the failed message: false = back to the queue, true = to dde.dead.<queue>
+};
+
+/// Rate-limit governance (a worker's `backoff` / `rate_limited`): how often a rate-limited message is
+/// tried again before it is dead-lettered, and the longest pause a worker may impose on the pool.
+struct backoff_spec {
+  int retry_limit = 5;
+  std::chrono::milliseconds max_delay{900000};
+};
+
+/// Per-key sub-pools (the seed's poolSelector): a message whose JSON body has `key` = K is started
+/// only while fewer than `capacity[K]` (else `default_capacity`; 0 = no limit) messages of K are in
+/// flight in the pool; messages of a full sub-pool wait in the router while other keys go on.
+struct sub_pool_spec {
+  std::string key;  ///< empty: no sub-pools
+  std::map<std::string, std::size_t> capacity;
+  std::size_t default_capacity = 0;
 };
 
 struct pool_spec {
@@ -48,6 +65,8 @@ struct pool_spec {
   std::chrono::milliseconds hot_interval{1000};  ///< with hot_deployment: how often the plugin's md5 is checked
   std::chrono::milliseconds ping_after{0};      ///< starvation guard: PING a worker quiet this long (0: off)
   std::chrono::milliseconds pong_timeout{5000};  ///< no PONG within this: the worker is stuck, replace it
+  backoff_spec backoff;
+  sub_pool_spec sub_pools;
 
   address addr() const { return {system, isolate}; }
   /// Local file path of the plugin (`uri` without `file://`).

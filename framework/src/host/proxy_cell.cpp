@@ -92,7 +92,9 @@ void proxy_cell::handle(const nlohmann::json& frame) {
     auto d = frame.value("delivery", std::uint64_t(0));
     if (in_flight_.erase(d))
       owner->worker_rate_limited(index_, d, std::chrono::milliseconds(frame.value("delayMs", 0LL)),
-                                 frame.value("reason", std::string("rate limited")));
+                                 frame.value("reason", std::string("rate limited")),
+                                 to_message(decode_envelope(frame.value("envelope", std::string())),
+                                            frame.value("redelivered", false)));
   } else if (type == "crashed") {
     auto d = frame.value("delivery", std::uint64_t(0));
     if (d != 0 && !in_flight_.erase(d)) d = 0;

@@ -18,6 +18,7 @@ rate_gate::verdict rate_gate::try_start(clock::time_point now, std::function<voi
     if (on_room) waiting_.push_back(std::move(on_room));
     return {false, std::nullopt};
   }
+  if (now < paused_until_) return {false, paused_until_};
   if (messages_ > 0 && starts_.size() >= messages_ && now - starts_.front() < per_)
     return {false, starts_.front() + per_};
   if (messages_ > 0) {
@@ -39,6 +40,18 @@ void rate_gate::finished() {
     }
   }
   if (wake) wake();
+}
+
+bool rate_gate::pause_until(clock::time_point until) {
+  std::lock_guard lock(mutex_);
+  if (until <= paused_until_) return false;
+  paused_until_ = until;
+  return true;
+}
+
+rate_gate::clock::time_point rate_gate::paused_until() const {
+  std::lock_guard lock(mutex_);
+  return paused_until_;
 }
 
 void rate_gate::set(std::size_t messages, std::chrono::milliseconds per, std::size_t max_in_flight) {

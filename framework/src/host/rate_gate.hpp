@@ -2,7 +2,8 @@
 // A pool's throttle: at most `messages` starts in every window of `per` (a sliding log of the last
 // starts, so the bound holds wherever the window is placed, not per timer tick) and at most
 // `max_in_flight` messages being handled at once. Shared by a pool's worker cells, which ask it
-// right before they hand a message to the worker; nothing runs while no message waits.
+// right before they hand a message to the worker; nothing runs while no message waits. A pool-wide
+// pause (rate-limit governance) holds every start until it ends.
 
 #include <chrono>
 #include <cstddef>
@@ -31,11 +32,16 @@ class rate_gate {
   verdict try_start(clock::time_point now, std::function<void()> on_room = {});
   /// A started message finished: frees its in-flight place (and wakes one waiter).
   void finished();
+  /// Governance: no start before `until` (a later pause extends it, an earlier one changes nothing).
+  /// Returns whether it extended the pause.
+  bool pause_until(clock::time_point until);
+  clock::time_point paused_until() const;
   /// Changes the limits at run time.
   void set(std::size_t messages, std::chrono::milliseconds per, std::size_t max_in_flight);
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  clock::time_point paused_until_{};
   std::size_t messages_;
   clock::duration per_;
   std::size_t max_in_flight_;

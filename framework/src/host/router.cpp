@@ -19,10 +19,9 @@ router::router(boost::asio::io_context& io, std::shared_ptr<top_level> top, pool
       spec_(std::move(spec)),
       topic_(spec_.addr().topic()),
       shared_spec_(std::make_shared<const pool_spec>(spec_)),
-      ledger_(spec_.router, std::size_t(spec_.credits)) {
-  if (spec_.rate_messages > 0 || spec_.max_in_flight > 0)
-    gate_ = std::make_shared<rate_gate>(spec_.rate_messages, spec_.rate_per, spec_.max_in_flight);
-}
+      ledger_(spec_.router, std::size_t(spec_.credits)),
+      subs_(spec_.sub_pools),
+      gate_(std::make_shared<rate_gate>(spec_.rate_messages, spec_.rate_per, spec_.max_in_flight)) {}
 
 router::~router() = default;
 
@@ -215,16 +214,8 @@ void router::set_rate(std::size_t messages, std::chrono::milliseconds per, std::
     self->spec_.max_in_flight = max_in_flight;
     logger("host.router")->info("{}: rate {} per {} ms, maxInFlight {} (0 = none)", self->spec_.addr().str(), messages,
                                 per.count(), max_in_flight);
-    if (self->gate_) {
-      self->gate_->set(messages, per, max_in_flight);
-      return done({});
-    }
-    if (messages == 0 && max_in_flight == 0) return done({});
-    // Workers read their gate without locks, so a pool that had none gets it through a RESTART.
-    if (self->hot_.swapping || self->restarting_pool_ || !self->plugin_)
-      return done("pool " + self->spec_.addr().str() + " cannot take a rate now: it is restarting or has no local workers");
-    self->gate_ = std::make_shared<rate_gate>(messages, per, max_in_flight);
-    done(self->begin_swap(self->plugin_, true));
+    self->gate_->set(messages, per, max_in_flight);
+    done({});
   });
 }
 
@@ -297,13 +288,7 @@ void router::finish_swap() {
     logger("host.router")->info("{}: now running plugin md5 {} (swap {}, paused {} ms)", self->spec_.addr().str(),
                                 self->plugin_->object().md5(), h.swaps, h.last_pause_ms);
     self->ledger_.set_paused(false);
-    while (!self->waiting_.empty()) {
-      auto targets = self->ledger_.select();
-      if (targets.empty()) break;
-      auto w = std::move(self->waiting_.front());
-      self->waiting_.pop_front();
-      self->dispatch(w.generation, w.tag, std::move(w.msg));
-    }
+    self->flush_waiting();
     self->request_credit();
   };
   if (*remaining == 0) return swap_in();
@@ -333,6 +318,17 @@ void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redeliver
 }
 
 void router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg) {
+  std::string sub_key;
+  if (subs_.enabled()) {
+    sub_key = subs_.key_of(msg);
+    if (!subs_.has_room(sub_key)) {
+      // Its sub-pool is full: it waits for one of its key to finish while other keys go on. Held
+      // messages use the pool's room, so the router never asks the MQS for more than it can hold.
+      sub_waiting_[sub_key].push_back({generation, tag, std::move(msg)});
+      ledger_.set_held(++sub_held_);
+      return;
+    }
+  }
   std::vector<std::size_t> targets =
       policy_ ? ledger_.select_custom(policy_->select_worker(msg, ledger_.snapshot())) : ledger_.select();
   if (targets.empty() || stopping_ || hot_.swapping || restarting_pool_) {
@@ -341,7 +337,8 @@ void router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg) 
     return;
   }
   std::uint64_t id = next_delivery_++;
-  deliveries_[id] = {generation, tag, targets, false};
+  if (subs_.enabled()) subs_.start(sub_key);
+  deliveries_[id] = {generation, tag, targets, false, std::move(sub_key), 0};
   auto now = std::chrono::steady_clock::now();
   for (std::size_t k = 0; k < targets.size(); ++k) {
     ledger_.assign(targets[k]);
@@ -382,13 +379,65 @@ void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
 }
 
 void router::worker_rate_limited(std::size_t index, std::uint64_t delivery_id, std::chrono::milliseconds delay,
-                                 std::string reason) {
-  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, delay, reason = std::move(reason)] {
-    // Governance comes next; until then a rate-limited message is a failed one.
-    (void)delay;
-    self->last_error_ = "rate limited: " + reason;
-    self->finish_one(index, delivery_id, true);
+                                 std::string reason, message m) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, delay, reason = std::move(reason),
+                              m = std::move(m)]() mutable {
+    ++self->stats_.rate_limited;
+    // The whole pool pauses, here and (through the MQS) in every replica, not only the worker that was hit.
+    self->pause_pool(std::clamp(delay, std::chrono::milliseconds(0), self->spec_.backoff.max_delay), reason, true);
+    auto it = self->deliveries_.find(delivery_id);
+    if (it == self->deliveries_.end()) return;
+    auto& d = it->second;
+    if (std::find(d.pending.begin(), d.pending.end(), index) == d.pending.end()) return;
+    if (d.attempts < self->spec_.backoff.retry_limit && !self->stopping_) {
+      // Tried again by the same worker once the pause is over (its gate holds it until then); it keeps
+      // its place in the pool's accounting meanwhile.
+      ++d.attempts;
+      ++self->stats_.retries;
+      self->last_activity_[index] = std::chrono::steady_clock::now();
+      self->cells_[index]->post_message(std::move(m), delivery_id);
+      return;
+    }
+    auto why = "rate limited " + std::to_string(d.attempts + 1) + " time(s), retry limit " +
+               std::to_string(self->spec_.backoff.retry_limit) + " reached; last reason: " + reason;
+    if (self->stopping_) {
+      self->finish_one(index, delivery_id, true, false);  // back to the broker: another replica may take it
+      return;
+    }
+    self->dead_letter(m, d.attempts + 1, why);
+    self->finish_one(index, delivery_id, false, false);  // acked: it is in the dead-letter queue now
   });
+}
+
+void router::pause_pool(std::chrono::milliseconds delay, const std::string& reason, bool broadcast) {
+  if (delay.count() <= 0) return;
+  auto until = std::chrono::steady_clock::now() + delay;
+  gate_->pause_until(until);  // the worker's cell may have paused it already
+  // One announcement per extension of the pause, however many workers were hit.
+  if (until <= announced_until_ + std::chrono::milliseconds(5)) return;
+  announced_until_ = until;
+  pause_reason_ = reason;
+  ++(broadcast ? stats_.pauses : stats_.remote_pauses);
+  logger("host.router")->warn("{}: rate limited ({}): no message starts for {} ms{}", spec_.addr().str(), reason,
+                              delay.count(), broadcast ? "" : " (paused by a replica)");
+  // (broadcast to the replicas: wired to the MQS next)
+}
+
+void router::on_pause(std::chrono::milliseconds delay, std::string reason, std::string origin) {
+  boost::asio::post(strand_, [self = shared_from_this(), delay, reason = std::move(reason), origin = std::move(origin)] {
+    if (self->stopping_) return;
+    self->pause_pool(std::min(delay, self->spec_.backoff.max_delay), reason + " [from " + origin + "]", false);
+  });
+}
+
+void router::dead_letter(const message& m, int attempts, const std::string& reason) {
+  auto e = to_envelope(m);
+  auto at = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+  e.dead_letter = {{"reason", reason}, {"attempts", attempts}, {"pool", spec_.addr().str()}, {"at", at.count()}};
+  ++stats_.dead_lettered;
+  logger("host.router")->error("{}: message {} dead-lettered to dde.dead.{}: {}", spec_.addr().str(), m.id(), topic_,
+                               reason);
+  top_->enqueue("dde.dead." + topic_, delivery_mode::at_least_once, encode_envelope(e));
 }
 
 void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) {
@@ -467,9 +516,7 @@ void router::stop_pool(const std::string& why) {
   stopping_ = true;
   ledger_.set_paused(true);
   top_->cancel(topic_);
-  for (auto& w : waiting_)
-    if (spec_.mode == delivery_mode::at_least_once) top_->nack(w.generation, w.tag, true);
-  waiting_.clear();
+  give_back_held();
   for (std::size_t i = 0; i < cells_.size(); ++i) {
     ledger_.set_alive(i, false);
     cells_[i]->kill([] {});
@@ -499,12 +546,7 @@ void router::restart_pool(const std::string& why) {
         }
         self->restarting_pool_ = false;
         self->ledger_.set_paused(false);
-        while (!self->waiting_.empty()) {
-          if (self->ledger_.select().empty()) break;
-          auto w = std::move(self->waiting_.front());
-          self->waiting_.pop_front();
-          self->dispatch(w.generation, w.tag, std::move(w.msg));
-        }
+        self->flush_waiting();
         self->request_credit();
       });
     });
@@ -519,7 +561,29 @@ void router::when_writable(std::function<void()> fn) { top_->when_writable(std::
 
 const std::string& router::instance() const { return top_->instance(); }
 
-void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool failed) {
+void router::flush_waiting() {
+  while (!waiting_.empty() && !stopping_ && !hot_.swapping && !restarting_pool_) {
+    if (ledger_.select().empty()) break;
+    auto w = std::move(waiting_.front());
+    waiting_.pop_front();
+    dispatch(w.generation, w.tag, std::move(w.msg));
+  }
+}
+
+void router::give_back_held() {
+  auto give_back = [this](std::deque<waiting>& held) {
+    for (auto& w : held)
+      if (spec_.mode == delivery_mode::at_least_once) top_->nack(w.generation, w.tag, true);
+    held.clear();
+  };
+  give_back(waiting_);
+  for (auto& [key, held] : sub_waiting_) give_back(held);
+  sub_waiting_.clear();
+  sub_held_ = 0;
+  ledger_.set_held(0);
+}
+
+void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven) {
   // Each (message, worker) finishes once: a late report (e.g. from a replaced stuck worker) is ignored.
   auto it = deliveries_.find(delivery_id);
   if (it == deliveries_.end()) return;
@@ -530,10 +594,13 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   ledger_.finish(index);
   last_activity_[index] = std::chrono::steady_clock::now();
   if (!failed) ++done_per_worker_[index];
-  if (!failed && hot_.proving && !hot_.swapping) version_proven();
+  if (!failed && proven && hot_.proving && !hot_.swapping) version_proven();
   auto& d = it->second;
   d.failed = d.failed || failed;
-  if (d.pending.empty()) {
+  std::string sub_key;
+  bool ended = d.pending.empty();
+  if (ended) {
+    sub_key = std::move(d.sub_key);
     if (spec_.mode == delivery_mode::at_least_once) {
       // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
       // straight to dde.dead.<queue> when the pool says so.
@@ -544,14 +611,20 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
     }
     deliveries_.erase(it);
   }
-  // Held messages go out as workers get room (not while a swap is under way: they wait for the new ones).
-  while (!waiting_.empty() && !stopping_ && !hot_.swapping && !restarting_pool_) {
-    auto targets = ledger_.select();
-    if (targets.empty()) break;
-    auto w = std::move(waiting_.front());
-    waiting_.pop_front();
-    dispatch(w.generation, w.tag, std::move(w.msg));
+  if (ended && subs_.enabled()) {
+    // Its sub-pool has room again: the oldest message waiting for it goes to the general queue.
+    subs_.finish(sub_key);
+    auto held = sub_waiting_.find(sub_key);
+    if (held != sub_waiting_.end() && !held->second.empty()) {
+      auto w = std::move(held->second.front());
+      held->second.pop_front();
+      if (held->second.empty()) sub_waiting_.erase(held);
+      ledger_.set_held(--sub_held_);
+      waiting_.push_front(std::move(w));
+    }
   }
+  // Held messages go out as workers get room (not while a swap is under way: they wait for the new ones).
+  flush_waiting();
   request_credit();
   check_drained();
   if (hot_.swapping && !hot_.next_cells.empty() && ledger_.total_in_flight() == 0) finish_swap();
@@ -565,9 +638,7 @@ void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> d
     self->ledger_.set_paused(true);
     self->top_->cancel(self->topic_);
     // Held messages were never handed to a worker: give them back.
-    for (auto& w : self->waiting_)
-      if (self->spec_.mode == delivery_mode::at_least_once) self->top_->nack(w.generation, w.tag, true);
-    self->waiting_.clear();
+    self->give_back_held();
     self->drained_ = [self, done = std::move(done)] {
       auto remaining = std::make_shared<std::size_t>(self->cells_.size());
       auto finish = [self, remaining, done] {
@@ -633,6 +704,28 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
       j["hotDeploy"] = plugin;
     }
     if (!self->last_error_.empty()) j["lastError"] = self->last_error_;
+    auto paused_for = std::chrono::duration_cast<std::chrono::milliseconds>(self->gate_->paused_until() -
+                                                                            std::chrono::steady_clock::now());
+    j["governance"] = {{"pausedForMs", std::max<long long>(0, paused_for.count())},
+                       {"lastPauseReason", self->pause_reason_},
+                       {"rateLimited", self->stats_.rate_limited},
+                       {"retries", self->stats_.retries},
+                       {"deadLettered", self->stats_.dead_lettered},
+                       {"pauses", self->stats_.pauses},
+                       {"remotePauses", self->stats_.remote_pauses}};
+    if (self->subs_.enabled()) {
+      nlohmann::json subs = nlohmann::json::object();
+      auto entry = [&](const std::string& key) {
+        auto held = self->sub_waiting_.find(key);
+        subs[key] = {{"inFlight", self->subs_.in_flight(key)},
+                     {"held", held == self->sub_waiting_.end() ? 0 : held->second.size()},
+                     {"capacity", self->subs_.capacity(key)}};
+      };
+      for (auto& [key, cap] : self->spec_.sub_pools.capacity) entry(key);
+      for (auto& [key, held] : self->sub_waiting_) entry(key);
+      for (auto& [id, d] : self->deliveries_) if (!subs.contains(d.sub_key)) entry(d.sub_key);
+      j["subPoolState"] = subs;
+    }
     j["stats"] = {{"delivered", self->stats_.delivered}, {"done", self->stats_.done},
                   {"failed", self->stats_.failed},       {"restarts", self->stats_.restarts},
                   {"replies", self->stats_.replies},     {"repliesDropped", self->stats_.replies_dropped}};

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -29,6 +30,8 @@ class top_level;
 
 struct router_stats {
   std::uint64_t delivered = 0, done = 0, failed = 0, replies = 0, replies_dropped = 0, restarts = 0;
+  // Rate-limit governance: messages a worker backed off, retries, dead letters, pool pauses (own, remote).
+  std::uint64_t rate_limited = 0, retries = 0, dead_lettered = 0, pauses = 0, remote_pauses = 0;
 };
 
 class router : public cell_owner, public std::enable_shared_from_this<router> {
@@ -53,7 +56,7 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   void worker_done(std::size_t index, std::uint64_t delivery_id) override;
   void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) override;
   void worker_rate_limited(std::size_t index, std::uint64_t delivery_id, std::chrono::milliseconds delay,
-                           std::string reason) override;
+                           std::string reason, message m) override;
   void worker_up(std::size_t index, std::string id) override;
   void worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) override;
   void enqueue(std::string topic, delivery_mode mode, std::string body) override;
@@ -65,6 +68,8 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   /// Changes the pool's rate and in-flight limit at run time (0 = none); `done` gets "" or why not.
   void set_rate(std::size_t messages, std::chrono::milliseconds per, std::size_t max_in_flight,
                 std::function<void(std::string)> done);
+  /// Governance: a replica of this pool (through the MQS) was rate limited; no starts for `delay`.
+  void on_pause(std::chrono::milliseconds delay, std::string reason, std::string origin);
   /// Runs `fn` on the strand with the pool's description (thesis 3.2.2 shape plus counters).
   void describe(std::function<void(nlohmann::json)> fn);
 
@@ -77,6 +82,8 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
     std::uint64_t tag;
     std::vector<std::size_t> pending;  ///< workers that hold it and have not finished it
     bool failed;
+    std::string sub_key;  ///< its sub-pool
+    int attempts = 0;     ///< times it was rate limited so far
   };
   struct waiting {
     std::uint64_t generation;
@@ -84,7 +91,16 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
     message msg;
   };
   void dispatch(std::uint64_t generation, std::uint64_t tag, message msg);
-  void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed);
+  /// `failed`: it goes back to the broker (nack) instead of being acked. `proven`: it counts as proof
+  /// that the running plugin version works.
+  void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven = true);
+  /// Hands held messages to workers with room (not while the pool is stopping, swapping or restarting).
+  void flush_waiting();
+  /// Gives every message held in the router back to the broker (the pool stops).
+  void give_back_held();
+  /// Governance: no message of the pool starts for `delay`; `broadcast` tells the other replicas.
+  void pause_pool(std::chrono::milliseconds delay, const std::string& reason, bool broadcast);
+  void dead_letter(const message& m, int attempts, const std::string& reason);
   void request_credit();
   /// A local worker cell (sharing the pool's throttle) or a proxy, for slot `index`.
   std::shared_ptr<cell> make_cell(std::size_t index, const std::shared_ptr<worker_plugin>& plugin);
@@ -126,6 +142,11 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   std::unique_ptr<boost::asio::steady_timer> guard_timer_;
   std::unordered_map<std::uint64_t, delivery> deliveries_;
   std::deque<waiting> waiting_;
+  sub_pool_ledger subs_;
+  std::map<std::string, std::deque<waiting>> sub_waiting_;  ///< per key: waiting for room in its sub-pool
+  std::size_t sub_held_ = 0;
+  std::string pause_reason_;
+  std::chrono::steady_clock::time_point announced_until_{};
   std::uint64_t next_delivery_ = 1;
   router_stats stats_;
   std::deque<std::chrono::steady_clock::time_point> restarts_;
@@ -147,7 +168,7 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
     std::vector<std::shared_ptr<cell>> next_cells;
     bool proving = true;  ///< the running version has not finished a message yet
   } hot_;
-  std::shared_ptr<rate_gate> gate_;  ///< the pool's rate and in-flight limit, if it has any
+  std::shared_ptr<rate_gate> gate_;  ///< the pool's rate, in-flight limit and governance pause
   std::function<void(nlohmann::json)> events_;
   std::string plugin_cache_;
   bool stopping_ = false;

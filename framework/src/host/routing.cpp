@@ -44,7 +44,8 @@ std::size_t pool_ledger::room() const {
     least = std::min(least, free);
   }
   if (!any) return 0;
-  return kind_ == router_kind::broadcast ? least : total;
+  std::size_t r = kind_ == router_kind::broadcast ? least : total;
+  return r > held_ ? r - held_ : 0;
 }
 
 std::size_t pool_ledger::take_credit_request() {
@@ -116,6 +117,34 @@ std::vector<worker_info> pool_ledger::snapshot() const {
   for (std::size_t i = 0; i < slots_.size(); ++i)
     out.push_back({i, slots_[i].id, slots_[i].path, slots_[i].in_flight, has_room(slots_[i])});
   return out;
+}
+
+std::string sub_pool_ledger::key_of(const message& m) const {
+  if (!enabled() || !m.body().is_object()) return {};
+  auto it = m.body().find(spec_.key);
+  if (it == m.body().end() || it->is_null()) return {};
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+std::size_t sub_pool_ledger::capacity(const std::string& key) const {
+  auto it = spec_.capacity.find(key);
+  return it != spec_.capacity.end() ? it->second : spec_.default_capacity;
+}
+
+bool sub_pool_ledger::has_room(const std::string& key) const {
+  auto cap = capacity(key);
+  return cap == 0 || in_flight(key) < cap;
+}
+
+void sub_pool_ledger::finish(const std::string& key) {
+  auto it = in_flight_.find(key);
+  if (it == in_flight_.end()) return;
+  if (--it->second == 0) in_flight_.erase(it);
+}
+
+std::size_t sub_pool_ledger::in_flight(const std::string& key) const {
+  auto it = in_flight_.find(key);
+  return it == in_flight_.end() ? 0 : it->second;
 }
 
 }  // namespace dde::host

@@ -4,9 +4,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <string>
 #include <random>
 #include <vector>
 
+#include "dde/message.hpp"
 #include "dde/router.hpp"
 #include "host/pool_spec.hpp"
 
@@ -38,6 +41,8 @@ class pool_ledger {
   void on_delivery();
   /// The connection to the MQS was replaced: credits asked of the old one are void.
   void reset_requested() { requested_ = 0; }
+  /// Messages the router holds without a worker (e.g. waiting for a full sub-pool): they use room.
+  void set_held(std::size_t held) { held_ = held; }
   /// Stops (or resumes) asking for credits, e.g. while the pool restarts.
   void set_paused(bool paused) { paused_ = paused; }
 
@@ -66,8 +71,30 @@ class pool_ledger {
   std::vector<slot> slots_;
   std::size_t next_ = 0;
   std::size_t requested_ = 0;
+  std::size_t held_ = 0;
   bool paused_ = false;
   std::mt19937 rng_;
+};
+
+/// Per-key sub-pools (the seed's poolSelector): how many messages of each key are in flight, and
+/// whether one more of a key may start.
+class sub_pool_ledger {
+ public:
+  explicit sub_pool_ledger(sub_pool_spec spec) : spec_(std::move(spec)) {}
+  bool enabled() const { return !spec_.key.empty(); }
+  /// The sub-pool of a message: its body's `key` field (a string as it is, a number or bool as JSON),
+  /// "" when the body has none.
+  std::string key_of(const message& m) const;
+  std::size_t capacity(const std::string& key) const;  ///< 0: no limit
+  bool has_room(const std::string& key) const;
+  void start(const std::string& key) { ++in_flight_[key]; }
+  void finish(const std::string& key);
+  std::size_t in_flight(const std::string& key) const;
+  const sub_pool_spec& spec() const { return spec_; }
+
+ private:
+  sub_pool_spec spec_;
+  std::map<std::string, std::size_t> in_flight_;
 };
 
 }  // namespace dde::host

@@ -289,8 +289,12 @@ void worker_cell::done() {
 
 void worker_cell::backoff(std::chrono::milliseconds delay, std::string_view reason) {
   if (!busy_) return;  // like done(): only the message being handled can be backed off
+  // The pool's gate pauses at once, so no sibling starts a message while the router hears of it.
+  if (gate_ && delay.count() > 0)
+    gate_->pause_until(rate_gate::clock::now() + std::min(delay, spec_->backoff.max_delay));
   end_delivery();
-  if (auto r = owner_.lock()) r->worker_rate_limited(index_, current_delivery_, delay, std::string(reason));
+  if (auto r = owner_.lock())
+    r->worker_rate_limited(index_, current_delivery_, delay, std::string(reason), worker_access::current(*worker_));
   boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });
 }
 
