@@ -35,11 +35,7 @@ class Governance : public Cluster {
   std::string deploy_faulty(nlohmann::json args, nlohmann::json extra, int workers) {
     node_ = std::make_unique<activator_process>(node("gov-" + sys));
     id = node_id(registry, "gov-" + sys);
-    args["log_dir"] = dir;
-    auto body = deploy_body(id, mqs.url(), sys, "faulty", "faulty", args,
-                            std::vector<std::string>(std::size_t(workers), "localhost"));
-    body.update(extra);
-    auto r = deploy(body);
+    auto r = deploy_pool(id, sys, "faulty", "faulty", args, workers, extra);
     EXPECT_EQ(r.status, 200) << r.body;
     return id;
   }
@@ -121,10 +117,9 @@ TEST_F(Governance, SubPoolsCapEachKeyWhileOtherKeysGoOn) {
   node_ = std::make_unique<activator_process>(node("gov-" + sys));
   id = node_id(registry, "gov-" + sys);
   const int work_ms = 60;
-  auto body = deploy_body(id, mqs.url(), sys, "echo", "echo_v1", {{"log_dir", dir}, {"work_ms", work_ms}},
-                          std::vector<std::string>(6, "localhost"));
-  body["subPools"] = {{"key", "service"}, {"capacity", {{"write", 1}}}, {"defaultCapacity", 3}};
-  ASSERT_EQ(deploy(body).status, 200);
+  auto r = deploy_pool(id, sys, "echo", "echo_v1", {{"work_ms", work_ms}}, 6,
+                       {{"subPools", {{"key", "service"}, {"capacity", {{"write", 1}}}, {"defaultCapacity", 3}}}});
+  ASSERT_EQ(r.status, 200) << r.body;
   const int n = 90;
   produce(n, {{"key_field", "service"}, {"keys", {"write", "read", "read"}}}, "echo");
   auto done = [&] { return read_timed(dir, "done-"); };

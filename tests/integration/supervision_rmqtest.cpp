@@ -18,12 +18,8 @@ class Supervision : public Cluster {
                             int workers, nlohmann::json extra = nlohmann::json::object()) {
     node_ = std::make_unique<activator_process>(node("sup-" + sys));
     auto id = node_id(registry, "sup-" + sys);
-    faulty_args["log_dir"] = dir;
-    auto body = deploy_body(id, mqs.url(), sys, "faulty", "faulty", faulty_args,
-                            std::vector<std::string>(std::size_t(workers), "localhost"));
-    body["supervision"] = supervision;
-    body.update(extra);
-    auto r = deploy(body);
+    extra["supervision"] = supervision;
+    auto r = deploy_pool(id, sys, "faulty", "faulty", faulty_args, workers, extra);
     EXPECT_EQ(r.status, 200) << r.body;
     return id;
   }

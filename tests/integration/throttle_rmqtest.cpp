@@ -13,11 +13,7 @@ class Throttle : public Cluster {
   void deploy_echo(nlohmann::json extra, nlohmann::json args, int workers) {
     node_ = std::make_unique<activator_process>(node("thr-" + sys));
     id = node_id(registry, "thr-" + sys);
-    args["log_dir"] = dir;
-    auto body = deploy_body(id, mqs.url(), sys, "echo", "echo_v1", args,
-                            std::vector<std::string>(std::size_t(workers), "localhost"));
-    body.update(extra);
-    auto r = deploy(body);
+    auto r = deploy_pool(id, sys, "echo", "echo_v1", args, workers, extra);
     ASSERT_EQ(r.status, 200) << r.body;
   }
   void burst(int n, int start = 0, const std::string& name = "producer") {

@@ -40,6 +40,17 @@ class Cluster : public ::testing::Test {
   }
   activator_process node(const std::string& name) { return start_activator(registry, dir, name); }
   rest_answer deploy(const nlohmann::json& body) { return rest("POST", registry.url() + "/registry/deploy", body.dump()); }
+  /// Deploys `plugin` as `sys/isolate` on node `node_id` with `workers` local workers, `args` (plus
+  /// `log_dir`: the test's directory) and `extra` deploy fields.
+  rest_answer deploy_pool(const std::string& node_id, const std::string& sys, const std::string& isolate,
+                          const std::string& plugin, nlohmann::json args, int workers,
+                          const nlohmann::json& extra = nlohmann::json::object()) {
+    args["log_dir"] = dir;
+    auto body = deploy_body(node_id, mqs.url(), sys, isolate, plugin, args,
+                            std::vector<std::string>(std::size_t(workers), "localhost"));
+    body.update(extra);
+    return deploy(body);
+  }
 
   std::filesystem::path dir;
   mqs_process mqs;
