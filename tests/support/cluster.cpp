@@ -1,6 +1,7 @@
 #include "cluster.hpp"
 
 #include <fstream>
+#include <sstream>
 
 #include "dde/net/http_client.hpp"
 
@@ -154,13 +155,16 @@ std::vector<echo_line> read_echo_logs(const fs::path& dir) {
     auto name = entry.path().filename().string();
     if (name.rfind("echo-", 0) != 0 || entry.path().extension() != ".log") continue;
     std::ifstream in(entry.path());
-    echo_line l;
-    std::string v;
-    int redelivered = 0;
-    while (in >> l.seq >> v >> l.time_us >> redelivered) {
+    std::string text;
+    while (std::getline(in, text)) {
+      std::istringstream line(text);
+      echo_line l{};
+      std::string v;
+      int redelivered = 0;
+      if (!(line >> l.seq >> v >> l.time_us >> redelivered >> l.worker)) continue;
       l.version = std::stoi(v.substr(1));
       l.redelivered = redelivered != 0;
-      out.push_back(l);
+      out.push_back(std::move(l));
     }
   }
   return out;

@@ -104,6 +104,7 @@ struct echo_line {
   int version;
   std::int64_t time_us;
   bool redelivered;
+  std::string worker;  ///< the id of the instance that handled it
 };
 /// Messages handled more than once although the broker did not redeliver them: what at-least-once
 /// allows is a second handling of a redelivered message, nothing else.

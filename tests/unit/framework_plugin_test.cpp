@@ -135,6 +135,9 @@ TEST(PoolSpec, SaysExactlyWhatIsWrong) {
   EXPECT_NE(error_for({{"hotDeployment", "yes"}}).find("hotDeployment"), std::string::npos);
   EXPECT_NE(error_for({{"uri", 5}}).find("uri"), std::string::npos);
   EXPECT_NE(dde::host::parse_pool_spec(nlohmann::json::array()).error().find("JSON object"), std::string::npos);
+  EXPECT_NE(error_for({{"routerType", "consistentHash"}}).find("needs \"hashKey\""), std::string::npos);
+  EXPECT_EQ(error_for({{"routerType", "consistentHash"}, {"hashKey", "user"}}), "accepted");
+  EXPECT_EQ(error_for({{"routerType", "smallestMailbox"}}), "accepted");
   EXPECT_NE(error_for({{"backoff", {{"retryLimit", -1}}}}).find("backoff.retryLimit"), std::string::npos);
   EXPECT_NE(error_for({{"backoff", {{"maxDelayMs", 0}}}}).find("backoff.maxDelayMs"), std::string::npos);
   EXPECT_NE(error_for({{"subPools", {{"capacity", {{"a", 1}}}}}}).find("\"key\""), std::string::npos);

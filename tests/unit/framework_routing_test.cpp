@@ -164,3 +164,65 @@ TEST(SubPools, HeldMessagesUseThePoolsRoom) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Router, SmallestMailboxPicksTheWorkerWithTheFewestMessages) {
+  auto l = make(router_kind::smallest_mailbox, 3, 8);
+  l.assign(0);
+  l.assign(0);
+  l.assign(1);
+  EXPECT_EQ(l.select(), std::vector<std::size_t>{2});
+  l.assign(2);
+  EXPECT_EQ(l.select(), std::vector<std::size_t>{1}) << "1 and 2 hold one each; 0 holds two";
+  // Equal workers share the load in turn.
+  auto even = make(router_kind::smallest_mailbox, 3, 8);
+  std::set<std::size_t> picked;
+  for (int k = 0; k < 3; ++k) {
+    auto s = even.select();
+    ASSERT_EQ(s.size(), 1u);
+    even.assign(s[0]);
+    picked.insert(s[0]);
+  }
+  EXPECT_EQ(picked.size(), 3u);
+}
+
+TEST(Router, ConsistentHashKeepsAKeyOnOneWorkerAndMovesAboutOneNthWhenOneIsAdded) {
+  auto l = make(router_kind::consistent_hash, 4, 1000000);
+  std::vector<std::size_t> before;
+  std::vector<std::size_t> per_worker(5, 0);
+  for (int k = 0; k < 10000; ++k) {
+    auto key = "user-" + std::to_string(k);
+    auto s = l.select(key);
+    ASSERT_EQ(s.size(), 1u);
+    EXPECT_EQ(l.select(key), s) << "the same key, the same worker";
+    before.push_back(s[0]);
+    ++per_worker[s[0]];
+  }
+  for (std::size_t w = 0; w < 4; ++w) EXPECT_GT(per_worker[w], 1500u) << "worker " << w << " gets its share";
+  l.add_worker("w4", "localhost");
+  int moved = 0;
+  for (int k = 0; k < 10000; ++k) {
+    auto now = l.select("user-" + std::to_string(k));
+    if (now[0] != before[std::size_t(k)]) {
+      ++moved;
+      EXPECT_EQ(now[0], 4u) << "a key only moves to the new worker";
+    }
+  }
+  EXPECT_GT(moved, 1000);  // about 1/5 of the keys...
+  EXPECT_LT(moved, 3000);  // ...and no more
+  // A dead worker's keys go elsewhere and come back with it.
+  l.set_alive(4, false);
+  for (int k = 0; k < 10000; ++k) EXPECT_EQ(l.select("user-" + std::to_string(k))[0], before[std::size_t(k)]);
+}
+
+TEST(Router, ConsistentHashWaitsForTheKeysWorkerInsteadOfPickingAnother) {
+  auto l = make(router_kind::consistent_hash, 3, 1);
+  auto owner = l.owner_of("k");
+  l.assign(owner);
+  EXPECT_TRUE(l.select("k").empty());
+  l.finish(owner);
+  EXPECT_EQ(l.select("k"), std::vector<std::size_t>{owner});
+}
+
+}  // namespace

@@ -138,9 +138,9 @@ TEST_F(RegistryValidation, NamesThatCannotBeQueueNamesAreRefused) {
 
 TEST_F(RegistryValidation, AnUnknownRouterTypeIsRefused) {
   expect_deploy_refused(
-      with("routerType", "smallestMailbox"), 400,
-      "unknown routerType \"smallestMailbox\": use roundRobin, random, broadcast, or the path of a "
-      "custom router .so");
+      with("routerType", "fastestFirst"), 400,
+      "unknown routerType \"fastestFirst\": use roundRobin, random, broadcast, smallestMailbox, consistentHash, or "
+      "the path of a custom router .so");
 }
 
 TEST_F(RegistryValidation, AnMqsAddressThatIsNotAWebSocketUrlIsRefused) {

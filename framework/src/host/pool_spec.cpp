@@ -73,14 +73,26 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
       spec.router = router_kind::random;
     } else if (t == "broadcast") {
       spec.router = router_kind::broadcast;
+    } else if (t == "smallestMailbox" || t == "smallest-mailbox") {
+      spec.router = router_kind::smallest_mailbox;
+    } else if (t == "consistentHash" || t == "consistent-hash") {
+      spec.router = router_kind::consistent_hash;
     } else if (t.find('/') != std::string::npos || (t.size() > 3 && t.compare(t.size() - 3, 3, ".so") == 0)) {
       spec.router = router_kind::custom;
       spec.router_uri = t.rfind("file://", 0) == 0 ? t.substr(7) : t;
     } else {
       return r::failure("unknown routerType \"" + t +
-                        "\": use roundRobin, random, broadcast, or the path of a custom router .so");
+                        "\": use roundRobin, random, broadcast, smallestMailbox, consistentHash, or the path of a "
+                        "custom router .so");
     }
   }
+  if (auto key = field(body, "hashKey")) {
+    if (!key->is_string() || key->get_ref<const std::string&>().empty())
+      return r::failure("field \"hashKey\" must be the name of a message body field");
+    spec.hash_key = key->get<std::string>();
+  }
+  if (spec.router == router_kind::consistent_hash && spec.hash_key.empty())
+    return r::failure("routerType consistentHash needs \"hashKey\": the message body field whose value picks the worker");
 
   if (auto hot = field(body, "hotDeployment")) {
     if (!hot->is_boolean()) return r::failure("field \"hotDeployment\" must be true or false");
@@ -222,6 +234,7 @@ nlohmann::json to_json(const pool_spec& spec) {
           {"workersCount", spec.workers_paths.size()},
           {"workersPaths", spec.workers_paths},
           {"routerType", spec.router_type},
+          {"hashKey", spec.hash_key.empty() ? nlohmann::json() : nlohmann::json(spec.hash_key)},
           {"hotDeployment", spec.hot_deployment},
           {"deliveryMode", std::string(to_string(spec.mode))},
           {"credits", spec.credits},

@@ -13,7 +13,7 @@
 
 namespace dde::host {
 
-enum class router_kind { round_robin, random, broadcast, custom };
+enum class router_kind { round_robin, random, broadcast, smallest_mailbox, consistent_hash, custom };
 
 /// What a router does when a worker's on_receive throws (Erlang/Akka supervision).
 enum class strategy { resume, restart, stop, escalate };
@@ -54,6 +54,7 @@ struct pool_spec {
   router_kind router = router_kind::round_robin;
   std::string router_type = "roundRobin";  ///< as given
   std::string router_uri;             ///< for a custom router
+  std::string hash_key;               ///< consistent-hash: the body field whose value picks the worker
   bool hot_deployment = true;
   nlohmann::json args = nlohmann::json::object();
   delivery_mode mode = delivery_mode::at_least_once;

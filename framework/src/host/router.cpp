@@ -317,7 +317,18 @@ void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redeliver
   });
 }
 
-void router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg) {
+std::vector<std::size_t> router::pick(const message& msg) {
+  if (policy_) return ledger_.select_custom(policy_->select_worker(msg, ledger_.snapshot()));
+  if (spec_.router != router_kind::consistent_hash) return ledger_.select();
+  // The key's value as it is for a string, as JSON otherwise; a message without it hashes by its id.
+  if (msg.body().is_object()) {
+    auto it = msg.body().find(spec_.hash_key);
+    if (it != msg.body().end() && !it->is_null()) return ledger_.select(it->is_string() ? it->get<std::string>() : it->dump());
+  }
+  return ledger_.select(msg.id());
+}
+
+bool router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg, bool front) {
   std::string sub_key;
   if (subs_.enabled()) {
     sub_key = subs_.key_of(msg);
@@ -326,15 +337,21 @@ void router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg) 
       // messages use the pool's room, so the router never asks the MQS for more than it can hold.
       sub_waiting_[sub_key].push_back({generation, tag, std::move(msg)});
       ledger_.set_held(++sub_held_);
-      return;
+      return true;
     }
   }
-  std::vector<std::size_t> targets =
-      policy_ ? ledger_.select_custom(policy_->select_worker(msg, ledger_.snapshot())) : ledger_.select();
-  if (targets.empty() || stopping_ || hot_.swapping || restarting_pool_) {
-    // No worker has room (or the pool is stopping): hold it until one finishes.
+  if (stopping_ || hot_.swapping || restarting_pool_) {
     waiting_.push_back({generation, tag, std::move(msg)});
-    return;
+    return false;
+  }
+  std::vector<std::size_t> targets = pick(msg);
+  if (targets.empty()) {
+    // No worker has room (for consistent-hash: the key's worker has none): hold it until one finishes.
+    if (front)
+      waiting_.push_front({generation, tag, std::move(msg)});
+    else
+      waiting_.push_back({generation, tag, std::move(msg)});
+    return false;
   }
   std::uint64_t id = next_delivery_++;
   if (subs_.enabled()) subs_.start(sub_key);
@@ -348,6 +365,7 @@ void router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg) 
     else
       cells_[targets[k]]->post_message(msg, id);
   }
+  return true;
 }
 
 void router::deliver_reply(envelope e) {
@@ -563,10 +581,9 @@ const std::string& router::instance() const { return top_->instance(); }
 
 void router::flush_waiting() {
   while (!waiting_.empty() && !stopping_ && !hot_.swapping && !restarting_pool_) {
-    if (ledger_.select().empty()) break;
     auto w = std::move(waiting_.front());
     waiting_.pop_front();
-    dispatch(w.generation, w.tag, std::move(w.msg));
+    if (!dispatch(w.generation, w.tag, std::move(w.msg), true)) break;
   }
 }
 

@@ -90,7 +90,11 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
     std::uint64_t tag;
     message msg;
   };
-  void dispatch(std::uint64_t generation, std::uint64_t tag, message msg);
+  /// Hands `msg` to the workers the routing picks, or holds it (in its sub-pool's queue, or in the
+  /// router's queue: at its back, or at its `front` when it came from there). False when it went back
+  /// to the router's queue.
+  bool dispatch(std::uint64_t generation, std::uint64_t tag, message msg, bool front = false);
+  std::vector<std::size_t> pick(const message& msg);
   /// `failed`: it goes back to the broker (nack) instead of being acked. `proven`: it counts as proof
   /// that the running plugin version works.
   void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven = true);

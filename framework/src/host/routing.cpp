@@ -7,9 +7,44 @@ namespace dde::host {
 pool_ledger::pool_ledger(router_kind kind, std::size_t credits_per_worker, std::uint32_t seed)
     : kind_(kind), credits_(std::max<std::size_t>(1, credits_per_worker)), rng_(seed) {}
 
+namespace {
+/// FNV-1a, 64 bits: stable across processes and runs, unlike std::hash.
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  // A final mix, so keys that differ in their last characters spread over the whole ring.
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return h;
+}
+}  // namespace
+
 std::size_t pool_ledger::add_worker(std::string id, std::string path) {
   slots_.push_back({std::move(id), std::move(path), 0, true});
-  return slots_.size() - 1;
+  std::size_t index = slots_.size() - 1;
+  if (kind_ == router_kind::consistent_hash) {
+    for (int v = 0; v < virtual_nodes; ++v)
+      ring_.emplace_back(fnv1a("slot-" + std::to_string(index) + "#" + std::to_string(v)), index);
+    std::sort(ring_.begin(), ring_.end());
+  }
+  return index;
+}
+
+std::size_t pool_ledger::owner_of(std::string_view key) const {
+  if (ring_.empty()) return npos;
+  auto h = fnv1a(key);
+  auto start = std::lower_bound(ring_.begin(), ring_.end(), std::pair<std::uint64_t, std::size_t>{h, 0});
+  // Clockwise from the key's point: the first point of an alive slot.
+  for (std::size_t k = 0; k < ring_.size(); ++k) {
+    auto it = start + std::ptrdiff_t(k);
+    if (it >= ring_.end()) it -= std::ptrdiff_t(ring_.size());
+    if (slots_[it->second].alive) return it->second;
+  }
+  return npos;
 }
 
 void pool_ledger::set_alive(std::size_t index, bool alive, std::string id) {
@@ -61,11 +96,29 @@ void pool_ledger::on_delivery() {
   if (requested_ > 0) --requested_;
 }
 
-std::vector<std::size_t> pool_ledger::select() {
+std::vector<std::size_t> pool_ledger::select(std::string_view hash_key) {
   std::vector<std::size_t> out;
   const std::size_t n = slots_.size();
   if (n == 0) return out;
   switch (kind_) {
+    case router_kind::consistent_hash: {
+      auto owner = owner_of(hash_key);
+      if (owner != npos && has_room(slots_[owner])) out.push_back(owner);
+      return out;
+    }
+    case router_kind::smallest_mailbox: {
+      // Fewest messages in flight; ties go round-robin so equal workers share the load.
+      std::size_t best = npos;
+      for (std::size_t k = 0; k < n; ++k) {
+        std::size_t i = (next_ + k) % n;
+        if (has_room(slots_[i]) && (best == npos || slots_[i].in_flight < slots_[best].in_flight)) best = i;
+      }
+      if (best != npos) {
+        next_ = (best + 1) % n;
+        out.push_back(best);
+      }
+      return out;
+    }
     case router_kind::broadcast:
       for (std::size_t i = 0; i < n; ++i)
         if (has_room(slots_[i])) out.push_back(i);

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <random>
 #include <vector>
 
@@ -46,8 +48,11 @@ class pool_ledger {
   /// Stops (or resumes) asking for credits, e.g. while the pool restarts.
   void set_paused(bool paused) { paused_ = paused; }
 
-  /// Picks the workers for the next message by the built-in policy; empty when none has room.
-  std::vector<std::size_t> select();
+  /// Picks the workers for the next message by the built-in policy; empty when none has room (for
+  /// consistent-hash: when the worker that owns `hash_key` has none; the message waits for it).
+  std::vector<std::size_t> select(std::string_view hash_key = {});
+  /// Consistent-hash: the slot that owns `key` on the ring of alive slots (npos when none is alive).
+  std::size_t owner_of(std::string_view key) const;
   /// Applies a custom policy's choice: keeps valid alive indices with room; falls back to `select`.
   std::vector<std::size_t> select_custom(const std::vector<std::size_t>& chosen);
   /// A message was handed to worker `index` / the worker finished one.
@@ -72,6 +77,10 @@ class pool_ledger {
   std::size_t next_ = 0;
   std::size_t requested_ = 0;
   std::size_t held_ = 0;
+  /// Consistent-hash ring: `virtual_nodes` points per slot, by slot index (not instance id), so a
+  /// restarted worker keeps its keys and an added one takes about 1/N of them.
+  std::vector<std::pair<std::uint64_t, std::size_t>> ring_;
+  static constexpr int virtual_nodes = 128;
   bool paused_ = false;
   std::mt19937 rng_;
 };
