@@ -69,6 +69,12 @@ void append_reject(std::string& out, std::span<const std::uint64_t> seqs, std::s
   append_raw(out, h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {});
 }
 
+void append_pause(std::string& out, std::string_view topic, std::uint64_t ms, std::string_view reason,
+                  std::string_view origin) {
+  nlohmann::json h{{"action", "pause"}, {"topic", topic}, {"ms", ms}, {"reason", reason}, {"origin", origin}};
+  append_raw(out, h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {});
+}
+
 void append_error(std::string& out, std::string_view error, std::optional<std::size_t> record,
                   const nlohmann::json* header) {
   nlohmann::json h{{"action", "error"}, {"error", error}};

@@ -115,7 +115,35 @@ parsed_request parse_nack(const json& h) {
   return ok(std::move(r));
 }
 
+parsed_request parse_pause(const json& h) {
+  pause_request r;
+  if (auto err = get_topic(h, r.topic); !err.empty()) return fail(err);
+  auto m = h.find("ms");
+  if (m == h.end()) return fail("missing field \"ms\"");
+  if (!m->is_number_integer()) return fail("field \"ms\" must be a whole number of milliseconds");
+  // Compared as sent: an unsigned value beyond INT64_MAX must not wrap into the range.
+  bool in_range = m->is_number_unsigned()
+                      ? m->get<std::uint64_t>() >= 1 && m->get<std::uint64_t>() <= max_pause_ms
+                      : m->get<std::int64_t>() >= 1 && m->get<std::int64_t>() <= max_pause_ms;
+  if (!in_range) return fail("ms " + m->dump() + " is out of range 1.." + std::to_string(max_pause_ms));
+  r.ms = m->get<std::uint32_t>();
+  if (h.contains("reason")) {
+    if (auto err = get_string(h, "reason", r.reason); !err.empty()) return fail(err);
+    if (auto n = utf8_length(r.reason); n > max_pause_reason)
+      return fail("reason of " + std::to_string(n) + " characters exceeds " +
+                  std::to_string(max_pause_reason));
+  }
+  return ok(std::move(r));
+}
+
 }  // namespace
+
+std::size_t utf8_length(std::string_view text) {
+  std::size_t n = 0;
+  for (unsigned char c : text)
+    if ((c & 0xc0) != 0x80) ++n;  // every byte but continuation bytes starts a character
+  return n;
+}
 
 std::optional<std::uint64_t> enqueue_seq(const nlohmann::json& header) {
   auto it = header.find("seq");
@@ -142,6 +170,7 @@ parsed_request parse_request(const nlohmann::json& header) {
     return ok(std::move(r));
   }
   if (action == "hello") return parse_hello(header);
+  if (action == "pause") return parse_pause(header);
   return fail("unknown action \"" + action.substr(0, 100) + "\"");
 }
 

@@ -157,5 +157,66 @@ TEST(MqsRecords, HandFormattedRecordsDecodeAsJson) {
   EXPECT_EQ(batch.records[3].header["header"], header);
 }
 
+TEST(MqsRequest, AValidPauseIsParsedWithOrWithoutAReason) {
+  auto p = parse_request({{"action", "pause"}, {"topic", "s.c"}, {"ms", 1500}, {"reason", "429 from api"}});
+  ASSERT_TRUE(p.req) << p.error;
+  auto& q = std::get<pause_request>(*p.req);
+  EXPECT_EQ(q.topic, "s.c");
+  EXPECT_EQ(q.ms, 1500u);
+  EXPECT_EQ(q.reason, "429 from api");
+  p = parse_request({{"action", "pause"}, {"topic", "s.c"}, {"ms", 1}});
+  ASSERT_TRUE(p.req) << p.error;
+  EXPECT_EQ(std::get<pause_request>(*p.req).reason, "");
+  p = parse_request({{"action", "pause"}, {"topic", "s.c"}, {"ms", 3600000}});
+  ASSERT_TRUE(p.req) << p.error;
+}
+
+TEST(MqsRequest, APauseNeedsAValidTopicAndWholeMillisecondsFromOneToAnHour) {
+  EXPECT_EQ(error_of({{"action", "pause"}, {"ms", 10}}), "missing field \"topic\"");
+  EXPECT_NE(error_of({{"action", "pause"}, {"topic", "../x"}, {"ms", 10}}).find("invalid topic \"../x\""),
+            std::string::npos);
+  EXPECT_EQ(error_of({{"action", "pause"}, {"topic", "s.c"}}), "missing field \"ms\"");
+  EXPECT_EQ(error_of({{"action", "pause"}, {"topic", "s.c"}, {"ms", "10"}}),
+            "field \"ms\" must be a whole number of milliseconds");
+  EXPECT_EQ(error_of({{"action", "pause"}, {"topic", "s.c"}, {"ms", 1.5}}),
+            "field \"ms\" must be a whole number of milliseconds");
+  EXPECT_EQ(error_of({{"action", "pause"}, {"topic", "s.c"}, {"ms", 0}}), "ms 0 is out of range 1..3600000");
+  EXPECT_EQ(error_of({{"action", "pause"}, {"topic", "s.c"}, {"ms", -5}}),
+            "ms -5 is out of range 1..3600000");
+  EXPECT_EQ(error_of({{"action", "pause"}, {"topic", "s.c"}, {"ms", 3600001}}),
+            "ms 3600001 is out of range 1..3600000");
+  // As parsed from text: unsigned, and beyond int64 must not wrap around into the range.
+  EXPECT_EQ(error_of(json::parse(R"({"action":"pause","topic":"s.c","ms":18446744073709551615})")),
+            "ms 18446744073709551615 is out of range 1..3600000");
+  EXPECT_EQ(error_of(json::parse(R"({"action":"pause","topic":"s.c","ms":0})")),
+            "ms 0 is out of range 1..3600000");
+}
+
+TEST(MqsRequest, APauseReasonIsAStringOfAtMostAThousandCharacters) {
+  json pause{{"action", "pause"}, {"topic", "s.c"}, {"ms", 10}};
+  pause["reason"] = 429;
+  EXPECT_EQ(error_of(pause), "field \"reason\" must be a string");
+  pause["reason"] = std::string(1001, 'r');
+  EXPECT_EQ(error_of(pause), "reason of 1001 characters exceeds 1000");
+  // Characters, not bytes: 1000 two-byte characters are fine.
+  std::string accents;
+  for (int i = 0; i < 1000; ++i) accents += "\u00e9";
+  pause["reason"] = accents;
+  EXPECT_TRUE(parse_request(pause).req);
+}
+
+TEST(MqsRecords, APauseRecordCarriesTopicTimeLeftReasonAndOrigin) {
+  std::string out;
+  append_pause(out, "s.c", 1234, "429 \"quoted\" \xff", "mqs-1/host-2");
+  auto batch = wire::decode_batch(out, 1000);
+  ASSERT_EQ(batch.error, "");
+  ASSERT_EQ(batch.records.size(), 1u);
+  EXPECT_EQ(batch.records[0].header["action"], "pause");
+  EXPECT_EQ(batch.records[0].header["topic"], "s.c");
+  EXPECT_EQ(batch.records[0].header["ms"], 1234);
+  EXPECT_EQ(batch.records[0].header["origin"], "mqs-1/host-2");
+  EXPECT_EQ(batch.records[0].header["reason"].get<std::string>().substr(0, 12), "429 \"quoted\"");
+}
+
 }  // namespace
 }  // namespace dde::mqs

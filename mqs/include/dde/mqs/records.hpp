@@ -18,6 +18,9 @@ void append_deliver(std::string& out, std::string_view topic, std::uint64_t tag,
                     std::string_view body);
 void append_confirm(std::string& out, std::span<const std::uint64_t> seqs);
 void append_reject(std::string& out, std::span<const std::uint64_t> seqs, std::string_view error);
+/// A `pause` record: hosts consuming `topic` should not start its messages for `ms` more.
+void append_pause(std::string& out, std::string_view topic, std::uint64_t ms, std::string_view reason,
+                  std::string_view origin);
 /// An `error` record; `record` is the index of the offending record, `header` its header if it parsed.
 void append_error(std::string& out, std::string_view error, std::optional<std::size_t> record = std::nullopt,
                   const nlohmann::json* header = nullptr);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -44,11 +45,25 @@ struct cancel_request {
   std::string topic;
 };
 
-using request =
-    std::variant<hello_request, enqueue_request, pull_request, ack_request, nack_request, cancel_request>;
+/// Every host consuming `topic`, through any MQS on the broker, should not start its messages for `ms`.
+struct pause_request {
+  std::string topic;
+  std::uint32_t ms = 0;  ///< 1..max_pause_ms
+  std::string reason;    ///< at most max_pause_reason characters; may be empty
+};
+
+using request = std::variant<hello_request, enqueue_request, pull_request, ack_request, nack_request,
+                             cancel_request, pause_request>;
 
 /// Largest credit one `pull` may grant.
 constexpr std::uint32_t max_credit = 65535;
+/// Longest pause one `pause` may ask for: an hour.
+constexpr std::uint32_t max_pause_ms = 3'600'000;
+/// Longest `reason` of a pause, in characters (UTF-8 code points).
+constexpr std::size_t max_pause_reason = 1000;
+
+/// The number of characters (UTF-8 code points) of valid UTF-8 `text`.
+std::size_t utf8_length(std::string_view text);
 
 /// A validated request, or what is wrong with the header.
 struct parsed_request {
