@@ -8,55 +8,14 @@
 
 #include "dde_test.hpp"
 #include "mqs_client.hpp"
+#include "mqs_process.hpp"
 
 namespace dde::mqs::test {
 namespace {
 
-using dde::test::bin_path;
-using dde::test::child_process;
-using dde::test::fresh_dir;
 using dde::test::rabbitmq_node;
 using dde::test::shared_broker;
 using dde::test::wait_until;
-
-/// A dde-mqs child process connected to `broker`.
-class mqs_process {
- public:
-  explicit mqs_process(rabbitmq_node& broker, std::vector<std::string> extra = {}) {
-    port_ = dde::test::free_port();
-    std::vector<std::string> argv = {bin_path("dde-mqs").string(),
-                                     "--port",
-                                     std::to_string(port_),
-                                     "--broker-host",
-                                     broker.host(),
-                                     "--broker-port",
-                                     std::to_string(broker.port()),
-                                     "--log-level",
-                                     "debug",
-                                     "--idle-timeout-ms",
-                                     "60000"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    proc_ = std::make_unique<child_process>(argv, fresh_dir("mqs") / "dde-mqs.log");
-    if (!wait_until(
-            [&] { return log().find("listening on ws://") != std::string::npos || !proc_->running(); }, 20s))
-      throw std::runtime_error("dde-mqs did not start:\n" + log());
-    if (!proc_->running()) throw std::runtime_error("dde-mqs exited:\n" + log());
-  }
-  ~mqs_process() { stop(); }
-  std::uint16_t port() const { return port_; }
-  std::string log() const { return proc_->log(); }
-  /// SIGTERM and wait: the MQS flushes what it accepted and closes its broker connections.
-  int stop() { return proc_->running() ? proc_->stop(10s) : 0; }
-
- private:
-  std::uint16_t port_ = 0;
-  std::unique_ptr<child_process> proc_;
-};
-
-/// A topic name of its own for each test.
-std::string unique_topic(const std::string& name) {
-  return "mqstest." + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand() % 100000);
-}
 
 std::vector<std::uint64_t> tags_of(const std::vector<wire::record>& deliveries) {
   std::vector<std::uint64_t> out;
