@@ -169,14 +169,37 @@ amqp_session::result amqp_session::qos(std::uint16_t channel, std::uint16_t pref
 }
 
 amqp_session::result amqp_session::consume(std::uint16_t channel, const std::string& queue,
-                                           const std::string& consumer_tag) {
-  amqp_basic_consume(state_, channel, bytes_of(queue), bytes_of(consumer_tag), 0, 0, 0, amqp_empty_table);
+                                           const std::string& consumer_tag, bool no_ack) {
+  amqp_basic_consume(state_, channel, bytes_of(queue), bytes_of(consumer_tag), 0, no_ack, 0,
+                     amqp_empty_table);
   return check(amqp_get_rpc_reply(state_), channel, "basic.consume");
 }
 
 amqp_session::result amqp_session::cancel(std::uint16_t channel, const std::string& consumer_tag) {
   amqp_basic_cancel(state_, channel, bytes_of(consumer_tag));
   return check(amqp_get_rpc_reply(state_), channel, "basic.cancel");
+}
+
+amqp_session::result amqp_session::declare_exchange(std::uint16_t channel, std::string_view name,
+                                                    const char* type, bool durable) {
+  amqp_exchange_declare(state_, channel, amqp_bytes_t{name.size(), const_cast<char*>(name.data())},
+                        amqp_cstring_bytes(type), 0, durable, 0, 0, amqp_empty_table);
+  return check(amqp_get_rpc_reply(state_), channel, "exchange.declare");
+}
+
+amqp_session::result amqp_session::declare_private_queue(std::uint16_t channel, std::string& name) {
+  auto* ok = amqp_queue_declare(state_, channel, amqp_empty_bytes, 0, 0, 1, 1, amqp_empty_table);
+  auto r = check(amqp_get_rpc_reply(state_), channel, "queue.declare (server-named)");
+  if (r.ok() && ok) name = bytes_text(ok->queue);
+  return r;
+}
+
+amqp_session::result amqp_session::bind(std::uint16_t channel, const std::string& queue,
+                                        std::string_view exchange, const std::string& routing_key) {
+  amqp_queue_bind(state_, channel, bytes_of(queue),
+                  amqp_bytes_t{exchange.size(), const_cast<char*>(exchange.data())}, bytes_of(routing_key),
+                  amqp_empty_table);
+  return check(amqp_get_rpc_reply(state_), channel, "queue.bind");
 }
 
 amqp_session::result amqp_session::declare(std::uint16_t channel, const queue_spec& spec, bool passive) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "dde/mqs/queue_spec.hpp"
 
@@ -52,9 +53,17 @@ class amqp_session {
   result close_channel(std::uint16_t channel);
   result confirm_select(std::uint16_t channel);
   result qos(std::uint16_t channel, std::uint16_t prefetch);
-  result consume(std::uint16_t channel, const std::string& queue, const std::string& consumer_tag);
+  /// basic.consume; `no_ack`: the broker counts a message done as it sends it.
+  result consume(std::uint16_t channel, const std::string& queue, const std::string& consumer_tag,
+                 bool no_ack = false);
   result cancel(std::uint16_t channel, const std::string& consumer_tag);
   result declare(std::uint16_t channel, const queue_spec& spec, bool passive);
+  /// Declares exchange `name` of `type` (not auto-deleted, not internal).
+  result declare_exchange(std::uint16_t channel, std::string_view name, const char* type, bool durable);
+  /// Declares a server-named, exclusive, auto-delete queue; its name goes to `name`.
+  result declare_private_queue(std::uint16_t channel, std::string& name);
+  result bind(std::uint16_t channel, const std::string& queue, std::string_view exchange,
+              const std::string& routing_key);
   /// Declares `spec`; when the queue exists with other arguments (406) reopens `channel` and uses
   /// the queue as it is (passive declare), setting `used_existing`.
   result declare_or_use(std::uint16_t channel, const queue_spec& spec, bool& used_existing);

@@ -13,6 +13,8 @@ namespace {
 
 constexpr auto max_backoff = std::chrono::milliseconds(5000);
 constexpr auto idle_check_period = std::chrono::milliseconds(250);
+// A pause is a few hundred bytes; anything much larger on the governance queue is not ours.
+constexpr std::uint64_t max_governance_message = 64 * 1024;
 
 std::shared_ptr<spdlog::logger> log() {
   static auto l = dde::logger("mqs.dequeuer");
@@ -27,7 +29,8 @@ bool equals(amqp_bytes_t b, const std::string& s) {
 
 }  // namespace
 
-dequeuer::dequeuer(const config& cfg) : cfg_(cfg), dispatcher_(*this, cfg.idle_timeout) {
+dequeuer::dequeuer(const config& cfg, std::string mqs_id)
+    : cfg_(cfg), mqs_id_(std::move(mqs_id)), dispatcher_(*this, cfg.idle_timeout) {
   params_ = broker_params{cfg.broker_host, cfg.broker_port, cfg.user,          cfg.password,
                           cfg.vhost,       cfg.heartbeat_s, "dde-mqs dequeuer"};
 }
@@ -51,6 +54,7 @@ void dequeuer::run() {
     if (!session_ && !last && now >= next_connect_) connect();
     for (auto& cmd : inbox_.take()) handle(cmd, now);
     if (session_ && failed_.empty()) read_frames();
+    if (session_ && failed_.empty()) retry_governance(now);
     if (session_ && failed_.empty()) retry_consumers(now);
     if (now >= next_idle_check_) {
       dispatcher_.expire_idle(now);
@@ -66,6 +70,7 @@ void dequeuer::run() {
     if (!consumers_.empty()) wake_at = std::min(wake_at, next_idle_check_);
     for (auto& [topic, c] : consumers_)
       if (session_ && !c.channel) wake_at = std::min(wake_at, c.retry_at);
+    if (session_ && !governance_channel_) wake_at = std::min(wake_at, governance_retry_at_);
     int timeout_ms = int(std::clamp<long long>(
         std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - clock::now()).count(), 0, 1000));
     pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {session_ ? session_->fd() : -1, POLLIN, 0}};
@@ -92,6 +97,8 @@ void dequeuer::connect() {
   thread_.socket_fd = session_->fd();
   backoff_ = std::chrono::milliseconds(100);
   for (auto& [topic, c] : consumers_) c.retry_at = {};  // consume again what hosts still pull
+  governance_retry_at_ = {};                            // and hear other MQS processes' pauses
+  governance_retry_delay_ = std::chrono::milliseconds(1000);
 }
 
 void dequeuer::connection_lost() {
@@ -103,6 +110,7 @@ void dequeuer::connection_lost() {
   channels_.clear();
   dirty_channels_.clear();
   for (auto& [topic, c] : consumers_) c.channel = 0;
+  governance_channel_ = 0;       // its server-named queue went with the connection
   dispatcher_.on_broker_lost();  // delivery tags of that connection are void
   next_connect_ = clock::now() + backoff_;
   backoff_ = std::min(backoff_ * 2, max_backoff);
@@ -115,11 +123,14 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
       auto& cs = clients_[id];
       if (!cs.conn) cs.conn = cmd.conn;
       if (auto err = dispatcher_.pull(id, cmd.topic, cmd.mode, cmd.credit, now); !err.empty()) {
-        if (cs.out.empty()) dirty_clients_.push_back(id);
         nlohmann::json header{
             {"action", "pull"}, {"topic", cmd.topic}, {"mode", to_string(cmd.mode)}, {"credit", cmd.credit}};
-        append_error(cs.out, err, cmd.record, &header);
+        append_error(outbox(id, cs), err, cmd.record, &header);
+        break;
       }
+      std::vector<pause_notice> notices;  // a pause of the topic still running
+      pauses_.listen(id, cmd.topic, now, notices);
+      tell(notices);
       break;
     }
     case dequeue_command::kind::ack:
@@ -130,11 +141,19 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
       break;
     case dequeue_command::kind::cancel:
       dispatcher_.cancel(id, cmd.topic, now);
+      pauses_.stop_listening(id, cmd.topic);
       break;
     case dequeue_command::kind::disconnect:
       dispatcher_.disconnect(id, now);
+      pauses_.forget(id);
       clients_.erase(id);
       break;
+    case dequeue_command::kind::pause: {
+      std::vector<pause_notice> notices;
+      pauses_.pause(cmd.topic, cmd.pause_ms, cmd.reason, cmd.origin, now, notices);
+      tell(notices);
+      break;
+    }
   }
 }
 
@@ -157,7 +176,8 @@ void dequeuer::read_frames() {
         auto& ch = it->second;
         ch.remaining = frame.payload.properties.body_size;
         ch.body.clear();
-        ch.body.reserve(ch.remaining);
+        ch.oversize = ch.governance && ch.remaining > max_governance_message;
+        if (!ch.oversize) ch.body.reserve(ch.remaining);
         if (ch.remaining == 0) complete(ch);
         break;
       }
@@ -166,7 +186,7 @@ void dequeuer::read_frames() {
         if (it == channels_.end() || !it->second.reading) break;
         auto& ch = it->second;
         auto& frag = frame.payload.body_fragment;
-        ch.body.append(static_cast<const char*>(frag.bytes), frag.len);
+        if (!ch.oversize) ch.body.append(static_cast<const char*>(frag.bytes), frag.len);
         ch.remaining -= std::min<std::uint64_t>(ch.remaining, frag.len);
         if (ch.remaining == 0) complete(ch);
         break;
@@ -189,7 +209,7 @@ void dequeuer::on_method(amqp_frame_t& frame) {
       ch.reading = true;
       ch.ref = broker_ref{ch.epoch, frame.channel, m->delivery_tag};
       ch.redelivered = m->redelivered;
-      ch.acks.delivered(m->delivery_tag);
+      if (!ch.governance) ch.acks.delivered(m->delivery_tag);  // the pause consumer acks nothing
       break;
     }
     case AMQP_BASIC_CANCEL_METHOD: {  // the broker cancelled the consumer (queue deleted...)
@@ -223,7 +243,10 @@ void dequeuer::on_method(amqp_frame_t& frame) {
 
 void dequeuer::complete(channel_state& ch) {
   ch.reading = false;
-  dispatcher_.on_delivery(ch.topic, ch.ref, ch.redelivered, std::move(ch.body));
+  if (ch.governance)
+    on_governance_message(ch.oversize ? std::string() : ch.body);
+  else
+    dispatcher_.on_delivery(ch.topic, ch.ref, ch.redelivered, std::move(ch.body));
   ch.body = std::string();
 }
 
@@ -251,8 +274,12 @@ void dequeuer::deliver(client_id client, const std::string& topic, std::uint64_t
                        std::string&& body) {
   auto it = clients_.find(client);
   if (it == clients_.end()) return;
-  if (it->second.out.empty()) dirty_clients_.push_back(client);
-  append_deliver(it->second.out, topic, tag, redelivered, body);
+  append_deliver(outbox(client, it->second), topic, tag, redelivered, body);
+}
+
+std::string& dequeuer::outbox(client_id client, client_state& cs) {
+  if (cs.out.empty()) dirty_clients_.push_back(client);
+  return cs.out;
 }
 
 void dequeuer::send_ack(std::uint16_t channel, std::uint64_t tag, bool multiple) {

@@ -2,6 +2,8 @@
 // The dequeuers: one thread and one consuming AMQP connection, with one channel and consumer per
 // topic that hosts pull (basic.qos prefetch per consumer, manual acks). The bookkeeping of
 // credits and tags is the `dispatcher`; this class is its broker side and its mailbox.
+// It also tells hosts of pauses (the `pause_board`): those their own MQS received, and those of
+// other MQS processes, read from a private queue bound to the governance exchange.
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +20,7 @@
 #include "dde/mqs/ack_batcher.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/dispatcher.hpp"
+#include "dde/mqs/pause_board.hpp"
 #include "dde/net/ws.hpp"
 #include "exit_latch.hpp"
 #include "inbox.hpp"
@@ -26,7 +29,7 @@ namespace dde::mqs {
 
 /// A request of a host for the dequeuer thread.
 struct dequeue_command {
-  enum class kind { pull, ack, nack, cancel, disconnect };
+  enum class kind { pull, ack, nack, cancel, disconnect, pause };
   kind what = kind::pull;
   std::shared_ptr<net::ws_connection> conn;
   std::string topic;
@@ -35,11 +38,15 @@ struct dequeue_command {
   std::vector<std::uint64_t> tags;
   bool requeue = true;
   std::size_t record = 0;  ///< index in its batch, for an error record
+  std::chrono::milliseconds pause_ms{0};
+  std::string reason;  ///< of a pause
+  std::string origin;  ///< of a pause: "<mqs id>/<host instance>"
 };
 
 class dequeuer : private dispatcher_port, private ack_sink {
  public:
-  explicit dequeuer(const config& cfg);
+  /// `mqs_id` names this MQS process: its own pauses coming back from the broker are skipped.
+  dequeuer(const config& cfg, std::string mqs_id);
   ~dequeuer() override;
   void start();
   void stop();
@@ -61,6 +68,8 @@ class dequeuer : private dispatcher_port, private ack_sink {
     std::uint64_t epoch = 0;
     std::string consumer_tag;
     ack_batcher acks;
+    bool governance = false;  ///< the pause consumer (no-ack), not a topic's
+    bool oversize = false;    ///< a governance message too large to read: skipped
     // The delivery being read: method, then content header, then body frames.
     bool reading = false;
     broker_ref ref;
@@ -98,8 +107,17 @@ class dequeuer : private dispatcher_port, private ack_sink {
   void send_reject(std::uint16_t channel, std::uint64_t tag, bool requeue) override;
 
   channel_state* channel_for(const broker_ref& ref);
+  /// The records a host gets at the end of this turn.
+  std::string& outbox(client_id client, client_state& cs);
+
+  // Pauses (dequeuer_governance.cpp).
+  void retry_governance(clock::time_point now);
+  std::string setup_governance();
+  void on_governance_message(const std::string& body);
+  void tell(const std::vector<pause_notice>& notices);
 
   config cfg_;
+  std::string mqs_id_;
   broker_params params_;
   inbox<dequeue_command> inbox_;
   broker_thread thread_;
@@ -119,6 +137,11 @@ class dequeuer : private dispatcher_port, private ack_sink {
   std::uint64_t next_epoch_ = 1;
   std::uint16_t next_channel_ = 1;
   clock::time_point next_idle_check_{};
+  pause_board pauses_;
+  std::uint16_t governance_channel_ = 0;  ///< 0 while not consuming pauses
+  clock::time_point governance_retry_at_{};
+  std::chrono::milliseconds governance_retry_delay_{1000};
+  std::uint64_t bad_broadcasts_ = 0;
 };
 
 }  // namespace dde::mqs

@@ -109,8 +109,16 @@ void dequeuer::drop_channel(std::uint16_t ch, const std::string& why, bool close
     }
   }
   std::string topic = it->second.topic;
+  bool governance = it->second.governance;
   channels_.erase(it);
   dirty_channels_.erase(ch);
+  if (governance) {  // its queue is gone with the channel (auto-delete): set up again shortly
+    log()->warn("pause consumer lost: {}; consuming pauses again in {} ms", why,
+                governance_retry_delay_.count());
+    governance_channel_ = 0;
+    governance_retry_at_ = clock::now() + governance_retry_delay_;
+    return;
+  }
   if (why.empty()) return;
   // The consumer died under us: its deliveries are void; consume again shortly.
   log()->warn("consumer of {} lost: {}", topic, why);

@@ -53,6 +53,7 @@ void enqueuer::run() {
     bool stopping = thread_.stopping;
     if (!session_ && !stopping && clock::now() >= next_connect_) connect();
     take_inbox();
+    publish_pauses();  // first: a pause is urgent, and small
     take_due_retries();
     if (session_) publish_some();
     if (session_) read_frames();
@@ -84,6 +85,10 @@ void enqueuer::run() {
   thread_.socket_fd = -1;
   session_.reset();
   thread_.exited.set();
+}
+
+void enqueuer::publish_pauses() {
+  if (auto r = pauses_.publish(session_.get()); r.connection_lost()) lost(r.error);
 }
 
 void enqueuer::take_due_retries() {
@@ -131,6 +136,7 @@ void enqueuer::connect() {
               params_.host, params_.port);
   ever_connected_ = true;
   connected_ = true;
+  pauses_.reset();
   thread_.socket_fd = session_->fd();
   backoff_ = std::chrono::milliseconds(100);
 }
@@ -258,6 +264,11 @@ void enqueuer::read_frames() {
         break;
       }
       case AMQP_CHANNEL_CLOSE_METHOD: {
+        if (frame.channel == pause_publisher::channel) {  // only pauses used it: keep the connection
+          session_->reply_channel_close_ok(frame.channel);
+          pauses_.on_channel_closed(amqp_session::describe_close(method));
+          break;
+        }
         auto why = "channel " + std::to_string(frame.channel) +
                    " closed by the broker: " + amqp_session::describe_close(method);
         session_->reply_channel_close_ok(frame.channel);

@@ -2,7 +2,8 @@
 // The enqueuer: one thread and one publishing AMQP connection. Channel 1 is in confirm mode for
 // at-least-once messages (persistent); channel 2 publishes at-most-once and reply messages
 // (transient, no confirms); channel 3 only declares queues, so a refused declare (406) never
-// closes a publishing channel. Confirms go back to the hosts as `confirm` records.
+// closes a publishing channel; channel 4 publishes pauses. Confirms go back to the hosts as
+// `confirm` records.
 
 #include <atomic>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include "dde/net/ws.hpp"
 #include "exit_latch.hpp"
 #include "inbox.hpp"
+#include "pause_publisher.hpp"
 
 namespace dde::mqs {
 
@@ -45,6 +47,11 @@ class enqueuer {
   /// Thread-safe: queues messages for publishing (the caller counted them in `flow`).
   void submit(std::vector<outgoing_message>&& messages) { inbox_.push(std::move(messages)); }
   bool connected() const { return connected_.load(); }
+  /// Thread-safe: publishes a pause to the other MQS processes, now or never (see pause_publisher).
+  void broadcast(pause_broadcast p) {
+    pauses_.submit(std::move(p));
+    inbox_.wake();
+  }
 
  private:
   using clock = std::chrono::steady_clock;
@@ -60,11 +67,13 @@ class enqueuer {
   void flush_replies();
   bool can_publish() const;
   void take_due_retries();
+  void publish_pauses();
 
   config cfg_;
   broker_params params_;
   flow_control& flow_;
   inbox<outgoing_message> inbox_;
+  pause_publisher pauses_;
   broker_thread thread_;
   std::atomic<bool> connected_{false};
 

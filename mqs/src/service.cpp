@@ -2,6 +2,7 @@
 
 #include "dde/log.hpp"
 #include "dde/mqs/batch_reader.hpp"
+#include "dde/mqs/pause_broadcast.hpp"
 #include "dde/mqs/records.hpp"
 #include "dde/mqs/request.hpp"
 #include "dde/wire/record.hpp"
@@ -28,7 +29,7 @@ service::service(const config& cfg)
       id_(new_uuid()),
       flow_(cfg.backlog_messages, cfg.backlog_bytes),
       enqueuer_(cfg, flow_),
-      dequeuer_(cfg) {}
+      dequeuer_(cfg, id_) {}
 
 service::~service() { stop(); }
 
@@ -87,6 +88,7 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
   std::string reply;
   std::vector<outgoing_message> enqueues;
   std::vector<dequeue_command> commands;
+  std::vector<pause_broadcast> pauses;
   std::size_t enqueued_bytes = 0;
   bool close_after = false;
   std::size_t errors = 0;
@@ -183,6 +185,20 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
               c.topic = std::move(k.topic);
               commands.push_back(std::move(c));
             },
+            [&](pause_request& p) {
+              log()->info("host {} ({}) pauses {} for {} ms: {}", s->system, s->instance, p.topic, p.ms,
+                          p.reason.substr(0, 200));
+              dequeue_command c;
+              c.what = dequeue_command::kind::pause;
+              c.conn = conn;
+              c.topic = p.topic;
+              c.pause_ms = std::chrono::milliseconds(p.ms);
+              c.reason = p.reason;
+              c.origin = id_ + "/" + s->instance;
+              pauses.push_back(pause_broadcast{std::move(p.topic), p.ms, epoch_ms_now() + p.ms,
+                                               std::move(p.reason), c.origin, id_});
+              commands.push_back(std::move(c));
+            },
         },
         *parsed.req);
   }
@@ -193,6 +209,8 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
     flow_.pause_if_full(conn);
   }
   if (!commands.empty()) dequeuer_.submit(std::move(commands));
+  // After the hosts of this MQS (above): they must not wait for the broker, which may be down.
+  for (auto& p : pauses) enqueuer_.broadcast(std::move(p));
   if (errors && log()->should_log(spdlog::level::debug))
     log()->debug("{} bad record(s) from {} ({}): first: {}", errors, conn->remote(), s->system, first_error);
   if (!reply.empty()) conn->send(std::move(reply), true);

@@ -1,0 +1,84 @@
+// The dequeuer's pauses: a private queue bound to the governance exchange (server-named,
+// exclusive, auto-delete, consumed without acks on a channel of the consuming connection, made
+// again after a reconnect), and telling hosts of pauses, their own MQS's and other MQS processes'.
+#include "dde/log.hpp"
+#include "dde/mqs/pause_broadcast.hpp"
+#include "dde/mqs/records.hpp"
+#include "dequeuer.hpp"
+
+namespace dde::mqs {
+namespace {
+
+constexpr auto max_governance_retry = std::chrono::milliseconds(30000);
+
+std::shared_ptr<spdlog::logger> log() {
+  static auto l = dde::logger("mqs.governance");
+  return l;
+}
+
+}  // namespace
+
+void dequeuer::retry_governance(clock::time_point now) {
+  if (governance_channel_ || now < governance_retry_at_ || !failed_.empty()) return;
+  auto err = setup_governance();
+  if (err.empty() || !failed_.empty()) return;
+  log()->error("{}; pauses of other MQS processes do not reach this one's hosts; retrying in {} ms", err,
+               governance_retry_delay_.count());
+  governance_retry_at_ = now + governance_retry_delay_;
+  governance_retry_delay_ = std::min(governance_retry_delay_ * 2, max_governance_retry);
+}
+
+std::string dequeuer::setup_governance() {
+  std::uint16_t ch = allocate_channel();
+  if (ch == 0) return "no free AMQP channel for pauses";
+  std::uint64_t epoch = next_epoch_++;
+  std::string tag = "dde-mqs.governance." + std::to_string(epoch);
+  std::string queue;
+  auto r = session_->open_channel(ch);
+  // Durable like the enqueuer's declaration (the arguments must match); nothing in it is persisted.
+  if (r.ok()) r = session_->declare_exchange(ch, governance_exchange, "fanout", true);
+  if (r.ok()) r = session_->declare_private_queue(ch, queue);
+  if (r.ok()) r = session_->bind(ch, queue, governance_exchange, "");
+  if (r.ok()) r = session_->consume(ch, queue, tag, true);
+  if (r.connection_lost()) {
+    failed_ = r.error;
+    return {};
+  }
+  if (!r.ok()) return "cannot consume pauses: " + r.error;  // the broker closed the channel
+  auto& state = channels_.try_emplace(ch, std::string(), epoch, tag, ch).first->second;
+  state.governance = true;
+  governance_channel_ = ch;
+  governance_retry_delay_ = std::chrono::milliseconds(1000);
+  log()->debug("consuming pauses from {} through queue {} on channel {}", governance_exchange, queue, ch);
+  return {};
+}
+
+void dequeuer::on_governance_message(const std::string& body) {
+  auto decoded = decode_pause_broadcast(body);
+  if (!decoded.pause) {
+    auto n = ++bad_broadcasts_;
+    if ((n & (n - 1)) == 0)  // 1, 2, 4, 8...: the count without flooding the log
+      log()->warn("ignored {} message(s) on {} that are not pauses; last: {} ({} bytes)", n,
+                  governance_exchange, decoded.error, body.size());
+    return;
+  }
+  auto& p = *decoded.pause;
+  if (p.mqs == mqs_id_) return;  // our own, back from the broker: our hosts were told already
+  auto remaining = remaining_time(p, epoch_ms_now());
+  std::vector<pause_notice> notices;
+  if (pauses_.pause(p.topic, remaining, p.reason, p.origin, clock::now(), notices))
+    log()->debug("pause of {} for {} ms from {}: told {} host(s)", p.topic, remaining.count(), p.origin,
+                 notices.size());
+  tell(notices);
+}
+
+void dequeuer::tell(const std::vector<pause_notice>& notices) {
+  for (auto& n : notices) {
+    auto it = clients_.find(n.client);
+    if (it == clients_.end()) continue;
+    append_pause(outbox(n.client, it->second), n.topic, std::uint64_t(n.remaining.count()), n.reason,
+                 n.origin);
+  }
+}
+
+}  // namespace dde::mqs
