@@ -1,8 +1,16 @@
 // Pool-wide pauses through dde-mqs: two real MQS processes on one real broker, hosts driven over
-// WebSocket by mqs_client.
+// WebSocket by mqs_client, and the host's own top level.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <mutex>
+#include <thread>
+
+#include "dde/names.hpp"
 #include "dde_test.hpp"
+#include "host/top_level.hpp"
 #include "mqs_client.hpp"
 #include "mqs_process.hpp"
 
@@ -161,6 +169,71 @@ TEST(MqsPause, PausesStillCrossMqsProcessesAfterABrokerRestartAndNoneFromTheOuta
   mqs1.stop();
   mqs2.stop();
   broker.stop();
+}
+
+/// The host's top level on a thread of its own.
+struct host {
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
+  std::shared_ptr<dde::host::top_level> top;
+  std::thread thread;
+  std::mutex mutex;
+  struct heard {
+    std::chrono::milliseconds ms;
+    std::string reason, origin;
+  };
+  std::vector<heard> pauses;
+
+  host(std::uint16_t port, const std::string& system, const std::string& topic) {
+    dde::host::top_level_options o;
+    o.mqs_url = "ws://127.0.0.1:" + std::to_string(port) + "/mqs";
+    o.system = system;
+    o.instance = new_uuid();
+    top = std::make_shared<dde::host::top_level>(io, o);
+    top->set_pause_handler(
+        topic, [this](std::chrono::milliseconds ms, const std::string& reason, const std::string& origin) {
+          std::lock_guard lock(mutex);
+          pauses.push_back({ms, reason, origin});
+        });
+    top->start();
+    thread = std::thread([this] { io.run(); });
+  }
+  ~host() {
+    std::atomic<bool> stopped{false};
+    top->stop(2s, [&] { stopped = true; });
+    wait_until([&] { return stopped.load(); }, 5s);
+    work.reset();
+    io.stop();
+    thread.join();
+  }
+  std::vector<heard> heard_so_far() {
+    std::lock_guard lock(mutex);
+    return pauses;
+  }
+};
+
+TEST(MqsPause, TheHostTopLevelSendsPausesAndHandsThoseOfItsTopicsToTheirHandler) {
+  auto& broker = shared_broker();
+  mqs_process mqs1(broker), mqs2(broker);
+  ASSERT_TRUE(broker_ready({&mqs1, &mqs2})) << mqs1.log() << mqs2.log();
+  auto t = unique_topic("toplevel");
+  host a(mqs1.port(), "hosta", t), b(mqs2.port(), "hostb", t);
+  // Until its link is up a top level drops pauses and pulls: wait for the MQS to have its hello.
+  ASSERT_TRUE(wait_until([&] { return mqs1.log().find("host hosta (") != std::string::npos; }, 20s));
+  ASSERT_TRUE(wait_until([&] { return mqs2.log().find("host hostb (") != std::string::npos; }, 20s));
+  a.top->pull(t, delivery_mode::at_most_once, 1);
+  b.top->pull(t, delivery_mode::at_most_once, 1);
+  a.top->pause(t, 1500ms, std::string(1500, 'x'));  // the reason is cut to what the MQS takes
+  ASSERT_TRUE(wait_until([&] { return !a.heard_so_far().empty() && !b.heard_so_far().empty(); }, 20s))
+      << mqs1.log() << mqs2.log();
+  for (auto* h : {&a, &b}) {
+    auto p = h->heard_so_far().at(0);
+    EXPECT_GT(p.ms.count(), 0);
+    EXPECT_LE(p.ms.count(), 1500);
+    EXPECT_EQ(p.reason, std::string(1000, 'x'));
+    EXPECT_NE(p.origin.find("/" + a.top->instance()), std::string::npos) << p.origin;
+  }
+  broker.delete_queue(t);
 }
 
 }  // namespace

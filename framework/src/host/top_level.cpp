@@ -12,6 +12,9 @@ namespace {
 constexpr std::size_t max_at_most_once_backlog = 100000;
 constexpr std::size_t max_queued_bytes = 8 * 1024 * 1024;
 constexpr std::chrono::milliseconds max_backoff{5000};
+// What the MQS accepts in a `pause` (mqs/PROTOCOL.md).
+constexpr std::chrono::milliseconds max_pause{3'600'000};
+constexpr std::size_t max_pause_reason = 1000;
 
 std::shared_ptr<spdlog::logger> log() { return logger("host.top"); }
 
@@ -112,6 +115,7 @@ void top_level::on_close(const std::shared_ptr<net::ws_connection>& conn, const 
 void top_level::handle(wire::record& rec) {
   const std::string& action = rec.header["action"].get_ref<const std::string&>();
   if (action == "deliver") return handle_deliver(rec);
+  if (action == "pause") return handle_pause(rec);
   if (action == "confirm" || action == "reject") {
     auto seqs = rec.header.find("seqs");
     if (seqs == rec.header.end() || !seqs->is_array()) return;
@@ -175,6 +179,25 @@ void top_level::handle_deliver(wire::record& rec) {
     return;
   }
   it->second->deliver(generation_, tag, redelivered, std::move(rec.body));
+}
+
+void top_level::handle_pause(const wire::record& rec) {
+  auto topic = rec.header.find("topic");
+  auto ms = rec.header.find("ms");
+  if (topic == rec.header.end() || !topic->is_string() || ms == rec.header.end() ||
+      !ms->is_number_unsigned()) {
+    log()->warn("bad pause record from the MQS: {}",
+                rec.header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return;
+  }
+  auto it = pause_handlers_.find(topic->get_ref<const std::string&>());
+  if (it == pause_handlers_.end()) return;  // no pool of that topic here (any more)
+  auto text = [&](const char* key) {
+    auto f = rec.header.find(key);
+    return f != rec.header.end() && f->is_string() ? f->get<std::string>() : std::string();
+  };
+  auto length = std::min<std::uint64_t>(ms->get<std::uint64_t>(), max_pause.count());
+  it->second(std::chrono::milliseconds(length), text("reason"), text("origin"));
 }
 
 void top_level::append_enqueue(std::uint64_t seq, const std::string& topic, delivery_mode mode,
@@ -244,12 +267,46 @@ void top_level::cancel(const std::string& topic) {
   });
 }
 
+void top_level::pause(const std::string& topic, std::chrono::milliseconds ms, const std::string& reason) {
+  if (ms.count() <= 0) return;
+  boost::asio::post(strand_, [self = shared_from_this(), topic, ms = std::min(ms, max_pause), reason] {
+    if (!self->conn_) {
+      log()->debug("pause of {} for {} ms dropped: no MQS link", topic, ms.count());
+      return;
+    }
+    // Cut at a character boundary; invalid UTF-8 (an exception's text, say) is replaced, not thrown on.
+    std::size_t cut = 0, chars = 0;
+    while (cut < reason.size() && chars < max_pause_reason) {
+      ++cut;
+      while (cut < reason.size() && (static_cast<unsigned char>(reason[cut]) & 0xc0) == 0x80) ++cut;
+      ++chars;
+    }
+    nlohmann::json header{
+        {"action", "pause"}, {"topic", topic}, {"ms", ms.count()}, {"reason", reason.substr(0, cut)}};
+    wire::append_raw_record(self->out_,
+                            header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    self->schedule_flush();
+  });
+}
+
+void top_level::set_pause_handler(const std::string& topic, pause_handler fn) {
+  boost::asio::post(strand_, [self = shared_from_this(), topic, fn = std::move(fn)]() mutable {
+    if (fn)
+      self->pause_handlers_[topic] = std::move(fn);
+    else
+      self->pause_handlers_.erase(topic);
+  });
+}
+
 void top_level::attach(const std::string& topic, std::shared_ptr<router> r) {
   boost::asio::post(strand_, [self = shared_from_this(), topic, r = std::move(r)] { self->routers_[topic] = r; });
 }
 
 void top_level::detach(const std::string& topic) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic] { self->routers_.erase(topic); });
+  boost::asio::post(strand_, [self = shared_from_this(), topic] {
+    self->routers_.erase(topic);
+    self->pause_handlers_.erase(topic);
+  });
 }
 
 void top_level::schedule_flush() {

@@ -1,7 +1,7 @@
 #pragma once
 // The top level of an isolate system: its one WebSocket to the MQS. Keeps retrying with backoff,
-// batches records, resends unconfirmed at-least-once messages after a reconnect, and hands
-// deliveries to the router of their topic.
+// batches records, resends unconfirmed at-least-once messages after a reconnect, hands
+// deliveries to the router of their topic, and carries pool-wide pauses both ways.
 
 #include <cstdint>
 #include <deque>
@@ -40,6 +40,11 @@ struct top_level_stats {
 
 class top_level : public std::enable_shared_from_this<top_level>, public net::ws_handler {
  public:
+  /// Hears a pause of a topic: start none of its messages for `ms` (from now); `origin` is
+  /// `<mqs id>/<instance>` of the host that asked. Called on the top level's strand: post onward.
+  using pause_handler =
+      std::function<void(std::chrono::milliseconds ms, const std::string& reason, const std::string& origin)>;
+
   top_level(boost::asio::io_context& io, top_level_options options);
 
   void start();
@@ -52,8 +57,15 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void ack(std::uint64_t generation, std::uint64_t tag);
   void nack(std::uint64_t generation, std::uint64_t tag, bool requeue);
   void cancel(const std::string& topic);
+  /// Asks every host consuming `topic` (through any MQS on the broker), this one included, not to
+  /// start its messages for `ms` (1 ms to 1 h; `reason` is cut to 1000 characters). Advisory and
+  /// time-bound: dropped while the MQS link is down.
+  void pause(const std::string& topic, std::chrono::milliseconds ms, const std::string& reason);
   void attach(const std::string& topic, std::shared_ptr<router> r);
+  /// Forgets the router of `topic` and its pause handler.
   void detach(const std::string& topic);
+  /// Where the pauses of `topic` go (one handler per topic; an empty one removes it).
+  void set_pause_handler(const std::string& topic, pause_handler fn);
   /// Calls `fn` (on this strand; post onward) once the outbound window has room.
   void when_writable(std::function<void()> fn);
   /// Runs `fn` with the counters, on the strand.
@@ -76,6 +88,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void schedule_reconnect(const std::string& why);
   void handle(wire::record& rec);
   void handle_deliver(wire::record& rec);
+  void handle_pause(const wire::record& rec);
   void schedule_flush();
   void flush();
   void append_enqueue(std::uint64_t seq, const std::string& topic, delivery_mode mode, const std::string& body);
@@ -106,6 +119,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   std::vector<std::function<void()>> waiting_writers_;
 
   std::unordered_map<std::string, std::shared_ptr<router>> routers_;
+  std::unordered_map<std::string, pause_handler> pause_handlers_;
   top_level_stats stats_;
   bool stopping_ = false;
   std::function<void()> stopped_;
