@@ -113,6 +113,43 @@ TEST_F(Governance, TheRetryLimitDeadLettersTheMessageWithItsReason) {
   EXPECT_TRUE(wait_until([&] { return shared_broker().queue_depth(sys + ".faulty").value_or(1) == 0; }, 30s));
 }
 
+TEST_F(Governance, APauseReachesEveryReplicaOfThePoolThroughTheMqs) {
+  // Two replicas of one pool, on two nodes, each through its own MQS process: a backoff in one pauses both.
+  std::filesystem::create_directories(dir / "mqs2");
+  auto mqs2 = start_mqs(shared_broker(), dir / "mqs2", 16);
+  node_ = std::make_unique<activator_process>(node("gov-a-" + sys));
+  id = node_id(registry, "gov-a-" + sys);
+  auto node_b = std::make_unique<activator_process>(node("gov-b-" + sys));
+  auto id_b = node_id(registry, "gov-b-" + sys);
+  const auto pause = 2000ms;
+  nlohmann::json args = {{"backoff_on", {60}}, {"backoff_ms", pause.count()}, {"log_dir", dir}};
+  auto r = deploy_pool(id, sys, "faulty", "faulty", args, 2);
+  ASSERT_EQ(r.status, 200) << r.body;
+  r = deploy(deploy_body(id_b, mqs2.url(), sys, "faulty", "faulty", args, {"localhost", "localhost"}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const int n = 600;
+  produce(n);
+  ASSERT_TRUE(wait_until([&] { return handled().unique.size() >= std::size_t(n); }, long_wait));
+  EXPECT_TRUE(handled().missing(n).empty());
+  auto backoffs = read_timed(dir, "backoff-");
+  ASSERT_EQ(backoffs.size(), 1u);
+  const std::int64_t grace = 100000, pause_us = std::chrono::microseconds(pause).count();
+  auto starts = read_timed(dir, "faulty-");
+  for (auto& s : starts)
+    EXPECT_FALSE(s.us > backoffs[0].us + grace && s.us < backoffs[0].us + pause_us - 20000)
+        << "seq " << s.seq << " started " << (s.us - backoffs[0].us) / 1000 << " ms into the pause";
+  nlohmann::json a, b;
+  for (auto& p : pools_of(registry, id, sys)) if (p["id"] == sys + "/faulty") a = p;
+  for (auto& p : pools_of(registry, id_b, sys)) if (p["id"] == sys + "/faulty") b = p;
+  ASSERT_TRUE(a.is_object() && b.is_object());
+  // One replica was hit and paused itself; the other heard it through the MQS.
+  auto own = a["governance"]["pauses"].get<int>() + b["governance"]["pauses"].get<int>();
+  EXPECT_EQ(own, 1) << a.dump() << "\n" << b.dump();
+  auto& other = a["governance"]["pauses"] == 1 ? b : a;
+  EXPECT_GE(other["governance"]["remotePauses"].get<int>(), 1) << other.dump();
+  EXPECT_GT(other["stats"]["done"].get<int>(), 0) << "both replicas took part";
+}
+
 TEST_F(Governance, SubPoolsCapEachKeyWhileOtherKeysGoOn) {
   node_ = std::make_unique<activator_process>(node("gov-" + sys));
   id = node_id(registry, "gov-" + sys);

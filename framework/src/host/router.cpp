@@ -84,6 +84,11 @@ result<bool> router::start() {
     logger("host.router")->error("{}: {}", spec_.addr().str(), hot_.error);
   }
   top_->attach(topic_, shared_from_this());
+  // Pauses asked by a replica of this pool (or echoed back from our own) come through the MQS.
+  top_->set_pause_handler(topic_, [weak = weak_from_this()](std::chrono::milliseconds ms, const std::string& reason,
+                                                             const std::string& origin) {
+    if (auto self = weak.lock()) self->on_pause(ms, reason, origin);
+  });
   logger("host.router")
       ->info("{}: {} worker(s) of {} (md5 {}), router {}, {}", spec_.addr().str(), cells_.size(), spec_.uri,
              plugin_ ? plugin_->object().md5() : "remote", spec_.router_type, to_string(spec_.mode));
@@ -438,7 +443,7 @@ void router::pause_pool(std::chrono::milliseconds delay, const std::string& reas
   ++(broadcast ? stats_.pauses : stats_.remote_pauses);
   logger("host.router")->warn("{}: rate limited ({}): no message starts for {} ms{}", spec_.addr().str(), reason,
                               delay.count(), broadcast ? "" : " (paused by a replica)");
-  // (broadcast to the replicas: wired to the MQS next)
+  if (broadcast) top_->pause(topic_, delay, reason);
 }
 
 void router::on_pause(std::chrono::milliseconds delay, std::string reason, std::string origin) {
