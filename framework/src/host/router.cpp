@@ -449,6 +449,9 @@ void router::pause_pool(std::chrono::milliseconds delay, const std::string& reas
 void router::on_pause(std::chrono::milliseconds delay, std::string reason, std::string origin) {
   boost::asio::post(strand_, [self = shared_from_this(), delay, reason = std::move(reason), origin = std::move(origin)] {
     if (self->stopping_) return;
+    // Our own announcement comes back too: it changes nothing.
+    auto own = "/" + self->top_->instance();
+    if (origin.size() >= own.size() && origin.compare(origin.size() - own.size(), own.size(), own) == 0) return;
     self->pause_pool(std::min(delay, self->spec_.backoff.max_delay), reason + " [from " + origin + "]", false);
   });
 }
