@@ -27,6 +27,7 @@ class null_context : public dde::worker_context {
   void when_writable(std::function<void()>) override {}
   void after(std::chrono::milliseconds, std::function<void()>) override {}
   void log(int, std::string_view) override {}
+  void forward(const dde::message&, std::string_view) override {}
 };
 
 TEST(PluginLoader, LoadsAWorkerAndCreatesInstances) {

@@ -53,12 +53,17 @@ class worker_context {
   virtual void when_writable(std::function<void()> fn) = 0;
   virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
   virtual void log(int level, std::string_view text) = 0;
+  /// Sends `m` on to `to` as it is: same id, sender, replyTo and asker (see `worker::forward`).
+  virtual void forward(const message& m, std::string_view to) = 0;
 };
 
 namespace detail {
 /// Set by the plugin entry point while the worker's constructor runs.
 inline thread_local worker_context* constructing_context = nullptr;
 }  // namespace detail
+
+template <class T>
+class throttler;
 
 /// Base class of every worker. One instance handles one message at a time, on its own strand.
 class worker {
@@ -86,6 +91,10 @@ class worker {
   }
   /// Sends a message whose reply comes back to this very instance (see `message::is_reply`).
   void ask(nlohmann::json body, std::string_view to) { ctx_->ask(std::move(body), to); }
+  /// Sends a received message on to the pool at `to` unchanged, as Akka's `forward`: the target
+  /// sees the original sender, and its `reply` goes where a reply to `m` would have gone (`m`'s
+  /// replyTo, asking instance or sender), not to this worker. The message keeps its id.
+  void forward(const message& m, std::string_view to) { ctx_->forward(m, to); }
   /// Answers the message being handled: to its `reply_to`, else to the asking instance or sender.
   void reply(nlohmann::json body) { ctx_->reply(current_, std::move(body)); }
   /// Answers a given earlier message.
@@ -112,6 +121,8 @@ class worker {
 
  private:
   friend class worker_access;
+  template <class T>
+  friend class throttler;
   worker_context* ctx_;
   message current_;
 };

@@ -275,6 +275,18 @@ void worker_cell::reply(const message& to_message, nlohmann::json body) {
   send(std::move(body), {}, false, to_message.sender(), {});
 }
 
+void worker_cell::forward(const message& m, std::string_view to) {
+  auto target = parse_address(to);
+  if (!target) throw std::invalid_argument("forward: \"" + std::string(to) + "\" is not an address system/isolate");
+  envelope e = to_envelope(m);
+  e.to.assign(to);
+  if (e.id.empty()) e.id = new_uuid();  // a plain AMQP payload has none
+  // A forwarded answer is a plain message for the target, not an answer to one of its asks.
+  e.in_reply_to.clear();
+  e.to_worker.clear();
+  publish(target->topic(), spec_->mode, std::move(e));
+}
+
 void worker_cell::end_delivery() {
   busy_ = false;
   if (gate_) gate_->finished();

@@ -55,6 +55,7 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   void when_writable(std::function<void()> fn) override;
   void after(std::chrono::milliseconds delay, std::function<void()> fn) override;
   void log(int level, std::string_view text) override;
+  void forward(const message& m, std::string_view to) override;
 
  private:
   void run_next();
