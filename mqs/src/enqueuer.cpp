@@ -298,6 +298,11 @@ void enqueuer::read_frames() {
   if (!nacked.empty())
     log()->warn("the broker nacked {} message(s) (first to {}); publishing them again in 200 ms", nacked.size(),
                 nacked.front().topic);
+  // Published again in the order they were first published (a host's seqs grow with its sends; a
+  // multiple nack may list them in any order).
+  std::stable_sort(nacked.begin(), nacked.end(), [](const outgoing_message& a, const outgoing_message& b) {
+    return a.conn == b.conn ? a.seq < b.seq : a.conn.get() < b.conn.get();
+  });
   for (auto& m : nacked) {
     declared_.erase(m.topic);  // the queue may have gone: declare it again before the retry
     retry_.emplace_back(clock::now() + std::chrono::milliseconds(200), std::move(m));

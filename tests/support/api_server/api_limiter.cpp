@@ -13,6 +13,7 @@ void api_limits::validate() const {
   if (penalty.count() < 1) throw std::invalid_argument("penalty must be at least 1 ms, got " + ms(penalty));
   if (!(penalty_factor >= 1) || penalty_factor > 1000)
     throw std::invalid_argument("penalty factor must be in [1, 1000], got " + std::to_string(penalty_factor));
+  if (grace.count() < 0) throw std::invalid_argument("grace must not be negative, got " + ms(grace));
   if (max_penalty < penalty)
     throw std::invalid_argument("max penalty (" + ms(max_penalty) + ") is shorter than the penalty (" +
                                 ms(penalty) + ")");
@@ -40,6 +41,7 @@ std::chrono::milliseconds api_limiter::penalty_at(time_point now) const {
 
 void api_limiter::start_cessation(time_point now, std::chrono::milliseconds length) {
   penalty_ = length;
+  cessation_start_ = now;
   cessation_end_ = now + length;
   stats_.max_penalty = std::max(stats_.max_penalty, length);
 }
@@ -49,13 +51,17 @@ api_verdict api_limiter::call(time_point now) {
   penalty_ = penalty_at(now);
   api_verdict v;
   if (cessation_end_ && now < *cessation_end_) {
+    ++stats_.limited;
+    if (now - cessation_start_ < limits_.grace) {
+      v.retry_after = std::chrono::duration_cast<std::chrono::milliseconds>(*cessation_end_ - now);
+      return v;
+    }
     ++stats_.calls_during_cessation;
     auto longer = std::chrono::milliseconds(
         static_cast<std::int64_t>(double(penalty_.count()) * limits_.penalty_factor));
     longer = std::min(longer, limits_.max_penalty);
     if (longer > penalty_) ++stats_.escalations;
     start_cessation(now, longer);
-    ++stats_.limited;
     v.retry_after = longer;
     return v;
   }

@@ -20,6 +20,9 @@ struct api_limits {
   std::chrono::milliseconds penalty{1000};  ///< the first cessation
   double penalty_factor = 2;                ///< a call during a cessation multiplies it by this
   std::chrono::milliseconds max_penalty{60000};
+  /// Calls that arrive within `grace` of a cessation's start were on the wire when it began (other
+  /// connections of the same client): they are refused with the time left, not escalated.
+  std::chrono::milliseconds grace{0};
   /// Throws std::invalid_argument naming the first field that is out of range.
   void validate() const;
 };
@@ -63,6 +66,7 @@ class api_limiter {
   api_limits limits_;
   std::deque<time_point> accepted_;  ///< accepted calls of the last `per`
   std::optional<time_point> cessation_end_;
+  time_point cessation_start_{};
   std::chrono::milliseconds penalty_;
   api_stats stats_;
 };

@@ -111,6 +111,21 @@ TEST_F(ApiServer, CallingDuringACessationEscalatesItUpToTheMaximum) {
   EXPECT_EQ(s["ok"], 1);
 }
 
+TEST_F(ApiServer, CallsWithinTheGraceOfACessationAreRefusedButNotEscalated) {
+  auto l = limits(1, 1000, 500, 2, 3000);
+  l.grace = std::chrono::milliseconds(50);
+  start(l);
+  ASSERT_EQ(call().status, 200);
+  expect_limited(call(), 500);
+  advance(49);
+  expect_limited(call(), 451);  // on the wire when the cessation began: the time left, no escalation
+  advance(1);
+  expect_limited(call(), 1000);  // past the grace: escalated
+  auto s = stats();
+  EXPECT_EQ(s["escalations"], 1) << s.dump();
+  EXPECT_EQ(s["limited"], 3);
+}
+
 TEST_F(ApiServer, ACessationLeftAloneEndsAndItsPenaltyIsForgivenAfterAQuietPeriod) {
   start(limits(1, 100, 400, 2, 10000));
   ASSERT_EQ(call().status, 200);

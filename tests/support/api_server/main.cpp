@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
       .option("penalty-ms", "1000", "the first cessation's length (and the quiet period that forgives it)")
       .option("penalty-factor", "2", "a call during a cessation multiplies its length by this")
       .option("max-penalty-ms", "60000", "the longest cessation")
+      .option("grace-ms", "0", "calls within this of a cessation's start are refused, not escalated (in flight)")
       .option("work-ms", "0", "latency of each accepted call")
       .option("log-calls", "", "append one line per call to this file: EPOCH_US STATUS ID");
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-test-api-server")) return *exit_code;
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
     o.limits.penalty = std::chrono::milliseconds(args.get_int("penalty-ms", 1, 86400000));
     o.limits.penalty_factor = parse_factor(args.get("penalty-factor"));
     o.limits.max_penalty = std::chrono::milliseconds(args.get_int("max-penalty-ms", 1, 86400000));
+    o.limits.grace = std::chrono::milliseconds(args.get_int("grace-ms", 0, 86400000));
     o.work = std::chrono::milliseconds(args.get_int("work-ms", 0, 600000));
     o.log_calls = args.get("log-calls");
     o.limits.validate();
