@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 
+#include "api_server.hpp"
 #include "cluster_fixture.hpp"
 
 namespace dde::test {
@@ -148,6 +149,56 @@ TEST_F(Governance, APauseReachesEveryReplicaOfThePoolThroughTheMqs) {
   auto& other = a["governance"]["pauses"] == 1 ? b : a;
   EXPECT_GE(other["governance"]["remotePauses"].get<int>(), 1) << other.dump();
   EXPECT_GT(other["stats"]["done"].get<int>(), 0) << "both replicas took part";
+}
+
+/// Seqs logged "SEQ OK MICROS" by api_caller in `file`.
+std::set<std::int64_t> api_successes(const std::filesystem::path& file) {
+  std::set<std::int64_t> out;
+  std::ifstream in(file);
+  std::int64_t seq = 0, us = 0;
+  std::string what;
+  while (in >> seq >> what >> us)
+    if (what == "OK") out.insert(seq);
+  return out;
+}
+
+TEST_F(Governance, EightWorkersInTwoSystemsNeverEscalateARateLimitedApisPenalty) {
+  // The API: 40 calls in every second; a violation costs a 1 s cessation, doubled by every call
+  // made during it (calls within 200 ms of its start were already on the wire: refused, not escalated).
+  api_server_options o;
+  o.limits.limit = 40;
+  o.limits.per = 1000ms;
+  o.limits.penalty = 1000ms;
+  o.limits.max_penalty = 60000ms;
+  o.limits.grace = 200ms;
+  api_server_thread api(o);
+  node_ = std::make_unique<activator_process>(node("gov-a-" + sys));
+  id = node_id(registry, "gov-a-" + sys);
+  auto node_b = std::make_unique<activator_process>(node("gov-b-" + sys));
+  auto id_b = node_id(registry, "gov-b-" + sys);
+  nlohmann::json backoff = {{"backoff", {{"retryLimit", 10}}}};
+  for (auto [node_id_, log] : {std::pair{id, "api-a.log"}, std::pair{id_b, "api-b.log"}}) {
+    auto r = deploy_pool(node_id_, sys, "api", "api_caller", {{"url", api.call_url()}, {"log", (dir / log).string()}},
+                         4, backoff);
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  const int n = 300;
+  produce(n, nlohmann::json::object(), "api");
+  auto settled = [&] {
+    auto ok = api_successes(dir / "api-a.log");
+    ok.merge(api_successes(dir / "api-b.log"));
+    return ok.size() + shared_broker().queue_depth("dde.dead." + sys + ".api").value_or(0);
+  };
+  ASSERT_TRUE(wait_until([&] { return settled() >= std::size_t(n); }, long_wait)) << settled();
+  auto stats = api.stats();
+  EXPECT_EQ(stats.escalations, 0u) << to_json(stats).dump();
+  EXPECT_GT(stats.limited, 0u) << "the pools did hit the limit: governance was exercised";
+  EXPECT_GE(stats.ok, std::uint64_t(n) - shared_broker().queue_depth("dde.dead." + sys + ".api").value_or(0));
+  int pauses = 0;
+  for (auto node_id_ : {id, id_b})
+    for (auto& p : pools_of(registry, node_id_, sys))
+      if (p["id"] == sys + "/api") pauses += p["governance"]["pauses"].get<int>() + p["governance"]["remotePauses"].get<int>();
+  EXPECT_GE(pauses, 2) << "both replicas paused";
 }
 
 TEST_F(Governance, SubPoolsCapEachKeyWhileOtherKeysGoOn) {
