@@ -2,14 +2,19 @@
 /// \file
 /// A message as a worker sees it: the payload plus who sent it and where a reply goes.
 
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "dde/args.hpp"
+
 namespace dde {
 
 /// A received message. The payload is JSON, or raw bytes for messages sent with `send_bytes`.
+/// To send or reply with your own struct, give it a `to_json` (or `NLOHMANN_DEFINE_TYPE_*`): it
+/// converts to `nlohmann::json` where `send`/`reply` take one; read it back with `as<T>()`.
 class message {
  public:
   message() = default;
@@ -23,6 +28,19 @@ class message {
     return {};
   }
   bool is_bytes() const { return is_bytes_; }
+  /// The JSON payload converted to `T` by its `from_json` (or `NLOHMANN_DEFINE_TYPE_*`). Throws
+  /// std::invalid_argument naming this message and why when the payload does not convert; from
+  /// `on_receive`, that goes to the pool's supervision like any other exception.
+  template <class T>
+  T as() const {
+    try {
+      return body_.get<T>();
+    } catch (const nlohmann::json::exception& e) {
+      throw std::invalid_argument(
+          "message " + id_ + " from " + sender_ + " does not convert: " + detail::json_reason(e) + "; body " +
+          body_.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 200));
+    }
+  }
   /// Unique id of this message (a UUID), the same on every redelivery.
   const std::string& id() const { return id_; }
   /// Address of the sending pool, `system/isolate`.

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dde/args.hpp"
 #include "dde/message.hpp"
 
 /// Version of the plugin ABI; the host refuses a plugin built against another.
@@ -111,6 +112,19 @@ class worker {
   void after(std::chrono::milliseconds delay, std::function<void()> fn) { ctx_->after(delay, std::move(fn)); }
   /// The `args` of the deployment.
   const nlohmann::json& args() const { return ctx_->args(); }
+  /// `args()[name]` as T, or `fallback` when absent; throws `argument_error` (naming the argument
+  /// and this pool) when it has another type. Usable in the constructor: `arg<int>("count", 10)`.
+  template <class T>
+  T arg(std::string_view name, T fallback) const {
+    return dde::arg_or<T>(args(), name, std::move(fallback), self());
+  }
+  std::string arg(std::string_view name, const char* fallback) const { return arg<std::string>(name, fallback); }
+  /// `args()[name]` as T; throws `argument_error` naming the argument and this pool when it is
+  /// missing or has another type. Thrown from the constructor, it fails the deploy with that message.
+  template <class T>
+  T required_arg(std::string_view name) const {
+    return dde::required_arg<T>(args(), name, self());
+  }
   /// This pool's address, `system/isolate`.
   const std::string& self() const { return ctx_->self(); }
   /// This instance's id, unique within its isolate system.
