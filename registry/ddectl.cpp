@@ -1,5 +1,6 @@
-// ddectl: a command-line client of the registry's REST API. Exit status: 0 ok, 1 the registry
-// answered an error, 2 usage error, 3 the registry cannot be reached.
+// ddectl: a command-line client of the registry's REST API (and, with `ask`, of a pool through an
+// MQS). Exit status: 0 ok, 1 the registry answered an error, 2 usage error, 3 the registry cannot be
+// reached.
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,14 @@ int main(int argc, char** argv) {
   if (!inv.help.empty()) {
     std::fputs(inv.help.c_str(), stdout);
     return 0;
+  }
+  if (inv.ask) {
+    auto outcome = dde::ctl::run_ask(*inv.ask, inv.timeout);
+    if (outcome.status == 0)
+      std::fputs((outcome.text + "\n").c_str(), stdout);
+    else
+      std::fprintf(stderr, "ddectl: %s\n", outcome.text.c_str());
+    return outcome.status;
   }
   if (!inv.error.empty() || !inv.call) {
     std::fprintf(stderr, "ddectl: %s\n", inv.error.c_str());

@@ -6,8 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <variant>
 
 #include "dde/cli.hpp"
+#include "dde/names.hpp"
 
 namespace dde::ctl {
 namespace {
@@ -25,7 +27,8 @@ struct command {
   const char* summary;
   std::size_t min_args, max_args;
   std::function<void(cli&)> options;
-  std::function<rest_call(const std::vector<std::string>&, const cli&, std::istream&)> build;
+  std::function<std::variant<rest_call, ask_call>(const std::vector<std::string>&, const cli&, std::istream&)>
+      build;
 };
 
 void common_options(cli& c) {
@@ -80,6 +83,26 @@ rest_call deploy_from_file(const std::string& file, std::istream& stdin_for_dash
   auto name = file == "-" ? std::string("standard input") : file;
   if (json::parse(text, nullptr, false).is_discarded()) throw usage_error(name + " is not valid JSON");
   return {"POST", "/registry/deploy", text};
+}
+
+/// `ask ADDRESS [JSON]`: checked here so that a bad address or body never reaches the MQS.
+ask_call ask_from(const std::vector<std::string>& a, const cli& c, std::istream& stdin_for_dash) {
+  auto to = parse_address(a[0]);
+  if (!to) throw usage_error("\"" + a[0] + "\" is not a pool address system/isolate");
+  std::string body = a.size() > 1 ? a[1] : "{}";
+  if (body == "-") {
+    std::stringstream ss;
+    ss << stdin_for_dash.rdbuf();
+    body = ss.str();
+  }
+  if (json::parse(body, nullptr, false).is_discarded())
+    throw usage_error("the message is not valid JSON: " + body);
+  const auto& mode = c.get("mode");
+  if (mode != "at-least-once" && mode != "at-most-once")
+    throw usage_error("--mode must be at-least-once or at-most-once, got \"" + mode + "\"");
+  if (c.get("mqs").rfind("ws://", 0) != 0)
+    throw usage_error("--mqs must be a ws:// URL, got \"" + c.get("mqs") + "\"");
+  return {c.get("mqs"), to->str(), body, mode};
 }
 
 rest_call deploy_from_flags(const cli& c) {
@@ -189,6 +212,17 @@ const std::vector<command>& commands() {
        [](auto&, auto&, auto&) {
          return rest_call{"GET", "/registry/health", ""};
        }},
+      {"ask", "ADDRESS [JSON]",
+       "Sends JSON (default {}; '-' = standard input) to pool ADDRESS (system/isolate) as an ask, through\n"
+       "the MQS at --mqs (not the registry), and prints the reply (exit 1 when none comes in time).",
+       1, 2,
+       [](cli& c) {
+         c.option("mqs", "ws://127.0.0.1:42043/mqs", "the dde-mqs to send through")
+             .option(
+                 "mode", "at-least-once",
+                 "how the pool's queue is declared if it does not exist yet: at-least-once or at-most-once");
+       },
+       ask_from},
   };
   return all;
 }
@@ -230,7 +264,7 @@ std::string general_help() {
       "  --timeout-ms MS             give up on an answer after this long (default: 30000)\n"
       "  --help                      this text; 'ddectl COMMAND --help' describes a command\n"
       "\nexit status: 0 ok, 1 the registry answered an error (printed to stderr), 2 usage error,\n"
-      "3 the registry cannot be reached.\n";
+      "3 the registry cannot be reached (for ask: the MQS).\n";
   return out;
 }
 
@@ -259,7 +293,7 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
         out.help = general_help();
         return out;
       }
-      throw usage_error("missing command (list, show, deploy, shutdown, restart, migrate, health)");
+      throw usage_error("missing command (list, show, deploy, shutdown, restart, migrate, health, ask)");
     }
     const command* cmd = nullptr;
     for (auto& candidate : commands())
@@ -285,10 +319,15 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
     } catch (const std::invalid_argument& e) {
       throw usage_error(e.what());
     }
-    out.call = cmd->build(positionals, c, stdin_for_dash);
+    auto built = cmd->build(positionals, c, stdin_for_dash);
+    if (auto* rest = std::get_if<rest_call>(&built))
+      out.call = std::move(*rest);
+    else
+      out.ask = std::get<ask_call>(std::move(built));
   } catch (const usage_error& e) {
     out.error = e.what();
     out.call.reset();
+    out.ask.reset();
   }
   return out;
 }

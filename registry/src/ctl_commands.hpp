@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "ctl_ask.hpp"
+
 namespace dde::ctl {
 
 /// One REST call to the registry.
@@ -17,9 +19,11 @@ struct rest_call {
   std::string body;  ///< JSON text, empty for GET
 };
 
-/// What the command line asks for: a call, a help text to print, or a usage error.
+/// What the command line asks for: a call (or, for `ask`, a message to a pool through an MQS), a
+/// help text to print, or a usage error.
 struct invocation {
   std::optional<rest_call> call;
+  std::optional<ask_call> ask;
   std::string registry = "http://127.0.0.1:8000";  ///< base URL
   std::chrono::milliseconds timeout{30000};
   std::string help;   ///< print to stdout and exit 0 when not empty

@@ -91,7 +91,7 @@ TEST(RegistryCtl, BadUsageIsAnErrorWithoutACall) {
     EXPECT_FALSE(inv.call);
     return inv.error;
   };
-  EXPECT_EQ(error_of({}), "missing command (list, show, deploy, shutdown, restart, migrate, health)");
+  EXPECT_EQ(error_of({}), "missing command (list, show, deploy, shutdown, restart, migrate, health, ask)");
   EXPECT_EQ(error_of({"launch"}), "unknown command \"launch\" (see ddectl --help)");
   EXPECT_EQ(error_of({"show"}), "usage: ddectl show ID (see ddectl show --help)");
   EXPECT_EQ(error_of({"deploy", "--bootstrapper", "1"}), "deploy needs --mqs (or a FILE.json)");
@@ -131,6 +131,44 @@ TEST(RegistryCtl, HelpIsGivenForTheToolAndForEachCommand) {
   auto deploy = parse({"deploy", "--help"}).help;
   EXPECT_NE(deploy.find("--hot-deployment"), std::string::npos);
   EXPECT_NE(deploy.find("(default: roundRobin)"), std::string::npos);
+}
+
+TEST(RegistryCtl, AskSendsItsMessageToAPoolThroughTheMqsNotTheRegistry) {
+  auto inv = parse({"ask", "hello/greeter", R"({"name": "Ada"})", "--mqs", "ws://127.0.0.1:42999/mqs"});
+  ASSERT_TRUE(inv.ask) << inv.error;
+  EXPECT_FALSE(inv.call);
+  EXPECT_EQ(inv.ask->to, "hello/greeter");
+  EXPECT_EQ(json::parse(inv.ask->body), json({{"name", "Ada"}}));
+  EXPECT_EQ(inv.ask->mqs, "ws://127.0.0.1:42999/mqs");
+  EXPECT_EQ(inv.ask->mode, "at-least-once");
+
+  auto defaults = parse({"ask", "hello/greeter", "--mode", "at-most-once"});
+  ASSERT_TRUE(defaults.ask) << defaults.error;
+  EXPECT_EQ(defaults.ask->body, "{}");
+  EXPECT_EQ(defaults.ask->mqs, "ws://127.0.0.1:42043/mqs");
+  EXPECT_EQ(defaults.ask->mode, "at-most-once");
+  EXPECT_EQ(json::parse(parse({"ask", "a/b", "-"}, "[1, 2]").ask->body), json({1, 2}));
+}
+
+TEST(RegistryCtl, AskRefusesABadAddressBodyModeOrUrlBeforeSendingAnything) {
+  for (auto args : std::vector<std::vector<std::string>>{{"ask", "no-slash"},
+                                                         {"ask", "a/b.c"},
+                                                         {"ask", "a/b", "{not json"},
+                                                         {"ask", "a/b", "--mode", "reply"},
+                                                         {"ask", "a/b", "--mqs", "http://127.0.0.1:1/mqs"},
+                                                         {"ask"}}) {
+    auto inv = parse(args);
+    EXPECT_FALSE(inv.ask) << args.size();
+    EXPECT_FALSE(inv.error.empty()) << args.size();
+  }
+}
+
+TEST(RegistryCtl, AskReportsAnMqsThatCannotBeReached) {
+  ask_call call{"ws://127.0.0.1:1/mqs", "a/b", "{}", "at-least-once"};
+  auto outcome = run_ask(call, std::chrono::seconds(10));
+  EXPECT_EQ(outcome.status, 3);
+  EXPECT_NE(outcome.text.find("cannot reach the MQS at ws://127.0.0.1:1/mqs"), std::string::npos)
+      << outcome.text;
 }
 
 }  // namespace

@@ -1,0 +1,128 @@
+#include "ctl_ask.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "dde/envelope.hpp"
+#include "dde/names.hpp"
+#include "dde/net/ws.hpp"
+#include "dde/wire/record.hpp"
+
+namespace dde::ctl {
+namespace {
+
+using json = nlohmann::json;
+
+/// One connection to the MQS: hello, pull the reply queue, enqueue the ask; ends at the reply.
+class ask_session : public net::ws_handler {
+ public:
+  ask_session(boost::asio::io_context& io, ask_call call, std::chrono::milliseconds timeout)
+      : io_(io),
+        call_(std::move(call)),
+        instance_(new_uuid()),
+        message_id_(new_uuid()),
+        timer_(io),
+        timeout_(timeout) {}
+
+  void start(const net::ws_url& url, const std::shared_ptr<ask_session>& self) {
+    timer_.expires_after(timeout_);
+    timer_.async_wait([self](const boost::system::error_code& ec) {
+      if (ec) return;
+      self->finish(1, "no reply from " + self->call_.to + " within " +
+                          std::to_string(self->timeout_.count()) +
+                          " ms (is the pool deployed, and does its worker reply?)");
+    });
+    net::ws_connect(io_, url, self, [self](const std::string& reason) {
+      self->finish(3, "cannot reach the MQS at " + self->call_.mqs + ": " + reason);
+    });
+  }
+
+  const ask_outcome& outcome() const { return outcome_; }
+
+  void on_open(const std::shared_ptr<net::ws_connection>& conn) override {
+    conn_ = conn;
+    if (finished_) return conn->close("done");
+    envelope e;
+    e.id = message_id_;
+    e.from = "ddectl/ask";
+    e.to = call_.to;
+    e.ask_instance = instance_;
+    e.ask_worker = "ddectl";
+    e.body = json::parse(call_.body);
+    std::string batch;
+    wire::append_record(batch, {{"action", "hello"},
+                                {"protocol", wire::protocol_version},
+                                {"system", "ddectl"},
+                                {"instance", instance_}});
+    wire::append_record(
+        batch, {{"action", "pull"}, {"topic", reply_topic(instance_)}, {"mode", "reply"}, {"credit", 1}});
+    json enqueue = {{"action", "enqueue"}, {"topic", parse_address(call_.to)->topic()}, {"mode", call_.mode}};
+    if (call_.mode == "at-least-once") enqueue["seq"] = 1;
+    wire::append_record(batch, enqueue, encode_envelope(e));
+    conn->send(std::move(batch), true);
+  }
+
+  void on_message(const std::shared_ptr<net::ws_connection>&, std::string data, bool binary) override {
+    if (!binary) return finish(1, "the MQS answered: " + data);
+    for (auto& r : wire::decode_batch(data, std::size_t(1) << 30).records) {
+      auto action = r.header.value("action", std::string());
+      if (action == "error" || action == "reject")
+        return finish(1, "the MQS refused the message: " + r.header.value("error", r.header.dump()));
+      if (action != "deliver" || r.header.value("topic", std::string()) != reply_topic(instance_)) continue;
+      auto reply = decode_envelope(r.body);
+      if (reply.in_reply_to != message_id_) continue;
+      return finish(0, reply.is_bytes ? reply.bytes : reply.body.dump(2));
+    }
+  }
+
+  void on_close(const std::shared_ptr<net::ws_connection>&, const std::string& reason) override {
+    conn_.reset();
+    finish(3, "the MQS closed the connection: " + reason);
+  }
+
+ private:
+  /// Records the first outcome and ends the connection; the io_context then runs out of work.
+  void finish(int status, std::string text) {
+    if (!finished_) {
+      finished_ = true;
+      outcome_ = {status, std::move(text)};
+    }
+    if (conn_) {
+      auto conn = std::move(conn_);
+      conn->close("done");
+      // A peer that never answers the close must not keep ddectl waiting.
+      timer_.expires_after(std::chrono::seconds(2));
+      timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (!ec) io_.stop();
+      });
+    } else {
+      io_.stop();
+    }
+  }
+
+  boost::asio::io_context& io_;
+  ask_call call_;
+  std::string instance_;
+  std::string message_id_;
+  boost::asio::steady_timer timer_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<net::ws_connection> conn_;
+  bool finished_ = false;
+  ask_outcome outcome_;
+};
+
+}  // namespace
+
+ask_outcome run_ask(const ask_call& call, std::chrono::milliseconds timeout) {
+  auto url = net::parse_ws_url(call.mqs);
+  if (!url) return {2, "--mqs must be a ws://host:port/path URL, got \"" + call.mqs + "\""};
+  boost::asio::io_context io(1);
+  auto session = std::make_shared<ask_session>(io, call, timeout);
+  session->start(*url, session);
+  io.run();
+  return session->outcome();
+}
+
+}  // namespace dde::ctl
