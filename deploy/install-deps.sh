@@ -5,8 +5,11 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# dpkg-dev: dpkg-shlibdeps, which declares the .deb packages' dependencies (cpack); binutils: nm and
+# readelf for the SDK tests.
 packages=(build-essential cmake ccache libboost-dev nlohmann-json3-dev uuid-dev libssl-dev libspdlog-dev
-  libgtest-dev libgmock-dev googletest librabbitmq-dev rabbitmq-server amqp-tools curl procps iproute2 python3)
+  libgtest-dev libgmock-dev googletest librabbitmq-dev rabbitmq-server amqp-tools curl procps iproute2 python3
+  dpkg-dev binutils)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -1,0 +1,20 @@
+# Runs at install time (component daemons; see install.cmake): installs the systemd units of
+# deploy/systemd with this installation's paths, and the default flags they read. Under the prefix
+# /usr (the .deb) the flags go to /etc/dde, elsewhere to <prefix>/etc/dde; units go to
+# <prefix>/lib/systemd/system (systemd reads /usr/lib/... and /usr/local/lib/...).
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
+  set(etc_dir /etc/dde)
+else()
+  set(etc_dir ${CMAKE_INSTALL_PREFIX}/etc/dde)
+endif()
+string(MD5 prefix_key "${CMAKE_INSTALL_PREFIX}")
+set(staging ${DDE_BINARY_DIR}/CMakeFiles/dde-units-${prefix_key})
+file(MAKE_DIRECTORY ${staging})
+foreach(daemon registry mqs activator)
+  file(READ ${DDE_SOURCE_DIR}/deploy/systemd/dde-${daemon}.service unit)
+  string(REPLACE "/usr/local/bin/" "${CMAKE_INSTALL_PREFIX}/${DDE_INSTALL_BINDIR}/" unit "${unit}")
+  string(REPLACE "/etc/dde/" "${etc_dir}/" unit "${unit}")
+  file(WRITE ${staging}/dde-${daemon}.service "${unit}")
+  file(INSTALL ${staging}/dde-${daemon}.service DESTINATION ${CMAKE_INSTALL_PREFIX}/lib/systemd/system)
+  file(INSTALL ${DDE_SOURCE_DIR}/deploy/systemd/${daemon}.env DESTINATION ${etc_dir})
+endforeach()
