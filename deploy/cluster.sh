@@ -6,15 +6,18 @@
 #       starts what is not running, returns once every daemon is ready, prints the registry URL
 #   cluster.sh down [--dir D]      stops exactly what `up` started (activator first: its pools drain)
 #   cluster.sh status [--dir D]    one line per daemon; exit 0 when all run, 3 otherwise
-# Needs a build (deploy/build.sh); DDE_BUILD_DIR picks another build folder.
+# Needs a build (deploy/build.sh); DDE_BUILD_DIR picks another build folder. DDE_REGISTRY_PORT,
+# DDE_MQS_PORT and DDE_ACTIVATOR_PORT change the default ports. D/urls holds the URLs as shell
+# assignments (registry=... mqs=... activator=... rabbitmq=...), for `source D/urls`.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/lib.sh"
 
-usage() { sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 2; }
+usage() { sed -n '2,11s/^# \{0,1\}//p' "$0"; exit 2; }
 command="${1:-}"; [[ -n $command ]] || usage; shift
 build="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
-dir="$build/cluster" registry_port=8000 mqs_port=42043 activator_port=42042 rabbitmq_port="" prefetch=1
+dir="$build/cluster" rabbitmq_port="" prefetch=1
+registry_port=${DDE_REGISTRY_PORT:-8000} mqs_port=${DDE_MQS_PORT:-42043} activator_port=${DDE_ACTIVATOR_PORT:-42042}
 name=node-a
 while (($#)); do
   case "$1" in
