@@ -1,127 +1,263 @@
-// Synchronous HTTP client: resolve -> connect -> write -> read on a private io_context, so that
-// one deadline covers every step (Beast's timeouts only apply to asynchronous operations).
+// Synchronous HTTP(S) client: resolve -> connect -> [TLS handshake] -> write -> read header -> read
+// body on a private io_context, so that one deadline covers every step (Beast's timeouts only apply
+// to asynchronous operations) and a cancel flag can end it from another thread.
 #include "dde/net/http_client.hpp"
 
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cctype>
 #include <charconv>
+#include <fstream>
+#include <optional>
+#include <type_traits>
 
 namespace dde::net {
 namespace {
 
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
+namespace ssl = boost::asio::ssl;
 using tcp = boost::asio::ip::tcp;
 
-constexpr std::size_t max_response_body = 64 * 1024 * 1024;
+constexpr auto cancel_poll = std::chrono::milliseconds(50);
 
-/// Runs one exchange; every completion handler either starts the next step or records the end.
+bool is_ip_literal(const std::string& host) {
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+/// Runs one exchange over `Stream` (a TCP stream, or TLS over one); every completion handler either
+/// starts the next step or records the end.
+template <class Stream>
 class exchange {
+  static constexpr bool tls = !std::is_same_v<Stream, beast::tcp_stream>;
+
  public:
-  exchange(const http_url& url, http::request<http::string_body> req, std::chrono::milliseconds timeout)
-      : url_(url), req_(std::move(req)), deadline_(std::chrono::steady_clock::now() + timeout) {}
+  template <class... StreamArgs>
+  exchange(const http_url& url, http::request<http::string_body> req, const http_options& options,
+           StreamArgs&... stream_args)
+      : url_(url),
+        req_(std::move(req)),
+        options_(options),
+        deadline_(std::chrono::steady_clock::now() + options.timeout),
+        stream_(io_, stream_args...) {}
 
   http_result run() {
     // The resolver has no timeout of its own: a watchdog cancels it at the deadline.
-    boost::asio::steady_timer watchdog(io_, deadline_);
-    watchdog.async_wait([this](beast::error_code ec) {
+    watchdog_.expires_at(deadline_);
+    watchdog_.async_wait([this](beast::error_code ec) {
       if (!ec) resolver_.cancel();
     });
+    if (options_.cancel) watch_cancel();
     resolver_.async_resolve(url_.host, std::to_string(url_.port),
-                            [this, &watchdog](beast::error_code ec, tcp::resolver::results_type results) {
-                              watchdog.cancel();
+                            [this](beast::error_code ec, tcp::resolver::results_type results) {
+                              watchdog_.cancel();
                               on_resolve(ec, std::move(results));
                             });
     io_.run();
+    file_parser_.reset();  // closes the file
+    if (!result_.error.empty() && !options_.body_file.empty() && body_file_opened_) {
+      std::error_code ignored;
+      std::filesystem::remove(options_.body_file, ignored);
+    }
     return std::move(result_);
   }
 
  private:
-  void on_resolve(beast::error_code ec, tcp::resolver::results_type results) {
-    if (ec)
-      return fail(ec == boost::asio::error::operation_aborted
-                      ? "timed out resolving " + url_.host
-                      : "cannot resolve " + url_.host + ": " + ec.message());
-    stream_.expires_at(deadline_);
-    stream_.async_connect(results, [this](beast::error_code ec, const tcp::endpoint&) {
-      if (ec) return fail("cannot connect to " + where() + ": " + describe(ec));
-      stream_.expires_at(deadline_);
-      http::async_write(stream_, req_, [this](beast::error_code ec, std::size_t) {
-        if (ec) return fail("cannot send the request to " + where() + ": " + describe(ec));
-        parser_.body_limit(max_response_body);
-        stream_.expires_at(deadline_);
-        http::async_read(stream_, buffer_, parser_,
-                         [this](beast::error_code ec, std::size_t) { on_read(ec); });
-      });
+  void watch_cancel() {
+    cancel_timer_.expires_after(cancel_poll);
+    cancel_timer_.async_wait([this](beast::error_code ec) {
+      if (ec || ended_) return;
+      if (!options_.cancel->load()) return watch_cancel();
+      cancelled_ = true;
+      resolver_.cancel();
+      beast::get_lowest_layer(stream_).close();
     });
   }
 
-  void on_read(beast::error_code ec) {
+  void on_resolve(beast::error_code ec, tcp::resolver::results_type results) {
+    if (ec)
+      return fail(ec == boost::asio::error::operation_aborted && !cancelled_
+                      ? "timed out resolving " + url_.host
+                      : "cannot resolve " + url_.host + ": " + ec.message());
+    beast::get_lowest_layer(stream_).expires_at(deadline_);
+    beast::get_lowest_layer(stream_).async_connect(
+        results, [this](beast::error_code ec, const tcp::endpoint&) {
+          if (ec) return fail("cannot connect to " + where() + ": " + describe(ec));
+          if constexpr (tls) {
+            do_handshake();
+          } else {
+            do_write();
+          }
+        });
+  }
+
+  void do_handshake() {
+    if constexpr (tls) {
+      // SNI carries names only (RFC 6066); the certificate is checked against the name or the address.
+      if (!is_ip_literal(url_.host) && !SSL_set_tlsext_host_name(stream_.native_handle(), url_.host.c_str()))
+        return fail("cannot set the TLS server name " + url_.host);
+      stream_.set_verify_mode(ssl::verify_peer);
+      stream_.set_verify_callback(ssl::host_name_verification(url_.host));
+      beast::get_lowest_layer(stream_).expires_at(deadline_);
+      stream_.async_handshake(ssl::stream_base::client, [this](beast::error_code ec) {
+        if (ec) return fail("TLS handshake with " + where() + " failed: " + tls_error(ec));
+        do_write();
+      });
+    }
+  }
+
+  void do_write() {
+    beast::get_lowest_layer(stream_).expires_at(deadline_);
+    http::async_write(stream_, req_, [this](beast::error_code ec, std::size_t) {
+      if (ec) return fail("cannot send the request to " + where() + ": " + describe(ec));
+      beast::get_lowest_layer(stream_).expires_at(deadline_);
+      http::async_read_header(stream_, buffer_, header_parser_,
+                              [this](beast::error_code ec, std::size_t) { on_header(ec); });
+    });
+  }
+
+  void on_header(beast::error_code ec) {
     if (ec) return fail("no response from " + where() + ": " + describe(ec));
-    auto& res = parser_.get();
+    auto& res = header_parser_.get();
     result_.status = static_cast<int>(res.result_int());
-    result_.body = std::move(res.body());
     for (auto& field : res) {
       std::string name(field.name_string());
       for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
       result_.headers[name] = std::string(field.value());
     }
-    beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    if (header_parser_.is_done()) {  // 304, 204, Content-Length: 0
+      if (result_.status == 200 && !options_.body_file.empty()) {
+        std::ofstream empty(options_.body_file, std::ios::binary | std::ios::trunc);
+        if (!empty) return fail("cannot write " + options_.body_file.string());
+      }
+      return succeed();
+    }
+    auto on_body = [this](beast::error_code ec, std::size_t) {
+      if (ec == http::error::body_limit)
+        return fail("the response from " + where() + " is larger than " + std::to_string(options_.max_body) +
+                    " bytes");
+      if (ec) return fail("the response from " + where() + " was cut short: " + describe(ec));
+      if (string_parser_) result_.body = std::move(string_parser_->get().body());
+      succeed();
+    };
+    if (result_.status == 200 && !options_.body_file.empty()) {
+      file_parser_.emplace(std::move(header_parser_));
+      file_parser_->body_limit(options_.max_body);
+      beast::error_code open_error;
+      file_parser_->get().body().open(options_.body_file.c_str(), beast::file_mode::write, open_error);
+      if (open_error)
+        return fail("cannot write " + options_.body_file.string() + ": " + open_error.message());
+      body_file_opened_ = true;
+      http::async_read(stream_, buffer_, *file_parser_, on_body);
+    } else {
+      string_parser_.emplace(std::move(header_parser_));
+      string_parser_->body_limit(options_.max_body);
+      http::async_read(stream_, buffer_, *string_parser_, on_body);
+    }
   }
 
-  void fail(std::string why) { result_.error = std::move(why); }
+  void succeed() {
+    end();
+    beast::error_code ignored;
+    // The whole response is in: a TLS close_notify would add a round trip for nothing.
+    beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
+    beast::get_lowest_layer(stream_).close();
+  }
+
+  void fail(std::string why) {
+    end();
+    result_.status = 0;
+    result_.headers.clear();
+    result_.error = cancelled_ ? "cancelled (" + url_.host + ")" : std::move(why);
+    beast::get_lowest_layer(stream_).close();
+  }
+
+  void end() {
+    ended_ = true;
+    watchdog_.cancel();
+    cancel_timer_.cancel();
+  }
+
+  std::string tls_error(beast::error_code ec) {
+    if constexpr (tls) {
+      long verify = SSL_get_verify_result(stream_.native_handle());
+      if (verify != X509_V_OK) return ec.message() + " (" + X509_verify_cert_error_string(verify) + ")";
+    }
+    return describe(ec);
+  }
+
   std::string where() const { return url_.host + ":" + std::to_string(url_.port); }
-  static std::string describe(beast::error_code ec) {
+  std::string describe(beast::error_code ec) const {
+    if (cancelled_) return "cancelled";
     return ec == beast::error::timeout ? std::string("timed out") : ec.message();
   }
 
   http_url url_;
   http::request<http::string_body> req_;
+  const http_options& options_;
   std::chrono::steady_clock::time_point deadline_;
   boost::asio::io_context io_;
   tcp::resolver resolver_{io_};
-  beast::tcp_stream stream_{io_};
+  boost::asio::steady_timer watchdog_{io_};
+  boost::asio::steady_timer cancel_timer_{io_};
+  Stream stream_;
   beast::flat_buffer buffer_;
-  http::response_parser<http::string_body> parser_;
+  http::response_parser<http::empty_body> header_parser_;
+  std::optional<http::response_parser<http::string_body>> string_parser_;
+  std::optional<http::response_parser<http::file_body>> file_parser_;
+  bool body_file_opened_ = false;
+  bool cancelled_ = false;
+  bool ended_ = false;
   http_result result_;
 };
 
 }  // namespace
 
 std::optional<http_url> parse_http_url(std::string_view url) {
-  constexpr std::string_view scheme = "http://";
-  if (url.substr(0, scheme.size()) != scheme) return std::nullopt;
-  url.remove_prefix(scheme.size());
   http_url out;
-  auto slash = url.find('/');
-  auto hostport = url.substr(0, slash);
-  if (slash != std::string_view::npos) out.target = std::string(url.substr(slash));
-  auto colon = hostport.rfind(':');
-  if (colon != std::string_view::npos && hostport.find(']') == std::string_view::npos) {
-    auto port = hostport.substr(colon + 1);
-    unsigned value = 0;
-    auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc() || ptr != port.data() + port.size() || value == 0 || value > 65535)
-      return std::nullopt;
-    out.port = std::uint16_t(value);
-    hostport = hostport.substr(0, colon);
+  for (auto [scheme, tls, port] : {std::tuple{std::string_view("http://"), false, std::uint16_t(80)},
+                                   std::tuple{std::string_view("https://"), true, std::uint16_t(443)}}) {
+    if (url.substr(0, scheme.size()) != scheme) continue;
+    url.remove_prefix(scheme.size());
+    out.tls = tls;
+    out.port = port;
+    auto slash = url.find('/');
+    auto hostport = url.substr(0, slash);
+    if (slash != std::string_view::npos) out.target = std::string(url.substr(slash));
+    auto colon = hostport.rfind(':');
+    if (colon != std::string_view::npos && hostport.find(']') == std::string_view::npos) {
+      auto digits = hostport.substr(colon + 1);
+      unsigned value = 0;
+      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+      if (ec != std::errc() || ptr != digits.data() + digits.size() || value == 0 || value > 65535)
+        return std::nullopt;
+      out.port = std::uint16_t(value);
+      hostport = hostport.substr(0, colon);
+    }
+    if (hostport.empty()) return std::nullopt;
+    out.host = std::string(hostport);
+    return out;
   }
-  if (hostport.empty()) return std::nullopt;
-  out.host = std::string(hostport);
-  return out;
+  return std::nullopt;
 }
 
 http_result http_fetch(std::string_view method, std::string_view url, std::string_view body,
-                       const std::map<std::string, std::string>& headers, std::chrono::milliseconds timeout) {
+                       const std::map<std::string, std::string>& headers, const http_options& options) {
   http_result failed;
   auto parsed = parse_http_url(url);
   if (!parsed) {
-    failed.error = "not an http:// URL: \"" + std::string(url) + "\"";
+    failed.error = "not an http:// or https:// URL: \"" + std::string(url) + "\"";
     return failed;
   }
   auto verb = http::string_to_verb(beast::string_view(method.data(), method.size()));
@@ -130,7 +266,8 @@ http_result http_fetch(std::string_view method, std::string_view url, std::strin
     return failed;
   }
   http::request<http::string_body> req{verb, parsed->target, 11};
-  req.set(http::field::host, parsed->host + ":" + std::to_string(parsed->port));
+  bool default_port = parsed->port == (parsed->tls ? 443 : 80);
+  req.set(http::field::host, default_port ? parsed->host : parsed->host + ":" + std::to_string(parsed->port));
   req.set(http::field::user_agent, "dde");
   bool has_type = false;
   for (auto& [name, value] : headers) {
@@ -144,11 +281,34 @@ http_result http_fetch(std::string_view method, std::string_view url, std::strin
   req.keep_alive(false);
   req.prepare_payload();
   try {
-    return exchange(*parsed, std::move(req), timeout).run();
+    if (!parsed->tls) return exchange<beast::tcp_stream>(*parsed, std::move(req), options).run();
+    ssl::context ctx(ssl::context::tls_client);
+    beast::error_code ec;
+    if (!options.ca_file.empty()) {
+      ctx.load_verify_file(options.ca_file, ec);
+      if (ec) {
+        failed.error = "cannot use CA file " + options.ca_file + ": " + ec.message();
+        return failed;
+      }
+    } else {
+      ctx.set_default_verify_paths(ec);
+      if (ec) {
+        failed.error = "cannot load the system's CA certificates: " + ec.message();
+        return failed;
+      }
+    }
+    return exchange<beast::ssl_stream<beast::tcp_stream>>(*parsed, std::move(req), options, ctx).run();
   } catch (const std::exception& e) {
     failed.error = std::string("HTTP request failed: ") + e.what();
     return failed;
   }
+}
+
+http_result http_fetch(std::string_view method, std::string_view url, std::string_view body,
+                       const std::map<std::string, std::string>& headers, std::chrono::milliseconds timeout) {
+  http_options options;
+  options.timeout = timeout;
+  return http_fetch(method, url, body, headers, options);
 }
 
 }  // namespace dde::net
