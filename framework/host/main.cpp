@@ -1,5 +1,6 @@
 // dde-isolate-system: hosts one isolate system and the pools given on the command line.
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 
@@ -37,7 +38,12 @@ int main(int argc, char** argv) {
       .option("window", "4096", "unconfirmed at-least-once messages before senders wait")
       .option("control", "", "the node activator's control endpoint, e.g. ws://127.0.0.1:42042/control")
       .option("orphan-timeout-ms", "120000", "with --control: stop after this long without an activator")
-      .option("plugin-cache", "", "with --control: keep copies of plugin versions that worked here")
+      .option("plugin-cache", "",
+              "keep copies of plugin versions that worked here (with --control), and "
+              "plugins downloaded from http(s) URIs (default for those: a temporary directory)")
+      .option("ca-file", "",
+              "PEM file of the CA(s) that https plugin URIs are verified against (default: "
+              "$DDE_CA_FILE, else the system's store)")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-isolate-system")) return *exit_code;
   auto log = dde::logger("host");
@@ -52,6 +58,8 @@ int main(int argc, char** argv) {
     options.window = std::size_t(args.get_int("window", 1, 1000000));
     options.control_url = args.get("control");
     options.plugin_cache = args.get("plugin-cache");
+    options.ca_file = args.get("ca-file");
+    if (const char* env = std::getenv("DDE_CA_FILE"); options.ca_file.empty() && env) options.ca_file = env;
     options.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
     options.request_stop = [](const std::string& why) {
       dde::logger("host")->info("stopping: {}", why);

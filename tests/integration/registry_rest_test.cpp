@@ -120,7 +120,7 @@ TEST(RegistryRest, EveryBadInputGetsItsStatusAndMessageAndNothingDeployedIsTouch
       {"POST", "/registry/deploy", "[1, 2]", 400, "body must be a JSON object"},
       {"POST", "/registry/deploy", without("bootstrapperId"), 400, "missing field \"bootstrapperId\""},
       {"POST", "/registry/deploy", without("uri"), 400,
-       "missing field \"uri\" (the worker plugin: a .so path or file:// URI)"},
+       "missing field \"uri\" (the worker plugin: a .so path, file://, http:// or https:// URI)"},
       {"POST", "/registry/deploy", with("hotDeployment", "yes"), 400,
        "field \"hotDeployment\" must be true or false"},
       {"POST", "/registry/deploy", with("workersPaths", "localhost"), 400,

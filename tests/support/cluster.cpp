@@ -42,8 +42,10 @@ registry_process start_registry(const fs::path& dir, std::uint16_t port) {
   return r;
 }
 
-activator_process start_activator(const registry_process& registry, const fs::path& dir, const std::string& name,
-                                  std::uint16_t port, const std::vector<std::string>& extra_args) {
+activator_process start_activator(const registry_process& registry, const fs::path& dir,
+                                  const std::string& name, std::uint16_t port,
+                                  const std::vector<std::string>& extra_args,
+                                  const std::map<std::string, std::string>& extra_env) {
   activator_process a;
   a.port = port ? port : free_port();
   a.name = name;
@@ -53,7 +55,7 @@ activator_process start_activator(const registry_process& registry, const fs::pa
                                 std::to_string(a.port), "--name", name, "--log-dir", logs.string(),
                                 "--orphan-timeout-ms", "20000"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  a.proc = std::make_unique<child_process>(argv, dir / ("activator-" + name + ".log"), std::map<std::string, std::string>{});
+  a.proc = std::make_unique<child_process>(argv, dir / ("activator-" + name + ".log"), extra_env);
   if (!wait_until([&] { return !node_id(registry, name).empty(); }, 20s))
     throw std::runtime_error("dde-activator " + name + " did not register:\n" + a.proc->log());
   return a;

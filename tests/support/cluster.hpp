@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -56,9 +57,11 @@ struct activator_process {
 };
 /// Starts an activator named `name` (its isolate systems log to `dir/<name>/`) and waits until the
 /// registry lists it.
+/// `extra_env` is added to its environment (and so to its isolate systems').
 activator_process start_activator(const registry_process& registry, const std::filesystem::path& dir,
                                   const std::string& name, std::uint16_t port = 0,
-                                  const std::vector<std::string>& extra_args = {});
+                                  const std::vector<std::string>& extra_args = {},
+                                  const std::map<std::string, std::string>& extra_env = {});
 
 /// An HTTP exchange with a JSON answer (`json` is null when the body is not JSON).
 struct rest_answer {

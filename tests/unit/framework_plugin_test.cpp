@@ -135,6 +135,13 @@ TEST(PoolSpec, SaysExactlyWhatIsWrong) {
   EXPECT_NE(error_for({{"credits", 0}}).find("credits"), std::string::npos);
   EXPECT_NE(error_for({{"hotDeployment", "yes"}}).find("hotDeployment"), std::string::npos);
   EXPECT_NE(error_for({{"uri", 5}}).find("uri"), std::string::npos);
+  EXPECT_EQ(error_for({{"uri", "http://127.0.0.1:8080/plugins/libecho.so"}}), "accepted");
+  EXPECT_EQ(error_for({{"uri", "https://plugins.example/libecho.so"}}), "accepted");
+  EXPECT_EQ(error_for({{"uri", "https://:0/x.so"}}),
+            "field \"uri\" is \"https://:0/x.so\", not a valid http:// or https:// URL");
+  EXPECT_NE(error_for({{"uri", "http://h/x.so"}, {"workersPaths", {"ws://127.0.0.1:42042/activator"}}})
+                .find("runs on \"localhost\" workers only"),
+            std::string::npos);
   EXPECT_NE(dde::host::parse_pool_spec(nlohmann::json::array()).error().find("JSON object"), std::string::npos);
   EXPECT_NE(error_for({{"routerType", "consistentHash"}}).find("needs \"hashKey\""), std::string::npos);
   EXPECT_EQ(error_for({{"routerType", "consistentHash"}, {"hashKey", "user"}}), "accepted");

@@ -89,8 +89,9 @@ TEST_F(RegistryValidation, EachMissingRequiredDeployFieldIsNamed) {
                         "missing field \"messageQueuingSystemServer\"");
   expect_deploy_refused(without("isolateSystemName"), 400, "missing field \"isolateSystemName\"");
   expect_deploy_refused(without("isolateName"), 400, "missing field \"isolateName\"");
-  expect_deploy_refused(without("uri"), 400,
-                        "missing field \"uri\" (the worker plugin: a .so path or file:// URI)");
+  expect_deploy_refused(
+      without("uri"), 400,
+      "missing field \"uri\" (the worker plugin: a .so path, file://, http:// or https:// URI)");
 }
 
 TEST_F(RegistryValidation, EachMistypedDeployFieldIsNamed) {

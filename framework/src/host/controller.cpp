@@ -15,22 +15,45 @@ controller::controller(boost::asio::io_context& io, std::shared_ptr<top_level> t
     : io_(io), strand_(boost::asio::make_strand(io)), top_(std::move(top)), system_(std::move(system)) {}
 
 void controller::add_pool(pool_spec spec, std::function<void(std::string)> done) {
-  boost::asio::post(strand_, [self = shared_from_this(), spec = std::move(spec), done = std::move(done)]() mutable {
+  boost::asio::post(strand_, [self = shared_from_this(), spec = std::move(spec),
+                              done = std::move(done)]() mutable {
+    if (self->stopped_) return done("isolate system " + self->system_ + " is stopping");
     if (spec.system != self->system_)
       return done("pool is for isolate system \"" + spec.system + "\" but this is \"" + self->system_ + "\"");
-    if (self->routers_.count(spec.isolate))
+    if (self->routers_.count(spec.isolate) || self->starting_.count(spec.isolate))
       return done("pool \"" + spec.addr().str() + "\" is already deployed here; shut it down first");
     auto r = std::make_shared<router>(self->io_, self->top_, spec);
     r->set_events(self->events_, self->plugin_cache_);
-    auto started = r->start();
-    if (!started) {
-      logger("host")->error("cannot deploy {}: {}", spec.addr().str(), started.error());
-      return done(started.error());
-    }
-    self->routers_[spec.isolate] = std::move(r);
-    done({});
+    r->set_fetch_options(self->fetch_options_);
+    self->starting_[spec.isolate] = {r, std::move(done)};
+    // Weak: the callback may wait inside the router's own fetcher.
+    r->prepare([weak = std::weak_ptr<controller>(self), isolate = spec.isolate](std::string error) {
+      if (auto c = weak.lock())
+        boost::asio::post(c->strand_, [c, isolate, error = std::move(error)]() mutable {
+          c->start_pool(isolate, std::move(error));
+        });
+    });
   });
 }
+
+void controller::start_pool(const std::string& isolate, std::string error) {
+  auto it = starting_.find(isolate);
+  if (it == starting_.end()) return;  // the isolate system stopped meanwhile
+  auto [r, done] = std::move(it->second);
+  starting_.erase(it);
+  if (error.empty()) {
+    auto started = r->start();
+    if (!started) error = started.error();
+  }
+  if (!error.empty()) {
+    logger("host")->error("cannot deploy {}: {}", r->spec().addr().str(), error);
+    return done(error);
+  }
+  routers_[isolate] = std::move(r);
+  done({});
+}
+
+void controller::set_fetch_options(fetch_options options) { fetch_options_ = std::move(options); }
 
 void controller::set_events(std::function<void(nlohmann::json)> events, std::string plugin_cache) {
   events_ = std::move(events);
@@ -85,6 +108,12 @@ void controller::describe(std::function<void(nlohmann::json)> fn) {
 
 void controller::shutdown(std::function<void()> done) {
   boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
+    self->stopped_ = true;
+    // Pools still downloading their plugin never start (their download is abandoned).
+    auto starting = std::move(self->starting_);
+    self->starting_.clear();
+    for (auto& [isolate, s] : starting) s.done("isolate system " + self->system_ + " is stopping");
+    starting.clear();
     auto routers = std::move(self->routers_);
     self->routers_.clear();
     if (routers.empty()) return done();

@@ -10,6 +10,7 @@
 #include <boost/asio/strand.hpp>
 #include <nlohmann/json.hpp>
 
+#include "host/plugin_fetcher.hpp"
 #include "host/pool_spec.hpp"
 
 namespace dde::host {
@@ -23,7 +24,10 @@ class controller : public std::enable_shared_from_this<controller> {
 
   /// Where routers send plugin events, and their plugin cache (see router::set_events). Before add_pool.
   void set_events(std::function<void(nlohmann::json)> events, std::string plugin_cache);
-  /// Deploys a pool; `done` gets an empty string on success, else what went wrong.
+  /// How pools download plugins at http(s) URIs. Before add_pool.
+  void set_fetch_options(fetch_options options);
+  /// Deploys a pool (after downloading its plugin, for an http(s) uri); `done` gets an empty string
+  /// on success, else what went wrong.
   void add_pool(pool_spec spec, std::function<void(std::string)> done);
   /// Stops one pool (its in-flight messages finish first).
   void remove_pool(const std::string& isolate, std::function<void(std::string)> done);
@@ -42,7 +46,17 @@ class controller : public std::enable_shared_from_this<controller> {
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   std::shared_ptr<top_level> top_;
   std::string system_;
+  /// Starts a prepared pool, on the strand.
+  void start_pool(const std::string& isolate, std::string error);
+
   std::map<std::string, std::shared_ptr<router>> routers_;
+  struct starting {
+    std::shared_ptr<router> pool;
+    std::function<void(std::string)> done;
+  };
+  std::map<std::string, starting> starting_;  ///< pools whose plugin is being downloaded
+  bool stopped_ = false;
+  fetch_options fetch_options_;
   std::function<void(nlohmann::json)> events_;
   std::string plugin_cache_;
 };

@@ -20,6 +20,15 @@ isolate_system::isolate_system(isolate_system_options options) : options_(std::m
   t.window = options_.window;
   top_ = std::make_shared<top_level>(io_, t);
   controller_ = std::make_shared<controller>(io_, top_, options_.name);
+  fetch_options fetch;
+  fetch.ca_file = options_.ca_file;
+  if (!options_.plugin_cache.empty()) {
+    fetch.dir = std::filesystem::path(options_.plugin_cache) / "fetched";
+  } else {
+    temp_downloads_ = std::filesystem::temp_directory_path() / ("dde-fetched-" + options_.instance);
+    fetch.dir = temp_downloads_;
+  }
+  controller_->set_fetch_options(std::move(fetch));
 }
 
 isolate_system::~isolate_system() { stop(); }
@@ -83,6 +92,10 @@ void isolate_system::stop() {
   io_.stop();
   for (auto& t : threads_) t.join();
   threads_.clear();
+  if (!temp_downloads_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(temp_downloads_, ignored);
+  }
   logger("host")->info("isolate system {} stopped", options_.name);
 }
 

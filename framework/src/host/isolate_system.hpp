@@ -1,6 +1,7 @@
 #pragma once
 // One isolate system: its thread pool, top level (MQS link) and controller (pools).
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -23,7 +24,9 @@ struct isolate_system_options {
   int threads = 2;
   std::size_t window = 4096;
   std::string control_url;  ///< the node activator's /control endpoint; empty: run alone
-  std::string plugin_cache;  ///< where copies of plugin versions that worked are kept (with control_url)
+  std::string
+      plugin_cache;     ///< copies of plugin versions that worked (with control_url), and http(s) downloads
+  std::string ca_file;  ///< https plugin URIs: trust this CA file instead of the system store
   std::chrono::milliseconds orphan_timeout{120000};
   std::function<void(const std::string&)> request_stop;  ///< how the control link ends the process
 };
@@ -52,6 +55,7 @@ class isolate_system {
   std::shared_ptr<controller> controller_;
   std::shared_ptr<control_link> control_;
   std::vector<std::thread> threads_;
+  std::filesystem::path temp_downloads_;  ///< removed at stop: downloads without a plugin cache
   bool stopped_ = false;
 };
 

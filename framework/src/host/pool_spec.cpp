@@ -1,6 +1,8 @@
 #include "host/pool_spec.hpp"
 
+#include "dde/net/http_client.hpp"
 #include "dde/net/ws.hpp"
+#include "host/plugin_fetcher.hpp"
 
 namespace dde::host {
 namespace {
@@ -42,12 +44,14 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
   if (auto e = name_field("isolateName", spec.isolate, {}); !e.empty()) return r::failure(e);
 
   auto uri = field(body, "uri");
-  if (!uri) return r::failure("missing field \"uri\" (the worker plugin: a .so path or file:// URI)");
+  if (!uri)
+    return r::failure(
+        "missing field \"uri\" (the worker plugin: a .so path, file://, http:// or https:// URI)");
   if (!uri->is_string() || uri->get_ref<const std::string&>().empty())
     return r::failure("field \"uri\" must be a non-empty string");
   spec.uri = uri->get<std::string>();
-  if (spec.uri.rfind("http://", 0) == 0 || spec.uri.rfind("https://", 0) == 0)
-    return r::failure("field \"uri\": http(s) plugin URIs are not supported yet; give a local path or file:// URI");
+  if (is_remote_uri(spec.uri) && !net::parse_http_url(spec.uri))
+    return r::failure("field \"uri\" is \"" + spec.uri + "\", not a valid http:// or https:// URL");
 
   if (auto paths = field(body, "workersPaths")) {
     if (!paths->is_array() || paths->empty()) return r::failure("field \"workersPaths\" must be a non-empty array");
@@ -59,6 +63,11 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
       if (path != "localhost" && !net::parse_ws_url(path))
         return r::failure("workersPaths entry \"" + path +
                           "\" is neither \"localhost\" nor an activator URL ws://host:port/activator");
+      // The isolate system downloads an http(s) plugin; a remote node's Isolate Deployer loads paths only.
+      if (path != "localhost" && is_remote_uri(spec.uri))
+        return r::failure("workersPaths entry \"" + path +
+                          "\": a pool whose \"uri\" is http(s) runs on \"localhost\" "
+                          "workers only; give remote workers a path that exists on their node");
       spec.workers_paths.push_back(path);
     }
   }

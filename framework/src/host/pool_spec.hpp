@@ -45,7 +45,7 @@ struct sub_pool_spec {
 struct pool_spec {
   std::string system;                 ///< isolateSystemName
   std::string isolate;                ///< isolateName
-  std::string uri;                    ///< plugin: a path or file:// URI
+  std::string uri;                    ///< plugin: a path, file://, http:// or https:// URI
   // Set by the activator when it restarts an isolate system that a new plugin version crashed:
   std::string last_good_copy;         ///< start from this copy of the last version that worked...
   std::string crashed_md5;            ///< ...and refuse this version of `uri`...
@@ -70,7 +70,7 @@ struct pool_spec {
   sub_pool_spec sub_pools;
 
   address addr() const { return {system, isolate}; }
-  /// Local file path of the plugin (`uri` without `file://`).
+  /// Local file path of the plugin (`uri` without `file://`); meaningless for http(s) URIs.
   std::string plugin_path() const;
 };
 

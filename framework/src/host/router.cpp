@@ -38,15 +38,54 @@ void router::set_events(std::function<void(nlohmann::json)> events, std::string 
   plugin_cache_ = std::move(plugin_cache);
 }
 
+void router::set_fetch_options(fetch_options options) { fetch_options_ = std::move(options); }
+
+void router::prepare(std::function<void(std::string)> ready) {
+  // After a crash the activator has the pool start from the kept copy of the last good version.
+  if (!is_remote_uri(spec_.uri) || !spec_.last_good_copy.empty()) return ready({});
+  fetch_remote([ready](router& self, fetch_result fetched) {
+    using kind = fetch_result::kind;
+    if (fetched.what != kind::fetched)
+      return ready("cannot fetch plugin " + self.spec_.uri + ": " +
+                   (fetched.what == kind::failed
+                        ? fetched.error
+                        : "the server answered 304 to a request without validators"));
+    self.hot_.fetched_file = fetched.file;
+    self.hot_.validators = fetched.validators;
+    ready({});
+  });
+}
+
+void router::fetch_remote(std::function<void(router&, fetch_result)> fn) {
+  if (!fetcher_) fetcher_ = std::make_unique<plugin_fetcher>(fetch_options_);
+  // Only a weak reference waits with the download: the fetcher belongs to the router.
+  fetcher_->fetch(spec_.uri, spec_.system + "." + spec_.isolate, hot_.validators,
+                  [weak = weak_from_this(), fn = std::move(fn)](fetch_result fetched) {
+                    auto self = weak.lock();
+                    if (!self) return;
+                    boost::asio::post(self->strand_, [self, fn, fetched = std::move(fetched)]() mutable {
+                      fn(*self, std::move(fetched));
+                    });
+                  });
+}
+
+std::string router::with_source(const std::string& error) const {
+  return is_remote_uri(spec_.uri) ? error + " (downloaded from " + spec_.uri + ")" : error;
+}
+
+std::filesystem::path router::running_file() const {
+  return is_remote_uri(spec_.uri) ? hot_.fetched_file : std::filesystem::path(spec_.plugin_path());
+}
+
 result<bool> router::start() {
   bool any_local = false;
   for (auto& path : spec_.workers_paths) any_local = any_local || path == "localhost";
   if (any_local) {
     // Remote workers load the plugin on their node; a local one must load here. After a new version
     // crashed the isolate system, the activator has it start from the last version that worked.
-    auto path = spec_.last_good_copy.empty() ? spec_.plugin_path() : spec_.last_good_copy;
+    auto path = spec_.last_good_copy.empty() ? running_file() : std::filesystem::path(spec_.last_good_copy);
     auto plugin = worker_plugin::load(path);
-    if (!plugin) return result<bool>::failure(plugin.error());
+    if (!plugin) return result<bool>::failure(with_source(plugin.error()));
     plugin_ = plugin.value();
   }
   if (spec_.router == router_kind::custom) {
@@ -177,6 +216,13 @@ void router::watch_plugin() {
 
 void router::check_plugin() {
   if (hot_.swapping || restarting_pool_) return;
+  if (is_remote_uri(spec_.uri)) {
+    // One poll at a time: a slow server delays the next one rather than piling them up.
+    if (hot_.fetching) return;
+    hot_.fetching = true;
+    return fetch_remote(
+        [](router& self, fetch_result fetched) { self.on_plugin_fetched(std::move(fetched)); });
+  }
   auto md5 = file_md5(spec_.plugin_path());
   if (md5.empty()) return refuse_version("missing", "plugin file " + spec_.plugin_path() + " is missing or unreadable");
   if (md5 == plugin_->object().md5() || md5 == hot_.refused_md5) return;
@@ -186,6 +232,47 @@ void router::check_plugin() {
   auto loaded = worker_plugin::load(spec_.plugin_path());
   if (!loaded) return refuse_version(md5, loaded.error());
   if (auto error = begin_swap(loaded.value(), false); !error.empty()) refuse_version(md5, error);
+}
+
+void router::on_plugin_fetched(fetch_result fetched) {
+  hot_.fetching = false;
+  auto forget = [this](const std::filesystem::path& file) {
+    std::error_code ignored;
+    if (!file.empty() && file != hot_.fetched_file) std::filesystem::remove(file, ignored);
+  };
+  if (stopping_) return forget(fetched.file);
+  if (fetched.what == fetch_result::kind::failed) return note_fetch_error(fetched.error);
+  note_fetch_error({});
+  if (fetched.what == fetch_result::kind::not_modified) return;
+  // A swap or restart began meanwhile: keep the old validators, so the next poll asks again.
+  if (hot_.swapping || restarting_pool_) return forget(fetched.file);
+  hot_.validators = fetched.validators;
+  if (fetched.md5 == plugin_->object().md5() || fetched.md5 == hot_.refused_md5) return forget(fetched.file);
+  logger("host.router")
+      ->info("{}: plugin {} changed (md5 {}): loading the new version", spec_.addr().str(), spec_.uri,
+             fetched.md5);
+  auto loaded = worker_plugin::load(fetched.file);
+  if (!loaded) {
+    forget(fetched.file);
+    return refuse_version(fetched.md5, with_source(loaded.error()));
+  }
+  hot_.next_file = fetched.file;
+  if (auto error = begin_swap(loaded.value(), false); !error.empty()) {
+    hot_.next_file.clear();
+    forget(fetched.file);
+    return refuse_version(fetched.md5, error);
+  }
+}
+
+void router::note_fetch_error(const std::string& error) {
+  if (error == hot_.fetch_error) return;
+  if (error.empty())
+    logger("host.router")->info("{}: plugin {} can be fetched again", spec_.addr().str(), spec_.uri);
+  else
+    logger("host.router")
+        ->error("{}: cannot fetch plugin {}: {}; the running version keeps serving", spec_.addr().str(),
+                spec_.uri, error);
+  hot_.fetch_error = error;
 }
 
 std::string router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart) {
@@ -240,11 +327,12 @@ void router::version_proven() {
   if (!events_ || plugin_cache_.empty() || !plugin_) return;
   auto md5 = plugin_->object().md5();
   // The file may have changed since it was loaded: keep a copy only of exactly this version.
-  if (file_md5(spec_.plugin_path()) != md5) return;
+  auto source = running_file();
+  if (source.empty() || file_md5(source) != md5) return;
   std::error_code ec;
   std::filesystem::create_directories(plugin_cache_, ec);
   auto copy = std::filesystem::path(plugin_cache_) / (spec_.system + "." + spec_.isolate + "." + md5 + ".so");
-  if (!std::filesystem::exists(copy, ec)) std::filesystem::copy_file(spec_.plugin_path(), copy, ec);
+  if (!std::filesystem::exists(copy, ec)) std::filesystem::copy_file(source, copy, ec);
   if (ec) {
     logger("host.router")->warn("{}: cannot keep a copy of plugin {}: {}", spec_.addr().str(), md5, ec.message());
     return;
@@ -287,6 +375,14 @@ void router::finish_swap() {
       h.error.clear();
       h.refused_md5.clear();
       ++h.swaps;
+      if (!h.next_file.empty()) {
+        // The old version's download is no longer needed (its code lives on in a private copy).
+        std::error_code ignored;
+        if (!h.fetched_file.empty() && h.fetched_file != h.next_file)
+          std::filesystem::remove(h.fetched_file, ignored);
+        h.fetched_file = std::move(h.next_file);
+        h.next_file.clear();
+      }
     }
     h.last_pause_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                                             h.swap_started).count();
@@ -726,6 +822,7 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
         plugin["error"] = self->hot_.error;
         plugin["refusedMd5"] = self->hot_.refused_md5;
       }
+      if (!self->hot_.fetch_error.empty()) plugin["fetchError"] = self->hot_.fetch_error;
       j["hotDeploy"] = plugin;
     }
     if (!self->last_error_.empty()) j["lastError"] = self->last_error_;

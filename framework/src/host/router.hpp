@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 
 #include "dde/envelope.hpp"
 #include "host/cell.hpp"
+#include "host/plugin_fetcher.hpp"
 #include "host/plugin_loader.hpp"
 #include "host/rate_gate.hpp"
 #include "host/pool_spec.hpp"
@@ -41,8 +43,13 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   /// Where plugin events go (the activator: pluginSwapping, pluginGood), and where copies of each
   /// version that worked are kept so a restarted isolate system can fall back to one. Before start().
   void set_events(std::function<void(nlohmann::json)> events, std::string plugin_cache);
+  /// How plugins at http(s) URIs are downloaded (cache directory, CA file). Before prepare().
+  void set_fetch_options(fetch_options options);
   ~router();
 
+  /// Gets the plugin ready to load: downloads it, off the Asio threads, when its uri is http(s).
+  /// `ready` runs once, on the router's strand, with "" or why the pool cannot start.
+  void prepare(std::function<void(std::string)> ready);
   /// Loads the plugin(s) and constructs every worker; an error leaves nothing running.
   result<bool> start();
   /// Stops pulling, lets in-flight messages finish (up to `timeout`), kills the workers.
@@ -116,6 +123,16 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   // Hot deployment (thesis 3.2.1 FileMonitor, 3.3.1).
   void watch_plugin();
   void check_plugin();
+  /// Downloads the plugin (conditionally, with the validators of the running version) on the fetcher's
+  /// thread; `fn` runs on the strand.
+  void fetch_remote(std::function<void(router&, fetch_result)> fn);
+  void on_plugin_fetched(fetch_result fetched);
+  /// Logs a change of the http(s) plugin's reachability ("" = reachable), once per change.
+  void note_fetch_error(const std::string& error);
+  /// The local file the running version came from: the plugin path, or its download.
+  std::filesystem::path running_file() const;
+  /// A plugin error, saying where a downloaded plugin came from.
+  std::string with_source(const std::string& error) const;
   /// Builds instances of `plugin` and starts swapping to them; an error (nothing changed) or "".
   std::string begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart);
   void refuse_version(const std::string& md5, const std::string& why);
@@ -171,7 +188,15 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
     std::shared_ptr<worker_plugin> next_plugin;
     std::vector<std::shared_ptr<cell>> next_cells;
     bool proving = true;  ///< the running version has not finished a message yet
+    // An http(s) uri: the running version's download and what the server said about it.
+    std::filesystem::path fetched_file;
+    std::filesystem::path next_file;  ///< the download being swapped in
+    fetch_validators validators;
+    bool fetching = false;
+    std::string fetch_error;  ///< why the last poll failed ("" = it did not)
   } hot_;
+  fetch_options fetch_options_;
+  std::unique_ptr<plugin_fetcher> fetcher_;  ///< an http(s) uri's downloads, off the Asio threads
   std::shared_ptr<rate_gate> gate_;  ///< the pool's rate, in-flight limit and governance pause
   std::function<void(nlohmann::json)> events_;
   std::string plugin_cache_;
