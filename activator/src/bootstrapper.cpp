@@ -130,6 +130,9 @@ void bootstrapper::serve(const std::shared_ptr<net::ws_connection>& conn, const 
     systems_->set_rate(text(request, "isolateSystemName"), text(request, "isolateName"), limits, answer);
   } else if (action == "restart") {
     systems_->restart(text(request, "isolateSystemName"), text(request, "isolateName"), answer);
+  } else if (action == "kill") {
+    systems_->kill(text(request, "isolateSystemName"), text(request, "isolateName"),
+                   request.value("workerId", nlohmann::json()), answer);
   } else if (action == "migrate") {
     systems_->migrate(text(request, "isolateSystemName"), text(request, "isolateName"),
                       request.value("workersPaths", nlohmann::json::array()), answer);

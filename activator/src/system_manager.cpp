@@ -476,6 +476,24 @@ void system_manager::restart(std::string system, std::string isolate, outcome_fn
   });
 }
 
+void system_manager::kill(std::string system, std::string isolate, nlohmann::json worker_id,
+                          outcome_fn done) {
+  boost::asio::post(strand_, [self = shared_from_this(), system, isolate, worker_id, done = std::move(done)] {
+    auto it = self->systems_.find(system);
+    if (it == self->systems_.end())
+      return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
+    nlohmann::json req = {{"action", "killIsolate"}, {"isolateName", isolate}};
+    if (!worker_id.is_null()) req["workerId"] = worker_id;
+    self->request(it->second, req, [done](const nlohmann::json& resp) {
+      if (!resp.value("ok", false))
+        return done(outcome::failure(resp.value("status", 500), resp.value("error", std::string("?"))));
+      outcome o;
+      o.result = resp.value("result", nlohmann::json::object());
+      done(o);
+    });
+  });
+}
+
 void system_manager::set_rate(std::string system, std::string isolate, nlohmann::json limits, outcome_fn done) {
   boost::asio::post(strand_, [self = shared_from_this(), system, isolate, limits, done = std::move(done)] {
     auto it = self->systems_.find(system);

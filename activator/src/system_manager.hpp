@@ -58,6 +58,8 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   void describe(outcome_fn done);
   void migrate(std::string system, std::string isolate, nlohmann::json workers_paths, outcome_fn done);
   void restart(std::string system, std::string isolate, outcome_fn done);
+  /// KILL of one worker (`worker_id` a string) or of every worker (null) of a pool.
+  void kill(std::string system, std::string isolate, nlohmann::json worker_id, outcome_fn done);
   /// Changes a pool's rate/maxInFlight (`limits`: {"rate"?, "maxInFlight"?}; absent = none).
   void set_rate(std::string system, std::string isolate, nlohmann::json limits, outcome_fn done);
 

@@ -192,6 +192,16 @@ const std::vector<command>& commands() {
          json body = {{"bootstrapperId", a[0]}, {"isolateSystemName", a[1]}, {"isolateName", a[2]}};
          return rest_call{"POST", "/registry/system/restart", body.dump(2)};
        }},
+      {"kill", "ID SYSTEM ISOLATE [WORKER]",
+       "Kills worker WORKER of pool SYSTEM/ISOLATE on node ID, or every worker without WORKER (thesis\n"
+       "KILL): each finishes the messages it holds and stays down until a restart: POST "
+       "/registry/system/kill.",
+       3, 4, [](cli&) {},
+       [](auto& a, auto&, auto&) {
+         json body = {{"bootstrapperId", a[0]}, {"isolateSystemName", a[1]}, {"isolateName", a[2]}};
+         if (a.size() == 4) body["workerId"] = a[3];
+         return rest_call{"POST", "/registry/system/kill", body.dump(2)};
+       }},
       {"migrate", "ID SYSTEM ISOLATE (--workers LIST | --to ID2)",
        "Moves pool SYSTEM/ISOLATE of node ID to new workersPaths on that node (--workers), or to node ID2\n"
        "(--to; with --workers too, it runs there with those paths): POST /registry/migrate.",
@@ -293,7 +303,7 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
         out.help = general_help();
         return out;
       }
-      throw usage_error("missing command (list, show, deploy, shutdown, restart, migrate, health, ask)");
+      throw usage_error("missing command (list, show, deploy, shutdown, restart, kill, migrate, health, ask)");
     }
     const command* cmd = nullptr;
     for (auto& candidate : commands())

@@ -9,7 +9,8 @@ namespace {
 
 constexpr const char* endpoints =
     "GET /registry/system/list, GET /registry/system/{bootstrapperId}, POST /registry/deploy, "
-    "POST /registry/system/shutdown, POST /registry/system/restart, POST /registry/system/rate, POST /registry/migrate, GET /registry/health";
+    "POST /registry/system/shutdown, POST /registry/system/restart, POST /registry/system/kill, "
+    "POST /registry/system/rate, POST /registry/migrate, GET /registry/health";
 
 std::shared_ptr<spdlog::logger> registry_log() { return logger("registry"); }
 
@@ -61,6 +62,8 @@ void rest_api::handle(const rest_request& req, reply_fn reply) {
     return only("POST", [&] { with_body([&](const ordered_json& b) { set_rate(b, reply); }); });
   if (path == "/registry/system/restart")
     return only("POST", [&] { with_body([&](const ordered_json& b) { restart(b, reply); }); });
+  if (path == "/registry/system/kill")
+    return only("POST", [&] { with_body([&](const ordered_json& b) { kill(b, reply); }); });
   if (path == "/registry/migrate")
     return only("POST", [&] { with_body([&](const ordered_json& b) { migrate(b, reply); }); });
   constexpr std::string_view system_prefix = "/registry/system/";
@@ -155,6 +158,20 @@ void rest_api::restart(const ordered_json& body, const reply_fn& reply) {
   const auto& s = parsed.value();
   ordered_json fields = {{"isolateSystemName", s.system}, {"isolateName", *s.isolate}};
   forward(s.bootstrapper_id, "restart", fields, s.system + "/" + *s.isolate, reply);
+}
+
+void rest_api::kill(const ordered_json& body, const reply_fn& reply) {
+  auto parsed = parse_kill(body);
+  if (!parsed) {
+    registry_log()->info("kill refused: {}", parsed.error());
+    return reply(error_reply(400, parsed.error()));
+  }
+  const auto& k = parsed.value();
+  ordered_json fields = {{"isolateSystemName", k.system}, {"isolateName", k.isolate}};
+  if (k.worker_id) fields["workerId"] = *k.worker_id;
+  auto what =
+      k.system + "/" + k.isolate + (k.worker_id ? " worker " + *k.worker_id : std::string(", every worker"));
+  forward(k.bootstrapper_id, "kill", fields, what, reply);
 }
 
 void rest_api::set_rate(const ordered_json& body, const reply_fn& reply) {

@@ -50,6 +50,7 @@ class rest_api {
   void deploy(const ordered_json& body, const reply_fn& reply);
   void shutdown(const ordered_json& body, const reply_fn& reply);
   void restart(const ordered_json& body, const reply_fn& reply);
+  void kill(const ordered_json& body, const reply_fn& reply);
   void set_rate(const ordered_json& body, const reply_fn& reply);
   /// Sends `action` with `fields` to node `id` and answers with the node's answer, logging both.
   void forward(const std::string& id, const std::string& action, const ordered_json& fields, const std::string& what,

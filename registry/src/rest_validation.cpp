@@ -93,6 +93,24 @@ result<shutdown_request> parse_shutdown(const ordered_json& body) {
   return out;
 }
 
+result<kill_request> parse_kill(const ordered_json& body) {
+  using r = result<kill_request>;
+  if (!body.is_object()) return r::failure("body must be a JSON object");
+  kill_request out;
+  if (auto e = string_field(body, "bootstrapperId", out.bootstrapper_id, "266393094"); !e.empty())
+    return r::failure(e);
+  if (auto e = name_field(body, "isolateSystemName", out.system); !e.empty()) return r::failure(e);
+  if (auto e = name_field(body, "isolateName", out.isolate); !e.empty()) return r::failure(e);
+  if (field(body, "workerId")) {
+    std::string id;
+    if (auto e = string_field(body, "workerId", id, "3f0c9a52-8d1e-4b7a-9c55-0e2f1a7b6d21"); !e.empty())
+      return r::failure(e + "; leave it out to kill every worker of the pool");
+    if (id.size() > 100) return r::failure("field \"workerId\" is longer than 100 characters");
+    out.worker_id = id;
+  }
+  return out;
+}
+
 result<migrate_request> parse_migrate(const ordered_json& body) {
   using r = result<migrate_request>;
   if (!body.is_object()) return r::failure("body must be a JSON object");

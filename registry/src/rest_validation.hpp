@@ -36,6 +36,15 @@ struct shutdown_request {
 };
 result<shutdown_request> parse_shutdown(const ordered_json& body);
 
+/// `POST /registry/system/kill`: one worker of a pool (`workerId`), or every worker without it.
+struct kill_request {
+  std::string bootstrapper_id;
+  std::string system;
+  std::string isolate;
+  std::optional<std::string> worker_id;
+};
+result<kill_request> parse_kill(const ordered_json& body);
+
 /// `POST /registry/migrate`: new `workersPaths` on the same node, and/or another node.
 struct migrate_request {
   std::string bootstrapper_id;

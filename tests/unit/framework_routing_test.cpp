@@ -41,6 +41,31 @@ TEST(Router, RoundRobinSkipsWorkersWithoutRoom) {
   EXPECT_EQ(l.select(), std::vector<std::size_t>{1});
 }
 
+TEST(Router, AClosedWorkerKeepsWhatItHoldsButIsGivenNothingMoreAndAddsNoRoom) {
+  for (auto kind : {router_kind::round_robin, router_kind::random, router_kind::broadcast}) {
+    auto l = make(kind, 2, 4);
+    l.assign(0);
+    l.assign(0);
+    l.set_open(0, false);
+    EXPECT_EQ(l.in_flight(0), 2u) << "its messages still count until it finishes them";
+    EXPECT_EQ(l.find("w0"), 0u) << "replies to its asks still reach it";
+    EXPECT_EQ(l.room(), 4u);
+    for (int i = 0; i < 4; ++i) {
+      auto t = l.select();
+      ASSERT_EQ(t, std::vector<std::size_t>{1});
+      l.assign(1);
+    }
+    EXPECT_TRUE(l.select().empty());
+    EXPECT_TRUE(l.select_custom({0}).empty()) << "a custom router cannot pick it either";
+    l.set_open(1, false);
+    EXPECT_EQ(l.room(), 0u);
+    EXPECT_EQ(l.take_credit_request(), 0u) << "a pool whose every worker is closed pulls nothing";
+    l.set_open(0, true);
+    l.finish(0);
+    EXPECT_EQ(l.select(), std::vector<std::size_t>{0});
+  }
+}
+
 TEST(Router, RandomPicksOnlyWorkersWithRoomAndReachesAllOfThem) {
   auto l = make(router_kind::random, 4, 1000);
   l.assign(2);

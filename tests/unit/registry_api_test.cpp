@@ -185,6 +185,23 @@ TEST_F(RegistryRest, ANodesErrorIsAnsweredWithItsStatus) {
   EXPECT_EQ(last->body, json({{"error", "no isolate system \"s\" on this node"}}));
 }
 
+TEST_F(RegistryRest, KillForwardsTheWorkerIdOrNoneForTheWholePool) {
+  scripted_node node(table, 1, "266393094");
+  call("POST", "/registry/system/kill",
+       R"({"bootstrapperId": "266393094", "isolateSystemName": "s", "isolateName": "c", "workerId": "w-1"})");
+  EXPECT_EQ(node.last()["action"], "kill");
+  EXPECT_EQ(node.last()["isolateName"], "c");
+  EXPECT_EQ(node.last()["workerId"], "w-1");
+  node.fail(request_id(node), 404, "no worker \"w-1\" in pool s/c");
+  EXPECT_EQ(last->status, 404);
+  call("POST", "/registry/system/kill",
+       R"({"bootstrapperId": "266393094", "isolateSystemName": "s", "isolateName": "c"})");
+  EXPECT_FALSE(node.last().contains("workerId"));
+  node.ok(request_id(node), json({{"killed", {"w-1", "w-2"}}}));
+  EXPECT_EQ(last->status, 200);
+  EXPECT_EQ(last->body["killed"], json({"w-1", "w-2"}));
+}
+
 TEST_F(RegistryRest, MigrateWithinANodeForwardsTheNewWorkersPaths) {
   scripted_node node(table, 1, "266393094");
   call("POST", "/registry/migrate",

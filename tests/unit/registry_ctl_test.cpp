@@ -91,7 +91,7 @@ TEST(RegistryCtl, BadUsageIsAnErrorWithoutACall) {
     EXPECT_FALSE(inv.call);
     return inv.error;
   };
-  EXPECT_EQ(error_of({}), "missing command (list, show, deploy, shutdown, restart, migrate, health, ask)");
+  EXPECT_EQ(error_of({}), "missing command (list, show, deploy, shutdown, restart, kill, migrate, health, ask)");
   EXPECT_EQ(error_of({"launch"}), "unknown command \"launch\" (see ddectl --help)");
   EXPECT_EQ(error_of({"show"}), "usage: ddectl show ID (see ddectl show --help)");
   EXPECT_EQ(error_of({"deploy", "--bootstrapper", "1"}), "deploy needs --mqs (or a FILE.json)");
@@ -116,6 +116,12 @@ TEST(RegistryCtl, ShutdownAndMigrateBuildTheirBodies) {
   EXPECT_EQ(json::parse(restart.call->body), json({{"bootstrapperId", "266393094"},
                                                    {"isolateSystemName", "sampleSystem"},
                                                    {"isolateName", "consumer"}}));
+  auto kill_one = parse({"kill", "1", "s", "c", "w-1"});
+  EXPECT_EQ(kill_one.call->path, "/registry/system/kill");
+  EXPECT_EQ(
+      json::parse(kill_one.call->body),
+      json({{"bootstrapperId", "1"}, {"isolateSystemName", "s"}, {"isolateName", "c"}, {"workerId", "w-1"}}));
+  EXPECT_FALSE(json::parse(parse({"kill", "1", "s", "c"}).call->body).contains("workerId"));
   auto move = parse({"migrate", "1", "s", "c", "--to", "2"});
   EXPECT_EQ(json::parse(move.call->body), json({{"bootstrapperId", "1"},
                                                 {"isolateSystemName", "s"},

@@ -182,6 +182,34 @@ TEST_F(RegistryValidation, ShutdownBodiesAreChecked) {
   EXPECT_EQ(r.status, 404);
 }
 
+TEST_F(RegistryValidation, KillBodiesAreChecked) {
+  auto refused = [&](const json& body, const std::string& message) {
+    auto r = post("/registry/system/kill", body.dump());
+    EXPECT_EQ(r.status, 400) << body.dump();
+    EXPECT_EQ(r.body, json({{"error", message}}));
+  };
+  json base = {{"bootstrapperId", "266393094"}, {"isolateSystemName", "s"}, {"isolateName", "c"}};
+  auto no_isolate = base;
+  no_isolate.erase("isolateName");
+  refused(no_isolate, "missing field \"isolateName\"");
+  auto numeric = base;
+  numeric["workerId"] = 7;
+  refused(numeric,
+          "field \"workerId\" must be a non-empty string (e.g. \"3f0c9a52-8d1e-4b7a-9c55-0e2f1a7b6d21\"); "
+          "leave it "
+          "out to kill every worker of the pool");
+  auto empty = base;
+  empty["workerId"] = "";
+  EXPECT_EQ(post("/registry/system/kill", empty.dump()).status, 400);
+  auto long_id = base;
+  long_id["workerId"] = std::string(101, 'a');
+  refused(long_id, "field \"workerId\" is longer than 100 characters");
+  EXPECT_TRUE(node.link->requests().empty());
+  auto unknown_node = base;
+  unknown_node["bootstrapperId"] = "1";
+  EXPECT_EQ(post("/registry/system/kill", unknown_node.dump()).status, 404);
+}
+
 TEST_F(RegistryValidation, MigrateBodiesAreChecked) {
   auto refused = [&](const json& body, const std::string& message) {
     auto r = post("/registry/migrate", body.dump());

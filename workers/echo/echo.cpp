@@ -4,11 +4,13 @@
 // (wall clock; 1 when the broker delivered it before; the worker instance's id) in
 // log_dir/echo-PID.log. With args.work_ms, each message takes that long (a timer, not a busy wait),
 // the seqs in args.slow_on take args.slow_ms instead, and each end is logged as "SEQ MICROS" in
-// log_dir/done-PID.log.
+// log_dir/done-PID.log. before_kill logs "WORKER-ID DONE" (the messages this instance finished) in
+// log_dir/killed-PID.log.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "../common/sample_util.hpp"
@@ -30,6 +32,7 @@ class echo : public dde::worker {
     if (!dir.empty()) {
       auto path = dir + "/echo-" + dde::samples::pid_text() + ".log";
       log_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      kill_log_ = dir + "/killed-" + dde::samples::pid_text() + ".log";
       auto done_path = dir + "/done-" + dde::samples::pid_text() + ".log";
       if (work_ms_ > 0 || slow_ms_ > 0) done_fd_ = ::open(done_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     }
@@ -37,6 +40,17 @@ class echo : public dde::worker {
   ~echo() override {
     if (log_fd_ >= 0) ::close(log_fd_);
     if (done_fd_ >= 0) ::close(done_fd_);
+  }
+
+  void before_kill() override {
+    if (kill_log_.empty()) return;
+    int fd = ::open(kill_log_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    std::string line = worker_id() + " " + std::to_string(finished_) + "\n";
+    if (::write(fd, line.data(), line.size()) < 0) {
+      // A test aid: a failed write shows up as a missing line.
+    }
+    ::close(fd);
   }
 
   void on_receive(const dde::message& msg) override {
@@ -52,12 +66,16 @@ class echo : public dde::worker {
     auto seq = msg.body().is_object() ? msg.body().value("seq", -1) : -1;
     bool slow = std::find(slow_on_.begin(), slow_on_.end(), nlohmann::json(seq)) != slow_on_.end();
     int ms = slow ? slow_ms_ : work_ms_;
-    if (ms <= 0) return done();
+    if (ms <= 0) {
+      ++finished_;
+      return done();
+    }
     after(std::chrono::milliseconds(ms), [this, seq] {
       std::string line = std::to_string(seq) + " " + std::to_string(dde::samples::now_us()) + "\n";
       if (done_fd_ >= 0 && ::write(done_fd_, line.data(), line.size()) < 0) {
         // A test aid: a failed write shows up as a missing line.
       }
+      ++finished_;
       done();
     });
   }
@@ -67,6 +85,8 @@ class echo : public dde::worker {
   nlohmann::json slow_on_;
   int log_fd_ = -1;
   int done_fd_ = -1;
+  std::string kill_log_;
+  std::uint64_t finished_ = 0;
 };
 
 }  // namespace

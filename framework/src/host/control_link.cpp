@@ -143,6 +143,21 @@ void control_link::handle(const std::shared_ptr<net::ws_connection>& conn, const
       if (!error.empty()) return reply(false, error, error.find("no pool") != std::string::npos ? 404 : 409);
       reply(true, nlohmann::json::object());
     });
+  } else if (action == "killIsolate") {
+    auto worker = request.value("workerId", nlohmann::json());
+    if (!worker.is_null() && (!worker.is_string() || worker.get<std::string>().empty()))
+      return reply(false, "field \"workerId\" must be a non-empty string (or absent: every worker)", 400);
+    controller_->kill_workers(request.value("isolateName", std::string()),
+                              worker.is_string() ? worker.get<std::string>() : "",
+                              [reply](std::string error, std::vector<std::string> killed) {
+                                if (!error.empty())
+                                  return reply(false, error,
+                                               error.find("no pool") != std::string::npos ||
+                                                       error.find("no worker") != std::string::npos
+                                                   ? 404
+                                                   : 409);
+                                reply(true, {{"killed", killed}});
+                              });
   } else if (action == "setRate") {
     // The same rules as a deploy body's "rate" and "maxInFlight".
     auto probe = nlohmann::json{{"isolateName", "x"}, {"uri", "x"}};

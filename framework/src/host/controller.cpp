@@ -78,6 +78,17 @@ void controller::restart_pool(const std::string& isolate, std::function<void(std
   });
 }
 
+void controller::kill_workers(const std::string& isolate, std::string worker_id,
+                              std::function<void(std::string, std::vector<std::string>)> done) {
+  boost::asio::post(strand_, [self = shared_from_this(), isolate, worker_id = std::move(worker_id),
+                              done = std::move(done)]() mutable {
+    auto it = self->routers_.find(isolate);
+    if (it == self->routers_.end())
+      return done("no pool \"" + isolate + "\" in isolate system " + self->system_, {});
+    it->second->kill_workers(std::move(worker_id), std::move(done));
+  });
+}
+
 void controller::set_rate(const std::string& isolate, std::size_t messages, std::chrono::milliseconds per,
                           std::size_t max_in_flight, std::function<void(std::string)> done) {
   boost::asio::post(strand_, [self = shared_from_this(), isolate, messages, per, max_in_flight,

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
@@ -33,6 +34,10 @@ class controller : public std::enable_shared_from_this<controller> {
   void remove_pool(const std::string& isolate, std::function<void(std::string)> done);
   /// RESTART of every worker of one pool (after its in-flight messages finish).
   void restart_pool(const std::string& isolate, std::function<void(std::string)> done);
+  /// KILL of one worker (`worker_id`) or of every worker ("") of one pool; `done` gets "" and the
+  /// ids of the workers being killed, or why not.
+  void kill_workers(const std::string& isolate, std::string worker_id,
+                    std::function<void(std::string, std::vector<std::string>)> done);
   /// Changes a pool's rate/maxInFlight at run time.
   void set_rate(const std::string& isolate, std::size_t messages, std::chrono::milliseconds per,
                 std::size_t max_in_flight, std::function<void(std::string)> done);

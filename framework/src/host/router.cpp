@@ -97,6 +97,7 @@ result<bool> router::start() {
     policy_ = std::move(policy.value());
   }
   cell_errors_.assign(spec_.workers_paths.size(), {});
+  kills_.assign(spec_.workers_paths.size(), kill_phase::none);
   done_per_worker_.assign(spec_.workers_paths.size(), 0);
   last_activity_.assign(spec_.workers_paths.size(), std::chrono::steady_clock::now());
   ping_out_.assign(spec_.workers_paths.size(), 0);
@@ -187,6 +188,12 @@ void router::replace_stuck(std::size_t index) {
     if (std::find(d.pending.begin(), d.pending.end(), index) != d.pending.end()) held.push_back(id);
   for (auto id : held) finish_one(index, id, true);
   ping_out_[index] = 0;
+  if (kill_requested(index)) {
+    // It was being killed: its before_kill cannot run on a blocked thread, and it stays down.
+    kills_[index] = kill_phase::killed;
+    ledger_.set_alive(index, false);
+    return;
+  }
   ++stats_.restarts;
   last_error_ = "worker did not answer PING";
   if (spec_.workers_paths[index] != "localhost" || !plugin_) return;
@@ -275,10 +282,11 @@ void router::note_fetch_error(const std::string& error) {
   hot_.fetch_error = error;
 }
 
-std::string router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart) {
+std::string router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart, bool revive_killed) {
   std::vector<std::shared_ptr<cell>> fresh(cells_.size());
   for (std::size_t i = 0; i < cells_.size(); ++i) {
     if (spec_.workers_paths[i] != "localhost") continue;  // a remote worker loads its own copy when respawned
+    if (kill_requested(i) && !revive_killed) continue;
     auto c = make_cell(i, plugin);
     auto made = c->create();
     if (!made) return made.error();
@@ -318,8 +326,79 @@ void router::restart_workers(std::function<void(std::string)> done) {
       return done("pool " + self->spec_.addr().str() + " is already restarting");
     if (!self->plugin_) return done("pool " + self->spec_.addr().str() + " has no local workers to restart");
     logger("host.router")->info("{}: RESTART of every worker", self->spec_.addr().str());
-    done(self->begin_swap(self->plugin_, true));
+    done(self->begin_swap(self->plugin_, true, true));
   });
+}
+
+void router::kill_workers(std::string worker_id,
+                          std::function<void(std::string, std::vector<std::string>)> done) {
+  boost::asio::post(
+      strand_, [self = shared_from_this(), worker_id = std::move(worker_id), done = std::move(done)] {
+        auto pool = self->spec_.addr().str();
+        if (self->stopping_) return done("pool " + pool + " is stopped", {});
+        if (self->hot_.swapping || self->restarting_pool_)
+          return done("pool " + pool + " is restarting; KILL it once it runs again", {});
+        std::vector<std::size_t> targets;
+        if (worker_id.empty()) {
+          for (std::size_t i = 0; i < self->cells_.size(); ++i)
+            if (!self->kill_requested(i)) targets.push_back(i);
+          if (targets.empty())
+            return done("every worker of pool " + pool + " is already killed; RESTART brings them back", {});
+        } else {
+          std::size_t index = pool_ledger::npos;
+          for (auto& w : self->ledger_.snapshot())
+            if (w.id == worker_id) index = w.index;
+          if (index == pool_ledger::npos)
+            return done("no worker \"" + worker_id + "\" in pool " + pool +
+                            " (GET /registry/system/{bootstrapperId} lists them)",
+                        {});
+          if (self->kill_requested(index))
+            return done("worker " + worker_id + " of pool " + pool + " is already killed", {});
+          targets.push_back(index);
+        }
+        std::vector<std::string> ids;
+        for (auto i : targets) ids.push_back(self->ledger_.snapshot()[i].id);
+        logger("host.router")
+            ->info("{}: KILL of {} worker(s); they finish what they hold first", pool, ids.size());
+        for (auto i : targets) self->begin_kill(i);
+        done({}, std::move(ids));
+      });
+}
+
+void router::begin_kill(std::size_t index) {
+  // The thesis's KILL goes to the end of the worker's queue: close the slot, let the queue drain.
+  kills_[index] = kill_phase::draining;
+  ledger_.set_open(index, false);
+  settle_kill(index);
+}
+
+void router::settle_kill(std::size_t index) {
+  if (kills_[index] != kill_phase::draining || (ledger_.alive(index) && ledger_.in_flight(index) > 0)) return;
+  kills_[index] = kill_phase::stopping;
+  auto c = cells_[index];
+  c->kill([self = shared_from_this(), index, c] {
+    boost::asio::post(self->strand_, [self, index, c] {
+      // A RESTART may have put a fresh instance in the slot meanwhile.
+      if (self->cells_[index] != c || self->kills_[index] != kill_phase::stopping) return;
+      self->kills_[index] = kill_phase::killed;
+      self->ledger_.set_alive(index, false);
+      self->ping_out_[index] = 0;
+      logger("host.router")->info("{}: worker {} killed", self->spec_.addr().str(), c->id());
+    });
+  });
+}
+
+std::string router::worker_state(std::size_t index) const {
+  switch (kills_[index]) {
+    case kill_phase::draining:
+    case kill_phase::stopping:
+      return "killing";
+    case kill_phase::killed:
+      return "killed";
+    case kill_phase::none:
+      break;
+  }
+  return ledger_.alive(index) ? "running" : "down";
 }
 
 void router::version_proven() {
@@ -361,6 +440,8 @@ void router::finish_swap() {
       if (!h.next_cells[i]) continue;
       self->cells_[i] = std::move(h.next_cells[i]);
       self->ledger_.set_alive(i, true, self->cells_[i]->id());
+      self->ledger_.set_open(i, true);
+      self->kills_[i] = kill_phase::none;  // a RESTART revives killed workers
       self->cells_[i]->start();
     }
     self->plugin_ = std::move(h.next_plugin);
@@ -571,6 +652,7 @@ void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::st
       // The instance is down (it could not be recreated, or a remote link dropped): no more messages for it.
       self->ledger_.set_alive(index, false);
       if (index < self->cell_errors_.size()) self->cell_errors_[index] = what;
+      if (self->kill_requested(index)) self->settle_kill(index);
     } else {
       ++self->stats_.restarts;
       self->ledger_.set_alive(index, true, new_id);
@@ -582,6 +664,9 @@ void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::st
 void router::worker_up(std::size_t index, std::string id) {
   boost::asio::post(strand_, [self = shared_from_this(), index, id = std::move(id)] {
     if (self->stopping_) return;
+    if (index < self->kills_.size() &&
+        (self->kills_[index] == kill_phase::stopping || self->kills_[index] == kill_phase::killed))
+      return;
     self->ledger_.set_alive(index, true, id);
     if (index < self->cell_errors_.size()) self->cell_errors_[index].clear();
     self->request_credit();
@@ -604,6 +689,7 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
         self->ledger_.set_alive(index, false);
         self->cell_errors_[index] = "stopped after: " + what;
         cell->supervise(directive::stop, backoff);
+        if (self->kill_requested(index)) self->settle_kill(index);
         break;
       case strategy::restart:
         if (!self->allow_restart(backoff)) return self->stop_pool(what);
@@ -658,6 +744,11 @@ void router::restart_pool(const std::string& why) {
       boost::asio::post(self->strand_, [self, remaining] {
         if (--*remaining > 0 || self->stopping_) return;
         for (std::size_t k = 0; k < self->cells_.size(); ++k) {
+          if (self->kill_requested(k)) {  // killed workers stay down until a RESTART
+            self->kills_[k] = kill_phase::killed;
+            self->ledger_.set_alive(k, false);
+            continue;
+          }
           const auto& path = self->spec_.workers_paths[k];
           auto c = self->make_cell(k, self->plugin_);
           auto made = c->create();
@@ -713,6 +804,7 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   if (at == pending.end()) return;
   pending.erase(at);
   ledger_.finish(index);
+  if (kill_requested(index)) settle_kill(index);
   last_activity_[index] = std::chrono::steady_clock::now();
   if (!failed) ++done_per_worker_[index];
   if (!failed && proven && hot_.proving && !hot_.swapping) version_proven();
@@ -808,7 +900,7 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
                               {"path", w.path},
                               {"inFlight", w.in_flight},
                               {"done", self->done_per_worker_[w.index]},
-                              {"state", self->ledger_.alive(w.index) ? "running" : "down"}};
+                              {"state", self->worker_state(w.index)}};
       if (w.index < self->cell_errors_.size() && !self->cell_errors_[w.index].empty())
         entry["error"] = self->cell_errors_[w.index];
       workers.push_back(std::move(entry));

@@ -72,6 +72,10 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   /// RESTART (thesis 3.4.2): fresh instances of every worker, after in-flight messages finish;
   /// `done` gets "" once the swap has begun, or why it cannot.
   void restart_workers(std::function<void(std::string)> done);
+  /// KILL (thesis 3.4.2) of one worker (`worker_id`) or of every worker (""): each finishes the
+  /// messages it holds, runs before_kill and stays down until a RESTART; the router gives it nothing
+  /// more. `done` gets "" and the ids of the workers being killed, or why not.
+  void kill_workers(std::string worker_id, std::function<void(std::string, std::vector<std::string>)> done);
   /// Changes the pool's rate and in-flight limit at run time (0 = none); `done` gets "" or why not.
   void set_rate(std::size_t messages, std::chrono::milliseconds per, std::size_t max_in_flight,
                 std::function<void(std::string)> done);
@@ -134,11 +138,21 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   /// A plugin error, saying where a downloaded plugin came from.
   std::string with_source(const std::string& error) const;
   /// Builds instances of `plugin` and starts swapping to them; an error (nothing changed) or "".
-  std::string begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart);
+  /// Killed workers stay down through a new version or a restart unless `revive_killed` (RESTART).
+  std::string begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart, bool revive_killed = false);
   void refuse_version(const std::string& md5, const std::string& why);
   void finish_swap();
   /// The first message done by the running version: keep a copy of it, tell the activator.
   void version_proven();
+  // KILL: a slot drains (closed in the ledger), then its instance is stopped; RESTART revives it.
+  void begin_kill(std::size_t index);
+  /// Stops a draining slot's instance once it holds nothing (or is down already).
+  void settle_kill(std::size_t index);
+  /// "running", "down", "killing" or "killed", for describe.
+  std::string worker_state(std::size_t index) const;
+  bool kill_requested(std::size_t index) const {
+    return index < kills_.size() && kills_[index] != kill_phase::none;
+  }
   // The starvation guard (thesis 3.2.1): PING a worker that holds messages and went quiet.
   void watch_workers();
   void on_pong(std::size_t index, std::uint64_t ping, bool busy, std::chrono::milliseconds busy_for);
@@ -156,6 +170,8 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   pool_ledger ledger_;
   std::vector<std::shared_ptr<cell>> cells_;
   std::vector<std::string> cell_errors_;
+  enum class kill_phase { none, draining, stopping, killed };
+  std::vector<kill_phase> kills_;               ///< per slot
   std::vector<std::uint64_t> done_per_worker_;  ///< messages each slot finished, for describe
   std::vector<std::chrono::steady_clock::time_point> last_activity_;
   std::vector<std::uint64_t> ping_out_;  ///< per slot: the PING awaiting its PONG (0: none)

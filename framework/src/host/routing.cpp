@@ -24,7 +24,7 @@ std::uint64_t fnv1a(std::string_view text) {
 }  // namespace
 
 std::size_t pool_ledger::add_worker(std::string id, std::string path) {
-  slots_.push_back({std::move(id), std::move(path), 0, true});
+  slots_.push_back({std::move(id), std::move(path), 0, true, true});
   std::size_t index = slots_.size() - 1;
   if (kind_ == router_kind::consistent_hash) {
     for (int v = 0; v < virtual_nodes; ++v)
@@ -38,11 +38,11 @@ std::size_t pool_ledger::owner_of(std::string_view key) const {
   if (ring_.empty()) return npos;
   auto h = fnv1a(key);
   auto start = std::lower_bound(ring_.begin(), ring_.end(), std::pair<std::uint64_t, std::size_t>{h, 0});
-  // Clockwise from the key's point: the first point of an alive slot.
+  // Clockwise from the key's point: the first point of a slot that takes messages (alive, not killed).
   for (std::size_t k = 0; k < ring_.size(); ++k) {
     auto it = start + std::ptrdiff_t(k);
     if (it >= ring_.end()) it -= std::ptrdiff_t(ring_.size());
-    if (slots_[it->second].alive) return it->second;
+    if (takes_messages(slots_[it->second])) return it->second;
   }
   return npos;
 }
@@ -72,7 +72,7 @@ std::size_t pool_ledger::room() const {
   std::size_t least = std::size_t(-1);
   bool any = false;
   for (auto& s : slots_) {
-    if (!s.alive) continue;
+    if (!takes_messages(s)) continue;
     any = true;
     std::size_t free = s.in_flight < credits_ ? credits_ - s.in_flight : 0;
     total += free;
@@ -124,7 +124,7 @@ std::vector<std::size_t> pool_ledger::select(std::string_view hash_key) {
         if (has_room(slots_[i])) out.push_back(i);
       // A broadcast goes to every alive worker or waits until all have room.
       for (auto& s : slots_)
-        if (s.alive && !has_room(s)) return {};
+        if (takes_messages(s) && !has_room(s)) return {};
       return out;
     case router_kind::random: {
       std::vector<std::size_t> eligible;
@@ -153,7 +153,8 @@ std::vector<std::size_t> pool_ledger::select(std::string_view hash_key) {
 std::vector<std::size_t> pool_ledger::select_custom(const std::vector<std::size_t>& chosen) {
   std::vector<std::size_t> out;
   for (auto i : chosen)
-    if (i < slots_.size() && slots_[i].alive && std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+    if (i < slots_.size() && takes_messages(slots_[i]) && std::find(out.begin(), out.end(), i) == out.end())
+      out.push_back(i);
   if (out.empty()) return select();
   return out;
 }

@@ -27,6 +27,10 @@ class pool_ledger {
   void set_alive(std::size_t index, bool alive, std::string id = {});
   std::size_t size() const { return slots_.size(); }
   bool alive(std::size_t index) const { return slots_[index].alive; }
+  /// Closes (or reopens) a slot: a closed worker keeps what it holds, but is given nothing more and
+  /// adds no room (KILL lets a worker finish its queue this way).
+  void set_open(std::size_t index, bool open) { slots_.at(index).open = open; }
+  bool open(std::size_t index) const { return slots_[index].open; }
   std::size_t in_flight(std::size_t index) const { return slots_[index].in_flight; }
   std::size_t total_in_flight() const;
   /// Index of the alive worker with this id, or npos.
@@ -51,7 +55,7 @@ class pool_ledger {
   /// Picks the workers for the next message by the built-in policy; empty when none has room (for
   /// consistent-hash: when the worker that owns `hash_key` has none; the message waits for it).
   std::vector<std::size_t> select(std::string_view hash_key = {});
-  /// Consistent-hash: the slot that owns `key` on the ring of alive slots (npos when none is alive).
+  /// Consistent-hash: the slot that owns `key` on the ring of slots that take messages (npos when none does).
   std::size_t owner_of(std::string_view key) const;
   /// Applies a custom policy's choice: keeps valid alive indices with room; falls back to `select`.
   std::vector<std::size_t> select_custom(const std::vector<std::size_t>& chosen);
@@ -68,8 +72,10 @@ class pool_ledger {
     std::string path;
     std::size_t in_flight = 0;
     bool alive = true;
+    bool open = true;
   };
-  bool has_room(const slot& s) const { return s.alive && s.in_flight < credits_; }
+  bool takes_messages(const slot& s) const { return s.alive && s.open; }
+  bool has_room(const slot& s) const { return takes_messages(s) && s.in_flight < credits_; }
 
   router_kind kind_;
   std::size_t credits_;
