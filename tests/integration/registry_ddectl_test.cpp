@@ -79,9 +79,8 @@ TEST(RegistryCtl, DdectlPrintsAnswersAsJsonAndExitsWithTheDocumentedCodes) {
                   "--isolate", "c", "--uri", "/w/x.so", "--router", "fastest"});
   EXPECT_EQ(bad.exit, 1);
   EXPECT_EQ(bad.err,
-            "ddectl: unknown routerType \"fastest\": use roundRobin, random, broadcast, or the path of a "
-            "custom router "
-            ".so (HTTP 400)\n");
+            "ddectl: unknown routerType \"fastest\": use roundRobin, random, broadcast, smallestMailbox, "
+            "consistentHash, or the path of a custom router .so (HTTP 400)\n");
   EXPECT_EQ(run({"show", "12133208"}).exit, 1);
 
   auto down = run({"shutdown", node.id(), "sampleSystem", "printer"});

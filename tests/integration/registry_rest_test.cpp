@@ -129,9 +129,9 @@ TEST(RegistryRest, EveryBadInputGetsItsStatusAndMessageAndNothingDeployedIsTouch
        "field \"action\" is \"action.removeIsolate\": the only action is \"action.addIsolate\""},
       {"POST", "/registry/deploy", with("isolateSystemName", "sample.system"), 400,
        "field \"isolateSystemName\" is \"sample.system\": " + names},
-      {"POST", "/registry/deploy", with("routerType", "smallestMailbox"), 400,
-       "unknown routerType \"smallestMailbox\": use roundRobin, random, broadcast, or the path of a custom "
-       "router .so"},
+      {"POST", "/registry/deploy", with("routerType", "fastest"), 400,
+       "unknown routerType \"fastest\": use roundRobin, random, broadcast, smallestMailbox, "
+       "consistentHash, or the path of a custom router .so"},
       {"POST", "/registry/deploy", with("messageQueuingSystemServer", "http://127.0.0.1:42043/mqs"), 400,
        "field \"messageQueuingSystemServer\" is \"http://127.0.0.1:42043/mqs\": expected a WebSocket URL "
        "ws://host:port/path"},
