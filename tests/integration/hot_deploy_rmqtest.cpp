@@ -214,6 +214,35 @@ TEST_F(HotDeploy, AnHttpPluginIsPolledWithItsETagAndANewVersionTakesOverUnderLoa
   EXPECT_FALSE(state.contains("fetchError")) << state.dump();
 }
 
+TEST_F(HotDeploy, BadVersionsAtTheUrlAreRefusedAndOneThatCrashesFallsBackToTheLastThatWorked) {
+  plugin_server server(worker_path("echo_v1"), {true, "/libecho.so"});
+  start_node();
+  auto r = deploy(echo_body(server.url()));
+  ASSERT_EQ(r.status, 200) << r.body;
+  produce("before", 100, 0);
+  ASSERT_TRUE(wait_until([&] { return unique_handled() >= 100; }, long_wait));
+  server.serve(worker_path("test_bad_abi"));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto error = hot_state().value("error", std::string());
+        return error.find("ABI version 999") != std::string::npos &&
+               error.find("downloaded from " + server.url()) != std::string::npos;
+      },
+      30s))
+      << hot_state().dump();
+  // A version that loads but kills the process on its first message: the activator restarts the
+  // system on the kept copy of the last version that worked, and the URL's version stays refused.
+  server.serve(worker_path("test_crash_on_message"));
+  produce("after", 200, 100, 200);
+  ASSERT_TRUE(wait_until([&] { return unique_handled() >= 300; }, long_wait)) << unique_handled();
+  for (auto& l : read_echo_logs(dir)) EXPECT_EQ(l.version, 1) << "seq " << l.seq;
+  auto state = hot_state();
+  EXPECT_EQ(state["state"], "refused") << state.dump();
+  EXPECT_NE(state.value("error", std::string()).find("crashed the isolate system"), std::string::npos)
+      << state.dump();
+  EXPECT_EQ(state["swaps"], 0);
+}
+
 TEST_F(HotDeploy, AnUnreachablePluginServerIsLoggedOnceAndTheRunningVersionKeepsServing) {
   plugin_server server(worker_path("echo_v1"), {true, "/libecho.so"});
   start_node();
