@@ -16,9 +16,10 @@
 #include "dde/args.hpp"
 #include "dde/message.hpp"
 
-/// Version of the plugin ABI; the host refuses a plugin built against another.
+/// Version of the plugin ABI; the host refuses a plugin built against another. 2: worker_context
+/// gained backoff and forward.
 #ifndef DDE_ABI_VERSION
-#define DDE_ABI_VERSION 1
+#define DDE_ABI_VERSION 2
 #endif
 
 namespace dde {
