@@ -19,16 +19,6 @@ namespace {
 
 using namespace dde::test;
 
-std::set<std::int64_t> successes(const std::filesystem::path& file) {
-  std::set<std::int64_t> out;
-  std::ifstream in(file);
-  std::int64_t seq = 0, us = 0;
-  std::string what;
-  while (in >> seq >> what >> us)
-    if (what == "OK") out.insert(seq);
-  return out;
-}
-
 struct run_result {
   std::string name;
   double configured = 0, achieved = 0, seconds = 0;
@@ -84,7 +74,7 @@ int main(int argc, char** argv) {
     r.configured = pool_rate > 0 ? 2.0 * pool_rate : double(limit);
     auto settled = [&] {
       std::set<std::int64_t> ok;
-      for (auto& l : logs) ok.merge(successes(l));
+      for (auto& l : logs) ok.merge(read_api_successes(l));
       r.ok = ok.size();
       r.dead = broker.queue_depth("dde.dead." + sys + ".api").value_or(0);
       return r.ok + r.dead >= std::size_t(n);

@@ -151,17 +151,6 @@ TEST_F(Governance, APauseReachesEveryReplicaOfThePoolThroughTheMqs) {
   EXPECT_GT(other["stats"]["done"].get<int>(), 0) << "both replicas took part";
 }
 
-/// Seqs logged "SEQ OK MICROS" by api_caller in `file`.
-std::set<std::int64_t> api_successes(const std::filesystem::path& file) {
-  std::set<std::int64_t> out;
-  std::ifstream in(file);
-  std::int64_t seq = 0, us = 0;
-  std::string what;
-  while (in >> seq >> what >> us)
-    if (what == "OK") out.insert(seq);
-  return out;
-}
-
 TEST_F(Governance, EightWorkersInTwoSystemsNeverEscalateARateLimitedApisPenalty) {
   // The API: 40 calls in every second; a violation costs a 1 s cessation, doubled by every call
   // made during it (calls within 200 ms of its start were already on the wire: refused, not escalated).
@@ -185,8 +174,8 @@ TEST_F(Governance, EightWorkersInTwoSystemsNeverEscalateARateLimitedApisPenalty)
   const int n = 300;
   produce(n, nlohmann::json::object(), "api");
   auto settled = [&] {
-    auto ok = api_successes(dir / "api-a.log");
-    ok.merge(api_successes(dir / "api-b.log"));
+    auto ok = read_api_successes(dir / "api-a.log");
+    ok.merge(read_api_successes(dir / "api-b.log"));
     return ok.size() + shared_broker().queue_depth("dde.dead." + sys + ".api").value_or(0);
   };
   ASSERT_TRUE(wait_until([&] { return settled() >= std::size_t(n); }, long_wait)) << settled();

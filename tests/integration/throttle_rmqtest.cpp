@@ -37,15 +37,6 @@ class Throttle : public Cluster {
     std::sort(out.begin(), out.end());
     return out;
   }
-  /// The most starts found in any window [t, t + window) over the recorded start times.
-  static std::size_t densest_window(const std::vector<std::int64_t>& s, std::int64_t window_us) {
-    std::size_t best = 0;
-    for (std::size_t i = 0, j = 0; i < s.size(); ++i) {
-      while (j < s.size() && s[j] - s[i] < window_us) ++j;
-      best = std::max(best, j - i);
-    }
-    return best;
-  }
   std::string sys = unique_system("thr");
   std::string id;
   std::unique_ptr<activator_process> node_;

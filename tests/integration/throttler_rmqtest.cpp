@@ -61,16 +61,6 @@ class Throttler : public Cluster {
     for (auto& l : log) out.push_back(l.us);
     return out;
   }
-  /// The most entries found in any window [t, t + window) over sorted times.
-  static std::size_t densest(std::vector<std::int64_t> t, std::int64_t window_us) {
-    std::sort(t.begin(), t.end());
-    std::size_t best = 0;
-    for (std::size_t i = 0, j = 0; i < t.size(); ++i) {
-      while (j < t.size() && t[j] - t[i] < window_us) ++j;
-      best = std::max(best, j - i);
-    }
-    return best;
-  }
 
   std::string sys = unique_system("thl");
   std::string id;
@@ -90,7 +80,7 @@ TEST_F(Throttler, ForwardsInOrderAtTheRate) {
   ASSERT_EQ(f.size(), std::size_t(n + 1));
   EXPECT_EQ(f[0].seq, -1);
   for (int i = 0; i < n; ++i) EXPECT_EQ(f[std::size_t(i + 1)].seq, i) << "forwarded out of order";
-  EXPECT_EQ(densest(times(f), 500000), 5u) << "at most 5 in every 500 ms, and the limit is reached";
+  EXPECT_EQ(densest_window(times(f), 500000), 5u) << "at most 5 in every 500 ms, and the limit is reached";
   // 41 at 5 per 500 ms: the last cannot go before 4 s after the warm-up, 3.5 s after seq 0.
   auto span_us = f.back().us - f[1].us;
   EXPECT_GE(span_us, 3500000);
@@ -105,7 +95,7 @@ TEST_F(Throttler, ForwardsInOrderAtTheRate) {
   }
   // The broker adds jitter between the throttler and the target: allow two bursts in one window
   // (unthrottled, all 40 land in one).
-  EXPECT_LE(densest(echo_times, 500000), 10u);
+  EXPECT_LE(densest_window(echo_times, 500000), 10u);
   EXPECT_GE(echo_times.back() - echo_times[1], 3000000);
 }
 
@@ -122,7 +112,7 @@ TEST_F(Throttler, RepliesReachTheOriginalAskerNotTheThrottler) {
   EXPECT_EQ(stats["misrouted"], 0);
   auto f = forwarded();
   EXPECT_EQ(f.size(), std::size_t(n)) << "the throttler forwarded each ask once and saw no reply";
-  EXPECT_LE(densest(times(f), 200000), 10u);
+  EXPECT_LE(densest_window(times(f), 200000), 10u);
 }
 
 TEST_F(Throttler, AControlMessageChangesTheRateAtRunTime) {
@@ -142,9 +132,9 @@ TEST_F(Throttler, AControlMessageChangesTheRateAtRunTime) {
   for (int i = 0; i < n; ++i) EXPECT_EQ(f[std::size_t(i + 1)].seq, i);
   auto all = times(f);
   std::vector<std::int64_t> first(all.begin(), all.begin() + 5);
-  EXPECT_LE(densest(first, 1000000), 2u) << "2 per second before the change";
-  EXPECT_LE(densest(all, 1000000), 20u);
-  EXPECT_GT(densest(all, 1000000), 2u) << "the higher rate took effect";
+  EXPECT_LE(densest_window(first, 1000000), 2u) << "2 per second before the change";
+  EXPECT_LE(densest_window(all, 1000000), 20u);
+  EXPECT_GT(densest_window(all, 1000000), 2u) << "the higher rate took effect";
   ASSERT_TRUE(wait_until([&] { return read_echo_logs(dir).size() >= std::size_t(n + 1); }, long_wait));
 }
 

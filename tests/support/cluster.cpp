@@ -1,5 +1,6 @@
 #include "cluster.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -185,6 +186,26 @@ void install_file(const fs::path& source, const fs::path& target) {
   tmp += ".tmp";
   fs::copy_file(source, tmp, fs::copy_options::overwrite_existing);
   fs::rename(tmp, target);
+}
+
+std::size_t densest_window(std::vector<std::int64_t> times, std::int64_t window) {
+  std::sort(times.begin(), times.end());
+  std::size_t best = 0;
+  for (std::size_t i = 0, j = 0; i < times.size(); ++i) {
+    while (j < times.size() && times[j] - times[i] < window) ++j;
+    best = std::max(best, j - i);
+  }
+  return best;
+}
+
+std::set<std::int64_t> read_api_successes(const fs::path& file) {
+  std::set<std::int64_t> out;
+  std::ifstream in(file);
+  std::int64_t seq = 0, us = 0;
+  std::string what;
+  while (in >> seq >> what >> us)
+    if (what == "OK") out.insert(seq);
+  return out;
 }
 
 }  // namespace dde::test

@@ -115,6 +115,11 @@ std::size_t unexplained_duplicates(const std::vector<echo_line>& log);
 /// The echo logs in `dir`, in the order they were written.
 std::vector<echo_line> read_echo_logs(const std::filesystem::path& dir);
 
+/// The most of `times` (any order) found in any window [t, t + window) of that length.
+std::size_t densest_window(std::vector<std::int64_t> times, std::int64_t window);
+/// The seqs that api_caller logged as "SEQ OK MICROS" in `file`.
+std::set<std::int64_t> read_api_successes(const std::filesystem::path& file);
+
 /// Replaces `target` atomically (a copy beside it, then rename), as a deployment tool would.
 void install_file(const std::filesystem::path& source, const std::filesystem::path& target);
 

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -100,5 +102,25 @@ inline message make_message(nlohmann::json body, std::string sender = "src/produ
   m.reply_to_ = std::move(reply_to);
   return m;
 }
+
+/// One instance of a sample worker plugin, driven through a recording_context.
+struct plugin_harness {
+  explicit plugin_harness(const std::string& name) : plugin(load_worker(name)) {}
+  /// Constructs a fresh instance with `args` (throws what the plugin's constructor threw).
+  void create(nlohmann::json args) {
+    w.reset();
+    ctx = std::make_unique<recording_context>(std::move(args));
+    auto made = plugin->create(ctx.get());
+    if (!made) throw std::runtime_error(made.error());
+    w = std::move(made.value());
+  }
+  void receive(const message& m) {
+    worker_access::set_current(*w, m);
+    w->on_receive(m);
+  }
+  std::shared_ptr<host::worker_plugin> plugin;
+  std::unique_ptr<recording_context> ctx;
+  host::worker_plugin::worker_ptr w;
+};
 
 }  // namespace dde::test

@@ -14,8 +14,9 @@
 namespace dde::test {
 namespace {
 
-class ApiCaller : public ::testing::Test {
+class ApiCaller : public ::testing::Test, public plugin_harness {
  protected:
+  ApiCaller() : plugin_harness("api_caller") {}
   void start_api(std::uint32_t limit, int penalty_ms) {
     api_server_options o;
     o.limits.limit = limit;
@@ -31,22 +32,11 @@ class ApiCaller : public ::testing::Test {
   /// Creates the worker with `args` (plus the server's URL unless given).
   void create(nlohmann::json args) {
     if (!args.contains("url")) args["url"] = api->call_url();
-    w.reset();
-    ctx = std::make_unique<recording_context>(std::move(args));
-    auto made = plugin->create(ctx.get());
-    if (!made) throw std::runtime_error(made.error());
-    w = std::move(made.value());
-  }
-  void receive(const message& m) {
-    worker_access::set_current(*w, m);
-    w->on_receive(m);
+    plugin_harness::create(std::move(args));
   }
 
-  std::shared_ptr<host::worker_plugin> plugin = load_worker("api_caller");
   std::atomic<std::int64_t> now_ms{0};
   std::unique_ptr<api_server_thread> api;
-  std::unique_ptr<recording_context> ctx;
-  host::worker_plugin::worker_ptr w;
 };
 
 TEST_F(ApiCaller, ASuccessRepliesWithTheAnswerLogsAndIsDone) {

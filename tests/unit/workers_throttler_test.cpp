@@ -11,19 +11,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-class ThrottlerWorker : public ::testing::Test {
+class ThrottlerWorker : public ::testing::Test, public plugin_harness {
  protected:
-  void create(nlohmann::json args) {
-    w.reset();
-    ctx = std::make_unique<recording_context>(std::move(args));
-    auto made = plugin->create(ctx.get());
-    if (!made) throw std::runtime_error(made.error());
-    w = std::move(made.value());
-  }
-  void receive(const message& m) {
-    worker_access::set_current(*w, m);
-    w->on_receive(m);
-  }
+  ThrottlerWorker() : plugin_harness("throttler") {}
   std::string error_for(nlohmann::json args) {
     try {
       create(std::move(args));
@@ -36,9 +26,6 @@ class ThrottlerWorker : public ::testing::Test {
     }
   }
 
-  std::shared_ptr<host::worker_plugin> plugin = load_worker("throttler");
-  std::unique_ptr<recording_context> ctx;
-  host::worker_plugin::worker_ptr w;
 };
 
 TEST_F(ThrottlerWorker, ForwardsUnchangedInOrderAtTheRate) {
