@@ -137,7 +137,7 @@ void system_manager::request(record& r, nlohmann::json req,
   req["type"] = "request";
   req["id"] = id;
   auto timer = std::make_shared<boost::asio::steady_timer>(strand_, options_.request_timeout);
-  pending_[id] = {std::move(on_response), timer};
+  pending_[id] = {std::move(on_response), timer, r.name};
   timer->async_wait([self = shared_from_this(), id, name = r.name](boost::system::error_code ec) {
     if (ec) return;
     auto it = self->pending_.find(id);
@@ -238,6 +238,22 @@ void system_manager::on_close(const std::shared_ptr<net::ws_connection>& conn, c
       if (r.control != conn) continue;
       r.control.reset();
       log()->info("control link of {} closed ({})", name, reason);
+      // Requests still unanswered on that link get their answer now: a system told to stop may
+      // close its link before its "ok" is written; for any other the link is simply gone.
+      std::vector<std::function<void(const nlohmann::json&)>> unanswered;
+      for (auto it = self->pending_.begin(); it != self->pending_.end();) {
+        if (it->second.system != name) {
+          ++it;
+          continue;
+        }
+        it->second.timer->cancel();
+        unanswered.push_back(std::move(it->second.on_response));
+        it = self->pending_.erase(it);
+      }
+      for (auto& fn : unanswered)
+        fn(r.stopping ? nlohmann::json{{"ok", true}}
+                      : nlohmann::json{{"ok", false}, {"status", 503},
+                                       {"error", "isolate system " + name + " closed its control link (" + reason + ")"}});
       // Our own children are reaped through SIGCHLD; an adopted one we can only watch. Its socket
       // closes a moment before the process is gone, so look for a while.
       if (!r.own_child) self->watch_adopted(name, r.pid, 50);

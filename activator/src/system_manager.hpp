@@ -92,6 +92,7 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   struct pending {
     std::function<void(const nlohmann::json&)> on_response;
     std::shared_ptr<boost::asio::steady_timer> timer;
+    std::string system;  ///< whose control link it went out on
   };
 
   void spawn(record& r);

@@ -144,8 +144,8 @@ TEST_F(ApiCaller, BadArgumentsRefuseTheDeploymentSayingWhich) {
       return std::string(e.what());
     }
   };
-  EXPECT_NE(error_for({{"url", "https://example.com/x"}})
-                .find("args.url \"https://example.com/x\" is not an http:// URL"),
+  EXPECT_NE(error_for({{"url", "ftp://example.com/x"}})
+                .find("args.url \"ftp://example.com/x\" is not an http:// or https:// URL"),
             std::string::npos);
   EXPECT_NE(error_for({{"headers", {{"X-Key", 5}}}}).find("args.headers.X-Key must be a string"),
             std::string::npos);

@@ -47,7 +47,7 @@ class api_caller : public dde::worker {
         governance_(dde::samples::arg_or<bool>(args(), "governance", true)),
         retry_limit_(dde::samples::arg_or<std::int64_t>(args(), "retryLimit", 5)) {
     if (!dde::net::parse_http_url(url_))
-      throw std::invalid_argument("api_caller: args.url \"" + url_ + "\" is not an http:// URL");
+      throw std::invalid_argument("api_caller: args.url \"" + url_ + "\" is not an http:// or https:// URL");
     if (timeout_.count() < 1 || timeout_.count() > 600000)
       throw std::invalid_argument("api_caller: args.timeoutMs must be in [1, 600000], got " +
                                   std::to_string(timeout_.count()));
