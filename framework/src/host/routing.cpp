@@ -107,11 +107,17 @@ std::vector<std::size_t> pool_ledger::select(std::string_view hash_key) {
       return out;
     }
     case router_kind::smallest_mailbox: {
-      // Fewest messages in flight; ties go round-robin so equal workers share the load.
+      // Fewest messages in flight. Among busy workers with as many, the one whose current message
+      // started last (one stuck on a long message is likely to stay busy); other ties go
+      // round-robin so equal workers share the load.
       std::size_t best = npos;
       for (std::size_t k = 0; k < n; ++k) {
         std::size_t i = (next_ + k) % n;
-        if (has_room(slots_[i]) && (best == npos || slots_[i].in_flight < slots_[best].in_flight)) best = i;
+        if (!has_room(slots_[i])) continue;
+        const auto& s = slots_[i];
+        if (best == npos || s.in_flight < slots_[best].in_flight ||
+            (s.in_flight == slots_[best].in_flight && s.in_flight > 0 && s.busy_since > slots_[best].busy_since))
+          best = i;
       }
       if (best != npos) {
         next_ = (best + 1) % n;
@@ -159,11 +165,15 @@ std::vector<std::size_t> pool_ledger::select_custom(const std::vector<std::size_
   return out;
 }
 
-void pool_ledger::assign(std::size_t index) { ++slots_.at(index).in_flight; }
+void pool_ledger::assign(std::size_t index) {
+  auto& s = slots_.at(index);
+  if (s.in_flight++ == 0 && kind_ == router_kind::smallest_mailbox) s.busy_since = std::chrono::steady_clock::now();
+}
 
 void pool_ledger::finish(std::size_t index) {
   auto& s = slots_.at(index);
   if (s.in_flight > 0) --s.in_flight;
+  if (s.in_flight > 0 && kind_ == router_kind::smallest_mailbox) s.busy_since = std::chrono::steady_clock::now();
 }
 
 std::vector<worker_info> pool_ledger::snapshot() const {

@@ -3,6 +3,7 @@
 // pool may ask the MQS for. No threads, no I/O: unit-tested directly.
 
 #include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -73,6 +74,9 @@ class pool_ledger {
     std::size_t in_flight = 0;
     bool alive = true;
     bool open = true;
+    /// smallest-mailbox: when the message it is handling now started (roughly: when it got one while
+    /// idle, or finished one with more waiting).
+    std::chrono::steady_clock::time_point busy_since{};
   };
   bool takes_messages(const slot& s) const { return s.alive && s.open; }
   bool has_room(const slot& s) const { return takes_messages(s) && s.in_flight < credits_; }
