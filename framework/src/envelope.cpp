@@ -112,9 +112,11 @@ envelope decode_envelope(std::string_view data) {
   e.reply_to = get_string(j, "replyTo");
   e.in_reply_to = get_string(j, "inReplyTo");
   e.to_worker = get_string(j, "toWorker");
+  // An ask names the asking instance; without one there is nobody to answer (found by envelope_fuzz:
+  // a worker without an instance did not survive a re-encode).
   if (auto ask = j.find("ask"); ask != j.end() && ask->is_object()) {
     e.ask_instance = get_string(*ask, "instance");
-    e.ask_worker = get_string(*ask, "worker");
+    if (!e.ask_instance.empty()) e.ask_worker = get_string(*ask, "worker");
   }
   if (auto dl = j.find("deadLetter"); dl != j.end() && dl->is_object()) e.dead_letter = std::move(*dl);
   if (auto bin = j.find("bin"); bin != j.end() && bin->is_string()) {

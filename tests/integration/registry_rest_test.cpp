@@ -1,6 +1,10 @@
 // The REST API of a real dde-registry process (thesis 3.2.2 plus DDE's additions), with fake
 // nodes answering like real ones: the thesis's samples, every bad input, and pool migration.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "registry_test_process.hpp"
 
@@ -185,6 +189,45 @@ TEST(RegistryRest, EveryBadInputGetsItsStatusAndMessageAndNothingDeployedIsTouch
   auto shown = registry.get("/registry/system/" + node.id());
   EXPECT_EQ(shown.status, 200);
   EXPECT_EQ(shown.body, deployed);
+}
+
+// Sends `request` as it is over a fresh loopback connection; returns all the server wrote before
+// closing, or the first 4 KiB.
+std::string raw_exchange(int port, const std::string& request) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+    char buf[4096];
+    ssize_t n;
+    while (answer.size() < 4096 && (n = ::recv(fd, buf, sizeof buf, 0)) > 0) answer.append(buf, std::size_t(n));
+  }
+  ::close(fd);
+  return answer;
+}
+
+// Found by the registry_rest fuzzer: an error text quoting a target that is not UTF-8 made the JSON
+// encoder throw, and a WebSocket upgrade to such a path stopped the whole daemon.
+TEST(RegistryRest, ATargetThatIsNotUtf8GetsItsErrorAndTheRegistryGoesOn) {
+  registry_process registry;
+  const std::string upgrade =
+      "GET /\xff\xfe HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+  auto answer = raw_exchange(registry.port(), upgrade);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 404", 0), 0u) << answer;
+  EXPECT_NE(answer.find("no WebSocket endpoint at /"), std::string::npos) << answer;
+
+  auto rest = raw_exchange(registry.port(), "GET /registry/\xc3\x28 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(rest.rfind("HTTP/1.1 404", 0), 0u) << rest;
+  EXPECT_NE(rest.find("unknown path"), std::string::npos) << rest;
+
+  EXPECT_TRUE(registry.running()) << registry.log();
+  EXPECT_EQ(registry.get("/registry/health").status, 200);
 }
 
 TEST(RegistryMigrate, APoolMovesWithinANodeAndBetweenNodes) {

@@ -113,6 +113,17 @@ TEST(Envelope, RoundTripsJsonBodiesAndAskFields) {
   EXPECT_FALSE(m.is_reply());
 }
 
+// Found by envelope_fuzz: an ask without an instance kept its worker, which a re-encode then lost.
+TEST(Envelope, AnAskWithoutAnInstanceIsNoAskAndSurvivesAReEncode) {
+  auto first = dde::decode_envelope(R"({"id":"m","from":"a/b","to":"c/d","body":1,"ask":{"worker":"w"}})");
+  EXPECT_EQ(first.ask_instance, "");
+  EXPECT_EQ(first.ask_worker, "");
+  EXPECT_FALSE(dde::to_message(first, false).is_ask());
+  auto again = dde::decode_envelope(dde::encode_envelope(first));
+  EXPECT_EQ(again.ask_worker, first.ask_worker);
+  EXPECT_EQ(dde::encode_envelope(again), dde::encode_envelope(first));
+}
+
 TEST(Envelope, CarriesRawBytesAndReadsForeignPayloadsAsExternal) {
   dde::envelope e;
   e.id = "1";

@@ -23,7 +23,8 @@ std::string path_of(std::string_view target) { return std::string(target.substr(
 http_response error_response(int status, std::string_view text) {
   http_response r;
   r.status = status;
-  r.body = nlohmann::json{{"error", text}}.dump();
+  // The text may quote the request (a target need not be UTF-8): replace what is not, never throw.
+  r.body = nlohmann::json{{"error", text}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return r;
 }
 
