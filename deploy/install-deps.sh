@@ -5,11 +5,12 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+# clang + libclang-rt-14-dev: the ASan/UBSan build and the libFuzzer targets (deploy/sanitize.sh).
 # dpkg-dev: dpkg-shlibdeps, which declares the .deb packages' dependencies (cpack); binutils: nm and
 # readelf for the SDK tests.
 packages=(build-essential cmake ccache libboost-dev nlohmann-json3-dev uuid-dev libssl-dev libspdlog-dev
   libgtest-dev libgmock-dev googletest librabbitmq-dev rabbitmq-server amqp-tools curl procps iproute2 python3
-  dpkg-dev binutils)
+  dpkg-dev binutils clang libclang-rt-14-dev)
 
 missing=()
 for package in "${packages[@]}"; do

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds, and runs ctest; exits with ctest's status.
-# Arguments go to ctest (e.g. -L unit, -R support). DDE_TEST_JOBS sets ctest's parallelism (2):
-# tests that start brokers pick free ports and fresh directories, so they do not collide.
+# Installs dependencies, builds, runs ctest, then the sanitizer build's unit tests and the fuzzers
+# (deploy/sanitize.sh); fails when either fails.
+# Arguments go to ctest (e.g. -L unit, -R support); with arguments, or DDE_SANITIZE=0, the sanitizer
+# step is skipped. DDE_TEST_JOBS sets ctest's parallelism (2): tests that start brokers pick free
+# ports and fresh directories, so they do not collide.
 set -euo pipefail
 here="$(dirname "${BASH_SOURCE[0]}")"
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -12,4 +14,7 @@ source "$here/lib.sh"
 build_dir="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
 status=0
 ctest --test-dir "$build_dir" --output-on-failure -j"${DDE_TEST_JOBS:-2}" "$@" || status=$?
+if [[ $# -eq 0 && ${DDE_SANITIZE:-1} != 0 ]]; then
+  "$here/sanitize.sh" || status=1
+fi
 exit "$status"

@@ -129,10 +129,12 @@ void controller::shutdown(std::function<void()> done) {
     self->routers_.clear();
     if (routers.empty()) return done();
     auto remaining = std::make_shared<std::size_t>(routers.size());
-    for (auto& [name, r] : routers)
-      r->shutdown(drain_timeout, [r, remaining, done] {
+    for (auto& entry : routers) {
+      auto router = entry.second;
+      router->shutdown(drain_timeout, [router, remaining, done] {
         if (--*remaining == 0) done();
       });
+    }
   });
 }
 

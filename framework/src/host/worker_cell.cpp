@@ -12,8 +12,7 @@ namespace dde::host {
 worker_cell::worker_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> owner,
                          std::shared_ptr<const pool_spec> spec, std::shared_ptr<worker_plugin> plugin,
                          std::size_t index)
-    : io_(io),
-      strand_(boost::asio::make_strand(io)),
+    : strand_(boost::asio::make_strand(io)),
       owner_(std::move(owner)),
       spec_(std::move(spec)),
       plugin_(std::move(plugin)),

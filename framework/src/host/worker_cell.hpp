@@ -67,7 +67,6 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   void publish(std::string topic, delivery_mode mode, envelope e);
   envelope make_envelope(std::string_view to);
 
-  boost::asio::io_context& io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   std::weak_ptr<cell_owner> owner_;
   std::shared_ptr<const pool_spec> spec_;
