@@ -7,6 +7,7 @@
 #include "dde/log.hpp"
 #include "dde/mqs/queue_spec.hpp"
 #include "dde/mqs/records.hpp"
+#include "mqs_metrics.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -91,6 +92,7 @@ void dequeuer::connect() {
     backoff_ = std::min(backoff_ * 2, max_backoff);
     return;
   }
+  if (ever_connected_) mqs_metrics::process().reconnected("consume");
   log()->info("{} broker at {}:{} (consuming)", ever_connected_ ? "reconnected to" : "connected to",
               params_.host, params_.port);
   ever_connected_ = true;
@@ -258,6 +260,7 @@ dequeuer::channel_state* dequeuer::channel_for(const broker_ref& ref) {
 
 void dequeuer::ack(const broker_ref& ref) {
   if (auto* ch = channel_for(ref)) {
+    mqs_metrics::process().topic(ch->topic).acked.add();
     ch->acks.ack(ref.tag);
     dirty_channels_.insert(ref.channel);
   }
@@ -274,6 +277,9 @@ void dequeuer::deliver(client_id client, const std::string& topic, std::uint64_t
                        std::string&& body) {
   auto it = clients_.find(client);
   if (it == clients_.end()) return;
+  auto& counted = mqs_metrics::process().topic(topic);
+  counted.consumed.add();
+  if (redelivered) counted.redelivered.add();
   append_deliver(outbox(client, it->second), topic, tag, redelivered, body);
 }
 

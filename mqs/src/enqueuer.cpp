@@ -8,6 +8,7 @@
 #include "dde/log.hpp"
 #include "dde/mqs/queue_spec.hpp"
 #include "dde/mqs/records.hpp"
+#include "mqs_metrics.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -132,6 +133,7 @@ void enqueuer::connect() {
     backoff_ = std::min(backoff_ * 2, max_backoff);
     return;
   }
+  if (ever_connected_) mqs_metrics::process().reconnected("publish");
   log()->info("{} broker at {}:{} (publishing)", ever_connected_ ? "reconnected to" : "connected to",
               params_.host, params_.port);
   ever_connected_ = true;
@@ -200,6 +202,7 @@ bool enqueuer::publish(outgoing_message& msg) {
     lost(std::string("basic.publish: ") + amqp_error_string2(rc));
     return false;
   }
+  if (!confirmed) mqs_metrics::process().topic(msg.topic).published.add();  // at-least-once: when confirmed
   return true;
 }
 
@@ -318,6 +321,7 @@ void enqueuer::flush_replies() {
   };
   std::unordered_map<net::ws_connection*, reply> by_conn;
   for (auto& m : confirmed_) {
+    mqs_metrics::process().topic(m.topic).published.add();
     flow_.remove(1, m.body.size());
     auto& r = by_conn[m.conn.get()];
     if (!r.conn) r.conn = m.conn;

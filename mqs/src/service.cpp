@@ -49,6 +49,20 @@ std::shared_ptr<service::session> service::find(std::uint64_t id) {
   return it == sessions_.end() ? nullptr : it->second;
 }
 
+std::size_t service::clients() {
+  std::lock_guard lock(mutex_);
+  return sessions_.size();
+}
+
+net::readiness service::readiness() const {
+  net::readiness r;
+  r.details["broker"] = cfg_.broker_host + ":" + std::to_string(cfg_.broker_port);
+  if (enqueuer_.connected()) return r;
+  r.ready = false;
+  r.reason = "broker " + cfg_.broker_host + ":" + std::to_string(cfg_.broker_port) + " unreachable";
+  return r;
+}
+
 void service::on_open(const std::shared_ptr<net::ws_connection>& conn) {
   {
     std::lock_guard lock(mutex_);

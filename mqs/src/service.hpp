@@ -11,6 +11,7 @@
 
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/flow_control.hpp"
+#include "dde/net/ops_endpoints.hpp"
 #include "dde/net/ws.hpp"
 #include "dequeuer.hpp"
 #include "enqueuer.hpp"
@@ -29,6 +30,11 @@ class service : public net::ws_handler {
   void on_open(const std::shared_ptr<net::ws_connection>& conn) override;
   void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override;
   void on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) override;
+
+  /// Open host connections.
+  std::size_t clients();
+  /// Ready while the publishing connection to the broker is up (thread-safe).
+  net::readiness readiness() const;
 
  private:
   struct session {

@@ -1,0 +1,41 @@
+#include "mqs_metrics.hpp"
+
+namespace dde::mqs {
+
+mqs_metrics& mqs_metrics::process() {
+  static mqs_metrics metrics(metrics_registry::process());
+  return metrics;
+}
+
+topic_counters& mqs_metrics::topic(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  if (auto it = topics_.find(name); it != topics_.end()) return it->second;
+  metric_labels l = {{"topic", name}};
+  auto& r = registry_;
+  return topics_
+      .emplace(
+          name,
+          topic_counters{
+              r.counter("dde_mqs_published_total", "Messages published to the broker, per topic.", l),
+              r.counter("dde_mqs_consumed_total", "Messages delivered to isolate systems, per topic.", l),
+              r.counter("dde_mqs_acked_total", "Messages acked to the broker, per topic.", l),
+              r.counter("dde_mqs_redelivered_total",
+                        "Messages the broker delivered again (redelivered flag), per topic.", l)})
+      .first->second;
+}
+
+std::vector<std::string> mqs_metrics::topics() {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  for (auto& [name, c] : topics_) out.push_back(name);
+  return out;
+}
+
+void mqs_metrics::reconnected(const char* connection) {
+  registry_
+      .counter("dde_mqs_broker_reconnects_total", "Reconnects to the broker after a lost connection.",
+               {{"connection", connection}})
+      .add();
+}
+
+}  // namespace dde::mqs

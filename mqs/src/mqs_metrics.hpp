@@ -1,0 +1,41 @@
+#pragma once
+// The MQS's counters per topic and per broker connection, in the process's metrics_registry.
+// Thread-safe: the enqueuer and dequeuer threads count, GET /metrics and GET /topics read.
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "dde/metrics.hpp"
+
+namespace dde::mqs {
+
+/// The cells of one topic (stable references).
+struct topic_counters {
+  metric_cell& published;    ///< at-least-once: confirmed by the broker; at-most-once: handed to it
+  metric_cell& consumed;     ///< delivered to a host
+  metric_cell& acked;        ///< acked to the broker after the host's ack
+  metric_cell& redelivered;  ///< delivered with the broker's redelivered flag
+};
+
+class mqs_metrics {
+ public:
+  explicit mqs_metrics(metrics_registry& registry) : registry_(registry) {}
+  /// The MQS metrics of this process.
+  static mqs_metrics& process();
+
+  topic_counters& topic(const std::string& name);
+  /// Every topic counted so far.
+  std::vector<std::string> topics();
+  /// A reconnect of the `publish` or `consume` connection.
+  void reconnected(const char* connection);
+  metrics_registry& registry() { return registry_; }
+
+ private:
+  metrics_registry& registry_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, topic_counters> topics_;
+};
+
+}  // namespace dde::mqs
