@@ -5,6 +5,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 
 #include "dde/log.hpp"
+#include "dde/net/ops_endpoints.hpp"
 #include "isolate_deployer.hpp"
 
 namespace dde::activator {
@@ -20,6 +21,7 @@ void activator::start() {
   server_ = net::server::create(io_, so);
   auto& m = options_.manager;
   server_->add_websocket("/activator", make_isolate_deployer(io_));
+  server_->set_http([this](const net::http_request& req) { return ops(req); });
   // Children attach over loopback when the activator listens there or on every address.
   std::string control_host = options_.listen == "0.0.0.0" ? "127.0.0.1" : options_.listen;
   if (auto ec = server_->start())
@@ -41,6 +43,25 @@ void activator::start() {
   for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this, guard] { io_.run(); });
   logger("activator")->info("activator {} listening on ws://{}:{}/activator, registry {}", options_.name,
                             options_.listen, server_->port(), options_.registry);
+}
+
+net::http_response activator::ops(const net::http_request& req) {
+  if (net::is_get(req, "/metrics")) return net::metrics_response(metrics_registry::process());
+  if (net::is_get(req, "/health")) {
+    net::readiness r;
+    r.details["registry"] = options_.registry;
+    if (auto id = bootstrapper_ ? bootstrapper_->registration() : std::nullopt) {
+      r.details["bootstrapperId"] = *id;
+    } else {
+      r.ready = false;
+      r.reason = "not registered with the registry at " + options_.registry;
+    }
+    return net::health_response("dde-activator", r);
+  }
+  net::http_response out;
+  out.status = 404;
+  out.body = R"({"error": "the activator serves WebSocket /activator and /control, GET /health and GET /metrics"})";
+  return out;
 }
 
 void activator::stop() {

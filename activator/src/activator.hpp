@@ -35,6 +35,9 @@ class activator {
   void stop();
 
  private:
+  /// GET /health and GET /metrics.
+  net::http_response ops(const net::http_request& req);
+
   activator_options options_;
   boost::asio::io_context io_;
   std::unique_ptr<net::server> server_;

@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
+#include "dde/metrics.hpp"
 
 namespace dde::activator {
 namespace {
@@ -42,6 +43,11 @@ void bootstrapper::stop() {
 
 std::string bootstrapper::id() const { return id_; }
 
+std::optional<std::string> bootstrapper::registration() const {
+  std::lock_guard lock(registration_mutex_);
+  return registration_;
+}
+
 void bootstrapper::do_connect() {
   if (stopped_) return;
   auto self = shared_from_this();
@@ -51,6 +57,10 @@ void bootstrapper::do_connect() {
 }
 
 void bootstrapper::link_down(const std::string& why) {
+  {
+    std::lock_guard lock(registration_mutex_);
+    registration_.reset();
+  }
   if (stopped_) return;
   log()->warn("registry {} unavailable: {}; retrying in {} ms", options_.registry_url, why, backoff_.count());
   retry_timer_.expires_after(backoff_);
@@ -92,7 +102,13 @@ void bootstrapper::on_message(const std::shared_ptr<net::ws_connection>& conn, s
     }
     auto type = frame.value("type", std::string());
     if (type == "registered") {
+      if (!self->id_.empty())
+        metrics_registry::process()
+            .counter("dde_activator_registry_reconnects_total", "Registrations after a lost registry link.")
+            .add();
       self->id_ = frame.value("bootstrapperId", std::string());
+      std::lock_guard lock(self->registration_mutex_);
+      self->registration_ = self->id_;
       self->backoff_ = std::chrono::milliseconds(100);
       log()->info("registered with {} as bootstrapper {}", self->options_.registry_url, self->id_);
     } else if (type == "request") {

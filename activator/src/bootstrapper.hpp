@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
@@ -30,6 +32,8 @@ class bootstrapper : public net::ws_handler, public std::enable_shared_from_this
   void stop();
   /// The id the registry gave this node (empty until registered).
   std::string id() const;
+  /// The id while registered with the registry, nullopt otherwise (thread-safe, for /health).
+  std::optional<std::string> registration() const;
 
   void on_open(const std::shared_ptr<net::ws_connection>& conn) override;
   void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override;
@@ -50,6 +54,8 @@ class bootstrapper : public net::ws_handler, public std::enable_shared_from_this
   std::chrono::milliseconds backoff_{100};
   boost::asio::steady_timer retry_timer_;
   bool stopped_ = false;
+  mutable std::mutex registration_mutex_;
+  std::optional<std::string> registration_;  ///< guarded by registration_mutex_
 };
 
 }  // namespace dde::activator

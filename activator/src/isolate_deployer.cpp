@@ -8,6 +8,7 @@
 
 #include "dde/envelope.hpp"
 #include "dde/log.hpp"
+#include "dde/metrics.hpp"
 #include "host/worker_cell.hpp"
 
 namespace dde::activator {
@@ -100,10 +101,16 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
 };
 
 class deployer : public net::ws_handler {
+  static metric_cell& clients() {
+    return metrics_registry::process().gauge("dde_activator_websocket_clients",
+                                             "Open WebSocket connections, by endpoint.", {{"endpoint", "activator"}});
+  }
+
  public:
   explicit deployer(boost::asio::io_context& io) : io_(io) {}
 
   void on_open(const std::shared_ptr<net::ws_connection>& conn) override {
+    clients().add(1);
     log()->debug("proxy connected from {}", conn->remote());
   }
 
@@ -147,6 +154,7 @@ class deployer : public net::ws_handler {
   }
 
   void on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) override {
+    clients().add(-1);
     std::shared_ptr<remote_worker> worker;
     {
       std::lock_guard lock(mutex_);

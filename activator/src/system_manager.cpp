@@ -11,11 +11,17 @@
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
+#include "dde/metrics.hpp"
 #include "dde/names.hpp"
 #include "host/pool_spec.hpp"
 
 namespace dde::activator {
 namespace {
+
+metric_cell& control_clients() {
+  return metrics_registry::process().gauge("dde_activator_websocket_clients",
+                                           "Open WebSocket connections, by endpoint.", {{"endpoint", "control"}});
+}
 
 std::shared_ptr<spdlog::logger> log() { return logger("activator"); }
 
@@ -149,7 +155,7 @@ void system_manager::request(record& r, nlohmann::json req,
   r.control->send(req.dump(), false);
 }
 
-void system_manager::on_open(const std::shared_ptr<net::ws_connection>&) {}
+void system_manager::on_open(const std::shared_ptr<net::ws_connection>&) { control_clients().add(1); }
 
 void system_manager::on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool) {
   boost::asio::post(strand_, [self = shared_from_this(), conn, data = std::move(data)] {
@@ -233,6 +239,7 @@ void system_manager::on_event(const std::shared_ptr<net::ws_connection>& conn, c
 }
 
 void system_manager::on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) {
+  control_clients().add(-1);
   boost::asio::post(strand_, [self = shared_from_this(), conn, reason] {
     for (auto& [name, r] : self->systems_) {
       if (r.control != conn) continue;
@@ -300,6 +307,10 @@ void system_manager::on_lost(record& r, const std::string& why) {
                   ? options_.restart_backoff
                   : std::min(r.backoff * 2, std::chrono::milliseconds(10000));
   ++r.restarts;
+  metrics_registry::process()
+      .counter("dde_activator_system_restarts_total", "Isolate systems restarted after they ended unasked.",
+               {{"system", name}})
+      .add();
   r.state = "restarting";
   log()->error("isolate system {} {}; restarting it in {} ms (restart {})", name, why, r.backoff.count(), r.restarts);
   r.timer = std::make_shared<boost::asio::steady_timer>(strand_, r.backoff);
