@@ -42,7 +42,9 @@ cli make_cli() {
   cli c("dde-registry",
         "The DDE registry: nodes (their activators) register over WebSocket at ws://HOST:PORT/registry;\n"
         "the REST API (GET /registry/system/list, GET /registry/system/{id}, POST /registry/deploy,\n"
-        "POST /registry/system/shutdown, POST /registry/migrate, GET /registry/health) drives them.");
+        "POST /registry/system/shutdown, POST /registry/migrate, GET /registry/health) drives them.\n"
+        "The dashboard is at http://HOST:PORT/ (live feed: WebSocket /dashboard/live); GET /metrics\n"
+        "(Prometheus text format) and GET /health on the same port.");
   c.option("listen", d.listen, "address the HTTP/WebSocket server binds to")
       .option("port", std::to_string(d.port),
               "port of the REST API and of the /registry WebSocket (0 picks one)")
@@ -50,6 +52,8 @@ cli make_cli() {
               "a node that has not answered a request after this long gets 504")
       .option("max-body", std::to_string(d.max_body),
               "largest REST request body in bytes; larger ones get 413")
+      .option("dashboard-interval-ms", std::to_string(d.dashboard_interval.count()),
+              "while a dashboard page is open, nodes and MQSs are asked for their figures this often")
       .option("log-level", d.log_level, "trace, debug, info, warn, error or off")
       .option("config", "", "JSON object with the same keys (e.g. {\"port\": 8000}); flags override it");
   return c;
@@ -81,6 +85,7 @@ command_line parse_command_line(int argc, char** argv) {
     out.cfg.request_timeout =
         std::chrono::milliseconds(c.get_int("request-timeout-ms", 1, 24ll * 3600 * 1000));
     out.cfg.max_body = static_cast<std::size_t>(c.get_int("max-body", 1, 1ll << 30));
+    out.cfg.dashboard_interval = std::chrono::milliseconds(c.get_int("dashboard-interval-ms", 100, 3600 * 1000));
     out.cfg.log_level = c.get("log-level");
     bool known = false;
     for (const char* level : {"trace", "debug", "info", "warn", "error", "critical", "off"})

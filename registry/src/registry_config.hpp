@@ -18,6 +18,7 @@ struct registry_config {
   std::chrono::milliseconds request_timeout{15000};  ///< how long a node may take to answer
   std::size_t max_body = 1024 * 1024;                ///< larger REST bodies get 413
   std::string log_level = "info";
+  std::chrono::milliseconds dashboard_interval{1000};  ///< how often an open dashboard is refreshed
 };
 
 /// The registry's command line, every option with its default.

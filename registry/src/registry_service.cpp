@@ -6,6 +6,7 @@
 #include <boost/asio/strand.hpp>
 #include <optional>
 
+#include "dashboard.hpp"
 #include "dde/log.hpp"
 #include "dde/net/ws.hpp"
 #include "node_endpoint.hpp"
@@ -43,7 +44,13 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
         nodes(node_table::options{cfg.request_timeout}),
         endpoint(nodes),
         api(nodes),
-        timer(strand) {
+        timer(strand),
+        board(
+            nodes, [this](std::function<void()> fn) { post(std::move(fn)); },
+            [this](std::chrono::milliseconds delay, std::function<void()> fn) {
+              schedule(delay, std::move(fn));
+            },
+            cfg.dashboard_interval) {
     net::server_options options;
     options.host = cfg.listen;
     options.port = cfg.port;
@@ -84,10 +91,26 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
     });
   }
 
+  /// Runs `fn` on the strand while the service lives (from any thread).
+  void post(std::function<void()> fn) {
+    boost::asio::post(strand, [weak = weak_from_this(), fn = std::move(fn)] {
+      if (auto self = weak.lock()) self->on_strand([fn](impl&) { fn(); });
+    });
+  }
+
+  void schedule(std::chrono::milliseconds delay, std::function<void()> fn) {
+    auto t = std::make_shared<boost::asio::steady_timer>(strand, delay);
+    t->async_wait([t, weak = weak_from_this(), fn = std::move(fn)](const boost::system::error_code& ec) {
+      if (auto self = weak.lock(); self && !ec) self->on_strand([fn](impl&) { fn(); });
+    });
+  }
+
   void handle_http(const net::http_request& req, std::function<void(net::http_response)> respond) {
     rest_request in{req.method, req.target, req.body, req.remote};
-    on_strand([in = std::move(in), respond](impl& self) {
+    on_strand([req, in = std::move(in), respond](impl& self) {
       try {
+        // The dashboard's page, /metrics and /health; everything else is the REST API.
+        if (self.board.handle(req, respond)) return;
         self.api.handle(in, [respond](rest_reply reply) { respond(to_http(reply)); });
       } catch (const std::exception& e) {
         logger("registry")->error("{} {} failed: {}", in.method, in.target, e.what());
@@ -104,8 +127,10 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
   boost::asio::steady_timer timer;
   std::optional<node_table::clock::time_point> armed;
   std::unique_ptr<net::server> server;
+  dashboard board;
 
   class socket_handler;
+  class live_handler;
 };
 
 /// Hands the events of /registry connections to the service's strand. Holds the service weakly:
@@ -138,10 +163,28 @@ class registry_service::impl::socket_handler : public net::ws_handler {
   std::weak_ptr<impl> service_;
 };
 
+/// The dashboard's live feed (/dashboard/live): pages only listen.
+class registry_service::impl::live_handler : public net::ws_handler {
+ public:
+  explicit live_handler(std::weak_ptr<impl> service) : service_(std::move(service)) {}
+
+  void on_open(const std::shared_ptr<net::ws_connection>& conn) override {
+    if (auto s = service_.lock()) s->on_strand([conn](impl& self) { self.board.watch(conn); });
+  }
+  void on_message(const std::shared_ptr<net::ws_connection>&, std::string, bool) override {}
+  void on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string&) override {
+    if (auto s = service_.lock()) s->on_strand([id = conn->id()](impl& self) { self.board.unwatch(id); });
+  }
+
+ private:
+  std::weak_ptr<impl> service_;
+};
+
 registry_service::registry_service(boost::asio::io_context& io, registry_config cfg)
     : impl_(std::make_shared<impl>(io, std::move(cfg))) {
   std::weak_ptr<impl> weak = impl_;
   impl_->server->add_websocket("/registry", std::make_shared<impl::socket_handler>(weak));
+  impl_->server->add_websocket("/dashboard/live", std::make_shared<impl::live_handler>(weak));
   impl_->server->set_http_async(
       [weak](const net::http_request& req, std::function<void(net::http_response)> respond) {
         auto self = weak.lock();
@@ -165,6 +208,7 @@ void registry_service::stop() {
   impl_->server->stop();
   impl_->on_strand([](impl& self) {
     self.endpoint.close_all("the registry is stopping");
+    self.board.stop();
     self.timer.cancel();
   });
 }

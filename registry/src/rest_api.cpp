@@ -10,7 +10,8 @@ namespace {
 constexpr const char* endpoints =
     "GET /registry/system/list, GET /registry/system/{bootstrapperId}, POST /registry/deploy, "
     "POST /registry/system/shutdown, POST /registry/system/restart, POST /registry/system/kill, "
-    "POST /registry/system/rate, POST /registry/migrate, GET /registry/health";
+    "POST /registry/system/rate, POST /registry/migrate, GET /registry/health, GET / (the dashboard), GET /metrics, "
+    "GET /health";
 
 std::shared_ptr<spdlog::logger> registry_log() { return logger("registry"); }
 
