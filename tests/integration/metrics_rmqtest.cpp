@@ -1,0 +1,142 @@
+// GET /metrics and GET /health of every daemon, against a real cluster and real RabbitMQ nodes: the
+// Prometheus text parses strictly and its counters equal the messages the test sent; a daemon whose
+// broker or registry is gone says it is not ready, and why.
+#include <gtest/gtest.h>
+
+#include "cluster_fixture.hpp"
+#include "prometheus_text.hpp"
+
+namespace dde::test {
+namespace {
+
+std::string http_base(std::uint16_t port) { return "http://127.0.0.1:" + std::to_string(port); }
+
+/// GET /metrics of the daemon on `port`, parsed; the raw text goes to `raw`.
+prom_text scrape(std::uint16_t port, std::string* raw = nullptr) {
+  auto r = rest("GET", http_base(port) + "/metrics");
+  if (raw) *raw = r.body;
+  if (r.status != 200) {
+    prom_text failed;
+    failed.error = "HTTP " + std::to_string(r.status) + ": " + r.body;
+    return failed;
+  }
+  return parse_prometheus(r.body);
+}
+
+TEST(PrometheusText, TheStrictParserRefusesMalformedText) {
+  EXPECT_TRUE(parse_prometheus("# HELP a_total A.\n# TYPE a_total counter\na_total{x=\"1\\\"\"} 3\n").ok());
+  EXPECT_FALSE(parse_prometheus("a_total 3\n").ok()) << "a sample needs its TYPE";
+  EXPECT_FALSE(parse_prometheus("# TYPE a gauge\na{x=\"1} 3\n").ok());
+  EXPECT_FALSE(parse_prometheus("# TYPE a gauge\na 3\na 4\n").ok()) << "a series twice";
+  EXPECT_FALSE(parse_prometheus("# TYPE a gauge\na three\n").ok());
+  EXPECT_FALSE(parse_prometheus("# TYPE a gauge\n# TYPE b gauge\na 1\nb 1\na{x=\"y\"} 1\n").ok())
+      << "samples of a family must be contiguous";
+  EXPECT_FALSE(parse_prometheus("# TYPE a gauge\na 1").ok()) << "no final newline";
+}
+
+TEST_F(Cluster, MetricsOfEveryDaemonParseAndCountTheMessagesSent) {
+  auto a = node("metrics-a");
+  auto id = node_id(registry, "metrics-a");
+  auto sys = unique_system("metrics");
+  const int n = 600;
+  ASSERT_EQ(deploy_pool(id, sys, "consumer", "consumer", nlohmann::json::object(), 2).status, 200);
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "producer", "producer",
+                               {{"to", sys + "/consumer"}, {"count", n}}))
+                .status,
+            200);
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait));
+
+  const std::string topic = sys + ".consumer";
+  std::string raw;
+  prom_text m;
+  // The last acks reach the broker just after the consumers logged the messages.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        m = scrape(mqs.port, &raw);
+        return m.ok() && m.value("dde_mqs_acked_total", {{"topic", topic}}) == n;
+      },
+      30s))
+      << m.error << "\n"
+      << raw;
+  EXPECT_EQ(m.types["dde_mqs_published_total"], "counter");
+  EXPECT_EQ(m.value("dde_mqs_published_total", {{"topic", topic}}), n) << raw;
+  EXPECT_EQ(m.value("dde_mqs_consumed_total", {{"topic", topic}}), n) << raw;
+  EXPECT_EQ(m.value("dde_mqs_redelivered_total", {{"topic", topic}}), 0) << raw;
+  EXPECT_EQ(m.value("dde_mqs_queue_messages", {{"queue", topic}}), 0) << raw;
+  EXPECT_EQ(m.value("dde_mqs_broker_connected"), 1) << raw;
+  EXPECT_GE(m.value("dde_mqs_websocket_clients").value_or(0), 1) << raw;
+  EXPECT_GT(m.value("process_resident_memory_bytes").value_or(0), 1e6) << raw;
+
+  // The registry's per-pool figures come from the routers (through the activator) and the MQS.
+  prom_text r;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        r = scrape(registry.port, &raw);
+        return r.ok() && r.value("dde_pool_messages_out_total", {{"pool", topic}}) == n;
+      },
+      30s))
+      << r.error << "\n"
+      << raw;
+  EXPECT_EQ(r.value("dde_pool_messages_in_total", {{"pool", topic}, {"node", "metrics-a"}}), n) << raw;
+  EXPECT_EQ(r.value("dde_pool_workers", {{"pool", topic}}), 2) << raw;
+  EXPECT_EQ(r.value("dde_pool_in_flight", {{"pool", topic}}), 0) << raw;
+  EXPECT_EQ(r.value("dde_pool_queue_messages", {{"pool", topic}}), 0) << raw;
+  EXPECT_EQ(r.value("dde_pool_redelivered_total", {{"pool", topic}}), 0) << raw;
+  EXPECT_EQ(r.value("dde_pool_worker_restarts_total", {{"pool", topic}}), 0) << raw;
+  EXPECT_EQ(r.value("dde_registry_nodes"), 1) << raw;
+  EXPECT_GT(r.value("process_resident_memory_bytes").value_or(0), 1e6) << raw;
+
+  auto act = scrape(a.port, &raw);
+  ASSERT_TRUE(act.ok()) << act.error << "\n" << raw;
+  EXPECT_EQ(act.value("dde_activator_websocket_clients", {{"endpoint", "control"}}), 1) << raw;
+  EXPECT_GT(act.value("process_resident_memory_bytes").value_or(0), 1e6) << raw;
+}
+
+TEST_F(Cluster, TheActivatorIsReadyOnlyWhileRegisteredAndTheRegistryAlways) {
+  auto a = node("health-a");
+  auto reg = rest("GET", registry.url() + "/health");
+  EXPECT_EQ(reg.status, 200) << reg.body;
+  EXPECT_EQ(reg.json.value("status", ""), "ready") << reg.body;
+  EXPECT_EQ(reg.json.value("nodes", 0), 1) << reg.body;
+  rest_answer act;
+  ASSERT_TRUE(
+      wait_until([&] { return (act = rest("GET", http_base(a.port) + "/health")).status == 200; }, 10s))
+      << act.body;
+  EXPECT_EQ(act.json.value("bootstrapperId", ""), node_id(registry, "health-a"));
+
+  registry.proc->stop();
+  ASSERT_TRUE(
+      wait_until([&] { return (act = rest("GET", http_base(a.port) + "/health")).status == 503; }, 10s))
+      << act.body;
+  EXPECT_EQ(act.json.value("status", ""), "not ready");
+  EXPECT_NE(act.json.value("reason", "").find("not registered with the registry"), std::string::npos)
+      << act.body;
+}
+
+TEST(Health, TheMqsIsNotReadyWhileItsBrokerIsDownAndReadyAgainWhenItIsBack) {
+  rabbitmq_node broker("mqs-health");
+  broker.start();
+  auto dir = fresh_dir("mqs-health");
+  auto mqs = start_mqs(broker, dir);
+  const auto url = http_base(mqs.port) + "/health";
+  rest_answer h;
+  ASSERT_TRUE(wait_until([&] { return (h = rest("GET", url)).status == 200; }, 30s)) << h.body;
+  EXPECT_EQ(h.json.value("status", ""), "ready");
+
+  broker.stop();
+  ASSERT_TRUE(wait_until([&] { return (h = rest("GET", url)).status == 503; }, 30s)) << h.body;
+  EXPECT_EQ(h.json.value("status", ""), "not ready");
+  EXPECT_NE(h.json.value("reason", "").find("unreachable"), std::string::npos) << h.body;
+  // /metrics still answers while the broker is down, saying so.
+  auto m = scrape(mqs.port);
+  ASSERT_TRUE(m.ok()) << m.error;
+  EXPECT_EQ(m.value("dde_mqs_broker_connected"), 0);
+
+  broker.start();
+  ASSERT_TRUE(wait_until([&] { return (h = rest("GET", url)).status == 200; }, 60s)) << h.body;
+  m = scrape(mqs.port);
+  EXPECT_EQ(m.value("dde_mqs_broker_reconnects_total", {{"connection", "publish"}}), 1);
+}
+
+}  // namespace
+}  // namespace dde::test
