@@ -1,6 +1,7 @@
 #include "rest_api.hpp"
 
 #include "dde/log.hpp"
+#include "dde/metrics.hpp"
 #include "pool_mover.hpp"
 #include "rest_validation.hpp"
 
@@ -109,6 +110,10 @@ void rest_api::deploy(const ordered_json& body, const reply_fn& reply) {
   auto what = d.spec.addr().str();
   auto id = d.bootstrapper_id;
   bool sent = nodes_.request(id, "deploy", {{"body", d.body}}, [reply, id, what](node_answer answer) {
+    metrics_registry::process()
+        .counter("dde_registry_deploys_total", "Deploys a node answered, by result (a plugin that does not load fails).",
+                 {{"result", answer.ok() ? "ok" : "failed"}})
+        .add();
     if (answer.ok())
       registry_log()->info("deploy {} on node {}: ok {}", what, id, answer.result.dump());
     else

@@ -44,6 +44,9 @@ TEST_F(Cluster, MetricsOfEveryDaemonParseAndCountTheMessagesSent) {
                                {{"to", sys + "/consumer"}, {"count", n}}))
                 .status,
             200);
+  auto missing = deploy_body(id, mqs.url(), sys, "ghost", "consumer", nlohmann::json::object());
+  missing["uri"] = (dir / "libnot-there.so").string();
+  EXPECT_EQ(deploy(missing).status, 400);
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait));
 
   const std::string topic = sys + ".consumer";
@@ -84,6 +87,8 @@ TEST_F(Cluster, MetricsOfEveryDaemonParseAndCountTheMessagesSent) {
   EXPECT_EQ(r.value("dde_pool_redelivered_total", {{"pool", topic}}), 0) << raw;
   EXPECT_EQ(r.value("dde_pool_worker_restarts_total", {{"pool", topic}}), 0) << raw;
   EXPECT_EQ(r.value("dde_registry_nodes"), 1) << raw;
+  EXPECT_EQ(r.value("dde_registry_deploys_total", {{"result", "ok"}}), 2) << raw;
+  EXPECT_EQ(r.value("dde_registry_deploys_total", {{"result", "failed"}}), 1) << raw;
   EXPECT_GT(r.value("process_resident_memory_bytes").value_or(0), 1e6) << raw;
 
   auto act = scrape(a.port, &raw);
