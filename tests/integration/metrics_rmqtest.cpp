@@ -23,6 +23,17 @@ prom_text scrape(std::uint16_t port, std::string* raw = nullptr) {
   return parse_prometheus(r.body);
 }
 
+/// Scrapes the daemon on `port` until series `name` with `labels` equals `expected` (30 s at most);
+/// the last scrape, with an error saying what was missing if it never did.
+prom_text scrape_until(std::uint16_t port, const std::string& name,
+                       const std::map<std::string, std::string>& labels, double expected, std::string& raw) {
+  prom_text m;
+  if (wait_until([&] { return (m = scrape(port, &raw)).ok() && m.value(name, labels) == expected; }, 30s))
+    return m;
+  if (m.ok()) m.error = name + " never reached " + std::to_string(expected);
+  return m;
+}
+
 TEST(PrometheusText, TheStrictParserRefusesMalformedText) {
   EXPECT_TRUE(parse_prometheus("# HELP a_total A.\n# TYPE a_total counter\na_total{x=\"1\\\"\"} 3\n").ok());
   EXPECT_FALSE(parse_prometheus("a_total 3\n").ok()) << "a sample needs its TYPE";
@@ -51,16 +62,9 @@ TEST_F(Cluster, MetricsOfEveryDaemonParseAndCountTheMessagesSent) {
 
   const std::string topic = sys + ".consumer";
   std::string raw;
-  prom_text m;
   // The last acks reach the broker just after the consumers logged the messages.
-  ASSERT_TRUE(wait_until(
-      [&] {
-        m = scrape(mqs.port, &raw);
-        return m.ok() && m.value("dde_mqs_acked_total", {{"topic", topic}}) == n;
-      },
-      30s))
-      << m.error << "\n"
-      << raw;
+  auto m = scrape_until(mqs.port, "dde_mqs_acked_total", {{"topic", topic}}, n, raw);
+  ASSERT_TRUE(m.ok()) << m.error << "\n" << raw;
   EXPECT_EQ(m.types["dde_mqs_published_total"], "counter");
   EXPECT_EQ(m.value("dde_mqs_published_total", {{"topic", topic}}), n) << raw;
   EXPECT_EQ(m.value("dde_mqs_consumed_total", {{"topic", topic}}), n) << raw;
@@ -71,15 +75,8 @@ TEST_F(Cluster, MetricsOfEveryDaemonParseAndCountTheMessagesSent) {
   EXPECT_GT(m.value("process_resident_memory_bytes").value_or(0), 1e6) << raw;
 
   // The registry's per-pool figures come from the routers (through the activator) and the MQS.
-  prom_text r;
-  ASSERT_TRUE(wait_until(
-      [&] {
-        r = scrape(registry.port, &raw);
-        return r.ok() && r.value("dde_pool_messages_out_total", {{"pool", topic}}) == n;
-      },
-      30s))
-      << r.error << "\n"
-      << raw;
+  auto r = scrape_until(registry.port, "dde_pool_messages_out_total", {{"pool", topic}}, n, raw);
+  ASSERT_TRUE(r.ok()) << r.error << "\n" << raw;
   EXPECT_EQ(r.value("dde_pool_messages_in_total", {{"pool", topic}, {"node", "metrics-a"}}), n) << raw;
   EXPECT_EQ(r.value("dde_pool_workers", {{"pool", topic}}), 2) << raw;
   EXPECT_EQ(r.value("dde_pool_in_flight", {{"pool", topic}}), 0) << raw;
