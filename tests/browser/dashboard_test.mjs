@@ -77,6 +77,26 @@ try {
   await page.screenshot({ path: env.DDE_SCREENSHOT, fullPage: true });
   check(true, 'screenshot saved to ' + env.DDE_SCREENSHOT);
 
+  // Change the consumer's rate, then migrate it to one worker, from the "Manage a pool" form.
+  const poolOf = async (isolate) => ((await (await fetch(`${registry}/registry/system/${nodeId}`)).json())[system] || [])
+    .find((p) => p.id === `${system}/${isolate}`);
+  const manage = page.locator('#manage-form');
+  const manageMessage = page.locator('#manage-message');
+  await manage.locator('[name=pool]').selectOption(`${nodeId}/${system}/consumer`);
+  await manage.locator('[name=messages]').fill('200');
+  await manage.locator('[name=perMs]').fill('1000');
+  await manage.locator('#rate-button').click();
+  await page.waitForFunction(() => document.querySelector('#manage-message').className.includes('ok'), null, { timeout });
+  const rated = await poolOf('consumer');
+  check(rated.rate && rated.rate.messages === 200 && rated.rate.perMs === 1000,
+    `the rate form set the consumer's rate: ${JSON.stringify(rated.rate)}`);
+  await manage.locator('[name=migrateWorkers]').fill('localhost');
+  await manage.locator('#migrate-button').click();
+  await page.waitForFunction(() => /Migrated/.test(document.querySelector('#manage-message').textContent), null, { timeout });
+  await page.waitForFunction((sel) => document.querySelector(sel + ' .c-workers').textContent.startsWith('1'),
+    `#pools tr[data-pool="${system}/consumer"]`, { timeout });
+  check((await poolOf('consumer')).workersCount === 1, 'the migrate form moved the consumer to one worker: ' + await manageMessage.textContent());
+
   // A bad form shows the API's own error, word for word.
   await form.locator('[name=isolateName]').fill('bad name!');
   await form.locator('button[type=submit]').click();
