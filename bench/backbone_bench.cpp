@@ -7,10 +7,8 @@
 // the same queue kind, message size and prefetch.
 #include <cstdio>
 #include <iostream>
-#include <regex>
-#include <sstream>
 
-#include "cluster.hpp"
+#include "suite/bench_cluster.hpp"
 
 namespace {
 
@@ -22,44 +20,17 @@ struct point {
   double dde_produce = 0, raw_produce = 0, dde_consume = 0, raw_consume = 0;
 };
 
-std::string run_capture(const std::vector<std::string>& argv) {
-  std::string cmd;
-  for (auto& a : argv) cmd += "'" + a + "' ";
-  std::string out;
-  if (FILE* p = ::popen(cmd.c_str(), "r")) {
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    ::pclose(p);
-  }
-  return out;
-}
-
-double parse_rate(const std::string& out) {
-  std::smatch m;
-  if (std::regex_search(out, m, std::regex("rate=([0-9.]+)"))) return std::stod(m[1]);
-  std::cerr << "cannot read a rate from: " << out << "\n";
-  return 0;
-}
-
 double raw(rabbitmq_node& broker, const std::string& queue, const std::string& mode, int prefetch, long n,
            double& consume_rate) {
-  auto bin = bin_path("dde-raw-amqp").string();
-  std::vector<std::string> common{"--host", "127.0.0.1", "--port", std::to_string(broker.port()), "--queue", queue};
-  std::vector<std::string> produce{bin, "produce"};
-  produce.insert(produce.end(), common.begin(), common.end());
-  std::string kind = mode == "at-least-once" ? "quorum" : "transient";
-  std::vector<std::string> extra = mode == "at-least-once"
-                                       ? std::vector<std::string>{"--persistent", "--confirm-window", "1000"}
-                                       : std::vector<std::string>{"--confirm-window", "0"};
-  produce.insert(produce.end(), extra.begin(), extra.end());
-  produce.insert(produce.end(), {"--queue-type", kind});
-  produce.insert(produce.end(), {"--count", std::to_string(n), "--size", "64"});
-  double produce_rate = parse_rate(run_capture(produce));
-  std::vector<std::string> consume{bin, "consume"};
-  consume.insert(consume.end(), common.begin(), common.end());
-  consume.insert(consume.end(),
-                 {"--count", std::to_string(n), "--prefetch", std::to_string(prefetch), "--queue-type", kind});
-  consume_rate = parse_rate(run_capture(consume));
+  std::vector<std::string> common{"--queue", queue, "--count", std::to_string(n)};
+  for (auto& a : dde::bench::raw_mode_args(mode)) common.push_back(a);
+  auto produce = common, consume = common;
+  produce.insert(produce.begin(), "produce");
+  produce.insert(produce.end(), {"--size", "64"});
+  consume.insert(consume.begin(), "consume");
+  consume.insert(consume.end(), {"--prefetch", std::to_string(prefetch)});
+  double produce_rate = dde::bench::run_raw(broker, produce)["rate"];
+  consume_rate = dde::bench::run_raw(broker, consume)["rate"];
   broker.delete_queue(queue);
   return produce_rate;
 }

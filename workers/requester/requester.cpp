@@ -1,8 +1,11 @@
 // requester: asks `to` `count` times (`concurrency` asks in flight) and checks that every reply
 // comes back to this very instance; records round-trip times.
-//   args: {"to": "sys/supplier", "count": 100, "concurrency": 1, "stats_dir": ""}
-//   stats_dir/requester-PID-ID.json: {"asked","replied","misrouted","rtt_us": {"p50","p90","p99","max"}}
+//   args: {"to": "sys/supplier", "count": 100, "concurrency": 1, "stats_dir": "", "rtt_log": false}
+//   stats_dir/requester-PID-ID.json: {"asked","replied","misrouted","first_us","last_us",
+//                                     "rtt_us": {"p50","p90","p99","max"}}
+//   with rtt_log, once finished: stats_dir/requester-PID-ID.rtt, every round trip in µs, one a line.
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <vector>
 
@@ -17,11 +20,13 @@ class requester : public dde::worker {
       : to_(dde::samples::arg_or<std::string>(args(), "to", "")),
         count_(dde::samples::arg_or<std::int64_t>(args(), "count", 100)),
         concurrency_(dde::samples::arg_or<std::int64_t>(args(), "concurrency", 1)),
-        stats_dir_(dde::samples::arg_or<std::string>(args(), "stats_dir", "")) {
+        stats_dir_(dde::samples::arg_or<std::string>(args(), "stats_dir", "")),
+        rtt_log_(dde::samples::arg_or<bool>(args(), "rtt_log", false)) {
     if (to_.empty()) throw std::invalid_argument("requester needs args.to, the address to ask");
   }
 
   void on_start() override {
+    first_us_ = dde::samples::now_us();
     for (std::int64_t i = 0; i < concurrency_ && asked_ < count_; ++i) ask_next();
     write_stats();
   }
@@ -34,7 +39,8 @@ class requester : public dde::worker {
     if (!body.is_object() || body.value("requester", std::string()) != worker_id() || it == sent_us_.end()) {
       ++misrouted_;
     } else {
-      rtt_us_.push_back(dde::samples::now_us() - it->second);
+      last_us_ = dde::samples::now_us();
+      rtt_us_.push_back(last_us_ - it->second);
       sent_us_.erase(it);
       ++replied_;
     }
@@ -56,13 +62,25 @@ class requester : public dde::worker {
     last_write_us_ = now;
     auto sorted = rtt_us_;
     std::sort(sorted.begin(), sorted.end());
+    auto name = "requester-" + dde::samples::pid_text() + "-" + worker_id();
+    if (finished && rtt_log_ && !stats_dir_.empty() && !rtt_written_) {
+      rtt_written_ = true;
+      std::ofstream out(std::filesystem::path(stats_dir_) / (name + ".rtt.tmp"));
+      for (auto us : rtt_us_) out << us << "\n";
+      out.close();
+      std::error_code ec;
+      std::filesystem::rename(std::filesystem::path(stats_dir_) / (name + ".rtt.tmp"),
+                              std::filesystem::path(stats_dir_) / (name + ".rtt"), ec);
+    }
     auto pct = [&](double p) -> std::int64_t {
       if (sorted.empty()) return 0;
       return sorted[std::min(sorted.size() - 1, std::size_t(p * double(sorted.size())))];
     };
     dde::samples::write_stats(
-        stats_dir_, "requester-" + dde::samples::pid_text() + "-" + worker_id() + ".json",
+        stats_dir_, name + ".json",
         {{"asked", asked_},
+         {"first_us", first_us_},
+         {"last_us", last_us_},
          {"replied", replied_},
          {"misrouted", misrouted_},
          {"finished", finished},
@@ -72,6 +90,8 @@ class requester : public dde::worker {
   std::string to_;
   std::int64_t count_, concurrency_;
   std::string stats_dir_;
+  bool rtt_log_, rtt_written_ = false;
+  std::int64_t first_us_ = 0, last_us_ = 0;
   std::int64_t asked_ = 0, replied_ = 0, misrouted_ = 0, last_write_us_ = 0;
   std::map<std::int64_t, std::int64_t> sent_us_;
   std::vector<std::int64_t> rtt_us_;

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# deploy/bench.sh --quick produces every result it promises: a CSV per experiment whose rows have the
+# header's columns and a positive number in every throughput/latency column (a 0 marks a point that
+# did not complete), summary.md with the targets and every table, and one PNG per thesis figure.
+# No throughput is asserted. Usage: bench_smoke_test.sh BUILD_DIR
+set -euo pipefail
+build=$1
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="$build/test-tmp/bench-smoke"
+rm -rf "$out"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+DDE_BUILD_DIR=$build "$root/deploy/bench.sh" --quick --no-build --out "$out" || fail "bench.sh --quick failed"
+
+csvs=(exp1_consumers exp2_message_size exp3_mqs_scaling exp4_production exp5_simultaneous exp6_request_reply exp7_rtt)
+for name in "${csvs[@]}"; do
+  f="$out/$name.csv"
+  [[ -s $f ]] || fail "$name.csv is missing or empty"
+  awk -F, -v name="$name" '
+    NR == 1 { n = NF; for (i = 1; i <= NF; i++) if ($i ~ /^(ours|raw)_/) measured[i] = $i; next }
+    NF != n { printf "%s.csv line %d has %d fields, the header %d\n", name, NR, NF, n; bad = 1 }
+    { for (i in measured) if (!($i ~ /^[0-9.]+$/ && $i + 0 > 0)) {
+        printf "%s.csv line %d: %s = \"%s\" (a point that did not complete)\n", name, NR, measured[i], $i; bad = 1 } }
+    END { if (NR < 2) { printf "%s.csv has no data rows\n", name; bad = 1 } exit bad }' "$f" >&2 ||
+    fail "$name.csv is not well formed"
+done
+
+summary="$out/summary.md"
+[[ -s $summary ]] || fail "summary.md is missing"
+grep -q '^## Targets' "$summary" || fail "summary.md has no targets section"
+for name in "${csvs[@]}"; do grep -q "\`$name.csv\`" "$summary" || fail "summary.md lacks the $name table"; done
+
+plots=(exp1_consumers exp2_consume_size exp2_produce_size exp3_consume_mqs exp3_produce_mqs exp4_production
+  exp5_one_mqs exp5_two_mqs exp6_request_reply exp7_rtt)
+for name in "${plots[@]}"; do
+  png="$out/$name.png"
+  [[ -s $png ]] || fail "$name.png is missing or empty"
+  [[ $(head -c 8 "$png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "$name.png is not a PNG"
+  grep -q "($name.png)" "$summary" || fail "summary.md does not show $name.png"
+done
+echo "PASS: bench.sh --quick wrote ${#csvs[@]} CSV files, summary.md and ${#plots[@]} plots"

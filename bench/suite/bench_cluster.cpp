@@ -1,0 +1,115 @@
+#include "bench_cluster.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+namespace dde::bench {
+namespace fs = std::filesystem;
+using namespace test;
+
+bench_cluster::bench_cluster(fs::path dir, int nodes) : dir_(std::move(dir)), broker_("bench") {
+  broker_.start();
+  registry_ = start_registry(dir_);
+  for (int i = 0; i < nodes; ++i) {
+    auto name = "bench-node-" + std::to_string(i);
+    activators_.push_back(start_activator(registry_, dir_, name));
+    node_ids_.push_back(node_id(registry_, name));
+  }
+}
+
+bench_cluster::~bench_cluster() {
+  probe_.reset();
+  activators_.clear();  // SIGTERM: each stops its isolate systems
+  for (auto& [key, m] : mqs_) m.proc->stop();
+  registry_.proc->stop();
+  broker_.stop();
+}
+
+std::string bench_cluster::mqs_url(int prefetch, int index) {
+  auto key = std::make_pair(prefetch, index);
+  auto it = mqs_.find(key);
+  if (it == mqs_.end()) it = mqs_.emplace(key, start_mqs(broker_, dir_, prefetch)).first;
+  return it->second.url();
+}
+
+void bench_cluster::deploy(int node, const std::string& mqs_url, const pool_request& p) {
+  auto body = deploy_body(node_ids_.at(std::size_t(node)), mqs_url, p.system, p.isolate, p.plugin, p.args,
+                          std::vector<std::string>(std::size_t(p.workers), "localhost"));
+  body["deliveryMode"] = p.mode;
+  body["credits"] = p.credits;
+  auto r = rest("POST", registry_.url() + "/registry/deploy", body.dump());
+  if (r.status != 200)
+    throw std::runtime_error("deploy of " + p.system + "/" + p.isolate + " failed: " + std::to_string(r.status) +
+                             " " + r.body);
+}
+
+void bench_cluster::shutdown(int node, const std::string& system) {
+  rest("POST", registry_.url() + "/registry/system/shutdown",
+       nlohmann::json{{"bootstrapperId", node_ids_.at(std::size_t(node))}, {"isolateSystemName", system}}.dump());
+}
+
+std::uint32_t bench_cluster::queue_depth(const std::string& queue) {
+  try {
+    if (!probe_) probe_ = std::make_unique<detail::amqp_session>(broker_.host(), broker_.port(), "guest", "guest");
+    const auto* ok = amqp_queue_declare(probe_->connection(), detail::amqp_session::channel,
+                                        amqp_cstring_bytes(queue.c_str()), /*passive=*/1, 0, 0, 0, amqp_empty_table);
+    probe_->check_last_rpc("queue.declare passive " + queue);
+    return ok->message_count;
+  } catch (const std::exception&) {
+    probe_.reset();  // a missing queue closes the channel: start over next time
+    return 0;
+  }
+}
+
+std::vector<std::string> raw_mode_args(const std::string& mode) {
+  if (mode == "at-least-once") return {"--queue-type", "quorum", "--persistent", "--confirm-window", "1000"};
+  return {"--queue-type", "transient", "--confirm-window", "0"};
+}
+
+std::map<std::string, double> run_raw(rabbitmq_node& broker, const std::vector<std::string>& args) {
+  std::string cmd = "'" + bin_path("dde-raw-amqp").string() + "'";
+  for (auto& a : args) cmd += " '" + a + "'";
+  cmd += " --port " + std::to_string(broker.port());
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    ::pclose(p);
+  }
+  std::map<std::string, double> result;
+  std::istringstream words(out);
+  std::string word;
+  while (words >> word) {
+    auto eq = word.find('=');
+    if (eq == std::string::npos) continue;
+    try {
+      result[word.substr(0, eq)] = std::stod(word.substr(eq + 1));
+    } catch (const std::exception&) {
+    }
+  }
+  if (!result.count("rate")) {
+    std::cerr << "[bench] dde-raw-amqp gave no rate for: " << cmd << "\n" << out;
+    result.clear();
+  }
+  return result;
+}
+
+double rate(double n, std::int64_t first_us, std::int64_t last_us) {
+  return last_us > first_us ? n / (double(last_us - first_us) / 1e6) : 0;
+}
+
+stats_span read_span(const fs::path& dir, const std::string& prefix, const std::string& field) {
+  stats_span s;
+  for (auto& j : all_stats(dir, prefix)) {
+    auto first = j.value("first_us", std::int64_t(0)), last = j.value("last_us", std::int64_t(0));
+    ++s.files;
+    if (j.value("finished", false)) ++s.finished;
+    s.total += j.value(field, std::int64_t(0));
+    if (first > 0 && (s.first_us == 0 || first < s.first_us)) s.first_us = first;
+    s.last_us = std::max(s.last_us, last);
+  }
+  return s;
+}
+
+}  // namespace dde::bench

@@ -1,0 +1,77 @@
+#pragma once
+// The local cluster of the benchmark suite: one throw-away RabbitMQ node, a dde-registry, several
+// dde-activator nodes and dde-mqs processes started on demand (per prefetch), driven only through
+// the registry's REST API, as a user would. Plus the raw rabbitmq-c baseline (dde-raw-amqp).
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "amqp_session.hpp"
+#include "cluster.hpp"
+
+namespace dde::bench {
+
+/// One pool to deploy: `workers` instances of `plugin` as `system/isolate`.
+struct pool_request {
+  std::string system, isolate, plugin;
+  nlohmann::json args = nlohmann::json::object();
+  int workers = 1;
+  std::string mode = "at-least-once";
+  int credits = 8;
+};
+
+class bench_cluster {
+ public:
+  /// Starts the broker, the registry and `nodes` activators under `dir`.
+  bench_cluster(std::filesystem::path dir, int nodes);
+  ~bench_cluster();
+  bench_cluster(const bench_cluster&) = delete;
+  bench_cluster& operator=(const bench_cluster&) = delete;
+
+  int nodes() const { return int(node_ids_.size()); }
+  test::rabbitmq_node& broker() { return broker_; }
+  const std::filesystem::path& dir() const { return dir_; }
+
+  /// The WebSocket URL of MQS number `index` among those with `prefetch` (started on first use).
+  std::string mqs_url(int prefetch, int index = 0);
+  /// Deploys `pool` on node `node` attached to `mqs_url` (POST /registry/deploy); throws on failure.
+  void deploy(int node, const std::string& mqs_url, const pool_request& pool);
+  /// Stops isolate system `system` on node `node` (POST /registry/system/shutdown).
+  void shutdown(int node, const std::string& system);
+  /// Messages ready in `queue` (0 when it does not exist yet), over one kept connection: polling
+  /// with a new connection each time would load the broker being measured.
+  std::uint32_t queue_depth(const std::string& queue);
+
+ private:
+  std::filesystem::path dir_;
+  test::rabbitmq_node broker_;
+  test::registry_process registry_;
+  std::vector<test::activator_process> activators_;
+  std::vector<std::string> node_ids_;
+  std::map<std::pair<int, int>, test::mqs_process> mqs_;
+  std::unique_ptr<test::detail::amqp_session> probe_;
+};
+
+/// Queue settings of the raw baseline matching a DDE delivery mode (same queue kind, persistence,
+/// publisher confirms as dde-mqs uses).
+std::vector<std::string> raw_mode_args(const std::string& mode);
+
+/// Runs dde-raw-amqp with `args` against `broker`; its result line as key -> number ("rate", "p50_us", ...).
+/// Empty when it failed (its stderr is echoed).
+std::map<std::string, double> run_raw(test::rabbitmq_node& broker, const std::vector<std::string>& args);
+
+/// A throughput of `n` messages over [first_us, last_us]; 0 when the interval is empty.
+double rate(double n, std::int64_t first_us, std::int64_t last_us);
+
+/// Min of `first_us` and max of `last_us` over the stats files `prefix*` in `dir`, summed `field`.
+struct stats_span {
+  std::int64_t first_us = 0, last_us = 0, total = 0;
+  std::size_t files = 0, finished = 0;
+};
+stats_span read_span(const std::filesystem::path& dir, const std::string& prefix, const std::string& field);
+
+}  // namespace dde::bench

@@ -1,0 +1,216 @@
+#include "experiments.hpp"
+
+#include <algorithm>
+
+namespace dde::bench {
+namespace {
+
+/// Messages per consumption point: enough for a few seconds at the expected rate.
+long consume_count(const suite_context& ctx, const std::string& mode, int prefetch, int size = 64) {
+  long n = prefetch <= 1 ? (mode == "at-least-once" ? 4000 : 8000) : prefetch <= 8 ? 24000 : 40000;
+  if (size > 1024) n = std::max(2000L, n * 1024 / size * 4);
+  return ctx.quick ? n / 2 : n;
+}
+
+std::string short_mode(const std::string& mode) { return mode == "at-least-once" ? "ALO" : "AMO"; }
+
+/// One producer fills a queue (production measured at the broker), then consumers drain it; the
+/// raw baseline does the same.
+struct flow_point {
+  production produced;
+  double consumed = 0;
+  raw_flow raw;
+};
+
+flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int prefetch, int mqs_count, int producers,
+                             int consumers, int size, long n) {
+  auto& c = ctx.cluster;
+  auto s = ctx.next(mode, ctx.mqs(prefetch, mqs_count));
+  flow_point f;
+  f.produced = produce(c, s, n, producers, size, true);
+  if (consumers > 0) {
+    const int used = start_consumers(c, s, consumers, std::max(8, prefetch));
+    f.consumed = await_consumed(s, n / producers * producers);
+    stop_systems(c, s.system, used);
+  }
+  c.broker().delete_queue(s.system + ".consumer");
+  f.raw = raw_produce_consume(c, mode, n, size, producers, consumers, prefetch);
+  return f;
+}
+
+}  // namespace
+
+std::vector<std::string> suite_context::mqs(int prefetch, int count) {
+  std::vector<std::string> urls;
+  for (int i = 0; i < count; ++i) urls.push_back(cluster.mqs_url(prefetch, i));
+  return urls;
+}
+
+setup suite_context::next(const std::string& mode, std::vector<std::string> urls) {
+  setup s;
+  s.system = "b" + std::to_string(++point) + "x" + std::to_string(::getpid());
+  s.mode = mode;
+  s.mqs = std::move(urls);
+  s.stats_dir = cluster.dir() / s.system;
+  std::filesystem::create_directories(s.stats_dir);
+  return s;
+}
+
+table exp1_consumers(suite_context& ctx) {
+  table t{"exp1_consumers", "Thesis fig. 5.1: consumption throughput vs consumers, per prefetch (64 B)",
+          {"mode", "prefetch", "consumers", "messages", "ours_msg_s", "raw_msg_s", "ratio"}};
+  const std::vector<int> consumers = ctx.quick ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8, 16, 32};
+  const std::vector<int> prefetches = ctx.quick ? std::vector<int>{1, 64} : std::vector<int>{1, 4, 8, 16, 64};
+  for (auto& mode : delivery_modes)
+    for (int p : prefetches)
+      for (int n_consumers : consumers) {
+        long n = consume_count(ctx, mode, p);
+        auto f = fill_then_consume(ctx, mode, p, 1, 1, n_consumers, 64, n);
+        t.add({mode, std::to_string(p), std::to_string(n_consumers), std::to_string(n), num(f.consumed),
+               num(f.raw.consume), ratio(f.consumed, f.raw.consume)});
+        auto key = "consume." + mode + ".p" + std::to_string(p) + ".c" + std::to_string(n_consumers);
+        ctx.headline[key + ".ours"] = f.consumed;
+        ctx.headline[key + ".raw"] = f.raw.consume;
+        ctx.clock.line("exp1 " + short_mode(mode) + " prefetch " + std::to_string(p) + " consumers " +
+                       std::to_string(n_consumers) + ": ours " + num(f.consumed) + " msg/s, raw " +
+                       num(f.raw.consume) + ", ratio " + ratio(f.consumed, f.raw.consume));
+      }
+  return t;
+}
+
+table exp2_message_size(suite_context& ctx) {
+  table t{"exp2_message_size",
+          "Thesis figs. 5.2/5.3: consumption (8 consumers, prefetch 8) and production (1 producer) vs message size",
+          {"mode", "size", "messages", "ours_consume", "raw_consume", "consume_ratio", "ours_produce", "raw_produce",
+           "produce_ratio"}};
+  const std::vector<int> sizes = ctx.quick ? std::vector<int>{64, 4096, 65536}
+                                           : std::vector<int>{64, 256, 512, 1024, 4096, 16384, 65536};
+  for (auto& mode : delivery_modes)
+    for (int size : sizes) {
+      long n = consume_count(ctx, mode, 8, size);
+      auto f = fill_then_consume(ctx, mode, 8, 1, 1, 8, size, n);
+      t.add({mode, std::to_string(size), std::to_string(n), num(f.consumed), num(f.raw.consume),
+             ratio(f.consumed, f.raw.consume), num(f.produced.at_broker), num(f.raw.produce),
+             ratio(f.produced.at_broker, f.raw.produce)});
+      ctx.clock.line("exp2 " + short_mode(mode) + " size " + std::to_string(size) + ": consume ours " +
+                     num(f.consumed) + " raw " + num(f.raw.consume) + "; produce ours " +
+                     num(f.produced.at_broker) + " raw " + num(f.raw.produce));
+    }
+  return t;
+}
+
+table exp3_mqs_scaling(suite_context& ctx) {
+  table t{"exp3_mqs_scaling",
+          "Thesis figs. 5.4/5.5: consumption (prefetch 8) and production (at the broker) with 1, 2, 4 MQS",
+          {"kind", "mode", "mqs", "clients", "messages", "ours_msg_s", "raw_msg_s", "ratio"}};
+  const std::vector<int> mqs_counts = ctx.quick ? std::vector<int>{1, 2} : std::vector<int>{1, 2, 4};
+  const std::vector<int> consumers = ctx.quick ? std::vector<int>{4} : std::vector<int>{4, 8, 16, 32};
+  const std::vector<int> producers = ctx.quick ? std::vector<int>{2} : std::vector<int>{1, 2, 4, 8};
+  for (auto& mode : delivery_modes)
+    for (int m : mqs_counts) {
+      for (int n_consumers : consumers) {
+        long n = consume_count(ctx, mode, 8);
+        auto f = fill_then_consume(ctx, mode, 8, m, 1, n_consumers, 64, n);
+        t.add({"consume", mode, std::to_string(m), std::to_string(n_consumers), std::to_string(n), num(f.consumed),
+               num(f.raw.consume), ratio(f.consumed, f.raw.consume)});
+        ctx.clock.line("exp3 consume " + short_mode(mode) + " " + std::to_string(m) + " MQS, " +
+                       std::to_string(n_consumers) + " consumers: ours " + num(f.consumed) + " raw " +
+                       num(f.raw.consume));
+      }
+      for (int n_producers : producers) {
+        long n = (ctx.quick ? 20000 : 40000) / n_producers * n_producers;
+        auto f = fill_then_consume(ctx, mode, 8, m, n_producers, 0, 64, n);
+        t.add({"produce", mode, std::to_string(m), std::to_string(n_producers), std::to_string(n),
+               num(f.produced.at_broker), num(f.raw.produce), ratio(f.produced.at_broker, f.raw.produce)});
+        ctx.clock.line("exp3 produce " + short_mode(mode) + " " + std::to_string(m) + " MQS, " +
+                       std::to_string(n_producers) + " producers: ours " + num(f.produced.at_broker) + " raw " +
+                       num(f.raw.produce));
+      }
+    }
+  return t;
+}
+
+table exp4_production(suite_context& ctx) {
+  table t{"exp4_production", "Thesis fig. 5.6: production measured at the isolates vs at the broker (64 B)",
+          {"mode", "producers", "messages", "ours_at_isolates", "ours_at_broker", "raw_at_client", "raw_at_broker",
+           "broker_ratio"}};
+  const std::vector<int> producers = ctx.quick ? std::vector<int>{1, 2} : std::vector<int>{1, 2, 4, 8};
+  for (auto& mode : delivery_modes)
+    for (int n_producers : producers) {
+      long n = (ctx.quick ? 20000 : 40000) / n_producers * n_producers;
+      auto f = fill_then_consume(ctx, mode, 8, 1, n_producers, 0, 64, n);
+      t.add({mode, std::to_string(n_producers), std::to_string(n), num(f.produced.at_isolates),
+             num(f.produced.at_broker), num(f.raw.produce_client), num(f.raw.produce),
+             ratio(f.produced.at_broker, f.raw.produce)});
+      auto key = "produce." + mode + ".n" + std::to_string(n_producers);
+      ctx.headline[key + ".ours"] = f.produced.at_broker;
+      ctx.headline[key + ".raw"] = f.raw.produce;
+      ctx.clock.line("exp4 " + short_mode(mode) + " " + std::to_string(n_producers) + " producers: at isolates " +
+                     num(f.produced.at_isolates) + ", at broker " + num(f.produced.at_broker) + ", raw " +
+                     num(f.raw.produce) + ", ratio " + ratio(f.produced.at_broker, f.raw.produce));
+    }
+  return t;
+}
+
+table exp5_simultaneous(suite_context& ctx) {
+  table t{"exp5_simultaneous",
+          "Thesis figs. 5.7/5.8: production and consumption at the same time, one MQS vs two (prefetch 64)",
+          {"mode", "mqs", "pairs", "messages", "ours_produce", "ours_consume", "raw_produce", "raw_consume",
+           "produce_ratio", "consume_ratio"}};
+  const std::vector<int> pairs = ctx.quick ? std::vector<int>{2} : std::vector<int>{1, 2, 4};
+  auto& c = ctx.cluster;
+  for (auto& mode : delivery_modes)
+    for (int m : {1, 2})
+      for (int k : pairs) {
+        long n = (ctx.quick ? 20000 : 40000) / k * k;
+        auto urls = ctx.mqs(64, m);
+        auto consumers = ctx.next(mode, {urls.back()});
+        auto producers = consumers;
+        producers.mqs = {urls.front()};  // with two MQS, producers on one and consumers on the other
+        const int used = start_consumers(c, consumers, k, 64);
+        auto produced = produce(c, producers, n, k, 64, false);
+        double consumed = await_consumed(consumers, n);
+        stop_systems(c, consumers.system, used, consumers.system + ".consumer");
+        auto raw = raw_simultaneous(c, mode, n, k, k, 64);
+        t.add({mode, std::to_string(m), std::to_string(k), std::to_string(n), num(produced.at_isolates),
+               num(consumed), num(raw.produce), num(raw.consume), ratio(produced.at_isolates, raw.produce),
+               ratio(consumed, raw.consume)});
+        ctx.clock.line("exp5 " + short_mode(mode) + " " + std::to_string(m) + " MQS, " + std::to_string(k) +
+                       " producers + consumers: produce ours " + num(produced.at_isolates) + " raw " +
+                       num(raw.produce) + "; consume ours " + num(consumed) + " raw " + num(raw.consume));
+      }
+  return t;
+}
+
+std::vector<table> exp6_7_request_reply(suite_context& ctx) {
+  table rr{"exp6_request_reply", "Thesis fig. 5.9: request-reply throughput vs requesters and suppliers",
+           {"mode", "requesters", "suppliers", "asks", "ours_msg_s", "raw_msg_s", "ratio"}};
+  table rtt{"exp7_rtt", "Thesis fig. 5.10: request-reply round-trip time (ms)",
+            {"mode", "requesters", "suppliers", "ours_p50", "ours_p90", "ours_p99", "ours_max", "raw_p50", "raw_p90",
+             "raw_p99", "raw_max"}};
+  const std::vector<int> requesters = ctx.quick ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8, 16};
+  const std::vector<int> suppliers = ctx.quick ? std::vector<int>{1} : std::vector<int>{1, 4};
+  for (auto& mode : delivery_modes)
+    for (int s : suppliers)
+      for (int r : requesters) {
+        long asks = r == 1 ? (ctx.quick ? 400 : 2000) : (ctx.quick ? 100 : 400);
+        auto ours = ask(ctx.cluster, ctx.next(mode, ctx.mqs(8, 1)), r, s, asks);
+        auto raw = raw_ask(ctx.cluster, mode, r, s, asks);
+        rr.add({mode, std::to_string(r), std::to_string(s), std::to_string(asks * r), num(ours.rate), num(raw.rate),
+                ratio(ours.rate, raw.rate)});
+        rtt.add({mode, std::to_string(r), std::to_string(s), num(ours.p50_ms, 2), num(ours.p90_ms, 2),
+                 num(ours.p99_ms, 2), num(ours.max_ms, 2), num(raw.p50_ms, 2), num(raw.p90_ms, 2),
+                 num(raw.p99_ms, 2), num(raw.max_ms, 2)});
+        if (r == 1 && s == 1) {
+          ctx.headline["rtt." + mode + ".p50"] = ours.p50_ms;
+          ctx.headline["rtt." + mode + ".p99"] = ours.p99_ms;
+        }
+        ctx.clock.line("exp6/7 " + short_mode(mode) + " " + std::to_string(r) + " requesters, " + std::to_string(s) +
+                       " suppliers: ours " + num(ours.rate) + " msg/s (p50 " + num(ours.p50_ms, 2) + " ms, p99 " +
+                       num(ours.p99_ms, 2) + " ms), raw " + num(raw.rate) + " (p50 " + num(raw.p50_ms, 2) +
+                       " ms, p99 " + num(raw.p99_ms, 2) + " ms)");
+      }
+  return {rr, rtt};
+}
+
+}  // namespace dde::bench

@@ -1,0 +1,37 @@
+#pragma once
+// The experiments of thesis section 5.2, each a function filling one table (two for request-reply).
+#include <map>
+#include <string>
+#include <vector>
+
+#include "measure.hpp"
+#include "report.hpp"
+
+namespace dde::bench {
+
+/// What every experiment shares: the cluster, --quick, progress, and the headline figures the
+/// summary checks against the targets (e.g. "consume.at-most-once.p64.c1.ours").
+struct suite_context {
+  bench_cluster& cluster;
+  bool quick;
+  progress clock;
+  std::map<std::string, double> headline;
+  int point = 0;
+
+  /// A fresh system name and stats directory for the next point, its pools on `mqs`.
+  setup next(const std::string& mode, std::vector<std::string> mqs);
+  /// `count` MQS URLs with `prefetch`.
+  std::vector<std::string> mqs(int prefetch, int count);
+};
+
+inline const std::vector<std::string> delivery_modes{"at-most-once", "at-least-once"};
+
+table exp1_consumers(suite_context& ctx);
+table exp2_message_size(suite_context& ctx);
+table exp3_mqs_scaling(suite_context& ctx);
+table exp4_production(suite_context& ctx);
+table exp5_simultaneous(suite_context& ctx);
+/// Request-reply throughput (exp 6) and, from the same runs, round-trip times (exp 7).
+std::vector<table> exp6_7_request_reply(suite_context& ctx);
+
+}  // namespace dde::bench

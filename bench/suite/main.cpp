@@ -1,0 +1,161 @@
+// dde-bench-suite: thesis section 5.2's experiments 1-7 on a local cluster it starts itself (a
+// throw-away RabbitMQ node, dde-registry, 4 dde-activator nodes, dde-mqs processes), every point
+// next to the raw rabbitmq-c baseline. Writes one CSV per experiment and summary.md to --out;
+// deploy/bench.sh runs it and draws the plots (bench/plots/*.gp).
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <thread>
+
+#include "experiments.hpp"
+
+namespace {
+
+using namespace dde::bench;
+namespace fs = std::filesystem;
+
+constexpr const char* usage = R"(usage: dde-bench-suite --out DIR [--quick] [--only 1,2,...]
+  --out DIR    where the CSV files and summary.md go (created)
+  --quick      few points, short runs (the CI smoke run)
+  --only LIST  run only these experiments (1-7; 6 and 7 come from the same runs)
+)";
+
+std::string first_line_with(const std::string& file, const std::string& key) {
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(key, 0) == 0) {
+      auto value = line.substr(line.find(':') + 1);
+      return value.substr(std::min(value.size(), value.find_first_not_of(" \t")));
+    }
+  return "?";
+}
+
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+std::string target_line(const std::string& what, double value, double goal, bool at_least, const std::string& unit) {
+  bool met = at_least ? value >= goal : value < goal;
+  return "| " + what + " | " + (at_least ? ">= " : "< ") + num(goal, unit.empty() ? 2 : 0) + unit + " | " +
+         num(value, unit == " msg/s" ? 0 : 2) + unit + " | " + (value > 0 ? (met ? "met" : "**missed**") : "not measured") +
+         " |\n";
+}
+
+std::string targets(std::map<std::string, double>& h) {
+  auto r = [&](const std::string& key) {
+    return h[key + ".raw"] > 0 ? h[key + ".ours"] / h[key + ".raw"] : 0.0;
+  };
+  std::string md = "## Targets (issue 6)\n\n| target | goal | measured | |\n|---|---|---|---|\n";
+  md += target_line("AMO consumption / raw, prefetch 64, 64 B, 1 consumer", r("consume.at-most-once.p64.c1"), 0.5,
+                    true, "");
+  md += target_line("ALO consumption / raw, prefetch 64, 64 B, 1 consumer", r("consume.at-least-once.p64.c1"), 0.35,
+                    true, "");
+  md += target_line("AMO production at the broker / raw publish (1 producer)", r("produce.at-most-once.n1"), 0.5,
+                    true, "");
+  md += target_line("ALO production at the broker / raw publish (1 producer)", r("produce.at-least-once.n1"), 0.5,
+                    true, "");
+  for (auto mode : {"at-most-once", "at-least-once"}) {
+    md += target_line(std::string("request-reply RTT p50, 1 requester, 1 supplier, ") + mode,
+                      h[std::string("rtt.") + mode + ".p50"], 1, false, " ms");
+    md += target_line(std::string("request-reply RTT p99, 1 requester, 1 supplier, ") + mode,
+                      h[std::string("rtt.") + mode + ".p99"], 5, false, " ms");
+  }
+  double best = 0;
+  for (auto& [k, v] : h)
+    if (k.rfind("consume.at-most-once.p64.", 0) == 0 && k.size() > 5 && k.substr(k.size() - 5) == ".ours")
+      best = std::max(best, v);
+  md += target_line("best AMO consumption, prefetch 64, 64 B (5x the thesis's 8,400)", best, 42000, true, " msg/s");
+  return md;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  fs::path out;
+  std::set<int> only;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--quick") {
+      quick = true;
+    } else if (a == "--out" && i + 1 < argc) {
+      out = argv[++i];
+    } else if (a == "--only" && i + 1 < argc) {
+      std::string list = argv[++i];
+      for (std::size_t p = 0; p < list.size(); p = list.find(',', p) == std::string::npos ? list.size() : list.find(',', p) + 1)
+        only.insert(std::stoi(list.substr(p)));
+    } else {
+      std::cerr << (a == "--help" ? "" : "dde-bench-suite: bad argument " + a + "\n") << usage;
+      return a == "--help" ? 0 : 2;
+    }
+  }
+  if (out.empty()) {
+    std::cerr << usage;
+    return 2;
+  }
+  auto runs = [&](int e) { return only.empty() || only.count(e); };
+  try {
+    fs::create_directories(out);
+    const std::string load_before = load_average();
+    const std::time_t started = std::time(nullptr);
+    progress clock;
+    clock.line(std::string("starting RabbitMQ, dde-registry and 4 dde-activator nodes") + (quick ? " (--quick)" : ""));
+    bench_cluster cluster(dde::test::fresh_dir("bench-suite"), 4);
+    suite_context ctx{cluster, quick, clock, {}, 0};
+    std::vector<table> tables;
+    auto run = [&](int e, auto fn) {
+      if (!runs(e)) return;
+      ctx.clock.line("experiment " + std::to_string(e));
+      auto t = fn(ctx);
+      t.write_csv(out);
+      tables.push_back(std::move(t));
+    };
+    run(1, exp1_consumers);
+    run(2, exp2_message_size);
+    run(3, exp3_mqs_scaling);
+    run(4, exp4_production);
+    run(5, exp5_simultaneous);
+    if (runs(6) || runs(7)) {
+      ctx.clock.line("experiments 6 and 7");
+      for (auto& t : exp6_7_request_reply(ctx)) {
+        t.write_csv(out);
+        tables.push_back(std::move(t));
+      }
+    }
+    char date[64];
+    std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&started));
+    utsname u{};
+    ::uname(&u);
+    std::ofstream md(out / "summary.md");
+    md << "# DDE benchmark suite" << (quick ? " (--quick: few points, short runs)" : "") << "\n\n"
+       << "Run " << date << ", " << num(ctx.clock.elapsed_s()) << " s. Machine: " << std::thread::hardware_concurrency()
+       << " CPUs (" << first_line_with("/proc/cpuinfo", "model name") << "), "
+       << first_line_with("/proc/meminfo", "MemTotal") << " RAM, " << u.sysname << " " << u.release
+       << "; RabbitMQ, dde-mqs, the isolate systems and the raw client all on this machine. Load average "
+       << load_before << " before, " << load_average() << " after.\n\n"
+       << "Every point runs through the deployment path (registry -> activator -> isolate systems -> dde-mqs -> "
+          "RabbitMQ) and then the raw rabbitmq-c client (`dde-raw-amqp`) with the same message size, prefetch, "
+          "connections and queue kind, in the same run; `ratio` is ours/raw. at-most-once: non-durable classic "
+          "queue, transient messages, no confirms (raw acks each message). at-least-once: quorum queue, "
+          "persistent messages, publisher confirms (raw: window 1000), ack after the worker is done.\n\n"
+       << targets(ctx.headline) << "\n";
+    for (auto& t : tables) md << "## " << t.title << "\n\n`" << t.name << ".csv`\n\n" << t.markdown() << "\n";
+    md << "## Plots\n\n";
+    for (auto plot : {"exp1_consumers", "exp2_consume_size", "exp2_produce_size", "exp3_consume_mqs",
+                      "exp3_produce_mqs", "exp4_production", "exp5_one_mqs", "exp5_two_mqs", "exp6_request_reply",
+                      "exp7_rtt"})
+      md << "![" << plot << "](" << plot << ".png)\n";
+    clock.line("done: " + out.string());
+  } catch (const std::exception& e) {
+    std::cerr << "dde-bench-suite: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,185 @@
+#include "measure.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <future>
+#include <iostream>
+
+namespace dde::bench {
+namespace fs = std::filesystem;
+using namespace test;
+
+namespace {
+
+constexpr auto point_timeout = 300s;
+
+/// Spreads `workers` over min(workers, nodes) pools; calls fn(node, workers_on_it).
+template <class F>
+int spread(int workers, int nodes, F fn) {
+  const int used = std::max(1, std::min(workers, nodes));
+  for (int j = 0; j < used; ++j) fn(j, workers / used + (j < workers % used ? 1 : 0));
+  return used;
+}
+
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string unique_queue() {
+  static std::atomic<int> n{0};
+  return "rawbench" + std::to_string(::getpid()) + "x" + std::to_string(n++);
+}
+
+}  // namespace
+
+production produce(bench_cluster& c, const setup& s, long n, int producers, int size, bool at_broker) {
+  const std::string psys = s.system + "p", queue = s.system + ".consumer";
+  const long count = n / producers;  // every worker of a pool gets the same args
+  const long assigned = count * producers;
+  const int used = spread(producers, c.nodes(), [&](int node, int workers) {
+    c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()],
+             {psys, "producer", "producer",
+              {{"to", s.system + "/consumer"}, {"count", count}, {"size", size}, {"stats_dir", s.stats_dir}},
+              workers, s.mode, 8});
+  });
+  production p;
+  bool ok = at_broker ? wait_until([&] { return c.queue_depth(queue) >= std::uint32_t(assigned); },
+                                   point_timeout, 5ms)
+                      : wait_until([&] { return read_span(s.stats_dir, "producer-", "sent").finished >=
+                                                std::size_t(producers); },
+                                   point_timeout, 10ms);
+  const auto reached_us = now_us();
+  wait_until([&] { return read_span(s.stats_dir, "producer-", "sent").finished >= std::size_t(producers); }, 30s);
+  auto span = read_span(s.stats_dir, "producer-", "sent");
+  if (ok) {
+    p.at_isolates = rate(double(span.total), span.first_us, span.last_us);
+    if (at_broker) p.at_broker = rate(double(assigned), span.first_us, reached_us);
+  } else {
+    std::cerr << "[bench] production did not finish (" << span.total << " of " << assigned << " sent)\n";
+  }
+  for (int j = 0; j < used; ++j) c.shutdown(j, psys);
+  return p;
+}
+
+int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits) {
+  return spread(consumers, c.nodes(), [&](int node, int workers) {
+    c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()],
+             {s.system, "consumer", "consumer", {{"stats_dir", s.stats_dir}}, workers, s.mode, credits});
+  });
+}
+
+double await_consumed(const setup& s, long n) {
+  auto received = [&] { return read_span(s.stats_dir, "consumer-", "received").total; };
+  if (!wait_until([&] { return received() >= n; }, point_timeout, 20ms)) {
+    std::cerr << "[bench] consumption did not finish (" << received() << " of " << n << ")\n";
+    return 0;
+  }
+  auto span = read_span(s.stats_dir, "consumer-", "received");
+  return rate(double(span.total - 1), span.first_us, span.last_us);
+}
+
+void stop_systems(bench_cluster& c, const std::string& system, int nodes, const std::string& queue) {
+  for (int j = 0; j < nodes; ++j) c.shutdown(j, system);
+  if (!queue.empty()) c.broker().delete_queue(queue);
+}
+
+request_reply ask(bench_cluster& c, const setup& s, int requesters, int suppliers, long asks) {
+  c.deploy(0, s.mqs.front(), {s.system, "supplier", "supplier", {}, suppliers, s.mode, 8});
+  const std::string rsys = s.system + "r";
+  const int used = spread(requesters, c.nodes(), [&](int node, int workers) {
+    c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()],
+             {rsys, "requester", "requester",
+              {{"to", s.system + "/supplier"}, {"count", asks}, {"stats_dir", s.stats_dir}, {"rtt_log", true}},
+              workers, s.mode, 8});
+  });
+  request_reply r;
+  if (wait_until([&] { return read_span(s.stats_dir, "requester-", "replied").finished >= std::size_t(requesters); },
+                 point_timeout, 20ms)) {
+    auto span = read_span(s.stats_dir, "requester-", "replied");
+    r.rate = rate(double(span.total), span.first_us, span.last_us);
+    std::vector<std::int64_t> rtts;
+    for (auto& e : fs::directory_iterator(s.stats_dir))
+      if (e.path().extension() == ".rtt") {
+        std::ifstream in(e.path());
+        for (std::int64_t us; in >> us;) rtts.push_back(us);
+      }
+    std::sort(rtts.begin(), rtts.end());
+    auto pct = [&](double p) {
+      return rtts.empty() ? 0.0 : double(rtts[std::min(rtts.size() - 1, std::size_t(p * double(rtts.size())))]) / 1e3;
+    };
+    r.p50_ms = pct(0.5), r.p90_ms = pct(0.9), r.p99_ms = pct(0.99), r.max_ms = rtts.empty() ? 0 : double(rtts.back()) / 1e3;
+  } else {
+    std::cerr << "[bench] request-reply did not finish\n";
+  }
+  stop_systems(c, rsys, used);
+  stop_systems(c, s.system, 1, s.system + ".supplier");
+  return r;
+}
+
+raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, int size, int producers,
+                             int consumers, int prefetch) {
+  auto queue = unique_queue();
+  std::vector<std::string> base{"--queue", queue, "--count", std::to_string(n), "--size", std::to_string(size)};
+  for (auto& a : raw_mode_args(mode)) base.push_back(a);
+  auto produce_args = base;
+  produce_args.insert(produce_args.begin(), "produce");
+  produce_args.insert(produce_args.end(), {"--connections", std::to_string(producers)});
+  auto produced = run_raw(c.broker(), produce_args);
+  raw_flow f;
+  f.produce = produced.count("rate") ? produced["rate"] : 0;
+  f.produce_client = produced.count("client_rate") ? produced["client_rate"] : 0;
+  if (consumers > 0) {
+    auto consume_args = base;
+    consume_args.insert(consume_args.begin(), "consume");
+    consume_args.insert(consume_args.end(),
+                        {"--connections", std::to_string(consumers), "--prefetch", std::to_string(prefetch)});
+    auto consumed = run_raw(c.broker(), consume_args);
+    f.consume = consumed.count("rate") ? consumed["rate"] : 0;
+  }
+  c.broker().delete_queue(queue);
+  return f;
+}
+
+raw_flow raw_simultaneous(bench_cluster& c, const std::string& mode, long n, int producers, int consumers,
+                          int prefetch) {
+  auto queue = unique_queue();
+  std::vector<std::string> base{"--queue", queue, "--count", std::to_string(n)};
+  for (auto& a : raw_mode_args(mode)) base.push_back(a);
+  auto consume_args = base, produce_args = base;
+  consume_args.insert(consume_args.begin(), "consume");
+  consume_args.insert(consume_args.end(),
+                      {"--connections", std::to_string(consumers), "--prefetch", std::to_string(prefetch)});
+  produce_args.insert(produce_args.begin(), "produce");
+  produce_args.insert(produce_args.end(), {"--connections", std::to_string(producers)});
+  auto consumed = std::async(std::launch::async, [&] { return run_raw(c.broker(), consume_args); });
+  auto produced = run_raw(c.broker(), produce_args);
+  auto got = consumed.get();
+  c.broker().delete_queue(queue);
+  raw_flow f;
+  f.produce = produced.count("rate") ? produced["rate"] : 0;  // at the broker (raw has no isolate)
+  f.consume = got.count("rate") ? got["rate"] : 0;
+  return f;
+}
+
+request_reply raw_ask(bench_cluster& c, const std::string& mode, int requesters, int suppliers, long asks) {
+  auto queue = unique_queue();
+  std::vector<std::string> args{"rpc", "--queue", queue, "--count", std::to_string(asks * requesters),
+                                "--connections", std::to_string(requesters), "--suppliers",
+                                std::to_string(suppliers), "--prefetch", "8", "--size", "64"};
+  if (mode == "at-least-once")
+    args.insert(args.end(), {"--queue-type", "quorum", "--persistent"});
+  else
+    args.insert(args.end(), {"--queue-type", "transient"});
+  auto r = run_raw(c.broker(), args);
+  c.broker().delete_queue(queue);
+  request_reply out;
+  if (r.empty()) return out;
+  out.rate = r["rate"];
+  out.p50_ms = r["p50_us"] / 1e3, out.p90_ms = r["p90_us"] / 1e3, out.p99_ms = r["p99_us"] / 1e3;
+  out.max_ms = r["max_us"] / 1e3;
+  return out;
+}
+
+}  // namespace dde::bench
