@@ -91,7 +91,8 @@ request_reply ask(bench_cluster& c, const setup& s, int requesters, int supplier
   const int used = spread(requesters, c.nodes(), [&](int node, int workers) {
     c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()],
              {rsys, "requester", "requester",
-              {{"to", s.system + "/supplier"}, {"count", asks}, {"stats_dir", s.stats_dir}, {"rtt_log", true}},
+              {{"to", s.system + "/supplier"}, {"count", asks}, {"stats_dir", s.stats_dir}, {"rtt_log", true},
+               {"timeout_ms", 5000}},
               workers, s.mode, 8});
   });
   request_reply r;
@@ -99,6 +100,8 @@ request_reply ask(bench_cluster& c, const setup& s, int requesters, int supplier
                  point_timeout, 20ms)) {
     auto span = read_span(s.stats_dir, "requester-", "replied");
     r.rate = rate(double(span.total), span.first_us, span.last_us);
+    r.lost = long(read_span(s.stats_dir, "requester-", "lost").total);
+    if (r.lost > 0) std::cerr << "[bench] " << r.lost << " ask(s) got no reply within 5 s\n";
     std::vector<std::int64_t> rtts;
     for (auto& e : fs::directory_iterator(s.stats_dir))
       if (e.path().extension() == ".rtt") {

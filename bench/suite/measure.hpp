@@ -38,10 +38,11 @@ double await_consumed(const setup& s, long n);
 void stop_systems(bench_cluster& c, const std::string& system, int nodes, const std::string& queue = "");
 
 /// Request-reply: `requesters` requester workers (one ask in flight each, `asks` each) against a
-/// supplier pool of `suppliers` workers.
+/// supplier pool of `suppliers` workers. An ask unanswered within 5 s counts as lost.
 struct request_reply {
   double rate = 0;  ///< replies per second over all requesters
   double p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0;
+  long lost = 0;  ///< asks unanswered within 5 s (the requester then asks the next)
 };
 request_reply ask(bench_cluster& c, const setup& s, int requesters, int suppliers, long asks);
 

@@ -1,7 +1,10 @@
 // requester: asks `to` `count` times (`concurrency` asks in flight) and checks that every reply
 // comes back to this very instance; records round-trip times.
-//   args: {"to": "sys/supplier", "count": 100, "concurrency": 1, "stats_dir": "", "rtt_log": false}
-//   stats_dir/requester-PID-ID.json: {"asked","replied","misrouted","first_us","last_us",
+//   args: {"to": "sys/supplier", "count": 100, "concurrency": 1, "stats_dir": "", "rtt_log": false,
+//          "timeout_ms": 0}
+//   timeout_ms > 0: an ask unanswered that long is counted as lost and the next one is asked (a reply
+//   that comes later counts as late).
+//   stats_dir/requester-PID-ID.json: {"asked","replied","misrouted","lost","late","first_us","last_us",
 //                                     "rtt_us": {"p50","p90","p99","max"}}
 //   with rtt_log, once finished: stats_dir/requester-PID-ID.rtt, every round trip in µs, one a line.
 #include <algorithm>
@@ -21,7 +24,8 @@ class requester : public dde::worker {
         count_(dde::samples::arg_or<std::int64_t>(args(), "count", 100)),
         concurrency_(dde::samples::arg_or<std::int64_t>(args(), "concurrency", 1)),
         stats_dir_(dde::samples::arg_or<std::string>(args(), "stats_dir", "")),
-        rtt_log_(dde::samples::arg_or<bool>(args(), "rtt_log", false)) {
+        rtt_log_(dde::samples::arg_or<bool>(args(), "rtt_log", false)),
+        timeout_ms_(dde::samples::arg_or<std::int64_t>(args(), "timeout_ms", 0)) {
     if (to_.empty()) throw std::invalid_argument("requester needs args.to, the address to ask");
   }
 
@@ -36,6 +40,11 @@ class requester : public dde::worker {
     const auto& body = msg.body();
     auto n = body.is_object() ? body.value("n", std::int64_t(-1)) : -1;
     auto it = sent_us_.find(n);
+    if (body.is_object() && body.value("requester", std::string()) == worker_id() && it == sent_us_.end() &&
+        n >= 0 && n < asked_ && timeout_ms_ > 0) {
+      ++late_;  // answered after it was given up as lost: its successor was asked then
+      return write_stats();
+    }
     if (!body.is_object() || body.value("requester", std::string()) != worker_id() || it == sent_us_.end()) {
       ++misrouted_;
     } else {
@@ -50,13 +59,21 @@ class requester : public dde::worker {
 
  private:
   void ask_next() {
-    sent_us_[asked_] = dde::samples::now_us();
-    ask({{"requester", worker_id()}, {"n", asked_}}, to_);
-    ++asked_;
+    const auto n = asked_++;
+    sent_us_[n] = dde::samples::now_us();
+    ask({{"requester", worker_id()}, {"n", n}}, to_);
+    if (timeout_ms_ > 0) after(std::chrono::milliseconds(timeout_ms_), [this, n] { give_up(n); });
+  }
+
+  void give_up(std::int64_t n) {
+    if (sent_us_.erase(n) == 0) return;  // answered in time
+    ++lost_;
+    if (asked_ < count_) ask_next();
+    write_stats();
   }
 
   void write_stats() {
-    bool finished = replied_ + misrouted_ >= count_;
+    bool finished = replied_ + misrouted_ + lost_ >= count_;
     auto now = dde::samples::now_us();
     if (!finished && now - last_write_us_ < 200000) return;
     last_write_us_ = now;
@@ -83,6 +100,8 @@ class requester : public dde::worker {
          {"last_us", last_us_},
          {"replied", replied_},
          {"misrouted", misrouted_},
+         {"lost", lost_},
+         {"late", late_},
          {"finished", finished},
          {"rtt_us", {{"p50", pct(0.5)}, {"p90", pct(0.9)}, {"p99", pct(0.99)}, {"max", sorted.empty() ? 0 : sorted.back()}}}});
   }
@@ -91,7 +110,8 @@ class requester : public dde::worker {
   std::int64_t count_, concurrency_;
   std::string stats_dir_;
   bool rtt_log_, rtt_written_ = false;
-  std::int64_t first_us_ = 0, last_us_ = 0;
+  std::int64_t timeout_ms_;
+  std::int64_t first_us_ = 0, last_us_ = 0, lost_ = 0, late_ = 0;
   std::int64_t asked_ = 0, replied_ = 0, misrouted_ = 0, last_write_us_ = 0;
   std::map<std::int64_t, std::int64_t> sent_us_;
   std::vector<std::int64_t> rtt_us_;
