@@ -2,14 +2,14 @@
 // No framework: produce (optionally with publisher confirms), consume (basic.qos + manual acks),
 // each over one or more connections (one thread each), and rpc (raw_rpc.cpp); each command prints
 // one result line on stdout.
+#include "raw_amqp.hpp"
+
 #include <atomic>
 #include <cmath>
 #include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
-
-#include "raw_amqp.hpp"
 
 namespace {
 
@@ -78,7 +78,8 @@ options parse(int argc, char** argv) {
   if (o.queue_type != "classic" && o.queue_type != "quorum" && o.queue_type != "transient")
     throw std::invalid_argument("--queue-type must be classic, quorum or transient");
   if (o.prefetch == 0) throw std::invalid_argument("--prefetch must be at least 1");
-  if (o.connections < 1 || o.suppliers < 1) throw std::invalid_argument("--connections/--suppliers must be >= 1");
+  if (o.connections < 1 || o.suppliers < 1)
+    throw std::invalid_argument("--connections/--suppliers must be >= 1");
   return o;
 }
 
@@ -127,7 +128,10 @@ void publish_share(const connection& c, const options& o, std::uint64_t count, c
 }
 
 void produce(const options& o) {
-  { connection c(o); declare(c, o); }
+  {
+    connection c(o);
+    declare(c, o);
+  }
   const int n = o.connections;
   std::vector<std::unique_ptr<connection>> conns;
   for (int i = 0; i < n; ++i) {
@@ -140,12 +144,14 @@ void produce(const options& o) {
   std::vector<clock_type::time_point> sent(std::size_t(n), clock_type::time_point{});
   const auto start = clock_type::now();
   on_threads(n, [&](int i) {
-    const std::uint64_t share = o.count / std::uint64_t(n) + (std::uint64_t(i) < o.count % std::uint64_t(n) ? 1 : 0);
+    const std::uint64_t share =
+        o.count / std::uint64_t(n) + (std::uint64_t(i) < o.count % std::uint64_t(n) ? 1 : 0);
     publish_share(*conns[std::size_t(i)], o, share, sent[std::size_t(i)]);
   });
   const auto end = clock_type::now();
   // client_rate: until every connection had handed its last message to the socket (as "at the isolate").
-  const double client_s = std::chrono::duration<double>(*std::max_element(sent.begin(), sent.end()) - start).count();
+  const double client_s =
+      std::chrono::duration<double>(*std::max_element(sent.begin(), sent.end()) - start).count();
   report("produce", o.count, o.size, start, end,
          "client_rate=" + std::to_string(std::llround(client_s > 0 ? double(o.count) / client_s : 0)));
 }
@@ -215,7 +221,10 @@ void consume_on(const connection& c, const options& o, consume_tally& tally) {
 }
 
 void consume(const options& o) {
-  { connection c(o); declare(c, o); }
+  {
+    connection c(o);
+    declare(c, o);
+  }
   std::vector<std::unique_ptr<connection>> conns;
   for (int i = 0; i < o.connections; ++i) conns.push_back(std::make_unique<connection>(o));
   consume_tally tally;

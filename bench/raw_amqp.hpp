@@ -104,7 +104,8 @@ inline void report(const char* what, std::uint64_t count, std::size_t size, cloc
   const double seconds = std::chrono::duration<double>(end - start).count();
   std::printf("raw %s count=%llu size=%zu seconds=%.3f rate=%.0f msg/s%s%s\n", what,
               static_cast<unsigned long long>(count), size, seconds,
-              seconds > 0 ? static_cast<double>(count) / seconds : 0.0, extra.empty() ? "" : " ", extra.c_str());
+              seconds > 0 ? static_cast<double>(count) / seconds : 0.0, extra.empty() ? "" : " ",
+              extra.c_str());
   std::fflush(stdout);
 }
 
@@ -144,7 +145,6 @@ struct confirms {
     }
   }
 };
-
 
 /// Milliseconds-to-percentile helper for RTT lists (sorted in place).
 inline std::int64_t percentile(std::vector<std::int64_t>& sorted, double p) {

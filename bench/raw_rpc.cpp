@@ -35,8 +35,8 @@ void supply(const options& o, const std::atomic<bool>& stop) {
     props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_CORRELATION_ID_FLAG;
     props.delivery_mode = 1;
     props.correlation_id = e.message.properties.correlation_id;
-    check_status(amqp_basic_publish(c.get(), channel, amqp_empty_bytes, e.message.properties.reply_to, 0, 0, &props,
-                                    e.message.body),
+    check_status(amqp_basic_publish(c.get(), channel, amqp_empty_bytes, e.message.properties.reply_to, 0, 0,
+                                    &props, e.message.body),
                  "reply publish");
     check_status(amqp_basic_ack(c.get(), channel, e.delivery_tag, 0), "basic.ack");
     amqp_destroy_envelope(&e);
@@ -50,7 +50,8 @@ void request(const options& o, std::uint64_t count, std::vector<std::int64_t>& r
     amqp_confirm_select(pub.get(), channel);
     pub.rpc_ok("confirm.select");
   }
-  const auto* ok = amqp_queue_declare(sub.get(), channel, amqp_empty_bytes, 0, 0, /*exclusive=*/1, 1, amqp_empty_table);
+  const auto* ok =
+      amqp_queue_declare(sub.get(), channel, amqp_empty_bytes, 0, 0, /*exclusive=*/1, 1, amqp_empty_table);
   sub.rpc_ok("declare reply queue");
   const std::string reply_queue = text(ok->queue);
   amqp_basic_consume(sub.get(), channel, amqp_cstring_bytes(reply_queue.c_str()), amqp_empty_bytes, 0,
@@ -66,8 +67,8 @@ void request(const options& o, std::uint64_t count, std::vector<std::int64_t>& r
     props.reply_to = amqp_cstring_bytes(reply_queue.c_str());
     props.correlation_id = amqp_cstring_bytes(id.c_str());
     const auto sent = clock_type::now();
-    check_status(amqp_basic_publish(pub.get(), channel, amqp_empty_bytes, amqp_cstring_bytes(o.queue.c_str()), 0, 0,
-                                    &props, amqp_bytes_t{body.size(), const_cast<char*>(body.data())}),
+    check_status(amqp_basic_publish(pub.get(), channel, amqp_empty_bytes, amqp_cstring_bytes(o.queue.c_str()),
+                                    0, 0, &props, amqp_bytes_t{body.size(), const_cast<char*>(body.data())}),
                  "request publish");
     for (;;) {
       amqp_maybe_release_buffers(sub.get());
@@ -87,7 +88,10 @@ void request(const options& o, std::uint64_t count, std::vector<std::int64_t>& r
 }  // namespace
 
 void rpc(const options& o) {
-  { connection c(o); declare(c, o); }
+  {
+    connection c(o);
+    declare(c, o);
+  }
   std::atomic<bool> stop{false};
   std::vector<std::thread> suppliers;
   std::mutex mutex;
@@ -107,9 +111,8 @@ void rpc(const options& o) {
   std::vector<std::thread> requesters;
   const auto start = clock_type::now();
   for (std::uint64_t i = 0; i < n; ++i)
-    requesters.emplace_back([&, i] {
-      guarded([&] { request(o, o.count / n + (i < o.count % n ? 1 : 0), rtts[i]); });
-    });
+    requesters.emplace_back(
+        [&, i] { guarded([&] { request(o, o.count / n + (i < o.count % n ? 1 : 0), rtts[i]); }); });
   for (auto& t : requesters) t.join();
   const auto end = clock_type::now();
   stop = true;
@@ -119,8 +122,8 @@ void rpc(const options& o) {
   for (auto& r : rtts) all.insert(all.end(), r.begin(), r.end());
   std::sort(all.begin(), all.end());
   report("rpc", all.size(), o.size, start, end,
-         "p50_us=" + std::to_string(percentile(all, 0.5)) + " p90_us=" + std::to_string(percentile(all, 0.9)) +
-             " p99_us=" + std::to_string(percentile(all, 0.99)) +
+         "p50_us=" + std::to_string(percentile(all, 0.5)) + " p90_us=" +
+             std::to_string(percentile(all, 0.9)) + " p99_us=" + std::to_string(percentile(all, 0.99)) +
              " max_us=" + std::to_string(all.empty() ? 0 : all.back()));
 }
 

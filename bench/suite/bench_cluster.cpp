@@ -40,20 +40,23 @@ void bench_cluster::deploy(int node, const std::string& mqs_url, const pool_requ
   body["credits"] = p.credits;
   auto r = rest("POST", registry_.url() + "/registry/deploy", body.dump());
   if (r.status != 200)
-    throw std::runtime_error("deploy of " + p.system + "/" + p.isolate + " failed: " + std::to_string(r.status) +
-                             " " + r.body);
+    throw std::runtime_error("deploy of " + p.system + "/" + p.isolate +
+                             " failed: " + std::to_string(r.status) + " " + r.body);
 }
 
 void bench_cluster::shutdown(int node, const std::string& system) {
   rest("POST", registry_.url() + "/registry/system/shutdown",
-       nlohmann::json{{"bootstrapperId", node_ids_.at(std::size_t(node))}, {"isolateSystemName", system}}.dump());
+       nlohmann::json{{"bootstrapperId", node_ids_.at(std::size_t(node))}, {"isolateSystemName", system}}
+           .dump());
 }
 
 std::uint32_t bench_cluster::queue_depth(const std::string& queue) {
   try {
-    if (!probe_) probe_ = std::make_unique<detail::amqp_session>(broker_.host(), broker_.port(), "guest", "guest");
-    const auto* ok = amqp_queue_declare(probe_->connection(), detail::amqp_session::channel,
-                                        amqp_cstring_bytes(queue.c_str()), /*passive=*/1, 0, 0, 0, amqp_empty_table);
+    if (!probe_)
+      probe_ = std::make_unique<detail::amqp_session>(broker_.host(), broker_.port(), "guest", "guest");
+    const auto* ok =
+        amqp_queue_declare(probe_->connection(), detail::amqp_session::channel,
+                           amqp_cstring_bytes(queue.c_str()), /*passive=*/1, 0, 0, 0, amqp_empty_table);
     probe_->check_last_rpc("queue.declare passive " + queue);
     return ok->message_count;
   } catch (const std::exception&) {

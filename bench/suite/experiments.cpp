@@ -22,8 +22,8 @@ struct flow_point {
   raw_flow raw;
 };
 
-flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int prefetch, int mqs_count, int producers,
-                             int consumers, int size, long n) {
+flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int prefetch, int mqs_count,
+                             int producers, int consumers, int size, long n) {
   auto& c = ctx.cluster;
   auto s = ctx.next(mode, ctx.mqs(prefetch, mqs_count));
   flow_point f;
@@ -57,9 +57,11 @@ setup suite_context::next(const std::string& mode, std::vector<std::string> urls
 }
 
 table exp1_consumers(suite_context& ctx) {
-  table t{"exp1_consumers", "Thesis fig. 5.1: consumption throughput vs consumers, per prefetch (64 B)",
+  table t{"exp1_consumers",
+          "Thesis fig. 5.1: consumption throughput vs consumers, per prefetch (64 B)",
           {"mode", "prefetch", "consumers", "messages", "ours_msg_s", "raw_msg_s", "ratio"}};
-  const std::vector<int> consumers = ctx.quick ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8, 16, 32};
+  const std::vector<int> consumers =
+      ctx.quick ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8, 16, 32};
   const std::vector<int> prefetches = ctx.quick ? std::vector<int>{1, 64} : std::vector<int>{1, 4, 8, 16, 64};
   for (auto& mode : delivery_modes)
     for (int p : prefetches)
@@ -80,9 +82,10 @@ table exp1_consumers(suite_context& ctx) {
 
 table exp2_message_size(suite_context& ctx) {
   table t{"exp2_message_size",
-          "Thesis figs. 5.2/5.3: consumption (8 consumers, prefetch 8) and production (1 producer) vs message size",
-          {"mode", "size", "messages", "ours_consume", "raw_consume", "consume_ratio", "ours_produce", "raw_produce",
-           "produce_ratio"}};
+          "Thesis figs. 5.2/5.3: consumption (8 consumers, prefetch 8) and production (1 producer) vs "
+          "message size",
+          {"mode", "size", "messages", "ours_consume", "raw_consume", "consume_ratio", "ours_produce",
+           "raw_produce", "produce_ratio"}};
   const std::vector<int> sizes = ctx.quick ? std::vector<int>{64, 4096, 65536}
                                            : std::vector<int>{64, 256, 512, 1024, 4096, 16384, 65536};
   for (auto& mode : delivery_modes)
@@ -111,8 +114,8 @@ table exp3_mqs_scaling(suite_context& ctx) {
       for (int n_consumers : consumers) {
         long n = consume_count(ctx, mode, 8);
         auto f = fill_then_consume(ctx, mode, 8, m, 1, n_consumers, 64, n);
-        t.add({"consume", mode, std::to_string(m), std::to_string(n_consumers), std::to_string(n), num(f.consumed),
-               num(f.raw.consume), ratio(f.consumed, f.raw.consume)});
+        t.add({"consume", mode, std::to_string(m), std::to_string(n_consumers), std::to_string(n),
+               num(f.consumed), num(f.raw.consume), ratio(f.consumed, f.raw.consume)});
         ctx.clock.line("exp3 consume " + short_mode(mode) + " " + std::to_string(m) + " MQS, " +
                        std::to_string(n_consumers) + " consumers: ours " + num(f.consumed) + " raw " +
                        num(f.raw.consume));
@@ -123,17 +126,18 @@ table exp3_mqs_scaling(suite_context& ctx) {
         t.add({"produce", mode, std::to_string(m), std::to_string(n_producers), std::to_string(n),
                num(f.produced.at_broker), num(f.raw.produce), ratio(f.produced.at_broker, f.raw.produce)});
         ctx.clock.line("exp3 produce " + short_mode(mode) + " " + std::to_string(m) + " MQS, " +
-                       std::to_string(n_producers) + " producers: ours " + num(f.produced.at_broker) + " raw " +
-                       num(f.raw.produce));
+                       std::to_string(n_producers) + " producers: ours " + num(f.produced.at_broker) +
+                       " raw " + num(f.raw.produce));
       }
     }
   return t;
 }
 
 table exp4_production(suite_context& ctx) {
-  table t{"exp4_production", "Thesis fig. 5.6: production measured at the isolates vs at the broker (64 B)",
-          {"mode", "producers", "messages", "ours_at_isolates", "ours_at_broker", "raw_at_client", "raw_at_broker",
-           "broker_ratio"}};
+  table t{"exp4_production",
+          "Thesis fig. 5.6: production measured at the isolates vs at the broker (64 B)",
+          {"mode", "producers", "messages", "ours_at_isolates", "ours_at_broker", "raw_at_client",
+           "raw_at_broker", "broker_ratio"}};
   const std::vector<int> producers = ctx.quick ? std::vector<int>{1, 2} : std::vector<int>{1, 2, 4, 8};
   for (auto& mode : delivery_modes)
     for (int n_producers : producers) {
@@ -145,9 +149,10 @@ table exp4_production(suite_context& ctx) {
       auto key = "produce." + mode + ".n" + std::to_string(n_producers);
       ctx.headline[key + ".ours"] = f.produced.at_broker;
       ctx.headline[key + ".raw"] = f.raw.produce;
-      ctx.clock.line("exp4 " + short_mode(mode) + " " + std::to_string(n_producers) + " producers: at isolates " +
-                     num(f.produced.at_isolates) + ", at broker " + num(f.produced.at_broker) + ", raw " +
-                     num(f.raw.produce) + ", ratio " + ratio(f.produced.at_broker, f.raw.produce));
+      ctx.clock.line("exp4 " + short_mode(mode) + " " + std::to_string(n_producers) +
+                     " producers: at isolates " + num(f.produced.at_isolates) + ", at broker " +
+                     num(f.produced.at_broker) + ", raw " + num(f.raw.produce) + ", ratio " +
+                     ratio(f.produced.at_broker, f.raw.produce));
     }
   return t;
 }
@@ -183,11 +188,13 @@ table exp5_simultaneous(suite_context& ctx) {
 }
 
 std::vector<table> exp6_7_request_reply(suite_context& ctx) {
-  table rr{"exp6_request_reply", "Thesis fig. 5.9: request-reply throughput vs requesters and suppliers",
+  table rr{"exp6_request_reply",
+           "Thesis fig. 5.9: request-reply throughput vs requesters and suppliers",
            {"mode", "requesters", "suppliers", "asks", "ours_msg_s", "raw_msg_s", "ratio", "lost_asks"}};
-  table rtt{"exp7_rtt", "Thesis fig. 5.10: request-reply round-trip time (ms)",
-            {"mode", "requesters", "suppliers", "ours_p50", "ours_p90", "ours_p99", "ours_max", "raw_p50", "raw_p90",
-             "raw_p99", "raw_max"}};
+  table rtt{"exp7_rtt",
+            "Thesis fig. 5.10: request-reply round-trip time (ms)",
+            {"mode", "requesters", "suppliers", "ours_p50", "ours_p90", "ours_p99", "ours_max", "raw_p50",
+             "raw_p90", "raw_p99", "raw_max"}};
   const std::vector<int> requesters = ctx.quick ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8, 16};
   const std::vector<int> suppliers = ctx.quick ? std::vector<int>{1} : std::vector<int>{1, 4};
   for (auto& mode : delivery_modes)
@@ -196,8 +203,8 @@ std::vector<table> exp6_7_request_reply(suite_context& ctx) {
         long asks = r == 1 ? (ctx.quick ? 400 : 2000) : (ctx.quick ? 100 : 400);
         auto ours = ask(ctx.cluster, ctx.next(mode, ctx.mqs(8, 1)), r, s, asks);
         auto raw = raw_ask(ctx.cluster, mode, r, s, asks);
-        rr.add({mode, std::to_string(r), std::to_string(s), std::to_string(asks * r), num(ours.rate), num(raw.rate),
-                ratio(ours.rate, raw.rate), std::to_string(ours.lost)});
+        rr.add({mode, std::to_string(r), std::to_string(s), std::to_string(asks * r), num(ours.rate),
+                num(raw.rate), ratio(ours.rate, raw.rate), std::to_string(ours.lost)});
         rtt.add({mode, std::to_string(r), std::to_string(s), num(ours.p50_ms, 2), num(ours.p90_ms, 2),
                  num(ours.p99_ms, 2), num(ours.max_ms, 2), num(raw.p50_ms, 2), num(raw.p90_ms, 2),
                  num(raw.p99_ms, 2), num(raw.max_ms, 2)});
@@ -205,10 +212,11 @@ std::vector<table> exp6_7_request_reply(suite_context& ctx) {
           ctx.headline["rtt." + mode + ".p50"] = ours.p50_ms;
           ctx.headline["rtt." + mode + ".p99"] = ours.p99_ms;
         }
-        ctx.clock.line("exp6/7 " + short_mode(mode) + " " + std::to_string(r) + " requesters, " + std::to_string(s) +
-                       " suppliers: ours " + num(ours.rate) + " msg/s (p50 " + num(ours.p50_ms, 2) + " ms, p99 " +
-                       num(ours.p99_ms, 2) + " ms), raw " + num(raw.rate) + " (p50 " + num(raw.p50_ms, 2) +
-                       " ms, p99 " + num(raw.p99_ms, 2) + " ms)");
+        ctx.clock.line("exp6/7 " + short_mode(mode) + " " + std::to_string(r) + " requesters, " +
+                       std::to_string(s) + " suppliers: ours " + num(ours.rate) + " msg/s (p50 " +
+                       num(ours.p50_ms, 2) + " ms, p99 " + num(ours.p99_ms, 2) + " ms), raw " +
+                       num(raw.rate) + " (p50 " + num(raw.p50_ms, 2) + " ms, p99 " + num(raw.p99_ms, 2) +
+                       " ms)");
       }
   return {rr, rtt};
 }

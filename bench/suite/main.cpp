@@ -41,11 +41,12 @@ std::string load_average() {
   return a + " " + b + " " + c;
 }
 
-std::string target_line(const std::string& what, double value, double goal, bool at_least, const std::string& unit) {
+std::string target_line(const std::string& what, double value, double goal, bool at_least,
+                        const std::string& unit) {
   bool met = at_least ? value >= goal : value < goal;
   return "| " + what + " | " + (at_least ? ">= " : "< ") + num(goal, unit.empty() ? 2 : 0) + unit + " | " +
-         num(value, unit == " msg/s" ? 0 : 2) + unit + " | " + (value > 0 ? (met ? "met" : "**missed**") : "not measured") +
-         " |\n";
+         num(value, unit == " msg/s" ? 0 : 2) + unit + " | " +
+         (value > 0 ? (met ? "met" : "**missed**") : "not measured") + " |\n";
 }
 
 std::string targets(std::map<std::string, double>& h) {
@@ -53,14 +54,14 @@ std::string targets(std::map<std::string, double>& h) {
     return h[key + ".raw"] > 0 ? h[key + ".ours"] / h[key + ".raw"] : 0.0;
   };
   std::string md = "## Targets (issue 6)\n\n| target | goal | measured | |\n|---|---|---|---|\n";
-  md += target_line("AMO consumption / raw, prefetch 64, 64 B, 1 consumer", r("consume.at-most-once.p64.c1"), 0.5,
-                    true, "");
-  md += target_line("ALO consumption / raw, prefetch 64, 64 B, 1 consumer", r("consume.at-least-once.p64.c1"), 0.35,
-                    true, "");
-  md += target_line("AMO production at the broker / raw publish (1 producer)", r("produce.at-most-once.n1"), 0.5,
-                    true, "");
-  md += target_line("ALO production at the broker / raw publish (1 producer)", r("produce.at-least-once.n1"), 0.5,
-                    true, "");
+  md += target_line("AMO consumption / raw, prefetch 64, 64 B, 1 consumer", r("consume.at-most-once.p64.c1"),
+                    0.5, true, "");
+  md += target_line("ALO consumption / raw, prefetch 64, 64 B, 1 consumer", r("consume.at-least-once.p64.c1"),
+                    0.35, true, "");
+  md += target_line("AMO production at the broker / raw publish (1 producer)", r("produce.at-most-once.n1"),
+                    0.5, true, "");
+  md += target_line("ALO production at the broker / raw publish (1 producer)", r("produce.at-least-once.n1"),
+                    0.5, true, "");
   for (auto mode : {"at-most-once", "at-least-once"}) {
     md += target_line(std::string("request-reply RTT p50, 1 requester, 1 supplier, ") + mode,
                       h[std::string("rtt.") + mode + ".p50"], 1, false, " ms");
@@ -71,7 +72,8 @@ std::string targets(std::map<std::string, double>& h) {
   for (auto& [k, v] : h)
     if (k.rfind("consume.at-most-once.p64.", 0) == 0 && k.size() > 5 && k.substr(k.size() - 5) == ".ours")
       best = std::max(best, v);
-  md += target_line("best AMO consumption, prefetch 64, 64 B (5x the thesis's 8,400)", best, 42000, true, " msg/s");
+  md += target_line("best AMO consumption, prefetch 64, 64 B (5x the thesis's 8,400)", best, 42000, true,
+                    " msg/s");
   return md;
 }
 
@@ -89,7 +91,8 @@ int main(int argc, char** argv) {
       out = argv[++i];
     } else if (a == "--only" && i + 1 < argc) {
       std::string list = argv[++i];
-      for (std::size_t p = 0; p < list.size(); p = list.find(',', p) == std::string::npos ? list.size() : list.find(',', p) + 1)
+      for (std::size_t p = 0; p < list.size();
+           p = list.find(',', p) == std::string::npos ? list.size() : list.find(',', p) + 1)
         only.insert(std::stoi(list.substr(p)));
     } else {
       std::cerr << (a == "--help" ? "" : "dde-bench-suite: bad argument " + a + "\n") << usage;
@@ -106,7 +109,8 @@ int main(int argc, char** argv) {
     const std::string load_before = load_average();
     const std::time_t started = std::time(nullptr);
     progress clock;
-    clock.line(std::string("starting RabbitMQ, dde-registry and 4 dde-activator nodes") + (quick ? " (--quick)" : ""));
+    clock.line(std::string("starting RabbitMQ, dde-registry and 4 dde-activator nodes") +
+               (quick ? " (--quick)" : ""));
     bench_cluster cluster(dde::test::fresh_dir("bench-suite"), 4);
     suite_context ctx{cluster, quick, clock, {}, 0};
     std::vector<table> tables;
@@ -135,22 +139,26 @@ int main(int argc, char** argv) {
     ::uname(&u);
     std::ofstream md(out / "summary.md");
     md << "# DDE benchmark suite" << (quick ? " (--quick: few points, short runs)" : "") << "\n\n"
-       << "Run " << date << ", " << num(ctx.clock.elapsed_s()) << " s. Machine: " << std::thread::hardware_concurrency()
-       << " CPUs (" << first_line_with("/proc/cpuinfo", "model name") << "), "
+       << "Run " << date << ", " << num(ctx.clock.elapsed_s())
+       << " s. Machine: " << std::thread::hardware_concurrency() << " CPUs ("
+       << first_line_with("/proc/cpuinfo", "model name") << "), "
        << first_line_with("/proc/meminfo", "MemTotal") << " RAM, " << u.sysname << " " << u.release
        << "; RabbitMQ, dde-mqs, the isolate systems and the raw client all on this machine. Load average "
        << load_before << " before, " << load_average() << " after.\n\n"
-       << "Every point runs through the deployment path (registry -> activator -> isolate systems -> dde-mqs -> "
-          "RabbitMQ) and then the raw rabbitmq-c client (`dde-raw-amqp`) with the same message size, prefetch, "
-          "connections and queue kind, in the same run; `ratio` is ours/raw. at-most-once: non-durable classic "
+       << "Every point runs through the deployment path (registry -> activator -> isolate systems -> dde-mqs "
+          "-> "
+          "RabbitMQ) and then the raw rabbitmq-c client (`dde-raw-amqp`) with the same message size, "
+          "prefetch, "
+          "connections and queue kind, in the same run; `ratio` is ours/raw. at-most-once: non-durable "
+          "classic "
           "queue, transient messages, no confirms (raw acks each message). at-least-once: quorum queue, "
           "persistent messages, publisher confirms (raw: window 1000), ack after the worker is done.\n\n"
        << targets(ctx.headline) << "\n";
     for (auto& t : tables) md << "## " << t.title << "\n\n`" << t.name << ".csv`\n\n" << t.markdown() << "\n";
     md << "## Plots\n\n";
-    for (auto plot : {"exp1_consumers", "exp2_consume_size", "exp2_produce_size", "exp3_consume_mqs",
-                      "exp3_produce_mqs", "exp4_production", "exp5_one_mqs", "exp5_two_mqs", "exp6_request_reply",
-                      "exp7_rtt"})
+    for (auto plot :
+         {"exp1_consumers", "exp2_consume_size", "exp2_produce_size", "exp3_consume_mqs", "exp3_produce_mqs",
+          "exp4_production", "exp5_one_mqs", "exp5_two_mqs", "exp6_request_reply", "exp7_rtt"})
       md << "![" << plot << "](" << plot << ".png)\n";
     clock.line("done: " + out.string());
   } catch (const std::exception& e) {

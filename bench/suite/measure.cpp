@@ -23,7 +23,8 @@ int spread(int workers, int nodes, F fn) {
 }
 
 std::int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -40,18 +41,26 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
   const long assigned = count * producers;
   const int used = spread(producers, c.nodes(), [&](int node, int workers) {
     c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()],
-             {psys, "producer", "producer",
+             {psys,
+              "producer",
+              "producer",
               {{"to", s.system + "/consumer"}, {"count", count}, {"size", size}, {"stats_dir", s.stats_dir}},
-              workers, s.mode, 8});
+              workers,
+              s.mode,
+              8});
   });
   production p;
-  bool ok = at_broker ? wait_until([&] { return c.queue_depth(queue) >= std::uint32_t(assigned); },
-                                   point_timeout, 5ms)
-                      : wait_until([&] { return read_span(s.stats_dir, "producer-", "sent").finished >=
-                                                std::size_t(producers); },
-                                   point_timeout, 10ms);
+  bool ok =
+      at_broker
+          ? wait_until([&] { return c.queue_depth(queue) >= std::uint32_t(assigned); }, point_timeout, 5ms)
+          : wait_until(
+                [&] {
+                  return read_span(s.stats_dir, "producer-", "sent").finished >= std::size_t(producers);
+                },
+                point_timeout, 10ms);
   const auto reached_us = now_us();
-  wait_until([&] { return read_span(s.stats_dir, "producer-", "sent").finished >= std::size_t(producers); }, 30s);
+  wait_until([&] { return read_span(s.stats_dir, "producer-", "sent").finished >= std::size_t(producers); },
+             30s);
   auto span = read_span(s.stats_dir, "producer-", "sent");
   if (ok) {
     p.at_isolates = rate(double(span.total), span.first_us, span.last_us);
@@ -90,14 +99,22 @@ request_reply ask(bench_cluster& c, const setup& s, int requesters, int supplier
   const std::string rsys = s.system + "r";
   const int used = spread(requesters, c.nodes(), [&](int node, int workers) {
     c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()],
-             {rsys, "requester", "requester",
-              {{"to", s.system + "/supplier"}, {"count", asks}, {"stats_dir", s.stats_dir}, {"rtt_log", true},
+             {rsys,
+              "requester",
+              "requester",
+              {{"to", s.system + "/supplier"},
+               {"count", asks},
+               {"stats_dir", s.stats_dir},
+               {"rtt_log", true},
                {"timeout_ms", 5000}},
-              workers, s.mode, 8});
+              workers,
+              s.mode,
+              8});
   });
   request_reply r;
-  if (wait_until([&] { return read_span(s.stats_dir, "requester-", "replied").finished >= std::size_t(requesters); },
-                 point_timeout, 20ms)) {
+  if (wait_until(
+          [&] { return read_span(s.stats_dir, "requester-", "replied").finished >= std::size_t(requesters); },
+          point_timeout, 20ms)) {
     auto span = read_span(s.stats_dir, "requester-", "replied");
     r.rate = rate(double(span.total), span.first_us, span.last_us);
     r.lost = long(read_span(s.stats_dir, "requester-", "lost").total);
@@ -110,9 +127,12 @@ request_reply ask(bench_cluster& c, const setup& s, int requesters, int supplier
       }
     std::sort(rtts.begin(), rtts.end());
     auto pct = [&](double p) {
-      return rtts.empty() ? 0.0 : double(rtts[std::min(rtts.size() - 1, std::size_t(p * double(rtts.size())))]) / 1e3;
+      return rtts.empty()
+                 ? 0.0
+                 : double(rtts[std::min(rtts.size() - 1, std::size_t(p * double(rtts.size())))]) / 1e3;
     };
-    r.p50_ms = pct(0.5), r.p90_ms = pct(0.9), r.p99_ms = pct(0.99), r.max_ms = rtts.empty() ? 0 : double(rtts.back()) / 1e3;
+    r.p50_ms = pct(0.5), r.p90_ms = pct(0.9), r.p99_ms = pct(0.99),
+    r.max_ms = rtts.empty() ? 0 : double(rtts.back()) / 1e3;
   } else {
     std::cerr << "[bench] request-reply did not finish\n";
   }
@@ -124,7 +144,8 @@ request_reply ask(bench_cluster& c, const setup& s, int requesters, int supplier
 raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, int size, int producers,
                              int consumers, int prefetch) {
   auto queue = unique_queue();
-  std::vector<std::string> base{"--queue", queue, "--count", std::to_string(n), "--size", std::to_string(size)};
+  std::vector<std::string> base{"--queue",         queue,    "--count",
+                                std::to_string(n), "--size", std::to_string(size)};
   for (auto& a : raw_mode_args(mode)) base.push_back(a);
   auto produce_args = base;
   produce_args.insert(produce_args.begin(), "produce");
@@ -168,9 +189,19 @@ raw_flow raw_simultaneous(bench_cluster& c, const std::string& mode, long n, int
 
 request_reply raw_ask(bench_cluster& c, const std::string& mode, int requesters, int suppliers, long asks) {
   auto queue = unique_queue();
-  std::vector<std::string> args{"rpc", "--queue", queue, "--count", std::to_string(asks * requesters),
-                                "--connections", std::to_string(requesters), "--suppliers",
-                                std::to_string(suppliers), "--prefetch", "8", "--size", "64"};
+  std::vector<std::string> args{"rpc",
+                                "--queue",
+                                queue,
+                                "--count",
+                                std::to_string(asks * requesters),
+                                "--connections",
+                                std::to_string(requesters),
+                                "--suppliers",
+                                std::to_string(suppliers),
+                                "--prefetch",
+                                "8",
+                                "--size",
+                                "64"};
   if (mode == "at-least-once")
     args.insert(args.end(), {"--queue-type", "quorum", "--persistent"});
   else
