@@ -50,6 +50,10 @@ void bench_cluster::shutdown(int node, const std::string& system) {
            .dump());
 }
 
+nlohmann::json bench_cluster::describe(int node) {
+  return rest("GET", registry_.url() + "/registry/system/" + node_ids_.at(std::size_t(node))).json;
+}
+
 std::uint32_t bench_cluster::queue_depth(const std::string& queue) {
   try {
     if (!probe_)

@@ -41,6 +41,8 @@ class bench_cluster {
   void deploy(int node, const std::string& mqs_url, const pool_request& pool);
   /// Stops isolate system `system` on node `node` (POST /registry/system/shutdown).
   void shutdown(int node, const std::string& system);
+  /// GET /registry/system/{id} of node `node`: its isolate systems, pools and their stats.
+  nlohmann::json describe(int node);
   /// Messages ready in `queue` (0 when it does not exist yet), over one kept connection: polling
   /// with a new connection each time would load the broker being measured.
   std::uint32_t queue_depth(const std::string& queue);

@@ -118,7 +118,15 @@ request_reply ask(bench_cluster& c, const setup& s, int requesters, int supplier
     auto span = read_span(s.stats_dir, "requester-", "replied");
     r.rate = rate(double(span.total), span.first_us, span.last_us);
     r.lost = long(read_span(s.stats_dir, "requester-", "lost").total);
-    if (r.lost > 0) std::cerr << "[bench] " << r.lost << " ask(s) got no reply within 5 s\n";
+    if (r.lost > 0) {
+      // For the post-mortem: what every node's pools counted (replies, repliesDropped, ...).
+      auto file = s.stats_dir / "describe-after-loss.json";
+      nlohmann::json nodes = nlohmann::json::array();
+      for (int j = 0; j < c.nodes(); ++j) nodes.push_back(c.describe(j));
+      std::ofstream(file) << nodes.dump(2) << "\n";
+      std::cerr << "[bench] " << r.lost << " ask(s) got no reply within 5 s; pool stats in " << file.string()
+                << "\n";
+    }
     std::vector<std::int64_t> rtts;
     for (auto& e : fs::directory_iterator(s.stats_dir))
       if (e.path().extension() == ".rtt") {
