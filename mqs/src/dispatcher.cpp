@@ -35,6 +35,17 @@ std::string dispatcher::pull(client_id client, const std::string& topic, deliver
 void dispatcher::drain(topic_entry& topic) {
   auto& ts = topic.second;
   while (!ts.buffer.empty() && !ts.ready.empty()) {
+    // The next client in turn whose send queue has room; none: the delivery waits.
+    std::size_t turns = ts.ready.size();
+    while (turns > 0 && !port_.can_deliver(ts.ready.front())) {
+      ts.ready.push_back(ts.ready.front());
+      ts.ready.pop_front();
+      --turns;
+    }
+    if (turns == 0) {
+      blocked_ = true;
+      return;
+    }
     auto d = std::move(ts.buffer.front());
     ts.buffer.pop_front();
     hand_over(topic, std::move(d));
@@ -60,6 +71,12 @@ void dispatcher::hand_over(topic_entry& topic, buffered_delivery&& d) {
     port_.ack(d.ref);  // at-most-once and reply: done once handed over
   }
   port_.deliver(client, topic.first, tag, d.redelivered, std::move(d.body));
+}
+
+bool dispatcher::retry_blocked() {
+  blocked_ = false;
+  for (auto& topic : topics_) drain(topic);
+  return !blocked_;
 }
 
 void dispatcher::on_delivery(const std::string& topic, const broker_ref& ref, bool redelivered,

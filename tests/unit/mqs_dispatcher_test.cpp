@@ -33,11 +33,13 @@ class fake_port : public dispatcher_port {
                std::string&& body) override {
     deliveries.push_back({client, topic, tag, redelivered, std::move(body)});
   }
+  bool can_deliver(client_id client) override { return !full.count(client); }
 
   std::vector<std::string> started, stopped;
   std::vector<broker_ref> acked, requeued, dropped;
   std::vector<delivered> deliveries;
   std::string refuse_start;
+  std::set<client_id> full;  ///< hosts whose send queue is full
 };
 
 broker_ref ref(std::uint64_t tag, std::uint16_t channel = 1, std::uint64_t epoch = 1) {
@@ -72,6 +74,27 @@ TEST_F(Dispatcher, APullInAnotherModeThanTheTopicsIsRefused) {
   auto err = d.pull(2, topic, amo, 1, t0);
   EXPECT_NE(err.find("at-least-once"), std::string::npos);
   EXPECT_EQ(d.credit(2, topic), 0u);
+}
+
+TEST_F(Dispatcher, AHostWhoseSendQueueIsFullIsSkippedAndDeliveriesWaitUntilItDrains) {
+  d.pull(1, topic, amo, 100, t0);
+  d.pull(2, topic, amo, 100, t0);
+  port.full = {1};
+  d.on_delivery(topic, ref(1), false, "a");
+  d.on_delivery(topic, ref(2), false, "b");
+  ASSERT_EQ(port.deliveries.size(), 2u);
+  for (auto& del : port.deliveries) EXPECT_EQ(del.client, 2u);
+  port.full = {1, 2};
+  d.on_delivery(topic, ref(3), false, "c");
+  EXPECT_EQ(port.deliveries.size(), 2u);
+  EXPECT_EQ(port.acked.size(), 2u) << "at-most-once: acked only once handed over";
+  EXPECT_TRUE(d.blocked());
+  EXPECT_FALSE(d.retry_blocked());
+  port.full.clear();
+  EXPECT_TRUE(d.retry_blocked());
+  ASSERT_EQ(port.deliveries.size(), 3u);
+  EXPECT_EQ(port.deliveries.back().body, "c");
+  EXPECT_EQ(port.acked.size(), 3u);
 }
 
 TEST_F(Dispatcher, ADeliveryWithoutCreditWaitsUntilAPull) {

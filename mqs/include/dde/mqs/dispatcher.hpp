@@ -43,6 +43,9 @@ class dispatcher_port {
   /// Hands a message to a host.
   virtual void deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
                        std::string&& body) = 0;
+  /// False while a host's send queue is full (it does not read its socket): deliveries wait in
+  /// the MQS, bounded by the prefetch, and the rest in the broker, until `retry_blocked`.
+  virtual bool can_deliver(client_id) { return true; }
 };
 
 class dispatcher {
@@ -71,6 +74,11 @@ class dispatcher {
   void on_consumer_lost(const std::string& topic);
   /// The broker connection dropped: every delivery is void.
   void on_broker_lost();
+
+  /// Hands over what waited for hosts whose send queues were full; false when some still wait.
+  bool retry_blocked();
+  /// True when a delivery waits for a host whose send queue is full.
+  bool blocked() const { return blocked_; }
 
   /// Closes topics idle for the idle timeout: no credit, nothing unacked, no pull meanwhile.
   void expire_idle(clock::time_point now);
@@ -118,6 +126,7 @@ class dispatcher {
   std::unordered_map<std::uint64_t, inflight> inflight_;
   std::unordered_map<client_id, std::unordered_set<std::uint64_t>> client_tags_;
   std::uint64_t next_tag_ = 1;
+  bool blocked_ = false;
 };
 
 }  // namespace dde::mqs
