@@ -14,6 +14,7 @@ namespace {
 
 constexpr auto max_backoff = std::chrono::milliseconds(5000);
 constexpr auto idle_check_period = std::chrono::milliseconds(250);
+constexpr auto blocked_poll = std::chrono::milliseconds(10);
 // A pause is a few hundred bytes; anything much larger on the governance queue is not ours.
 constexpr std::uint64_t max_governance_message = 64 * 1024;
 
@@ -52,40 +53,58 @@ void dequeuer::run() {
     // One last turn after stop(): what hosts sent (acks above all) reaches the broker first.
     bool last = thread_.stopping;
     auto now = clock::now();
-    if (!session_ && !last && now >= next_connect_) connect();
+    if (!main_.session && !last && now >= next_connect_) connect();
     for (auto& cmd : inbox_.take()) handle(cmd, now);
-    if (session_ && failed_.empty()) read_frames();
-    if (session_ && failed_.empty()) retry_governance(now);
-    if (session_ && failed_.empty()) retry_consumers(now);
+    if (main_.usable()) read_frames(main_);
+    for (auto& [topic, c] : consumers_)
+      if (c.link.usable()) read_frames(c.link);
+    if (main_.usable()) retry_governance(now);
+    if (main_.usable() && !last) retry_consumers(now);
+    if (dispatcher_.blocked()) dispatcher_.retry_blocked();
     if (now >= next_idle_check_) {
       dispatcher_.expire_idle(now);
       next_idle_check_ = now + idle_check_period;
     }
     flush();
-    if (!failed_.empty()) connection_lost();
+    if (!main_.failed.empty()) connection_lost();
+    for (auto& [topic, c] : consumers_)
+      if (!c.link.failed.empty()) link_lost(topic, c);
     if (last) break;
-    if (session_ && session_->buffered()) continue;
 
     auto wake_at =
-        std::min(clock::now() + std::chrono::seconds(1), session_ ? clock::time_point::max() : next_connect_);
+        std::min(clock::now() + std::chrono::seconds(1), main_.session ? clock::time_point::max() : next_connect_);
     if (!consumers_.empty()) wake_at = std::min(wake_at, next_idle_check_);
     for (auto& [topic, c] : consumers_)
-      if (session_ && !c.channel) wake_at = std::min(wake_at, c.retry_at);
-    if (session_ && !governance_channel_) wake_at = std::min(wake_at, governance_retry_at_);
-    int timeout_ms = int(std::clamp<long long>(
-        std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - clock::now()).count(), 0, 1000));
-    pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {session_ ? session_->fd() : -1, POLLIN, 0}};
-    ::poll(fds, session_ ? 2 : 1, timeout_ms);
+      if (main_.session && !c.link.channel) wake_at = std::min(wake_at, c.retry_at);
+    if (main_.session && !main_.channel) wake_at = std::min(wake_at, governance_retry_at_);
+    // A host's send queue has no event when it drains: look again shortly.
+    if (dispatcher_.blocked()) wake_at = std::min(wake_at, clock::now() + blocked_poll);
+    wait(wake_at);
   }
   thread_.socket_fd = -1;
-  session_.reset();
+  consumers_.clear();  // each closes its connection: what it had buffered goes back to its queue
+  main_.session.reset();
   thread_.exited.set();
+}
+
+void dequeuer::wait(clock::time_point wake_at) {
+  std::vector<pollfd> fds{{inbox_.fd(), POLLIN, 0}};
+  auto watch = [&](broker_link& link) {
+    if (!link.session) return;
+    if (link.session->buffered()) wake_at = clock::now();  // a frame is read without the socket
+    fds.push_back({link.session->fd(), POLLIN, 0});
+  };
+  watch(main_);
+  for (auto& [topic, c] : consumers_) watch(c.link);
+  int timeout_ms = int(std::clamp<long long>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - clock::now()).count(), 0, 1000));
+  ::poll(fds.data(), fds.size(), timeout_ms);
 }
 
 void dequeuer::connect() {
   std::string error;
-  session_ = amqp_session::open(params_, error);
-  if (!session_) {
+  main_.session = amqp_session::open(params_, error);
+  if (!main_.session) {
     log()->warn("cannot connect to the broker at {}:{}: {}; retrying in {} ms", params_.host, params_.port,
                 error, backoff_.count());
     next_connect_ = clock::now() + backoff_;
@@ -96,24 +115,22 @@ void dequeuer::connect() {
   log()->info("{} broker at {}:{} (consuming)", ever_connected_ ? "reconnected to" : "connected to",
               params_.host, params_.port);
   ever_connected_ = true;
-  thread_.socket_fd = session_->fd();
+  thread_.socket_fd = main_.session->fd();
   backoff_ = std::chrono::milliseconds(100);
-  for (auto& [topic, c] : consumers_) c.retry_at = {};  // consume again what hosts still pull
-  governance_retry_at_ = {};                            // and hear other MQS processes' pauses
+  for (auto& [topic, c] : consumers_)  // consume again, at once, what hosts still pull
+    if (!c.link.session) c.retry_at = {};
+  governance_retry_at_ = {};  // and hear other MQS processes' pauses
   governance_retry_delay_ = std::chrono::milliseconds(1000);
 }
 
 void dequeuer::connection_lost() {
-  log()->warn("broker connection lost: {}; reconnecting in {} ms", failed_, backoff_.count());
-  failed_.clear();
+  log()->warn("broker connection lost: {}; reconnecting in {} ms", main_.failed, backoff_.count());
   thread_.socket_fd = -1;
-  if (session_) session_->mark_broken();
-  session_.reset();
-  channels_.clear();
-  dirty_channels_.clear();
-  for (auto& [topic, c] : consumers_) c.channel = 0;
-  governance_channel_ = 0;       // its server-named queue went with the connection
-  dispatcher_.on_broker_lost();  // delivery tags of that connection are void
+  if (main_.epoch) {
+    channels_.erase(main_.epoch);  // its server-named queue went with the connection
+    dirty_channels_.erase(main_.epoch);
+  }
+  main_.reset_broken();
   next_connect_ = clock::now() + backoff_;
   backoff_ = std::min(backoff_ * 2, max_backoff);
 }
@@ -159,84 +176,80 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
   }
 }
 
-void dequeuer::read_frames() {
-  amqp_frame_t frame;
-  while (session_ && failed_.empty()) {
-    int rc = session_->try_read_frame(frame);
-    if (rc == 0) break;
-    if (rc < 0) {
-      failed_ = amqp_error_string2(rc);
-      break;
-    }
-    switch (frame.frame_type) {
-      case AMQP_FRAME_METHOD:
-        on_method(frame);
-        break;
-      case AMQP_FRAME_HEADER: {
-        auto it = channels_.find(frame.channel);
-        if (it == channels_.end() || !it->second.reading) break;
-        auto& ch = it->second;
-        ch.remaining = frame.payload.properties.body_size;
-        ch.body.clear();
-        ch.oversize = ch.governance && ch.remaining > max_governance_message;
-        if (!ch.oversize) ch.body.reserve(ch.remaining);
-        if (ch.remaining == 0) complete(ch);
-        break;
-      }
-      case AMQP_FRAME_BODY: {
-        auto it = channels_.find(frame.channel);
-        if (it == channels_.end() || !it->second.reading) break;
-        auto& ch = it->second;
-        auto& frag = frame.payload.body_fragment;
-        if (!ch.oversize) ch.body.append(static_cast<const char*>(frag.bytes), frag.len);
-        ch.remaining -= std::min<std::uint64_t>(ch.remaining, frag.len);
-        if (ch.remaining == 0) complete(ch);
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  if (session_ && failed_.empty()) amqp_maybe_release_buffers(session_->state());
+dequeuer::channel_state* dequeuer::channel_of(broker_link& link) {
+  if (!link.epoch) return nullptr;
+  auto it = channels_.find(link.epoch);
+  return it == channels_.end() ? nullptr : &it->second;
 }
 
-void dequeuer::on_method(amqp_frame_t& frame) {
+void dequeuer::read_frames(broker_link& link) {
+  amqp_frame_t frame;
+  while (link.usable()) {
+    int rc = link.session->try_read_frame(frame);
+    if (rc == 0) break;
+    if (rc < 0) {
+      link.failed = amqp_error_string2(rc);
+      break;
+    }
+    if (frame.frame_type == AMQP_FRAME_METHOD) {
+      on_method(link, frame);
+      continue;
+    }
+    // Content of a stale channel (closed, then frames still queued) is not ours.
+    auto* ch = frame.channel == link.channel ? channel_of(link) : nullptr;
+    if (!ch || !ch->reading) continue;
+    if (frame.frame_type == AMQP_FRAME_HEADER) {
+      ch->remaining = frame.payload.properties.body_size;
+      ch->body.clear();
+      ch->oversize = ch->governance && ch->remaining > max_governance_message;
+      if (!ch->oversize) ch->body.reserve(ch->remaining);
+      if (ch->remaining == 0) complete(*ch);
+    } else if (frame.frame_type == AMQP_FRAME_BODY) {
+      auto& frag = frame.payload.body_fragment;
+      if (!ch->oversize) ch->body.append(static_cast<const char*>(frag.bytes), frag.len);
+      ch->remaining -= std::min<std::uint64_t>(ch->remaining, frag.len);
+      if (ch->remaining == 0) complete(*ch);
+    }
+  }
+  if (link.usable()) amqp_maybe_release_buffers(link.session->state());
+}
+
+void dequeuer::on_method(broker_link& link, amqp_frame_t& frame) {
   auto& method = frame.payload.method;
+  auto* ch = frame.channel == link.channel ? channel_of(link) : nullptr;
   switch (method.id) {
     case AMQP_BASIC_DELIVER_METHOD: {
       auto* m = static_cast<amqp_basic_deliver_t*>(method.decoded);
-      auto it = channels_.find(frame.channel);
-      if (it == channels_.end() || !equals(m->consumer_tag, it->second.consumer_tag)) break;  // stale
-      auto& ch = it->second;
-      ch.reading = true;
-      ch.ref = broker_ref{ch.epoch, frame.channel, m->delivery_tag};
-      ch.redelivered = m->redelivered;
-      if (!ch.governance) ch.acks.delivered(m->delivery_tag);  // the pause consumer acks nothing
+      if (!ch || !equals(m->consumer_tag, ch->consumer_tag)) break;  // stale
+      ch->reading = true;
+      ch->ref = broker_ref{ch->epoch, frame.channel, m->delivery_tag};
+      ch->redelivered = m->redelivered;
+      if (!ch->governance) ch->acks.delivered(m->delivery_tag);  // the pause consumer acks nothing
       break;
     }
     case AMQP_BASIC_CANCEL_METHOD: {  // the broker cancelled the consumer (queue deleted...)
       auto* m = static_cast<amqp_basic_cancel_t*>(method.decoded);
-      auto it = channels_.find(frame.channel);
-      if (it != channels_.end() && equals(m->consumer_tag, it->second.consumer_tag))
-        drop_channel(frame.channel, "cancelled by the broker (queue deleted?)", true);
+      if (ch && equals(m->consumer_tag, ch->consumer_tag))
+        drop_channel(ch->epoch, "cancelled by the broker (queue deleted?)", true);
       break;
     }
     case AMQP_CHANNEL_CLOSE_METHOD: {
       auto why = "channel closed by the broker: " + amqp_session::describe_close(method);
-      session_->reply_channel_close_ok(frame.channel);
-      drop_channel(frame.channel, why, false);
+      link.session->reply_channel_close_ok(frame.channel);
+      if (ch) drop_channel(ch->epoch, why, false);
       break;
     }
     case AMQP_CONNECTION_CLOSE_METHOD:
-      failed_ = "closed by the broker: " + amqp_session::describe_close(method);
-      session_->reply_connection_close_ok();
+      link.failed = "closed by the broker: " + amqp_session::describe_close(method);
+      link.session->reply_connection_close_ok();
       break;
     case AMQP_CONNECTION_BLOCKED_METHOD:
-      log()->warn("the broker blocks the consuming connection: {}",
-                  text_of(static_cast<amqp_connection_blocked_t*>(method.decoded)->reason));
+      if (&link == &main_)  // once per broker, not once per topic
+        log()->warn("the broker blocks the consuming connections: {}",
+                    text_of(static_cast<amqp_connection_blocked_t*>(method.decoded)->reason));
       break;
     case AMQP_CONNECTION_UNBLOCKED_METHOD:
-      log()->info("the broker unblocked the consuming connection");
+      if (&link == &main_) log()->info("the broker unblocked the consuming connections");
       break;
     default:
       break;
@@ -253,23 +266,22 @@ void dequeuer::complete(channel_state& ch) {
 }
 
 dequeuer::channel_state* dequeuer::channel_for(const broker_ref& ref) {
-  auto it = channels_.find(ref.channel);
-  if (it == channels_.end() || it->second.epoch != ref.epoch) return nullptr;  // void: channel gone
-  return &it->second;
+  auto it = channels_.find(ref.epoch);
+  return it == channels_.end() ? nullptr : &it->second;  // void: channel gone
 }
 
 void dequeuer::ack(const broker_ref& ref) {
   if (auto* ch = channel_for(ref)) {
     mqs_metrics::process().topic(ch->topic).acked.add();
     ch->acks.ack(ref.tag);
-    dirty_channels_.insert(ref.channel);
+    dirty_channels_.insert(ref.epoch);
   }
 }
 
 void dequeuer::reject(const broker_ref& ref, bool requeue) {
   if (auto* ch = channel_for(ref)) {
     ch->acks.reject(ref.tag, requeue);
-    dirty_channels_.insert(ref.channel);
+    dirty_channels_.insert(ref.epoch);
   }
 }
 
@@ -283,26 +295,21 @@ void dequeuer::deliver(client_id client, const std::string& topic, std::uint64_t
   append_deliver(outbox(client, it->second), topic, tag, redelivered, body);
 }
 
+bool dequeuer::can_deliver(client_id client) {
+  auto it = clients_.find(client);
+  if (it == clients_.end()) return true;  // gone: the dispatcher drops its credit on disconnect
+  // A host that does not read its socket gets no more than about one WebSocket message queued.
+  return it->second.conn->queued_bytes() + it->second.out.size() < cfg_.max_frame;
+}
+
 std::string& dequeuer::outbox(client_id client, client_state& cs) {
   if (cs.out.empty()) dirty_clients_.push_back(client);
   return cs.out;
 }
 
-void dequeuer::send_ack(std::uint16_t channel, std::uint64_t tag, bool multiple) {
-  if (!session_ || !failed_.empty()) return;
-  if (int rc = amqp_basic_ack(session_->state(), channel, tag, multiple); rc != AMQP_STATUS_OK)
-    failed_ = std::string("basic.ack: ") + amqp_error_string2(rc);
-}
-
-void dequeuer::send_reject(std::uint16_t channel, std::uint64_t tag, bool requeue) {
-  if (!session_ || !failed_.empty()) return;
-  if (int rc = amqp_basic_reject(session_->state(), channel, tag, requeue); rc != AMQP_STATUS_OK)
-    failed_ = std::string("basic.reject: ") + amqp_error_string2(rc);
-}
-
 void dequeuer::flush() {
-  for (auto ch : dirty_channels_)
-    if (auto it = channels_.find(ch); it != channels_.end()) it->second.acks.flush(*this);
+  for (auto epoch : dirty_channels_)
+    if (auto it = channels_.find(epoch); it != channels_.end()) it->second.acks.flush(*it->second.link);
   dirty_channels_.clear();
   for (auto id : dirty_clients_) {
     auto it = clients_.find(id);

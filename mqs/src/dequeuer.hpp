@@ -1,7 +1,8 @@
 #pragma once
-// The dequeuers: one thread and one consuming AMQP connection, with one channel and consumer per
-// topic that hosts pull (basic.qos prefetch per consumer, manual acks). The bookkeeping of
-// credits and tags is the `dispatcher`; this class is its broker side and its mailbox.
+// The dequeuers: one thread; one consuming AMQP connection per topic that hosts pull (a
+// `broker_link`: basic.qos prefetch, manual acks), so that a connection-level error on one topic
+// never voids the deliveries of another; and a main connection that consumes the pauses. The
+// bookkeeping of credits and tags is the `dispatcher`; this class is its broker side and its mailbox.
 // It also tells hosts of pauses (the `pause_board`): those their own MQS received, and those of
 // other MQS processes, read from a private queue bound to the governance exchange.
 
@@ -16,8 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "amqp_session.hpp"
-#include "dde/mqs/ack_batcher.hpp"
+#include "broker_link.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/dispatcher.hpp"
 #include "dde/mqs/pause_board.hpp"
@@ -43,7 +43,7 @@ struct dequeue_command {
   std::string origin;  ///< of a pause: "<mqs id>/<host instance>"
 };
 
-class dequeuer : private dispatcher_port, private ack_sink {
+class dequeuer : private dispatcher_port {
  public:
   /// `mqs_id` names this MQS process: its own pauses coming back from the broker are skipped.
   dequeuer(const config& cfg, std::string mqs_id);
@@ -57,16 +57,21 @@ class dequeuer : private dispatcher_port, private ack_sink {
   using clock = std::chrono::steady_clock;
   struct consumer {
     delivery_mode mode = delivery_mode::at_least_once;
-    std::uint16_t channel = 0;  ///< 0 while not consuming
+    broker_link link;  ///< its own connection; link.channel is 0 while not consuming
     clock::time_point retry_at{};
+    /// After the broker cancelled or closed the consumer (1 s, doubling to 30 s).
     std::chrono::milliseconds retry_delay{1000};
+    /// After its connection failed (a 541 on basic.consume, say): 100 ms, doubling to 5 s.
+    std::chrono::milliseconds reconnect_delay{100};
   };
   struct channel_state {
-    channel_state(std::string t, std::uint64_t e, std::string tag, std::uint16_t channel)
-        : topic(std::move(t)), epoch(e), consumer_tag(std::move(tag)), acks(channel) {}
+    channel_state(std::string t, std::uint64_t e, std::string tag, broker_link& l, std::uint16_t ch)
+        : topic(std::move(t)), epoch(e), consumer_tag(std::move(tag)), link(&l), channel(ch), acks(ch) {}
     std::string topic;
     std::uint64_t epoch = 0;
     std::string consumer_tag;
+    broker_link* link;  ///< the connection it lives on (its consumer's, or the main one)
+    std::uint16_t channel;
     ack_batcher acks;
     bool governance = false;  ///< the pause consumer (no-ack), not a topic's
     bool oversize = false;    ///< a governance message too large to read: skipped
@@ -86,14 +91,20 @@ class dequeuer : private dispatcher_port, private ack_sink {
   void connect();
   void connection_lost();
   void handle(dequeue_command& cmd, clock::time_point now);
-  void read_frames();
-  void on_method(amqp_frame_t& frame);
+  void read_frames(broker_link& link);
+  void on_method(broker_link& link, amqp_frame_t& frame);
   void complete(channel_state& ch);
-  void drop_channel(std::uint16_t channel, const std::string& why, bool close);
+  /// The channel of `link`'s current consumer, or nullptr.
+  channel_state* channel_of(broker_link& link);
+  void drop_channel(std::uint64_t epoch, const std::string& why, bool close);
   std::string setup(const std::string& topic, consumer& c);
+  /// A topic's connection failed: its deliveries are void; it consumes again after a backoff.
+  void link_lost(const std::string& topic, consumer& c);
   void retry_consumers(clock::time_point now);
   std::uint16_t allocate_channel();
   void flush();
+  /// Waits until the inbox or a connection has something, or `wake_at`.
+  void wait(clock::time_point wake_at);
 
   // dispatcher_port
   std::string start_consumer(const std::string& topic, delivery_mode mode) override;
@@ -102,9 +113,7 @@ class dequeuer : private dispatcher_port, private ack_sink {
   void reject(const broker_ref& ref, bool requeue) override;
   void deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
                std::string&& body) override;
-  // ack_sink
-  void send_ack(std::uint16_t channel, std::uint64_t tag, bool multiple) override;
-  void send_reject(std::uint16_t channel, std::uint64_t tag, bool requeue) override;
+  bool can_deliver(client_id client) override;
 
   channel_state* channel_for(const broker_ref& ref);
   /// The records a host gets at the end of this turn.
@@ -124,21 +133,19 @@ class dequeuer : private dispatcher_port, private ack_sink {
 
   // Owned by the thread.
   dispatcher dispatcher_;
-  std::unique_ptr<amqp_session> session_;
-  std::string failed_;  ///< set when a broker operation failed: the connection is dropped
+  broker_link main_;  ///< consumes the pauses; topics connect while it is up (the broker is)
   bool ever_connected_ = false;
   clock::time_point next_connect_{};
   std::chrono::milliseconds backoff_{100};
   std::map<std::string, consumer> consumers_;
-  std::unordered_map<std::uint16_t, channel_state> channels_;
-  std::unordered_set<std::uint16_t> dirty_channels_;
+  std::unordered_map<std::uint64_t, channel_state> channels_;  ///< by epoch
+  std::unordered_set<std::uint64_t> dirty_channels_;           ///< epochs with acks to send
   std::unordered_map<client_id, client_state> clients_;
   std::vector<client_id> dirty_clients_;
   std::uint64_t next_epoch_ = 1;
   std::uint16_t next_channel_ = 1;
   clock::time_point next_idle_check_{};
   pause_board pauses_;
-  std::uint16_t governance_channel_ = 0;  ///< 0 while not consuming pauses
   clock::time_point governance_retry_at_{};
   std::chrono::milliseconds governance_retry_delay_{1000};
   std::uint64_t bad_broadcasts_ = 0;

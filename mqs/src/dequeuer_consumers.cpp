@@ -1,11 +1,16 @@
-// The dequeuer's consumers: one channel per topic, opened on the first pull, closed when idle,
-// opened again after the broker cancelled it or the connection came back.
+// The dequeuer's consumers: one connection and channel per topic, opened on the first pull, closed
+// when idle, opened again after the broker cancelled it or its connection failed.
 #include "dde/log.hpp"
 #include "dde/mqs/queue_spec.hpp"
 #include "dequeuer.hpp"
 
 namespace dde::mqs {
 namespace {
+
+constexpr auto max_reconnect_delay = std::chrono::milliseconds(5000);
+constexpr auto max_retry_delay = std::chrono::milliseconds(30000);
+// Each topic's connection has one channel.
+constexpr std::uint16_t topic_channel = 1;
 
 std::shared_ptr<spdlog::logger> log() {
   static auto l = dde::logger("mqs.dequeuer");
@@ -15,70 +20,97 @@ std::shared_ptr<spdlog::logger> log() {
 }  // namespace
 
 std::uint16_t dequeuer::allocate_channel() {
-  std::uint16_t max = std::min<std::uint16_t>(session_->channel_max(), 65535);
+  std::uint16_t max = std::min<std::uint16_t>(main_.session->channel_max(), 65535);
   if (max == 0) max = 65535;
   // Numbers are not reused at once, so frames still queued for a closed channel cannot be taken
   // for those of a new one (the consumer tag is checked as well).
-  for (std::uint32_t tries = 0; tries < max; ++tries) {
-    std::uint16_t ch = next_channel_;
-    next_channel_ = next_channel_ >= max ? 1 : next_channel_ + 1;
-    if (!channels_.count(ch)) return ch;
-  }
-  return 0;
+  std::uint16_t ch = next_channel_;
+  next_channel_ = next_channel_ >= max ? 1 : next_channel_ + 1;
+  return ch;
 }
 
 std::string dequeuer::setup(const std::string& topic, consumer& c) {
-  std::uint16_t ch = allocate_channel();
-  if (ch == 0) return "no free AMQP channel";
+  auto& link = c.link;
+  if (!link.session) {
+    std::string error;
+    broker_params params = params_;
+    params.connection_name += " " + topic;
+    link.session = amqp_session::open(params, error);
+    if (!link.session) {
+      link.failed = error;
+      return {};
+    }
+  }
+  thread_.socket_fd = link.session->fd();  // a hung RPC is freed by stop()
   std::uint64_t epoch = next_epoch_++;
   std::string tag = "dde-mqs." + topic + "." + std::to_string(epoch);
-  auto r = session_->open_channel(ch);
+  auto r = link.session->open_channel(topic_channel);
   std::vector<queue_spec> specs;
   if (auto dl = dead_letter_spec_for(topic, c.mode)) specs.push_back(*dl);
   specs.push_back(spec_for(topic, c.mode));
   for (auto& spec : specs) {
     if (!r.ok()) break;
     bool existing = false;
-    r = session_->declare_or_use(ch, spec, existing);
+    r = link.session->declare_or_use(topic_channel, spec, existing);
     if (r.ok() && existing)
       log()->warn("queue {} exists with other arguments than the MQS would give it for {}: using it as it is",
                   spec.name, to_string(c.mode));
   }
-  if (r.ok()) r = session_->qos(ch, cfg_.prefetch);
-  if (r.ok()) r = session_->consume(ch, topic, tag);
-  if (r.connection_lost()) {
-    failed_ = r.error;
-    return {};
-  }
+  if (r.ok()) r = link.session->qos(topic_channel, cfg_.prefetch);
+  // RabbitMQ 3.10 may answer this with a connection-level 541 while a fresh quorum queue elects
+  // its leader: only this topic's connection goes, and it is retried after a backoff.
+  if (r.ok()) r = link.session->consume(topic_channel, topic, tag);
+  thread_.socket_fd = main_.session ? main_.session->fd() : -1;
+  if (link.lost(r)) return {};
   if (!r.ok()) {
-    if (!r.channel_closed) session_->close_channel(ch);
+    link.session.reset();  // closes the connection (and the channel, if the broker left it open)
     return "cannot consume " + topic + ": " + r.error;
   }
-  channels_.try_emplace(ch, topic, epoch, tag, ch);
-  c.channel = ch;
+  channels_.try_emplace(epoch, topic, epoch, tag, link, topic_channel);
+  link.channel = topic_channel;
+  link.epoch = epoch;
   c.retry_delay = std::chrono::milliseconds(1000);
-  log()->debug("consuming {} ({}) on channel {} with prefetch {}", topic, to_string(c.mode), ch,
-               cfg_.prefetch);
+  c.reconnect_delay = std::chrono::milliseconds(100);
+  log()->debug("consuming {} ({}) with prefetch {}", topic, to_string(c.mode), cfg_.prefetch);
   return {};
 }
 
 void dequeuer::retry_consumers(clock::time_point now) {
   for (auto& [topic, c] : consumers_) {
-    if (c.channel || now < c.retry_at || !failed_.empty()) continue;
+    if (c.link.channel || now < c.retry_at) continue;
     auto err = setup(topic, c);
-    if (!err.empty()) {
+    if (!c.link.failed.empty()) {
+      link_lost(topic, c);
+    } else if (!err.empty()) {
       log()->error("{}; retrying in {} ms", err, c.retry_delay.count());
       c.retry_at = now + c.retry_delay;
-      c.retry_delay = std::min(c.retry_delay * 2, std::chrono::milliseconds(30000));
+      c.retry_delay = std::min(c.retry_delay * 2, max_retry_delay);
     }
   }
+}
+
+void dequeuer::link_lost(const std::string& topic, consumer& c) {
+  log()->warn("consumer of {} lost its broker connection: {}; consuming again in {} ms", topic, c.link.failed,
+              c.reconnect_delay.count());
+  if (c.link.epoch) {
+    channels_.erase(c.link.epoch);
+    dirty_channels_.erase(c.link.epoch);
+  }
+  c.link.reset_broken();
+  dispatcher_.on_consumer_lost(topic);  // its delivery tags are void: the broker requeues them
+  c.retry_at = clock::now() + c.reconnect_delay;
+  c.reconnect_delay = std::min(c.reconnect_delay * 2, max_reconnect_delay);
 }
 
 std::string dequeuer::start_consumer(const std::string& topic, delivery_mode mode) {
   auto [it, fresh] = consumers_.try_emplace(topic);
   it->second.mode = mode;
-  if (!session_ || !failed_.empty()) return {};  // consumed once the broker is back
+  if (!main_.usable()) return {};  // consumed once the broker is back
   auto err = setup(topic, it->second);
+  if (!it->second.link.failed.empty()) {
+    link_lost(topic, it->second);  // a connection-level failure: retried, not refused
+    return {};
+  }
   if (!err.empty()) {
     log()->error("{}", err);
     consumers_.erase(it);
@@ -89,42 +121,44 @@ std::string dequeuer::start_consumer(const std::string& topic, delivery_mode mod
 void dequeuer::stop_consumer(const std::string& topic) {
   auto it = consumers_.find(topic);
   if (it == consumers_.end()) return;
-  std::uint16_t ch = it->second.channel;
-  consumers_.erase(it);
-  if (!ch) return;
-  log()->debug("closing the idle dequeuer of {}", topic);
-  drop_channel(ch, {}, true);
+  if (it->second.link.epoch) {
+    log()->debug("closing the idle dequeuer of {}", topic);
+    drop_channel(it->second.link.epoch, {}, true);
+  }
+  consumers_.erase(it);  // closes its connection: what it had buffered goes back to the queue
 }
 
-void dequeuer::drop_channel(std::uint16_t ch, const std::string& why, bool close) {
-  auto it = channels_.find(ch);
+void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool close) {
+  auto it = channels_.find(epoch);
   if (it == channels_.end()) return;
-  if (close && session_ && failed_.empty()) {
-    it->second.acks.flush(*this);  // what hosts already settled must reach the broker first
-    dirty_channels_.erase(ch);
-    if (failed_.empty()) {
-      auto r = session_->cancel(ch, it->second.consumer_tag);
-      if (r.ok()) r = session_->close_channel(ch);
-      if (r.connection_lost()) failed_ = r.error;
+  auto& link = *it->second.link;
+  if (close && link.usable()) {
+    it->second.acks.flush(link);  // what hosts already settled must reach the broker first
+    if (link.usable()) {
+      auto r = link.session->cancel(link.channel, it->second.consumer_tag);
+      if (r.ok()) r = link.session->close_channel(link.channel);
+      link.lost(r);
     }
   }
   std::string topic = it->second.topic;
   bool governance = it->second.governance;
   channels_.erase(it);
-  dirty_channels_.erase(ch);
+  dirty_channels_.erase(epoch);
+  link.channel = 0;
+  link.epoch = 0;
   if (governance) {  // its queue is gone with the channel (auto-delete): set up again shortly
     log()->warn("pause consumer lost: {}; consuming pauses again in {} ms", why,
                 governance_retry_delay_.count());
-    governance_channel_ = 0;
     governance_retry_at_ = clock::now() + governance_retry_delay_;
     return;
   }
   if (why.empty()) return;
-  // The consumer died under us: its deliveries are void; consume again shortly.
+  // The consumer died under us: its deliveries are void; consume again shortly, on a fresh
+  // connection (the channel number is not reused on the old one).
   log()->warn("consumer of {} lost: {}", topic, why);
   dispatcher_.on_consumer_lost(topic);
-  if (auto c = consumers_.find(topic); c != consumers_.end() && c->second.channel == ch) {
-    c->second.channel = 0;
+  if (auto c = consumers_.find(topic); c != consumers_.end()) {
+    if (c->second.link.usable()) c->second.link.session.reset();
     c->second.retry_at = clock::now() + c->second.retry_delay;
   }
 }

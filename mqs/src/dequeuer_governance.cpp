@@ -1,5 +1,5 @@
 // The dequeuer's pauses: a private queue bound to the governance exchange (server-named,
-// exclusive, auto-delete, consumed without acks on a channel of the consuming connection, made
+// exclusive, auto-delete, consumed without acks on a channel of the main consuming connection, made
 // again after a reconnect), and telling hosts of pauses, their own MQS's and other MQS processes'.
 #include "dde/log.hpp"
 #include "dde/mqs/pause_broadcast.hpp"
@@ -19,9 +19,9 @@ std::shared_ptr<spdlog::logger> log() {
 }  // namespace
 
 void dequeuer::retry_governance(clock::time_point now) {
-  if (governance_channel_ || now < governance_retry_at_ || !failed_.empty()) return;
+  if (main_.channel || now < governance_retry_at_ || !main_.usable()) return;
   auto err = setup_governance();
-  if (err.empty() || !failed_.empty()) return;
+  if (err.empty() || !main_.usable()) return;
   log()->error("{}; pauses of other MQS processes do not reach this one's hosts; retrying in {} ms", err,
                governance_retry_delay_.count());
   governance_retry_at_ = now + governance_retry_delay_;
@@ -30,24 +30,22 @@ void dequeuer::retry_governance(clock::time_point now) {
 
 std::string dequeuer::setup_governance() {
   std::uint16_t ch = allocate_channel();
-  if (ch == 0) return "no free AMQP channel for pauses";
   std::uint64_t epoch = next_epoch_++;
   std::string tag = "dde-mqs.governance." + std::to_string(epoch);
   std::string queue;
-  auto r = session_->open_channel(ch);
+  auto& s = *main_.session;
+  auto r = s.open_channel(ch);
   // Durable like the enqueuer's declaration (the arguments must match); nothing in it is persisted.
-  if (r.ok()) r = session_->declare_exchange(ch, governance_exchange, "fanout", true);
-  if (r.ok()) r = session_->declare_private_queue(ch, queue);
-  if (r.ok()) r = session_->bind(ch, queue, governance_exchange, "");
-  if (r.ok()) r = session_->consume(ch, queue, tag, true);
-  if (r.connection_lost()) {
-    failed_ = r.error;
-    return {};
-  }
+  if (r.ok()) r = s.declare_exchange(ch, governance_exchange, "fanout", true);
+  if (r.ok()) r = s.declare_private_queue(ch, queue);
+  if (r.ok()) r = s.bind(ch, queue, governance_exchange, "");
+  if (r.ok()) r = s.consume(ch, queue, tag, true);
+  if (main_.lost(r)) return {};
   if (!r.ok()) return "cannot consume pauses: " + r.error;  // the broker closed the channel
-  auto& state = channels_.try_emplace(ch, std::string(), epoch, tag, ch).first->second;
+  auto& state = channels_.try_emplace(epoch, std::string(), epoch, tag, main_, ch).first->second;
   state.governance = true;
-  governance_channel_ = ch;
+  main_.channel = ch;
+  main_.epoch = epoch;
   governance_retry_delay_ = std::chrono::milliseconds(1000);
   log()->debug("consuming pauses from {} through queue {} on channel {}", governance_exchange, queue, ch);
   return {};

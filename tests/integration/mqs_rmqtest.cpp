@@ -162,6 +162,67 @@ TEST(MqsBroker, DeliveriesAHostLeavesUnackedGoToAnotherHostAsRedelivered) {
   broker.delete_queue("dde.dead." + topic);
 }
 
+TEST(MqsBroker, TopicsConsumedAtOnceOnFreshQuorumQueuesNeverCostAnotherTopicItsDeliveries) {
+  // RabbitMQ 3.10 may answer basic.consume on a quorum queue still electing its leader with a
+  // connection-level 541. Each topic has a broker connection of its own, so that costs at most the
+  // fresh topic a retry, never the deliveries another topic has in flight.
+  auto& broker = shared_broker();
+  mqs_process mqs(broker, {"--prefetch", "50"});
+  auto established = unique_topic("established");
+  mqs_client c(mqs.port());
+  ASSERT_TRUE(c.hello());
+  constexpr int held = 20;
+  for (int i = 1; i <= held; ++i) c.enqueue(established, "at-least-once", i, "m" + std::to_string(i));
+  ASSERT_TRUE(c.wait_for([&] { return c.confirmed_seqs().size() >= held; }, 30s)) << mqs.log();
+  c.pull(established, "at-least-once", held);
+  ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= held; }, 30s)) << mqs.log();
+
+  // Rounds of fresh topics, each pulled (declared and consumed) in one batch, with the
+  // established deliveries unacknowledged all along.
+  std::vector<std::string> fresh;
+  for (int round = 0; round < 3; ++round) {
+    std::string batch;
+    for (int i = 0; i < 8; ++i) {
+      fresh.push_back(unique_topic("fresh" + std::to_string(round) + "_" + std::to_string(i)));
+      wire::append_record(batch, {{"action", "pull"}, {"topic", fresh.back()}, {"mode", "at-least-once"}, {"credit", 1}});
+    }
+    c.send(std::move(batch));
+  }
+  std::uint64_t seq = 1000;
+  for (auto& t : fresh) c.enqueue(t, "at-least-once", seq++, "hello " + t);
+  auto deliveries_of = [&](const std::string& topic) {
+    std::vector<wire::record> out;
+    for (auto& d : c.records("deliver"))
+      if (d.header.at("topic") == topic) out.push_back(d);
+    return out;
+  };
+  ASSERT_TRUE(c.wait_for(
+      [&] { return c.count("deliver") >= std::size_t(held) + fresh.size(); }, 120s))
+      << mqs.log();
+  for (auto& t : fresh) EXPECT_EQ(deliveries_of(t).size(), 1u) << t;
+
+  // The established deliveries are still valid: acked, they leave the queue, and none comes back.
+  c.ack(tags_of(deliveries_of(established)));
+  c.enqueue(established, "at-least-once", 5000, "barrier");
+  c.pull(established, "at-least-once", held);
+  ASSERT_TRUE(c.wait_for([&] { return bodies_of(deliveries_of(established)).count("barrier") == 1; }, 30s))
+      << mqs.log();
+  auto got = deliveries_of(established);
+  EXPECT_EQ(got.size(), std::size_t(held) + 1);
+  for (auto& d : got) EXPECT_FALSE(d.header.at("redelivered").get<bool>()) << d.body;
+  EXPECT_EQ(mqs.log().find("consumer of " + established + " lost"), std::string::npos) << mqs.log();
+  c.ack({got.back().header.at("tag").get<std::uint64_t>()});
+  c.close();
+  mqs.stop();
+  EXPECT_EQ(broker.queue_depth(established), std::optional<std::uint32_t>(0));
+  for (auto& t : fresh) {
+    broker.delete_queue(t);
+    broker.delete_queue("dde.dead." + t);
+  }
+  broker.delete_queue(established);
+  broker.delete_queue("dde.dead." + established);
+}
+
 TEST(MqsBroker, AQueueThatExistsWithOtherArgumentsIsUsedAsItIs) {
   auto& broker = shared_broker();
   mqs_process mqs(broker);

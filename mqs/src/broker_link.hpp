@@ -1,0 +1,49 @@
+#pragma once
+// One consuming AMQP connection of the dequeuer and the one channel it consumes on. Each topic
+// gets a link of its own, so a connection-level error on one (RabbitMQ 3.10 answers a
+// basic.consume on a quorum queue still electing its leader with 541 INTERNAL_ERROR, which
+// closes the whole connection) costs only that topic, never the deliveries of the others.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "amqp_session.hpp"
+#include "dde/mqs/ack_batcher.hpp"
+
+namespace dde::mqs {
+
+struct broker_link final : ack_sink {
+  std::unique_ptr<amqp_session> session;
+  std::string failed;         ///< set when an operation failed: the connection is to be dropped
+  std::uint16_t channel = 0;  ///< the channel consumed on, 0 while none
+  std::uint64_t epoch = 0;    ///< names that channel's consumer (the dequeuer's channel table key)
+
+  bool usable() const { return session && failed.empty(); }
+  /// Records `r`'s error when it lost the connection; true then.
+  bool lost(const amqp_session::result& r) {
+    if (r.connection_lost()) failed = r.error;
+    return r.connection_lost();
+  }
+
+  void send_ack(std::uint16_t ch, std::uint64_t tag, bool multiple) override {
+    if (!usable()) return;
+    if (int rc = amqp_basic_ack(session->state(), ch, tag, multiple); rc != AMQP_STATUS_OK)
+      failed = std::string("basic.ack: ") + amqp_error_string2(rc);
+  }
+  void send_reject(std::uint16_t ch, std::uint64_t tag, bool requeue) override {
+    if (!usable()) return;
+    if (int rc = amqp_basic_reject(session->state(), ch, tag, requeue); rc != AMQP_STATUS_OK)
+      failed = std::string("basic.reject: ") + amqp_error_string2(rc);
+  }
+  /// Drops the connection without a polite close (it is broken).
+  void reset_broken() {
+    if (session) session->mark_broken();
+    session.reset();
+    failed.clear();
+    channel = 0;
+    epoch = 0;
+  }
+};
+
+}  // namespace dde::mqs
