@@ -19,6 +19,8 @@ std::string endpoint_text(const beast::tcp_stream& s) {
   if (ec) return "?";
   return ep.address().to_string() + ":" + std::to_string(ep.port());
 }
+constexpr std::chrono::seconds idle_timeout{20};
+
 }  // namespace
 
 ws_session::ws_session(beast::tcp_stream&& stream, std::shared_ptr<ws_handler> handler, std::size_t max_message,
@@ -28,7 +30,7 @@ ws_session::ws_session(beast::tcp_stream&& stream, std::shared_ptr<ws_handler> h
   beast::get_lowest_layer(ws_).expires_never();
   websocket::stream_base::timeout t = websocket::stream_base::timeout::suggested(role);
   // A peer that vanishes without a close is noticed: ping when idle, give up after 20 s.
-  t.idle_timeout = std::chrono::seconds(20);
+  t.idle_timeout = idle_timeout;
   t.keep_alive_pings = true;
   ws_.set_option(t);
   ws_.read_message_max(max_message);
@@ -157,6 +159,12 @@ void ws_session::do_close() {
 void ws_session::pause_reading(bool paused) {
   boost::asio::post(ws_.get_executor(), [self = shared_from_this(), paused] {
     self->paused_ = paused;
+    // Pongs are only read by a pending read: without one the idle timer would take a paused peer
+    // (backpressure, say while the broker is down) for a vanished one and close it after 20 s.
+    websocket::stream_base::timeout t;
+    self->ws_.get_option(t);
+    t.idle_timeout = paused ? websocket::stream_base::none() : idle_timeout;
+    self->ws_.set_option(t);
     if (!paused && self->open_) self->do_read();
   });
 }
