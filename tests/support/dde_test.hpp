@@ -105,6 +105,11 @@ class rabbitmq_node {
   /// between declaring a quorum queue and kill9().
   bool wait_quorum_queues_registered(std::chrono::milliseconds timeout = 10000ms);
 
+  /// Sets the Erlang cookie (before start): nodes that share one can form a cluster.
+  void use_cookie(const std::string& cookie);
+  /// Joins the (running) cluster of `seed`: stop_app, join_cluster, start_app; false on failure.
+  bool join_cluster(const rabbitmq_node& seed);
+
  private:
   std::map<std::string, std::string> environment() const;
   void write_config_files() const;

@@ -152,6 +152,20 @@ bool rabbitmq_node::wait_quorum_queues_registered(std::chrono::milliseconds time
       timeout, 20ms);
 }
 
+void rabbitmq_node::use_cookie(const std::string& cookie) {
+  const auto path = dir_ / "home" / ".erlang.cookie";
+  std::filesystem::remove(path);
+  write_file(path, cookie);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read);  // Erlang insists
+}
+
+bool rabbitmq_node::join_cluster(const rabbitmq_node& seed) {
+  if (rabbitmqctl({"stop_app"}, 60s) != 0) return false;
+  if (rabbitmqctl({"join_cluster", seed.node_name()}, 60s) != 0) return false;
+  if (rabbitmqctl({"start_app"}, 60s) != 0) return false;
+  return wait_until([this] { return detail::can_login(host_, port_, user(), password(), 2000ms); }, 60s, 100ms);
+}
+
 std::string rabbitmq_node::log_tail() const {
   std::string text = "--- server.log\n" + tail(read_file(dir_ / "server.log"), 3000);
   text += "\n--- log/" + node_name_ + ".log\n" + tail(read_file(dir_ / "log" / (node_name_ + ".log")), 3000);
