@@ -66,9 +66,9 @@ result<deploy_request> parse_deploy(const ordered_json& body) {
   if (auto e = string_field(body, "messageQueuingSystemServer", out.mqs, "ws://127.0.0.1:42043/mqs");
       !e.empty())
     return r::failure(e);
-  if (!net::parse_ws_url(out.mqs))
+  if (net::parse_ws_url_list(out.mqs).empty())
     return r::failure("field \"messageQueuingSystemServer\" is \"" + out.mqs +
-                      "\": expected a WebSocket URL ws://host:port/path");
+                      "\": expected a WebSocket URL ws://host:port/path (or several, comma-separated, to fail over between)");
 
   // The pool itself: the same parser the isolate systems use, so both agree on what is valid.
   auto spec = host::parse_pool_spec(nlohmann::json(body));

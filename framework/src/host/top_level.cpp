@@ -27,9 +27,15 @@ top_level::top_level(boost::asio::io_context& io, top_level_options options)
       reconnect_timer_(strand_),
       writable_timer_(strand_),
       stop_timer_(strand_) {
-  auto url = net::parse_ws_url(options_.mqs_url);
-  if (!url) throw std::invalid_argument("bad MQS URL \"" + options_.mqs_url + "\": expected ws://host:port/path");
-  url_ = *url;
+  urls_ = net::parse_ws_url_list(options_.mqs_url);
+  if (urls_.empty())
+    throw std::invalid_argument("bad MQS URL \"" + options_.mqs_url +
+                                "\": expected ws://host:port/path (or several, comma-separated)");
+}
+
+std::string top_level::current_url() const {
+  auto& u = urls_[current_];
+  return "ws://" + u.host + ":" + std::to_string(u.port) + u.path;
 }
 
 void top_level::start() {
@@ -39,7 +45,7 @@ void top_level::start() {
 void top_level::do_connect() {
   if (stopping_ && unconfirmed_.empty()) return;
   auto self = shared_from_this();
-  net::ws_connect(io_, url_, self, [self](const std::string& why) {
+  net::ws_connect(io_, urls_[current_], self, [self](const std::string& why) {
     boost::asio::post(self->strand_, [self, why] { self->schedule_reconnect(why); });
   });
 }
@@ -49,9 +55,12 @@ void top_level::schedule_reconnect(const std::string& why) {
     check_stopping();
     return;
   }
-  log()->warn("MQS {} unavailable: {}; retrying in {} ms", options_.mqs_url, why, backoff_.count());
+  auto failed = current_url();
+  current_ = (current_ + 1) % urls_.size();  // an alternative MQS, if any, takes over
+  log()->warn("MQS {} unavailable: {}; trying {} in {} ms", failed, why, current_url(), backoff_.count());
   reconnect_timer_.expires_after(backoff_);
-  backoff_ = std::min(backoff_ * 2, max_backoff);
+  // Each alternative is tried once before the delay grows.
+  if (current_ == 0) backoff_ = std::min(backoff_ * 2, max_backoff);
   reconnect_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (!ec) self->do_connect();
   });
@@ -136,7 +145,7 @@ void top_level::handle(wire::record& rec) {
   if (action == "welcome") {
     welcomed_ = true;
     backoff_ = std::chrono::milliseconds(100);
-    log()->info("connected to MQS {} ({}), generation {}", options_.mqs_url, rec.header.value("mqs", std::string()),
+    log()->info("connected to MQS {} ({}), generation {}", current_url(), rec.header.value("mqs", std::string()),
                 generation_);
     return;
   }

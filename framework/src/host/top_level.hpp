@@ -25,6 +25,8 @@ namespace dde::host {
 class router;
 
 struct top_level_options {
+  /// One `ws://` URL, or several comma-separated: after a failed connect or a lost link the top
+  /// level tries the next one (another MQS on the same broker takes over while one is down).
   std::string mqs_url = "ws://127.0.0.1:42043/mqs";
   std::string system;
   std::string instance;          ///< this isolate-system instance's UUID
@@ -85,6 +87,8 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
     std::string body;
   };
   void do_connect();
+  /// "ws://host:port/path" of the current URL, for logs.
+  std::string current_url() const;
   void schedule_reconnect(const std::string& why);
   void handle(wire::record& rec);
   void handle_deliver(wire::record& rec);
@@ -99,7 +103,8 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   boost::asio::io_context& io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   top_level_options options_;
-  net::ws_url url_;
+  std::vector<net::ws_url> urls_;
+  std::size_t current_ = 0;  ///< the URL connected to, or tried next
   std::shared_ptr<net::ws_connection> conn_;
   bool welcomed_ = false;
   std::uint64_t generation_ = 0;

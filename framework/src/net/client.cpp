@@ -30,6 +30,18 @@ std::optional<ws_url> parse_ws_url(std::string_view url) {
   return out;
 }
 
+std::vector<ws_url> parse_ws_url_list(std::string_view list) {
+  std::vector<ws_url> out;
+  while (true) {
+    auto comma = list.find(',');
+    auto url = parse_ws_url(list.substr(0, comma));
+    if (!url) return {};
+    out.push_back(std::move(*url));
+    if (comma == std::string_view::npos) return out;
+    list.remove_prefix(comma + 1);
+  }
+}
+
 void ws_connect(boost::asio::io_context& io, const ws_url& url, std::shared_ptr<ws_handler> handler,
                 std::function<void(const std::string&)> on_fail, client_options options) {
   auto strand = boost::asio::make_strand(io);

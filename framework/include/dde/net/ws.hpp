@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 
@@ -99,6 +100,9 @@ struct ws_url {
   std::string path = "/";
 };
 std::optional<ws_url> parse_ws_url(std::string_view url);
+/// A comma-separated list of `ws://` URLs (alternatives to fail over between, in order of
+/// preference); empty when the list is empty or any element is not a valid URL.
+std::vector<ws_url> parse_ws_url_list(std::string_view list);
 
 struct client_options {
   std::size_t max_ws_message = 64 * 1024 * 1024;
