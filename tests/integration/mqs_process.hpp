@@ -39,6 +39,7 @@ class mqs_process {
   }
   ~mqs_process() { stop(); }
   std::uint16_t port() const { return port_; }
+  int pid() const { return proc_->pid(); }
   std::string log() const { return proc_->log(); }
   /// How many times `text` occurs in the log so far.
   std::size_t log_count(const std::string& text) const {

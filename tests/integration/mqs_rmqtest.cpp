@@ -6,7 +6,10 @@
 #include <set>
 #include <thread>
 
+#include <fstream>
+
 #include "dde_test.hpp"
+#include "tcp_proxy.hpp"
 #include "mqs_client.hpp"
 #include "mqs_process.hpp"
 
@@ -382,6 +385,56 @@ TEST(MqsBroker, BadInputGetsErrorRecordsWhileAnotherHostGoesOnUndisturbed) {
     broker.delete_queue(q);
     broker.delete_queue("dde.dead." + q);
   }
+}
+
+std::size_t rss_kib(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  std::size_t kib = 0;
+  while (in >> key)
+    if (key == "VmRSS:" && in >> kib) break;
+  return kib;
+}
+
+TEST(MqsBroker, AHostThatDoesNotReadItsSocketGetsNoMoreThanAFrameQueuedAndTheRestWaitsInTheBroker) {
+  auto& broker = shared_broker();
+  // At-most-once is acked to the broker as it is handed over: without backpressure the MQS would
+  // take the whole queue into the stalled host's send queue.
+  mqs_process mqs(broker, {"--prefetch", "100", "--max-frame", "1048576", "--max-message", "524288"});
+  auto topic = unique_topic("stalled");
+  constexpr int n = 20000;
+  const std::string body(2048, 'x');
+  {
+    mqs_client producer(mqs.port());
+    ASSERT_TRUE(producer.hello("producer"));
+    for (int i = 0; i < n; ++i) producer.enqueue(topic, "at-most-once", std::nullopt, body);
+    ASSERT_TRUE(wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(n); }, 60s))
+        << mqs.log();
+    producer.close();
+  }
+  auto before = rss_kib(mqs.pid());
+  dde::test::tcp_proxy proxy(mqs.port());
+  mqs_client reader(proxy.port());
+  ASSERT_TRUE(reader.hello("reader"));
+  proxy.stall(true);
+  reader.pull(topic, "at-most-once", 65535);
+  // The broker's queue shrinks by what fits in socket buffers and one frame, then stops.
+  std::uint32_t last = n + 1;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto depth = broker.queue_depth(topic).value_or(0);
+        bool settled = depth == last;
+        last = depth;
+        return settled;
+      },
+      60s, 1000ms));
+  EXPECT_GT(last, std::uint32_t(n / 2)) << "the MQS took what the broker should hold";
+  EXPECT_LT(rss_kib(mqs.pid()), before + 16 * 1024) << "KiB before: " << before;
+  proxy.stall(false);
+  ASSERT_TRUE(reader.wait_for([&] { return reader.count("deliver") >= std::size_t(n); }, 120s)) << mqs.log();
+  EXPECT_EQ(reader.count("deliver"), std::size_t(n));
+  reader.close();
+  broker.delete_queue(topic);
 }
 
 TEST(MqsBroker, EveryAtLeastOnceEnqueueSurvivesABrokerRestart) {
