@@ -22,7 +22,7 @@ bootstrapper::bootstrapper(boost::asio::io_context& io, std::shared_ptr<system_m
       strand_(boost::asio::make_strand(io)),
       systems_(std::move(systems)),
       options_(std::move(options)),
-      retry_timer_(strand_) {
+      retry_(strand_, std::chrono::milliseconds(100), std::chrono::milliseconds(5000)) {
   auto url = net::parse_ws_url(options_.registry_url);
   if (!url) throw std::invalid_argument("bad --registry URL \"" + options_.registry_url + "\": expected ws://host:port/registry");
   url_ = *url;
@@ -35,7 +35,7 @@ void bootstrapper::start() {
 void bootstrapper::stop() {
   boost::asio::post(strand_, [self = shared_from_this()] {
     self->stopped_ = true;
-    self->retry_timer_.cancel();
+    self->retry_.cancel();
     if (self->conn_) self->conn_->close("activator stopping");
     self->conn_.reset();
   });
@@ -62,12 +62,9 @@ void bootstrapper::link_down(const std::string& why) {
     registration_.reset();
   }
   if (stopped_) return;
-  log()->warn("registry {} unavailable: {}; retrying in {} ms", options_.registry_url, why, backoff_.count());
-  retry_timer_.expires_after(backoff_);
-  backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(5000));
-  retry_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec) self->do_connect();
-  });
+  log()->warn("registry {} unavailable: {}; retrying in {} ms", options_.registry_url, why,
+              retry_.delay().count());
+  retry_.schedule([self = shared_from_this()] { self->do_connect(); });
 }
 
 void bootstrapper::on_open(const std::shared_ptr<net::ws_connection>& conn) {
@@ -107,9 +104,11 @@ void bootstrapper::on_message(const std::shared_ptr<net::ws_connection>& conn, s
             .counter("dde_activator_registry_reconnects_total", "Registrations after a lost registry link.")
             .add();
       self->id_ = frame.value("bootstrapperId", std::string());
-      std::lock_guard lock(self->registration_mutex_);
-      self->registration_ = self->id_;
-      self->backoff_ = std::chrono::milliseconds(100);
+      {
+        std::lock_guard lock(self->registration_mutex_);
+        self->registration_ = self->id_;
+      }
+      self->retry_.reset();
       log()->info("registered with {} as bootstrapper {}", self->options_.registry_url, self->id_);
     } else if (type == "request") {
       self->serve(conn, frame);

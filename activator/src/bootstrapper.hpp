@@ -13,6 +13,7 @@
 #include <boost/asio/strand.hpp>
 #include <nlohmann/json.hpp>
 
+#include "dde/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
 #include "system_manager.hpp"
 
@@ -51,8 +52,7 @@ class bootstrapper : public net::ws_handler, public std::enable_shared_from_this
   net::ws_url url_;
   std::shared_ptr<net::ws_connection> conn_;
   std::string id_;
-  std::chrono::milliseconds backoff_{100};
-  boost::asio::steady_timer retry_timer_;
+  net::retry_timer retry_;
   bool stopped_ = false;
   mutable std::mutex registration_mutex_;
   std::optional<std::string> registration_;  ///< guarded by registration_mutex_

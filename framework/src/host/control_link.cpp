@@ -27,7 +27,7 @@ control_link::control_link(boost::asio::io_context& io, std::shared_ptr<controll
       strand_(boost::asio::make_strand(io)),
       controller_(std::move(ctrl)),
       options_(std::move(options)),
-      retry_timer_(strand_),
+      retry_(strand_, std::chrono::milliseconds(100), std::chrono::milliseconds(2000)),
       orphan_timer_(strand_) {
   auto url = net::parse_ws_url(options_.url);
   if (!url) throw std::invalid_argument("bad --control URL \"" + options_.url + "\"");
@@ -44,7 +44,7 @@ void control_link::start() {
 void control_link::stop() {
   boost::asio::post(strand_, [self = shared_from_this()] {
     self->stopped_ = true;
-    self->retry_timer_.cancel();
+    self->retry_.cancel();
     self->orphan_timer_.cancel();
     if (self->conn_) self->conn_->close("isolate system stopping");
     self->conn_.reset();
@@ -78,19 +78,15 @@ void control_link::arm_orphan_timer() {
 
 void control_link::link_down(const std::string& why) {
   if (stopped_) return;
-  log()->warn("activator {} unavailable: {}; retrying in {} ms", options_.url, why, backoff_.count());
-  retry_timer_.expires_after(backoff_);
-  backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(2000));
-  retry_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec) self->do_connect();
-  });
+  log()->warn("activator {} unavailable: {}; retrying in {} ms", options_.url, why, retry_.delay().count());
+  retry_.schedule([self = shared_from_this()] { self->do_connect(); });
 }
 
 void control_link::on_open(const std::shared_ptr<net::ws_connection>& conn) {
   boost::asio::post(strand_, [self = shared_from_this(), conn] {
     if (self->stopped_) return conn->close("stopping");
     self->conn_ = conn;
-    self->backoff_ = std::chrono::milliseconds(100);
+    self->retry_.reset();
     self->orphan_timer_.cancel();
     nlohmann::json hello = {{"type", "hello"},          {"protocol", 1},
                             {"system", self->options_.system}, {"instance", self->options_.instance},

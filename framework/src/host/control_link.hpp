@@ -13,6 +13,7 @@
 #include <boost/asio/strand.hpp>
 #include <nlohmann/json.hpp>
 
+#include "dde/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
 #include "host/controller.hpp"
 
@@ -49,8 +50,7 @@ class control_link : public net::ws_handler, public std::enable_shared_from_this
   control_options options_;
   net::ws_url url_;
   std::shared_ptr<net::ws_connection> conn_;
-  std::chrono::milliseconds backoff_{100};
-  boost::asio::steady_timer retry_timer_;
+  net::retry_timer retry_;
   boost::asio::steady_timer orphan_timer_;
   bool stopped_ = false;
 };

@@ -20,7 +20,7 @@ proxy_cell::proxy_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> ow
       url_text_(std::move(url)),
       index_(index),
       id_("proxy-" + new_uuid()),
-      retry_timer_(strand_) {}
+      retry_(strand_, std::chrono::milliseconds(200), max_backoff) {}
 
 result<bool> proxy_cell::create() {
   auto url = net::parse_ws_url(url_text_);
@@ -76,7 +76,7 @@ void proxy_cell::handle(const nlohmann::json& frame) {
     id_ = frame.value("workerId", id_);
     spawned_ = true;
     reported_down_ = false;
-    backoff_ = std::chrono::milliseconds(200);
+    retry_.reset();
     log()->info("{}: remote worker {} spawned at {}", spec_->addr().str(), id_, url_text_);
     owner->worker_up(index_, id_);
   } else if (type == "done") {
@@ -157,7 +157,7 @@ void proxy_cell::ping(std::function<void(bool, std::chrono::milliseconds)> pong)
 void proxy_cell::kill(std::function<void()> done) {
   boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
     self->killed_ = true;
-    self->retry_timer_.cancel();
+    self->retry_.cancel();
     if (self->conn_) self->conn_->close("pool stopped");
     self->conn_.reset();
     done();
@@ -188,11 +188,7 @@ void proxy_cell::link_down(const std::string& why) {
   if (killed_) return;
   if (!reported_down_) log()->warn("{}: {}; retrying every {} ms at most", spec_->addr().str(), why, max_backoff.count());
   reported_down_ = true;
-  retry_timer_.expires_after(backoff_);
-  backoff_ = std::min(backoff_ * 2, max_backoff);
-  retry_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec) self->do_connect();
-  });
+  retry_.schedule([self = shared_from_this()] { self->do_connect(); });
 }
 
 }  // namespace dde::host

@@ -13,6 +13,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "dde/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
 #include "host/cell.hpp"
 #include "host/pool_spec.hpp"
@@ -57,8 +58,7 @@ class proxy_cell : public cell, public net::ws_handler, public std::enable_share
   bool killed_ = false;
   bool reported_down_ = false;
   std::set<std::uint64_t> in_flight_;
-  std::chrono::milliseconds backoff_{200};
-  boost::asio::steady_timer retry_timer_;
+  net::retry_timer retry_;
 };
 
 }  // namespace dde::host

@@ -24,7 +24,7 @@ top_level::top_level(boost::asio::io_context& io, top_level_options options)
     : io_(io),
       strand_(boost::asio::make_strand(io)),
       options_(std::move(options)),
-      reconnect_timer_(strand_),
+      retry_(strand_, std::chrono::milliseconds(100), max_backoff),
       writable_timer_(strand_),
       stop_timer_(strand_) {
   urls_ = net::parse_ws_url_list(options_.mqs_url);
@@ -57,13 +57,9 @@ void top_level::schedule_reconnect(const std::string& why) {
   }
   auto failed = current_url();
   current_ = (current_ + 1) % urls_.size();  // an alternative MQS, if any, takes over
-  log()->warn("MQS {} unavailable: {}; trying {} in {} ms", failed, why, current_url(), backoff_.count());
-  reconnect_timer_.expires_after(backoff_);
+  log()->warn("MQS {} unavailable: {}; trying {} in {} ms", failed, why, current_url(), retry_.delay().count());
   // Each alternative is tried once before the delay grows.
-  if (current_ == 0) backoff_ = std::min(backoff_ * 2, max_backoff);
-  reconnect_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec) self->do_connect();
-  });
+  retry_.schedule([self = shared_from_this()] { self->do_connect(); }, current_ == 0);
 }
 
 void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
@@ -144,7 +140,7 @@ void top_level::handle(wire::record& rec) {
   }
   if (action == "welcome") {
     welcomed_ = true;
-    backoff_ = std::chrono::milliseconds(100);
+    retry_.reset();
     log()->info("connected to MQS {} ({}), generation {}", current_url(), rec.header.value("mqs", std::string()),
                 generation_);
     return;
@@ -420,7 +416,7 @@ void top_level::check_stopping() {
     conn_->close("isolate system stopping");
     conn_.reset();
   }
-  reconnect_timer_.cancel();
+  retry_.cancel();
   auto fn = std::move(stopped_);
   stopped_ = nullptr;
   fn();

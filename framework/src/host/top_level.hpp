@@ -17,6 +17,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "dde/names.hpp"
+#include "dde/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/wire/record.hpp"
 
@@ -108,8 +109,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   std::shared_ptr<net::ws_connection> conn_;
   bool welcomed_ = false;
   std::uint64_t generation_ = 0;
-  std::chrono::milliseconds backoff_{100};
-  boost::asio::steady_timer reconnect_timer_;
+  net::retry_timer retry_;
   boost::asio::steady_timer writable_timer_;
   bool writable_timer_armed_ = false;
 
