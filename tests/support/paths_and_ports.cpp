@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "dde_test.hpp"
+#include "loopback.hpp"
 
 namespace dde::test {
 namespace {
@@ -29,13 +30,7 @@ class tcp_socket {
   int fd_;
 };
 
-sockaddr_in loopback(std::uint16_t port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return addr;
-}
+using detail::loopback;
 
 }  // namespace
 

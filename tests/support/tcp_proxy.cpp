@@ -15,17 +15,12 @@
 #include <vector>
 
 #include "dde_test.hpp"
+#include "loopback.hpp"
 
 namespace dde::test {
 namespace {
 
-sockaddr_in loopback(std::uint16_t port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return addr;
-}
+using detail::loopback;
 
 void reset(int fd) {
   linger l{1, 0};  // close sends RST, not FIN: the peer sees the connection die
