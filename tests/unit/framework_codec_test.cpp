@@ -2,6 +2,7 @@
 
 #include "dde/envelope.hpp"
 #include "dde/names.hpp"
+#include "dde/net/ws.hpp"
 #include "dde/wire/record.hpp"
 
 namespace {
@@ -34,6 +35,17 @@ TEST(Names, TopicsHaveTwoToFourValidParts) {
   EXPECT_FALSE(dde::valid_topic("single"));
   EXPECT_FALSE(dde::valid_topic("a..b"));
   EXPECT_FALSE(dde::valid_topic("a.b.c.d.e"));
+}
+
+TEST(WsUrls, AListOfAlternativesParsesInOrderAndOneBadElementSpoilsIt) {
+  auto urls = dde::net::parse_ws_url_list("ws://a:1/mqs,ws://b:2/mqs");
+  ASSERT_EQ(urls.size(), 2u);
+  EXPECT_EQ(urls[0].host, "a");
+  EXPECT_EQ(urls[1].port, 2);
+  EXPECT_EQ(dde::net::parse_ws_url_list("ws://a:1/mqs").size(), 1u);
+  EXPECT_TRUE(dde::net::parse_ws_url_list("").empty());
+  EXPECT_TRUE(dde::net::parse_ws_url_list("ws://a:1/mqs,").empty());
+  EXPECT_TRUE(dde::net::parse_ws_url_list("ws://a:1/mqs,http://b/").empty());
 }
 
 TEST(RecordCodec, ConcatenatedBatchesDecodeAsOne) {
