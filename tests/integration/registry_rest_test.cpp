@@ -138,7 +138,7 @@ TEST(RegistryRest, EveryBadInputGetsItsStatusAndMessageAndNothingDeployedIsTouch
        "consistentHash, or the path of a custom router .so"},
       {"POST", "/registry/deploy", with("messageQueuingSystemServer", "http://127.0.0.1:42043/mqs"), 400,
        "field \"messageQueuingSystemServer\" is \"http://127.0.0.1:42043/mqs\": expected a WebSocket URL "
-       "ws://host:port/path"},
+       "ws://host:port/path (or several, comma-separated, to fail over between)"},
       {"POST", "/registry/deploy", with("bootstrapperId", "12133208"), 404,
        "unknown bootstrapperId \"12133208\": no such node is connected (GET /registry/system/list)"},
       {"POST", "/registry/deploy", std::string(5000, ' '), 413, "request body exceeds 4096 bytes"},

@@ -148,7 +148,8 @@ TEST_F(RegistryValidation, AnMqsAddressThatIsNotAWebSocketUrlIsRefused) {
   for (const char* bad : {"http://127.0.0.1:42043/mqs", "ws://:42043/mqs", "ws://127.0.0.1:99999/mqs", "mqs"})
     expect_deploy_refused(with("messageQueuingSystemServer", bad), 400,
                           std::string("field \"messageQueuingSystemServer\" is \"") + bad +
-                              "\": expected a WebSocket URL ws://host:port/path");
+                              "\": expected a WebSocket URL ws://host:port/path (or several, comma-separated, to fail over "
+                              "between)");
 }
 
 TEST_F(RegistryValidation, AWorkersPathThatIsNeitherLocalhostNorAnActivatorUrlIsRefused) {
