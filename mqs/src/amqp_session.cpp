@@ -219,6 +219,17 @@ amqp_session::result amqp_session::declare(std::uint16_t channel, const queue_sp
   return check(amqp_get_rpc_reply(state_), channel, passive ? "queue.declare (passive)" : "queue.declare");
 }
 
+amqp_session::result amqp_session::queue_depth(std::uint16_t channel, const std::string& queue,
+                                               std::uint32_t& messages, std::uint32_t& consumers) {
+  auto* ok = amqp_queue_declare(state_, channel, bytes_of(queue), 1, 0, 0, 0, amqp_empty_table);
+  auto r = check(amqp_get_rpc_reply(state_), channel, "queue.declare (passive)");
+  if (r.ok() && ok) {
+    messages = ok->message_count;
+    consumers = ok->consumer_count;
+  }
+  return r;
+}
+
 amqp_session::result amqp_session::declare_or_use(std::uint16_t channel, const queue_spec& spec,
                                                   bool& used_existing) {
   used_existing = false;

@@ -58,6 +58,9 @@ class amqp_session {
                  bool no_ack = false);
   result cancel(std::uint16_t channel, const std::string& consumer_tag);
   result declare(std::uint16_t channel, const queue_spec& spec, bool passive);
+  /// Passive queue.declare of `queue`: its ready messages and consumers. A missing queue closes `channel` (404).
+  result queue_depth(std::uint16_t channel, const std::string& queue, std::uint32_t& messages,
+                     std::uint32_t& consumers);
   /// Declares exchange `name` of `type` (not auto-deleted, not internal).
   result declare_exchange(std::uint16_t channel, std::string_view name, const char* type, bool durable);
   /// Declares a server-named, exclusive, auto-delete queue; its name goes to `name`.

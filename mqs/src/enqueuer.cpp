@@ -55,6 +55,7 @@ void enqueuer::run() {
     if (!session_ && !stopping && clock::now() >= next_connect_) connect();
     take_inbox();
     publish_pauses();  // first: a pause is urgent, and small
+    answer_depths();
     take_due_retries();
     if (session_) publish_some();
     if (session_) read_frames();
@@ -90,6 +91,27 @@ void enqueuer::run() {
 
 void enqueuer::publish_pauses() {
   if (auto r = pauses_.publish(session_.get()); r.connection_lost()) lost(r.error);
+}
+
+void enqueuer::answer_depths() {
+  auto queries = depths_.take();
+  for (auto& q : queries) {
+    std::uint32_t messages = 0, consumers = 0;
+    std::string error = "not connected to the broker";
+    if (session_) {
+      auto r = session_->queue_depth(declare_channel, q.topic, messages, consumers);
+      error = r.error;
+      if (r.connection_lost()) {
+        lost(r.error);
+      } else if (r.channel_closed) {
+        // E.g. 404, no such queue yet: the channel is reopened for the declares that follow.
+        if (auto o = session_->open_channel(declare_channel); o.connection_lost()) lost(o.error);
+      }
+    }
+    std::string out;
+    append_depth(out, q.topic, messages, consumers, error);
+    q.conn->send(std::move(out), true);
+  }
 }
 
 void enqueuer::take_due_retries() {

@@ -37,6 +37,12 @@ struct outgoing_message {
   std::string body;
 };
 
+/// A host asked how many messages wait in `topic` (answered with a `depth` record on `conn`).
+struct depth_query {
+  std::shared_ptr<net::ws_connection> conn;
+  std::string topic;
+};
+
 class enqueuer {
  public:
   enqueuer(const config& cfg, flow_control& flow);
@@ -50,6 +56,11 @@ class enqueuer {
   /// Thread-safe: publishes a pause to the other MQS processes, now or never (see pause_publisher).
   void broadcast(pause_broadcast p) {
     pauses_.submit(std::move(p));
+    inbox_.wake();
+  }
+  /// Thread-safe: queue depths to ask the broker for (a passive declare on the declaring channel).
+  void ask_depth(std::vector<depth_query>&& queries) {
+    depths_.push(std::move(queries));
     inbox_.wake();
   }
 
@@ -68,12 +79,14 @@ class enqueuer {
   bool can_publish() const;
   void take_due_retries();
   void publish_pauses();
+  void answer_depths();
 
   config cfg_;
   broker_params params_;
   flow_control& flow_;
   inbox<outgoing_message> inbox_;
   pause_publisher pauses_;
+  inbox<depth_query> depths_;
   broker_thread thread_;
   std::atomic<bool> connected_{false};
 

@@ -69,6 +69,13 @@ void append_reject(std::string& out, std::span<const std::uint64_t> seqs, std::s
   append_raw(out, h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {});
 }
 
+void append_depth(std::string& out, std::string_view topic, std::uint32_t messages, std::uint32_t consumers,
+                  std::string_view error) {
+  nlohmann::json h{{"action", "depth"}, {"topic", topic}, {"messages", messages}, {"consumers", consumers}};
+  if (!error.empty()) h["error"] = error;
+  append_raw(out, h.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {});
+}
+
 void append_pause(std::string& out, std::string_view topic, std::uint64_t ms, std::string_view reason,
                   std::string_view origin) {
   nlohmann::json h{{"action", "pause"}, {"topic", topic}, {"ms", ms}, {"reason", reason}, {"origin", origin}};

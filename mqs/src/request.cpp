@@ -171,6 +171,11 @@ parsed_request parse_request(const nlohmann::json& header) {
   }
   if (action == "hello") return parse_hello(header);
   if (action == "pause") return parse_pause(header);
+  if (action == "depth") {
+    depth_request r;
+    if (auto err = get_topic(header, r.topic); !err.empty()) return fail(err);
+    return ok(std::move(r));
+  }
   return fail("unknown action \"" + action.substr(0, 100) + "\"");
 }
 

@@ -103,6 +103,7 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
   std::vector<outgoing_message> enqueues;
   std::vector<dequeue_command> commands;
   std::vector<pause_broadcast> pauses;
+  std::vector<depth_query> depths;
   std::size_t enqueued_bytes = 0;
   bool close_after = false;
   std::size_t errors = 0;
@@ -199,6 +200,7 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
               c.topic = std::move(k.topic);
               commands.push_back(std::move(c));
             },
+            [&](depth_request& d) { depths.push_back(depth_query{conn, std::move(d.topic)}); },
             [&](pause_request& p) {
               log()->info("host {} ({}) pauses {} for {} ms: {}", s->system, s->instance, p.topic, p.ms,
                           p.reason.substr(0, 200));
@@ -225,6 +227,7 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
   if (!commands.empty()) dequeuer_.submit(std::move(commands));
   // After the hosts of this MQS (above): they must not wait for the broker, which may be down.
   for (auto& p : pauses) enqueuer_.broadcast(std::move(p));
+  if (!depths.empty()) enqueuer_.ask_depth(std::move(depths));
   if (errors && log()->should_log(spdlog::level::debug))
     log()->debug("{} bad record(s) from {} ({}): first: {}", errors, conn->remote(), s->system, first_error);
   if (!reply.empty()) conn->send(std::move(reply), true);

@@ -218,5 +218,25 @@ TEST(MqsRecords, APauseRecordCarriesTopicTimeLeftReasonAndOrigin) {
   EXPECT_EQ(batch.records[0].header["reason"].get<std::string>().substr(0, 12), "429 \"quoted\"");
 }
 
+TEST(MqsRequest, ADepthQuestionNamesAValidTopic) {
+  auto p = parse_request({{"action", "depth"}, {"topic", "s.c"}});
+  ASSERT_TRUE(p.req) << p.error;
+  EXPECT_EQ(std::get<depth_request>(*p.req).topic, "s.c");
+  EXPECT_EQ(error_of({{"action", "depth"}}), "missing field \"topic\"");
+}
+
+TEST(MqsRecords, ADepthAnswerCarriesMessagesConsumersAndAnErrorOnlyWhenThereIsOne) {
+  std::string out;
+  append_depth(out, "s.c", 50000, 2, "");
+  append_depth(out, "s.d", 0, 0, "404 NOT_FOUND");
+  auto batch = wire::decode_batch(out, 1000);
+  ASSERT_EQ(batch.records.size(), 2u);
+  EXPECT_EQ(batch.records[0].header["action"], "depth");
+  EXPECT_EQ(batch.records[0].header["messages"], 50000);
+  EXPECT_EQ(batch.records[0].header["consumers"], 2);
+  EXPECT_FALSE(batch.records[0].header.contains("error"));
+  EXPECT_EQ(batch.records[1].header["error"], "404 NOT_FOUND");
+}
+
 }  // namespace
 }  // namespace dde::mqs

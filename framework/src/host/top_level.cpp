@@ -112,6 +112,7 @@ void top_level::on_close(const std::shared_ptr<net::ws_connection>& conn, const 
     if (self->conn_ != conn) return;
     self->conn_.reset();
     self->welcomed_ = false;
+    self->fail_depths("the MQS link dropped before it answered");
     if (self->stopping_) return self->check_stopping();
     self->schedule_reconnect("connection closed (" + reason + ")");
   });
@@ -121,6 +122,7 @@ void top_level::handle(wire::record& rec) {
   const std::string& action = rec.header["action"].get_ref<const std::string&>();
   if (action == "deliver") return handle_deliver(rec);
   if (action == "pause") return handle_pause(rec);
+  if (action == "depth") return handle_depth(rec);
   if (action == "confirm" || action == "reject") {
     auto seqs = rec.header.find("seqs");
     if (seqs == rec.header.end() || !seqs->is_array()) return;
@@ -292,6 +294,33 @@ void top_level::pause(const std::string& topic, std::chrono::milliseconds ms, co
                             header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     self->schedule_flush();
   });
+}
+
+void top_level::queue_depth(const std::string& topic, depth_handler fn) {
+  boost::asio::post(strand_, [self = shared_from_this(), topic, fn = std::move(fn)]() mutable {
+    if (!self->conn_ || !self->welcomed_) return fn(0, 0, "no MQS link");
+    self->depth_waiting_[topic].push_back(std::move(fn));
+    nlohmann::json header{{"action", "depth"}, {"topic", topic}};
+    wire::append_raw_record(self->out_, header.dump());
+    self->schedule_flush();
+  });
+}
+
+void top_level::handle_depth(const wire::record& rec) {
+  auto it = depth_waiting_.find(rec.header.value("topic", std::string()));
+  if (it == depth_waiting_.end() || it->second.empty()) return;
+  auto fn = std::move(it->second.front());
+  it->second.pop_front();
+  if (it->second.empty()) depth_waiting_.erase(it);
+  fn(rec.header.value("messages", std::uint64_t(0)), rec.header.value("consumers", std::uint64_t(0)),
+     rec.header.value("error", std::string()));
+}
+
+void top_level::fail_depths(const std::string& error) {
+  auto waiting = std::move(depth_waiting_);
+  depth_waiting_.clear();
+  for (auto& [topic, fns] : waiting)
+    for (auto& fn : fns) fn(0, 0, error);
 }
 
 void top_level::set_pause_handler(const std::string& topic, pause_handler fn) {

@@ -69,6 +69,12 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void detach(const std::string& topic);
   /// Where the pauses of `topic` go (one handler per topic; an empty one removes it).
   void set_pause_handler(const std::string& topic, pause_handler fn);
+  /// What the MQS answered about a queue: its ready messages and consumers, or why not (`error`).
+  using depth_handler = std::function<void(std::uint64_t messages, std::uint64_t consumers, std::string error)>;
+  /// Asks the MQS how many messages wait in `topic`'s queue (a passive declare at the broker, for
+  /// autoscaling). `fn` runs on this strand (post onward); with an error at once when the MQS link is
+  /// down, or when it drops before the answer.
+  void queue_depth(const std::string& topic, depth_handler fn);
   /// Calls `fn` (on this strand; post onward) once the outbound window has room.
   void when_writable(std::function<void()> fn);
   /// Runs `fn` with the counters, on the strand.
@@ -94,6 +100,9 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void handle(wire::record& rec);
   void handle_deliver(wire::record& rec);
   void handle_pause(const wire::record& rec);
+  void handle_depth(const wire::record& rec);
+  /// Answers every depth question still waiting with `error` (the link they were asked on is gone).
+  void fail_depths(const std::string& error);
   void schedule_flush();
   void flush();
   void append_enqueue(std::uint64_t seq, const std::string& topic, delivery_mode mode, const std::string& body);
@@ -125,6 +134,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
 
   std::unordered_map<std::string, std::shared_ptr<router>> routers_;
   std::unordered_map<std::string, pause_handler> pause_handlers_;
+  std::unordered_map<std::string, std::deque<depth_handler>> depth_waiting_;  ///< per topic, in asking order
   top_level_stats stats_;
   bool stopping_ = false;
   std::function<void()> stopped_;

@@ -19,6 +19,9 @@ void append_deliver(std::string& out, std::string_view topic, std::uint64_t tag,
 void append_confirm(std::string& out, std::span<const std::uint64_t> seqs);
 void append_reject(std::string& out, std::span<const std::uint64_t> seqs, std::string_view error);
 /// A `pause` record: hosts consuming `topic` should not start its messages for `ms` more.
+/// The answer to a `depth`: the queue's ready messages and consumers, or why it has none (`error`).
+void append_depth(std::string& out, std::string_view topic, std::uint32_t messages, std::uint32_t consumers,
+                  std::string_view error);
 void append_pause(std::string& out, std::string_view topic, std::uint64_t ms, std::string_view reason,
                   std::string_view origin);
 /// An `error` record; `record` is the index of the offending record, `header` its header if it parsed.

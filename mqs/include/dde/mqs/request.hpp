@@ -52,8 +52,13 @@ struct pause_request {
   std::string reason;    ///< at most max_pause_reason characters; may be empty
 };
 
+/// How many messages wait in `topic`'s queue (passive queue.declare), for autoscaling.
+struct depth_request {
+  std::string topic;
+};
+
 using request = std::variant<hello_request, enqueue_request, pull_request, ack_request, nack_request,
-                             cancel_request, pause_request>;
+                             cancel_request, pause_request, depth_request>;
 
 /// Largest credit one `pull` may grant.
 constexpr std::uint32_t max_credit = 65535;
