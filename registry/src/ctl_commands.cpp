@@ -162,7 +162,8 @@ const std::vector<command>& commands() {
              .option("workers", "localhost",
                      "comma-separated workersPaths: localhost or ws://host:port/activator")
              .option("router", "roundRobin",
-                     "routerType: roundRobin, random, broadcast, smallestMailbox, consistentHash or a custom router .so")
+                     "routerType: roundRobin, random, broadcast, smallestMailbox, consistentHash, scatterGather, "
+                     "tailChopping or a custom router .so")
              .option("hot-deployment", "true", "hotDeployment: true or false")
              .option("args", "", "args given to the workers, as JSON")
              .option("delivery-mode", "",

@@ -80,7 +80,7 @@ TEST(RegistryCtl, DdectlPrintsAnswersAsJsonAndExitsWithTheDocumentedCodes) {
   EXPECT_EQ(bad.exit, 1);
   EXPECT_EQ(bad.err,
             "ddectl: unknown routerType \"fastest\": use roundRobin, random, broadcast, smallestMailbox, "
-            "consistentHash, or the path of a custom router .so (HTTP 400)\n");
+            "consistentHash, scatterGather, tailChopping, or the path of a custom router .so (HTTP 400)\n");
   EXPECT_EQ(run({"show", "12133208"}).exit, 1);
 
   auto down = run({"shutdown", node.id(), "sampleSystem", "printer"});

@@ -135,7 +135,7 @@ TEST(RegistryRest, EveryBadInputGetsItsStatusAndMessageAndNothingDeployedIsTouch
        "field \"isolateSystemName\" is \"sample.system\": " + names},
       {"POST", "/registry/deploy", with("routerType", "fastest"), 400,
        "unknown routerType \"fastest\": use roundRobin, random, broadcast, smallestMailbox, "
-       "consistentHash, or the path of a custom router .so"},
+       "consistentHash, scatterGather, tailChopping, or the path of a custom router .so"},
       {"POST", "/registry/deploy", with("messageQueuingSystemServer", "http://127.0.0.1:42043/mqs"), 400,
        "field \"messageQueuingSystemServer\" is \"http://127.0.0.1:42043/mqs\": expected a WebSocket URL "
        "ws://host:port/path (or several, comma-separated, to fail over between)"},

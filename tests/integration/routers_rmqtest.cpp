@@ -1,5 +1,6 @@
 // The routers Akka users know (issue 10), on real deployments: smallest-mailbox sends nothing to a
-// busy worker while another is idle; consistent-hash keeps every key on one worker.
+// busy worker while another is idle; consistent-hash keeps every key on one worker; scatter-gather
+// and tail-chopping return the first reply and count the dropped ones.
 #include <fstream>
 #include <map>
 
@@ -32,6 +33,37 @@ class Routers : public Cluster {
       while (in >> seq >> us) out[seq] = us;
     }
     return out;
+  }
+  /// Deploys a requester that asks sys/echo `n` times, one at a time, and waits until it has its answers.
+  nlohmann::json ask_echo(int n) {
+    auto r = deploy_pool(id, sys, "requester", "requester",
+                         {{"to", sys + "/echo"}, {"count", n}, {"concurrency", 1}, {"stats_dir", dir.string()}}, 1);
+    EXPECT_EQ(r.status, 200) << r.body;
+    nlohmann::json stats;
+    EXPECT_TRUE(wait_until(
+        [&] {
+          auto all = all_stats(dir, "requester-");
+          if (!all.empty()) stats = all[0];
+          return stats.value("finished", false);
+        },
+        long_wait, 100ms))
+        << stats.dump();
+    return stats;
+  }
+  /// The echo pool's firstReply counters once every copy it handed out has answered or been dropped.
+  nlohmann::json settled_race() {
+    nlohmann::json race;
+    EXPECT_TRUE(wait_until(
+        [&] {
+          auto pools = pools_of(registry, id, sys);
+          for (auto& p : pools)
+            if (p.value("id", "") == sys + "/echo") race = p.value("firstReply", nlohmann::json::object());
+          return race.value("copies", 0) > 0 &&
+                 race.value("copies", 0) == race.value("answered", 0) + race.value("dropped", 0);
+        },
+        long_wait, 200ms))
+        << race.dump();
+    return race;
   }
   std::string sys = unique_system("rt");
   std::string id;
@@ -78,6 +110,41 @@ TEST_F(Routers, ConsistentHashKeepsEveryKeyOnOneWorker) {
   EXPECT_EQ(workers_of.size(), users.size());
   for (auto& [user, workers] : workers_of) EXPECT_EQ(workers.size(), 1u) << user << " went to several workers";
   EXPECT_EQ(all_workers.size(), 4u) << "the keys spread over the pool";
+}
+
+TEST_F(Routers, ScatterGatherReturnsTheFirstReplyAndCountsTheDroppedOnes) {
+  // Instances 0 and 1 answer after 2 s, instance 2 after 10 ms; every copy is answered.
+  auto r = deploy_pool(id, sys, "echo", "echo_v1",
+                       {{"work_ms", 10}, {"slow_instances", {0, 1}}, {"slow_ms", 2000}, {"reply_when_done", true}}, 3,
+                       {{"routerType", "scatterGather"}, {"credits", 2}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const int n = 20;
+  auto asked = ask_echo(n);
+  EXPECT_EQ(asked.value("replied", 0), n);
+  EXPECT_EQ(asked.value("misrouted", 0), 0) << "a second reply to one ask reached the requester";
+  EXPECT_LT(asked["rtt_us"].value("max", 0), 2000000) << "a reply waited for a slow worker";
+  auto race = settled_race();
+  EXPECT_EQ(race.value("answered", 0), n);
+  EXPECT_GE(race.value("dropped", 0), 2) << "the slow workers' copies of the first message were dropped";
+  EXPECT_EQ(race.value("chopped", 0), 0);
+}
+
+TEST_F(Routers, TailChoppingAsksAnotherWorkerWhenTheFirstIsSlowAndReturnsTheFirstReply) {
+  // Instance 0 answers after 2 s, the others after 10 ms; a copy goes to another worker after 100 ms.
+  auto r = deploy_pool(id, sys, "echo", "echo_v1",
+                       {{"work_ms", 10}, {"slow_instances", {0}}, {"slow_ms", 2000}, {"reply_when_done", true}}, 3,
+                       {{"routerType", "tail-chopping"}, {"tailChopDelayMs", 100}, {"credits", 4}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const int n = 12;
+  auto asked = ask_echo(n);
+  EXPECT_EQ(asked.value("replied", 0), n);
+  EXPECT_EQ(asked.value("misrouted", 0), 0) << "a second reply to one ask reached the requester";
+  EXPECT_LT(asked["rtt_us"].value("max", 0), 2000000) << "a reply waited for the slow worker";
+  auto race = settled_race();
+  EXPECT_EQ(race.value("answered", 0), n);
+  EXPECT_GE(race.value("chopped", 0), 1) << "the slow worker's messages went to another worker too";
+  EXPECT_GE(race.value("dropped", 0), 1) << "the slow worker's late replies were dropped";
+  EXPECT_LT(race.value("copies", 0), 2 * n) << "a fast worker's message was not chopped";
 }
 
 }  // namespace

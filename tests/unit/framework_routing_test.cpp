@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
+#include "host/reply_race.hpp"
 #include "host/routing.hpp"
 
 namespace {
@@ -259,6 +261,54 @@ TEST(Router, ConsistentHashWaitsForTheKeysWorkerInsteadOfPickingAnother) {
   EXPECT_TRUE(l.select("k").empty());
   l.finish(owner);
   EXPECT_EQ(l.select("k"), std::vector<std::size_t>{owner});
+}
+
+}  // namespace
+
+namespace {
+
+using dde::host::reply_race;
+
+TEST(Router, ScatterGatherGivesACopyToEveryWorkerWithRoomAndSkipsAFullOne) {
+  auto l = make(router_kind::scatter_gather, 3, 1);
+  EXPECT_EQ(l.select(), (std::vector<std::size_t>{0, 1, 2}));
+  l.assign(1);
+  EXPECT_EQ(l.select(), (std::vector<std::size_t>{0, 2})) << "a full worker does not stall the pool";
+  l.assign(0);
+  l.assign(2);
+  EXPECT_TRUE(l.select().empty());
+}
+
+TEST(Router, TailChoppingAsksOneWorkerThenOnesNotAskedYet) {
+  auto l = make(router_kind::tail_chopping, 3, 4);
+  auto first = l.select();
+  ASSERT_EQ(first.size(), 1u);
+  std::vector<std::size_t> asked = first;
+  for (int k = 0; k < 2; ++k) {
+    auto next = l.select_other(asked);
+    ASSERT_NE(next, pool_ledger::npos);
+    EXPECT_EQ(std::count(asked.begin(), asked.end(), next), 0);
+    asked.push_back(next);
+  }
+  EXPECT_EQ(l.select_other(asked), pool_ledger::npos) << "every worker was asked";
+}
+
+TEST(Router, OnlyTheFirstReplyToARacedMessageIsClaimed) {
+  reply_race race;
+  race.open("m1");
+  race.count_copies(3, false);
+  EXPECT_FALSE(race.answered("m1"));
+  EXPECT_TRUE(race.claim("m1"));
+  EXPECT_TRUE(race.answered("m1"));
+  EXPECT_FALSE(race.claim("m1"));
+  EXPECT_FALSE(race.claim("m1"));
+  EXPECT_TRUE(race.claim("other")) << "a message that is not raced is always answered";
+  race.close("m1");
+  EXPECT_TRUE(race.claim("m1")) << "a redelivery after the race ended is a new race";
+  auto c = race.snapshot();
+  EXPECT_EQ(c.answered, 1u);
+  EXPECT_EQ(c.dropped, 2u);
+  EXPECT_EQ(c.copies, 3u);
 }
 
 }  // namespace

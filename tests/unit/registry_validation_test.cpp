@@ -140,8 +140,8 @@ TEST_F(RegistryValidation, NamesThatCannotBeQueueNamesAreRefused) {
 TEST_F(RegistryValidation, AnUnknownRouterTypeIsRefused) {
   expect_deploy_refused(
       with("routerType", "fastestFirst"), 400,
-      "unknown routerType \"fastestFirst\": use roundRobin, random, broadcast, smallestMailbox, consistentHash, or "
-      "the path of a custom router .so");
+      "unknown routerType \"fastestFirst\": use roundRobin, random, broadcast, smallestMailbox, consistentHash, "
+      "scatterGather, tailChopping, or the path of a custom router .so");
 }
 
 TEST_F(RegistryValidation, AnMqsAddressThatIsNotAWebSocketUrlIsRefused) {

@@ -53,6 +53,12 @@ class cell_owner {
   virtual void worker_rate_limited(std::size_t index, std::uint64_t delivery_id, std::chrono::milliseconds delay,
                                    std::string reason, message m) = 0;
   virtual void enqueue(std::string topic, delivery_mode mode, std::string body) = 0;
+  /// Asked (from the worker's strand) right before a reply to `message_id` is sent: false when another
+  /// worker already answered it (first-reply-wins pools), and the reply is dropped.
+  virtual bool claim_reply(const std::string& message_id) {
+    (void)message_id;
+    return true;
+  }
   virtual void when_writable(std::function<void()> fn) = 0;
   /// The isolate-system instance replies to an `ask` come back to.
   virtual const std::string& instance() const = 0;

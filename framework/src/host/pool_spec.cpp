@@ -1,5 +1,7 @@
 #include "host/pool_spec.hpp"
 
+#include <type_traits>
+
 #include "dde/net/http_client.hpp"
 #include "dde/net/ws.hpp"
 #include "host/plugin_fetcher.hpp"
@@ -86,13 +88,17 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
       spec.router = router_kind::smallest_mailbox;
     } else if (t == "consistentHash" || t == "consistent-hash") {
       spec.router = router_kind::consistent_hash;
+    } else if (t == "scatterGather" || t == "scatter-gather") {
+      spec.router = router_kind::scatter_gather;
+    } else if (t == "tailChopping" || t == "tail-chopping") {
+      spec.router = router_kind::tail_chopping;
     } else if (t.find('/') != std::string::npos || (t.size() > 3 && t.compare(t.size() - 3, 3, ".so") == 0)) {
       spec.router = router_kind::custom;
       spec.router_uri = t.rfind("file://", 0) == 0 ? t.substr(7) : t;
     } else {
       return r::failure("unknown routerType \"" + t +
-                        "\": use roundRobin, random, broadcast, smallestMailbox, consistentHash, or the path of a "
-                        "custom router .so");
+                        "\": use roundRobin, random, broadcast, smallestMailbox, consistentHash, scatterGather, "
+                        "tailChopping, or the path of a custom router .so");
     }
   }
   if (auto key = field(body, "hashKey")) {
@@ -132,6 +138,13 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
   if (auto e = millis("hotDeploymentIntervalMs", spec.hot_interval, 50, 3600000); !e.empty()) return r::failure(e);
   if (auto e = millis("pingAfterMs", spec.ping_after, 0, 86400000); !e.empty()) return r::failure(e);
   if (auto e = millis("pongTimeoutMs", spec.pong_timeout, 10, 600000); !e.empty()) return r::failure(e);
+  if (auto e = millis("tailChopDelayMs", spec.tail_chop_delay, 1, 3600000); !e.empty()) return r::failure(e);
+  if (first_reply_wins(spec.router))
+    for (auto& path : spec.workers_paths)
+      if (path != "localhost")
+        return r::failure("workersPaths entry \"" + path + "\": routerType " + spec.router_type +
+                          " races copies of a message on \"localhost\" workers only (a remote worker's reply "
+                          "cannot be held back)");
   if (auto rate = field(body, "rate")) {
     auto n = rate->is_object() ? rate->find("messages") : rate->end();
     auto per = rate->is_object() ? rate->find("perMs") : rate->end();
@@ -191,6 +204,33 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
       spec.sub_pools.default_capacity = d->get<std::size_t>();
     }
   }
+  if (auto fo = field(body, "failover")) {
+    if (!fo->is_boolean()) return r::failure("field \"failover\" must be true or false");
+    spec.failover = fo->get<bool>();
+  }
+  if (auto sc = field(body, "scale")) {
+    const char* shape =
+        "field \"scale\" must be {\"min\": 0..1024, \"max\": 1..1024 (>= min), \"targetBacklogPerWorker\": "
+        "1..10000000, \"cooldownMs\": 0..86400000, \"sampleMs\": 50..600000}";
+    if (!sc->is_object()) return r::failure(shape);
+    auto number = [&](const char* key, long long min, long long max, auto& out) -> bool {
+      auto it = sc->find(key);
+      if (it == sc->end()) return true;
+      if (!it->is_number_integer() || it->template get<long long>() < min || it->template get<long long>() > max)
+        return false;
+      out = static_cast<std::remove_reference_t<decltype(out)>>(it->template get<long long>());
+      return true;
+    };
+    auto& s = spec.scale;
+    s.min = 1;
+    long long cooldown = s.cooldown.count(), sample = s.sample.count();
+    if (!sc->contains("max") || !number("min", 0, 1024, s.min) || !number("max", 1, 1024, s.max) ||
+        !number("targetBacklogPerWorker", 1, 10000000, s.target_backlog) ||
+        !number("cooldownMs", 0, 86400000, cooldown) || !number("sampleMs", 50, 600000, sample) || s.min > s.max)
+      return r::failure(shape);
+    s.cooldown = std::chrono::milliseconds(cooldown);
+    s.sample = std::chrono::milliseconds(sample);
+  }
   if (auto sup = field(body, "supervision")) {
     if (!sup->is_object()) return r::failure("field \"supervision\" must be an object");
     auto& s = spec.supervision;
@@ -244,6 +284,8 @@ nlohmann::json to_json(const pool_spec& spec) {
           {"workersPaths", spec.workers_paths},
           {"routerType", spec.router_type},
           {"hashKey", spec.hash_key.empty() ? nlohmann::json() : nlohmann::json(spec.hash_key)},
+          {"tailChopDelayMs", spec.router == router_kind::tail_chopping ? nlohmann::json(spec.tail_chop_delay.count())
+                                                                        : nlohmann::json()},
           {"hotDeployment", spec.hot_deployment},
           {"deliveryMode", std::string(to_string(spec.mode))},
           {"credits", spec.credits},
@@ -264,6 +306,13 @@ nlohmann::json to_json(const pool_spec& spec) {
                                                   : nlohmann::json{{"key", spec.sub_pools.key},
                                                                    {"capacity", spec.sub_pools.capacity},
                                                                    {"defaultCapacity", spec.sub_pools.default_capacity}}},
+          {"scale", spec.scale.enabled() ? nlohmann::json{{"min", spec.scale.min},
+                                                           {"max", spec.scale.max},
+                                                           {"targetBacklogPerWorker", spec.scale.target_backlog},
+                                                           {"cooldownMs", spec.scale.cooldown.count()},
+                                                           {"sampleMs", spec.scale.sample.count()}}
+                                         : nlohmann::json()},
+          {"failover", spec.failover},
           {"args", spec.args}};
 }
 

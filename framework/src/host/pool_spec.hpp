@@ -10,10 +10,25 @@
 
 #include "dde/names.hpp"
 #include "host/plugin_loader.hpp"
+#include "host/scale_policy.hpp"
 
 namespace dde::host {
 
-enum class router_kind { round_robin, random, broadcast, smallest_mailbox, consistent_hash, custom };
+enum class router_kind {
+  round_robin,
+  random,
+  broadcast,
+  smallest_mailbox,
+  consistent_hash,
+  scatter_gather,  ///< a copy to every worker with room; the first reply wins
+  tail_chopping,   ///< a copy to one worker, then to another every `tail_chop_delay` until one replies
+  custom
+};
+
+/// Whether several workers race on one message and only the first reply goes out.
+inline bool first_reply_wins(router_kind k) {
+  return k == router_kind::scatter_gather || k == router_kind::tail_chopping;
+}
 
 /// What a router does when a worker's on_receive throws (Erlang/Akka supervision).
 enum class strategy { resume, restart, stop, escalate };
@@ -55,6 +70,7 @@ struct pool_spec {
   std::string router_type = "roundRobin";  ///< as given
   std::string router_uri;             ///< for a custom router
   std::string hash_key;               ///< consistent-hash: the body field whose value picks the worker
+  std::chrono::milliseconds tail_chop_delay{200};  ///< tail-chopping: how long a copy has to answer
   bool hot_deployment = true;
   nlohmann::json args = nlohmann::json::object();
   delivery_mode mode = delivery_mode::at_least_once;
@@ -68,6 +84,8 @@ struct pool_spec {
   std::chrono::milliseconds pong_timeout{5000};  ///< no PONG within this: the worker is stuck, replace it
   backoff_spec backoff;
   sub_pool_spec sub_pools;
+  scale_spec scale;  ///< autoscaling by queue depth (off unless given)
+  bool failover = false;  ///< the registry redeploys it on surviving nodes when its node is lost
 
   address addr() const { return {system, isolate}; }
   /// Local file path of the plugin (`uri` without `file://`); meaningless for http(s) URIs.

@@ -21,6 +21,9 @@ router::router(boost::asio::io_context& io, std::shared_ptr<top_level> top, pool
       shared_spec_(std::make_shared<const pool_spec>(spec_)),
       ledger_(spec_.router, std::size_t(spec_.credits)),
       subs_(spec_.sub_pools),
+      deployed_paths_(spec_.workers_paths),
+      parked_(spec_.workers_paths.size(), false),
+      scaler_(spec_.scale),
       gate_(std::make_shared<rate_gate>(spec_.rate_messages, spec_.rate_per, spec_.max_in_flight)) {}
 
 router::~router() = default;
@@ -80,7 +83,7 @@ std::filesystem::path router::running_file() const {
 result<bool> router::start() {
   bool any_local = false;
   for (auto& path : spec_.workers_paths) any_local = any_local || path == "localhost";
-  if (any_local) {
+  if (any_local || spec_.scale.enabled()) {
     // Remote workers load the plugin on their node; a local one must load here. After a new version
     // crashed the isolate system, the activator has it start from the last version that worked.
     auto path = spec_.last_good_copy.empty() ? running_file() : std::filesystem::path(spec_.last_good_copy);
@@ -136,6 +139,7 @@ result<bool> router::start() {
     self->request_credit();
     if (self->spec_.hot_deployment && self->plugin_) self->watch_plugin();
     if (self->spec_.ping_after.count() > 0) self->watch_workers();
+    if (self->spec_.scale.enabled()) self->watch_scale();
   });
   return true;
 }
@@ -286,7 +290,7 @@ std::string router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_re
   std::vector<std::shared_ptr<cell>> fresh(cells_.size());
   for (std::size_t i = 0; i < cells_.size(); ++i) {
     if (spec_.workers_paths[i] != "localhost") continue;  // a remote worker loads its own copy when respawned
-    if (kill_requested(i) && !revive_killed) continue;
+    if (kill_requested(i) && (!revive_killed || parked(i))) continue;  // parked slots stay parked
     auto c = make_cell(i, plugin);
     auto made = c->create();
     if (!made) return made.error();
@@ -394,7 +398,7 @@ std::string router::worker_state(std::size_t index) const {
     case kill_phase::stopping:
       return "killing";
     case kill_phase::killed:
-      return "killed";
+      return parked(index) ? "parked" : "killed";
     case kill_phase::none:
       break;
   }
@@ -537,7 +541,13 @@ bool router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg, 
   }
   std::uint64_t id = next_delivery_++;
   if (subs_.enabled()) subs_.start(sub_key);
-  deliveries_[id] = {generation, tag, targets, false, std::move(sub_key), 0};
+  auto& d = deliveries_[id];
+  d.generation = generation;
+  d.tag = tag;
+  d.pending = targets;
+  d.failed = false;
+  d.sub_key = std::move(sub_key);
+  start_race(id, d, msg);
   auto now = std::chrono::steady_clock::now();
   for (std::size_t k = 0; k < targets.size(); ++k) {
     ledger_.assign(targets[k]);
@@ -809,12 +819,17 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   if (!failed) ++done_per_worker_[index];
   if (!failed && proven && hot_.proving && !hot_.swapping) version_proven();
   auto& d = it->second;
-  d.failed = d.failed || failed;
+  bool raced = !d.message_id.empty();
+  if (raced)
+    settle_copy(delivery_id, d, failed);
+  else
+    d.failed = d.failed || failed;
   std::string sub_key;
   bool ended = d.pending.empty();
+  if (ended && raced) d.failed = end_race(d);
   if (ended) {
     sub_key = std::move(d.sub_key);
-    if (spec_.mode == delivery_mode::at_least_once) {
+    if (spec_.mode == delivery_mode::at_least_once && !d.acked) {
       // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
       // straight to dde.dead.<queue> when the pool says so.
       if (d.failed)
@@ -939,6 +954,16 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
       for (auto& [key, held] : self->sub_waiting_) entry(key);
       for (auto& [id, d] : self->deliveries_) if (!subs.contains(d.sub_key)) entry(d.sub_key);
       j["subPoolState"] = subs;
+    }
+    if (first_reply_wins(self->spec_.router)) {
+      auto race = self->race_.snapshot();
+      j["firstReply"] = {{"answered", race.answered}, {"dropped", race.dropped}, {"copies", race.copies},
+                         {"chopped", race.chopped}};
+    }
+    if (self->spec_.scale.enabled()) {
+      j["workersPaths"] = self->deployed_paths_;
+      j["workersCount"] = self->active_workers();
+      j["scaling"] = self->describe_scaling();
     }
     j["stats"] = {{"delivered", self->stats_.delivered}, {"done", self->stats_.done},
                   {"failed", self->stats_.failed},       {"restarts", self->stats_.restarts},

@@ -23,8 +23,10 @@
 #include "host/plugin_fetcher.hpp"
 #include "host/plugin_loader.hpp"
 #include "host/rate_gate.hpp"
+#include "host/reply_race.hpp"
 #include "host/pool_spec.hpp"
 #include "host/routing.hpp"
+#include "host/scale_policy.hpp"
 
 namespace dde::host {
 
@@ -67,6 +69,7 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   void worker_up(std::size_t index, std::string id) override;
   void worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) override;
   void enqueue(std::string topic, delivery_mode mode, std::string body) override;
+  bool claim_reply(const std::string& message_id) override;
   void when_writable(std::function<void()> fn) override;
   const std::string& instance() const override;
   /// RESTART (thesis 3.4.2): fresh instances of every worker, after in-flight messages finish;
@@ -89,12 +92,19 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
 
  private:
   struct delivery {
-    std::uint64_t generation;
-    std::uint64_t tag;
+    std::uint64_t generation = 0;
+    std::uint64_t tag = 0;
     std::vector<std::size_t> pending;  ///< workers that hold it and have not finished it
-    bool failed;
+    bool failed = false;
     std::string sub_key;  ///< its sub-pool
     int attempts = 0;     ///< times it was rate limited so far
+    // First-reply-wins pools (scatter-gather, tail-chopping):
+    std::string message_id;                       ///< replies to it are claimed ("" = not raced)
+    std::shared_ptr<const message> copy;          ///< tail-chopping: what the next worker gets
+    std::vector<std::size_t> asked;               ///< workers given a copy so far
+    std::size_t succeeded = 0;                    ///< copies done without failing
+    bool acked = false;                           ///< acked once answered; later copies change nothing
+    std::shared_ptr<boost::asio::steady_timer> chop_timer;
   };
   struct waiting {
     std::uint64_t generation;
@@ -106,6 +116,27 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   /// to the router's queue.
   bool dispatch(std::uint64_t generation, std::uint64_t tag, message msg, bool front = false);
   std::vector<std::size_t> pick(const message& msg);
+  // First reply wins (router_first_reply.cpp).
+  /// A message went to `d.pending`: its replies are claimed from now on; tail-chopping arms its timer.
+  void start_race(std::uint64_t delivery_id, delivery& d, const message& msg);
+  /// A copy of a raced message finished: acks it once answered, asks the next worker after a failure.
+  void settle_copy(std::uint64_t delivery_id, delivery& d, bool failed);
+  /// The message's last copy finished: whether it failed (no copy succeeded), and the race is over.
+  bool end_race(delivery& d);
+  /// Tail-chopping: no answer in time (or a copy failed): a copy to a worker not asked yet.
+  void chop(std::uint64_t delivery_id);
+  void arm_chop(std::uint64_t delivery_id, delivery& d);
+  // Autoscaling by queue depth (router_scaling.cpp).
+  void watch_scale();
+  void on_depth(std::uint64_t backlog, const std::string& error);
+  /// Grows (revives parked slots, then adds new local ones) or shrinks (parks idle slots) to `to`.
+  void scale_to(std::size_t to, const std::string& reason);
+  /// Slots that take part in the pool: neither parked by the autoscaler nor killed.
+  std::size_t active_workers() const;
+  bool parked(std::size_t index) const { return index < parked_.size() && parked_[index]; }
+  /// Adds a fresh local worker in slot `index` (a new one when index == cells_.size()); false if it cannot.
+  bool add_local_worker(std::size_t index);
+  nlohmann::json describe_scaling() const;
   /// `failed`: it goes back to the broker (nack) instead of being acked. `proven`: it counts as proof
   /// that the running plugin version works.
   void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven = true);
@@ -186,6 +217,20 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   std::chrono::steady_clock::time_point announced_until_{};
   std::uint64_t next_delivery_ = 1;
   router_stats stats_;
+  reply_race race_;
+  std::vector<std::string> deployed_paths_;  ///< workersPaths as deployed (the autoscaler adds slots)
+  std::vector<bool> parked_;                 ///< per slot: taken out by the autoscaler
+  scale_policy scaler_;
+  struct scaling_state {
+    std::unique_ptr<boost::asio::steady_timer> timer;
+    bool asking = false;
+    std::chrono::steady_clock::time_point asked_at{};
+    std::uint64_t backlog = 0;
+    std::string error;  ///< why the last depth sample failed ("" = it did not)
+    std::uint64_t ups = 0, downs = 0;
+    std::size_t peak = 0;
+    std::deque<nlohmann::json> changes;  ///< the latest changes, newest last
+  } scaling_;
   std::deque<std::chrono::steady_clock::time_point> restarts_;
   std::string state_ = "running";
   std::string last_error_;

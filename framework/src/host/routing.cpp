@@ -125,6 +125,11 @@ std::vector<std::size_t> pool_ledger::select(std::string_view hash_key) {
       }
       return out;
     }
+    case router_kind::scatter_gather:
+      // A copy to every worker with room: a full worker is skipped rather than stalling the pool.
+      for (std::size_t i = 0; i < n; ++i)
+        if (has_room(slots_[i])) out.push_back(i);
+      return out;
     case router_kind::broadcast:
       for (std::size_t i = 0; i < n; ++i)
         if (has_room(slots_[i])) out.push_back(i);
@@ -142,6 +147,7 @@ std::vector<std::size_t> pool_ledger::select(std::string_view hash_key) {
       return out;
     }
     case router_kind::round_robin:
+    case router_kind::tail_chopping:
     case router_kind::custom:
       for (std::size_t k = 0; k < n; ++k) {
         std::size_t i = (next_ + k) % n;
@@ -154,6 +160,18 @@ std::vector<std::size_t> pool_ledger::select(std::string_view hash_key) {
       return out;
   }
   return out;
+}
+
+std::size_t pool_ledger::select_other(const std::vector<std::size_t>& asked) {
+  const std::size_t n = slots_.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    std::size_t i = (next_ + k) % n;
+    if (has_room(slots_[i]) && std::find(asked.begin(), asked.end(), i) == asked.end()) {
+      next_ = (i + 1) % n;
+      return i;
+    }
+  }
+  return npos;
 }
 
 std::vector<std::size_t> pool_ledger::select_custom(const std::vector<std::size_t>& chosen) {

@@ -56,6 +56,8 @@ class pool_ledger {
   /// Picks the workers for the next message by the built-in policy; empty when none has room (for
   /// consistent-hash: when the worker that owns `hash_key` has none; the message waits for it).
   std::vector<std::size_t> select(std::string_view hash_key = {});
+  /// Tail-chopping: the next worker with room (in turn) that is not in `asked`, or npos.
+  std::size_t select_other(const std::vector<std::size_t>& asked);
   /// Consistent-hash: the slot that owns `key` on the ring of slots that take messages (npos when none does).
   std::size_t owner_of(std::string_view key) const;
   /// Applies a custom policy's choice: keeps valid alive indices with room; falls back to `select`.

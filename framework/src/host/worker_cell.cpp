@@ -257,6 +257,8 @@ void worker_cell::ask(nlohmann::json body, std::string_view to) {
 }
 
 void worker_cell::reply(const message& to_message, nlohmann::json body) {
+  // In a scatter-gather or tail-chopping pool, only the first reply to a message goes out.
+  if (auto owner = owner_.lock(); owner && !owner->claim_reply(to_message.id())) return;
   if (!to_message.reply_to().empty()) return send(std::move(body), {}, false, to_message.reply_to(), {});
   if (to_message.is_ask()) {
     envelope e = make_envelope(to_message.sender());

@@ -1,0 +1,50 @@
+#pragma once
+// Autoscaling by queue depth: from a sample of the pool's backlog (ready messages in its queue at
+// the broker), how many workers the pool should have. Plain logic, no timers: unit-tested directly.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace dde::host {
+
+/// A pool's `scale` field: `{"min": 1, "max": 16, "targetBacklogPerWorker": 100, "cooldownMs": 10000,
+/// "sampleMs": 1000}`.
+struct scale_spec {
+  std::size_t min = 0;  ///< 0 with max 0: no autoscaling
+  std::size_t max = 0;
+  std::uint64_t target_backlog = 100;       ///< messages waiting per worker the pool aims at
+  std::chrono::milliseconds cooldown{10000};  ///< low backlog this long (and no change) before shrinking
+  std::chrono::milliseconds sample{1000};     ///< how often the queue depth is asked for
+  bool enabled() const { return max > 0; }
+};
+
+class scale_policy {
+ public:
+  using clock = std::chrono::steady_clock;
+  explicit scale_policy(scale_spec spec) : spec_(spec) {}
+
+  struct change {
+    std::size_t to;
+    std::string reason;
+  };
+  /// A sample: `backlog` messages wait in the queue, the pool has `workers` (of which `idle` hold
+  /// nothing). A change to make now, or none. Grows while the backlog per worker stays above the
+  /// target (two samples in a row), up to double per step and never above max; shrinks by its idle
+  /// workers, never below min or what the backlog needs, once the backlog was low for the cool-down
+  /// and nothing changed within it. Below min it grows to min at once.
+  std::optional<change> sample(clock::time_point now, std::uint64_t backlog, std::size_t workers, std::size_t idle);
+  /// A change was made (or the pool was deployed) at `now`.
+  void changed(clock::time_point now);
+  const scale_spec& spec() const { return spec_; }
+
+ private:
+  scale_spec spec_;
+  bool above_ = false;  ///< the previous sample was above the target
+  std::optional<clock::time_point> low_since_;
+  clock::time_point last_change_{};
+};
+
+}  // namespace dde::host
