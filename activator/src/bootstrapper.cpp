@@ -132,7 +132,9 @@ void bootstrapper::serve(const std::shared_ptr<net::ws_connection>& conn, const 
     }
     conn->send(r.dump(), false);
   };
-  if (action == "deploy") {
+  if (action == "ping") {
+    answer(outcome{});  // the registry's heartbeat: ok, {}
+  } else if (action == "deploy") {
     systems_->deploy(request.value("body", nlohmann::json::object()), answer);
   } else if (action == "shutdown") {
     systems_->shutdown(text(request, "isolateSystemName"), text(request, "isolateName"), answer);

@@ -65,6 +65,15 @@ std::optional<std::string> node_table::remove(std::uint64_t conn, std::size_t* f
   return id;
 }
 
+void node_table::disconnect(const std::string& id, const std::string& reason) {
+  auto it = nodes_.find(id);
+  if (it == nodes_.end()) return;
+  auto link = it->second.link;
+  auto conn = it->second.conn;
+  remove(conn);
+  if (link) link->close(reason);
+}
+
 std::optional<std::string> node_table::id_of(std::uint64_t conn) const {
   auto it = by_conn_.find(conn);
   if (it == by_conn_.end()) return std::nullopt;

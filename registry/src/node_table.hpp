@@ -70,6 +70,9 @@ class node_table {
   /// "node N disconnected"; returns its id, and how many requests failed in `failed`.
   std::optional<std::string> remove(std::uint64_t conn, std::size_t* failed = nullptr);
 
+  /// Closes node `id`'s connection (telling it `reason`) and forgets it at once, as `remove` does.
+  void disconnect(const std::string& id, const std::string& reason);
+
   std::optional<std::string> id_of(std::uint64_t conn) const;
   const node_info* find(const std::string& id) const;
   /// Every node, oldest connection first.

@@ -10,6 +10,7 @@
 #include "dde/log.hpp"
 #include "dde/net/ws.hpp"
 #include "node_endpoint.hpp"
+#include "node_watch.hpp"
 #include "rest_api.hpp"
 
 namespace dde::registry {
@@ -44,13 +45,16 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
         nodes(node_table::options{cfg.request_timeout}),
         endpoint(nodes),
         api(nodes),
+        watch(nodes, node_watch::options{cfg.heartbeat, cfg.heartbeat_timeout}),
         timer(strand),
+        heartbeat_timer(strand),
         board(
             nodes, [this](std::function<void()> fn) { post(std::move(fn)); },
             [this](std::chrono::milliseconds delay, std::function<void()> fn) {
               schedule(delay, std::move(fn));
             },
             cfg.dashboard_interval) {
+    api.set_failover_status([this] { return watch.status(); });
     net::server_options options;
     options.host = cfg.listen;
     options.port = cfg.port;
@@ -119,12 +123,27 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
     });
   }
 
+  /// Every heartbeat: the node watch pings, refreshes, and fails over lost nodes.
+  void beat() {
+    heartbeat_timer.expires_after(cfg.heartbeat);
+    heartbeat_timer.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self) return;
+      self->on_strand([](impl& s) {
+        s.watch.tick();
+        s.beat();
+      });
+    });
+  }
+
   registry_config cfg;
   boost::asio::strand<boost::asio::io_context::executor_type> strand;
   node_table nodes;
   node_endpoint endpoint;
   rest_api api;
+  node_watch watch;
   boost::asio::steady_timer timer;
+  boost::asio::steady_timer heartbeat_timer;
   std::optional<node_table::clock::time_point> armed;
   std::unique_ptr<net::server> server;
   dashboard board;
@@ -200,7 +219,11 @@ registry_service::registry_service(boost::asio::io_context& io, registry_config 
 
 registry_service::~registry_service() { stop(); }
 
-std::error_code registry_service::start() { return impl_->server->start(); }
+std::error_code registry_service::start() {
+  auto ec = impl_->server->start();
+  if (!ec) impl_->on_strand([](impl& self) { self.beat(); });
+  return ec;
+}
 
 std::uint16_t registry_service::port() const { return impl_->server->port(); }
 
@@ -210,6 +233,7 @@ void registry_service::stop() {
     self.endpoint.close_all("the registry is stopping");
     self.board.stop();
     self.timer.cancel();
+    self.heartbeat_timer.cancel();
   });
 }
 

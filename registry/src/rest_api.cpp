@@ -56,6 +56,8 @@ void rest_api::handle(const rest_request& req, reply_fn reply) {
 
   if (path == "/registry/system/list") return only("GET", [&] { list(reply); });
   if (path == "/registry/health") return only("GET", [&] { health(reply); });
+  if (path == "/registry/failover" && failover_status_)
+    return only("GET", [&] { reply({200, failover_status_(), {}}); });
   if (path == "/registry/deploy")
     return only("POST", [&] { with_body([&](const ordered_json& b) { deploy(b, reply); }); });
   if (path == "/registry/system/shutdown")

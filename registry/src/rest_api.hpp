@@ -41,6 +41,8 @@ class rest_api {
   explicit rest_api(node_table& nodes,
                     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now());
 
+  /// What `GET /registry/failover` answers (the node watch's status).
+  void set_failover_status(std::function<ordered_json()> fn) { failover_status_ = std::move(fn); }
   /// Handles `req`; `reply` runs exactly once, now or when the nodes asked have answered.
   void handle(const rest_request& req, reply_fn reply);
 
@@ -60,6 +62,7 @@ class rest_api {
 
   node_table& nodes_;
   std::chrono::steady_clock::time_point started_;
+  std::function<ordered_json()> failover_status_;
 };
 
 }  // namespace dde::registry

@@ -1,0 +1,175 @@
+#include "node_watch.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "dde/log.hpp"
+#include "pool_mover.hpp"
+
+namespace dde::registry {
+namespace {
+
+constexpr std::size_t failovers_kept = 50;
+
+long long epoch_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+node_watch::node_watch(node_table& nodes, options opts) : nodes_(nodes), opts_(std::move(opts)) {}
+
+void node_watch::heard(const std::string& id, std::uint64_t epoch) {
+  auto it = watched_.find(id);
+  if (it != watched_.end() && it->second.epoch == epoch) it->second.last_heard = opts_.now();
+}
+
+void node_watch::tick() {
+  auto now = opts_.now();
+  std::map<std::string, bool> connected;
+  for (auto& info : nodes_.list()) {
+    connected[info.id] = true;
+    auto [it, fresh] = watched_.try_emplace(info.id);
+    auto& w = it->second;
+    if (fresh || w.gone_since) {
+      // New, or back under its id before it was declared lost: heard from just now.
+      if (w.gone_since) logger("registry")->info("node {} ({}) is back", info.id, info.name);
+      w.last_heard = now;
+      w.gone_since.reset();
+      w.pinging = w.describing = false;
+      ++w.epoch;
+    }
+    w.info = info;
+    if (now - w.last_heard > opts_.timeout) {
+      lose(info.id, "no answer to heartbeats for " +
+                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_heard).count()) +
+                        " ms");
+      continue;
+    }
+    const auto& id = info.id;
+    auto epoch = w.epoch;
+    if (!w.pinging) {
+      // Any answer counts, an error too (an older node answers "unknown action"); not a timeout.
+      w.pinging = nodes_.request(id, "ping", ordered_json::object(), [this, id, epoch](node_answer a) {
+        auto it = watched_.find(id);
+        if (it == watched_.end() || it->second.epoch != epoch) return;
+        it->second.pinging = false;
+        if (a.status != 502 && a.status != 504) heard(id, epoch);
+      });
+    }
+    if (!w.describing) {
+      w.describing = nodes_.request(id, "describe", ordered_json::object(), [this, id, epoch](node_answer a) {
+        auto it = watched_.find(id);
+        if (it == watched_.end() || it->second.epoch != epoch) return;
+        it->second.describing = false;
+        if (!a.ok()) return;
+        heard(id, epoch);
+        if (a.result.is_object()) it->second.pools = std::move(a.result);
+      });
+    }
+  }
+  // Nodes whose connection ended: lost unless they register again within the timeout.
+  std::vector<std::string> gone;
+  for (auto& [id, w] : watched_) {
+    if (connected.count(id)) continue;
+    if (!w.gone_since) w.gone_since = now;
+    if (now - *w.gone_since >= opts_.timeout) gone.push_back(id);
+  }
+  for (auto& id : gone) lose(id, "disconnected and not back within " + std::to_string(opts_.timeout.count()) + " ms");
+}
+
+void node_watch::lose(const std::string& id, const std::string& why) {
+  auto it = watched_.find(id);
+  if (it == watched_.end()) return;
+  auto lost = std::move(it->second);
+  watched_.erase(it);
+  logger("registry")->error("node {} ({}) lost: {}", id, lost.info.name, why);
+  // A hung node still connected is cut off: its isolate systems may live on, but it gets no requests.
+  nodes_.disconnect(id, "lost: " + why);
+  fail_over(id, lost, why);
+}
+
+void node_watch::fail_over(const std::string& id, const watched& lost, const std::string& why) {
+  auto seq = next_failover_++;
+  ordered_json record = {{"failover", seq}, {"node", id},     {"name", lost.info.name},
+                         {"lostAt", epoch_ms()}, {"reason", why}, {"pools", ordered_json::array()}};
+  auto survivors = nodes_.list();
+  for (auto& [system, pools] : lost.pools.items()) {
+    if (!pools.is_array()) continue;
+    for (auto& entry : pools) {
+      if (!entry.is_object() || !entry.value("failover", false)) continue;
+      auto pool_id = entry.value("id", std::string());
+      std::size_t workers = std::max<std::size_t>(1, entry.value("workersCount", std::size_t(1)));
+      ordered_json moved = {{"pool", pool_id}, {"workers", workers}, {"to", ordered_json::array()}};
+      if (survivors.empty()) {
+        moved["error"] = "no node left to run it";
+        logger("registry")->error("failover of {} from node {}: no node left to run it", pool_id, id);
+        record["pools"].push_back(std::move(moved));
+        continue;
+      }
+      // Its workers spread over the survivors, starting with a different one for each pool.
+      std::size_t k = std::min(workers, survivors.size());
+      for (std::size_t i = 0; i < k; ++i) {
+        const auto& target = survivors[(spread_ + i) % survivors.size()];
+        std::size_t count = workers / k + (i < workers % k ? 1 : 0);
+        auto body = redeploy_body(entry, system, target.id);
+        if (!body) {
+          moved["error"] = "cannot rebuild its deploy body: " + body.error();
+          break;
+        }
+        body.value()["workersPaths"] = std::vector<std::string>(count, "localhost");
+        auto index = record["pools"].size();
+        moved["to"].push_back({{"node", target.id}, {"workers", count}, {"status", "deploying"}});
+        auto slot = moved["to"].size() - 1;
+        auto target_id = target.id;
+        bool sent = nodes_.request(
+            target.id, "deploy", {{"body", body.value()}},
+            [this, seq, index, slot, pool_id, target_id](node_answer a) {
+              if (a.ok())
+                logger("registry")->info("failover: {} runs on node {} now", pool_id, target_id);
+              else
+                logger("registry")->error("failover: deploying {} on node {} failed ({}): {}", pool_id, target_id,
+                                          a.status, a.error);
+              // The record may have been pushed out of the list meanwhile.
+              for (auto& f : failovers_) {
+                if (f.value("failover", std::uint64_t(0)) != seq || index >= f["pools"].size()) continue;
+                auto& to = f["pools"][index]["to"][slot];
+                to["status"] = a.ok() ? "deployed" : "failed";
+                if (!a.ok()) to["error"] = a.error;
+                to["atMs"] = epoch_ms();
+              }
+            });
+        if (!sent) moved["to"][slot]["status"] = "failed";
+      }
+      ++spread_;
+      logger("registry")->warn("failover: {} ({} worker(s)) from lost node {} to {} node(s)", pool_id, workers, id,
+                               moved["to"].size());
+      record["pools"].push_back(std::move(moved));
+    }
+  }
+  failovers_.push_back(std::move(record));
+  if (failovers_.size() > failovers_kept) failovers_.pop_front();
+}
+
+ordered_json node_watch::status() const {
+  auto now = opts_.now();
+  ordered_json nodes = ordered_json::array();
+  for (auto& [id, w] : watched_) {
+    std::size_t pools = 0;
+    for (auto& [system, list] : w.pools.items())
+      if (list.is_array()) pools += list.size();
+    ordered_json n = {{"bootstrapperId", id},
+                      {"name", w.info.name},
+                      {"lastHeardMsAgo", std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_heard).count()},
+                      {"pools", pools}};
+    if (w.gone_since) n["disconnectedMsAgo"] = std::chrono::duration_cast<std::chrono::milliseconds>(now - *w.gone_since).count();
+    nodes.push_back(std::move(n));
+  }
+  return {{"heartbeatMs", opts_.heartbeat.count()},
+          {"timeoutMs", opts_.timeout.count()},
+          {"nodes", std::move(nodes)},
+          {"failovers", failovers_}};
+}
+
+}  // namespace dde::registry

@@ -1,0 +1,59 @@
+#pragma once
+// Node failure detection and failover. The registry pings every node each heartbeat and keeps a
+// recent `describe` of it; a node that answers nothing for the timeout (hung, or its connection
+// gone without it registering again under its id) is lost: its connection is closed and every pool
+// it ran with `failover: true` is deployed again on the surviving nodes, its workers spread over them.
+// Nothing moves back by itself when the node returns (POST /registry/migrate does, when asked).
+// Transport-free and single-threaded, like node_table: the service calls it on its strand.
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "node_table.hpp"
+
+namespace dde::registry {
+
+class node_watch {
+ public:
+  using clock = node_table::clock;
+  struct options {
+    std::chrono::milliseconds heartbeat{1000};  ///< how often each node is pinged
+    std::chrono::milliseconds timeout{3000};    ///< silent this long: the node is lost
+    std::function<clock::time_point()> now = [] { return clock::now(); };
+  };
+
+  node_watch(node_table& nodes, options opts);
+
+  /// One heartbeat: pings the nodes, refreshes what they run, finds lost ones and fails them over.
+  void tick();
+  /// `GET /registry/failover`: the watched nodes and the failovers so far.
+  ordered_json status() const;
+
+ private:
+  struct watched {
+    node_info info;
+    clock::time_point last_heard;
+    std::optional<clock::time_point> gone_since;  ///< its connection ended then
+    ordered_json pools = ordered_json::object();  ///< its last describe
+    bool pinging = false;
+    bool describing = false;
+    std::uint64_t epoch = 0;  ///< bumped when it comes back, so old answers are ignored
+  };
+  void heard(const std::string& id, std::uint64_t epoch);
+  void lose(const std::string& id, const std::string& why);
+  /// Deploys the lost node's failover pools on the connected nodes.
+  void fail_over(const std::string& id, const watched& lost, const std::string& why);
+
+  node_table& nodes_;
+  options opts_;
+  std::map<std::string, watched> watched_;
+  std::deque<ordered_json> failovers_;  ///< the latest, newest last
+  std::size_t spread_ = 0;              ///< rotates the first target between pools
+  std::uint64_t next_failover_ = 1;
+};
+
+}  // namespace dde::registry

@@ -1,0 +1,78 @@
+// Node failure detection and failover (issue 10), on three nodes (loopback ports, an activator
+// each): a steady sequence-numbered at-least-once stream goes to a pool with `failover: true` on node
+// a; `kill -9` of node a's activator and its isolate system makes the registry declare it lost after
+// the heartbeat timeout and deploy the pool on nodes b and c, and no message is lost.
+#include <signal.h>
+
+#include <iostream>
+
+#include "cluster_fixture.hpp"
+
+namespace dde::test {
+namespace {
+
+class Failover : public Cluster {
+ protected:
+  std::string sys = unique_system("fo");
+};
+
+/// The pools named `pool` on the nodes in `ids` that run, as GET /registry/system/{id} shows them.
+std::size_t running_copies(const registry_process& registry, const std::vector<std::string>& ids,
+                           const std::string& sys, const std::string& pool) {
+  std::size_t n = 0;
+  for (auto& id : ids)
+    for (auto& p : pools_of(registry, id, sys))
+      if (p.value("id", "") == pool && p.value("state", "") == "running") ++n;
+  return n;
+}
+
+TEST_F(Failover, APoolOfALostNodeComesBackOnTheOthersAndNoMessageIsLost) {
+  auto a = node("fo-a-" + sys);
+  auto b = node("fo-b-" + sys);
+  auto c = node("fo-c-" + sys);
+  auto ida = node_id(registry, a.name), idb = node_id(registry, b.name), idc = node_id(registry, c.name);
+  ASSERT_FALSE(ida.empty() || idb.empty() || idc.empty());
+  auto r = deploy_pool(ida, sys, "work", "consumer", {{"work_ms", 1}}, 2, {{"failover", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  // The stream comes from node b (another isolate system), 400 a second for 15 s.
+  const int n = 6000;
+  r = deploy(deploy_body(idb, mqs.url(), sys + "p", "producer", "producer",
+                         {{"to", sys + "/work"}, {"count", n}, {"rate", 400}}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 800; }, long_wait));
+  auto on_a = pools_of(registry, ida, sys);
+  ASSERT_EQ(on_a.size(), 1u);
+  int pid = on_a[0].value("pid", -1);
+  ASSERT_GT(pid, 0);
+
+  a.proc->kill9();
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  auto killed = std::chrono::steady_clock::now();
+  // The default heartbeat timeout is 3 s; the two copies (a worker each) come up on b and c.
+  ASSERT_TRUE(wait_until([&] { return running_copies(registry, {idb, idc}, sys, sys + "/work") == 2; }, long_wait,
+                         100ms));
+  auto back = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed);
+  std::cout << "failover: the pool ran on the surviving nodes " << back.count() << " ms after the kill\n";
+  EXPECT_LT(back, 15s) << "heartbeat timeout 3 s plus a few seconds (generous for a loaded machine)";
+  for (auto& id : {idb, idc}) {
+    auto pools = pools_of(registry, id, sys);
+    ASSERT_EQ(pools.size(), 1u) << id;
+    EXPECT_EQ(pools[0].value("workersCount", 0), 1) << "the pool's 2 workers spread over the 2 survivors";
+    EXPECT_TRUE(pools[0].value("failover", false)) << "it fails over again if this node is lost too";
+  }
+
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait, 200ms))
+      << read_seq_logs(dir).missing(n).size() << " missing";
+  EXPECT_TRUE(read_seq_logs(dir).missing(n).empty());
+
+  auto status = rest("GET", registry.url() + "/registry/failover").json;
+  ASSERT_EQ(status["failovers"].size(), 1u) << status.dump();
+  auto& f = status["failovers"][0];
+  EXPECT_EQ(f["node"], ida);
+  ASSERT_EQ(f["pools"].size(), 1u);
+  EXPECT_EQ(f["pools"][0]["pool"], sys + "/work");
+  for (auto& to : f["pools"][0]["to"]) EXPECT_EQ(to["status"], "deployed") << f.dump();
+}
+
+}  // namespace
+}  // namespace dde::test

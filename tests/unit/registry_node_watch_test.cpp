@@ -1,0 +1,125 @@
+// Node failure detection and failover: a node silent for the timeout is lost, its connection
+// closed, and its pools with failover: true go to the surviving nodes, their workers spread; a node
+// that reconnects under its id within the timeout is not lost.
+#include <gtest/gtest.h>
+
+#include "node_watch.hpp"
+#include "registry_fakes.hpp"
+
+namespace dde::registry::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+json pool_entry(const std::string& id, bool failover, int workers) {
+  return {{"id", id},
+          {"workerUri", "/w/libconsumer.so"},
+          {"workersCount", workers},
+          {"workersPaths", std::vector<std::string>(std::size_t(workers), "localhost")},
+          {"routerType", "roundRobin"},
+          {"messageQueuingSystemServer", "ws://127.0.0.1:42043/mqs"},
+          {"failover", failover}};
+}
+
+/// Answers every request of `node` not answered yet: pings ok, describes with `pools`.
+void answer_all(scripted_node& node, std::size_t& answered, const json& pools) {
+  auto requests = node.link->requests();
+  for (; answered < requests.size(); ++answered) {
+    auto& r = requests[answered];
+    auto action = r.value("action", "");
+    if (action == "ping") node.ok(r["id"], json::object());
+    if (action == "describe") node.ok(r["id"], pools);
+  }
+}
+
+std::vector<json> deploys(const scripted_node& node) {
+  std::vector<json> out;
+  for (auto& r : node.link->requests())
+    if (r.value("action", "") == "deploy") out.push_back(r);
+  return out;
+}
+
+struct three_nodes {
+  manual_clock clock;
+  node_table table{[this] {
+    node_table::options o;
+    o.now = clock.fn();
+    o.seed = 7;
+    return o;
+  }()};
+  node_watch watch{table, node_watch::options{1000ms, 3000ms, clock.fn()}};
+  scripted_node a{table, 1}, b{table, 2}, c{table, 3};
+  std::size_t seen_a = 0, seen_b = 0, seen_c = 0;
+  json a_pools = {{"sys", json::array({pool_entry("sys/work", true, 3), pool_entry("sys/other", false, 1)})}};
+  void beat(bool a_answers) {
+    watch.tick();
+    if (a_answers) answer_all(a, seen_a, a_pools);
+    answer_all(b, seen_b, json::object());
+    answer_all(c, seen_c, json::object());
+  }
+};
+
+TEST(RegistryNodeWatch, ASilentNodeIsLostAndItsFailoverPoolsAreSpreadOverTheSurvivors) {
+  three_nodes t;
+  t.beat(true);
+  t.clock.now += 1s;
+  t.beat(true);
+  for (int k = 0; k < 3; ++k) {
+    t.clock.now += 1s;
+    t.beat(false);
+    EXPECT_FALSE(t.a.link->closed) << "still within the timeout";
+  }
+  t.clock.now += 1s;
+  t.beat(false);
+  EXPECT_TRUE(t.a.link->closed);
+  EXPECT_EQ(t.table.find(t.a.id), nullptr);
+  auto on_b = deploys(t.b), on_c = deploys(t.c);
+  ASSERT_EQ(on_b.size(), 1u);
+  ASSERT_EQ(on_c.size(), 1u);
+  EXPECT_EQ(on_b[0]["body"]["workersPaths"].size() + on_c[0]["body"]["workersPaths"].size(), 3u);
+  EXPECT_EQ(on_b[0]["body"]["isolateName"], "work") << "only the pool with failover: true moves";
+  EXPECT_EQ(on_b[0]["body"]["bootstrapperId"], t.b.id);
+  t.b.ok(on_b[0]["id"], {{"instance", "x"}});
+  t.c.fail(on_c[0]["id"], 409, "busy");
+  auto status = t.watch.status();
+  ASSERT_EQ(status["failovers"].size(), 1u);
+  auto& to = status["failovers"][0]["pools"][0]["to"];
+  EXPECT_EQ(to[0]["status"], "deployed");
+  EXPECT_EQ(to[1]["status"], "failed");
+  EXPECT_EQ(to[1]["error"], "busy");
+}
+
+TEST(RegistryNodeWatch, ANodeThatRegistersAgainUnderItsIdWithinTheTimeoutIsNotLost) {
+  three_nodes t;
+  t.beat(true);
+  t.table.remove(t.a.conn);
+  t.clock.now += 2s;
+  t.beat(false);
+  scripted_node again{t.table, 4, t.a.id};
+  ASSERT_EQ(again.id, t.a.id);
+  t.clock.now += 2s;
+  t.beat(false);
+  std::size_t seen = 0;
+  answer_all(again, seen, t.a_pools);
+  t.clock.now += 2s;
+  t.beat(false);
+  answer_all(again, seen, t.a_pools);
+  EXPECT_TRUE(deploys(t.b).empty());
+  EXPECT_TRUE(deploys(t.c).empty());
+  EXPECT_TRUE(t.watch.status()["failovers"].empty());
+}
+
+TEST(RegistryNodeWatch, ADisconnectedNodeNotBackWithinTheTimeoutIsLost) {
+  three_nodes t;
+  t.beat(true);
+  t.table.remove(t.a.conn);
+  t.clock.now += 2s;
+  t.beat(false);
+  EXPECT_TRUE(deploys(t.b).empty() && deploys(t.c).empty());
+  t.clock.now += 3s;  // the timeout runs from the first heartbeat that missed it
+  t.beat(false);
+  EXPECT_EQ(deploys(t.b).size() + deploys(t.c).size(), 2u);
+}
+
+}  // namespace
+}  // namespace dde::registry::test
