@@ -50,7 +50,8 @@ cli make_cli() {
               "port of the REST API and of the /registry WebSocket (0 picks one)")
       .option("request-timeout-ms", std::to_string(d.request_timeout.count()),
               "a node that has not answered a request after this long gets 504")
-      .option("heartbeat-ms", std::to_string(d.heartbeat.count()), "how often each node is pinged")
+      .option("heartbeat-ms", std::to_string(d.heartbeat.count()),
+              "how often each node is pinged (0: no heartbeat, no failure detection, no failover)")
       .option("heartbeat-timeout-ms", std::to_string(d.heartbeat_timeout.count()),
               "a node that answers nothing for this long (or is disconnected this long) is lost: its pools "
               "with failover: true are deployed on the other nodes")
@@ -90,7 +91,7 @@ command_line parse_command_line(int argc, char** argv) {
         std::chrono::milliseconds(c.get_int("request-timeout-ms", 1, 24ll * 3600 * 1000));
     out.cfg.max_body = static_cast<std::size_t>(c.get_int("max-body", 1, 1ll << 30));
     out.cfg.dashboard_interval = std::chrono::milliseconds(c.get_int("dashboard-interval-ms", 100, 3600 * 1000));
-    out.cfg.heartbeat = std::chrono::milliseconds(c.get_int("heartbeat-ms", 10, 3600 * 1000));
+    out.cfg.heartbeat = std::chrono::milliseconds(c.get_int("heartbeat-ms", 0, 3600 * 1000));
     out.cfg.heartbeat_timeout = std::chrono::milliseconds(c.get_int("heartbeat-timeout-ms", 50, 24ll * 3600 * 1000));
     out.cfg.log_level = c.get("log-level");
     bool known = false;

@@ -17,7 +17,7 @@ struct registry_config {
   std::uint16_t port = 8000;
   std::chrono::milliseconds request_timeout{15000};  ///< how long a node may take to answer
   std::size_t max_body = 1024 * 1024;                ///< larger REST bodies get 413
-  std::chrono::milliseconds heartbeat{1000};          ///< how often each node is pinged
+  std::chrono::milliseconds heartbeat{1000};          ///< how often each node is pinged (0: off)
   std::chrono::milliseconds heartbeat_timeout{3000};  ///< a node silent this long is lost (failover)
   std::string log_level = "info";
   std::chrono::milliseconds dashboard_interval{1000};  ///< how often an open dashboard is refreshed

@@ -221,7 +221,7 @@ registry_service::~registry_service() { stop(); }
 
 std::error_code registry_service::start() {
   auto ec = impl_->server->start();
-  if (!ec) impl_->on_strand([](impl& self) { self.beat(); });
+  if (!ec && impl_->cfg.heartbeat.count() > 0) impl_->on_strand([](impl& self) { self.beat(); });
   return ec;
 }
 
