@@ -34,6 +34,15 @@ class Routers : public Cluster {
     }
     return out;
   }
+  /// Declares the echo and requester queues ahead and lets them settle: RabbitMQ 3.10 may answer
+  /// basic.consume on a quorum queue declared a moment before with a connection-level 541, and the
+  /// MQS's reconnect redelivers what the pools had in flight (a second race, a second answer). The
+  /// test's pools go to a system of their own (`suffix`): the fixture's queues exist already.
+  void settle_queues(const std::string& suffix) {
+    sys += suffix;
+    for (const std::string pool_name : {"echo", "requester"}) shared_broker().declare_queue(sys + "." + pool_name, true);
+    ASSERT_TRUE(shared_broker().wait_quorum_queues_registered());
+  }
   /// Deploys a requester that asks sys/echo `n` times, one at a time, and waits until it has its answers.
   nlohmann::json ask_echo(int n) {
     auto r = deploy_pool(id, sys, "requester", "requester",
@@ -44,7 +53,7 @@ class Routers : public Cluster {
         [&] {
           auto all = all_stats(dir, "requester-");
           if (!all.empty()) stats = all[0];
-          return stats.value("finished", false);
+          return stats.is_object() && stats.value("finished", false);
         },
         long_wait, 100ms))
         << stats.dump();
@@ -114,6 +123,7 @@ TEST_F(Routers, ConsistentHashKeepsEveryKeyOnOneWorker) {
 
 TEST_F(Routers, ScatterGatherReturnsTheFirstReplyAndCountsTheDroppedOnes) {
   // Instances 0 and 1 answer after 2 s, instance 2 after 10 ms; every copy is answered.
+  settle_queues("sg");
   auto r = deploy_pool(id, sys, "echo", "echo_v1",
                        {{"work_ms", 10}, {"slow_instances", {0, 1}}, {"slow_ms", 2000}, {"reply_when_done", true}}, 3,
                        {{"routerType", "scatterGather"}, {"credits", 2}});
@@ -131,6 +141,7 @@ TEST_F(Routers, ScatterGatherReturnsTheFirstReplyAndCountsTheDroppedOnes) {
 
 TEST_F(Routers, TailChoppingAsksAnotherWorkerWhenTheFirstIsSlowAndReturnsTheFirstReply) {
   // Instance 0 answers after 2 s, the others after 10 ms; a copy goes to another worker after 100 ms.
+  settle_queues("tc");
   auto r = deploy_pool(id, sys, "echo", "echo_v1",
                        {{"work_ms", 10}, {"slow_instances", {0}}, {"slow_ms", 2000}, {"reply_when_done", true}}, 3,
                        {{"routerType", "tail-chopping"}, {"tailChopDelayMs", 100}, {"credits", 4}});
