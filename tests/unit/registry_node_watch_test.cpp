@@ -57,6 +57,13 @@ struct three_nodes {
     answer_all(b, seen_b, json::object());
     answer_all(c, seen_c, json::object());
   }
+  /// Node a is described, then its connection ends and a heartbeat 2 s later misses it.
+  void drop_a_for_2s() {
+    beat(true);
+    table.remove(a.conn);
+    clock.now += 2s;
+    beat(false);
+  }
 };
 
 TEST(RegistryNodeWatch, ASilentNodeIsLostAndItsFailoverPoolsAreSpreadOverTheSurvivors) {
@@ -91,10 +98,7 @@ TEST(RegistryNodeWatch, ASilentNodeIsLostAndItsFailoverPoolsAreSpreadOverTheSurv
 
 TEST(RegistryNodeWatch, ANodeThatRegistersAgainUnderItsIdWithinTheTimeoutIsNotLost) {
   three_nodes t;
-  t.beat(true);
-  t.table.remove(t.a.conn);
-  t.clock.now += 2s;
-  t.beat(false);
+  t.drop_a_for_2s();
   scripted_node again{t.table, 4, t.a.id};
   ASSERT_EQ(again.id, t.a.id);
   t.clock.now += 2s;
@@ -111,10 +115,7 @@ TEST(RegistryNodeWatch, ANodeThatRegistersAgainUnderItsIdWithinTheTimeoutIsNotLo
 
 TEST(RegistryNodeWatch, ADisconnectedNodeNotBackWithinTheTimeoutIsLost) {
   three_nodes t;
-  t.beat(true);
-  t.table.remove(t.a.conn);
-  t.clock.now += 2s;
-  t.beat(false);
+  t.drop_a_for_2s();
   EXPECT_TRUE(deploys(t.b).empty() && deploys(t.c).empty());
   t.clock.now += 3s;  // the timeout runs from the first heartbeat that missed it
   t.beat(false);
