@@ -41,6 +41,17 @@ test_certificates make_test_certificates(const fs::path& dir) {
   return c;
 }
 
+cluster_certificates make_cluster_certificates(const fs::path& dir, const std::vector<std::string>& names) {
+  fs::create_directories(dir);
+  std::vector<std::string> argv{DDE_GEN_CA, dir.string()};
+  argv.insert(argv.end(), names.begin(), names.end());
+  child_process p(argv, dir / "gen-ca.log");
+  auto status = p.wait_exit(120s);
+  if (!status || !WIFEXITED(*status) || WEXITSTATUS(*status) != 0)
+    throw std::runtime_error("deploy/gen-ca.sh failed:\n" + p.log());
+  return cluster_certificates{dir};
+}
+
 tls_file_server start_tls_file_server(const fs::path& root, const test_certificates& certs,
                                       const fs::path& log_file) {
   tls_file_server s;

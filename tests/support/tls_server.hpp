@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dde_test.hpp"
 
@@ -18,6 +19,19 @@ struct test_certificates {
 
 /// Makes a CA and a certificate for IP 127.0.0.1 (and DNS localhost) in `dir`; throws on failure.
 test_certificates make_test_certificates(const std::filesystem::path& dir);
+
+/// A CA and a certificate/key per name made by deploy/gen-ca.sh (IP 127.0.0.1, DNS localhost;
+/// usable as server and as client certificates).
+struct cluster_certificates {
+  std::filesystem::path dir;
+  std::filesystem::path ca() const { return dir / "ca.pem"; }
+  std::filesystem::path cert(const std::string& name) const { return dir / (name + ".pem"); }
+  std::filesystem::path key(const std::string& name) const { return dir / (name + ".key"); }
+};
+
+/// Runs deploy/gen-ca.sh in `dir` (created) for `names`; throws with its output on failure.
+cluster_certificates make_cluster_certificates(const std::filesystem::path& dir,
+                                               const std::vector<std::string>& names);
 
 /// A running `openssl s_server -WWW`: https://127.0.0.1:port/NAME serves `root`/NAME.
 struct tls_file_server {

@@ -1,18 +1,26 @@
-// WebSocket client connect: resolve -> TCP connect -> handshake -> ws_session.
+// WebSocket client connect: resolve -> TCP connect -> [TLS handshake] -> handshake -> ws_session.
 #include <charconv>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "tls_context.hpp"
 #include "ws_session.hpp"
 
 namespace dde::net {
 
 std::optional<ws_url> parse_ws_url(std::string_view url) {
-  constexpr std::string_view scheme = "ws://";
-  if (url.substr(0, scheme.size()) != scheme) return std::nullopt;
-  url.remove_prefix(scheme.size());
+  constexpr std::string_view plain = "ws://", secure = "wss://";
   ws_url out;
+  if (url.substr(0, secure.size()) == secure) {
+    url.remove_prefix(secure.size());
+    out.tls = true;
+    out.port = 443;
+  } else if (url.substr(0, plain.size()) == plain) {
+    url.remove_prefix(plain.size());
+  } else {
+    return std::nullopt;
+  }
   auto slash = url.find('/');
   auto hostport = url.substr(0, slash);
   out.path = slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
@@ -42,6 +50,38 @@ std::vector<ws_url> parse_ws_url_list(std::string_view list) {
   }
 }
 
+namespace {
+
+using on_fail_fn = std::function<void(const std::string&)>;
+
+std::string where(const ws_url& url) { return url.host + ":" + std::to_string(url.port); }
+
+/// TLS over the connected `tcp`, then the WebSocket handshake.
+void start_tls(std::shared_ptr<beast::tcp_stream> tcp, const ws_url& url, std::shared_ptr<ws_handler> handler,
+               on_fail_fn on_fail, const client_options& options) {
+  std::shared_ptr<boost::asio::ssl::context> ctx;
+  try {
+    ctx = make_client_tls_context(options.tls);
+  } catch (const std::exception& e) {
+    return on_fail(e.what());
+  }
+  auto stream = std::make_shared<tls_stream>(std::move(*tcp), *ctx);
+  if (!prepare_client_tls(stream->native_handle(), url.host))
+    return on_fail("cannot set the TLS server name " + url.host);
+  beast::get_lowest_layer(*stream).expires_after(options.connect_timeout);
+  stream->async_handshake(
+      boost::asio::ssl::stream_base::client, [stream, ctx, url, handler, on_fail, options](beast::error_code ec) {
+        if (ec)
+          return on_fail("TLS handshake with " + where(url) +
+                         " failed: " + describe_tls_error(ec, stream->native_handle()));
+        auto session = std::make_shared<ws_session<tls_stream>>(std::move(*stream), handler, options.max_ws_message,
+                                                                beast::role_type::client, ctx);
+        session->run_client(url.port == 443 ? url.host : where(url), url.path, on_fail);
+      });
+}
+
+}  // namespace
+
 void ws_connect(boost::asio::io_context& io, const ws_url& url, std::shared_ptr<ws_handler> handler,
                 std::function<void(const std::string&)> on_fail, client_options options) {
   auto strand = boost::asio::make_strand(io);
@@ -56,8 +96,10 @@ void ws_connect(boost::asio::io_context& io, const ws_url& url, std::shared_ptr<
                                                                                 const tcp::endpoint&) {
           if (ec)
             return on_fail("cannot connect to " + url.host + ":" + std::to_string(url.port) + ": " + ec.message());
-          auto session = std::make_shared<ws_session>(std::move(*stream), handler, options.max_ws_message,
-                                                      beast::role_type::client);
+          if (url.tls) return start_tls(stream, url, handler, on_fail, options);
+          auto session = std::make_shared<ws_session<beast::tcp_stream>>(std::move(*stream), handler,
+                                                                         options.max_ws_message,
+                                                                         beast::role_type::client);
           session->run_client(url.host + ":" + std::to_string(url.port), url.path, on_fail);
         });
       });

@@ -20,6 +20,8 @@
 #include <optional>
 #include <type_traits>
 
+#include "tls_context.hpp"
+
 namespace dde::net {
 namespace {
 
@@ -282,22 +284,14 @@ http_result http_fetch(std::string_view method, std::string_view url, std::strin
   req.prepare_payload();
   try {
     if (!parsed->tls) return exchange<beast::tcp_stream>(*parsed, std::move(req), options).run();
-    ssl::context ctx(ssl::context::tls_client);
-    beast::error_code ec;
-    if (!options.ca_file.empty()) {
-      ctx.load_verify_file(options.ca_file, ec);
-      if (ec) {
-        failed.error = "cannot use CA file " + options.ca_file + ": " + ec.message();
-        return failed;
-      }
-    } else {
-      ctx.set_default_verify_paths(ec);
-      if (ec) {
-        failed.error = "cannot load the system's CA certificates: " + ec.message();
-        return failed;
-      }
+    std::shared_ptr<ssl::context> ctx;
+    try {
+      ctx = make_client_tls_context(tls_options{options.cert_file, options.key_file, options.ca_file, false});
+    } catch (const std::exception& e) {
+      failed.error = e.what();
+      return failed;
     }
-    return exchange<beast::ssl_stream<beast::tcp_stream>>(*parsed, std::move(req), options, ctx).run();
+    return exchange<beast::ssl_stream<beast::tcp_stream>>(*parsed, std::move(req), options, *ctx).run();
   } catch (const std::exception& e) {
     failed.error = std::string("HTTP request failed: ") + e.what();
     return failed;

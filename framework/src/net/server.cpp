@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "dde/log.hpp"
+#include "tls_context.hpp"
 #include "ws_session.hpp"
 
 namespace dde::net {
@@ -16,6 +18,7 @@ struct shared_state {
   server_options options;
   std::map<std::string, std::shared_ptr<ws_handler>, std::less<>> routes;
   async_http_handler http;
+  std::shared_ptr<boost::asio::ssl::context> tls;  ///< null: plain http/ws
 };
 
 std::string path_of(std::string_view target) { return std::string(target.substr(0, target.find('?'))); }
@@ -28,21 +31,51 @@ http_response error_response(int status, std::string_view text) {
   return r;
 }
 
-class http_session : public std::enable_shared_from_this<http_session> {
+/// One HTTP connection over `Stream` (`beast::tcp_stream`, or `tls_stream` after a TLS handshake);
+/// an upgrade hands the stream to a `ws_session` of the same kind.
+template <class Stream>
+class http_session : public std::enable_shared_from_this<http_session<Stream>> {
+  static constexpr bool tls = std::is_same_v<Stream, tls_stream>;
+  using std::enable_shared_from_this<http_session<Stream>>::shared_from_this;
+
  public:
-  http_session(tcp::socket&& socket, std::shared_ptr<const shared_state> state)
-      : stream_(std::move(socket)), state_(std::move(state)) {}
+  template <class... Args>
+  http_session(tcp::socket&& socket, std::shared_ptr<const shared_state> state, Args&... args)
+      : stream_(std::move(socket), args...), state_(std::move(state)) {}
 
   void run() {
-    boost::asio::dispatch(stream_.get_executor(), beast::bind_front_handler(&http_session::do_read, shared_from_this()));
+    boost::asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if constexpr (tls) {
+        self->do_handshake();
+      } else {
+        self->do_read();
+      }
+    });
   }
 
  private:
+  void do_handshake() {
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(30));
+    stream_.async_handshake(boost::asio::ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) {
+        // A plain-text client, a wrong CA or no client certificate: refused, the server goes on.
+        // A connect-and-close (a port probe) is not worth a warning.
+        bool silent = ec == boost::asio::error::eof || ec == boost::asio::ssl::error::stream_truncated;
+        logger("net")->log(silent ? spdlog::level::debug : spdlog::level::warn, "TLS handshake from {} refused: {}",
+                           self->endpoint_text(), describe_tls_error(ec, self->stream_.native_handle()));
+        beast::error_code ignored;
+        beast::get_lowest_layer(self->stream_).socket().close(ignored);
+        return;
+      }
+      self->do_read();
+    });
+  }
+
   void do_read() {
     parser_.emplace();
     parser_->body_limit(state_->options.max_http_body);
-    stream_.expires_after(std::chrono::seconds(30));
-    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&http_session::on_read, shared_from_this()));
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(30));
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&http_session<Stream>::on_read, shared_from_this()));
   }
 
   void on_read(beast::error_code ec, std::size_t) {
@@ -58,8 +91,9 @@ class http_session : public std::enable_shared_from_this<http_session> {
       auto it = state_->routes.find(path_of(std::string_view(req.target().data(), req.target().size())));
       if (it == state_->routes.end())
         return write(error_response(404, "no WebSocket endpoint at " + path_of(std::string_view(req.target().data(), req.target().size()))), false, req.version());
-      auto session = std::make_shared<ws_session>(std::move(stream_), it->second, state_->options.max_ws_message,
-                                                  beast::role_type::server);
+      auto session = std::make_shared<ws_session<Stream>>(std::move(stream_), it->second,
+                                                          state_->options.max_ws_message, beast::role_type::server,
+                                                          state_->tls);
       session->run_server(std::move(req));
       return;
     }
@@ -106,11 +140,19 @@ class http_session : public std::enable_shared_from_this<http_session> {
   }
 
   void do_shutdown() {
+    if constexpr (tls) {
+      beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(5));
+      stream_.async_shutdown([self = shared_from_this()](beast::error_code) {
+        beast::error_code ignored;
+        beast::get_lowest_layer(self->stream_).socket().close(ignored);
+      });
+      return;
+    }
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_send, ec);
     // Lingering close: read and drop what the client still sends (e.g. the rest of a body too large),
     // so closing does not reset the connection before the client has read our answer.
-    stream_.expires_after(std::chrono::seconds(5));
+    beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(5));
     drain();
   }
 
@@ -123,11 +165,11 @@ class http_session : public std::enable_shared_from_this<http_session> {
 
   std::string endpoint_text() {
     beast::error_code ec;
-    auto ep = stream_.socket().remote_endpoint(ec);
+    auto ep = beast::get_lowest_layer(stream_).socket().remote_endpoint(ec);
     return ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::array<char, 8192> scratch_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -162,7 +204,10 @@ class listener : public std::enable_shared_from_this<listener> {
     acceptor_.async_accept(boost::asio::make_strand(io_), [self = shared_from_this()](beast::error_code ec,
                                                                                       tcp::socket socket) {
       if (ec == boost::asio::error::operation_aborted) return;
-      if (!ec) std::make_shared<http_session>(std::move(socket), self->state_)->run();
+      if (!ec && self->state_->tls)
+        std::make_shared<http_session<tls_stream>>(std::move(socket), self->state_, *self->state_->tls)->run();
+      else if (!ec)
+        std::make_shared<http_session<beast::tcp_stream>>(std::move(socket), self->state_)->run();
       self->do_accept();
     });
   }
@@ -177,6 +222,7 @@ class server_impl : public server {
   server_impl(boost::asio::io_context& io, server_options options) : io_(io) {
     state_ = std::make_shared<shared_state>();
     state_->options = std::move(options);
+    if (state_->options.tls.enabled()) state_->tls = make_server_tls_context(state_->options.tls);
   }
   ~server_impl() override { stop(); }
 

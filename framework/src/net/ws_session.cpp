@@ -13,9 +13,9 @@ namespace {
 // Writes coalesce queued binary messages up to this size.
 constexpr std::size_t max_coalesced = 1 << 20;
 
-std::string endpoint_text(const beast::tcp_stream& s) {
+std::string endpoint_text(const tcp::socket& s) {
   beast::error_code ec;
-  auto ep = s.socket().remote_endpoint(ec);
+  auto ep = s.remote_endpoint(ec);
   if (ec) return "?";
   return ep.address().to_string() + ":" + std::to_string(ep.port());
 }
@@ -23,10 +23,11 @@ constexpr std::chrono::seconds idle_timeout{20};
 
 }  // namespace
 
-ws_session::ws_session(beast::tcp_stream&& stream, std::shared_ptr<ws_handler> handler, std::size_t max_message,
-                       beast::role_type role)
-    : ws_(std::move(stream)), handler_(std::move(handler)), id_(next_connection_id()) {
-  remote_ = endpoint_text(ws_.next_layer());
+template <class Stream>
+ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<ws_handler> handler, std::size_t max_message,
+                               beast::role_type role, std::shared_ptr<const void> anchor)
+    : anchor_(std::move(anchor)), ws_(std::move(stream)), handler_(std::move(handler)), id_(next_connection_id()) {
+  remote_ = endpoint_text(beast::get_lowest_layer(ws_).socket());
   beast::get_lowest_layer(ws_).expires_never();
   websocket::stream_base::timeout t = websocket::stream_base::timeout::suggested(role);
   // A peer that vanishes without a close is noticed: ping when idle, give up after 20 s.
@@ -36,17 +37,19 @@ ws_session::ws_session(beast::tcp_stream&& stream, std::shared_ptr<ws_handler> h
   ws_.read_message_max(max_message);
   ws_.auto_fragment(false);
   beast::error_code ec;
-  ws_.next_layer().socket().set_option(tcp::no_delay(true), ec);
+  beast::get_lowest_layer(ws_).socket().set_option(tcp::no_delay(true), ec);
 }
 
-void ws_session::run_server(http::request<http::string_body> req) {
+template <class Stream>
+void ws_session<Stream>::run_server(http::request<http::string_body> req) {
   ws_.async_accept(req, [self = shared_from_this()](beast::error_code ec) {
     if (ec) return;  // the handler never saw this connection
     self->on_open();
   });
 }
 
-void ws_session::run_client(std::string host, std::string path, std::function<void(const std::string&)> on_fail) {
+template <class Stream>
+void ws_session<Stream>::run_client(std::string host, std::string path, std::function<void(const std::string&)> on_fail) {
   ws_.async_handshake(host, path, [self = shared_from_this(), on_fail](beast::error_code ec) {
     if (ec) {
       on_fail("WebSocket handshake failed: " + ec.message());
@@ -56,20 +59,23 @@ void ws_session::run_client(std::string host, std::string path, std::function<vo
   });
 }
 
-void ws_session::on_open() {
+template <class Stream>
+void ws_session<Stream>::on_open() {
   open_ = true;
   handler_->on_open(shared_from_this());
   do_read();
   do_write();
 }
 
-void ws_session::do_read() {
+template <class Stream>
+void ws_session<Stream>::do_read() {
   if (finished_ || paused_ || read_in_flight_) return;
   read_in_flight_ = true;
-  ws_.async_read(buffer_, beast::bind_front_handler(&ws_session::on_read, shared_from_this()));
+  ws_.async_read(buffer_, beast::bind_front_handler(&ws_session<Stream>::on_read, shared_from_this()));
 }
 
-void ws_session::on_read(beast::error_code ec, std::size_t) {
+template <class Stream>
+void ws_session<Stream>::on_read(beast::error_code ec, std::size_t) {
   read_in_flight_ = false;
   if (ec) {
     std::string reason = ec == websocket::error::closed ? "closed by peer" : ec.message();
@@ -85,7 +91,8 @@ void ws_session::on_read(beast::error_code ec, std::size_t) {
   do_read();
 }
 
-void ws_session::send(std::string data, bool binary) {
+template <class Stream>
+void ws_session<Stream>::send(std::string data, bool binary) {
   queued_.fetch_add(data.size(), std::memory_order_relaxed);
   boost::asio::post(ws_.get_executor(), [self = shared_from_this(), data = std::move(data), binary]() mutable {
     if (self->finished_ || self->closing_) {
@@ -97,7 +104,8 @@ void ws_session::send(std::string data, bool binary) {
   });
 }
 
-void ws_session::do_write() {
+template <class Stream>
+void ws_session<Stream>::do_write() {
   if (!open_ || write_in_flight_ || queue_.empty() || finished_) return;
   bool binary = queue_.front().second;
   writing_ = std::move(queue_.front().first);
@@ -108,17 +116,17 @@ void ws_session::do_write() {
   }
   write_in_flight_ = true;
   ws_.binary(binary);
-  ws_.async_write(boost::asio::buffer(writing_), beast::bind_front_handler(&ws_session::on_write, shared_from_this()));
+  ws_.async_write(boost::asio::buffer(writing_), beast::bind_front_handler(&ws_session<Stream>::on_write, shared_from_this()));
 }
 
-void ws_session::on_write(beast::error_code ec, std::size_t) {
+template <class Stream>
+void ws_session<Stream>::on_write(beast::error_code ec, std::size_t) {
   write_in_flight_ = false;
   queued_.fetch_sub(writing_.size(), std::memory_order_relaxed);
   writing_.clear();
   if (ec) {
     // The read side reports the end; make sure it notices.
-    beast::error_code ignored;
-    beast::get_lowest_layer(ws_).socket().close(ignored);
+    close_socket();
     return;
   }
   if (closing_ && queue_.empty()) {
@@ -128,14 +136,14 @@ void ws_session::on_write(beast::error_code ec, std::size_t) {
   do_write();
 }
 
-void ws_session::close(std::string reason) {
+template <class Stream>
+void ws_session<Stream>::close(std::string reason) {
   boost::asio::post(ws_.get_executor(), [self = shared_from_this(), reason = std::move(reason)] {
     if (self->finished_ || self->closing_) return;
     self->closing_ = true;
     self->close_reason_ = reason.substr(0, 120);
     if (!self->open_) {
-      beast::error_code ignored;
-      beast::get_lowest_layer(self->ws_).socket().close(ignored);
+      self->close_socket();
       return;
     }
     // What was queued before the close still goes out (e.g. an error record explaining it); a close
@@ -148,15 +156,20 @@ void ws_session::close(std::string reason) {
   });
 }
 
-void ws_session::do_close() {
+template <class Stream>
+void ws_session<Stream>::do_close() {
   websocket::close_reason cr(websocket::close_code::normal, close_reason_);
-  ws_.async_close(cr, [self = shared_from_this()](beast::error_code) {
-    beast::error_code ignored;
-    beast::get_lowest_layer(self->ws_).socket().close(ignored);
-  });
+  ws_.async_close(cr, [self = shared_from_this()](beast::error_code) { self->close_socket(); });
 }
 
-void ws_session::pause_reading(bool paused) {
+template <class Stream>
+void ws_session<Stream>::close_socket() {
+  beast::error_code ignored;
+  beast::get_lowest_layer(ws_).socket().close(ignored);
+}
+
+template <class Stream>
+void ws_session<Stream>::pause_reading(bool paused) {
   boost::asio::post(ws_.get_executor(), [self = shared_from_this(), paused] {
     self->paused_ = paused;
     // Pongs are only read by a pending read: without one the idle timer would take a paused peer
@@ -169,11 +182,15 @@ void ws_session::pause_reading(bool paused) {
   });
 }
 
-void ws_session::finish(const std::string& reason) {
+template <class Stream>
+void ws_session<Stream>::finish(const std::string& reason) {
   if (finished_) return;
   finished_ = true;
   queue_.clear();
   if (open_) handler_->on_close(shared_from_this(), reason);
 }
+
+template class ws_session<beast::tcp_stream>;
+template class ws_session<tls_stream>;
 
 }  // namespace dde::net

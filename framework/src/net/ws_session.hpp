@@ -9,7 +9,9 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
+#include <boost/beast/websocket/ssl.hpp>
 
 #include "dde/net/ws.hpp"
 
@@ -19,13 +21,19 @@ namespace beast = boost::beast;
 namespace websocket = boost::beast::websocket;
 namespace http = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
+/// The TLS stream under https and wss.
+using tls_stream = beast::ssl_stream<beast::tcp_stream>;
 
 std::uint64_t next_connection_id();
 
-class ws_session : public ws_connection, public std::enable_shared_from_this<ws_session> {
+/// One WebSocket over `Stream`: `beast::tcp_stream` (ws) or `tls_stream` (wss). Both are
+/// instantiated in ws_session.cpp only.
+template <class Stream>
+class ws_session : public ws_connection, public std::enable_shared_from_this<ws_session<Stream>> {
  public:
-  ws_session(beast::tcp_stream&& stream, std::shared_ptr<ws_handler> handler, std::size_t max_message,
-             beast::role_type role);
+  /// `anchor` is kept alive as long as the session (the SSL context under a TLS stream).
+  ws_session(Stream&& stream, std::shared_ptr<ws_handler> handler, std::size_t max_message, beast::role_type role,
+             std::shared_ptr<const void> anchor = nullptr);
 
   /// Server side: completes the upgrade of `req`, then reads.
   void run_server(http::request<http::string_body> req);
@@ -47,8 +55,11 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
   void on_write(beast::error_code ec, std::size_t bytes);
   void finish(const std::string& reason);
   void do_close();
+  void close_socket();
 
-  websocket::stream<beast::tcp_stream> ws_;
+  using std::enable_shared_from_this<ws_session<Stream>>::shared_from_this;
+  std::shared_ptr<const void> anchor_;
+  websocket::stream<Stream> ws_;
   std::shared_ptr<ws_handler> handler_;
   beast::flat_buffer buffer_;
   std::deque<std::pair<std::string, bool>> queue_;
@@ -64,5 +75,8 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
   std::string remote_;
   std::uint64_t id_;
 };
+
+extern template class ws_session<beast::tcp_stream>;
+extern template class ws_session<tls_stream>;
 
 }  // namespace dde::net

@@ -42,6 +42,9 @@ struct http_options {
   /// https: a PEM file with the CA certificate(s) to trust instead of the system store. The server's
   /// certificate is always verified, against its host name or IP address; SNI is sent for names.
   std::string ca_file;
+  /// https: a client certificate and its key (PEM) to present, for servers that verify clients.
+  /// With neither `ca_file` nor a certificate, the process's defaults apply (`set_default_client_tls`).
+  std::string cert_file, key_file;
   /// When set, the body of a 200 response is written to this file (created or truncated) instead of
   /// `http_result::body`; any other status keeps its body in memory. A failed download removes it.
   std::filesystem::path body_file;

@@ -17,6 +17,8 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "dde/net/tls.hpp"
+
 namespace dde::net {
 
 /// One open WebSocket, server or client side.
@@ -74,6 +76,8 @@ struct server_options {
   std::uint16_t port = 0;                          ///< 0 picks a free port
   std::size_t max_ws_message = 16 * 1024 * 1024;   ///< larger WebSocket messages close with 1009
   std::size_t max_http_body = 1024 * 1024;         ///< larger bodies get 413
+  /// With `tls.cert_file` set, every connection is https/wss (plain requests are refused).
+  tls_options tls;
 };
 
 /// An HTTP server that also accepts WebSocket upgrades on registered paths.
@@ -93,20 +97,25 @@ class server {
   virtual void stop() = 0;
 };
 
-/// A parsed `ws://host:port/path` URL.
+/// A parsed `ws://host:port/path` or `wss://host:port/path` URL.
 struct ws_url {
   std::string host;
-  std::uint16_t port = 80;
+  std::uint16_t port = 80;  ///< 443 by default for wss://
   std::string path = "/";
+  bool tls = false;  ///< wss://
 };
 std::optional<ws_url> parse_ws_url(std::string_view url);
-/// A comma-separated list of `ws://` URLs (alternatives to fail over between, in order of
+/// A comma-separated list of `ws://` or `wss://` URLs (alternatives to fail over between, in order of
 /// preference); empty when the list is empty or any element is not a valid URL.
 std::vector<ws_url> parse_ws_url_list(std::string_view list);
 
 struct client_options {
   std::size_t max_ws_message = 64 * 1024 * 1024;
   std::chrono::milliseconds connect_timeout{5000};
+  /// For wss:// URLs: the CA to verify the server against and the client certificate to present
+  /// (when cert and key are set); when it names neither a CA nor a certificate, the process's
+  /// defaults (`set_default_client_tls`) apply. Unused for ws://.
+  tls_options tls;
 };
 
 /// Connects to `url`. On success `handler.on_open` runs, then messages, then `on_close`;

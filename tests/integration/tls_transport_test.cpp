@@ -1,0 +1,205 @@
+// https and wss on dde's own server and clients (issue 8, TLS): certificates from deploy/gen-ca.sh,
+// a wrong CA, a missing client certificate and plain ws:// to a TLS port. No broker.
+#include <gtest/gtest.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <future>
+#include <thread>
+
+#include "dde/net/http_client.hpp"
+#include "dde/net/ws.hpp"
+#include "tls_server.hpp"
+
+namespace dde::test {
+namespace {
+
+/// Echoes every message; reports the first open and the first message.
+class echo : public net::ws_handler {
+ public:
+  void on_open(const std::shared_ptr<net::ws_connection>&) override {}
+  void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override {
+    conn->send(std::move(data), binary);
+  }
+  void on_close(const std::shared_ptr<net::ws_connection>&, const std::string&) override {}
+};
+
+/// A client that sends "ping" once open and records how the connection went: "echo:ping" or
+/// "fail:<reason>".
+class probe : public net::ws_handler {
+ public:
+  void on_open(const std::shared_ptr<net::ws_connection>& conn) override { conn->send("ping", false); }
+  void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool) override {
+    settle("echo:" + data);
+    conn->close("done");
+  }
+  void on_close(const std::shared_ptr<net::ws_connection>&, const std::string& reason) override {
+    settle("fail:closed before the echo: " + reason);
+  }
+  void settle(const std::string& outcome) {
+    std::lock_guard lock(mutex_);
+    if (!settled_) promise_.set_value(outcome);
+    settled_ = true;
+  }
+  std::future<std::string> outcome() { return promise_.get_future(); }
+
+ private:
+  std::mutex mutex_;
+  bool settled_ = false;
+  std::promise<std::string> promise_;
+};
+
+class TlsTransport : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto dir = fresh_dir("tls_transport");
+    certs_ = new cluster_certificates(make_cluster_certificates(dir / "good", {"server", "client"}));
+    others_ = new cluster_certificates(make_cluster_certificates(dir / "other", {"client"}));
+  }
+  static void TearDownTestSuite() {
+    delete certs_;
+    delete others_;
+  }
+
+  void SetUp() override {
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+    server_.reset();
+    guard_.reset();
+    io_.stop();
+    thread_.join();
+  }
+
+  net::tls_options server_tls(bool verify_client) {
+    return {certs_->cert("server"), certs_->key("server"), certs_->ca(), verify_client};
+  }
+
+  std::uint16_t start_server(net::tls_options tls) {
+    net::server_options o;
+    o.tls = std::move(tls);
+    server_ = net::server::create(io_, o);
+    server_->add_websocket("/echo", std::make_shared<echo>());
+    server_->set_http([](const net::http_request& req) {
+      net::http_response r;
+      r.body = R"({"target": ")" + req.target + R"("})";
+      return r;
+    });
+    EXPECT_FALSE(server_->start());
+    return server_->port();
+  }
+
+  /// Connects to `url` with `tls` and returns the outcome (echo or failure).
+  std::string exchange(const std::string& url, net::tls_options tls) {
+    auto parsed = net::parse_ws_url(url);
+    EXPECT_TRUE(parsed) << url;
+    auto p = std::make_shared<probe>();
+    auto outcome = p->outcome();
+    net::client_options o;
+    o.tls = std::move(tls);
+    net::ws_connect(
+        io_, *parsed, p, [p](const std::string& why) { p->settle("fail:" + why); }, o);
+    if (outcome.wait_for(30s) != std::future_status::ready) return "timeout";
+    return outcome.get();
+  }
+
+  std::string wss(std::uint16_t port) { return "wss://127.0.0.1:" + std::to_string(port) + "/echo"; }
+
+  static cluster_certificates* certs_;
+  static cluster_certificates* others_;
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_{
+      io_.get_executor()};
+  std::thread thread_;
+  std::unique_ptr<net::server> server_;
+};
+
+cluster_certificates* TlsTransport::certs_ = nullptr;
+cluster_certificates* TlsTransport::others_ = nullptr;
+
+TEST(TlsUrls, WssUrlsParseWithPort443ByDefault) {
+  auto u = net::parse_ws_url("wss://example.org/mqs");
+  ASSERT_TRUE(u);
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->port, 443);
+  EXPECT_EQ(u->path, "/mqs");
+  auto plain = net::parse_ws_url("ws://example.org:8000/registry");
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->tls);
+  EXPECT_EQ(net::parse_ws_url_list("wss://a:1/x,ws://b:2/y").size(), 2u);
+}
+
+TEST_F(TlsTransport, WssEchoesAndHttpsAnswersWithTheRightCa) {
+  auto port = start_server(server_tls(false));
+  EXPECT_EQ(exchange(wss(port), {"", "", certs_->ca(), false}), "echo:ping");
+  net::http_options h;
+  h.ca_file = certs_->ca();
+  auto res = net::http_fetch("GET", "https://127.0.0.1:" + std::to_string(port) + "/hello", {}, {}, h);
+  ASSERT_TRUE(res.answered()) << res.error;
+  EXPECT_EQ(res.status, 200);
+  EXPECT_EQ(res.body, R"({"target": "/hello"})");
+}
+
+TEST_F(TlsTransport, AClientWithTheWrongCaIsRefusedWithTheReason) {
+  auto port = start_server(server_tls(false));
+  auto outcome = exchange(wss(port), {"", "", others_->ca(), false});
+  EXPECT_NE(outcome.find("fail:TLS handshake with 127.0.0.1:" + std::to_string(port) + " failed"),
+            std::string::npos)
+      << outcome;
+  EXPECT_NE(outcome.find("certificate"), std::string::npos) << outcome;
+  net::http_options h;
+  h.ca_file = others_->ca();
+  auto res = net::http_fetch("GET", "https://127.0.0.1:" + std::to_string(port) + "/", {}, {}, h);
+  EXPECT_FALSE(res.answered());
+  EXPECT_NE(res.error.find("certificate verify failed"), std::string::npos) << res.error;
+}
+
+TEST_F(TlsTransport, VerifyClientRefusesClientsWithoutACertificateOfItsCa) {
+  auto port = start_server(server_tls(true));
+  EXPECT_EQ(exchange(wss(port), {certs_->cert("client"), certs_->key("client"), certs_->ca(), false}),
+            "echo:ping");
+  EXPECT_EQ(exchange(wss(port), {"", "", certs_->ca(), false}).rfind("fail:", 0), 0u);
+  EXPECT_EQ(exchange(wss(port), {others_->cert("client"), others_->key("client"), certs_->ca(), false})
+                .rfind("fail:", 0),
+            0u);
+  net::http_options h;
+  h.ca_file = certs_->ca();
+  auto url = "https://127.0.0.1:" + std::to_string(port) + "/x";
+  EXPECT_FALSE(net::http_fetch("GET", url, {}, {}, h).answered());
+  h.cert_file = certs_->cert("client");
+  h.key_file = certs_->key("client");
+  auto res = net::http_fetch("GET", url, {}, {}, h);
+  ASSERT_TRUE(res.answered()) << res.error;
+  EXPECT_EQ(res.status, 200);
+}
+
+TEST_F(TlsTransport, PlainWsToATlsPortFailsAndTheServerKeepsServing) {
+  auto port = start_server(server_tls(false));
+  auto outcome = exchange("ws://127.0.0.1:" + std::to_string(port) + "/echo", {});
+  EXPECT_EQ(outcome.rfind("fail:", 0), 0u) << outcome;
+  auto plain_http = net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(port) + "/", {}, {}, 10s);
+  EXPECT_TRUE(!plain_http.answered() || plain_http.status != 200);
+  EXPECT_EQ(exchange(wss(port), {"", "", certs_->ca(), false}), "echo:ping");
+}
+
+TEST_F(TlsTransport, PlainServersStillServeWs) {
+  auto port = start_server({});
+  EXPECT_EQ(exchange("ws://127.0.0.1:" + std::to_string(port) + "/echo", {}), "echo:ping");
+  EXPECT_EQ(exchange(wss(port), {"", "", certs_->ca(), false}).rfind("fail:", 0), 0u);
+}
+
+TEST_F(TlsTransport, UnusableCertificateFilesAreAPreciseStartupError) {
+  net::server_options o;
+  o.tls = {certs_->dir / "missing.pem", certs_->key("server"), "", false};
+  try {
+    net::server::create(io_, o);
+    FAIL() << "no error for a missing certificate";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.pem"), std::string::npos) << e.what();
+  }
+  o.tls = {certs_->cert("server"), certs_->key("client"), "", false};
+  EXPECT_THROW(net::server::create(io_, o), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace dde::test
