@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "dde/wire/fast_json.hpp"
+
 namespace dde {
 namespace {
 
@@ -93,7 +95,7 @@ std::string encode_envelope(const envelope& e) {
 
 envelope decode_envelope(std::string_view data) {
   envelope e;
-  auto j = nlohmann::json::parse(data, nullptr, false);
+  auto j = wire::parse_json(data);
   bool is_dde = !j.is_discarded() && j.is_object() && j.contains("id") && j.contains("from") &&
                 (j.contains("body") || j.contains("bin"));
   if (!is_dde) {

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "dde/wire/fast_json.hpp"
+
 namespace dde::mqs {
 namespace {
 
@@ -40,7 +42,7 @@ bool batch_reader::next(batch_entry& out) {
   out.body = data_.substr(0, bsize);
   data_.remove_prefix(bsize);
 
-  out.header = nlohmann::json::parse(header_text, nullptr, false);
+  out.header = wire::parse_json(header_text);
   if (out.header.is_discarded()) {
     out.error = "header is not valid JSON";
   } else if (!out.header.is_object()) {

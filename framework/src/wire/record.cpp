@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dde/wire/fast_json.hpp"
+
 namespace dde::wire {
 namespace {
 
@@ -49,7 +51,7 @@ decoded_batch decode_batch(std::string_view data, std::size_t max_body) {
     if (hsize > max_header) return fail("header of " + std::to_string(hsize) + " bytes exceeds 65536");
     if (data.size() < hsize) return fail("truncated record: header shorter than its size");
     record r;
-    r.header = nlohmann::json::parse(data.substr(0, hsize), nullptr, false);
+    r.header = parse_json(data.substr(0, hsize));
     data.remove_prefix(hsize);
     if (r.header.is_discarded()) return fail("header is not valid JSON");
     if (!r.header.is_object()) return fail("header is not a JSON object");

@@ -1,0 +1,245 @@
+#include "dde/wire/fast_json.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace dde::wire {
+namespace {
+
+using json = nlohmann::json;
+
+// Nesting deeper than this goes to nlohmann (no recursion limit there, and no deep stack here).
+constexpr int max_depth = 128;
+
+// Bytes that end a run of plain string characters: the quote, the backslash, control characters
+// (invalid in JSON strings) and non-ASCII bytes (whose UTF-8 nlohmann validates).
+constexpr std::array<bool, 256> string_stop = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 256; ++c) t[std::size_t(c)] = c < 0x20 || c == '"' || c == '\\' || c >= 0x80;
+  return t;
+}();
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/// Recursive descent over the subset; false means "not handled here", never "invalid JSON".
+class fast_parser {
+ public:
+  explicit fast_parser(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+
+  bool document(json& out) {
+    skip_ws();
+    if (!value(out, 0)) return false;
+    skip_ws();
+    return p_ == end_;
+  }
+
+ private:
+  void skip_ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+
+  bool literal(const char* word, std::size_t n) {
+    if (std::size_t(end_ - p_) < n || std::memcmp(p_, word, n) != 0) return false;
+    p_ += n;
+    return true;
+  }
+
+  bool value(json& out, int depth) {
+    if (p_ == end_ || depth > max_depth) return false;
+    switch (*p_) {
+      case '{':
+        return object(out, depth);
+      case '[':
+        return array(out, depth);
+      case '"': {
+        ++p_;
+        std::string s;
+        if (!string(s)) return false;
+        out = std::move(s);
+        return true;
+      }
+      case 't':
+        if (!literal("true", 4)) return false;
+        out = true;
+        return true;
+      case 'f':
+        if (!literal("false", 5)) return false;
+        out = false;
+        return true;
+      case 'n':
+        if (!literal("null", 4)) return false;
+        out = nullptr;
+        return true;
+      default:
+        return number(out);
+    }
+  }
+
+  bool object(json& out, int depth) {
+    ++p_;  // '{'
+    out = json::object();
+    auto& members = *out.get_ptr<json::object_t*>();
+    skip_ws();
+    if (p_ < end_ && *p_ == '}') {
+      ++p_;
+      return true;
+    }
+    for (;;) {
+      if (p_ == end_ || *p_ != '"') return false;
+      ++p_;
+      std::string key;
+      if (!string(key)) return false;
+      skip_ws();
+      if (p_ == end_ || *p_ != ':') return false;
+      ++p_;
+      skip_ws();
+      json v;
+      if (!value(v, depth + 1)) return false;
+      members.insert_or_assign(std::move(key),
+                               std::move(v));  // a repeated key: the last wins, as in nlohmann
+      skip_ws();
+      if (p_ == end_) return false;
+      if (*p_ == ',') {
+        ++p_;
+        skip_ws();
+        continue;
+      }
+      if (*p_ != '}') return false;
+      ++p_;
+      return true;
+    }
+  }
+
+  bool array(json& out, int depth) {
+    ++p_;  // '['
+    out = json::array();
+    auto& items = *out.get_ptr<json::array_t*>();
+    skip_ws();
+    if (p_ < end_ && *p_ == ']') {
+      ++p_;
+      return true;
+    }
+    for (;;) {
+      items.emplace_back();
+      if (!value(items.back(), depth + 1)) return false;
+      skip_ws();
+      if (p_ == end_) return false;
+      if (*p_ == ',') {
+        ++p_;
+        skip_ws();
+        continue;
+      }
+      if (*p_ != ']') return false;
+      ++p_;
+      return true;
+    }
+  }
+
+  // After the opening quote; runs of plain characters are appended at once.
+  bool string(std::string& out) {
+    const char* run = p_;
+    for (;;) {
+      while (p_ < end_ && !string_stop[static_cast<unsigned char>(*p_)]) ++p_;
+      if (p_ == end_) return false;
+      if (*p_ == '"') {
+        out.append(run, std::size_t(p_ - run));
+        ++p_;
+        return true;
+      }
+      if (*p_ != '\\') return false;  // a control character or a non-ASCII byte
+      out.append(run, std::size_t(p_ - run));
+      if (++p_ == end_) return false;
+      switch (*p_) {
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
+        default:
+          return false;  // \u (surrogates, UTF-8) or an invalid escape
+      }
+      run = ++p_;
+    }
+  }
+
+  // JSON's number grammar; integers as nlohmann stores them (unsigned when not negative), overflow
+  // and anything else unusual left to nlohmann.
+  bool number(json& out) {
+    const char* start = p_;
+    if (*p_ == '-') ++p_;
+    if (p_ == end_) return false;
+    if (*p_ == '0') {
+      ++p_;
+    } else if (*p_ >= '1' && *p_ <= '9') {
+      while (p_ < end_ && is_digit(*p_)) ++p_;
+    } else {
+      return false;
+    }
+    bool is_float = false;
+    if (p_ < end_ && *p_ == '.') {
+      is_float = true;
+      if (++p_ == end_ || !is_digit(*p_)) return false;
+      while (p_ < end_ && is_digit(*p_)) ++p_;
+    }
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      is_float = true;
+      if (++p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (p_ == end_ || !is_digit(*p_)) return false;
+      while (p_ < end_ && is_digit(*p_)) ++p_;
+    }
+    if (!is_float) {
+      if (*start == '-') {
+        std::int64_t v = 0;
+        auto r = std::from_chars(start, p_, v);
+        if (r.ec != std::errc() || r.ptr != p_) return false;
+        out = v;
+      } else {
+        std::uint64_t v = 0;
+        auto r = std::from_chars(start, p_, v);
+        if (r.ec != std::errc() || r.ptr != p_) return false;
+        out = v;
+      }
+      return true;
+    }
+    double v = 0;
+    auto r = std::from_chars(start, p_, v);
+    if (r.ec != std::errc() || r.ptr != p_ || !std::isfinite(v)) return false;
+    out = v;
+    return true;
+  }
+
+  const char* p_;
+  const char* end_;
+};
+
+}  // namespace
+
+json parse_json(std::string_view text) {
+  json out;
+  if (fast_parser(text).document(out)) return out;
+  return json::parse(text, nullptr, false);
+}
+
+}  // namespace dde::wire
