@@ -30,8 +30,9 @@ int main(int argc, char** argv) {
       log->error("cannot listen on {}:{}: {}", cfg.listen, cfg.port, ec.message());
       return 1;
     }
-    log->info("listening on ws://{}:{}/mqs (broker {}:{} vhost {} as {}, prefetch {})", cfg.listen,
-              server.port(), cfg.broker_host, cfg.broker_port, cfg.vhost, cfg.user, cfg.prefetch);
+    log->info("listening on {}://{}:{}/mqs (broker {}://{}:{} vhost {} as {}, prefetch {})",
+              cfg.tls.enabled() ? "wss" : "ws", cfg.listen, server.port(), cfg.broker_tls ? "amqps" : "amqp",
+              cfg.broker_host, cfg.broker_port, cfg.vhost, cfg.user, cfg.prefetch);
 
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int sig) {

@@ -1,5 +1,6 @@
 #include "amqp_session.hpp"
 
+#include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 #include <sys/time.h>
 
@@ -58,18 +59,31 @@ std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::st
   }
   std::unique_ptr<amqp_session> s(new amqp_session(state));
   s->broken_ = true;  // until logged in, a destroy must not try to close politely
-  amqp_socket_t* socket = amqp_tcp_socket_new(state);
+  amqp_socket_t* socket = p.tls ? amqp_ssl_socket_new(state) : amqp_tcp_socket_new(state);
   if (!socket) {
-    error = "cannot create a TCP socket";
+    error = p.tls ? "cannot create a TLS socket" : "cannot create a TCP socket";
     return nullptr;
+  }
+  if (p.tls) {
+    if (!p.ca_file.empty() && amqp_ssl_socket_set_cacert(socket, p.ca_file.c_str()) != AMQP_STATUS_OK) {
+      error = "cannot use the broker CA file " + p.ca_file;
+      return nullptr;
+    }
+    if (!p.cert_file.empty() &&
+        amqp_ssl_socket_set_key(socket, p.cert_file.c_str(), p.key_file.c_str()) != AMQP_STATUS_OK) {
+      error = "cannot use the broker client certificate " + p.cert_file + " / key " + p.key_file;
+      return nullptr;
+    }
+    amqp_ssl_socket_set_verify_peer(socket, 1);
+    amqp_ssl_socket_set_verify_hostname(socket, 1);
   }
   struct timeval connect_timeout {
     5, 0
   };
   int rc = amqp_socket_open_noblock(socket, p.host.c_str(), p.port, &connect_timeout);
   if (rc != AMQP_STATUS_OK) {
-    error = std::string("cannot connect to ") + p.host + ":" + std::to_string(p.port) + ": " +
-            amqp_error_string2(rc);
+    error = std::string(p.tls ? "cannot connect (amqps) to " : "cannot connect to ") + p.host + ":" +
+            std::to_string(p.port) + ": " + amqp_error_string2(rc);
     return nullptr;
   }
   struct timeval handshake_timeout {

@@ -21,6 +21,10 @@ struct broker_params {
   std::string vhost;
   std::uint16_t heartbeat_s = 30;
   std::string connection_name;  ///< shown by `rabbitmqctl list_connections`
+  bool tls = false;             ///< amqps: TLS, the broker verified against `ca_file` and its host name
+  std::string ca_file = {};     ///< PEM CA for the broker's certificate
+  std::string cert_file = {};   ///< PEM client certificate (with `key_file`), for brokers that ask for one
+  std::string key_file = {};
 };
 
 class amqp_session {

@@ -42,6 +42,25 @@ setter number(T config::*member, std::uint64_t min, std::uint64_t max) {
   };
 }
 
+/// A file name inside `config` (may be empty: the default, none).
+setter file(std::string& (*field)(config&)) {
+  return [=](config& c, const std::string& value) -> std::string {
+    field(c) = value;
+    return {};
+  };
+}
+
+/// A boolean: given alone (`--name`) it is true; `--name=false` or `"name": false` in a file is false.
+setter boolean(bool& (*field)(config&)) {
+  return [=](config& c, const std::string& value) -> std::string {
+    if (value != "true" && value != "false") return "\"" + value + "\" is neither true nor false";
+    field(c) = value == "true";
+    return {};
+  };
+}
+
+std::string no_file(const config&) { return "none"; }
+
 setter text(std::string config::*member, bool allow_empty = false) {
   return [=](config& c, const std::string& value) -> std::string {
     if (value.empty() && !allow_empty) return "must not be empty";
@@ -97,6 +116,23 @@ const std::vector<option>& options() {
        [](const config& c) { return std::to_string(c.heartbeat_s); }, number(&config::heartbeat_s, 0, u16)},
       {"threads", "N", "threads running the WebSocket side",
        [](const config& c) { return std::to_string(c.threads); }, number(&config::threads, 1, 64)},
+      {"tls-cert", "FILE", "PEM certificate (chain): serve wss/https instead of ws/http", no_file,
+       file([](config& c) -> std::string& { return c.tls.cert_file; })},
+      {"tls-key", "FILE", "PEM private key of --tls-cert", no_file,
+       file([](config& c) -> std::string& { return c.tls.key_file; })},
+      {"tls-ca", "FILE", "PEM CA certificate(s) client certificates (and by default the broker's) must chain to",
+       no_file, file([](config& c) -> std::string& { return c.tls.ca_file; })},
+      {"tls-verify-client", nullptr, "refuse clients without a certificate signed by --tls-ca",
+       [](const config&) { return std::string("off"); },
+       boolean([](config& c) -> bool& { return c.tls.verify_client; })},
+      {"broker-tls", nullptr, "amqps: TLS to RabbitMQ, its certificate verified (give --broker-port, e.g. 5671)",
+       [](const config&) { return std::string("off"); }, boolean([](config& c) -> bool& { return c.broker_tls; })},
+      {"broker-ca", "FILE", "PEM CA the broker's certificate must chain to (default: --tls-ca)", no_file,
+       file([](config& c) -> std::string& { return c.broker_ca; })},
+      {"broker-cert", "FILE", "PEM client certificate presented to the broker", no_file,
+       file([](config& c) -> std::string& { return c.broker_cert; })},
+      {"broker-key", "FILE", "PEM private key of --broker-cert", no_file,
+       file([](config& c) -> std::string& { return c.broker_key; })},
       {"log-level", "LEVEL", "trace, debug, info, warn, error or off",
        [](const config& c) { return c.log_level; },
        [](config& c, const std::string& v) -> std::string {
@@ -140,6 +176,8 @@ std::string apply_json(config& cfg, const nlohmann::json& json) {
       text = value.get<std::string>();
     else if (value.is_number_unsigned())
       text = std::to_string(value.get<std::uint64_t>());
+    else if (value.is_boolean() && !o->value_name)
+      text = value.get<bool>() ? "true" : "false";
     else
       return "\"" + key + "\" must be a string or a non-negative whole number";
     if (auto err = o->set(cfg, text); !err.empty()) return "\"" + key + "\": " + err;
@@ -169,6 +207,8 @@ command_line parse_command_line(int argc, const char* const* argv) {
     if (eq != std::string::npos) {
       value = name.substr(eq + 1);
       name.resize(eq);
+    } else if (auto o = find_option(name); o && !o->value_name) {
+      value = "true";
     } else if (i + 1 < argc) {
       value = argv[++i];
     } else {
@@ -197,8 +237,16 @@ command_line parse_command_line(int argc, const char* const* argv) {
       return result;
     }
   }
-  if (result.cfg.max_message + 64 * 1024 + 8 > result.cfg.max_frame)
+  auto& cfg = result.cfg;
+  if (cfg.max_message + 64 * 1024 + 8 > cfg.max_frame)
     result.error = "--max-message must leave room for a header within --max-frame";
+  else if (cfg.tls.cert_file.empty() != cfg.tls.key_file.empty())
+    result.error = "--tls-cert and --tls-key go together";
+  else if (cfg.tls.verify_client && (cfg.tls.cert_file.empty() || cfg.tls.ca_file.empty()))
+    result.error = "--tls-verify-client needs --tls-cert, --tls-key and --tls-ca";
+  else if (cfg.broker_cert.empty() != cfg.broker_key.empty())
+    result.error = "--broker-cert and --broker-key go together";
+  if (cfg.broker_ca.empty()) cfg.broker_ca = cfg.tls.ca_file;
   return result;
 }
 
@@ -217,7 +265,7 @@ std::string help_text() {
     out += l + help + "\n";
   };
   for (auto& o : options())
-    line("--" + std::string(o.name) + " " + o.value_name,
+    line("--" + std::string(o.name) + (o.value_name ? " " + std::string(o.value_name) : std::string()),
          std::string(o.help) + " (default: " + o.default_text(defaults) + ")");
   line("--config FILE",
        "JSON object with the same keys (e.g. {\"port\": 42043, \"prefetch\": 8}); flags override it");

@@ -35,6 +35,10 @@ dequeuer::dequeuer(const config& cfg, std::string mqs_id)
     : cfg_(cfg), mqs_id_(std::move(mqs_id)), dispatcher_(*this, cfg.idle_timeout) {
   params_ = broker_params{cfg.broker_host, cfg.broker_port, cfg.user,          cfg.password,
                           cfg.vhost,       cfg.heartbeat_s, "dde-mqs dequeuer"};
+  params_.tls = cfg.broker_tls;
+  params_.ca_file = cfg.broker_ca;
+  params_.cert_file = cfg.broker_cert;
+  params_.key_file = cfg.broker_key;
 }
 
 dequeuer::~dequeuer() { stop(); }

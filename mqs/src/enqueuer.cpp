@@ -35,6 +35,10 @@ std::shared_ptr<spdlog::logger> log() {
 enqueuer::enqueuer(const config& cfg, flow_control& flow) : cfg_(cfg), flow_(flow) {
   params_ = broker_params{cfg.broker_host, cfg.broker_port, cfg.user,          cfg.password,
                           cfg.vhost,       cfg.heartbeat_s, "dde-mqs enqueuer"};
+  params_.tls = cfg.broker_tls;
+  params_.ca_file = cfg.broker_ca;
+  params_.cert_file = cfg.broker_cert;
+  params_.key_file = cfg.broker_key;
 }
 
 enqueuer::~enqueuer() { stop(); }

@@ -100,6 +100,7 @@ mqs_server::mqs_server(boost::asio::io_context& io, const config& cfg) : impl_(s
   options.host = cfg.listen;
   options.port = cfg.port;
   options.max_ws_message = cfg.max_frame;
+  options.tls = cfg.tls;
   impl_->server = net::server::create(io, options);
   impl_->server->add_websocket("/mqs", impl_->svc);
   impl_->server->set_http_async([svc = std::weak_ptr<service>(impl_->svc),

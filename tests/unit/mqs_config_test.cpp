@@ -45,6 +45,22 @@ TEST(MqsConfig, BadFlagsAreExplained) {
   EXPECT_TRUE(parse({"--help"}).help);
 }
 
+TEST(MqsConfig, TlsFlagsNameFilesOrStandAloneAndAreChecked) {
+  auto cl = parse({"--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-ca", "ca.pem", "--tls-verify-client",
+                   "--broker-tls", "--broker-port", "5671"});
+  EXPECT_EQ(cl.error, "");
+  EXPECT_EQ(cl.cfg.tls.cert_file, "c.pem");
+  EXPECT_TRUE(cl.cfg.tls.verify_client);
+  EXPECT_TRUE(cl.cfg.broker_tls);
+  EXPECT_EQ(cl.cfg.broker_port, 5671);
+  EXPECT_EQ(cl.cfg.broker_ca, "ca.pem");  // --tls-ca by default
+  EXPECT_FALSE(parse({}).cfg.broker_tls);
+  EXPECT_EQ(parse({"--tls-cert", "c.pem"}).error, "--tls-cert and --tls-key go together");
+  EXPECT_EQ(parse({"--tls-verify-client"}).error, "--tls-verify-client needs --tls-cert, --tls-key and --tls-ca");
+  EXPECT_EQ(parse({"--broker-tls=maybe"}).error, "--broker-tls: \"maybe\" is neither true nor false");
+  EXPECT_FALSE(parse({"--broker-tls=false"}).cfg.broker_tls);
+}
+
 TEST(MqsConfig, AConfigFileIsReadAndFlagsOverrideIt) {
   auto path = std::filesystem::temp_directory_path() / ("mqs-config-" + std::to_string(::getpid()) + ".json");
   std::ofstream(path) << R"({"prefetch": 8, "broker-host": "rabbit", "port": 4000})";

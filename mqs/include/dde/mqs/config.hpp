@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "dde/net/tls.hpp"
+
 namespace dde::mqs {
 
 /// Every setting of the MQS; the defaults are those of `dde-mqs --help`.
@@ -29,6 +31,11 @@ struct config {
   std::uint16_t heartbeat_s = 30;
   unsigned threads = 1;
   std::string log_level = "info";
+  net::tls_options tls;     ///< wss/https when tls.cert_file is set (--tls-cert, --tls-key, ...)
+  bool broker_tls = false;  ///< amqps to RabbitMQ (--broker-tls)
+  std::string broker_ca;    ///< CA the broker's certificate must chain to (default: --tls-ca)
+  std::string broker_cert;  ///< client certificate for the broker (default: none)
+  std::string broker_key;   ///< its key
 };
 
 /// What the command line asked for.
