@@ -8,5 +8,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 build_dir="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
 # Paths relative to the checkout in ccache's keys, so every clone of the repo shares one cache.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$DDE_ROOT}"
+# With debug info (-g) ccache also hashes the working directory by default, so every clone missed the
+# others' objects; the build directory's path only lands in DW_AT_comp_dir.
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 cmake -S "$DDE_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
 cmake --build "$build_dir" -j"${DDE_BUILD_JOBS:-2}"

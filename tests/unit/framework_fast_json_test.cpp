@@ -73,6 +73,20 @@ TEST(FastJson, LeavesEverythingElseToNlohmann) {
   expect_same(deep);
 }
 
+TEST(FastJson, FindsEveryStopByteInLongStrings) {
+  // Long runs are scanned 16 bytes a step: a quote, escape, control or non-ASCII byte anywhere in them.
+  for (int len : {15, 16, 17, 31, 32, 33, 64, 100}) {
+    for (std::size_t at = 0; at < std::size_t(len); ++at) {
+      for (const char* stop : {"\\n", "\\\"", "\t", "\x01", "\xc3\xa9", "\x7f", "\xff", "\"", "}"}) {
+        std::string inner(std::size_t(len), 'x');
+        inner.insert(at, stop);
+        expect_same("{\"pad\":\"" + inner + "\",\"seq\":1}");
+        expect_same("\"" + inner + "\"");
+      }
+    }
+  }
+}
+
 TEST(FastJson, AgreesWithNlohmannOnRandomDocuments) {
   std::mt19937 rng(42);
   const std::string alphabet = "{}[]\",:\\/0123456789-+.eEtruefalsnl abc\n\t\x01\xc3\xa9";
