@@ -84,6 +84,7 @@ void system_manager::spawn(record& r) {
                                    "--orphan-timeout-ms", std::to_string(options_.orphan_timeout.count()),
                                    "--threads", std::to_string(options_.host_threads),
                                    "--plugin-cache", options_.log_dir + "/plugin-cache",
+                                   "--ops-port", "0",
                                    "--log-level", options_.log_level};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -189,6 +190,7 @@ void system_manager::on_hello(const std::shared_ptr<net::ws_connection>& conn, c
     r.mqs = hello.value("mqs", std::string());
     r.instance = instance;
     r.pid = hello.value("pid", -1);
+    r.ops_port = hello.value("opsPort", 0);
     r.own_child = false;
     r.state = "running";
     r.control = conn;
@@ -214,6 +216,7 @@ void system_manager::on_hello(const std::shared_ptr<net::ws_connection>& conn, c
   }
   r.control = conn;
   r.state = "running";
+  r.ops_port = hello.value("opsPort", 0);
   if (r.timer) r.timer->cancel();
   auto waiting = std::move(r.waiting);
   r.waiting.clear();
@@ -436,6 +439,7 @@ void system_manager::describe(outcome_fn done) {
     for (auto& [name, r] : self->systems_) {
       nlohmann::json facts = {{"state", r.state}, {"restarts", r.restarts}, {"pid", r.pid}};
       if (!r.last_exit.empty()) facts["lastExit"] = r.last_exit;
+      if (r.control && r.ops_port > 0) facts["opsPort"] = r.ops_port;
       if (!r.control) {
         // Not attached (starting or restarting): report what it will run.
         auto& list = (*result)[name] = nlohmann::json::array();

@@ -72,6 +72,7 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   struct record {
     std::string name, mqs, instance;
     pid_t pid = -1;
+    int ops_port = 0;  ///< where the system serves /metrics and /health (its hello says; 0: unknown)
     bool own_child = true;
     bool stopping = false;
     std::string state = "starting";

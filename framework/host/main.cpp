@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
       .option("ca-file", "",
               "PEM file of the CA(s) that https plugin URIs are verified against (default: "
               "$DDE_CA_FILE, else the system's store)")
+      .option("ops-port", "",
+              "serve GET /metrics and GET /health on 127.0.0.1 at this port (0: a free one, which the "
+              "activator is told; the activator starts its systems with 0); empty: none")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-isolate-system")) return *exit_code;
   auto log = dde::logger("host");
@@ -60,6 +63,7 @@ int main(int argc, char** argv) {
     options.plugin_cache = args.get("plugin-cache");
     options.ca_file = args.get("ca-file");
     if (const char* env = std::getenv("DDE_CA_FILE"); options.ca_file.empty() && env) options.ca_file = env;
+    if (!args.get("ops-port").empty()) options.ops_port = int(args.get_int("ops-port", 0, 65535));
     options.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
     options.request_stop = [](const std::string& why) {
       dde::logger("host")->info("stopping: {}", why);

@@ -107,7 +107,7 @@ result<ordered_json> redeploy_body(const ordered_json& entry, const std::string&
   // a running pool rather than its spec.
   static const std::set<std::string> runtime_only = {"id",       "workerUri", "workersCount", "pluginMd5",
                                                      "stats",    "state",     "instance",     "pid",
-                                                     "restarts", "lastExit"};
+                                                     "restarts", "lastExit",  "opsPort"};
   for (auto& [key, value] : entry.items())
     if (!runtime_only.count(key) && !body.contains(key)) body[key] = value;
   return body;

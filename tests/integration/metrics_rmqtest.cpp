@@ -1,7 +1,9 @@
 // GET /metrics and GET /health of every daemon, against a real cluster and real RabbitMQ nodes: the
 // Prometheus text parses strictly and its counters equal the messages the test sent; a daemon whose
-// broker or registry is gone says it is not ready, and why.
+// broker, registry or MQS is gone says it is not ready, and why. An isolate system serves its own.
 #include <gtest/gtest.h>
+
+#include <fstream>
 
 #include "cluster_fixture.hpp"
 #include "prometheus_text.hpp"
@@ -92,6 +94,92 @@ TEST_F(Cluster, MetricsOfEveryDaemonParseAndCountTheMessagesSent) {
   ASSERT_TRUE(act.ok()) << act.error << "\n" << raw;
   EXPECT_EQ(act.value("dde_activator_websocket_clients", {{"endpoint", "control"}}), 1) << raw;
   EXPECT_GT(act.value("process_resident_memory_bytes").value_or(0), 1e6) << raw;
+}
+
+/// The port of `sys`'s own /metrics and /health, as GET /registry/system/{id} shows it (0 if never).
+std::uint16_t ops_port_of(const registry_process& registry, const std::string& id, const std::string& sys) {
+  std::uint16_t port = 0;
+  wait_until(
+      [&] {
+        for (auto& p : pools_of(registry, id, sys)) port = p.value("opsPort", std::uint16_t(0));
+        return port != 0;
+      },
+      30s);
+  return port;
+}
+
+TEST_F(Cluster, AnIsolateSystemServesMetricsThatCountItsMessagesAndHealthThatFollowsItsMqs) {
+  auto a = node("ops-a");
+  auto id = node_id(registry, "ops-a");
+  auto sys = unique_system("ops");
+  const int n = 500;
+  ASSERT_EQ(deploy_pool(id, sys, "consumer", "consumer", nlohmann::json::object(), 2).status, 200);
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "producer", "producer",
+                               {{"to", sys + "/consumer"}, {"count", n}}))
+                .status,
+            200);
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait));
+  auto port = ops_port_of(registry, id, sys);
+  ASSERT_NE(port, 0) << "the activator does not show the system's opsPort";
+
+  const std::map<std::string, std::string> consumer = {{"pool", sys + ".consumer"}};
+  const std::map<std::string, std::string> producer = {{"pool", sys + ".producer"}};
+  std::string raw;
+  // The last ack is counted just after the consumer logged the message.
+  auto m = scrape_until(port, "dde_host_messages_acked_total", consumer, n, raw);
+  ASSERT_TRUE(m.ok()) << m.error << "\n" << raw;
+  EXPECT_EQ(m.types["dde_host_messages_received_total"], "counter");
+  EXPECT_EQ(m.value("dde_host_messages_received_total", consumer), n) << raw;
+  EXPECT_EQ(m.value("dde_host_messages_handled_total", consumer), n) << raw;
+  EXPECT_EQ(m.value("dde_host_messages_redelivered_total", consumer), 0) << raw;
+  EXPECT_EQ(m.value("dde_host_messages_failed_total", consumer), 0) << raw;
+  EXPECT_EQ(m.value("dde_host_worker_restarts_total", consumer), 0) << raw;
+  EXPECT_EQ(m.value("dde_host_in_flight", consumer), 0) << raw;
+  EXPECT_EQ(m.value("dde_host_workers", consumer), 2) << raw;
+  EXPECT_EQ(m.value("dde_host_messages_sent_total", producer), n) << raw;
+  EXPECT_EQ(m.value("dde_host_messages_sent_total", consumer), 0) << raw;
+  EXPECT_EQ(m.value("dde_host_hot_swaps_total", consumer), 0) << raw;
+  EXPECT_EQ(m.value("dde_host_mqs_connected"), 1) << raw;
+  EXPECT_EQ(m.value("dde_host_mqs_reconnects_total"), 0) << raw;
+  EXPECT_GT(m.value("process_resident_memory_bytes").value_or(0), 1e6) << raw;
+
+  // Plugins that do not load, deployed into the running system: refused, and counted by reason.
+  auto missing = deploy_body(id, mqs.url(), sys, "ghost", "consumer", nlohmann::json::object());
+  missing["uri"] = (dir / "libnot-there.so").string();
+  EXPECT_EQ(deploy(missing).status, 400);
+  std::ofstream(dir / "libjunk.so") << "not a shared object\n";
+  auto junk = deploy_body(id, mqs.url(), sys, "junk", "consumer", nlohmann::json::object());
+  junk["uri"] = (dir / "libjunk.so").string();
+  EXPECT_EQ(deploy(junk).status, 400);
+  m = scrape(port, &raw);
+  ASSERT_TRUE(m.ok()) << m.error << "\n" << raw;
+  EXPECT_EQ(m.types["dde_host_plugin_load_failures_total"], "counter");
+  EXPECT_EQ(m.value("dde_host_plugin_load_failures_total", {{"pool", sys + ".ghost"}, {"reason", "missing"}}),
+            1)
+      << raw;
+  EXPECT_EQ(m.value("dde_host_plugin_load_failures_total", {{"pool", sys + ".junk"}, {"reason", "not_elf"}}),
+            1)
+      << raw;
+
+  // /health follows the MQS link: not ready while the MQS is stopped, with the reason; ready again.
+  const auto health = http_base(port) + "/health";
+  rest_answer h = rest("GET", health);
+  EXPECT_EQ(h.status, 200) << h.body;
+  EXPECT_EQ(h.json.value("status", ""), "ready") << h.body;
+  EXPECT_EQ(h.json.value("daemon", ""), "dde-isolate-system") << h.body;
+  mqs.proc->stop();
+  ASSERT_TRUE(wait_until([&] { return (h = rest("GET", health)).status == 503; }, 30s)) << h.body;
+  EXPECT_EQ(h.json.value("status", ""), "not ready") << h.body;
+  EXPECT_NE(h.json.value("reason", "").find("unreachable"), std::string::npos) << h.body;
+  EXPECT_NE(h.json.value("reason", "").find(std::to_string(mqs.port)), std::string::npos) << h.body;
+  m = scrape(port, &raw);
+  ASSERT_TRUE(m.ok()) << m.error << "\n" << raw;
+  EXPECT_EQ(m.value("dde_host_mqs_connected"), 0) << raw;
+  mqs = start_mqs(shared_broker(), dir, 16, mqs.port);
+  ASSERT_TRUE(wait_until([&] { return (h = rest("GET", health)).status == 200; }, 60s)) << h.body;
+  m = scrape(port, &raw);
+  EXPECT_EQ(m.value("dde_host_mqs_reconnects_total"), 1) << raw;
+  EXPECT_EQ(m.value("dde_host_messages_handled_total", consumer), n) << raw;
 }
 
 TEST_F(Cluster, TheActivatorIsReadyOnlyWhileRegisteredAndTheRegistryAlways) {

@@ -1,8 +1,11 @@
 // The routers Akka users know (issue 10), on real deployments: smallest-mailbox sends nothing to a
-// busy worker while another is idle; consistent-hash keeps every key on one worker; scatter-gather
+// busy worker while another is idle; consistent-hash keeps every key on one worker and, when the pool
+// grows by one, moves only the keys the new worker takes (about 1/(N+1)); scatter-gather
 // and tail-chopping return the first reply and count the dropped ones.
+#include <algorithm>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "cluster_fixture.hpp"
 
@@ -128,6 +131,88 @@ TEST_F(Routers, ConsistentHashKeepsEveryKeyOnOneWorker) {
   EXPECT_EQ(workers_of.size(), users.size());
   for (auto& [user, workers] : workers_of) EXPECT_EQ(workers.size(), 1u) << user << " went to several workers";
   EXPECT_EQ(all_workers.size(), 4u) << "the keys spread over the pool";
+}
+
+/// The instance ids of `sys/echo`'s workers in slot order, once it has `count` of them and none is
+/// in `not_in` (the instances of a pool replaced by a migration).
+std::vector<std::string> echo_slots(const registry_process& registry, const std::string& id,
+                                    const std::string& sys, std::size_t count,
+                                    const std::set<std::string>& not_in = {}) {
+  std::vector<std::string> slots;
+  bool ok = wait_until(
+      [&] {
+        slots.clear();
+        for (auto& p : pools_of(registry, id, sys))
+          if (p.value("id", "") == sys + "/echo")
+            for (auto& w : p.value("workers", nlohmann::json::array())) slots.push_back(w.value("id", ""));
+        if (slots.size() != count) return false;
+        for (auto& s : slots)
+          if (s.empty() || not_in.count(s)) return false;
+        return true;
+      },
+      long_wait, 100ms);
+  EXPECT_TRUE(ok) << "sys/echo never had " << count << " fresh workers: " << ::testing::PrintToString(slots);
+  return slots;
+}
+
+TEST_F(Routers, ConsistentHashMovesOnlyTheNewWorkersShareOfKeysWhenThePoolGrows) {
+  // 4 workers handle a keyed stream; the pool migrates to 5 workersPaths at run time (its workers
+  // are replaced, its ring is rebuilt); a second stream must find every old key on its old slot,
+  // except those the new slot took: about 1/5 of them.
+  const std::size_t before = 4, after = before + 1;
+  auto r = deploy_pool(id, sys, "echo", "echo_v1", nlohmann::json::object(), int(before),
+                       {{"routerType", "consistentHash"}, {"hashKey", "user"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  nlohmann::json users = nlohmann::json::array();
+  for (int u = 0; u < 60; ++u) users.push_back("user-" + std::to_string(u));
+  const int n = 3000;
+  produce("echo", n, {{"key_field", "user"}, {"keys", users}});
+  ASSERT_TRUE(wait_until([&] { return read_echo_logs(dir).size() >= std::size_t(n); }, long_wait));
+  auto slots_before = echo_slots(registry, id, sys, before);
+
+  auto moved_pool = rest("POST", registry.url() + "/registry/migrate",
+                         nlohmann::json{{"bootstrapperId", id},
+                                        {"isolateSystemName", sys},
+                                        {"isolateName", "echo"},
+                                        {"workersPaths", std::vector<std::string>(after, "localhost")}}
+                             .dump());
+  ASSERT_EQ(moved_pool.status, 200) << moved_pool.body;
+  auto slots_after =
+      echo_slots(registry, id, sys, after, std::set<std::string>(slots_before.begin(), slots_before.end()));
+  ASSERT_EQ(slots_after.size(), after);
+  auto second = deploy(deploy_body(
+      id, mqs.url(), sys, "producer-echo-grown", "producer",
+      {{"to", sys + "/echo"}, {"count", n}, {"start_seq", n}, {"key_field", "user"}, {"keys", users}}));
+  ASSERT_EQ(second.status, 200) << second.body;
+  ASSERT_TRUE(wait_until([&] { return read_echo_logs(dir).size() >= std::size_t(2 * n); }, long_wait));
+
+  // Per phase (seq < n: the 4 workers; seq >= n: the 5), the slots each key went to.
+  std::map<std::string, std::set<std::size_t>> slot_before, slot_after;
+  for (auto& l : read_echo_logs(dir)) {
+    const auto& slots = l.seq < n ? slots_before : slots_after;
+    auto at = std::find(slots.begin(), slots.end(), l.worker);
+    ASSERT_NE(at, slots.end()) << "seq " << l.seq << " went to worker " << l.worker << ", not of its phase";
+    auto user = users[std::size_t(l.seq) % users.size()].get<std::string>();
+    (l.seq < n ? slot_before : slot_after)[user].insert(std::size_t(at - slots.begin()));
+  }
+  ASSERT_EQ(slot_before.size(), users.size());
+  ASSERT_EQ(slot_after.size(), users.size());
+  std::vector<std::string> moved, strayed;
+  std::set<std::size_t> used_before;
+  for (auto& [user, slots] : slot_before) {
+    EXPECT_EQ(slots.size(), 1u) << user << " went to several workers before the pool grew";
+    EXPECT_EQ(slot_after[user].size(), 1u) << user << " went to several workers after the pool grew";
+    used_before.insert(slots.begin(), slots.end());
+    if (slot_after[user] == slots) continue;
+    moved.push_back(user);
+    if (*slot_after[user].begin() != before) strayed.push_back(user);
+  }
+  EXPECT_EQ(used_before.size(), before) << "the keys spread over the pool";
+  EXPECT_TRUE(strayed.empty()) << "keys that moved to an old worker: " << ::testing::PrintToString(strayed);
+  // About 1/(N+1) of the keys (12 of 60) move; a ring rebuilt without regard to the old slots moves
+  // about N/(N+1) of them.
+  EXPECT_GE(moved.size(), users.size() / (2 * after)) << "the new worker took too few keys";
+  EXPECT_LE(moved.size(), 2 * users.size() / after) << "moved: " << ::testing::PrintToString(moved);
 }
 
 TEST_F(Routers, ScatterGatherReturnsTheFirstReplyAndCountsTheDroppedOnes) {

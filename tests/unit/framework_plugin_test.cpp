@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "host/load_failures.hpp"
 #include "host/plugin_loader.hpp"
 #include "host/pool_spec.hpp"
 
@@ -44,6 +45,7 @@ TEST(PluginLoader, RefusesAMissingFile) {
   auto p = dde::host::worker_plugin::load("/nonexistent/libnothing.so");
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("does not exist"), std::string::npos) << p.error();
+  EXPECT_EQ(dde::host::plugin_load_failure_reason(p.error()), "missing");
 }
 
 TEST(PluginLoader, RefusesAFileThatIsNotAnElfObject) {
@@ -53,12 +55,14 @@ TEST(PluginLoader, RefusesAFileThatIsNotAnElfObject) {
   std::filesystem::remove(path);
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("not an ELF shared object"), std::string::npos) << p.error();
+  EXPECT_EQ(dde::host::plugin_load_failure_reason(p.error()), "not_elf");
 }
 
 TEST(PluginLoader, RefusesASharedObjectWithoutEntryPoints) {
   auto p = dde::host::worker_plugin::load(plugin("test_no_factory"));
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("DDE_WORKER"), std::string::npos) << p.error();
+  EXPECT_EQ(dde::host::plugin_load_failure_reason(p.error()), "entry_points");
 }
 
 TEST(PluginLoader, RefusesAnotherAbiVersionNamingBoth) {
@@ -66,6 +70,7 @@ TEST(PluginLoader, RefusesAnotherAbiVersionNamingBoth) {
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("version 999"), std::string::npos) << p.error();
   EXPECT_NE(p.error().find("version " + std::to_string(DDE_ABI_VERSION)), std::string::npos) << p.error();
+  EXPECT_EQ(dde::host::plugin_load_failure_reason(p.error()), "abi");
 }
 
 TEST(PluginLoader, ReportsAThrowingConstructorWithItsMessage) {
@@ -75,6 +80,7 @@ TEST(PluginLoader, ReportsAThrowingConstructorWithItsMessage) {
   auto w = p.value()->create(&ctx);
   ASSERT_FALSE(w);
   EXPECT_NE(w.error().find("cannot reach the database"), std::string::npos) << w.error();
+  EXPECT_EQ(dde::host::plugin_load_failure_reason(w.error()), "constructor");
 }
 
 TEST(PluginLoader, LoadsTheSamePathTwiceAsIndependentCopies) {

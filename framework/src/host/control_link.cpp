@@ -91,6 +91,7 @@ void control_link::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     nlohmann::json hello = {{"type", "hello"},          {"protocol", 1},
                             {"system", self->options_.system}, {"instance", self->options_.instance},
                             {"pid", ::getpid()},           {"mqs", self->options_.mqs}};
+    if (self->options_.ops_port) hello["opsPort"] = self->options_.ops_port;
     conn->send(hello.dump(), false);
     log()->info("attached to activator {}", self->options_.url);
   });

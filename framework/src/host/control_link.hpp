@@ -22,6 +22,7 @@ namespace dde::host {
 struct control_options {
   std::string url;                 ///< ws://127.0.0.1:42042/control
   std::string system, instance, mqs;
+  std::uint16_t ops_port = 0;  ///< where this system serves /metrics and /health (0: it does not)
   std::chrono::milliseconds orphan_timeout{120000};
   std::function<void(const std::string&)> request_stop;  ///< ends the process gracefully
 };

@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
+#include "host/load_failures.hpp"
 #include "host/router.hpp"
 #include "host/top_level.hpp"
 
@@ -47,6 +48,7 @@ void controller::start_pool(const std::string& isolate, std::string error) {
   }
   if (!error.empty()) {
     logger("host")->error("cannot deploy {}: {}", r->spec().addr().str(), error);
+    count_plugin_load_failure(r->spec().system + "." + r->spec().isolate, error);
     return done(error);
   }
   routers_[isolate] = std::move(r);

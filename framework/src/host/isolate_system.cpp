@@ -40,6 +40,16 @@ void isolate_system::start() {
     threads_.emplace_back([this, guard] { io_.run(); });
   // The guard lives as long as any thread holds it; io_.stop() in stop() ends the threads.
   top_->start();
+  if (options_.ops_port >= 0) {
+    ops_server_options o;
+    o.port = std::uint16_t(options_.ops_port);
+    o.system = options_.name;
+    o.instance = options_.instance;
+    o.mqs = options_.mqs_url;
+    ops_ = std::make_unique<ops_server>(io_, controller_, top_, o);
+    ops_->start();
+    logger("host")->info("GET /metrics and /health on http://127.0.0.1:{}", ops_->port());
+  }
   if (!options_.control_url.empty()) {
     control_options c;
     c.url = options_.control_url;
@@ -47,6 +57,7 @@ void isolate_system::start() {
     c.instance = options_.instance;
     c.mqs = options_.mqs_url;
     c.orphan_timeout = options_.orphan_timeout;
+    c.ops_port = ops_port();
     c.request_stop = options_.request_stop ? options_.request_stop : [](const std::string&) {};
     control_ = std::make_shared<control_link>(io_, controller_, c);
     std::weak_ptr<control_link> link = control_;
@@ -60,6 +71,8 @@ void isolate_system::start() {
   logger("host")->info("isolate system {} instance {} started, MQS {}", options_.name, options_.instance,
                        options_.mqs_url);
 }
+
+std::uint16_t isolate_system::ops_port() const { return ops_ ? ops_->port() : 0; }
 
 std::string isolate_system::add_pool(pool_spec spec) {
   std::promise<std::string> p;
@@ -83,6 +96,7 @@ void isolate_system::stop() {
   if (stopped_ || threads_.empty()) return;
   stopped_ = true;
   if (control_) control_->stop();
+  if (ops_) ops_->stop();
   std::promise<void> pools_done;
   controller_->shutdown([&pools_done] { pools_done.set_value(); });
   pools_done.get_future().wait();

@@ -12,6 +12,7 @@
 
 #include "host/control_link.hpp"
 #include "host/controller.hpp"
+#include "host/ops_server.hpp"
 #include "host/pool_spec.hpp"
 #include "host/top_level.hpp"
 
@@ -28,6 +29,7 @@ struct isolate_system_options {
       plugin_cache;     ///< copies of plugin versions that worked (with control_url), and http(s) downloads
   std::string ca_file;  ///< https plugin URIs: trust this CA file instead of the system store
   std::chrono::milliseconds orphan_timeout{120000};
+  int ops_port = -1;  ///< /metrics and /health on 127.0.0.1 at this port (0: a free one; -1: none)
   std::function<void(const std::string&)> request_stop;  ///< how the control link ends the process
 };
 
@@ -46,6 +48,8 @@ class isolate_system {
   void stop();
 
   const std::string& instance() const { return options_.instance; }
+  /// The port of /metrics and /health (after start), 0 without one.
+  std::uint16_t ops_port() const;
   boost::asio::io_context& io() { return io_; }
 
  private:
@@ -54,6 +58,7 @@ class isolate_system {
   std::shared_ptr<top_level> top_;
   std::shared_ptr<controller> controller_;
   std::shared_ptr<control_link> control_;
+  std::unique_ptr<ops_server> ops_;
   std::vector<std::thread> threads_;
   std::filesystem::path temp_downloads_;  ///< removed at stop: downloads without a plugin cache
   bool stopped_ = false;

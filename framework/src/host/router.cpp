@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
+#include "host/load_failures.hpp"
 #include "host/top_level.hpp"
 #include "host/proxy_cell.hpp"
 #include "host/worker_cell.hpp"
@@ -124,6 +125,7 @@ result<bool> router::start() {
     hot_.error = "version " + spec_.crashed_md5 + " crashed the isolate system (" + spec_.crash_reason +
                  ") before it finished a message; running the last version that worked";
     hot_.proving = false;
+    count_plugin_load_failure(topic_, hot_.error);
     logger("host.router")->error("{}: {}", spec_.addr().str(), hot_.error);
   }
   top_->attach(topic_, shared_from_this());
@@ -206,6 +208,7 @@ void router::replace_stuck(std::size_t index) {
   if (!made) {
     ledger_.set_alive(index, false);
     cell_errors_[index] = made.error();
+    count_plugin_load_failure(topic_, made.error());
     return;
   }
   cells_[index] = c;
@@ -428,6 +431,7 @@ void router::refuse_version(const std::string& md5, const std::string& why) {
   hot_.refused_md5 = md5;
   hot_.state = "refused";
   hot_.error = why;
+  count_plugin_load_failure(topic_, why);
   logger("host.router")->error("{}: new plugin version refused, the running one ({}) keeps serving: {}",
                                spec_.addr().str(), plugin_->object().md5(), why);
 }
@@ -499,6 +503,7 @@ void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redeliver
   boost::asio::post(strand_, [self = shared_from_this(), generation, tag, redelivered, body = std::move(body)] {
     self->ledger_.on_delivery();
     ++self->stats_.delivered;
+    if (redelivered) ++self->stats_.redelivered;
     self->dispatch(generation, tag, to_message(decode_envelope(body), redelivered));
   });
 }
@@ -763,7 +768,10 @@ void router::restart_pool(const std::string& why) {
           auto c = self->make_cell(k, self->plugin_);
           auto made = c->create();
           self->ledger_.set_alive(k, made && path == "localhost", c->id());
-          if (!made) self->cell_errors_[k] = made.error();
+          if (!made) {
+            self->cell_errors_[k] = made.error();
+            count_plugin_load_failure(self->topic_, made.error());
+          }
           self->cells_[k] = c;
           if (made) c->start();
         }
@@ -777,6 +785,7 @@ void router::restart_pool(const std::string& why) {
 }
 
 void router::enqueue(std::string topic, delivery_mode mode, std::string body) {
+  sent_.fetch_add(1, std::memory_order_relaxed);
   top_->enqueue(std::move(topic), mode, std::move(body));
 }
 
@@ -834,8 +843,10 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
       // straight to dde.dead.<queue> when the pool says so.
       if (d.failed)
         top_->nack(d.generation, d.tag, !spec_.supervision.dead_letter);
-      else
+      else {
         top_->ack(d.generation, d.tag);
+        ++stats_.acked;
+      }
     }
     deliveries_.erase(it);
   }
@@ -965,9 +976,15 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
       j["workersCount"] = self->active_workers();
       j["scaling"] = self->describe_scaling();
     }
-    j["stats"] = {{"delivered", self->stats_.delivered}, {"done", self->stats_.done},
-                  {"failed", self->stats_.failed},       {"restarts", self->stats_.restarts},
-                  {"replies", self->stats_.replies},     {"repliesDropped", self->stats_.replies_dropped}};
+    j["stats"] = {{"delivered", self->stats_.delivered},
+                  {"done", self->stats_.done},
+                  {"failed", self->stats_.failed},
+                  {"restarts", self->stats_.restarts},
+                  {"replies", self->stats_.replies},
+                  {"repliesDropped", self->stats_.replies_dropped},
+                  {"redelivered", self->stats_.redelivered},
+                  {"acked", self->stats_.acked},
+                  {"sent", self->sent_.load(std::memory_order_relaxed)}};
     fn(std::move(j));
   });
 }

@@ -2,6 +2,7 @@
 // A router: owns one pool of identical workers, picks which worker gets each delivery, asks the
 // MQS for as many messages as its workers have room for, and acks each message once done.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -34,6 +35,8 @@ class top_level;
 
 struct router_stats {
   std::uint64_t delivered = 0, done = 0, failed = 0, replies = 0, replies_dropped = 0, restarts = 0;
+  // Deliveries the broker had delivered before; at-least-once messages acked after the work.
+  std::uint64_t redelivered = 0, acked = 0;
   // Rate-limit governance: messages a worker backed off, retries, dead letters, pool pauses (own, remote).
   std::uint64_t rate_limited = 0, retries = 0, dead_lettered = 0, pauses = 0, remote_pauses = 0;
 };
@@ -217,6 +220,8 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   std::chrono::steady_clock::time_point announced_until_{};
   std::uint64_t next_delivery_ = 1;
   router_stats stats_;
+  /// Messages the pool's workers sent: counted on the workers' strands, hence atomic.
+  std::atomic<std::uint64_t> sent_{0};
   reply_race race_;
   std::vector<std::string> deployed_paths_;  ///< workersPaths as deployed (the autoscaler adds slots)
   std::vector<bool> parked_;                 ///< per slot: taken out by the autoscaler

@@ -61,7 +61,10 @@ void router::settle_copy(std::uint64_t delivery_id, delivery& d, bool failed) {
   // Answered and one copy is done: the message is handled; the others' replies will be dropped.
   if (!failed && answered && !d.acked && !d.pending.empty()) {
     d.acked = true;
-    if (spec_.mode == delivery_mode::at_least_once) top_->ack(d.generation, d.tag);
+    if (spec_.mode == delivery_mode::at_least_once) {
+      top_->ack(d.generation, d.tag);
+      ++stats_.acked;
+    }
   }
 }
 

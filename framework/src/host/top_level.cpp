@@ -57,6 +57,7 @@ void top_level::schedule_reconnect(const std::string& why) {
   }
   auto failed = current_url();
   current_ = (current_ + 1) % urls_.size();  // an alternative MQS, if any, takes over
+  stats_.link_error = "MQS " + failed + " unreachable: " + why;
   log()->warn("MQS {} unavailable: {}; trying {} in {} ms", failed, why, current_url(), retry_.delay().count());
   // Each alternative is tried once before the delay grows.
   retry_.schedule([self = shared_from_this()] { self->do_connect(); }, current_ == 0);
@@ -142,6 +143,7 @@ void top_level::handle(wire::record& rec) {
   }
   if (action == "welcome") {
     welcomed_ = true;
+    stats_.link_error.clear();
     retry_.reset();
     log()->info("connected to MQS {} ({}), generation {}", current_url(), rec.header.value("mqs", std::string()),
                 generation_);
@@ -419,7 +421,13 @@ void top_level::check_writable() {
 }
 
 void top_level::read_stats(std::function<void(const top_level_stats&)> fn) {
-  boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] { fn(self->stats_); });
+  boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
+    auto stats = self->stats_;
+    stats.linked = self->conn_ && self->welcomed_;
+    if (!stats.linked && stats.link_error.empty())
+      stats.link_error = "connecting to MQS " + self->current_url();
+    fn(stats);
+  });
 }
 
 void top_level::stop(std::chrono::milliseconds timeout, std::function<void()> done) {

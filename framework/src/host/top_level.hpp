@@ -35,10 +35,12 @@ struct top_level_options {
   std::size_t reply_credit = 256;
 };
 
-/// Counters, read for logs and tests.
+/// Counters and the state of the MQS link, read for logs, tests, `/metrics` and `/health`.
 struct top_level_stats {
   std::uint64_t enqueued = 0, confirmed = 0, rejected = 0, delivered = 0, resent = 0, reconnects = 0,
                 replies_dropped = 0, dropped_at_most_once = 0;
+  bool linked = false;     ///< connected to an MQS that welcomed this host
+  std::string link_error;  ///< why it is not (empty while linked)
 };
 
 class top_level : public std::enable_shared_from_this<top_level>, public net::ws_handler {
@@ -77,7 +79,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void queue_depth(const std::string& topic, depth_handler fn);
   /// Calls `fn` (on this strand; post onward) once the outbound window has room.
   void when_writable(std::function<void()> fn);
-  /// Runs `fn` with the counters, on the strand.
+  /// Runs `fn` with the counters and the link's state, on the strand.
   void read_stats(std::function<void(const top_level_stats&)> fn);
 
   const std::string& instance() const { return options_.instance; }
