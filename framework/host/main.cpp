@@ -7,6 +7,7 @@
 #include "dde/cli.hpp"
 #include "dde/daemon.hpp"
 #include "dde/log.hpp"
+#include "dde/net/auth.hpp"
 #include "host/isolate_system.hpp"
 
 namespace {
@@ -44,6 +45,14 @@ int main(int argc, char** argv) {
       .option("ca-file", "",
               "PEM file of the CA(s) that https plugin URIs are verified against (default: "
               "$DDE_CA_FILE, else the system's store)")
+      .repeated(
+          "plugin-allow",
+          "load plugins (and custom routers) only from this directory or http(s) URL prefix; repeatable "
+          "(default: from anywhere)")
+      .option(
+          "cluster-secret-file", "",
+          "file holding the cluster secret sent on the links to the MQS, the activator and remote workers "
+          "(default: $DDE_CLUSTER_SECRET, else none)")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-isolate-system")) return *exit_code;
   auto log = dde::logger("host");
@@ -59,6 +68,9 @@ int main(int argc, char** argv) {
     options.control_url = args.get("control");
     options.plugin_cache = args.get("plugin-cache");
     options.ca_file = args.get("ca-file");
+    options.plugin_allow = args.all("plugin-allow");
+    dde::net::set_cluster_secret(
+        dde::net::load_secret(args.get("cluster-secret-file"), dde::net::cluster_secret_env));
     if (const char* env = std::getenv("DDE_CA_FILE"); options.ca_file.empty() && env) options.ca_file = env;
     options.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
     options.request_stop = [](const std::string& why) {

@@ -97,6 +97,13 @@ const std::vector<option>& options() {
        [](const config& c) { return std::to_string(c.heartbeat_s); }, number(&config::heartbeat_s, 0, u16)},
       {"threads", "N", "threads running the WebSocket side",
        [](const config& c) { return std::to_string(c.threads); }, number(&config::threads, 1, 64)},
+      {"cluster-secret-file", "FILE",
+       "file holding the cluster secret that hosts must send (else $DDE_CLUSTER_SECRET; none: links are "
+       "open)",
+       [](const config& c) {
+         return c.cluster_secret_file.empty() ? std::string("none") : c.cluster_secret_file;
+       },
+       text(&config::cluster_secret_file)},
       {"log-level", "LEVEL", "trace, debug, info, warn, error or off",
        [](const config& c) { return c.log_level; },
        [](config& c, const std::string& v) -> std::string {

@@ -42,6 +42,13 @@ std::vector<ws_url> parse_ws_url_list(std::string_view list) {
   }
 }
 
+void ws_session::set_handshake_headers(const std::map<std::string, std::string>& headers) {
+  if (headers.empty()) return;
+  ws_.set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
+    for (auto& [name, value] : headers) req.set(name, value);
+  }));
+}
+
 void ws_connect(boost::asio::io_context& io, const ws_url& url, std::shared_ptr<ws_handler> handler,
                 std::function<void(const std::string&)> on_fail, client_options options) {
   auto strand = boost::asio::make_strand(io);
@@ -58,6 +65,7 @@ void ws_connect(boost::asio::io_context& io, const ws_url& url, std::shared_ptr<
             return on_fail("cannot connect to " + url.host + ":" + std::to_string(url.port) + ": " + ec.message());
           auto session = std::make_shared<ws_session>(std::move(*stream), handler, options.max_ws_message,
                                                       beast::role_type::client);
+          session->set_handshake_headers(options.headers);
           session->run_client(url.host + ":" + std::to_string(url.port), url.path, on_fail);
         });
       });

@@ -74,6 +74,10 @@ struct server_options {
   std::uint16_t port = 0;                          ///< 0 picks a free port
   std::size_t max_ws_message = 16 * 1024 * 1024;   ///< larger WebSocket messages close with 1009
   std::size_t max_http_body = 1024 * 1024;         ///< larger bodies get 413
+  /// Called before every HTTP request is dispatched and before every WebSocket upgrade is accepted
+  /// (`websocket_upgrade`); a result is answered instead (and refuses the upgrade). Runs on the
+  /// connection's strand: must not block.
+  std::function<std::optional<http_response>(const http_request&, bool websocket_upgrade)> authorize;
 };
 
 /// An HTTP server that also accepts WebSocket upgrades on registered paths.
@@ -107,6 +111,8 @@ std::vector<ws_url> parse_ws_url_list(std::string_view list);
 struct client_options {
   std::size_t max_ws_message = 64 * 1024 * 1024;
   std::chrono::milliseconds connect_timeout{5000};
+  /// Extra headers sent on the WebSocket handshake (e.g. the cluster secret).
+  std::map<std::string, std::string> headers;
 };
 
 /// Connects to `url`. On success `handler.on_open` runs, then messages, then `on_close`;

@@ -29,6 +29,8 @@ struct config {
   std::uint16_t heartbeat_s = 30;
   unsigned threads = 1;
   std::string log_level = "info";
+  std::string cluster_secret_file;  ///< the cluster secret's file (else $DDE_CLUSTER_SECRET)
+  std::string cluster_secret;       ///< read from it at startup; links without it are refused
 };
 
 /// What the command line asked for.
