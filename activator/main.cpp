@@ -11,6 +11,7 @@
 #include "dde/cli.hpp"
 #include "dde/daemon.hpp"
 #include "dde/log.hpp"
+#include "dde/net/auth.hpp"
 
 int main(int argc, char** argv) {
   char hostname[HOST_NAME_MAX + 1] = "node";
@@ -28,6 +29,14 @@ int main(int argc, char** argv) {
       .option("restart-backoff-ms", "500", "first delay before restarting a crashed isolate system")
       .option("host-threads", "2", "worker threads of each isolate system")
       .option("threads", "2", "threads of the activator")
+      .repeated(
+          "plugin-allow",
+          "plugins (and custom routers) only from this directory or http(s) URL prefix, for the isolate "
+          "systems and the remote workers of this node; repeatable (default: from anywhere)")
+      .option(
+          "cluster-secret-file", "",
+          "file holding the cluster secret: required of /activator and /control links, sent to the registry "
+          "and handed to the isolate systems through their environment (default: $DDE_CLUSTER_SECRET)")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-activator")) return *exit_code;
   dde::activator::activator_options o;
@@ -44,6 +53,8 @@ int main(int argc, char** argv) {
     o.manager.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
     o.manager.restart_backoff = std::chrono::milliseconds(args.get_int("restart-backoff-ms", 10, 600000));
     o.manager.host_threads = int(args.get_int("host-threads", 1, 256));
+    o.manager.plugin_allow = args.all("plugin-allow");
+    o.cluster_secret = dde::net::load_secret(args.get("cluster-secret-file"), dde::net::cluster_secret_env);
     if (!dde::net::parse_ws_url(o.registry)) throw std::invalid_argument("--registry must be a ws:// URL");
     if (::access(o.manager.host_binary.c_str(), X_OK) != 0)
       throw std::invalid_argument("--host-binary " + o.manager.host_binary + " is not an executable");
@@ -52,9 +63,11 @@ int main(int argc, char** argv) {
     std::cerr << "dde-activator: " << e.what() << "\n";
     return 2;
   }
-  if (o.listen != "127.0.0.1" && o.listen != "localhost" && o.listen != "::1")
-    dde::logger("activator")->warn("listening on {} beyond loopback without TLS or authentication: anyone who can "
-                                   "reach this port can run code here", o.listen);
+  dde::net::set_cluster_secret(o.cluster_secret);
+  // The isolate systems it spawns inherit the secret through the environment, never argv.
+  if (!o.cluster_secret.empty()) ::setenv(dde::net::cluster_secret_env, o.cluster_secret.c_str(), 1);
+  dde::net::warn_if_exposed(*dde::logger("activator"),
+                            {"dde-activator", o.listen, false, true, !o.cluster_secret.empty()});
 
   dde::block_stop_signals();
   try {

@@ -9,6 +9,7 @@
 #include "dde/log.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/mqs_server.hpp"
+#include "dde/net/auth.hpp"
 
 int main(int argc, char** argv) {
   auto cl = dde::mqs::parse_command_line(argc, argv);
@@ -20,9 +21,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "dde-mqs: %s\nTry 'dde-mqs --help'.\n", cl.error.c_str());
     return 2;
   }
-  const auto& cfg = cl.cfg;
+  auto& cfg = cl.cfg;
+  try {
+    cfg.cluster_secret = dde::net::load_secret(cfg.cluster_secret_file, dde::net::cluster_secret_env);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dde-mqs: %s\n", e.what());
+    return 2;
+  }
   dde::set_log_level(cfg.log_level);
   auto log = dde::logger("mqs");
+  dde::net::warn_if_exposed(*log,
+                            {"dde-mqs", cfg.listen, cfg.tls.enabled(), true, !cfg.cluster_secret.empty()});
   try {
     boost::asio::io_context io(static_cast<int>(cfg.threads));
     dde::mqs::mqs_server server(io, cfg);

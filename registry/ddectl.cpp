@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ctl_commands.hpp"
+#include "dde/net/auth.hpp"
 #include "dde/net/http_client.hpp"
 
 int main(int argc, char** argv) {
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
     std::fputs(inv.help.c_str(), stdout);
     return 0;
   }
+  dde::net::set_cluster_secret(inv.cluster_secret);
   if (inv.ask) {
     auto outcome = dde::ctl::run_ask(*inv.ask, inv.timeout);
     if (outcome.status == 0)
@@ -29,7 +31,9 @@ int main(int argc, char** argv) {
   }
   const auto& call = *inv.call;
   auto url = inv.registry + call.path;
-  auto res = dde::net::http_fetch(call.method, url, call.body, {}, inv.timeout);
+  std::map<std::string, std::string> headers;
+  if (!inv.token.empty()) headers["Authorization"] = "Bearer " + inv.token;
+  auto res = dde::net::http_fetch(call.method, url, call.body, headers, inv.timeout);
   if (!res.answered()) {
     std::fprintf(stderr, "ddectl: cannot reach the registry at %s: %s\n", inv.registry.c_str(),
                  res.error.c_str());

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "dde/log.hpp"
+#include "dde/net/auth.hpp"
 #include "registry_config.hpp"
 #include "registry_service.hpp"
 
@@ -21,6 +22,12 @@ int main(int argc, char** argv) {
   const auto& cfg = cl.cfg;
   dde::set_log_level(cfg.log_level);
   auto log = dde::logger("registry");
+  if (cfg.token_on_command_line)
+    log->warn(
+        "a token was given on the command line, where ps shows it to every user of this machine: "
+        "prefer --admin-token-file / --read-token-file or DDE_ADMIN_TOKEN / DDE_READ_TOKEN");
+  dde::net::warn_if_exposed(
+      *log, {"dde-registry", cfg.listen, false, !cfg.admin_token.empty(), !cfg.cluster_secret.empty()});
   try {
     boost::asio::io_context io(1);
     dde::registry::registry_service service(io, cfg);
@@ -29,8 +36,11 @@ int main(int argc, char** argv) {
       return 1;
     }
     log->info(
-        "listening on http://{}:{} (REST /registry/..., nodes at ws://{}:{}/registry; request timeout {} ms)",
-        cfg.listen, service.port(), cfg.listen, service.port(), cfg.request_timeout.count());
+        "listening on http://{}:{} (REST /registry/..., nodes at ws://{}:{}/registry; request timeout {} ms; "
+        "tokens {}, cluster secret {})",
+        cfg.listen, service.port(), cfg.listen, service.port(), cfg.request_timeout.count(),
+        cfg.admin_token.empty() ? "off" : (cfg.read_token.empty() ? "admin" : "admin+read"),
+        cfg.cluster_secret.empty() ? "off" : "on");
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int sig) {
       if (ec) return;

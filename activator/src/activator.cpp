@@ -5,6 +5,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 
 #include "dde/log.hpp"
+#include "dde/net/auth.hpp"
 #include "dde/net/ops_endpoints.hpp"
 #include "isolate_deployer.hpp"
 
@@ -18,9 +19,10 @@ void activator::start() {
   net::server_options so;
   so.host = options_.listen;
   so.port = options_.port;
+  so.authorize = net::cluster_secret_guard(options_.cluster_secret, logger("activator"));
   server_ = net::server::create(io_, so);
   auto& m = options_.manager;
-  server_->add_websocket("/activator", make_isolate_deployer(io_));
+  server_->add_websocket("/activator", make_isolate_deployer(io_, m.plugin_allow));
   server_->set_http([this](const net::http_request& req) { return ops(req); });
   // Children attach over loopback when the activator listens there or on every address.
   std::string control_host = options_.listen == "0.0.0.0" ? "127.0.0.1" : options_.listen;

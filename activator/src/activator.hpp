@@ -23,6 +23,7 @@ struct activator_options {
   std::string advertise_host;   ///< host in the registration (default: --listen)
   manager_options manager;      ///< control_url is filled in from listen/port
   int threads = 2;
+  std::string cluster_secret;  ///< required of /activator and /control links (empty: open)
 };
 
 class activator {

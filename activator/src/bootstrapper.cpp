@@ -4,6 +4,7 @@
 
 #include "dde/log.hpp"
 #include "dde/metrics.hpp"
+#include "dde/net/auth.hpp"
 
 namespace dde::activator {
 namespace {
@@ -51,9 +52,12 @@ std::optional<std::string> bootstrapper::registration() const {
 void bootstrapper::do_connect() {
   if (stopped_) return;
   auto self = shared_from_this();
-  net::ws_connect(io_, url_, self, [self](const std::string& why) {
-    boost::asio::post(self->strand_, [self, why] { self->link_down(why); });
-  });
+  net::ws_connect(
+      io_, url_, self,
+      [self](const std::string& why) {
+        boost::asio::post(self->strand_, [self, why] { self->link_down(why); });
+      },
+      net::cluster_link_options());
 }
 
 void bootstrapper::link_down(const std::string& why) {

@@ -9,6 +9,7 @@
 #include "dde/envelope.hpp"
 #include "dde/log.hpp"
 #include "dde/metrics.hpp"
+#include "host/plugin_allow.hpp"
 #include "host/worker_cell.hpp"
 
 namespace dde::activator {
@@ -21,13 +22,15 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
  public:
   remote_worker(boost::asio::io_context& io, std::shared_ptr<net::ws_connection> conn) : io_(io), conn_(std::move(conn)) {}
 
-  std::string spawn(const nlohmann::json& frame) {
+  std::string spawn(const nlohmann::json& frame, const std::vector<std::string>& plugin_allow) {
     if (frame.value("protocol", 0) != 1) return "unsupported protocol version " + frame.value("protocol", nlohmann::json()).dump();
     auto spec = host::parse_pool_spec(frame.value("spec", nlohmann::json()));
     if (!spec) return "bad spec: " + spec.error();
     instance_ = frame.value("instance", std::string());
     if (!valid_name(instance_)) return "bad instance id";
-    auto plugin = host::worker_plugin::load(spec.value().plugin_path());
+    if (auto refused = host::check_plugin_allowed(spec.value().uri, plugin_allow); !refused.empty())
+      return refused;
+    auto plugin = host::worker_plugin::load(spec.value().plugin_path(), spec.value().sha256);
     if (!plugin) return plugin.error();
     spec_ = std::make_shared<const host::pool_spec>(spec.value());
     cell_ = std::make_shared<host::worker_cell>(io_, weak_from_this(), spec_, plugin.value(),
@@ -107,7 +110,8 @@ class deployer : public net::ws_handler {
   }
 
  public:
-  explicit deployer(boost::asio::io_context& io) : io_(io) {}
+  deployer(boost::asio::io_context& io, std::vector<std::string> plugin_allow)
+      : io_(io), plugin_allow_(std::move(plugin_allow)) {}
 
   void on_open(const std::shared_ptr<net::ws_connection>& conn) override {
     clients().add(1);
@@ -132,7 +136,7 @@ class deployer : public net::ws_handler {
         return;
       }
       worker = std::make_shared<remote_worker>(io_, conn);
-      auto error = worker->spawn(frame);
+      auto error = worker->spawn(frame, plugin_allow_);
       if (!error.empty()) {
         log()->warn("refused a remote worker for {}: {}", conn->remote(), error);
         conn->send(nlohmann::json{{"type", "error"}, {"error", error}}.dump(), false);
@@ -169,14 +173,16 @@ class deployer : public net::ws_handler {
 
  private:
   boost::asio::io_context& io_;
+  std::vector<std::string> plugin_allow_;
   std::mutex mutex_;  // connections call in on their own strands
   std::map<std::uint64_t, std::shared_ptr<remote_worker>> workers_;
 };
 
 }  // namespace
 
-std::shared_ptr<net::ws_handler> make_isolate_deployer(boost::asio::io_context& io) {
-  return std::make_shared<deployer>(io);
+std::shared_ptr<net::ws_handler> make_isolate_deployer(boost::asio::io_context& io,
+                                                       std::vector<std::string> plugin_allow) {
+  return std::make_shared<deployer>(io, std::move(plugin_allow));
 }
 
 }  // namespace dde::activator

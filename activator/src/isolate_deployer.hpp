@@ -3,6 +3,8 @@
 // connection to `/activator` hosts one worker (activator/PROTOCOL.md).
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 
@@ -11,6 +13,9 @@
 namespace dde::activator {
 
 /// Handles `/activator`: one remote worker per connection.
-std::shared_ptr<net::ws_handler> make_isolate_deployer(boost::asio::io_context& io);
+/// Handles `/activator`: one remote worker per connection. Plugins outside `plugin_allow` (directories or
+/// URL prefixes; empty: anywhere) are refused.
+std::shared_ptr<net::ws_handler> make_isolate_deployer(boost::asio::io_context& io,
+                                                       std::vector<std::string> plugin_allow = {});
 
 }  // namespace dde::activator

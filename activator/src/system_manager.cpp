@@ -50,7 +50,7 @@ nlohmann::json deploy_body_from_description(const std::string& system, const nlo
                          {"routerType", pool.value("routerType", std::string("roundRobin"))},
                          {"hotDeployment", pool.value("hotDeployment", false)}};
   for (auto key : {"args", "deliveryMode", "credits", "messageQueuingSystemServer", "supervision",
-                   "hotDeploymentIntervalMs", "pingAfterMs", "pongTimeoutMs", "rate", "maxInFlight"})
+                   "hotDeploymentIntervalMs", "pingAfterMs", "pongTimeoutMs", "rate", "maxInFlight", "sha256"})
     if (pool.contains(key) && !pool[key].is_null()) body[key] = pool[key];
   return body;
 }
@@ -86,6 +86,10 @@ void system_manager::spawn(record& r) {
                                    "--plugin-cache", options_.log_dir + "/plugin-cache",
                                    "--ops-port", "0",
                                    "--log-level", options_.log_level};
+  for (auto& allow : options_.plugin_allow) {
+    args.push_back("--plugin-allow");
+    args.push_back(allow);
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

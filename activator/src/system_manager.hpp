@@ -32,6 +32,7 @@ struct manager_options {
   std::chrono::milliseconds orphan_timeout{120000};
   std::chrono::milliseconds restart_backoff{500};
   int host_threads = 2;
+  std::vector<std::string> plugin_allow;  ///< handed to each isolate system as --plugin-allow
 };
 
 /// The outcome of a request: `ok` with `result`, or an error with an HTTP-like status.

@@ -7,6 +7,7 @@
 #include "dde/cli.hpp"
 #include "dde/daemon.hpp"
 #include "dde/log.hpp"
+#include "dde/net/auth.hpp"
 #include "host/isolate_system.hpp"
 
 namespace {
@@ -47,6 +48,14 @@ int main(int argc, char** argv) {
       .option("ops-port", "",
               "serve GET /metrics and GET /health on 127.0.0.1 at this port (0: a free one, which the "
               "activator is told; the activator starts its systems with 0); empty: none")
+      .repeated(
+          "plugin-allow",
+          "load plugins (and custom routers) only from this directory or http(s) URL prefix; repeatable "
+          "(default: from anywhere)")
+      .option(
+          "cluster-secret-file", "",
+          "file holding the cluster secret sent on the links to the MQS, the activator and remote workers "
+          "(default: $DDE_CLUSTER_SECRET, else none)")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-isolate-system")) return *exit_code;
   auto log = dde::logger("host");
@@ -62,6 +71,9 @@ int main(int argc, char** argv) {
     options.control_url = args.get("control");
     options.plugin_cache = args.get("plugin-cache");
     options.ca_file = args.get("ca-file");
+    options.plugin_allow = args.all("plugin-allow");
+    dde::net::set_cluster_secret(
+        dde::net::load_secret(args.get("cluster-secret-file"), dde::net::cluster_secret_env));
     if (const char* env = std::getenv("DDE_CA_FILE"); options.ca_file.empty() && env) options.ca_file = env;
     if (!args.get("ops-port").empty()) options.ops_port = int(args.get_int("ops-port", 0, 65535));
     options.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));

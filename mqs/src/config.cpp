@@ -133,6 +133,13 @@ const std::vector<option>& options() {
        file([](config& c) -> std::string& { return c.broker_cert; })},
       {"broker-key", "FILE", "PEM private key of --broker-cert", no_file,
        file([](config& c) -> std::string& { return c.broker_key; })},
+      {"cluster-secret-file", "FILE",
+       "file holding the cluster secret that hosts must send (else $DDE_CLUSTER_SECRET; none: links are "
+       "open)",
+       [](const config& c) {
+         return c.cluster_secret_file.empty() ? std::string("none") : c.cluster_secret_file;
+       },
+       text(&config::cluster_secret_file)},
       {"log-level", "LEVEL", "trace, debug, info, warn, error or off",
        [](const config& c) { return c.log_level; },
        [](config& c, const std::string& v) -> std::string {

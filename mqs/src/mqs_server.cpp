@@ -1,5 +1,7 @@
 #include "dde/mqs/mqs_server.hpp"
 
+#include "dde/log.hpp"
+#include "dde/net/auth.hpp"
 #include "dde/net/ops_endpoints.hpp"
 #include "dde/net/ws.hpp"
 #include "mqs_metrics.hpp"
@@ -101,6 +103,7 @@ mqs_server::mqs_server(boost::asio::io_context& io, const config& cfg) : impl_(s
   options.port = cfg.port;
   options.max_ws_message = cfg.max_frame;
   options.tls = cfg.tls;
+  options.authorize = net::cluster_secret_guard(cfg.cluster_secret, logger("mqs"));
   impl_->server = net::server::create(io, options);
   impl_->server->add_websocket("/mqs", impl_->svc);
   impl_->server->set_http_async([svc = std::weak_ptr<service>(impl_->svc),

@@ -7,6 +7,7 @@
 
 #include "dde/envelope.hpp"
 #include "dde/names.hpp"
+#include "dde/net/auth.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/wire/record.hpp"
 
@@ -34,9 +35,12 @@ class ask_session : public net::ws_handler {
                           std::to_string(self->timeout_.count()) +
                           " ms (is the pool deployed, and does its worker reply?)");
     });
-    net::ws_connect(io_, url, self, [self](const std::string& reason) {
-      self->finish(3, "cannot reach the MQS at " + self->call_.mqs + ": " + reason);
-    });
+    net::ws_connect(
+        io_, url, self,
+        [self](const std::string& reason) {
+          self->finish(3, "cannot reach the MQS at " + self->call_.mqs + ": " + reason);
+        },
+        net::cluster_link_options());
   }
 
   const ask_outcome& outcome() const { return outcome_; }

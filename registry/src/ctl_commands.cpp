@@ -10,6 +10,7 @@
 
 #include "dde/cli.hpp"
 #include "dde/names.hpp"
+#include "dde/net/auth.hpp"
 
 namespace dde::ctl {
 namespace {
@@ -33,7 +34,10 @@ struct command {
 
 void common_options(cli& c) {
   c.option("registry", "http://127.0.0.1:8000", "the registry's base URL")
-      .option("timeout-ms", "30000", "give up on an answer after this long");
+      .option("timeout-ms", "30000", "give up on an answer after this long")
+      .option("token-file", "", "file holding the registry's bearer token (default: $DDE_TOKEN)")
+      .option("cluster-secret-file", "",
+              "ask: file holding the cluster secret (default: $DDE_CLUSTER_SECRET)");
 }
 
 /// Percent-encodes a path segment.
@@ -63,9 +67,9 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-const std::vector<std::string> deploy_flags = {"bootstrapper", "mqs",           "system", "isolate",
-                                               "uri",          "workers",       "router", "hot-deployment",
-                                               "args",         "delivery-mode", "credits"};
+const std::vector<std::string> deploy_flags = {"bootstrapper", "mqs",           "system",  "isolate",
+                                               "uri",          "workers",       "router",  "hot-deployment",
+                                               "args",         "delivery-mode", "credits", "sha256"};
 
 rest_call deploy_from_file(const std::string& file, std::istream& stdin_for_dash) {
   std::string text;
@@ -127,6 +131,7 @@ rest_call deploy_from_flags(const cli& c) {
     body["args"] = args;
   }
   if (!c.get("delivery-mode").empty()) body["deliveryMode"] = c.get("delivery-mode");
+  if (!c.get("sha256").empty()) body["sha256"] = c.get("sha256");
   if (!c.get("credits").empty()) {
     try {
       body["credits"] = c.get_int("credits", 1, 1 << 20);
@@ -161,14 +166,16 @@ const std::vector<command>& commands() {
              .option("uri", "", "the worker plugin .so (uri)")
              .option("workers", "localhost",
                      "comma-separated workersPaths: localhost or ws://host:port/activator")
-             .option("router", "roundRobin",
-                     "routerType: roundRobin, random, broadcast, smallestMailbox, consistentHash, scatterGather, "
-                     "tailChopping or a custom router .so")
+             .option(
+                 "router", "roundRobin",
+                 "routerType: roundRobin, random, broadcast, smallestMailbox, consistentHash, scatterGather, "
+                 "tailChopping or a custom router .so")
              .option("hot-deployment", "true", "hotDeployment: true or false")
              .option("args", "", "args given to the workers, as JSON")
              .option("delivery-mode", "",
                      "deliveryMode: at-least-once or at-most-once (the node's default if unset)")
-             .option("credits", "", "credits: messages a worker may hold (the node's default if unset)");
+             .option("credits", "", "credits: messages a worker may hold (the node's default if unset)")
+             .option("sha256", "", "the plugin's SHA-256 (hex): a plugin file with another hash is refused");
        },
        [](auto& a, auto& c, auto& in) {
          bool any_flag = false;
@@ -273,6 +280,8 @@ std::string general_help() {
       "\noptions (before or after the command):\n"
       "  --registry URL              the registry's base URL (default: http://127.0.0.1:8000)\n"
       "  --timeout-ms MS             give up on an answer after this long (default: 30000)\n"
+      "  --token-file FILE           the registry's bearer token (default: $DDE_TOKEN)\n"
+      "  --cluster-secret-file FILE  ask: the cluster secret for the MQS (default: $DDE_CLUSTER_SECRET)\n"
       "  --help                      this text; 'ddectl COMMAND --help' describes a command\n"
       "\nexit status: 0 ok, 1 the registry answered an error (printed to stderr), 2 usage error,\n"
       "3 the registry cannot be reached (for ask: the MQS).\n";
@@ -327,6 +336,12 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
       throw usage_error("--registry must be an http:// URL, got \"" + c.get("registry") + "\"");
     try {
       out.timeout = std::chrono::milliseconds(c.get_int("timeout-ms", 1, 3600 * 1000));
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(e.what());
+    }
+    try {
+      out.token = net::load_secret(c.get("token-file"), "DDE_TOKEN");
+      out.cluster_secret = net::load_secret(c.get("cluster-secret-file"), net::cluster_secret_env);
     } catch (const std::invalid_argument& e) {
       throw usage_error(e.what());
     }

@@ -26,6 +26,8 @@ struct invocation {
   std::optional<ask_call> ask;
   std::string registry = "http://127.0.0.1:8000";  ///< base URL
   std::chrono::milliseconds timeout{30000};
+  std::string token;           ///< bearer token for the registry (empty: none)
+  std::string cluster_secret;  ///< ask: sent to the MQS (empty: none)
   std::string help;   ///< print to stdout and exit 0 when not empty
   std::string error;  ///< usage error: print to stderr and exit 2 when not empty
 };

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "dde/net/auth.hpp"
+
 namespace dde::registry {
 namespace {
 
@@ -59,6 +61,19 @@ cli make_cli() {
               "largest REST request body in bytes; larger ones get 413")
       .option("dashboard-interval-ms", std::to_string(d.dashboard_interval.count()),
               "while a dashboard page is open, nodes and MQSs are asked for their figures this often")
+      .option(
+          "admin-token-file", "",
+          "file holding the admin bearer token (everything); default $DDE_ADMIN_TOKEN, else none: the API "
+          "is open")
+      .option(
+          "read-token-file", "",
+          "file holding the read-only bearer token (GET endpoints, /metrics, the dashboard's data); default "
+          "$DDE_READ_TOKEN")
+      .option("admin-token", "", "the admin token itself (discouraged: ps shows it; prefer the file)")
+      .option("read-token", "", "the read-only token itself (discouraged: ps shows it; prefer the file)")
+      .option(
+          "cluster-secret-file", "",
+          "file holding the cluster secret that nodes must send on /registry; default $DDE_CLUSTER_SECRET")
       .option("log-level", d.log_level, "trace, debug, info, warn, error or off")
       .option("config", "", "JSON object with the same keys (e.g. {\"port\": 8000}); flags override it");
   return c;
@@ -98,6 +113,18 @@ command_line parse_command_line(int argc, char** argv) {
     for (const char* level : {"trace", "debug", "info", "warn", "error", "critical", "off"})
       known = known || out.cfg.log_level == level;
     if (!known) throw std::invalid_argument("--log-level: unknown level \"" + out.cfg.log_level + "\"");
+    auto token = [&](const char* flag, const char* file, const char* env) {
+      if (!c.get(flag).empty()) {
+        out.cfg.token_on_command_line = true;
+        return c.get(flag);
+      }
+      return net::load_secret(c.get(file), env);
+    };
+    out.cfg.admin_token = token("admin-token", "admin-token-file", "DDE_ADMIN_TOKEN");
+    out.cfg.read_token = token("read-token", "read-token-file", "DDE_READ_TOKEN");
+    if (out.cfg.admin_token.empty() && !out.cfg.read_token.empty())
+      throw std::invalid_argument("a read-only token needs an admin token too (--admin-token-file)");
+    out.cfg.cluster_secret = net::load_secret(c.get("cluster-secret-file"), net::cluster_secret_env);
   } catch (const std::invalid_argument& e) {
     out.error = e.what();
   }

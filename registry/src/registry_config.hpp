@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "dde/cli.hpp"
 
@@ -21,6 +22,10 @@ struct registry_config {
   std::chrono::milliseconds heartbeat_timeout{3000};  ///< a node silent this long is lost (failover)
   std::string log_level = "info";
   std::chrono::milliseconds dashboard_interval{1000};  ///< how often an open dashboard is refreshed
+  std::string admin_token;             ///< bearer token for everything (empty: the API is open)
+  std::string read_token;              ///< bearer token for GET endpoints, /metrics and the live feed
+  std::string cluster_secret;          ///< required of nodes on /registry (empty: open)
+  bool token_on_command_line = false;  ///< --admin-token/--read-token given: `ps` shows it
 };
 
 /// The registry's command line, every option with its default.

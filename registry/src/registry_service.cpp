@@ -6,6 +6,7 @@
 #include <boost/asio/strand.hpp>
 #include <optional>
 
+#include "access_control.hpp"
 #include "dashboard.hpp"
 #include "dde/log.hpp"
 #include "dde/net/ws.hpp"
@@ -60,6 +61,8 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
     options.port = cfg.port;
     options.max_http_body = cfg.max_body;
     options.max_ws_message = 16 * 1024 * 1024;
+    options.authorize =
+        make_access_guard({cfg.admin_token, cfg.read_token, cfg.cluster_secret}, logger("registry.auth"));
     server = net::server::create(io, options);
   }
 

@@ -2,12 +2,31 @@
 // and drives the REST API (/registry/...). No framework, no external files: it works offline.
 'use strict';
 
-// A bearer token, if the registry asks for one: given once as ?token=... and kept for the session.
+// A bearer token, if the registry asks for one (it answers 401): given once as ?token=... or typed
+// into the prompt, kept in sessionStorage for this tab and sent on every request and the live feed.
 const token = (() => {
-  const t = new URLSearchParams(location.search).get('token');
-  if (t) sessionStorage.setItem('dde-token', t);
+  const params = new URLSearchParams(location.search);
+  const t = params.get('token');
+  if (t) {
+    sessionStorage.setItem('dde-token', t);
+    // Out of the address bar and the history.
+    params.delete('token');
+    const rest = params.toString();
+    history.replaceState(null, '', location.pathname + (rest ? '?' + rest : '') + location.hash);
+  }
   return sessionStorage.getItem('dde-token') || '';
 })();
+
+let askedForToken = false;
+/** Asks once per page for a token after a 401, then reloads with it. */
+function askForToken(wrong) {
+  if (askedForToken) return;
+  askedForToken = true;
+  const t = window.prompt(wrong ? 'The token was refused. Registry token:' : 'This registry needs a token:');
+  if (t === null || t.trim() === '') return;
+  sessionStorage.setItem('dde-token', t.trim());
+  location.reload();
+}
 
 const $ = (sel, root = document) => root.querySelector(sel);
 
@@ -35,6 +54,7 @@ async function api(method, path, body) {
   } catch (e) {
     throw new Error('the registry cannot be reached: ' + e.message);
   }
+  if (res.status === 401) askForToken(Boolean(token));
   const text = await res.text();
   let json = null;
   try { json = JSON.parse(text); } catch (_) { /* not JSON */ }
@@ -216,10 +236,13 @@ function connect(delay = 500) {
     (token ? '?token=' + encodeURIComponent(token) : '');
   const ws = new WebSocket(url);
   const state = $('#feed-state');
-  ws.onopen = () => { state.textContent = 'live'; state.className = 'badge on'; delay = 500; };
+  let opened = false;
+  ws.onopen = () => { opened = true; state.textContent = 'live'; state.className = 'badge on'; delay = 500; };
   ws.onmessage = (e) => { try { render(JSON.parse(e.data)); } catch (err) { console.error(err); } };
   ws.onclose = () => {
     state.textContent = 'disconnected'; state.className = 'badge off';
+    // A refused upgrade says nothing to the page: a GET tells whether a token is missing.
+    if (!opened) api('GET', '/registry/health').catch(() => {});
     setTimeout(() => connect(Math.min(delay * 2, 10000)), delay);
   };
 }

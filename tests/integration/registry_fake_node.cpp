@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "dde/net/auth.hpp"
 #include "dde/net/ws.hpp"
 
 namespace dde::registry::test {
@@ -177,9 +178,14 @@ fake_node::fake_node(std::uint16_t registry_port, options opts) : state_(std::ma
   net::ws_url url{"127.0.0.1", registry_port, "/registry"};
   auto handler = std::make_shared<relay>(state_.get());
   std::weak_ptr<state> weak = state_;
-  net::ws_connect(state_->io, url, handler, [weak](const std::string& why) {
-    if (auto s = weak.lock()) s->on_fail(why);
-  });
+  net::client_options co;
+  co.headers = net::cluster_secret_headers(state_->opts.cluster_secret);
+  net::ws_connect(
+      state_->io, url, handler,
+      [weak](const std::string& why) {
+        if (auto s = weak.lock()) s->on_fail(why);
+      },
+      co);
   state_->thread = std::thread([s = state_.get()] { s->io.run(); });
 }
 

@@ -24,6 +24,7 @@ class fake_node {
     std::uint16_t activator_port = 42042;
     bool answer = true;               ///< false: requests are recorded and never answered
     bool register_on_connect = true;  ///< false: the test sends its own first frame
+    std::string cluster_secret;       ///< sent on the handshake when not empty
   };
 
   fake_node(std::uint16_t registry_port, options opts);

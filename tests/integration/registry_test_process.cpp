@@ -32,13 +32,17 @@ std::string registry_process::log() const { return proc_->log(); }
 bool registry_process::running() { return proc_->running(); }
 int registry_process::stop() { return proc_->stop(5s); }
 
-answer registry_process::call(const std::string& method, const std::string& path, const std::string& body) {
-  auto r = net::http_fetch(method, url() + path, body, {}, 20s);
+answer registry_process::call(const std::string& method, const std::string& path, const std::string& body,
+                              const std::string& token) {
+  std::map<std::string, std::string> headers;
+  if (!token.empty()) headers["Authorization"] = "Bearer " + token;
+  auto r = net::http_fetch(method, url() + path, body, headers, 20s);
   if (!r.answered()) throw std::runtime_error(method + " " + path + ": " + r.error + "\n" + log());
   answer a;
   a.status = r.status;
   a.body = json::parse(r.body, nullptr, false);
   a.content_type = r.headers.count("content-type") ? r.headers["content-type"] : "";
+  a.headers = r.headers;
   return a;
 }
 

@@ -3,6 +3,7 @@
 // port with a small REST client, and the thesis's sample deploy body adapted to loopback.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -20,6 +21,7 @@ struct answer {
   int status = 0;
   json body;
   std::string content_type;
+  std::map<std::string, std::string> headers;  ///< lower-case names
 };
 
 /// A dde-registry child process (debug log), started on a free port; stopped on destruction.
@@ -36,8 +38,9 @@ class registry_process {
   bool running();
   int stop();
 
-  /// One REST call; throws if no HTTP answer came.
-  answer call(const std::string& method, const std::string& path, const std::string& body = "");
+  /// One REST call (with `token` as `Authorization: Bearer`, if not empty); throws if no HTTP answer came.
+  answer call(const std::string& method, const std::string& path, const std::string& body = "",
+              const std::string& token = "");
   answer get(const std::string& path) { return call("GET", path); }
   answer post(const std::string& path, const json& body) { return call("POST", path, body.dump()); }
 

@@ -9,36 +9,40 @@
 namespace dde::test {
 namespace fs = std::filesystem;
 
-mqs_process start_mqs(rabbitmq_node& broker, const fs::path& dir, int prefetch, std::uint16_t port) {
+mqs_process start_mqs(rabbitmq_node& broker, const fs::path& dir, int prefetch, std::uint16_t port,
+                      const std::map<std::string, std::string>& env) {
   mqs_process m;
   m.port = port ? port : free_port();
   m.proc = std::make_unique<child_process>(
-      std::vector<std::string>{bin_path("dde-mqs").string(), "--port", std::to_string(m.port), "--broker-port",
-                               std::to_string(broker.port()), "--prefetch", std::to_string(prefetch),
-                               "--log-level", "info"},
-      dir / ("mqs-" + std::to_string(m.port) + ".log"));
+      std::vector<std::string>{bin_path("dde-mqs").string(), "--port", std::to_string(m.port),
+                               "--broker-port", std::to_string(broker.port()), "--prefetch",
+                               std::to_string(prefetch), "--log-level", "info"},
+      dir / ("mqs-" + std::to_string(m.port) + ".log"), env);
   if (!wait_until([&] { return port_open(m.port); }, 20s))
     throw std::runtime_error("dde-mqs did not listen on " + std::to_string(m.port) + ":\n" + m.proc->log());
   return m;
 }
 
 std::unique_ptr<child_process> start_host(const std::string& system, const std::string& mqs_url,
-                                          const std::vector<nlohmann::json>& pools, const fs::path& log_file) {
+                                          const std::vector<nlohmann::json>& pools, const fs::path& log_file,
+                                          const std::map<std::string, std::string>& env) {
   std::vector<std::string> argv{bin_path("dde-isolate-system").string(), "--name", system, "--mqs", mqs_url};
   for (auto& p : pools) {
     argv.push_back("--pool-json");
     argv.push_back(p.dump());
   }
-  return std::make_unique<child_process>(argv, log_file);
+  return std::make_unique<child_process>(argv, log_file, env);
 }
 
-registry_process start_registry(const fs::path& dir, std::uint16_t port) {
+registry_process start_registry(const fs::path& dir, std::uint16_t port,
+                                const std::map<std::string, std::string>& env) {
   registry_process r;
   r.port = port ? port : free_port();
+  if (auto it = env.find("DDE_ADMIN_TOKEN"); it != env.end()) r.token = it->second;
   r.proc = std::make_unique<child_process>(
       std::vector<std::string>{bin_path("dde-registry").string(), "--port", std::to_string(r.port)},
-      dir / ("registry-" + std::to_string(r.port) + ".log"));
-  if (!wait_until([&] { return rest("GET", r.url() + "/registry/health").status == 200; }, 20s))
+      dir / ("registry-" + std::to_string(r.port) + ".log"), env);
+  if (!wait_until([&] { return rest("GET", r.url() + "/registry/health", {}, r.token).status == 200; }, 20s))
     throw std::runtime_error("dde-registry did not start:\n" + r.proc->log());
   return r;
 }
@@ -62,8 +66,11 @@ activator_process start_activator(const registry_process& registry, const fs::pa
   return a;
 }
 
-rest_answer rest(const std::string& method, const std::string& url, const std::string& body) {
-  auto r = net::http_fetch(method, url, body, {}, std::chrono::seconds(30));
+rest_answer rest(const std::string& method, const std::string& url, const std::string& body,
+                 const std::string& token) {
+  std::map<std::string, std::string> headers;
+  if (!token.empty()) headers["Authorization"] = "Bearer " + token;
+  auto r = net::http_fetch(method, url, body, headers, std::chrono::seconds(30));
   rest_answer a;
   a.status = r.status;
   a.body = r.answered() ? r.body : r.error;
@@ -73,7 +80,7 @@ rest_answer rest(const std::string& method, const std::string& url, const std::s
 }
 
 std::string node_id(const registry_process& registry, const std::string& name) {
-  auto list = rest("GET", registry.url() + "/registry/system/list");
+  auto list = rest("GET", registry.url() + "/registry/system/list", {}, registry.token);
   if (!list.json.is_array()) return {};
   for (auto& n : list.json)
     if (n.value("name", std::string()) == name) return n.value("bootstrapperId", std::string());

@@ -23,23 +23,29 @@ struct mqs_process {
   std::string url() const { return "ws://127.0.0.1:" + std::to_string(port) + "/mqs"; }
 };
 
-/// Starts dde-mqs against `broker` and waits until it listens.
+/// Starts dde-mqs against `broker` and waits until it listens; `env` is added to its environment
+/// (e.g. DDE_CLUSTER_SECRET).
 mqs_process start_mqs(rabbitmq_node& broker, const std::filesystem::path& dir, int prefetch = 64,
-                      std::uint16_t port = 0);
+                      std::uint16_t port = 0, const std::map<std::string, std::string>& env = {});
 
-/// Starts a dde-isolate-system named `system` with `pools` (pool spec bodies).
+/// Starts a dde-isolate-system named `system` with `pools` (pool spec bodies); `env` is added to its
+/// environment.
 std::unique_ptr<child_process> start_host(const std::string& system, const std::string& mqs_url,
                                           const std::vector<nlohmann::json>& pools,
-                                          const std::filesystem::path& log_file);
+                                          const std::filesystem::path& log_file,
+                                          const std::map<std::string, std::string>& env = {});
 
 /// A running dde-registry on a free port.
 struct registry_process {
   std::uint16_t port = 0;
   std::unique_ptr<child_process> proc;
+  std::string token;  ///< the admin token the helpers send (empty: none)
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
   std::string ws_url() const { return "ws://127.0.0.1:" + std::to_string(port) + "/registry"; }
 };
-registry_process start_registry(const std::filesystem::path& dir, std::uint16_t port = 0);
+/// `env` is added to its environment; its DDE_ADMIN_TOKEN, if any, becomes `token`.
+registry_process start_registry(const std::filesystem::path& dir, std::uint16_t port = 0,
+                                const std::map<std::string, std::string>& env = {});
 
 /// A running dde-activator registered with a registry.
 struct activator_process {
@@ -69,7 +75,9 @@ struct rest_answer {
   std::string body;
   nlohmann::json json;
 };
-rest_answer rest(const std::string& method, const std::string& url, const std::string& body = {});
+/// With a `token`, it goes as `Authorization: Bearer`.
+rest_answer rest(const std::string& method, const std::string& url, const std::string& body = {},
+                 const std::string& token = {});
 
 /// The bootstrapperId of the node called `name`, or "" when it is not listed.
 std::string node_id(const registry_process& registry, const std::string& name);

@@ -17,7 +17,7 @@ inline std::string unique_system(const std::string& base) { return base + std::t
 
 /// The pools of `system` on node `id`, as GET /registry/system/{id} reports them.
 inline nlohmann::json pools_of(const registry_process& registry, const std::string& id, const std::string& system) {
-  auto show = rest("GET", registry.url() + "/registry/system/" + id);
+  auto show = rest("GET", registry.url() + "/registry/system/" + id, {}, registry.token);
   if (show.status != 200 || !show.json.is_object() || !show.json.contains(system)) return nlohmann::json::array();
   return show.json[system];
 }
@@ -39,7 +39,9 @@ class Cluster : public ::testing::Test {
     registry = start_registry(dir);
   }
   activator_process node(const std::string& name) { return start_activator(registry, dir, name); }
-  rest_answer deploy(const nlohmann::json& body) { return rest("POST", registry.url() + "/registry/deploy", body.dump()); }
+  rest_answer deploy(const nlohmann::json& body) {
+    return rest("POST", registry.url() + "/registry/deploy", body.dump(), registry.token);
+  }
   /// Deploys `plugin` as `sys/isolate` on node `node_id` with `workers` local workers, `args` (plus
   /// `log_dir`: the test's directory) and `extra` deploy fields.
   rest_answer deploy_pool(const std::string& node_id, const std::string& sys, const std::string& isolate,

@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
+#include "dde/net/auth.hpp"
 
 namespace dde::host {
 namespace {
@@ -62,9 +63,12 @@ void control_link::send_event(nlohmann::json event) {
 void control_link::do_connect() {
   if (stopped_) return;
   auto self = shared_from_this();
-  net::ws_connect(io_, url_, self, [self](const std::string& why) {
-    boost::asio::post(self->strand_, [self, why] { self->link_down(why); });
-  });
+  net::ws_connect(
+      io_, url_, self,
+      [self](const std::string& why) {
+        boost::asio::post(self->strand_, [self, why] { self->link_down(why); });
+      },
+      net::cluster_link_options());
 }
 
 void control_link::arm_orphan_timer() {

@@ -4,6 +4,7 @@
 
 #include "dde/log.hpp"
 #include "host/load_failures.hpp"
+#include "host/plugin_allow.hpp"
 #include "host/router.hpp"
 #include "host/top_level.hpp"
 
@@ -23,6 +24,13 @@ void controller::add_pool(pool_spec spec, std::function<void(std::string)> done)
       return done("pool is for isolate system \"" + spec.system + "\" but this is \"" + self->system_ + "\"");
     if (self->routers_.count(spec.isolate) || self->starting_.count(spec.isolate))
       return done("pool \"" + spec.addr().str() + "\" is already deployed here; shut it down first");
+    for (auto* uri : {&spec.uri, &spec.router_uri}) {
+      if (uri->empty()) continue;
+      if (auto refused = check_plugin_allowed(*uri, self->plugin_allow_); !refused.empty()) {
+        logger("host")->error("cannot deploy {}: {}", spec.addr().str(), refused);
+        return done(refused);
+      }
+    }
     auto r = std::make_shared<router>(self->io_, self->top_, spec);
     r->set_events(self->events_, self->plugin_cache_);
     r->set_fetch_options(self->fetch_options_);

@@ -27,6 +27,8 @@ class controller : public std::enable_shared_from_this<controller> {
   void set_events(std::function<void(nlohmann::json)> events, std::string plugin_cache);
   /// How pools download plugins at http(s) URIs. Before add_pool.
   void set_fetch_options(fetch_options options);
+  /// Plugins (and custom routers) may come only from these directories or URL prefixes (empty: anywhere).
+  void set_plugin_allow(std::vector<std::string> allow) { plugin_allow_ = std::move(allow); }
   /// Deploys a pool (after downloading its plugin, for an http(s) uri); `done` gets an empty string
   /// on success, else what went wrong.
   void add_pool(pool_spec spec, std::function<void(std::string)> done);
@@ -62,6 +64,7 @@ class controller : public std::enable_shared_from_this<controller> {
   std::map<std::string, starting> starting_;  ///< pools whose plugin is being downloaded
   bool stopped_ = false;
   fetch_options fetch_options_;
+  std::vector<std::string> plugin_allow_;
   std::function<void(nlohmann::json)> events_;
   std::string plugin_cache_;
 };

@@ -29,6 +29,7 @@ isolate_system::isolate_system(isolate_system_options options) : options_(std::m
     fetch.dir = temp_downloads_;
   }
   controller_->set_fetch_options(std::move(fetch));
+  controller_->set_plugin_allow(options_.plugin_allow);
 }
 
 isolate_system::~isolate_system() { stop(); }

@@ -28,6 +28,8 @@ struct isolate_system_options {
   std::string
       plugin_cache;     ///< copies of plugin versions that worked (with control_url), and http(s) downloads
   std::string ca_file;  ///< https plugin URIs: trust this CA file instead of the system store
+  std::vector<std::string>
+      plugin_allow;  ///< plugins only from these directories or URL prefixes (empty: any)
   std::chrono::milliseconds orphan_timeout{120000};
   int ops_port = -1;  ///< /metrics and /health on 127.0.0.1 at this port (0: a free one; -1: none)
   std::function<void(const std::string&)> request_stop;  ///< how the control link ends the process

@@ -32,11 +32,13 @@ bool has_elf_magic(const fs::path& path) {
 
 }  // namespace
 
-std::string file_md5(const fs::path& path) {
+namespace {
+
+std::string file_digest(const fs::path& path, const EVP_MD* md) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_md5(), nullptr);
+  EVP_DigestInit_ex(ctx.get(), md, nullptr);
   char buf[65536];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf, std::size_t(in.gcount()));
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -51,11 +53,18 @@ std::string file_md5(const fs::path& path) {
   return out;
 }
 
+}  // namespace
+
+std::string file_md5(const fs::path& path) { return file_digest(path, EVP_md5()); }
+
+std::string file_sha256(const fs::path& path) { return file_digest(path, EVP_sha256()); }
+
 shared_object::~shared_object() {
   if (handle_) dlclose(handle_);
 }
 
-result<std::shared_ptr<shared_object>> shared_object::open(const fs::path& path) {
+result<std::shared_ptr<shared_object>> shared_object::open(const fs::path& path,
+                                                           const std::string& expected_sha256) {
   using r = result<std::shared_ptr<shared_object>>;
   std::error_code ec;
   if (!fs::exists(path, ec)) return r::failure("plugin " + path.string() + " does not exist");
@@ -68,6 +77,16 @@ result<std::shared_ptr<shared_object>> shared_object::open(const fs::path& path)
   fs::copy_file(path, so->copy_, fs::copy_options::overwrite_existing, ec);
   if (ec) return r::failure("cannot copy plugin " + path.string() + ": " + ec.message());
   so->md5_ = file_md5(so->copy_);
+  // The copy is what gets loaded, so the copy is what is checked: a file swapped after the check
+  // cannot slip in.
+  if (!expected_sha256.empty()) {
+    auto actual = file_sha256(so->copy_);
+    if (actual != expected_sha256) {
+      fs::remove(so->copy_, ec);
+      return r::failure("plugin " + path.string() + " has SHA-256 " + actual + ", not the " +
+                        expected_sha256 + " the deploy asked for: refused, not loaded");
+    }
+  }
   so->handle_ = dlopen(so->copy_.c_str(), RTLD_NOW | RTLD_LOCAL);
   // The mapping stays valid without the file; removing it now leaves nothing behind after a crash.
   fs::remove(so->copy_, ec);
@@ -80,9 +99,10 @@ result<std::shared_ptr<shared_object>> shared_object::open(const fs::path& path)
 
 void* shared_object::symbol(const char* name) const { return dlsym(handle_, name); }
 
-result<std::shared_ptr<worker_plugin>> worker_plugin::load(const fs::path& path) {
+result<std::shared_ptr<worker_plugin>> worker_plugin::load(const fs::path& path,
+                                                           const std::string& expected_sha256) {
   using r = result<std::shared_ptr<worker_plugin>>;
-  auto so = shared_object::open(path);
+  auto so = shared_object::open(path, expected_sha256);
   if (!so) return r::failure(so.error());
   auto plugin = std::make_shared<worker_plugin>();
   plugin->so_ = so.value();

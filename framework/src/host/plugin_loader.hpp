@@ -33,7 +33,10 @@ class result {
 class shared_object {
  public:
   ~shared_object();
-  static result<std::shared_ptr<shared_object>> open(const std::filesystem::path& path);
+  /// Loads a private copy of `path`; with `expected_sha256` (lower-case hex) a copy whose SHA-256
+  /// differs is refused before any of its code runs.
+  static result<std::shared_ptr<shared_object>> open(const std::filesystem::path& path,
+                                                     const std::string& expected_sha256 = {});
   void* symbol(const char* name) const;
   const std::filesystem::path& source() const { return source_; }
   /// md5 of the file that was loaded, as hex.
@@ -50,7 +53,9 @@ class shared_object {
 class worker_plugin {
  public:
   /// Loads the plugin at `path` and checks its entry points and ABI version.
-  static result<std::shared_ptr<worker_plugin>> load(const std::filesystem::path& path);
+  /// With `expected_sha256`, a file whose SHA-256 differs is refused (see `shared_object::open`).
+  static result<std::shared_ptr<worker_plugin>> load(const std::filesystem::path& path,
+                                                     const std::string& expected_sha256 = {});
 
   using worker_ptr = std::unique_ptr<worker, std::function<void(worker*)>>;
   /// Creates one instance bound to `ctx`; an error if its constructor throws.
@@ -78,5 +83,7 @@ class router_plugin {
 
 /// md5 of a file as hex, or empty if it cannot be read.
 std::string file_md5(const std::filesystem::path& path);
+/// SHA-256 of a file as lower-case hex, or empty if it cannot be read.
+std::string file_sha256(const std::filesystem::path& path);
 
 }  // namespace dde::host

@@ -1,5 +1,6 @@
 #include "host/pool_spec.hpp"
 
+#include <cctype>
 #include <type_traits>
 
 #include "dde/net/http_client.hpp"
@@ -54,6 +55,17 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
   spec.uri = uri->get<std::string>();
   if (is_remote_uri(spec.uri) && !net::parse_http_url(spec.uri))
     return r::failure("field \"uri\" is \"" + spec.uri + "\", not a valid http:// or https:// URL");
+  if (auto sha = field(body, "sha256"); sha && !sha->is_null()) {
+    auto valid = sha->is_string() && sha->get_ref<const std::string&>().size() == 64;
+    if (valid)
+      for (char c : sha->get_ref<const std::string&>())
+        valid = valid && std::isxdigit(static_cast<unsigned char>(c));
+    if (!valid)
+      return r::failure("field \"sha256\" must be the plugin's SHA-256 as 64 hexadecimal characters, got " +
+                        sha->dump().substr(0, 100));
+    spec.sha256 = sha->get<std::string>();
+    for (auto& c : spec.sha256) c = char(std::tolower(static_cast<unsigned char>(c)));
+  }
 
   if (auto paths = field(body, "workersPaths")) {
     if (!paths->is_array() || paths->empty()) return r::failure("field \"workersPaths\" must be a non-empty array");
@@ -278,42 +290,47 @@ std::string_view to_string(strategy s) {
 }
 
 nlohmann::json to_json(const pool_spec& spec) {
-  return {{"id", spec.addr().str()},
-          {"workerUri", spec.uri},
-          {"workersCount", spec.workers_paths.size()},
-          {"workersPaths", spec.workers_paths},
-          {"routerType", spec.router_type},
-          {"hashKey", spec.hash_key.empty() ? nlohmann::json() : nlohmann::json(spec.hash_key)},
-          {"tailChopDelayMs", spec.router == router_kind::tail_chopping ? nlohmann::json(spec.tail_chop_delay.count())
-                                                                        : nlohmann::json()},
-          {"hotDeployment", spec.hot_deployment},
-          {"deliveryMode", std::string(to_string(spec.mode))},
-          {"credits", spec.credits},
-          {"hotDeploymentIntervalMs", spec.hot_interval.count()},
-          {"rate", spec.rate_messages ? nlohmann::json{{"messages", spec.rate_messages}, {"perMs", spec.rate_per.count()}}
-                                      : nlohmann::json()},
-          {"maxInFlight", spec.max_in_flight ? nlohmann::json(spec.max_in_flight) : nlohmann::json()},
-          {"pingAfterMs", spec.ping_after.count()},
-          {"pongTimeoutMs", spec.pong_timeout.count()},
-          {"supervision",
-           {{"strategy", std::string(to_string(spec.supervision.kind))},
-            {"maxRestarts", spec.supervision.max_restarts},
-            {"withinMs", spec.supervision.within.count()},
-            {"backoffMs", spec.supervision.backoff.count()},
-            {"failedMessage", spec.supervision.dead_letter ? "dead-letter" : "retry"}}},
-          {"backoff", {{"retryLimit", spec.backoff.retry_limit}, {"maxDelayMs", spec.backoff.max_delay.count()}}},
-          {"subPools", spec.sub_pools.key.empty() ? nlohmann::json()
-                                                  : nlohmann::json{{"key", spec.sub_pools.key},
-                                                                   {"capacity", spec.sub_pools.capacity},
-                                                                   {"defaultCapacity", spec.sub_pools.default_capacity}}},
-          {"scale", spec.scale.enabled() ? nlohmann::json{{"min", spec.scale.min},
-                                                           {"max", spec.scale.max},
-                                                           {"targetBacklogPerWorker", spec.scale.target_backlog},
-                                                           {"cooldownMs", spec.scale.cooldown.count()},
-                                                           {"sampleMs", spec.scale.sample.count()}}
-                                         : nlohmann::json()},
-          {"failover", spec.failover},
-          {"args", spec.args}};
+  return {
+      {"id", spec.addr().str()},
+      {"workerUri", spec.uri},
+      {"sha256", spec.sha256.empty() ? nlohmann::json() : nlohmann::json(spec.sha256)},
+      {"workersCount", spec.workers_paths.size()},
+      {"workersPaths", spec.workers_paths},
+      {"routerType", spec.router_type},
+      {"hashKey", spec.hash_key.empty() ? nlohmann::json() : nlohmann::json(spec.hash_key)},
+      {"tailChopDelayMs", spec.router == router_kind::tail_chopping
+                              ? nlohmann::json(spec.tail_chop_delay.count())
+                              : nlohmann::json()},
+      {"hotDeployment", spec.hot_deployment},
+      {"deliveryMode", std::string(to_string(spec.mode))},
+      {"credits", spec.credits},
+      {"hotDeploymentIntervalMs", spec.hot_interval.count()},
+      {"rate", spec.rate_messages
+                   ? nlohmann::json{{"messages", spec.rate_messages}, {"perMs", spec.rate_per.count()}}
+                   : nlohmann::json()},
+      {"maxInFlight", spec.max_in_flight ? nlohmann::json(spec.max_in_flight) : nlohmann::json()},
+      {"pingAfterMs", spec.ping_after.count()},
+      {"pongTimeoutMs", spec.pong_timeout.count()},
+      {"supervision",
+       {{"strategy", std::string(to_string(spec.supervision.kind))},
+        {"maxRestarts", spec.supervision.max_restarts},
+        {"withinMs", spec.supervision.within.count()},
+        {"backoffMs", spec.supervision.backoff.count()},
+        {"failedMessage", spec.supervision.dead_letter ? "dead-letter" : "retry"}}},
+      {"backoff", {{"retryLimit", spec.backoff.retry_limit}, {"maxDelayMs", spec.backoff.max_delay.count()}}},
+      {"subPools", spec.sub_pools.key.empty()
+                       ? nlohmann::json()
+                       : nlohmann::json{{"key", spec.sub_pools.key},
+                                        {"capacity", spec.sub_pools.capacity},
+                                        {"defaultCapacity", spec.sub_pools.default_capacity}}},
+      {"scale", spec.scale.enabled() ? nlohmann::json{{"min", spec.scale.min},
+                                                      {"max", spec.scale.max},
+                                                      {"targetBacklogPerWorker", spec.scale.target_backlog},
+                                                      {"cooldownMs", spec.scale.cooldown.count()},
+                                                      {"sampleMs", spec.scale.sample.count()}}
+                                     : nlohmann::json()},
+      {"failover", spec.failover},
+      {"args", spec.args}};
 }
 
 }  // namespace dde::host

@@ -61,6 +61,7 @@ struct pool_spec {
   std::string system;                 ///< isolateSystemName
   std::string isolate;                ///< isolateName
   std::string uri;                    ///< plugin: a path, file://, http:// or https:// URI
+  std::string sha256;  ///< when set (lower-case hex), a plugin file with another hash is refused
   // Set by the activator when it restarts an isolate system that a new plugin version crashed:
   std::string last_good_copy;         ///< start from this copy of the last version that worked...
   std::string crashed_md5;            ///< ...and refuse this version of `uri`...

@@ -4,6 +4,7 @@
 
 #include "dde/envelope.hpp"
 #include "dde/log.hpp"
+#include "dde/net/auth.hpp"
 
 namespace dde::host {
 namespace {
@@ -36,9 +37,12 @@ void proxy_cell::start() {
 void proxy_cell::do_connect() {
   if (killed_) return;
   auto self = shared_from_this();
-  net::ws_connect(io_, url_, self, [self](const std::string& why) {
-    boost::asio::post(self->strand_, [self, why] { self->link_down(why); });
-  });
+  net::ws_connect(
+      io_, url_, self,
+      [self](const std::string& why) {
+        boost::asio::post(self->strand_, [self, why] { self->link_down(why); });
+      },
+      net::cluster_link_options());
 }
 
 void proxy_cell::on_open(const std::shared_ptr<net::ws_connection>& conn) {

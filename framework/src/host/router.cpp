@@ -88,7 +88,7 @@ result<bool> router::start() {
     // Remote workers load the plugin on their node; a local one must load here. After a new version
     // crashed the isolate system, the activator has it start from the last version that worked.
     auto path = spec_.last_good_copy.empty() ? running_file() : std::filesystem::path(spec_.last_good_copy);
-    auto plugin = worker_plugin::load(path);
+    auto plugin = worker_plugin::load(path, spec_.sha256);
     if (!plugin) return result<bool>::failure(with_source(plugin.error()));
     plugin_ = plugin.value();
   }
@@ -243,7 +243,7 @@ void router::check_plugin() {
   logger("host.router")->info("{}: plugin {} changed (md5 {}): loading the new version", spec_.addr().str(),
                               spec_.uri, md5);
   // Everything that can refuse the new version happens before the old one stops.
-  auto loaded = worker_plugin::load(spec_.plugin_path());
+  auto loaded = worker_plugin::load(spec_.plugin_path(), spec_.sha256);
   if (!loaded) return refuse_version(md5, loaded.error());
   if (auto error = begin_swap(loaded.value(), false); !error.empty()) refuse_version(md5, error);
 }
@@ -265,7 +265,7 @@ void router::on_plugin_fetched(fetch_result fetched) {
   logger("host.router")
       ->info("{}: plugin {} changed (md5 {}): loading the new version", spec_.addr().str(), spec_.uri,
              fetched.md5);
-  auto loaded = worker_plugin::load(fetched.file);
+  auto loaded = worker_plugin::load(fetched.file, spec_.sha256);
   if (!loaded) {
     forget(fetched.file);
     return refuse_version(fetched.md5, with_source(loaded.error()));

@@ -4,6 +4,7 @@
 
 #include "dde/envelope.hpp"
 #include "dde/log.hpp"
+#include "dde/net/auth.hpp"
 #include "host/router.hpp"
 
 namespace dde::host {
@@ -45,9 +46,12 @@ void top_level::start() {
 void top_level::do_connect() {
   if (stopping_ && unconfirmed_.empty()) return;
   auto self = shared_from_this();
-  net::ws_connect(io_, urls_[current_], self, [self](const std::string& why) {
-    boost::asio::post(self->strand_, [self, why] { self->schedule_reconnect(why); });
-  });
+  net::ws_connect(
+      io_, urls_[current_], self,
+      [self](const std::string& why) {
+        boost::asio::post(self->strand_, [self, why] { self->schedule_reconnect(why); });
+      },
+      net::cluster_link_options());
 }
 
 void top_level::schedule_reconnect(const std::string& why) {

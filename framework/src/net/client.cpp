@@ -1,8 +1,7 @@
 // WebSocket client connect: resolve -> TCP connect -> [TLS handshake] -> handshake -> ws_session.
-#include <charconv>
-
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
+#include <charconv>
 
 #include "tls_context.hpp"
 #include "ws_session.hpp"
@@ -29,7 +28,8 @@ std::optional<ws_url> parse_ws_url(std::string_view url) {
     auto port = hostport.substr(colon + 1);
     unsigned value = 0;
     auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc() || ptr != port.data() + port.size() || value == 0 || value > 65535) return std::nullopt;
+    if (ec != std::errc() || ptr != port.data() + port.size() || value == 0 || value > 65535)
+      return std::nullopt;
     out.port = std::uint16_t(value);
     hostport = hostport.substr(0, colon);
   }
@@ -69,15 +69,16 @@ void start_tls(std::shared_ptr<beast::tcp_stream> tcp, const ws_url& url, std::s
   if (!prepare_client_tls(stream->native_handle(), url.host))
     return on_fail("cannot set the TLS server name " + url.host);
   beast::get_lowest_layer(*stream).expires_after(options.connect_timeout);
-  stream->async_handshake(
-      boost::asio::ssl::stream_base::client, [stream, ctx, url, handler, on_fail, options](beast::error_code ec) {
-        if (ec)
-          return on_fail("TLS handshake with " + where(url) +
-                         " failed: " + describe_tls_error(ec, stream->native_handle()));
-        auto session = std::make_shared<ws_session<tls_stream>>(std::move(*stream), handler, options.max_ws_message,
-                                                                beast::role_type::client, ctx);
-        session->run_client(url.port == 443 ? url.host : where(url), url.path, on_fail);
-      });
+  stream->async_handshake(boost::asio::ssl::stream_base::client, [stream, ctx, url, handler, on_fail,
+                                                                  options](beast::error_code ec) {
+    if (ec)
+      return on_fail("TLS handshake with " + where(url) +
+                     " failed: " + describe_tls_error(ec, stream->native_handle()));
+    auto session = std::make_shared<ws_session<tls_stream>>(
+        std::move(*stream), handler, options.max_ws_message, beast::role_type::client, ctx);
+    session->set_handshake_headers(options.headers);
+    session->run_client(url.port == 443 ? url.host : where(url), url.path, on_fail);
+  });
 }
 
 }  // namespace
@@ -88,20 +89,22 @@ void ws_connect(boost::asio::io_context& io, const ws_url& url, std::shared_ptr<
   auto resolver = std::make_shared<tcp::resolver>(strand);
   resolver->async_resolve(
       url.host, std::to_string(url.port),
-      [resolver, strand, url, handler, on_fail, options](beast::error_code ec, tcp::resolver::results_type results) {
+      [resolver, strand, url, handler, on_fail, options](beast::error_code ec,
+                                                         tcp::resolver::results_type results) {
         if (ec) return on_fail("cannot resolve " + url.host + ": " + ec.message());
         auto stream = std::make_shared<beast::tcp_stream>(strand);
         stream->expires_after(options.connect_timeout);
-        stream->async_connect(results, [stream, url, handler, on_fail, options](beast::error_code ec,
-                                                                                const tcp::endpoint&) {
-          if (ec)
-            return on_fail("cannot connect to " + url.host + ":" + std::to_string(url.port) + ": " + ec.message());
-          if (url.tls) return start_tls(stream, url, handler, on_fail, options);
-          auto session = std::make_shared<ws_session<beast::tcp_stream>>(std::move(*stream), handler,
-                                                                         options.max_ws_message,
-                                                                         beast::role_type::client);
-          session->run_client(url.host + ":" + std::to_string(url.port), url.path, on_fail);
-        });
+        stream->async_connect(
+            results, [stream, url, handler, on_fail, options](beast::error_code ec, const tcp::endpoint&) {
+              if (ec)
+                return on_fail("cannot connect to " + url.host + ":" + std::to_string(url.port) + ": " +
+                               ec.message());
+              if (url.tls) return start_tls(stream, url, handler, on_fail, options);
+              auto session = std::make_shared<ws_session<beast::tcp_stream>>(
+                  std::move(*stream), handler, options.max_ws_message, beast::role_type::client);
+              session->set_handshake_headers(options.headers);
+              session->run_client(url.host + ":" + std::to_string(url.port), url.path, on_fail);
+            });
       });
 }
 

@@ -87,6 +87,21 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
     }
     if (ec) return;
     auto req = parser_->release();
+    if (state_->options.authorize) {
+      // The hook sees the method, target, headers and peer (not the body).
+      http_request head;
+      head.method = std::string(req.method_string());
+      head.target = std::string(req.target());
+      for (auto& field : req) {
+        std::string name(field.name_string());
+        for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+        head.headers[name] = std::string(field.value());
+      }
+      head.remote = endpoint_text();
+      bool upgrade = websocket::is_upgrade(req);
+      if (auto refused = state_->options.authorize(head, upgrade))
+        return write(std::move(*refused), !upgrade && req.keep_alive(), req.version());
+    }
     if (websocket::is_upgrade(req)) {
       auto it = state_->routes.find(path_of(std::string_view(req.target().data(), req.target().size())));
       if (it == state_->routes.end())

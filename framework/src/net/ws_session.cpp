@@ -26,7 +26,10 @@ constexpr std::chrono::seconds idle_timeout{20};
 template <class Stream>
 ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<ws_handler> handler, std::size_t max_message,
                                beast::role_type role, std::shared_ptr<const void> anchor)
-    : anchor_(std::move(anchor)), ws_(std::move(stream)), handler_(std::move(handler)), id_(next_connection_id()) {
+    : anchor_(std::move(anchor)),
+      ws_(std::move(stream)),
+      handler_(std::move(handler)),
+      id_(next_connection_id()) {
   remote_ = endpoint_text(beast::get_lowest_layer(ws_).socket());
   beast::get_lowest_layer(ws_).expires_never();
   websocket::stream_base::timeout t = websocket::stream_base::timeout::suggested(role);
@@ -49,7 +52,16 @@ void ws_session<Stream>::run_server(http::request<http::string_body> req) {
 }
 
 template <class Stream>
-void ws_session<Stream>::run_client(std::string host, std::string path, std::function<void(const std::string&)> on_fail) {
+void ws_session<Stream>::set_handshake_headers(const std::map<std::string, std::string>& headers) {
+  if (headers.empty()) return;
+  ws_.set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
+    for (auto& [name, value] : headers) req.set(name, value);
+  }));
+}
+
+template <class Stream>
+void ws_session<Stream>::run_client(std::string host, std::string path,
+                                    std::function<void(const std::string&)> on_fail) {
   ws_.async_handshake(host, path, [self = shared_from_this(), on_fail](beast::error_code ec) {
     if (ec) {
       on_fail("WebSocket handshake failed: " + ec.message());
@@ -94,14 +106,15 @@ void ws_session<Stream>::on_read(beast::error_code ec, std::size_t) {
 template <class Stream>
 void ws_session<Stream>::send(std::string data, bool binary) {
   queued_.fetch_add(data.size(), std::memory_order_relaxed);
-  boost::asio::post(ws_.get_executor(), [self = shared_from_this(), data = std::move(data), binary]() mutable {
-    if (self->finished_ || self->closing_) {
-      self->queued_.fetch_sub(data.size(), std::memory_order_relaxed);
-      return;
-    }
-    self->queue_.emplace_back(std::move(data), binary);
-    self->do_write();
-  });
+  boost::asio::post(ws_.get_executor(),
+                    [self = shared_from_this(), data = std::move(data), binary]() mutable {
+                      if (self->finished_ || self->closing_) {
+                        self->queued_.fetch_sub(data.size(), std::memory_order_relaxed);
+                        return;
+                      }
+                      self->queue_.emplace_back(std::move(data), binary);
+                      self->do_write();
+                    });
 }
 
 template <class Stream>
@@ -116,7 +129,8 @@ void ws_session<Stream>::do_write() {
   }
   write_in_flight_ = true;
   ws_.binary(binary);
-  ws_.async_write(boost::asio::buffer(writing_), beast::bind_front_handler(&ws_session<Stream>::on_write, shared_from_this()));
+  ws_.async_write(boost::asio::buffer(writing_),
+                  beast::bind_front_handler(&ws_session<Stream>::on_write, shared_from_this()));
 }
 
 template <class Stream>

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,8 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
   void run_server(http::request<http::string_body> req);
   /// Client side: performs the handshake, then reads; `on_fail` if the handshake fails.
   void run_client(std::string host, std::string path, std::function<void(const std::string&)> on_fail);
+  /// Client side, before `run_client`: extra headers on the handshake.
+  void set_handshake_headers(const std::map<std::string, std::string>& headers);
 
   void send(std::string data, bool binary) override;
   void close(std::string reason) override;

@@ -78,6 +78,10 @@ struct server_options {
   std::size_t max_http_body = 1024 * 1024;         ///< larger bodies get 413
   /// With `tls.cert_file` set, every connection is https/wss (plain requests are refused).
   tls_options tls;
+  /// Called before every HTTP request is dispatched and before every WebSocket upgrade is accepted
+  /// (`websocket_upgrade`); a result is answered instead (and refuses the upgrade). Runs on the
+  /// connection's strand: must not block.
+  std::function<std::optional<http_response>(const http_request&, bool websocket_upgrade)> authorize;
 };
 
 /// An HTTP server that also accepts WebSocket upgrades on registered paths.
@@ -116,6 +120,8 @@ struct client_options {
   /// (when cert and key are set); when it names neither a CA nor a certificate, the process's
   /// defaults (`set_default_client_tls`) apply. Unused for ws://.
   tls_options tls;
+  /// Extra headers sent on the WebSocket handshake (e.g. the cluster secret).
+  std::map<std::string, std::string> headers;
 };
 
 /// Connects to `url`. On success `handler.on_open` runs, then messages, then `on_close`;

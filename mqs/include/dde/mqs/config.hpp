@@ -36,6 +36,8 @@ struct config {
   std::string broker_ca;    ///< CA the broker's certificate must chain to (default: --tls-ca)
   std::string broker_cert;  ///< client certificate for the broker (default: none)
   std::string broker_key;   ///< its key
+  std::string cluster_secret_file;  ///< the cluster secret's file (else $DDE_CLUSTER_SECRET)
+  std::string cluster_secret;       ///< read from it at startup; links without it are refused
 };
 
 /// What the command line asked for.
