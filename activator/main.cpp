@@ -11,6 +11,7 @@
 #include "dde/cli.hpp"
 #include "dde/daemon.hpp"
 #include "dde/log.hpp"
+#include "dde/tls_flags.hpp"
 
 int main(int argc, char** argv) {
   char hostname[HOST_NAME_MAX + 1] = "node";
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
       .option("host-threads", "2", "worker threads of each isolate system")
       .option("threads", "2", "threads of the activator")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
+  dde::add_tls_flags(args, true);
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-activator")) return *exit_code;
   dde::activator::activator_options o;
   try {
@@ -44,7 +46,9 @@ int main(int argc, char** argv) {
     o.manager.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
     o.manager.restart_backoff = std::chrono::milliseconds(args.get_int("restart-backoff-ms", 10, 600000));
     o.manager.host_threads = int(args.get_int("host-threads", 1, 256));
-    if (!dde::net::parse_ws_url(o.registry)) throw std::invalid_argument("--registry must be a ws:// URL");
+    if (!dde::net::parse_ws_url(o.registry))
+      throw std::invalid_argument("--registry must be a ws:// or wss:// URL");
+    o.tls = dde::apply_tls_flags(args);
     if (::access(o.manager.host_binary.c_str(), X_OK) != 0)
       throw std::invalid_argument("--host-binary " + o.manager.host_binary + " is not an executable");
     std::filesystem::create_directories(o.manager.log_dir);

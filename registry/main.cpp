@@ -28,9 +28,10 @@ int main(int argc, char** argv) {
       log->error("cannot listen on {}:{}: {}", cfg.listen, cfg.port, ec.message());
       return 1;
     }
-    log->info(
-        "listening on http://{}:{} (REST /registry/..., nodes at ws://{}:{}/registry; request timeout {} ms)",
-        cfg.listen, service.port(), cfg.listen, service.port(), cfg.request_timeout.count());
+    bool tls = cfg.tls.enabled();
+    log->info("listening on {}://{}:{} (REST /registry/..., nodes at {}://{}:{}/registry; request timeout {} ms{})",
+              tls ? "https" : "http", cfg.listen, service.port(), tls ? "wss" : "ws", cfg.listen, service.port(),
+              cfg.request_timeout.count(), cfg.tls.verify_client ? ", client certificates required" : "");
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int sig) {
       if (ec) return;

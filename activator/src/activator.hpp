@@ -23,6 +23,7 @@ struct activator_options {
   std::string advertise_host;   ///< host in the registration (default: --listen)
   manager_options manager;      ///< control_url is filled in from listen/port
   int threads = 2;
+  net::tls_options tls;  ///< listen with https/wss when tls.cert_file is set
 };
 
 class activator {

@@ -7,6 +7,7 @@
 #include "dde/cli.hpp"
 #include "dde/daemon.hpp"
 #include "dde/log.hpp"
+#include "dde/tls_flags.hpp"
 #include "host/isolate_system.hpp"
 
 namespace {
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
               "PEM file of the CA(s) that https plugin URIs are verified against (default: "
               "$DDE_CA_FILE, else the system's store)")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
+  dde::add_tls_flags(args, false);
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-isolate-system")) return *exit_code;
   auto log = dde::logger("host");
   dde::host::isolate_system_options options;
@@ -61,6 +63,9 @@ int main(int argc, char** argv) {
     options.ca_file = args.get("ca-file");
     if (const char* env = std::getenv("DDE_CA_FILE"); options.ca_file.empty() && env) options.ca_file = env;
     options.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
+    // wss:// links (MQS, activator control, remote isolate deployers): the activator hands its
+    // settings down through DDE_TLS_* when it starts this process.
+    dde::apply_tls_flags(args);
     options.request_stop = [](const std::string& why) {
       dde::logger("host")->info("stopping: {}", why);
       ::kill(::getpid(), SIGTERM);

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "dde/tls_flags.hpp"
+
 namespace dde::registry {
 namespace {
 
@@ -61,6 +63,7 @@ cli make_cli() {
               "while a dashboard page is open, nodes and MQSs are asked for their figures this often")
       .option("log-level", d.log_level, "trace, debug, info, warn, error or off")
       .option("config", "", "JSON object with the same keys (e.g. {\"port\": 8000}); flags override it");
+  add_tls_flags(c, true);
   return c;
 }
 
@@ -98,6 +101,7 @@ command_line parse_command_line(int argc, char** argv) {
     for (const char* level : {"trace", "debug", "info", "warn", "error", "critical", "off"})
       known = known || out.cfg.log_level == level;
     if (!known) throw std::invalid_argument("--log-level: unknown level \"" + out.cfg.log_level + "\"");
+    out.cfg.tls = apply_tls_flags(c);
   } catch (const std::invalid_argument& e) {
     out.error = e.what();
   }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dde/cli.hpp"
+#include "dde/net/tls.hpp"
 
 namespace dde::registry {
 
@@ -21,6 +22,7 @@ struct registry_config {
   std::chrono::milliseconds heartbeat_timeout{3000};  ///< a node silent this long is lost (failover)
   std::string log_level = "info";
   std::chrono::milliseconds dashboard_interval{1000};  ///< how often an open dashboard is refreshed
+  net::tls_options tls;  ///< https/wss when tls.cert_file is set (--tls-cert, --tls-key, --tls-ca, ...)
 };
 
 /// The registry's command line, every option with its default.

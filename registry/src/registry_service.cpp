@@ -60,6 +60,7 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
     options.port = cfg.port;
     options.max_http_body = cfg.max_body;
     options.max_ws_message = 16 * 1024 * 1024;
+    options.tls = cfg.tls;
     server = net::server::create(io, options);
   }
 
