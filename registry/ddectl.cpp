@@ -7,6 +7,7 @@
 
 #include "ctl_commands.hpp"
 #include "dde/net/http_client.hpp"
+#include "dde/net/tls.hpp"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -15,6 +16,8 @@ int main(int argc, char** argv) {
     std::fputs(inv.help.c_str(), stdout);
     return 0;
   }
+  // https to the registry and wss to an MQS (ask) use the same CA and client certificate.
+  dde::net::set_default_client_tls(inv.tls);
   if (inv.ask) {
     auto outcome = dde::ctl::run_ask(*inv.ask, inv.timeout);
     if (outcome.status == 0)

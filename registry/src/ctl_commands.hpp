@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ctl_ask.hpp"
+#include "dde/net/tls.hpp"
 
 namespace dde::ctl {
 
@@ -26,6 +27,7 @@ struct invocation {
   std::optional<ask_call> ask;
   std::string registry = "http://127.0.0.1:8000";  ///< base URL
   std::chrono::milliseconds timeout{30000};
+  net::tls_options tls;  ///< https/wss: --tls-ca (--ca), --tls-cert, --tls-key
   std::string help;   ///< print to stdout and exit 0 when not empty
   std::string error;  ///< usage error: print to stderr and exit 2 when not empty
 };
