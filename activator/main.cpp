@@ -12,6 +12,7 @@
 #include "dde/daemon.hpp"
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
+#include "dde/tls_flags.hpp"
 
 int main(int argc, char** argv) {
   char hostname[HOST_NAME_MAX + 1] = "node";
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
           "file holding the cluster secret: required of /activator and /control links, sent to the registry "
           "and handed to the isolate systems through their environment (default: $DDE_CLUSTER_SECRET)")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
+  dde::add_tls_flags(args, true);
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-activator")) return *exit_code;
   dde::activator::activator_options o;
   try {
@@ -55,7 +57,9 @@ int main(int argc, char** argv) {
     o.manager.host_threads = int(args.get_int("host-threads", 1, 256));
     o.manager.plugin_allow = args.all("plugin-allow");
     o.cluster_secret = dde::net::load_secret(args.get("cluster-secret-file"), dde::net::cluster_secret_env);
-    if (!dde::net::parse_ws_url(o.registry)) throw std::invalid_argument("--registry must be a ws:// URL");
+    if (!dde::net::parse_ws_url(o.registry))
+      throw std::invalid_argument("--registry must be a ws:// or wss:// URL");
+    o.tls = dde::apply_tls_flags(args);
     if (::access(o.manager.host_binary.c_str(), X_OK) != 0)
       throw std::invalid_argument("--host-binary " + o.manager.host_binary + " is not an executable");
     std::filesystem::create_directories(o.manager.log_dir);
@@ -67,7 +71,7 @@ int main(int argc, char** argv) {
   // The isolate systems it spawns inherit the secret through the environment, never argv.
   if (!o.cluster_secret.empty()) ::setenv(dde::net::cluster_secret_env, o.cluster_secret.c_str(), 1);
   dde::net::warn_if_exposed(*dde::logger("activator"),
-                            {"dde-activator", o.listen, false, true, !o.cluster_secret.empty()});
+                            {"dde-activator", o.listen, o.tls.enabled(), true, !o.cluster_secret.empty()});
 
   dde::block_stop_signals();
   try {

@@ -8,6 +8,7 @@
 #include "ctl_commands.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/net/http_client.hpp"
+#include "dde/net/tls.hpp"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -17,6 +18,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   dde::net::set_cluster_secret(inv.cluster_secret);
+  // https to the registry and wss to an MQS (ask) use the same CA and client certificate.
+  dde::net::set_default_client_tls(inv.tls);
   if (inv.ask) {
     auto outcome = dde::ctl::run_ask(*inv.ask, inv.timeout);
     if (outcome.status == 0)

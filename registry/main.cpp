@@ -26,8 +26,8 @@ int main(int argc, char** argv) {
     log->warn(
         "a token was given on the command line, where ps shows it to every user of this machine: "
         "prefer --admin-token-file / --read-token-file or DDE_ADMIN_TOKEN / DDE_READ_TOKEN");
-  dde::net::warn_if_exposed(
-      *log, {"dde-registry", cfg.listen, false, !cfg.admin_token.empty(), !cfg.cluster_secret.empty()});
+  dde::net::warn_if_exposed(*log, {"dde-registry", cfg.listen, cfg.tls.enabled(), !cfg.admin_token.empty(),
+                                   !cfg.cluster_secret.empty()});
   try {
     boost::asio::io_context io(1);
     dde::registry::registry_service service(io, cfg);
@@ -35,10 +35,12 @@ int main(int argc, char** argv) {
       log->error("cannot listen on {}:{}: {}", cfg.listen, cfg.port, ec.message());
       return 1;
     }
+    bool tls = cfg.tls.enabled();
     log->info(
-        "listening on http://{}:{} (REST /registry/..., nodes at ws://{}:{}/registry; request timeout {} ms; "
+        "listening on {}://{}:{} (REST /registry/..., nodes at {}://{}:{}/registry; request timeout {} ms{}; "
         "tokens {}, cluster secret {})",
-        cfg.listen, service.port(), cfg.listen, service.port(), cfg.request_timeout.count(),
+        tls ? "https" : "http", cfg.listen, service.port(), tls ? "wss" : "ws", cfg.listen, service.port(),
+        cfg.request_timeout.count(), cfg.tls.verify_client ? ", client certificates required" : "",
         cfg.admin_token.empty() ? "off" : (cfg.read_token.empty() ? "admin" : "admin+read"),
         cfg.cluster_secret.empty() ? "off" : "on");
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);

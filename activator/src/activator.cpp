@@ -7,6 +7,7 @@
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/net/ops_endpoints.hpp"
+#include "dde/tls_flags.hpp"
 #include "isolate_deployer.hpp"
 
 namespace dde::activator {
@@ -20,6 +21,7 @@ void activator::start() {
   so.host = options_.listen;
   so.port = options_.port;
   so.authorize = net::cluster_secret_guard(options_.cluster_secret, logger("activator"));
+  so.tls = options_.tls;
   server_ = net::server::create(io_, so);
   auto& m = options_.manager;
   server_->add_websocket("/activator", make_isolate_deployer(io_, m.plugin_allow));
@@ -29,7 +31,7 @@ void activator::start() {
   if (auto ec = server_->start())
     throw std::runtime_error("cannot listen on " + options_.listen + ":" + std::to_string(options_.port) + ": " +
                              ec.message());
-  m.control_url = "ws://" + control_host + ":" + std::to_string(server_->port()) + "/control";
+  m.control_url = ws_scheme(options_.tls) + control_host + ":" + std::to_string(server_->port()) + "/control";
   systems_ = std::make_shared<system_manager>(io_, m);
   server_->add_websocket("/control", systems_);
   systems_->start();
@@ -38,12 +40,13 @@ void activator::start() {
   b.name = options_.name;
   b.host = options_.advertise_host.empty() ? control_host : options_.advertise_host;
   b.port = server_->port();
+  b.tls = options_.tls.enabled();
   bootstrapper_ = std::make_shared<bootstrapper>(io_, systems_, b);
   bootstrapper_->start();
   auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       io_.get_executor());
   for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this, guard] { io_.run(); });
-  logger("activator")->info("activator {} listening on ws://{}:{}/activator, registry {}", options_.name,
+  logger("activator")->info("activator {} listening on {}{}:{}/activator, registry {}", options_.name, ws_scheme(options_.tls),
                             options_.listen, server_->port(), options_.registry);
 }
 

@@ -24,6 +24,7 @@ struct activator_options {
   manager_options manager;      ///< control_url is filled in from listen/port
   int threads = 2;
   std::string cluster_secret;  ///< required of /activator and /control links (empty: open)
+  net::tls_options tls;  ///< listen with https/wss when tls.cert_file is set
 };
 
 class activator {

@@ -81,6 +81,7 @@ void bootstrapper::on_open(const std::shared_ptr<net::ws_connection>& conn) {
                           {"host", self->options_.host},
                           {"port", self->options_.port},
                           {"name", self->options_.name}};
+    if (self->options_.tls) reg["tls"] = true;
     conn->send(reg.dump(), false);
   });
 }

@@ -24,6 +24,7 @@ struct bootstrapper_options {
   std::string name;          ///< this node's name
   std::string host;          ///< where this activator is reachable
   std::uint16_t port = 42042;
+  bool tls = false;  ///< the activator listens with TLS: its URL is wss://
 };
 
 class bootstrapper : public net::ws_handler, public std::enable_shared_from_this<bootstrapper> {

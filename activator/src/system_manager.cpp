@@ -380,7 +380,7 @@ void system_manager::deploy(nlohmann::json body, outcome_fn done) {
     if (!spec) return done(outcome::failure(400, spec.error()));
     auto mqs = body.value("messageQueuingSystemServer", std::string());
     if (net::parse_ws_url_list(mqs).empty())
-      return done(outcome::failure(400, "field \"messageQueuingSystemServer\" must be a ws:// URL (or a comma-separated list)"));
+      return done(outcome::failure(400, "field \"messageQueuingSystemServer\" must be a ws:// or wss:// URL (or a comma-separated list)"));
     auto name = spec.value().system;
     auto it = self->systems_.find(name);
     if (it != self->systems_.end() && it->second.mqs != mqs)

@@ -8,6 +8,7 @@
 #include "dde/daemon.hpp"
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
+#include "dde/tls_flags.hpp"
 #include "host/isolate_system.hpp"
 
 namespace {
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
           "file holding the cluster secret sent on the links to the MQS, the activator and remote workers "
           "(default: $DDE_CLUSTER_SECRET, else none)")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
+  dde::add_tls_flags(args, false);
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-isolate-system")) return *exit_code;
   auto log = dde::logger("host");
   dde::host::isolate_system_options options;
@@ -77,6 +79,9 @@ int main(int argc, char** argv) {
     if (const char* env = std::getenv("DDE_CA_FILE"); options.ca_file.empty() && env) options.ca_file = env;
     if (!args.get("ops-port").empty()) options.ops_port = int(args.get_int("ops-port", 0, 65535));
     options.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
+    // wss:// links (MQS, activator control, remote isolate deployers): the activator hands its
+    // settings down through DDE_TLS_* when it starts this process.
+    dde::apply_tls_flags(args);
     options.request_stop = [](const std::string& why) {
       dde::logger("host")->info("stopping: {}", why);
       ::kill(::getpid(), SIGTERM);

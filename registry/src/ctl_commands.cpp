@@ -37,7 +37,12 @@ void common_options(cli& c) {
       .option("timeout-ms", "30000", "give up on an answer after this long")
       .option("token-file", "", "file holding the registry's bearer token (default: $DDE_TOKEN)")
       .option("cluster-secret-file", "",
-              "ask: file holding the cluster secret (default: $DDE_CLUSTER_SECRET)");
+              "ask: file holding the cluster secret (default: $DDE_CLUSTER_SECRET)")
+      .option("tls-ca", "",
+              "https/wss: PEM CA the registry (and MQS) are verified against (default: system store)")
+      .option("ca", "", "the same as --tls-ca")
+      .option("tls-cert", "", "https/wss: PEM client certificate, for a registry with --tls-verify-client")
+      .option("tls-key", "", "PEM private key of --tls-cert");
 }
 
 /// Percent-encodes a path segment.
@@ -104,8 +109,8 @@ ask_call ask_from(const std::vector<std::string>& a, const cli& c, std::istream&
   const auto& mode = c.get("mode");
   if (mode != "at-least-once" && mode != "at-most-once")
     throw usage_error("--mode must be at-least-once or at-most-once, got \"" + mode + "\"");
-  if (c.get("mqs").rfind("ws://", 0) != 0)
-    throw usage_error("--mqs must be a ws:// URL, got \"" + c.get("mqs") + "\"");
+  if (c.get("mqs").rfind("ws://", 0) != 0 && c.get("mqs").rfind("wss://", 0) != 0)
+    throw usage_error("--mqs must be a ws:// or wss:// URL, got \"" + c.get("mqs") + "\"");
   return {c.get("mqs"), to->str(), body, mode};
 }
 
@@ -282,6 +287,8 @@ std::string general_help() {
       "  --timeout-ms MS             give up on an answer after this long (default: 30000)\n"
       "  --token-file FILE           the registry's bearer token (default: $DDE_TOKEN)\n"
       "  --cluster-secret-file FILE  ask: the cluster secret for the MQS (default: $DDE_CLUSTER_SECRET)\n"
+      "  --tls-ca FILE (or --ca)     https/wss: the CA the registry is verified against\n"
+      "  --tls-cert FILE, --tls-key FILE  a client certificate, for a registry that asks for one\n"
       "  --help                      this text; 'ddectl COMMAND --help' describes a command\n"
       "\nexit status: 0 ok, 1 the registry answered an error (printed to stderr), 2 usage error,\n"
       "3 the registry cannot be reached (for ask: the MQS).\n";
@@ -313,7 +320,8 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
         out.help = general_help();
         return out;
       }
-      throw usage_error("missing command (list, show, deploy, shutdown, restart, kill, migrate, health, ask)");
+      throw usage_error(
+          "missing command (list, show, deploy, shutdown, restart, kill, migrate, health, ask)");
     }
     const command* cmd = nullptr;
     for (auto& candidate : commands())
@@ -332,8 +340,13 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
                         cmd->name + " --help)");
     out.registry = c.get("registry");
     while (!out.registry.empty() && out.registry.back() == '/') out.registry.pop_back();
-    if (out.registry.rfind("http://", 0) != 0)
-      throw usage_error("--registry must be an http:// URL, got \"" + c.get("registry") + "\"");
+    if (out.registry.rfind("http://", 0) != 0 && out.registry.rfind("https://", 0) != 0)
+      throw usage_error("--registry must be an http:// or https:// URL, got \"" + c.get("registry") + "\"");
+    out.tls.ca_file = c.get("tls-ca").empty() ? c.get("ca") : c.get("tls-ca");
+    out.tls.cert_file = c.get("tls-cert");
+    out.tls.key_file = c.get("tls-key");
+    if (out.tls.cert_file.empty() != out.tls.key_file.empty())
+      throw usage_error("--tls-cert and --tls-key go together");
     try {
       out.timeout = std::chrono::milliseconds(c.get_int("timeout-ms", 1, 3600 * 1000));
     } catch (const std::invalid_argument& e) {

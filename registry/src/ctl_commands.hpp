@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ctl_ask.hpp"
+#include "dde/net/tls.hpp"
 
 namespace dde::ctl {
 
@@ -28,6 +29,7 @@ struct invocation {
   std::chrono::milliseconds timeout{30000};
   std::string token;           ///< bearer token for the registry (empty: none)
   std::string cluster_secret;  ///< ask: sent to the MQS (empty: none)
+  net::tls_options tls;  ///< https/wss: --tls-ca (--ca), --tls-cert, --tls-key
   std::string help;   ///< print to stdout and exit 0 when not empty
   std::string error;  ///< usage error: print to stderr and exit 2 when not empty
 };

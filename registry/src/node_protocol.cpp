@@ -46,6 +46,10 @@ result<register_frame> parse_register(const ordered_json& frame) {
     if (!name->is_string()) return r::failure("field \"name\" must be a string");
     out.name = name->get<std::string>();
   }
+  if (auto tls = field(frame, "tls")) {
+    if (!tls->is_boolean()) return r::failure("field \"tls\" must be true or false");
+    out.tls = tls->get<bool>();
+  }
   return out;
 }
 

@@ -29,6 +29,7 @@ struct register_frame {
   std::string host;                        ///< where its activator listens; empty = the peer's address
   std::uint16_t port = 0;                  ///< its activator's port
   std::string name;                        ///< a label for people (may be empty)
+  bool tls = false;                        ///< its activator listens with TLS (wss://)
 };
 
 /// Reads a register frame, with a precise error for each bad field.

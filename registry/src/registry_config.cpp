@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "dde/net/auth.hpp"
+#include "dde/tls_flags.hpp"
 
 namespace dde::registry {
 namespace {
@@ -76,6 +77,7 @@ cli make_cli() {
           "file holding the cluster secret that nodes must send on /registry; default $DDE_CLUSTER_SECRET")
       .option("log-level", d.log_level, "trace, debug, info, warn, error or off")
       .option("config", "", "JSON object with the same keys (e.g. {\"port\": 8000}); flags override it");
+  add_tls_flags(c, true);
   return c;
 }
 
@@ -125,6 +127,7 @@ command_line parse_command_line(int argc, char** argv) {
     if (out.cfg.admin_token.empty() && !out.cfg.read_token.empty())
       throw std::invalid_argument("a read-only token needs an admin token too (--admin-token-file)");
     out.cfg.cluster_secret = net::load_secret(c.get("cluster-secret-file"), net::cluster_secret_env);
+    out.cfg.tls = apply_tls_flags(c);
   } catch (const std::invalid_argument& e) {
     out.error = e.what();
   }

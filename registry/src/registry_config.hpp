@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dde/cli.hpp"
+#include "dde/net/tls.hpp"
 
 namespace dde::registry {
 
@@ -26,6 +27,7 @@ struct registry_config {
   std::string read_token;              ///< bearer token for GET endpoints, /metrics and the live feed
   std::string cluster_secret;          ///< required of nodes on /registry (empty: open)
   bool token_on_command_line = false;  ///< --admin-token/--read-token given: `ps` shows it
+  net::tls_options tls;  ///< https/wss when tls.cert_file is set (--tls-cert, --tls-key, --tls-ca, ...)
 };
 
 /// The registry's command line, every option with its default.

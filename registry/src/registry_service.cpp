@@ -63,6 +63,7 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
     options.max_ws_message = 16 * 1024 * 1024;
     options.authorize =
         make_access_guard({cfg.admin_token, cfg.read_token, cfg.cluster_secret}, logger("registry.auth"));
+    options.tls = cfg.tls;
     server = net::server::create(io, options);
   }
 

@@ -30,9 +30,13 @@ TEST(RegistryCtl, ListShowAndHealthAreGetsOnTheThesisPaths) {
 TEST(RegistryCtl, TheRegistryOptionMayComeBeforeOrAfterTheCommand) {
   EXPECT_EQ(parse({"--registry", "http://10.0.0.1:8000/", "list"}).registry, "http://10.0.0.1:8000");
   EXPECT_EQ(parse({"list", "--registry=http://10.0.0.2:8000"}).registry, "http://10.0.0.2:8000");
-  auto https = parse({"--registry", "https://x", "list"});
-  EXPECT_FALSE(https.call);
-  EXPECT_EQ(https.error, "--registry must be an http:// URL, got \"https://x\"");
+  auto https = parse({"--registry", "https://x", "--ca", "/etc/ca.pem", "list"});
+  ASSERT_TRUE(https.call) << https.error;
+  EXPECT_EQ(https.registry, "https://x");
+  EXPECT_EQ(https.tls.ca_file, "/etc/ca.pem");
+  auto other = parse({"--registry", "ftp://x", "list"});
+  EXPECT_FALSE(other.call);
+  EXPECT_EQ(other.error, "--registry must be an http:// or https:// URL, got \"ftp://x\"");
 }
 
 TEST(RegistryCtl, DeployFromOptionsBuildsTheThesisBody) {

@@ -76,7 +76,7 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
       auto path = p.get<std::string>();
       if (path != "localhost" && !net::parse_ws_url(path))
         return r::failure("workersPaths entry \"" + path +
-                          "\" is neither \"localhost\" nor an activator URL ws://host:port/activator");
+                          "\" is neither \"localhost\" nor an activator URL ws://host:port/activator (wss:// with TLS)");
       // The isolate system downloads an http(s) plugin; a remote node's Isolate Deployer loads paths only.
       if (path != "localhost" && is_remote_uri(spec.uri))
         return r::failure("workersPaths entry \"" + path +

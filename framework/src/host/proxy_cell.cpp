@@ -25,7 +25,7 @@ proxy_cell::proxy_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> ow
 
 result<bool> proxy_cell::create() {
   auto url = net::parse_ws_url(url_text_);
-  if (!url) return result<bool>::failure("workersPaths entry \"" + url_text_ + "\" is not a ws:// URL");
+  if (!url) return result<bool>::failure("workersPaths entry \"" + url_text_ + "\" is not a ws:// or wss:// URL");
   url_ = *url;
   return true;
 }

@@ -31,12 +31,12 @@ top_level::top_level(boost::asio::io_context& io, top_level_options options)
   urls_ = net::parse_ws_url_list(options_.mqs_url);
   if (urls_.empty())
     throw std::invalid_argument("bad MQS URL \"" + options_.mqs_url +
-                                "\": expected ws://host:port/path (or several, comma-separated)");
+                                "\": expected ws://host:port/path or wss://... (or several, comma-separated)");
 }
 
 std::string top_level::current_url() const {
   auto& u = urls_[current_];
-  return "ws://" + u.host + ":" + std::to_string(u.port) + u.path;
+  return (u.tls ? "wss://" : "ws://") + u.host + ":" + std::to_string(u.port) + u.path;
 }
 
 void top_level::start() {
