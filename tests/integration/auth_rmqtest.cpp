@@ -12,6 +12,7 @@
 #include "dde/net/auth.hpp"
 #include "dde/net/ws.hpp"
 #include "host/plugin_loader.hpp"
+#include "ws_probe.hpp"
 
 namespace dde::test {
 namespace {
@@ -19,28 +20,6 @@ namespace {
 const std::string admin = "admin-6bc1bee22e409f96e93d7e11";
 const std::string secret = "cluster-ae2d8a571e03ac9c9eb76fac";
 const std::map<std::string, std::string> with_secret = {{"DDE_CLUSTER_SECRET", secret}};
-
-/// Whether a WebSocket opens at ws://127.0.0.1:port/path with `headers` on the handshake.
-bool ws_opens(std::uint16_t port, const std::string& path, std::map<std::string, std::string> headers = {}) {
-  struct probe : net::ws_handler {
-    std::promise<bool> result;
-    void on_open(const std::shared_ptr<net::ws_connection>& c) override {
-      result.set_value(true);
-      c->close("probe done");
-    }
-    void on_message(const std::shared_ptr<net::ws_connection>&, std::string, bool) override {}
-    void on_close(const std::shared_ptr<net::ws_connection>&, const std::string&) override {}
-  };
-  boost::asio::io_context io;
-  auto p = std::make_shared<probe>();
-  auto opened = p->result.get_future();
-  net::client_options o;
-  o.headers = std::move(headers);
-  net::ws_connect(
-      io, {"127.0.0.1", port, path}, p, [p](const std::string&) { p->result.set_value(false); }, o);
-  io.run_for(10s);
-  return opened.wait_for(0s) == std::future_status::ready && opened.get();
-}
 
 std::string error_of(const rest_answer& r) {
   return r.json.is_object() ? r.json.value("error", std::string()) : std::string();

@@ -11,11 +11,13 @@
 #include "dde/net/auth.hpp"
 #include "dde/net/ws.hpp"
 #include "registry_test_process.hpp"
+#include "ws_probe.hpp"
 
 namespace dde::registry::test {
 namespace {
 
 using namespace std::chrono_literals;
+using dde::test::ws_opens;
 
 const std::string admin = "admin-2b7e151628aed2a6abf71588";
 const std::string reader = "read-3c4fcf098815f7aba6d2ae28";
@@ -33,28 +35,6 @@ std::vector<std::string> secured_flags() {
   return {"--admin-token-file",    write_file(dir, "admin", admin),
           "--read-token-file",     write_file(dir, "read", reader),
           "--cluster-secret-file", write_file(dir, "secret", secret)};
-}
-
-/// Whether a WebSocket opens at `path` on `port` with `headers` on the handshake.
-bool ws_opens(std::uint16_t port, const std::string& path, std::map<std::string, std::string> headers = {}) {
-  struct probe : net::ws_handler {
-    std::promise<bool> result;
-    void on_open(const std::shared_ptr<net::ws_connection>& c) override {
-      result.set_value(true);
-      c->close("probe done");
-    }
-    void on_message(const std::shared_ptr<net::ws_connection>&, std::string, bool) override {}
-    void on_close(const std::shared_ptr<net::ws_connection>&, const std::string&) override {}
-  };
-  boost::asio::io_context io;
-  auto p = std::make_shared<probe>();
-  auto opened = p->result.get_future();
-  net::client_options o;
-  o.headers = std::move(headers);
-  net::ws_connect(
-      io, {"127.0.0.1", port, path}, p, [p](const std::string&) { p->result.set_value(false); }, o);
-  io.run_for(10s);
-  return opened.wait_for(0s) == std::future_status::ready && opened.get();
 }
 
 std::size_t count(const std::string& text, const std::string& needle) {

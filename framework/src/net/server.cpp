@@ -1,11 +1,11 @@
 // HTTP server with WebSocket upgrades: listener -> http_session -> ws_session.
-#include <array>
-#include <map>
+#include <spdlog/spdlog.h>
 
+#include <array>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "dde/log.hpp"
 #include "tls_context.hpp"
@@ -22,6 +22,20 @@ struct shared_state {
 };
 
 std::string path_of(std::string_view target) { return std::string(target.substr(0, target.find('?'))); }
+
+/// Method, target, headers (names lower-cased) and peer of `req`; not its body.
+http_request request_head(const http::request<http::string_body>& req, std::string remote) {
+  http_request out;
+  out.method = std::string(req.method_string());
+  out.target = std::string(req.target());
+  for (auto& field : req) {
+    std::string name(field.name_string());
+    for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
+    out.headers[name] = std::string(field.value());
+  }
+  out.remote = std::move(remote);
+  return out;
+}
 
 http_response error_response(int status, std::string_view text) {
   http_response r;
@@ -56,48 +70,43 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
  private:
   void do_handshake() {
     beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(30));
-    stream_.async_handshake(boost::asio::ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
-      if (ec) {
-        // A plain-text client, a wrong CA or no client certificate: refused, the server goes on.
-        // A connect-and-close (a port probe) is not worth a warning.
-        bool silent = ec == boost::asio::error::eof || ec == boost::asio::ssl::error::stream_truncated;
-        logger("net")->log(silent ? spdlog::level::debug : spdlog::level::warn, "TLS handshake from {} refused: {}",
-                           self->endpoint_text(), describe_tls_error(ec, self->stream_.native_handle()));
-        beast::error_code ignored;
-        beast::get_lowest_layer(self->stream_).socket().close(ignored);
-        return;
-      }
-      self->do_read();
-    });
+    stream_.async_handshake(
+        boost::asio::ssl::stream_base::server, [self = shared_from_this()](beast::error_code ec) {
+          if (ec) {
+            // A plain-text client, a wrong CA or no client certificate: refused, the server goes on.
+            // A connect-and-close (a port probe) is not worth a warning.
+            bool silent = ec == boost::asio::error::eof || ec == boost::asio::ssl::error::stream_truncated;
+            logger("net")->log(silent ? spdlog::level::debug : spdlog::level::warn,
+                               "TLS handshake from {} refused: {}", self->endpoint_text(),
+                               describe_tls_error(ec, self->stream_.native_handle()));
+            beast::error_code ignored;
+            beast::get_lowest_layer(self->stream_).socket().close(ignored);
+            return;
+          }
+          self->do_read();
+        });
   }
 
   void do_read() {
     parser_.emplace();
     parser_->body_limit(state_->options.max_http_body);
     beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(30));
-    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&http_session<Stream>::on_read, shared_from_this()));
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&http_session<Stream>::on_read, shared_from_this()));
   }
 
   void on_read(beast::error_code ec, std::size_t) {
     if (ec == http::error::end_of_stream) return do_shutdown();
     if (ec == http::error::body_limit) {
-      return write(error_response(413, "request body exceeds " + std::to_string(state_->options.max_http_body) +
-                                           " bytes"),
+      return write(error_response(413, "request body exceeds " +
+                                           std::to_string(state_->options.max_http_body) + " bytes"),
                    false, 11);
     }
     if (ec) return;
     auto req = parser_->release();
     if (state_->options.authorize) {
       // The hook sees the method, target, headers and peer (not the body).
-      http_request head;
-      head.method = std::string(req.method_string());
-      head.target = std::string(req.target());
-      for (auto& field : req) {
-        std::string name(field.name_string());
-        for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
-        head.headers[name] = std::string(field.value());
-      }
-      head.remote = endpoint_text();
+      http_request head = request_head(req, endpoint_text());
       bool upgrade = websocket::is_upgrade(req);
       if (auto refused = state_->options.authorize(head, upgrade))
         return write(std::move(*refused), !upgrade && req.keep_alive(), req.version());
@@ -105,32 +114,30 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
     if (websocket::is_upgrade(req)) {
       auto it = state_->routes.find(path_of(std::string_view(req.target().data(), req.target().size())));
       if (it == state_->routes.end())
-        return write(error_response(404, "no WebSocket endpoint at " + path_of(std::string_view(req.target().data(), req.target().size()))), false, req.version());
-      auto session = std::make_shared<ws_session<Stream>>(std::move(stream_), it->second,
-                                                          state_->options.max_ws_message, beast::role_type::server,
-                                                          state_->tls);
+        return write(
+            error_response(404, "no WebSocket endpoint at " +
+                                    path_of(std::string_view(req.target().data(), req.target().size()))),
+            false, req.version());
+      auto session =
+          std::make_shared<ws_session<Stream>>(std::move(stream_), it->second, state_->options.max_ws_message,
+                                               beast::role_type::server, state_->tls);
       session->run_server(std::move(req));
       return;
     }
-    http_request in;
-    in.method = std::string(req.method_string());
-    in.target = std::string(req.target());
+    http_request in = request_head(req, endpoint_text());
     in.body = std::move(req.body());
-    for (auto& field : req) {
-      std::string name(field.name_string());
-      for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
-      in.headers[name] = std::string(field.value());
-    }
-    in.remote = endpoint_text();
-    if (!state_->http) return write(error_response(404, "no HTTP endpoints here"), req.keep_alive(), req.version());
+    if (!state_->http)
+      return write(error_response(404, "no HTTP endpoints here"), req.keep_alive(), req.version());
     // The handler may answer from another thread; the answer comes back to this strand.
     auto self = shared_from_this();
     auto answered = std::make_shared<std::atomic<bool>>(false);
-    auto respond = [self, answered, keep_alive = req.keep_alive(), version = req.version()](http_response out) {
+    auto respond = [self, answered, keep_alive = req.keep_alive(),
+                    version = req.version()](http_response out) {
       if (answered->exchange(true)) return;
-      boost::asio::post(self->stream_.get_executor(), [self, out = std::move(out), keep_alive, version]() mutable {
-        self->write(std::move(out), keep_alive, version);
-      });
+      boost::asio::post(self->stream_.get_executor(),
+                        [self, out = std::move(out), keep_alive, version]() mutable {
+                          self->write(std::move(out), keep_alive, version);
+                        });
     };
     try {
       state_->http(in, respond);
@@ -140,18 +147,20 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
   }
 
   void write(http_response out, bool keep_alive, unsigned version) {
-    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(out.status), version);
+    auto res =
+        std::make_shared<http::response<http::string_body>>(static_cast<http::status>(out.status), version);
     res->set(http::field::server, "dde");
     res->set(http::field::content_type, out.content_type);
     for (auto& [k, v] : out.headers) res->set(k, v);
     res->keep_alive(keep_alive);
     res->body() = std::move(out.body);
     res->prepare_payload();
-    http::async_write(stream_, *res, [self = shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
-      if (ec) return;
-      if (!keep_alive) return self->do_shutdown();
-      self->do_read();
-    });
+    http::async_write(stream_, *res,
+                      [self = shared_from_this(), res, keep_alive](beast::error_code ec, std::size_t) {
+                        if (ec) return;
+                        if (!keep_alive) return self->do_shutdown();
+                        self->do_read();
+                      });
   }
 
   void do_shutdown() {
@@ -172,10 +181,10 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
   }
 
   void drain() {
-    stream_.async_read_some(boost::asio::buffer(scratch_), [self = shared_from_this()](beast::error_code ec,
-                                                                                        std::size_t) {
-      if (!ec) self->drain();
-    });
+    stream_.async_read_some(boost::asio::buffer(scratch_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (!ec) self->drain();
+                            });
   }
 
   std::string endpoint_text() {
@@ -216,15 +225,16 @@ class listener : public std::enable_shared_from_this<listener> {
 
  private:
   void do_accept() {
-    acceptor_.async_accept(boost::asio::make_strand(io_), [self = shared_from_this()](beast::error_code ec,
-                                                                                      tcp::socket socket) {
-      if (ec == boost::asio::error::operation_aborted) return;
-      if (!ec && self->state_->tls)
-        std::make_shared<http_session<tls_stream>>(std::move(socket), self->state_, *self->state_->tls)->run();
-      else if (!ec)
-        std::make_shared<http_session<beast::tcp_stream>>(std::move(socket), self->state_)->run();
-      self->do_accept();
-    });
+    acceptor_.async_accept(
+        boost::asio::make_strand(io_), [self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
+          if (ec == boost::asio::error::operation_aborted) return;
+          if (!ec && self->state_->tls)
+            std::make_shared<http_session<tls_stream>>(std::move(socket), self->state_, *self->state_->tls)
+                ->run();
+          else if (!ec)
+            std::make_shared<http_session<beast::tcp_stream>>(std::move(socket), self->state_)->run();
+          self->do_accept();
+        });
   }
 
   boost::asio::io_context& io_;
@@ -245,7 +255,8 @@ class server_impl : public server {
     state_->routes[std::move(path)] = std::move(handler);
   }
   void set_http(http_handler handler) override {
-    state_->http = [handler = std::move(handler)](const http_request& req, std::function<void(http_response)> respond) {
+    state_->http = [handler = std::move(handler)](const http_request& req,
+                                                  std::function<void(http_response)> respond) {
       respond(handler(req));
     };
   }
