@@ -9,15 +9,31 @@
 namespace dde::test {
 namespace fs = std::filesystem;
 
+std::vector<std::string> tls_settings::args() const {
+  if (!enabled()) return {};
+  std::vector<std::string> out{"--tls-cert", cert.string(), "--tls-key", key.string()};
+  if (!ca.empty()) out.insert(out.end(), {"--tls-ca", ca.string()});
+  if (verify_client) out.push_back("--tls-verify-client");
+  return out;
+}
+
 mqs_process start_mqs(rabbitmq_node& broker, const fs::path& dir, int prefetch, std::uint16_t port,
-                      const std::map<std::string, std::string>& env) {
+                      const std::map<std::string, std::string>& env, const tls_settings& tls,
+                      const std::vector<std::string>& extra_args) {
   mqs_process m;
   m.port = port ? port : free_port();
-  m.proc = std::make_unique<child_process>(
-      std::vector<std::string>{bin_path("dde-mqs").string(), "--port", std::to_string(m.port),
-                               "--broker-port", std::to_string(broker.port()), "--prefetch",
-                               std::to_string(prefetch), "--log-level", "info"},
-      dir / ("mqs-" + std::to_string(m.port) + ".log"), env);
+  m.tls = tls.enabled();
+  std::vector<std::string> argv{bin_path("dde-mqs").string(),
+                                "--port",
+                                std::to_string(m.port),
+                                "--broker-port",
+                                std::to_string(broker.port()),
+                                "--prefetch",
+                                std::to_string(prefetch),
+                                "--log-level",
+                                "info"};
+  for (auto& list : {tls.args(), extra_args}) argv.insert(argv.end(), list.begin(), list.end());
+  m.proc = std::make_unique<child_process>(argv, dir / ("mqs-" + std::to_string(m.port) + ".log"), env);
   if (!wait_until([&] { return port_open(m.port); }, 20s))
     throw std::runtime_error("dde-mqs did not listen on " + std::to_string(m.port) + ":\n" + m.proc->log());
   return m;
@@ -35,13 +51,14 @@ std::unique_ptr<child_process> start_host(const std::string& system, const std::
 }
 
 registry_process start_registry(const fs::path& dir, std::uint16_t port,
-                                const std::map<std::string, std::string>& env) {
+                                const std::map<std::string, std::string>& env, const tls_settings& tls) {
   registry_process r;
   r.port = port ? port : free_port();
+  r.tls = tls.enabled();
   if (auto it = env.find("DDE_ADMIN_TOKEN"); it != env.end()) r.token = it->second;
-  r.proc = std::make_unique<child_process>(
-      std::vector<std::string>{bin_path("dde-registry").string(), "--port", std::to_string(r.port)},
-      dir / ("registry-" + std::to_string(r.port) + ".log"), env);
+  std::vector<std::string> argv{bin_path("dde-registry").string(), "--port", std::to_string(r.port)};
+  for (auto& a : tls.args()) argv.push_back(a);
+  r.proc = std::make_unique<child_process>(argv, dir / ("registry-" + std::to_string(r.port) + ".log"), env);
   if (!wait_until([&] { return rest("GET", r.url() + "/registry/health", {}, r.token).status == 200; }, 20s))
     throw std::runtime_error("dde-registry did not start:\n" + r.proc->log());
   return r;
@@ -50,16 +67,26 @@ registry_process start_registry(const fs::path& dir, std::uint16_t port,
 activator_process start_activator(const registry_process& registry, const fs::path& dir,
                                   const std::string& name, std::uint16_t port,
                                   const std::vector<std::string>& extra_args,
-                                  const std::map<std::string, std::string>& extra_env) {
+                                  const std::map<std::string, std::string>& extra_env,
+                                  const tls_settings& tls) {
   activator_process a;
   a.port = port ? port : free_port();
+  a.tls = tls.enabled();
   a.name = name;
   auto logs = dir / name;
   fs::create_directories(logs);
-  std::vector<std::string> argv{bin_path("dde-activator").string(), "--registry", registry.ws_url(), "--port",
-                                std::to_string(a.port), "--name", name, "--log-dir", logs.string(),
-                                "--orphan-timeout-ms", "20000"};
-  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  std::vector<std::string> argv{bin_path("dde-activator").string(),
+                                "--registry",
+                                registry.ws_url(),
+                                "--port",
+                                std::to_string(a.port),
+                                "--name",
+                                name,
+                                "--log-dir",
+                                logs.string(),
+                                "--orphan-timeout-ms",
+                                "20000"};
+  for (auto& list : {tls.args(), extra_args}) argv.insert(argv.end(), list.begin(), list.end());
   a.proc = std::make_unique<child_process>(argv, dir / ("activator-" + name + ".log"), extra_env);
   if (!wait_until([&] { return !node_id(registry, name).empty(); }, 20s))
     throw std::runtime_error("dde-activator " + name + " did not register:\n" + a.proc->log());
@@ -146,7 +173,8 @@ seq_report read_seq_logs(const fs::path& dir, const std::string& prefix) {
   seq_report r;
   std::error_code ec;
   for (auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() != ".log" || entry.path().filename().string().rfind(prefix, 0) != 0) continue;
+    if (entry.path().extension() != ".log" || entry.path().filename().string().rfind(prefix, 0) != 0)
+      continue;
     std::ifstream in(entry.path());
     std::string line;
     while (std::getline(in, line)) {

@@ -6,27 +6,39 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "dde_test.hpp"
 
 namespace dde::test {
 
+/// TLS for a daemon these helpers start (none when `cert` is empty): --tls-cert, --tls-key,
+/// --tls-ca and --tls-verify-client.
+struct tls_settings {
+  std::filesystem::path cert, key, ca;
+  bool verify_client = false;
+  bool enabled() const { return !cert.empty(); }
+  std::vector<std::string> args() const;
+};
+
 /// A running dde-mqs on a free port.
 struct mqs_process {
   std::uint16_t port = 0;
   std::unique_ptr<child_process> proc;
-  std::string url() const { return "ws://127.0.0.1:" + std::to_string(port) + "/mqs"; }
+  bool tls = false;
+  std::string url() const {
+    return (tls ? "wss://" : "ws://") + std::string("127.0.0.1:") + std::to_string(port) + "/mqs";
+  }
 };
 
 /// Starts dde-mqs against `broker` and waits until it listens; `env` is added to its environment
-/// (e.g. DDE_CLUSTER_SECRET).
+/// (e.g. DDE_CLUSTER_SECRET); `extra_args` go last (e.g. --broker-tls).
 mqs_process start_mqs(rabbitmq_node& broker, const std::filesystem::path& dir, int prefetch = 64,
-                      std::uint16_t port = 0, const std::map<std::string, std::string>& env = {});
+                      std::uint16_t port = 0, const std::map<std::string, std::string>& env = {},
+                      const tls_settings& tls = {}, const std::vector<std::string>& extra_args = {});
 
 /// Starts a dde-isolate-system named `system` with `pools` (pool spec bodies); `env` is added to its
 /// environment.
@@ -36,16 +48,24 @@ std::unique_ptr<child_process> start_host(const std::string& system, const std::
                                           const std::map<std::string, std::string>& env = {});
 
 /// A running dde-registry on a free port.
+/// With TLS, `rest` and `node_id` need the CA (and a client certificate if the registry verifies
+/// clients): set them with net::set_default_client_tls in the test.
 struct registry_process {
   std::uint16_t port = 0;
   std::unique_ptr<child_process> proc;
+  bool tls = false;
   std::string token;  ///< the admin token the helpers send (empty: none)
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port); }
-  std::string ws_url() const { return "ws://127.0.0.1:" + std::to_string(port) + "/registry"; }
+  std::string url() const {
+    return (tls ? "https://" : "http://") + std::string("127.0.0.1:") + std::to_string(port);
+  }
+  std::string ws_url() const {
+    return (tls ? "wss://" : "ws://") + std::string("127.0.0.1:") + std::to_string(port) + "/registry";
+  }
 };
 /// `env` is added to its environment; its DDE_ADMIN_TOKEN, if any, becomes `token`.
 registry_process start_registry(const std::filesystem::path& dir, std::uint16_t port = 0,
-                                const std::map<std::string, std::string>& env = {});
+                                const std::map<std::string, std::string>& env = {},
+                                const tls_settings& tls = {});
 
 /// A running dde-activator registered with a registry.
 struct activator_process {
@@ -59,7 +79,10 @@ struct activator_process {
   std::uint16_t port = 0;
   std::string name;
   std::unique_ptr<child_process> proc;
-  std::string url() const { return "ws://127.0.0.1:" + std::to_string(port) + "/activator"; }
+  bool tls = false;
+  std::string url() const {
+    return (tls ? "wss://" : "ws://") + std::string("127.0.0.1:") + std::to_string(port) + "/activator";
+  }
 };
 /// Starts an activator named `name` (its isolate systems log to `dir/<name>/`) and waits until the
 /// registry lists it.
@@ -67,7 +90,8 @@ struct activator_process {
 activator_process start_activator(const registry_process& registry, const std::filesystem::path& dir,
                                   const std::string& name, std::uint16_t port = 0,
                                   const std::vector<std::string>& extra_args = {},
-                                  const std::map<std::string, std::string>& extra_env = {});
+                                  const std::map<std::string, std::string>& extra_env = {},
+                                  const tls_settings& tls = {});
 
 /// An HTTP exchange with a JSON answer (`json` is null when the body is not JSON).
 struct rest_answer {

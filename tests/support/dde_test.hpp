@@ -105,6 +105,14 @@ class rabbitmq_node {
   /// between declaring a quorum queue and kill9().
   bool wait_quorum_queues_registered(std::chrono::milliseconds timeout = 10000ms);
 
+  /// Adds an amqps listener (before start) on `tls_port()`, with the node's certificate and key and
+  /// the CA clients are verified against; with `require_client_cert` a client without a certificate
+  /// signed by that CA is refused. The plain listener stays (the AMQP helpers above use it).
+  void enable_tls(const std::filesystem::path& ca, const std::filesystem::path& cert,
+                  const std::filesystem::path& key, bool require_client_cert);
+  /// The amqps port (0 until enable_tls).
+  std::uint16_t tls_port() const { return tls_port_; }
+
   /// Sets the Erlang cookie (before start): nodes that share one can form a cluster.
   void use_cookie(const std::string& cookie);
   /// Joins the (running) cluster of `seed`: stop_app, join_cluster, start_app; false on failure.
@@ -122,6 +130,8 @@ class rabbitmq_node {
   std::string host_ = "127.0.0.1";
   std::uint16_t port_ = 0;
   std::uint16_t dist_port_ = 0;
+  std::uint16_t tls_port_ = 0;
+  std::string tls_config_;
   std::filesystem::path dir_;
   std::unique_ptr<child_process> server_;
 };

@@ -60,9 +60,22 @@ rabbitmq_node::~rabbitmq_node() {
 
 void rabbitmq_node::write_config_files() const {
   std::filesystem::create_directories(dir_ / "home");
-  write_file(dir_ / "rabbitmq.conf", "listeners.tcp.1 = 127.0.0.1:" + std::to_string(port_) + "\n");
+  write_file(dir_ / "rabbitmq.conf", "listeners.tcp.1 = 127.0.0.1:" + std::to_string(port_) + "\n" + tls_config_);
   write_file(dir_ / "enabled_plugins", "[].\n");
   write_file(dir_ / "rabbitmq-env.conf", "");
+}
+
+void rabbitmq_node::enable_tls(const std::filesystem::path& ca, const std::filesystem::path& cert,
+                               const std::filesystem::path& key, bool require_client_cert) {
+  do {
+    tls_port_ = free_port();
+  } while (tls_port_ == port_ || tls_port_ == dist_port_);
+  tls_config_ = "listeners.ssl.1 = 127.0.0.1:" + std::to_string(tls_port_) + "\n" +
+                "ssl_options.cacertfile = " + ca.string() + "\n" + "ssl_options.certfile = " + cert.string() +
+                "\n" + "ssl_options.keyfile = " + key.string() + "\n" +
+                "ssl_options.verify = " + (require_client_cert ? "verify_peer" : "verify_none") + "\n" +
+                "ssl_options.fail_if_no_peer_cert = " + (require_client_cert ? "true" : "false") + "\n";
+  write_config_files();
 }
 
 std::map<std::string, std::string> rabbitmq_node::environment() const {
