@@ -37,7 +37,10 @@ class api_server_impl : public api_server {
       log_.open(options_.log_calls, std::ios::app);
       if (!log_) throw std::runtime_error("cannot open the call log " + options_.log_calls);
     }
-    server_ = net::server::create(io_, {options_.host, options_.port});
+    net::server_options listen;
+    listen.host = options_.host;
+    listen.port = options_.port;
+    server_ = net::server::create(io_, listen);
     server_->set_http_async(
         [this](const net::http_request& req, std::function<void(net::http_response)> respond) {
           handle(req, std::move(respond));
