@@ -156,7 +156,7 @@ TEST_F(RegistryValidation, AWorkersPathThatIsNeitherLocalhostNorAnActivatorUrlIs
   expect_deploy_refused(
       with("workersPaths", {"localhost", "http://127.0.0.1:42042/activator"}), 400,
       "workersPaths entry \"http://127.0.0.1:42042/activator\" is neither \"localhost\" nor an "
-      "activator URL ws://host:port/activator");
+      "activator URL ws://host:port/activator (wss:// with TLS)");
 }
 
 TEST_F(RegistryValidation, AnUnknownBootstrapperIdIsA404AfterTheBodyIsValid) {
@@ -233,7 +233,7 @@ TEST_F(RegistryValidation, MigrateBodiesAreChecked) {
   bad_paths["workersPaths"] = {"ftp://x"};
   refused(bad_paths,
           "workersPaths entry \"ftp://x\" is neither \"localhost\" nor an activator URL "
-          "ws://host:port/activator");
+          "ws://host:port/activator (wss:// with TLS)");
   auto no_isolate = base;
   no_isolate.erase("isolateName");
   no_isolate["workersPaths"] = {"localhost"};
