@@ -51,13 +51,14 @@ std::unique_ptr<child_process> start_host(const std::string& system, const std::
 }
 
 registry_process start_registry(const fs::path& dir, std::uint16_t port,
-                                const std::map<std::string, std::string>& env, const tls_settings& tls) {
+                                const std::map<std::string, std::string>& env, const tls_settings& tls,
+                                const std::vector<std::string>& extra_args) {
   registry_process r;
   r.port = port ? port : free_port();
   r.tls = tls.enabled();
   if (auto it = env.find("DDE_ADMIN_TOKEN"); it != env.end()) r.token = it->second;
   std::vector<std::string> argv{bin_path("dde-registry").string(), "--port", std::to_string(r.port)};
-  for (auto& a : tls.args()) argv.push_back(a);
+  for (auto& list : {tls.args(), extra_args}) argv.insert(argv.end(), list.begin(), list.end());
   r.proc = std::make_unique<child_process>(argv, dir / ("registry-" + std::to_string(r.port) + ".log"), env);
   if (!wait_until([&] { return rest("GET", r.url() + "/registry/health", {}, r.token).status == 200; }, 20s))
     throw std::runtime_error("dde-registry did not start:\n" + r.proc->log());

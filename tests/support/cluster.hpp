@@ -63,9 +63,11 @@ struct registry_process {
   }
 };
 /// `env` is added to its environment; its DDE_ADMIN_TOKEN, if any, becomes `token`.
+/// `extra_args` go last (e.g. --heartbeat-ms 0).
 registry_process start_registry(const std::filesystem::path& dir, std::uint16_t port = 0,
                                 const std::map<std::string, std::string>& env = {},
-                                const tls_settings& tls = {});
+                                const tls_settings& tls = {},
+                                const std::vector<std::string>& extra_args = {});
 
 /// A running dde-activator registered with a registry.
 struct activator_process {
