@@ -1,6 +1,5 @@
 // The backbone end to end: producer -> MQS -> RabbitMQ -> MQS -> consumer, with real processes.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 
 #include "cluster.hpp"
@@ -9,6 +8,15 @@ namespace dde::test {
 namespace {
 
 constexpr auto long_wait = 180s;
+
+/// Whether `n` requester workers wrote their stats in `dir` and every one has finished.
+bool requesters_finished(const std::filesystem::path& dir, std::size_t n) {
+  auto all = all_stats(dir, "requester-");
+  if (all.size() != n) return false;
+  for (auto& s : all)
+    if (!s.value("finished", false)) return false;
+  return true;
+}
 
 /// Names unique to one test, so tests sharing a broker never share a queue.
 std::string unique_system(const std::string& base) { return base + std::to_string(::getpid()); }
@@ -24,11 +32,13 @@ TEST(Backbone, HundredThousandMessagesArriveExactlyOnceInAtLeastOnceMode) {
   auto consumer = start_host(sys, mqs.url(),
                              {pool(sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}, 2)},
                              dir / "host-consumer.log");
-  auto producer = start_host(sys, mqs.url(),
-                             {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"size", 64}})},
-                             dir / "host-producer.log");
+  auto producer =
+      start_host(sys, mqs.url(),
+                 {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"size", 64}})},
+                 dir / "host-producer.log");
   ASSERT_TRUE(wait_until([&] { return sum_stats(dir, "consumer-").value("unique", 0) >= n; }, long_wait))
-      << sum_stats(dir, "consumer-").dump() << "\n" << consumer->log();
+      << sum_stats(dir, "consumer-").dump() << "\n"
+      << consumer->log();
   // Let anything extra (a duplicate) show up before counting.
   ASSERT_TRUE(wait_until([&] { return broker.queue_depth(sys + ".consumer") == 0u; }, 30s));
   auto stats = sum_stats(dir, "consumer-");
@@ -36,12 +46,14 @@ TEST(Backbone, HundredThousandMessagesArriveExactlyOnceInAtLeastOnceMode) {
   EXPECT_EQ(stats["sum"], expected_sum(n));
   // Exactly once unless the broker itself redelivered (e.g. RabbitMQ 3.10 resetting a connection on
   // basic.consume of a just-declared quorum queue): a duplicate is only allowed for a redelivery.
-  EXPECT_LE(stats["duplicates"].get<std::int64_t>(), stats["redelivered"].get<std::int64_t>()) << stats.dump();
+  EXPECT_LE(stats["duplicates"].get<std::int64_t>(), stats["redelivered"].get<std::int64_t>())
+      << stats.dump();
   EXPECT_EQ(stats["received"], n + stats["duplicates"].get<std::int64_t>());
   auto seqs = read_seq_logs(dir);
   EXPECT_EQ(seqs.lines, std::uint64_t(stats["received"].get<std::int64_t>()));
   EXPECT_TRUE(seqs.missing(n).empty());
-  if (stats["redelivered"] != 0) std::cout << "[ note ] the broker redelivered " << stats["redelivered"] << " message(s)\n";
+  if (stats["redelivered"] != 0)
+    std::cout << "[ note ] the broker redelivered " << stats["redelivered"] << " message(s)\n";
   EXPECT_EQ(producer->stop(), 0) << producer->log();
   EXPECT_EQ(consumer->stop(), 0) << consumer->log();
 }
@@ -52,9 +64,9 @@ TEST(Backbone, AtMostOnceDeliversEverythingWhenNothingFails) {
   auto mqs = start_mqs(broker, dir);
   const std::int64_t n = 20000;
   auto sys = unique_system("amo");
-  auto consumer = start_host(sys, mqs.url(),
-                             {pool(sys, "consumer", "consumer", {{"stats_dir", dir}}, 2, "at-most-once")},
-                             dir / "host-consumer.log");
+  auto consumer =
+      start_host(sys, mqs.url(), {pool(sys, "consumer", "consumer", {{"stats_dir", dir}}, 2, "at-most-once")},
+                 dir / "host-consumer.log");
   auto producer = start_host(
       sys, mqs.url(),
       {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}}, 1, "at-most-once")},
@@ -72,16 +84,18 @@ TEST(Backbone, KillingTheConsumerHostMidStreamLosesNothing) {
   auto sys = unique_system("kill");
   auto consumer_pool = pool(sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}, 2);
   auto consumer = start_host(sys, mqs.url(), {consumer_pool}, dir / "host-consumer-1.log");
-  auto producer = start_host(sys, mqs.url(),
-                             {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"rate", 10000}})},
-                             dir / "host-producer.log");
+  auto producer = start_host(
+      sys, mqs.url(),
+      {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"rate", 10000}})},
+      dir / "host-producer.log");
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).lines >= 5000; }, long_wait)) << consumer->log();
   consumer->kill9();
   auto before = read_seq_logs(dir).unique.size();
   EXPECT_LT(before, std::size_t(n));  // the kill really was mid-stream
   auto restarted = start_host(sys, mqs.url(), {consumer_pool}, dir / "host-consumer-2.log");
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait))
-      << "missing " << read_seq_logs(dir).missing(n).size() << "\n" << restarted->log();
+      << "missing " << read_seq_logs(dir).missing(n).size() << "\n"
+      << restarted->log();
   auto report = read_seq_logs(dir);
   EXPECT_TRUE(report.missing(n).empty());
   std::cout << "[ kill -9 ] consumed " << report.unique.size() << " unique, " << report.duplicates()
@@ -98,16 +112,18 @@ TEST(Backbone, BrokerRestartMidStreamLosesNothingTheProducerSent) {
   auto consumer = start_host(sys, mqs.url(),
                              {pool(sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}, 2)},
                              dir / "host-consumer.log");
-  auto producer = start_host(sys, mqs.url(),
-                             {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"rate", 4000}})},
-                             dir / "host-producer.log");
+  auto producer = start_host(
+      sys, mqs.url(),
+      {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"rate", 4000}})},
+      dir / "host-producer.log");
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).lines >= 3000; }, long_wait)) << consumer->log();
   broker.stop();
   auto during = read_seq_logs(dir).unique.size();
   EXPECT_LT(during, std::size_t(n));
   broker.start();
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait))
-      << "missing " << read_seq_logs(dir).missing(n).size() << "\nMQS:\n" << mqs.proc->log() << "\nproducer:\n"
+      << "missing " << read_seq_logs(dir).missing(n).size() << "\nMQS:\n"
+      << mqs.proc->log() << "\nproducer:\n"
       << producer->log();
   EXPECT_TRUE(read_seq_logs(dir).missing(n).empty());
   EXPECT_TRUE(mqs.proc->running());
@@ -122,13 +138,19 @@ TEST(Backbone, TwoMqsProcessesAndTwoIsolateSystemsShareATopicFairly) {
   const std::int64_t n = 20000;
   auto sys = unique_system("share");
   // The same consumer pool in two isolate systems, each on its own MQS.
-  auto a = start_host(sys, mqs_a.url(), {pool(sys, "consumer", "consumer", {{"stats_dir", dir_a}, {"log_dir", dir_a}})},
+  auto a = start_host(sys, mqs_a.url(),
+                      {pool(sys, "consumer", "consumer", {{"stats_dir", dir_a}, {"log_dir", dir_a}})},
                       dir_a / "host-consumer.log");
-  auto b = start_host(sys, mqs_b.url(), {pool(sys, "consumer", "consumer", {{"stats_dir", dir_b}, {"log_dir", dir_b}})},
+  auto b = start_host(sys, mqs_b.url(),
+                      {pool(sys, "consumer", "consumer", {{"stats_dir", dir_b}, {"log_dir", dir_b}})},
                       dir_b / "host-consumer.log");
   // Both consumers are attached before the first message is sent.
-  ASSERT_TRUE(wait_until([&] { return a->log().find("connected to MQS") != std::string::npos &&
-                                      b->log().find("connected to MQS") != std::string::npos; }, 30s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return a->log().find("connected to MQS") != std::string::npos &&
+               b->log().find("connected to MQS") != std::string::npos;
+      },
+      30s));
   auto producer = start_host(sys, mqs_a.url(),
                              {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}})},
                              dir_a / "host-producer.log");
@@ -153,16 +175,7 @@ TEST(Backbone, AskRepliesReachTheAskingInstanceAcrossTwoIsolateSystems) {
                        {{"to", sys + "/supplier"}, {"count", count}, {"concurrency", 4}, {"stats_dir", dir}});
   auto a = start_host(sys, mqs.url(), {req_pool}, dir / "host-requester-a.log");
   auto b = start_host(sys, mqs.url(), {req_pool}, dir / "host-requester-b.log");
-  ASSERT_TRUE(wait_until(
-      [&] {
-        auto all = all_stats(dir, "requester-");
-        if (all.size() != 2) return false;
-        for (auto& s : all)
-          if (!s.value("finished", false)) return false;
-        return true;
-      },
-      long_wait))
-      << a->log() << b->log();
+  ASSERT_TRUE(wait_until([&] { return requesters_finished(dir, 2); }, long_wait)) << a->log() << b->log();
   for (auto& s : all_stats(dir, "requester-")) {
     EXPECT_EQ(s["replied"], count) << s.dump();
     EXPECT_EQ(s["misrouted"], 0) << s.dump();
@@ -181,21 +194,13 @@ TEST(Backbone, EveryAtMostOnceAskGetsExactlyOneReplyInAHealthyRun) {
   auto supplier = start_host(sys, mqs.url(),
                              {pool(sys, "supplier", "supplier", nlohmann::json::object(), 1, "at-most-once")},
                              dir / "host-supplier.log");
-  auto req_pool = pool(sys + "r", "requester", "requester",
-                       {{"to", sys + "/supplier"}, {"count", count}, {"stats_dir", dir}, {"timeout_ms", 5000}},
-                       1, "at-most-once");
+  auto req_pool =
+      pool(sys + "r", "requester", "requester",
+           {{"to", sys + "/supplier"}, {"count", count}, {"stats_dir", dir}, {"timeout_ms", 5000}}, 1,
+           "at-most-once");
   auto a = start_host(sys + "r", mqs.url(), {req_pool}, dir / "host-requester-a.log");
   auto b = start_host(sys + "r", mqs.url(), {req_pool}, dir / "host-requester-b.log");
-  ASSERT_TRUE(wait_until(
-      [&] {
-        auto all = all_stats(dir, "requester-");
-        if (all.size() != 2) return false;
-        for (auto& s : all)
-          if (!s.value("finished", false)) return false;
-        return true;
-      },
-      long_wait))
-      << a->log() << b->log();
+  ASSERT_TRUE(wait_until([&] { return requesters_finished(dir, 2); }, long_wait)) << a->log() << b->log();
   for (auto& s : all_stats(dir, "requester-")) {
     EXPECT_EQ(s["replied"], count) << s.dump();
     EXPECT_EQ(s["lost"], 0) << s.dump();

@@ -13,13 +13,14 @@
 #include "dde/net/http_client.hpp"
 #include "dde/net/tls.hpp"
 #include "dde/net/ws.hpp"
+#include "first_outcome.hpp"
 #include "tls_server.hpp"
 
 namespace dde::test {
 namespace {
 
 /// Records whether a WebSocket connection opened ("open") or why it failed.
-class opener : public net::ws_handler {
+class opener : public net::ws_handler, public first_outcome {
  public:
   void on_open(const std::shared_ptr<net::ws_connection>& conn) override {
     settle("open");
@@ -29,17 +30,6 @@ class opener : public net::ws_handler {
   void on_close(const std::shared_ptr<net::ws_connection>&, const std::string& reason) override {
     settle("closed: " + reason);
   }
-  void settle(const std::string& outcome) {
-    std::lock_guard lock(mutex_);
-    if (!settled_) promise_.set_value(outcome);
-    settled_ = true;
-  }
-  std::future<std::string> outcome() { return promise_.get_future(); }
-
- private:
-  std::mutex mutex_;
-  bool settled_ = false;
-  std::promise<std::string> promise_;
 };
 
 /// "open", or why connecting to `url` with `tls` failed.

@@ -8,6 +8,7 @@
 
 #include "dde/net/http_client.hpp"
 #include "dde/net/ws.hpp"
+#include "first_outcome.hpp"
 #include "tls_server.hpp"
 
 namespace dde::test {
@@ -25,7 +26,7 @@ class echo : public net::ws_handler {
 
 /// A client that sends "ping" once open and records how the connection went: "echo:ping" or
 /// "fail:<reason>".
-class probe : public net::ws_handler {
+class probe : public net::ws_handler, public first_outcome {
  public:
   void on_open(const std::shared_ptr<net::ws_connection>& conn) override { conn->send("ping", false); }
   void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool) override {
@@ -35,17 +36,6 @@ class probe : public net::ws_handler {
   void on_close(const std::shared_ptr<net::ws_connection>&, const std::string& reason) override {
     settle("fail:closed before the echo: " + reason);
   }
-  void settle(const std::string& outcome) {
-    std::lock_guard lock(mutex_);
-    if (!settled_) promise_.set_value(outcome);
-    settled_ = true;
-  }
-  std::future<std::string> outcome() { return promise_.get_future(); }
-
- private:
-  std::mutex mutex_;
-  bool settled_ = false;
-  std::promise<std::string> promise_;
 };
 
 class TlsTransport : public ::testing::Test {
