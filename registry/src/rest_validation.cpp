@@ -40,8 +40,9 @@ result<ordered_json> parse_body(std::string_view text) {
   ordered_json body;
   try {
     body = ordered_json::parse(text);
-  } catch (const ordered_json::parse_error& e) {
-    // "[json.exception.parse_error.101] parse error at line 1, ..." without the bracketed prefix.
+  } catch (const ordered_json::exception& e) {
+    // parse_error ("[json.exception.parse_error.101] parse error at line 1, ...") or out_of_range (a
+    // number such as 5E555 that no double holds), without the bracketed prefix.
     std::string what = e.what();
     if (auto end = what.find("] "); what.rfind("[json.exception", 0) == 0 && end != std::string::npos)
       what = what.substr(end + 2);

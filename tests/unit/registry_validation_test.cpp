@@ -78,6 +78,17 @@ TEST_F(RegistryValidation, MalformedJsonIsA400NamingTheParseError) {
       0u);
 }
 
+TEST_F(RegistryValidation, ANumberNoDoubleHoldsIsA400NotACrash) {
+  // Found by registry_rest_fuzz: nlohmann reports it as out_of_range, not parse_error.
+  for (const char* body : {"5E555555555555", "{\"bootstrapperId\": 1e400}"}) {
+    auto r = post("/registry/deploy", body);
+    EXPECT_EQ(r.status, 400) << body;
+    auto error = r.body.at("error").get<std::string>();
+    EXPECT_EQ(error.rfind("body is not valid JSON: number overflow", 0), 0u) << error;
+  }
+  EXPECT_TRUE(node.link->requests().empty());
+}
+
 TEST_F(RegistryValidation, ABodyThatIsNotAnObjectIsRefused) {
   expect_deploy_refused(json::array({1, 2}), 400, "body must be a JSON object");
 }
