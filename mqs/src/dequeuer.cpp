@@ -29,6 +29,14 @@ bool equals(amqp_bytes_t b, const std::string& s) {
   return b.len == s.size() && std::equal(s.begin(), s.end(), static_cast<const char*>(b.bytes));
 }
 
+/// `tag` is `first` or one of the consumers added beside it ("<first>+<n>"), current or cancelled:
+/// a delivery of a consumer cancelled a moment ago is still the channel's to ack.
+bool of_channel(amqp_bytes_t tag, const std::string& first) {
+  if (equals(tag, first)) return true;
+  auto* p = static_cast<const char*>(tag.bytes);
+  return tag.len > first.size() + 1 && std::equal(first.begin(), first.end(), p) && p[first.size()] == '+';
+}
+
 }  // namespace
 
 dequeuer::dequeuer(const config& cfg, std::string mqs_id)
@@ -145,7 +153,7 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
     case dequeue_command::kind::pull: {
       auto& cs = clients_[id];
       if (!cs.conn) cs.conn = cmd.conn;
-      if (auto err = dispatcher_.pull(id, cmd.topic, cmd.mode, cmd.credit, now); !err.empty()) {
+      if (auto err = dispatcher_.pull(id, cmd.topic, cmd.mode, cmd.credit, now, cmd.consumers); !err.empty()) {
         nlohmann::json header{
             {"action", "pull"}, {"topic", cmd.topic}, {"mode", to_string(cmd.mode)}, {"credit", cmd.credit}};
         append_error(outbox(id, cs), err, cmd.record, &header);
@@ -224,7 +232,7 @@ void dequeuer::on_method(broker_link& link, amqp_frame_t& frame) {
   switch (method.id) {
     case AMQP_BASIC_DELIVER_METHOD: {
       auto* m = static_cast<amqp_basic_deliver_t*>(method.decoded);
-      if (!ch || !equals(m->consumer_tag, ch->consumer_tag)) break;  // stale
+      if (!ch || !of_channel(m->consumer_tag, ch->consumer_tag)) break;  // stale
       ch->reading = true;
       ch->ref = broker_ref{ch->epoch, frame.channel, m->delivery_tag};
       ch->redelivered = m->redelivered;
@@ -233,7 +241,7 @@ void dequeuer::on_method(broker_link& link, amqp_frame_t& frame) {
     }
     case AMQP_BASIC_CANCEL_METHOD: {  // the broker cancelled the consumer (queue deleted...)
       auto* m = static_cast<amqp_basic_cancel_t*>(method.decoded);
-      if (ch && equals(m->consumer_tag, ch->consumer_tag))
+      if (ch && of_channel(m->consumer_tag, ch->consumer_tag))
         drop_channel(ch->epoch, "cancelled by the broker (queue deleted?)", true);
       break;
     }

@@ -35,6 +35,7 @@ struct dequeue_command {
   std::string topic;
   delivery_mode mode = delivery_mode::at_least_once;
   std::uint32_t credit = 0;
+  std::uint32_t consumers = 0;  ///< of a pull: the host's workers on the topic (0: not told)
   std::vector<std::uint64_t> tags;
   bool requeue = true;
   std::size_t record = 0;  ///< index in its batch, for an error record
@@ -57,6 +58,7 @@ class dequeuer : private dispatcher_port {
   using clock = std::chrono::steady_clock;
   struct consumer {
     delivery_mode mode = delivery_mode::at_least_once;
+    std::uint32_t wanted = 1;  ///< broker consumers on its channel: one per host that pulls the topic
     broker_link link;  ///< its own connection; link.channel is 0 while not consuming
     clock::time_point retry_at{};
     /// After the broker cancelled or closed the consumer (1 s, doubling to 30 s).
@@ -69,7 +71,9 @@ class dequeuer : private dispatcher_port {
         : topic(std::move(t)), epoch(e), consumer_tag(std::move(tag)), link(&l), channel(ch), acks(ch) {}
     std::string topic;
     std::uint64_t epoch = 0;
-    std::string consumer_tag;
+    std::string consumer_tag;  ///< of the first consumer; the others' are "<it>+<n>"
+    std::vector<std::string> more_tags;  ///< the other consumers on the channel, one per extra host
+    std::uint32_t next_more = 1;
     broker_link* link;  ///< the connection it lives on (its consumer's, or the main one)
     std::uint16_t channel;
     ack_batcher acks;
@@ -97,6 +101,8 @@ class dequeuer : private dispatcher_port {
   /// The channel of `link`'s current consumer, or nullptr.
   channel_state* channel_of(broker_link& link);
   void drop_channel(std::uint64_t epoch, const std::string& why, bool close);
+  /// Adds or cancels broker consumers on `c`'s channel until there are `c.wanted`.
+  void match_consumers(const std::string& topic, consumer& c);
   std::string setup(const std::string& topic, consumer& c);
   /// A topic's connection failed: its deliveries are void; it consumes again after a backoff.
   void link_lost(const std::string& topic, consumer& c);
@@ -109,6 +115,7 @@ class dequeuer : private dispatcher_port {
   // dispatcher_port
   std::string start_consumer(const std::string& topic, delivery_mode mode) override;
   void stop_consumer(const std::string& topic) override;
+  void set_consumers(const std::string& topic, std::uint32_t consumers) override;
   void ack(const broker_ref& ref) override;
   void reject(const broker_ref& ref, bool requeue) override;
   void deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,

@@ -1,7 +1,10 @@
 // The dequeuer's consumers: one connection and channel per topic, opened on the first pull, closed
 // when idle, opened again after the broker cancelled it or its connection failed.
+#include <algorithm>
+
 #include "dde/log.hpp"
 #include "dde/mqs/queue_spec.hpp"
+#include "dde/mqs/request.hpp"
 #include "dequeuer.hpp"
 
 namespace dde::mqs {
@@ -72,7 +75,44 @@ std::string dequeuer::setup(const std::string& topic, consumer& c) {
   c.retry_delay = std::chrono::milliseconds(1000);
   c.reconnect_delay = std::chrono::milliseconds(100);
   log()->debug("consuming {} ({}) with prefetch {}", topic, to_string(c.mode), cfg_.prefetch);
+  match_consumers(topic, c);  // after a reconnect: one per host that still pulls
   return {};
+}
+
+void dequeuer::set_consumers(const std::string& topic, std::uint32_t consumers) {
+  auto it = consumers_.find(topic);
+  if (it == consumers_.end()) return;
+  it->second.wanted = std::clamp<std::uint32_t>(consumers, 1, max_consumers);
+  if (it->second.link.channel) match_consumers(topic, it->second);
+}
+
+void dequeuer::match_consumers(const std::string& topic, consumer& c) {
+  auto* ch = channel_of(c.link);
+  if (!ch) return;
+  // basic.qos (global=false) set once on the channel applies to each consumer created on it.
+  thread_.socket_fd = c.link.session->fd();  // a hung RPC is freed by stop()
+  struct restore {
+    dequeuer& d;
+    ~restore() { d.thread_.socket_fd = d.main_.session ? d.main_.session->fd() : -1; }
+  } restore_fd{*this};
+  while (c.link.usable() && 1 + ch->more_tags.size() != c.wanted) {
+    amqp_session::result r;
+    if (1 + ch->more_tags.size() < c.wanted) {
+      std::string tag = ch->consumer_tag + "+" + std::to_string(ch->next_more++);
+      r = c.link.session->consume(ch->channel, topic, tag);
+      if (r.ok()) ch->more_tags.push_back(std::move(tag));
+    } else {
+      // What the cancelled consumer holds stays unacked on the channel, and is acked as usual.
+      r = c.link.session->cancel(ch->channel, ch->more_tags.back());
+      if (r.ok()) ch->more_tags.pop_back();
+    }
+    if (c.link.lost(r)) return;  // the run loop sees link.failed
+    if (!r.ok()) {
+      drop_channel(ch->epoch, "cannot change the consumers of " + topic + ": " + r.error, false);
+      return;
+    }
+  }
+  log()->debug("{} consumed by {} broker consumers", topic, c.wanted);
 }
 
 void dequeuer::retry_consumers(clock::time_point now) {
@@ -136,6 +176,8 @@ void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool cl
     it->second.acks.flush(link);  // what hosts already settled must reach the broker first
     if (link.usable()) {
       auto r = link.session->cancel(link.channel, it->second.consumer_tag);
+      for (auto& tag : it->second.more_tags)
+        if (r.ok()) r = link.session->cancel(link.channel, tag);
       if (r.ok()) r = link.session->close_channel(link.channel);
       link.lost(r);
     }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dde/mqs/request.hpp"
+
 namespace dde::mqs {
 namespace {
 constexpr int settle_ack = 0;
@@ -12,7 +14,7 @@ constexpr std::uint64_t credit_cap = std::uint64_t(1) << 40;
 }  // namespace
 
 std::string dispatcher::pull(client_id client, const std::string& topic, delivery_mode mode,
-                             std::uint32_t credit, clock::time_point now) {
+                             std::uint32_t credit, clock::time_point now, std::uint32_t consumers) {
   auto it = topics_.find(topic);
   if (it == topics_.end()) {
     if (auto err = port_.start_consumer(topic, mode); !err.empty()) return err;
@@ -24,6 +26,9 @@ std::string dispatcher::pull(client_id client, const std::string& topic, deliver
   }
   auto& ts = it->second;
   ts.last_used = now;
+  auto [puller, fresh] = ts.pullers.try_emplace(client, 1);
+  if (consumers) puller->second = consumers;
+  if (fresh || consumers) count_consumers(topic, ts);
   if (credit == 0) return {};
   auto& c = ts.credits[client];
   if (c == 0) ts.ready.push_back(client);
@@ -129,11 +134,26 @@ void dispatcher::drop_credit(topic_state& ts, client_id client) {
     ts.ready.erase(std::remove(ts.ready.begin(), ts.ready.end(), client), ts.ready.end());
 }
 
+void dispatcher::count_consumers(const std::string& topic, topic_state& ts) {
+  if (ts.pullers.empty()) return;  // the last consumer stays until the topic goes idle
+  std::uint64_t sum = 0;
+  for (auto& [client, n] : ts.pullers) sum += n;
+  auto n = std::uint32_t(std::min<std::uint64_t>(sum, max_consumers));
+  // The first consumer is the one start_consumer opened.
+  if (n == std::max<std::uint32_t>(ts.consumers, 1)) {
+    ts.consumers = n;
+    return;
+  }
+  ts.consumers = n;
+  port_.set_consumers(topic, n);
+}
+
 void dispatcher::cancel(client_id client, const std::string& topic, clock::time_point now) {
   auto it = topics_.find(topic);
   if (it == topics_.end()) return;
   it->second.last_used = now;
   drop_credit(it->second, client);
+  if (it->second.pullers.erase(client)) count_consumers(topic, it->second);
   auto ct = client_tags_.find(client);
   if (ct == client_tags_.end()) return;
   std::vector<std::uint64_t> mine;
@@ -147,6 +167,7 @@ void dispatcher::disconnect(client_id client, clock::time_point now) {
   for (auto& [name, ts] : topics_) {
     if (ts.credits.count(client)) ts.last_used = now;
     drop_credit(ts, client);
+    if (ts.pullers.erase(client)) count_consumers(name, ts);
   }
   auto ct = client_tags_.find(client);
   if (ct == client_tags_.end()) return;
@@ -214,6 +235,14 @@ std::optional<delivery_mode> dispatcher::mode(const std::string& topic) const {
 std::size_t dispatcher::buffered(const std::string& topic) const {
   auto it = topics_.find(topic);
   return it == topics_.end() ? 0 : it->second.buffer.size();
+}
+
+std::uint32_t dispatcher::consumers(const std::string& topic) const {
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) return 0;
+  std::uint32_t n = 0;
+  for (auto& [client, k] : it->second.pullers) n += k;
+  return n;
 }
 
 std::uint64_t dispatcher::credit(client_id client, const std::string& topic) const {

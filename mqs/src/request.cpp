@@ -102,6 +102,13 @@ parsed_request parse_pull(const json& h) {
   if (credit < 1 || credit > max_credit)
     return fail("credit " + std::to_string(credit) + " is out of range 1.." + std::to_string(max_credit));
   r.credit = static_cast<std::uint32_t>(credit);
+  if (auto k = h.find("consumers"); k != h.end()) {
+    if (!k->is_number_integer()) return fail("field \"consumers\" must be a whole number");
+    auto consumers = k->get<std::int64_t>();
+    if (consumers < 1 || consumers > max_consumers)
+      return fail("consumers " + std::to_string(consumers) + " is out of range 1.." + std::to_string(max_consumers));
+    r.consumers = static_cast<std::uint32_t>(consumers);
+  }
   return ok(std::move(r));
 }
 

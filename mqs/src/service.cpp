@@ -175,6 +175,7 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
               c.topic = std::move(p.topic);
               c.mode = p.mode;
               c.credit = p.credit;
+              c.consumers = p.consumers;
               c.record = e.index;
               commands.push_back(std::move(c));
             },

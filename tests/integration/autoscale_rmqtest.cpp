@@ -1,6 +1,6 @@
 // Autoscaling by queue depth (issue 10), on a real deployment: a backlog of 50,000 messages scales a
 // pool from 1 worker towards max, and it shrinks back to min once the queue is drained; the bounds
-// hold throughout and no message is lost.
+// hold throughout and no message is lost; the broker consumers of the pool's queue follow its workers.
 #include "cluster_fixture.hpp"
 
 namespace dde::test {
@@ -38,6 +38,7 @@ TEST_F(Autoscale, ABacklogScalesThePoolTowardsMaxAndItShrinksBackToMinOnceDraine
   ASSERT_EQ(r.status, 200) << r.body;
 
   std::size_t most = 0;
+  std::uint32_t most_consumers = 0;  // of the pool's queue, at the broker
   nlohmann::json last;
   auto drained_and_back_to_min = [&] {
     auto p = pool();
@@ -45,6 +46,7 @@ TEST_F(Autoscale, ABacklogScalesThePoolTowardsMaxAndItShrinksBackToMinOnceDraine
     last = p;
     auto workers = p["scaling"].value("workers", std::size_t(0));
     most = std::max(most, workers);
+    most_consumers = std::max(most_consumers, shared_broker().queue_consumers(sys + ".work").value_or(0));
     EXPECT_LE(workers, max);
     EXPECT_GE(workers, 1u);
     return workers == 1 && read_seq_logs(dir).unique.size() >= std::size_t(n);
@@ -60,6 +62,9 @@ TEST_F(Autoscale, ABacklogScalesThePoolTowardsMaxAndItShrinksBackToMinOnceDraine
     EXPECT_FALSE(change.value("reason", "").empty());
   }
   EXPECT_EQ(last.value("workersCount", 0), 1);
+  // The host tells the MQS its workers with each pull: a broker consumer each, so the MQS's prefetch
+  // (16) is per worker, as for raw AMQP consumers (one, whatever the pool, before).
+  EXPECT_GE(most_consumers, 4u);
   EXPECT_EQ(last["scale"].value("max", 0), int(max));
   auto seqs = read_seq_logs(dir);
   EXPECT_TRUE(seqs.missing(n).empty()) << seqs.missing(n).size() << " message(s) lost";

@@ -135,6 +135,92 @@ TEST(MqsBroker, TwoHostsPullingOneTopicShareItAndEachGetsOnlyItsCredit) {
   for (auto& q : {topic, barrier_a, barrier_b}) broker.delete_queue(q);
 }
 
+TEST(MqsBroker, ThePrefetchIsPerHostEachHostPullingATopicHasABrokerConsumerOfItsOwn) {
+  auto& broker = shared_broker();
+  mqs_process mqs(broker, {"--prefetch", "2"});
+  auto topic = unique_topic("per_host");
+  mqs_client a(mqs.port()), b(mqs.port());
+  ASSERT_TRUE(a.hello("a"));
+  ASSERT_TRUE(b.hello("b"));
+  constexpr int n = 20;
+  for (int i = 1; i <= n; ++i) a.enqueue(topic, "at-least-once", i, "m" + std::to_string(i));
+  ASSERT_TRUE(a.wait_for([&] { return a.confirmed_seqs().size() >= n; }, 20s)) << mqs.log();
+  auto delivered = [&](std::initializer_list<mqs_client*> hosts) {
+    std::size_t total = 0;
+    for (auto* h : hosts) total += h->count("deliver");
+    return total;
+  };
+  {
+    mqs_client c(mqs.port());
+    ASSERT_TRUE(c.hello("c"));
+    // Nobody acks: three hosts with plenty of credit get 3 x prefetch 2 messages, the rest stays
+    // ready in the broker (one shared consumer would have let 2 go; no prefetch, all 20).
+    for (auto* h : {&a, &b, &c}) h->pull(topic, "at-least-once", 10);
+    ASSERT_TRUE(wait_until([&] { return delivered({&a, &b, &c}) >= 6; }, 20s)) << mqs.log();
+    ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(3); }, 20s));
+    EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(n - 6));
+    EXPECT_EQ(delivered({&a, &b, &c}), 6u);
+    c.drop();  // leaves without acking: its consumer goes, its deliveries go back to the queue
+  }
+  // a and b ack what they hold and every delivery from now on: every message arrives, none twice
+  // (a requeued one may come again to a or b, redelivered).
+  auto_ack(a);
+  auto_ack(b);
+  a.ack(tags_of(a.records("deliver")));
+  b.ack(tags_of(b.records("deliver")));
+  a.pull(topic, "at-least-once", n);
+  b.pull(topic, "at-least-once", n);
+  std::set<std::string> all;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        all = bodies_of(a.records("deliver"));
+        for (auto& body : bodies_of(b.records("deliver"))) all.insert(body);
+        return all.size() == std::size_t(n);
+      },
+      20s))
+      << all.size() << " of " << n << "\n" << mqs.log();
+  ASSERT_TRUE(wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(0); }, 20s));
+  // c's consumer was cancelled (a quorum queue counts a cancelled consumer until what it delivered
+  // is settled: by now it is).
+  ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(2); }, 20s))
+      << mqs.log();
+  a.close();
+  b.close();
+  EXPECT_EQ(mqs.stop(), 0);
+  EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(0));  // every message acked away
+  EXPECT_EQ(broker.queue_consumers(topic), std::optional<std::uint32_t>(0));
+  broker.delete_queue(topic);
+  broker.delete_queue("dde.dead." + topic);
+}
+
+TEST(MqsBroker, AHostThatTellsItsWorkersGetsTheirPrefetchEach) {
+  auto& broker = shared_broker();
+  mqs_process mqs(broker, {"--prefetch", "2"});
+  auto topic = unique_topic("workers");
+  mqs_client a(mqs.port());
+  ASSERT_TRUE(a.hello("a"));
+  for (int i = 1; i <= 20; ++i) a.enqueue(topic, "at-least-once", i, "m" + std::to_string(i));
+  ASSERT_TRUE(a.wait_for([&] { return a.confirmed_seqs().size() >= 20; }, 20s)) << mqs.log();
+  a.send_record({{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", 20}, {"consumers", 3}});
+  ASSERT_TRUE(a.wait_for([&] { return a.count("deliver") >= 6; }, 20s)) << mqs.log();
+  ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(3); }, 20s));
+  EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(14));
+  EXPECT_EQ(a.count("deliver"), 6u);
+  // Scaled down to one worker (told before the acks, which the MQS handles in order, so the two
+  // consumers are cancelled while their windows are full): one consumer, prefetch 2 again.
+  a.send_record({{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", 1}, {"consumers", 1}});
+  a.ack(tags_of(a.records("deliver")));
+  ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(1); }, 20s))
+      << mqs.log();
+  ASSERT_TRUE(wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(12); }, 20s));
+  EXPECT_EQ(a.count("deliver"), 8u);
+  a.close();
+  EXPECT_EQ(mqs.stop(), 0);
+  EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(14));  // the 2 unacked went back
+  broker.delete_queue(topic);
+  broker.delete_queue("dde.dead." + topic);
+}
+
 TEST(MqsBroker, DeliveriesAHostLeavesUnackedGoToAnotherHostAsRedelivered) {
   auto& broker = shared_broker();
   mqs_process mqs(broker, {"--prefetch", "10"});

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,8 @@ class rabbitmq_node {
   // Small AMQP helpers for assertions (each opens its own short connection).
   /// Messages ready in `queue` (passive declare), or nullopt if the queue does not exist.
   std::optional<std::uint32_t> queue_depth(const std::string& queue);
+  /// Consumers of `queue` (passive declare), or nullopt if the queue does not exist.
+  std::optional<std::uint32_t> queue_consumers(const std::string& queue);
   void delete_queue(const std::string& queue);
   /// Publishes `bodies` to `queue` through the default exchange (persistent if asked).
   void publish(const std::string& queue, const std::vector<std::string>& bodies, bool persistent = true);
@@ -121,6 +124,8 @@ class rabbitmq_node {
  private:
   std::map<std::string, std::string> environment() const;
   void write_config_files() const;
+  /// (ready messages, consumers) of `queue`, or nullopt if it does not exist.
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> queue_counts(const std::string& queue);
   /// Runs rabbitmqctl against this node (same HOME, hence the same cookie); its exit status.
   int rabbitmqctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout);
   std::string log_tail() const;

@@ -45,6 +45,16 @@ void await_confirms(amqp_session& session, std::uint64_t last_tag) {
 }  // namespace
 
 std::optional<std::uint32_t> rabbitmq_node::queue_depth(const std::string& queue) {
+  auto counts = queue_counts(queue);
+  return counts ? std::optional<std::uint32_t>(counts->first) : std::nullopt;
+}
+
+std::optional<std::uint32_t> rabbitmq_node::queue_consumers(const std::string& queue) {
+  auto counts = queue_counts(queue);
+  return counts ? std::optional<std::uint32_t>(counts->second) : std::nullopt;
+}
+
+std::optional<std::pair<std::uint32_t, std::uint32_t>> rabbitmq_node::queue_counts(const std::string& queue) {
   amqp_session session(host_, port_, user(), password());
   const auto* ok =
       amqp_queue_declare(session.connection(), session.channel, amqp_cstring_bytes(queue.c_str()),
@@ -56,7 +66,7 @@ std::optional<std::uint32_t> rabbitmq_node::queue_depth(const std::string& queue
     if (e.code() == AMQP_NOT_FOUND) return std::nullopt;
     throw;
   }
-  return ok->message_count;
+  return std::make_pair(ok->message_count, ok->consumer_count);
 }
 
 void rabbitmq_node::delete_queue(const std::string& queue) {

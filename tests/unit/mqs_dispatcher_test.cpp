@@ -4,6 +4,7 @@
 #include <set>
 
 #include "dde/mqs/dispatcher.hpp"
+#include "dde/mqs/request.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -34,12 +35,14 @@ class fake_port : public dispatcher_port {
     deliveries.push_back({client, topic, tag, redelivered, std::move(body)});
   }
   bool can_deliver(client_id client) override { return !full.count(client); }
+  void set_consumers(const std::string& topic, std::uint32_t n) override { consumers.emplace_back(topic, n); }
 
   std::vector<std::string> started, stopped;
   std::vector<broker_ref> acked, requeued, dropped;
   std::vector<delivered> deliveries;
   std::string refuse_start;
   std::set<client_id> full;  ///< hosts whose send queue is full
+  std::vector<std::pair<std::string, std::uint32_t>> consumers;  ///< set_consumers calls
 };
 
 broker_ref ref(std::uint64_t tag, std::uint16_t channel = 1, std::uint64_t epoch = 1) {
@@ -61,6 +64,39 @@ TEST_F(Dispatcher, TheFirstPullOfATopicStartsItsConsumerOnce) {
   EXPECT_EQ(d.pull(2, topic, alo, 1, t0), "");
   EXPECT_EQ(port.started, std::vector<std::string>{topic});
   EXPECT_TRUE(d.has_topic(topic));
+}
+
+TEST_F(Dispatcher, EachHostPullingATopicAddsABrokerConsumerAndLeavingRemovesIt) {
+  using calls = std::vector<std::pair<std::string, std::uint32_t>>;
+  d.pull(1, topic, alo, 4, t0);  // the consumer start_consumer opened is the first
+  d.pull(1, topic, alo, 4, t0);  // more credit from the same host: no new consumer
+  EXPECT_EQ(port.consumers, calls{});
+  d.pull(2, topic, alo, 0, t0);  // a pull without credit still makes a host a consumer
+  d.pull(3, topic, alo, 1, t0);
+  EXPECT_EQ(port.consumers, (calls{{topic, 2}, {topic, 3}}));
+  EXPECT_EQ(d.consumers(topic), 3u);
+  d.cancel(2, topic, t0);
+  d.cancel(2, topic, t0);  // twice: nothing more
+  d.disconnect(3, t0);
+  d.disconnect(1, t0);  // the last host: the one consumer left stays until the topic goes idle
+  EXPECT_EQ(port.consumers, (calls{{topic, 2}, {topic, 3}, {topic, 2}, {topic, 1}}));
+  EXPECT_EQ(d.consumers(topic), 0u);
+  d.pull(4, topic, alo, 1, t0);
+  EXPECT_EQ(port.consumers.size(), 4u);
+}
+
+TEST_F(Dispatcher, AHostThatTellsItsWorkersStandsForOneBrokerConsumerEach) {
+  using calls = std::vector<std::pair<std::string, std::uint32_t>>;
+  d.pull(1, topic, alo, 8, t0, 4);  // four workers
+  d.pull(2, topic, alo, 8, t0);     // a host that does not say: one
+  d.pull(1, topic, alo, 8, t0);     // not said again: still four
+  d.pull(1, topic, alo, 8, t0, 2);  // scaled down to two
+  EXPECT_EQ(port.consumers, (calls{{topic, 4}, {topic, 5}, {topic, 3}}));
+  EXPECT_EQ(d.consumers(topic), 3u);
+  d.pull(3, topic, alo, 8, t0, 1000);  // capped
+  EXPECT_EQ(port.consumers.back(), (std::pair<std::string, std::uint32_t>{topic, max_consumers}));
+  d.disconnect(3, t0);
+  EXPECT_EQ(port.consumers.back(), (std::pair<std::string, std::uint32_t>{topic, 3}));
 }
 
 TEST_F(Dispatcher, APullIsRefusedWhenTheConsumerCannotStart) {

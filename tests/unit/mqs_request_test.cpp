@@ -79,6 +79,19 @@ TEST(MqsRequest, CreditMustBeBetweenOneAnd65535) {
   EXPECT_EQ(std::get<pull_request>(*p.req).credit, 65535u);
 }
 
+TEST(MqsRequest, APullMayTellItsConsumersFromOneTo256) {
+  json pull{{"action", "pull"}, {"topic", "a.b"}, {"mode", "at-most-once"}, {"credit", 8}};
+  EXPECT_EQ(std::get<pull_request>(*parse_request(pull).req).consumers, 0u);  // not told
+  for (auto consumers : {json(0), json(257), json(2.5), json("4")}) {
+    pull["consumers"] = consumers;
+    EXPECT_FALSE(parse_request(pull).req) << consumers;
+  }
+  pull["consumers"] = 0;
+  EXPECT_EQ(error_of(pull), "consumers 0 is out of range 1..256");
+  pull["consumers"] = 256;
+  EXPECT_EQ(std::get<pull_request>(*parse_request(pull).req).consumers, 256u);
+}
+
 TEST(MqsRequest, UnknownActionsAreNamed) {
   EXPECT_EQ(error_of({{"action", "frobnicate"}}), "unknown action \"frobnicate\"");
 }

@@ -496,7 +496,7 @@ void router::finish_swap() {
 void router::request_credit() {
   if (stopping_) return;
   std::size_t n = ledger_.take_credit_request();
-  if (n > 0) top_->pull(topic_, spec_.mode, n);
+  if (n > 0) top_->pull(topic_, spec_.mode, n, ledger_.consumers());
 }
 
 void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, std::string body) {

@@ -83,6 +83,12 @@ std::size_t pool_ledger::room() const {
   return r > held_ ? r - held_ : 0;
 }
 
+std::uint32_t pool_ledger::consumers() const {
+  std::uint32_t n = 0;
+  for (auto& s : slots_) n += takes_messages(s) ? 1 : 0;
+  return n;
+}
+
 std::size_t pool_ledger::take_credit_request() {
   if (paused_) return 0;
   std::size_t r = room();

@@ -27,6 +27,8 @@ class pool_ledger {
   /// Marks a worker dead (its messages no longer count) or alive again with a new id.
   void set_alive(std::size_t index, bool alive, std::string id = {});
   std::size_t size() const { return slots_.size(); }
+  /// Workers that take messages (alive and open): the broker consumers the pool stands for.
+  std::uint32_t consumers() const;
   bool alive(std::size_t index) const { return slots_[index].alive; }
   /// Closes (or reopens) a slot: a closed worker keeps what it holds, but is given nothing more and
   /// adds no room (KILL lets a worker finish its queue this way).

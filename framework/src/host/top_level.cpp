@@ -169,8 +169,8 @@ void top_level::handle_deliver(wire::record& rec) {
   if (topic == reply_topic(options_.instance)) {
     // Replies are acked by the MQS on hand-over; keep the reply queue's credit topped up.
     auto& p = pulls_[topic];
-    p.first = delivery_mode::reply;
-    p.second += 1;
+    p.mode = delivery_mode::reply;
+    p.credit += 1;
     schedule_flush();
     envelope e = decode_envelope(rec.body);
     auto to = parse_address(e.to);
@@ -242,12 +242,13 @@ void top_level::enqueue(std::string topic, delivery_mode mode, std::string body)
   });
 }
 
-void top_level::pull(const std::string& topic, delivery_mode mode, std::size_t credit) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic, mode, credit] {
+void top_level::pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers) {
+  boost::asio::post(strand_, [self = shared_from_this(), topic, mode, credit, consumers] {
     if (!self->conn_) return;  // on_open asks every router again
     auto& p = self->pulls_[topic];
-    p.first = mode;
-    p.second += credit;
+    p.mode = mode;
+    p.credit += credit;
+    if (consumers) p.consumers = consumers;
     self->schedule_flush();
   });
 }
@@ -374,11 +375,13 @@ void top_level::flush() {
     acks_.clear();
   }
   for (auto& [topic, p] : pulls_) {
-    std::size_t credit = p.second;
+    std::size_t credit = p.credit;
     while (credit > 0) {
       std::size_t n = std::min<std::size_t>(credit, 65535);
       std::string header = "{\"action\":\"pull\",\"topic\":\"" + topic + "\",\"mode\":\"" +
-                           std::string(to_string(p.first)) + "\",\"credit\":" + std::to_string(n) + "}";
+                           std::string(to_string(p.mode)) + "\",\"credit\":" + std::to_string(n);
+      if (p.consumers) header += ",\"consumers\":" + std::to_string(p.consumers);
+      header += '}';
       wire::append_raw_record(out_, header);
       credit -= n;
     }

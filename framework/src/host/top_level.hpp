@@ -58,7 +58,9 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
 
   // Thread-safe: each posts to the top level's strand.
   void enqueue(std::string topic, delivery_mode mode, std::string body);
-  void pull(const std::string& topic, delivery_mode mode, std::size_t credit);
+  /// `consumers`: the pool's workers that take messages, told to the MQS (a broker consumer each,
+  /// so the MQS's prefetch is per worker); 0 leaves it as last told.
+  void pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers = 0);
   void ack(std::uint64_t generation, std::uint64_t tag);
   void nack(std::uint64_t generation, std::uint64_t tag, bool requeue);
   void cancel(const std::string& topic);
@@ -127,7 +129,12 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   std::string out_;
   bool flush_scheduled_ = false;
   std::vector<std::uint64_t> acks_;
-  std::map<std::string, std::pair<delivery_mode, std::size_t>> pulls_;
+  struct pending_pull {
+    delivery_mode mode = delivery_mode::at_least_once;
+    std::size_t credit = 0;
+    std::uint32_t consumers = 0;  ///< 0: not told
+  };
+  std::map<std::string, pending_pull> pulls_;
 
   std::uint64_t next_seq_ = 1;
   std::map<std::uint64_t, unconfirmed> unconfirmed_;

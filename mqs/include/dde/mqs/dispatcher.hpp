@@ -38,6 +38,13 @@ class dispatcher_port {
   virtual std::string start_consumer(const std::string& topic, delivery_mode mode) = 0;
   /// Stops consuming `topic` (idle); its unacknowledged deliveries go back to the queue.
   virtual void stop_consumer(const std::string& topic) = 0;
+  /// `topic` is consumed by `consumers` (at least 1; each host that pulls it counts its workers, or
+  /// 1): the broker side holds that many broker consumers of its queue, each with the MQS's prefetch,
+  /// so that the prefetch is per consumer (as for raw AMQP clients) and not per MQS.
+  virtual void set_consumers(const std::string& topic, std::uint32_t consumers) {
+    (void)topic;
+    (void)consumers;
+  }
   virtual void ack(const broker_ref& ref) = 0;
   virtual void reject(const broker_ref& ref, bool requeue) = 0;
   /// Hands a message to a host.
@@ -55,9 +62,10 @@ class dispatcher {
   dispatcher(dispatcher_port& port, std::chrono::milliseconds idle_timeout)
       : port_(port), idle_timeout_(idle_timeout) {}
 
-  /// `client` can take `credit` more messages of `topic`. An error text when refused.
+  /// `client` can take `credit` more messages of `topic`, and consumes it with `consumers` workers
+  /// (0: as it last said, or 1). An error text when refused.
   std::string pull(client_id client, const std::string& topic, delivery_mode mode, std::uint32_t credit,
-                   clock::time_point now);
+                   clock::time_point now, std::uint32_t consumers = 0);
   /// The host is done with these deliveries (at-least-once: now acked to the broker).
   /// Unknown tags, tags of another host and tags made void by a reconnect are ignored.
   void ack(client_id client, const std::vector<std::uint64_t>& tags, clock::time_point now);
@@ -91,6 +99,8 @@ class dispatcher {
   std::uint64_t credit(client_id client, const std::string& topic) const;
   std::size_t unacked(client_id client) const;
   std::size_t unacked_total() const { return inflight_.size(); }
+  /// Consumers of `topic`: the workers of the hosts that pulled it and neither cancelled nor left.
+  std::uint32_t consumers(const std::string& topic) const;
 
  private:
   struct buffered_delivery {
@@ -103,6 +113,8 @@ class dispatcher {
     std::deque<buffered_delivery> buffer;                  ///< waiting for credit
     std::deque<client_id> ready;                           ///< clients with credit, round-robin order
     std::unordered_map<client_id, std::uint64_t> credits;  ///< only entries > 0
+    std::unordered_map<client_id, std::uint32_t> pullers;  ///< their consumers; neither cancelled nor left
+    std::uint32_t consumers = 0;                           ///< the sum, as last told to the port
     std::size_t in_flight = 0;                             ///< at-least-once delivered, not acked
     clock::time_point last_used;
   };
@@ -116,6 +128,8 @@ class dispatcher {
   void hand_over(topic_entry& topic, buffered_delivery&& d);
   void drain(topic_entry& topic);
   void drop_credit(topic_state& topic, client_id client);
+  /// Tells the port when the sum of the pullers' consumers changed (never below one).
+  void count_consumers(const std::string& topic, topic_state& ts);
   /// Settles an in-flight delivery: ack, or reject (requeue or not). false if `tag` is not `client`'s.
   bool settle(client_id client, std::uint64_t tag, int how);
   void forget_inflight_of(const topic_entry* topic);

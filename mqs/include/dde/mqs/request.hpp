@@ -30,6 +30,9 @@ struct pull_request {
   std::string topic;
   delivery_mode mode = delivery_mode::at_least_once;
   std::uint32_t credit = 0;  ///< 1..max_credit
+  /// The host's workers consuming the topic (1..max_consumers), 0 when not given: one broker
+  /// consumer each, every one with the MQS's prefetch.
+  std::uint32_t consumers = 0;
 };
 
 struct ack_request {
@@ -62,6 +65,8 @@ using request = std::variant<hello_request, enqueue_request, pull_request, ack_r
 
 /// Largest credit one `pull` may grant.
 constexpr std::uint32_t max_credit = 65535;
+/// The most broker consumers one host can stand for on one topic (its workers), and on one topic in all.
+constexpr std::uint32_t max_consumers = 256;
 /// Longest pause one `pause` may ask for: an hour.
 constexpr std::uint32_t max_pause_ms = 3'600'000;
 /// Longest `reason` of a pause, in characters (UTF-8 code points).
