@@ -1,35 +1,19 @@
 #include "host/load_failures.hpp"
 
+#include <iterator>
+
 #include "dde/metrics.hpp"
 
 namespace dde::host {
 
 std::string_view to_string(plugin_failure reason) {
-  switch (reason) {
-    case plugin_failure::missing:
-      return "missing";
-    case plugin_failure::not_elf:
-      return "not_elf";
-    case plugin_failure::dlopen:
-      return "dlopen";
-    case plugin_failure::entry_points:
-      return "entry_points";
-    case plugin_failure::abi:
-      return "abi";
-    case plugin_failure::constructor:
-      return "constructor";
-    case plugin_failure::fetch:
-      return "fetch";
-    case plugin_failure::crashed:
-      return "crashed";
-    case plugin_failure::checksum:
-      return "checksum";
-    case plugin_failure::not_allowed:
-      return "not_allowed";
-    case plugin_failure::other:
-      break;
-  }
-  return "other";
+  // In the order of the enum; `other` is its last value.
+  static constexpr std::string_view labels[] = {"missing",  "not_elf",     "dlopen", "entry_points",
+                                                "abi",      "constructor", "fetch",  "crashed",
+                                                "checksum", "not_allowed", "other"};
+  static_assert(std::size(labels) == std::size_t(plugin_failure::other) + 1, "a label for every reason");
+  auto i = std::size_t(reason);
+  return i < std::size(labels) ? labels[i] : "other";
 }
 
 void count_plugin_load_failure(const std::string& pool, plugin_failure reason) {

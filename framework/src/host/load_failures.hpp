@@ -21,7 +21,7 @@ enum class plugin_failure {
   crashed,       ///< the version crashed the isolate system before it finished a message
   checksum,      ///< its SHA-256 is not the deploy's `sha256`
   not_allowed,   ///< outside every `--plugin-allow` location
-  other,
+  other,         ///< anything else; keep it last (to_string relies on it)
 };
 
 /// The label: "missing", "not_elf", "dlopen", "entry_points", "abi", "constructor", "fetch", "crashed",
