@@ -1,6 +1,7 @@
 #include "access_control.hpp"
 
 #include "dde/net/auth.hpp"
+#include "dde/net/target.hpp"
 #include "web_assets.hpp"
 
 namespace dde::registry {
@@ -19,7 +20,7 @@ std::function<std::optional<net::http_response>(const net::http_request&, bool)>
   auto links = net::cluster_secret_guard(tokens.cluster_secret, log);
   return [tokens = std::move(tokens), log = std::move(log), links = std::move(links)](
              const net::http_request& req, bool websocket) -> std::optional<net::http_response> {
-    auto path = req.target.substr(0, req.target.find('?'));
+    const std::string path(net::target_path(req.target));
     if (websocket && path == "/registry") return links(req, websocket);
     if (tokens.admin.empty()) return std::nullopt;
     auto needed = required_role(req.method, path, websocket);

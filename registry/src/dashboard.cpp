@@ -3,6 +3,7 @@
 #include "dde/log.hpp"
 #include "dde/metrics.hpp"
 #include "dde/net/ops_endpoints.hpp"
+#include "dde/net/target.hpp"
 #include "web_assets.hpp"
 
 namespace dde::registry {
@@ -47,7 +48,7 @@ void dashboard::stop() {
 }
 
 bool dashboard::handle(const net::http_request& req, const std::function<void(net::http_response)>& respond) {
-  std::string path = req.target.substr(0, req.target.find('?'));
+  std::string path(net::target_path(req.target));
   if (req.method != "GET" && req.method != "HEAD") return false;
   if (path == "/health") {
     auto up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_);

@@ -2,6 +2,7 @@
 
 #include "dde/log.hpp"
 #include "dde/metrics.hpp"
+#include "dde/net/target.hpp"
 #include "pool_mover.hpp"
 #include "rest_validation.hpp"
 
@@ -37,7 +38,7 @@ rest_api::rest_api(node_table& nodes, std::chrono::steady_clock::time_point star
     : nodes_(nodes), started_(started) {}
 
 void rest_api::handle(const rest_request& req, reply_fn reply) {
-  const std::string path = req.target.substr(0, req.target.find('?'));
+  const std::string path(net::target_path(req.target));
   auto only = [&](const char* method, auto&& run) {
     if (req.method == method) return run();
     rest_reply r =

@@ -109,7 +109,12 @@ std::uint16_t ops_port_of(const registry_process& registry, const std::string& i
 }
 
 TEST_F(Cluster, AnIsolateSystemServesMetricsThatCountItsMessagesAndHealthThatFollowsItsMqs) {
-  auto a = node("ops-a");
+  // Its plugins may come from the built workers and dir/plugins only.
+  const auto plugins = dir / "plugins";
+  std::filesystem::create_directories(plugins);
+  auto a = start_activator(
+      registry, dir, "ops-a", 0,
+      {"--plugin-allow", worker_path("consumer").parent_path().string(), "--plugin-allow", plugins.string()});
   auto id = node_id(registry, "ops-a");
   auto sys = unique_system("ops");
   const int n = 500;
@@ -145,15 +150,30 @@ TEST_F(Cluster, AnIsolateSystemServesMetricsThatCountItsMessagesAndHealthThatFol
 
   // Plugins that do not load, deployed into the running system: refused, and counted by reason.
   auto missing = deploy_body(id, mqs.url(), sys, "ghost", "consumer", nlohmann::json::object());
-  missing["uri"] = (dir / "libnot-there.so").string();
+  missing["uri"] = (plugins / "libnot-there.so").string();
   EXPECT_EQ(deploy(missing).status, 400);
-  std::ofstream(dir / "libjunk.so") << "not a shared object\n";
+  std::ofstream(plugins / "libjunk.so") << "not a shared object\n";
   auto junk = deploy_body(id, mqs.url(), sys, "junk", "consumer", nlohmann::json::object());
-  junk["uri"] = (dir / "libjunk.so").string();
+  junk["uri"] = (plugins / "libjunk.so").string();
   EXPECT_EQ(deploy(junk).status, 400);
+  auto bad_sha = deploy_body(id, mqs.url(), sys, "badsha", "consumer", nlohmann::json::object());
+  bad_sha["sha256"] = std::string(64, '0');
+  EXPECT_EQ(deploy(bad_sha).status, 400);
+  std::filesystem::create_directories(dir / "outside");
+  install_file(worker_path("consumer"), dir / "outside" / "libconsumer.so");
+  auto outside = deploy_body(id, mqs.url(), sys, "outside", "consumer", nlohmann::json::object());
+  outside["uri"] = (dir / "outside" / "libconsumer.so").string();
+  EXPECT_EQ(deploy(outside).status, 400);
   m = scrape(port, &raw);
   ASSERT_TRUE(m.ok()) << m.error << "\n" << raw;
   EXPECT_EQ(m.types["dde_host_plugin_load_failures_total"], "counter");
+  EXPECT_EQ(
+      m.value("dde_host_plugin_load_failures_total", {{"pool", sys + ".badsha"}, {"reason", "checksum"}}), 1)
+      << raw;
+  EXPECT_EQ(
+      m.value("dde_host_plugin_load_failures_total", {{"pool", sys + ".outside"}, {"reason", "not_allowed"}}),
+      1)
+      << raw;
   EXPECT_EQ(m.value("dde_host_plugin_load_failures_total", {{"pool", sys + ".ghost"}, {"reason", "missing"}}),
             1)
       << raw;

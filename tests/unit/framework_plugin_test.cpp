@@ -45,7 +45,7 @@ TEST(PluginLoader, RefusesAMissingFile) {
   auto p = dde::host::worker_plugin::load("/nonexistent/libnothing.so");
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("does not exist"), std::string::npos) << p.error();
-  EXPECT_EQ(dde::host::plugin_load_failure_reason(p.error()), "missing");
+  EXPECT_EQ(p.reason(), dde::host::plugin_failure::missing);
 }
 
 TEST(PluginLoader, RefusesAFileThatIsNotAnElfObject) {
@@ -55,14 +55,14 @@ TEST(PluginLoader, RefusesAFileThatIsNotAnElfObject) {
   std::filesystem::remove(path);
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("not an ELF shared object"), std::string::npos) << p.error();
-  EXPECT_EQ(dde::host::plugin_load_failure_reason(p.error()), "not_elf");
+  EXPECT_EQ(p.reason(), dde::host::plugin_failure::not_elf);
 }
 
 TEST(PluginLoader, RefusesASharedObjectWithoutEntryPoints) {
   auto p = dde::host::worker_plugin::load(plugin("test_no_factory"));
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("DDE_WORKER"), std::string::npos) << p.error();
-  EXPECT_EQ(dde::host::plugin_load_failure_reason(p.error()), "entry_points");
+  EXPECT_EQ(p.reason(), dde::host::plugin_failure::entry_points);
 }
 
 TEST(PluginLoader, RefusesAnotherAbiVersionNamingBoth) {
@@ -70,7 +70,7 @@ TEST(PluginLoader, RefusesAnotherAbiVersionNamingBoth) {
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("version 999"), std::string::npos) << p.error();
   EXPECT_NE(p.error().find("version " + std::to_string(DDE_ABI_VERSION)), std::string::npos) << p.error();
-  EXPECT_EQ(dde::host::plugin_load_failure_reason(p.error()), "abi");
+  EXPECT_EQ(p.reason(), dde::host::plugin_failure::abi);
 }
 
 TEST(PluginLoader, ReportsAThrowingConstructorWithItsMessage) {
@@ -80,7 +80,7 @@ TEST(PluginLoader, ReportsAThrowingConstructorWithItsMessage) {
   auto w = p.value()->create(&ctx);
   ASSERT_FALSE(w);
   EXPECT_NE(w.error().find("cannot reach the database"), std::string::npos) << w.error();
-  EXPECT_EQ(dde::host::plugin_load_failure_reason(w.error()), "constructor");
+  EXPECT_EQ(w.reason(), dde::host::plugin_failure::constructor);
 }
 
 TEST(PluginLoader, LoadsTheSamePathTwiceAsIndependentCopies) {
@@ -100,7 +100,25 @@ TEST(PluginLoader, LoadsACustomRouter) {
   std::vector<dde::worker_info> workers(3);
   EXPECT_EQ(policy.value()->select_worker(dde::message{}, workers), std::vector<std::size_t>{2});
   auto not_router = dde::host::router_plugin::load(plugin("supplier"));
-  EXPECT_FALSE(not_router);
+  ASSERT_FALSE(not_router);
+  EXPECT_EQ(not_router.reason(), dde::host::plugin_failure::entry_points);
+}
+
+TEST(PluginLoader, FailureReasonsHaveTheMetricsLabelsAndPassThroughOtherResults) {
+  using dde::host::plugin_failure;
+  const std::pair<plugin_failure, std::string_view> labels[] = {
+      {plugin_failure::missing, "missing"},   {plugin_failure::not_elf, "not_elf"},
+      {plugin_failure::dlopen, "dlopen"},     {plugin_failure::entry_points, "entry_points"},
+      {plugin_failure::abi, "abi"},           {plugin_failure::constructor, "constructor"},
+      {plugin_failure::fetch, "fetch"},       {plugin_failure::crashed, "crashed"},
+      {plugin_failure::checksum, "checksum"}, {plugin_failure::not_allowed, "not_allowed"},
+      {plugin_failure::other, "other"}};
+  for (auto [reason, label] : labels) EXPECT_EQ(dde::host::to_string(reason), label);
+  auto failed = dde::host::result<int>::failure("no", plugin_failure::abi);
+  auto passed = dde::host::result<bool>::failure_of(failed, [](const std::string& e) { return e + "!"; });
+  EXPECT_EQ(passed.error(), "no!");
+  EXPECT_EQ(passed.reason(), plugin_failure::abi);
+  EXPECT_EQ(dde::host::result<bool>::failure("plain").reason(), plugin_failure::other);
 }
 
 TEST(PoolSpec, ReadsTheThesisDeployBody) {

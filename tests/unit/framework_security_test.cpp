@@ -114,6 +114,7 @@ TEST(PluginSha256, AMatchingHashLoadsAndAnotherIsRefusedBeforeLoading) {
   ASSERT_FALSE(wrong);
   EXPECT_NE(wrong.error().find("has SHA-256 " + sha + ", not the " + std::string(64, 'a')), std::string::npos)
       << wrong.error();
+  EXPECT_EQ(wrong.reason(), host::plugin_failure::checksum);
 }
 
 TEST(PluginSha256, TheDeployFieldMustBe64HexCharactersAndIsKeptLowerCase) {

@@ -28,6 +28,7 @@ void controller::add_pool(pool_spec spec, std::function<void(std::string)> done)
       if (uri->empty()) continue;
       if (auto refused = check_plugin_allowed(*uri, self->plugin_allow_); !refused.empty()) {
         logger("host")->error("cannot deploy {}: {}", spec.addr().str(), refused);
+        count_plugin_load_failure(spec.system + "." + spec.isolate, plugin_failure::not_allowed);
         return done(refused);
       }
     }
@@ -36,28 +37,25 @@ void controller::add_pool(pool_spec spec, std::function<void(std::string)> done)
     r->set_fetch_options(self->fetch_options_);
     self->starting_[spec.isolate] = {r, std::move(done)};
     // Weak: the callback may wait inside the router's own fetcher.
-    r->prepare([weak = std::weak_ptr<controller>(self), isolate = spec.isolate](std::string error) {
+    r->prepare([weak = std::weak_ptr<controller>(self), isolate = spec.isolate](result<bool> prepared) {
       if (auto c = weak.lock())
-        boost::asio::post(c->strand_, [c, isolate, error = std::move(error)]() mutable {
-          c->start_pool(isolate, std::move(error));
+        boost::asio::post(c->strand_, [c, isolate, prepared = std::move(prepared)]() mutable {
+          c->start_pool(isolate, std::move(prepared));
         });
     });
   });
 }
 
-void controller::start_pool(const std::string& isolate, std::string error) {
+void controller::start_pool(const std::string& isolate, result<bool> prepared) {
   auto it = starting_.find(isolate);
   if (it == starting_.end()) return;  // the isolate system stopped meanwhile
   auto [r, done] = std::move(it->second);
   starting_.erase(it);
-  if (error.empty()) {
-    auto started = r->start();
-    if (!started) error = started.error();
-  }
-  if (!error.empty()) {
-    logger("host")->error("cannot deploy {}: {}", r->spec().addr().str(), error);
-    count_plugin_load_failure(r->spec().system + "." + r->spec().isolate, error);
-    return done(error);
+  auto started = prepared ? r->start() : std::move(prepared);
+  if (!started) {
+    logger("host")->error("cannot deploy {}: {}", r->spec().addr().str(), started.error());
+    count_plugin_load_failure(r->spec().system + "." + r->spec().isolate, started.reason());
+    return done(started.error());
   }
   routers_[isolate] = std::move(r);
   done({});

@@ -54,7 +54,7 @@ class controller : public std::enable_shared_from_this<controller> {
   std::shared_ptr<top_level> top_;
   std::string system_;
   /// Starts a prepared pool, on the strand.
-  void start_pool(const std::string& isolate, std::string error);
+  void start_pool(const std::string& isolate, result<bool> prepared);
 
   std::map<std::string, std::shared_ptr<router>> routers_;
   struct starting {

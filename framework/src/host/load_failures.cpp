@@ -1,31 +1,28 @@
 #include "host/load_failures.hpp"
 
-#include <string_view>
+#include <iterator>
 
 #include "dde/metrics.hpp"
 
 namespace dde::host {
 
-std::string plugin_load_failure_reason(const std::string& error) {
-  // The errors are the plugin loader's and fetcher's own sentences (plugin_loader.cpp, router.cpp).
-  auto has = [&](std::string_view part) { return error.find(part) != std::string::npos; };
-  if (has("cannot fetch plugin")) return "fetch";
-  if (has("crashed the isolate system")) return "crashed";
-  if (has("does not exist") || has("missing or unreadable") || has("is not a regular file")) return "missing";
-  if (has("is not an ELF")) return "not_elf";
-  if (has("ABI version")) return "abi";
-  if (has("lacks")) return "entry_points";
-  if (has("threw")) return "constructor";
-  if (has("cannot load plugin") || has("cannot copy plugin")) return "dlopen";
-  return "other";
+std::string_view to_string(plugin_failure reason) {
+  // In the order of the enum; `other` is its last value.
+  static constexpr std::string_view labels[] = {"missing",  "not_elf",     "dlopen", "entry_points",
+                                                "abi",      "constructor", "fetch",  "crashed",
+                                                "checksum", "not_allowed", "other"};
+  static_assert(std::size(labels) == std::size_t(plugin_failure::other) + 1, "a label for every reason");
+  auto i = std::size_t(reason);
+  return i < std::size(labels) ? labels[i] : "other";
 }
 
-void count_plugin_load_failure(const std::string& pool, const std::string& error) {
+void count_plugin_load_failure(const std::string& pool, plugin_failure reason) {
   metrics_registry::process()
       .counter("dde_host_plugin_load_failures_total",
                "Plugin loads refused: a deploy, hot swap, worker restart or added worker whose plugin is "
-               "missing, not ELF, has another ABI or throws in its constructor.",
-               {{"pool", pool}, {"reason", plugin_load_failure_reason(error)}})
+               "missing, not ELF, has another ABI or SHA-256, lies outside --plugin-allow or throws in its "
+               "constructor.",
+               {{"pool", pool}, {"reason", std::string(to_string(reason))}})
       .add();
 }
 

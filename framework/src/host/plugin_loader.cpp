@@ -67,15 +67,19 @@ result<std::shared_ptr<shared_object>> shared_object::open(const fs::path& path,
                                                            const std::string& expected_sha256) {
   using r = result<std::shared_ptr<shared_object>>;
   std::error_code ec;
-  if (!fs::exists(path, ec)) return r::failure("plugin " + path.string() + " does not exist");
-  if (!fs::is_regular_file(path, ec)) return r::failure("plugin " + path.string() + " is not a regular file");
-  if (!has_elf_magic(path)) return r::failure("plugin " + path.string() + " is not an ELF shared object");
+  if (!fs::exists(path, ec))
+    return r::failure("plugin " + path.string() + " does not exist", plugin_failure::missing);
+  if (!fs::is_regular_file(path, ec))
+    return r::failure("plugin " + path.string() + " is not a regular file", plugin_failure::missing);
+  if (!has_elf_magic(path))
+    return r::failure("plugin " + path.string() + " is not an ELF shared object", plugin_failure::not_elf);
   auto so = std::shared_ptr<shared_object>(new shared_object());
   so->source_ = path;
   static std::atomic<unsigned> counter{0};
   so->copy_ = copy_dir() / (path.stem().string() + "-" + std::to_string(counter++) + ".so");
   fs::copy_file(path, so->copy_, fs::copy_options::overwrite_existing, ec);
-  if (ec) return r::failure("cannot copy plugin " + path.string() + ": " + ec.message());
+  if (ec)
+    return r::failure("cannot copy plugin " + path.string() + ": " + ec.message(), plugin_failure::dlopen);
   so->md5_ = file_md5(so->copy_);
   // The copy is what gets loaded, so the copy is what is checked: a file swapped after the check
   // cannot slip in.
@@ -84,7 +88,8 @@ result<std::shared_ptr<shared_object>> shared_object::open(const fs::path& path,
     if (actual != expected_sha256) {
       fs::remove(so->copy_, ec);
       return r::failure("plugin " + path.string() + " has SHA-256 " + actual + ", not the " +
-                        expected_sha256 + " the deploy asked for: refused, not loaded");
+                            expected_sha256 + " the deploy asked for: refused, not loaded",
+                        plugin_failure::checksum);
     }
   }
   so->handle_ = dlopen(so->copy_.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -92,7 +97,8 @@ result<std::shared_ptr<shared_object>> shared_object::open(const fs::path& path,
   fs::remove(so->copy_, ec);
   if (!so->handle_) {
     const char* err = dlerror();
-    return r::failure("cannot load plugin " + path.string() + ": " + (err ? err : "unknown dlopen error"));
+    return r::failure("cannot load plugin " + path.string() + ": " + (err ? err : "unknown dlopen error"),
+                      plugin_failure::dlopen);
   }
   return so;
 }
@@ -103,7 +109,7 @@ result<std::shared_ptr<worker_plugin>> worker_plugin::load(const fs::path& path,
                                                            const std::string& expected_sha256) {
   using r = result<std::shared_ptr<worker_plugin>>;
   auto so = shared_object::open(path, expected_sha256);
-  if (!so) return r::failure(so.error());
+  if (!so) return r::failure_of(so);
   auto plugin = std::make_shared<worker_plugin>();
   plugin->so_ = so.value();
   auto abi = reinterpret_cast<int (*)()>(plugin->so_->symbol("dde_plugin_abi_version"));
@@ -111,12 +117,15 @@ result<std::shared_ptr<worker_plugin>> worker_plugin::load(const fs::path& path,
   plugin->destroy_ = reinterpret_cast<decltype(plugin->destroy_)>(plugin->so_->symbol("dde_destroy_worker"));
   if (!abi || !plugin->create_ || !plugin->destroy_)
     return r::failure("plugin " + path.string() +
-                      " is not a DDE worker: it lacks dde_plugin_abi_version, dde_create_worker or "
-                      "dde_destroy_worker (export the class with DDE_WORKER)");
+                          " is not a DDE worker: it lacks dde_plugin_abi_version, dde_create_worker or "
+                          "dde_destroy_worker (export the class with DDE_WORKER)",
+                      plugin_failure::entry_points);
   int version = abi();
   if (version != DDE_ABI_VERSION)
-    return r::failure("plugin " + path.string() + " was built for worker ABI version " + std::to_string(version) +
-                      ", this host speaks version " + std::to_string(DDE_ABI_VERSION) + "; rebuild it");
+    return r::failure("plugin " + path.string() + " was built for worker ABI version " +
+                          std::to_string(version) + ", this host speaks version " +
+                          std::to_string(DDE_ABI_VERSION) + "; rebuild it",
+                      plugin_failure::abi);
   return plugin;
 }
 
@@ -125,7 +134,8 @@ result<worker_plugin::worker_ptr> worker_plugin::create(worker_context* ctx) con
   worker* raw = nullptr;
   char error[512] = {};
   if (create_(ctx, &raw, error, sizeof error) != 0 || !raw)
-    return r::failure("constructor of the worker in " + so_->source().string() + " threw: " + error);
+    return r::failure("constructor of the worker in " + so_->source().string() + " threw: " + error,
+                      plugin_failure::constructor);
   auto so = so_;
   auto destroy = destroy_;
   return worker_ptr(raw, [so, destroy](worker* w) { destroy(w); });
@@ -134,25 +144,31 @@ result<worker_plugin::worker_ptr> worker_plugin::create(worker_context* ctx) con
 result<std::shared_ptr<router_plugin>> router_plugin::load(const fs::path& path) {
   using r = result<std::shared_ptr<router_plugin>>;
   auto so = shared_object::open(path);
-  if (!so) return r::failure(so.error());
+  if (!so) return r::failure_of(so);
   auto plugin = std::make_shared<router_plugin>();
   plugin->so_ = so.value();
   auto abi = reinterpret_cast<int (*)()>(plugin->so_->symbol("dde_router_abi_version"));
   plugin->create_ = reinterpret_cast<decltype(plugin->create_)>(plugin->so_->symbol("dde_create_router"));
   plugin->destroy_ = reinterpret_cast<decltype(plugin->destroy_)>(plugin->so_->symbol("dde_destroy_router"));
   if (!abi || !plugin->create_ || !plugin->destroy_)
-    return r::failure("router plugin " + path.string() + " lacks dde_router_abi_version, dde_create_router or "
-                      "dde_destroy_router (export the class with DDE_ROUTER)");
+    return r::failure("router plugin " + path.string() +
+                          " lacks dde_router_abi_version, dde_create_router or "
+                          "dde_destroy_router (export the class with DDE_ROUTER)",
+                      plugin_failure::entry_points);
   if (abi() != DDE_ROUTER_ABI_VERSION)
     return r::failure("router plugin " + path.string() + " was built for router ABI version " +
-                      std::to_string(abi()) + ", this host speaks version " + std::to_string(DDE_ROUTER_ABI_VERSION));
+                          std::to_string(abi()) + ", this host speaks version " +
+                          std::to_string(DDE_ROUTER_ABI_VERSION),
+                      plugin_failure::abi);
   return plugin;
 }
 
 result<router_plugin::policy_ptr> router_plugin::create() const {
   using r = result<policy_ptr>;
   router_policy* raw = create_();
-  if (!raw) return r::failure("constructor of the router in " + so_->source().string() + " threw");
+  if (!raw)
+    return r::failure("constructor of the router in " + so_->source().string() + " threw",
+                      plugin_failure::constructor);
   auto so = so_;
   auto destroy = destroy_;
   return policy_ptr(raw, [so, destroy](router_policy* p) { destroy(p); });

@@ -44,19 +44,20 @@ void router::set_events(std::function<void(nlohmann::json)> events, std::string 
 
 void router::set_fetch_options(fetch_options options) { fetch_options_ = std::move(options); }
 
-void router::prepare(std::function<void(std::string)> ready) {
+void router::prepare(std::function<void(result<bool>)> ready) {
   // After a crash the activator has the pool start from the kept copy of the last good version.
-  if (!is_remote_uri(spec_.uri) || !spec_.last_good_copy.empty()) return ready({});
+  if (!is_remote_uri(spec_.uri) || !spec_.last_good_copy.empty()) return ready(true);
   fetch_remote([ready](router& self, fetch_result fetched) {
     using kind = fetch_result::kind;
     if (fetched.what != kind::fetched)
-      return ready("cannot fetch plugin " + self.spec_.uri + ": " +
-                   (fetched.what == kind::failed
-                        ? fetched.error
-                        : "the server answered 304 to a request without validators"));
+      return ready(result<bool>::failure(
+          "cannot fetch plugin " + self.spec_.uri + ": " +
+              (fetched.what == kind::failed ? fetched.error
+                                            : "the server answered 304 to a request without validators"),
+          plugin_failure::fetch));
     self.hot_.fetched_file = fetched.file;
     self.hot_.validators = fetched.validators;
-    ready({});
+    ready(true);
   });
 }
 
@@ -89,14 +90,14 @@ result<bool> router::start() {
     // crashed the isolate system, the activator has it start from the last version that worked.
     auto path = spec_.last_good_copy.empty() ? running_file() : std::filesystem::path(spec_.last_good_copy);
     auto plugin = worker_plugin::load(path, spec_.sha256);
-    if (!plugin) return result<bool>::failure(with_source(plugin.error()));
+    if (!plugin) return result<bool>::failure_of(plugin, [this](auto& e) { return with_source(e); });
     plugin_ = plugin.value();
   }
   if (spec_.router == router_kind::custom) {
     auto rp = router_plugin::load(spec_.router_uri);
-    if (!rp) return result<bool>::failure(rp.error());
+    if (!rp) return result<bool>::failure_of(rp);
     auto policy = rp.value()->create();
-    if (!policy) return result<bool>::failure(policy.error());
+    if (!policy) return result<bool>::failure_of(policy);
     router_plugin_ = rp.value();
     policy_ = std::move(policy.value());
   }
@@ -111,7 +112,7 @@ result<bool> router::start() {
     auto made = c->create();
     if (!made) {
       cells_.clear();
-      return result<bool>::failure(made.error());
+      return result<bool>::failure_of(made);
     }
     ledger_.add_worker(c->id(), path);
     // A proxy's slot opens once its remote worker is spawned.
@@ -125,7 +126,7 @@ result<bool> router::start() {
     hot_.error = "version " + spec_.crashed_md5 + " crashed the isolate system (" + spec_.crash_reason +
                  ") before it finished a message; running the last version that worked";
     hot_.proving = false;
-    count_plugin_load_failure(topic_, hot_.error);
+    count_plugin_load_failure(topic_, plugin_failure::crashed);
     logger("host.router")->error("{}: {}", spec_.addr().str(), hot_.error);
   }
   top_->attach(topic_, shared_from_this());
@@ -208,7 +209,7 @@ void router::replace_stuck(std::size_t index) {
   if (!made) {
     ledger_.set_alive(index, false);
     cell_errors_[index] = made.error();
-    count_plugin_load_failure(topic_, made.error());
+    count_plugin_load_failure(topic_, made.reason());
     return;
   }
   cells_[index] = c;
@@ -238,14 +239,17 @@ void router::check_plugin() {
         [](router& self, fetch_result fetched) { self.on_plugin_fetched(std::move(fetched)); });
   }
   auto md5 = file_md5(spec_.plugin_path());
-  if (md5.empty()) return refuse_version("missing", "plugin file " + spec_.plugin_path() + " is missing or unreadable");
+  if (md5.empty())
+    return refuse_version("missing", "plugin file " + spec_.plugin_path() + " is missing or unreadable",
+                          plugin_failure::missing);
   if (md5 == plugin_->object().md5() || md5 == hot_.refused_md5) return;
   logger("host.router")->info("{}: plugin {} changed (md5 {}): loading the new version", spec_.addr().str(),
                               spec_.uri, md5);
   // Everything that can refuse the new version happens before the old one stops.
   auto loaded = worker_plugin::load(spec_.plugin_path(), spec_.sha256);
-  if (!loaded) return refuse_version(md5, loaded.error());
-  if (auto error = begin_swap(loaded.value(), false); !error.empty()) refuse_version(md5, error);
+  if (!loaded) return refuse_version(md5, loaded.error(), loaded.reason());
+  if (auto swapped = begin_swap(loaded.value(), false); !swapped)
+    refuse_version(md5, swapped.error(), swapped.reason());
 }
 
 void router::on_plugin_fetched(fetch_result fetched) {
@@ -268,13 +272,13 @@ void router::on_plugin_fetched(fetch_result fetched) {
   auto loaded = worker_plugin::load(fetched.file, spec_.sha256);
   if (!loaded) {
     forget(fetched.file);
-    return refuse_version(fetched.md5, with_source(loaded.error()));
+    return refuse_version(fetched.md5, with_source(loaded.error()), loaded.reason());
   }
   hot_.next_file = fetched.file;
-  if (auto error = begin_swap(loaded.value(), false); !error.empty()) {
+  if (auto swapped = begin_swap(loaded.value(), false); !swapped) {
     hot_.next_file.clear();
     forget(fetched.file);
-    return refuse_version(fetched.md5, error);
+    return refuse_version(fetched.md5, swapped.error(), swapped.reason());
   }
 }
 
@@ -289,14 +293,14 @@ void router::note_fetch_error(const std::string& error) {
   hot_.fetch_error = error;
 }
 
-std::string router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart, bool revive_killed) {
+result<bool> router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart, bool revive_killed) {
   std::vector<std::shared_ptr<cell>> fresh(cells_.size());
   for (std::size_t i = 0; i < cells_.size(); ++i) {
     if (spec_.workers_paths[i] != "localhost") continue;  // a remote worker loads its own copy when respawned
     if (kill_requested(i) && (!revive_killed || parked(i))) continue;  // parked slots stay parked
     auto c = make_cell(i, plugin);
     auto made = c->create();
-    if (!made) return made.error();
+    if (!made) return made;
     fresh[i] = std::move(c);
   }
   if (!is_restart && events_)
@@ -309,7 +313,7 @@ std::string router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_re
   hot_.next_cells = std::move(fresh);
   ledger_.set_paused(true);
   if (ledger_.total_in_flight() == 0) finish_swap();
-  return {};
+  return true;
 }
 
 void router::set_rate(std::size_t messages, std::chrono::milliseconds per, std::size_t max_in_flight,
@@ -333,7 +337,8 @@ void router::restart_workers(std::function<void(std::string)> done) {
       return done("pool " + self->spec_.addr().str() + " is already restarting");
     if (!self->plugin_) return done("pool " + self->spec_.addr().str() + " has no local workers to restart");
     logger("host.router")->info("{}: RESTART of every worker", self->spec_.addr().str());
-    done(self->begin_swap(self->plugin_, true, true));
+    auto swapped = self->begin_swap(self->plugin_, true, true);
+    done(swapped ? std::string() : swapped.error());
   });
 }
 
@@ -426,14 +431,15 @@ void router::version_proven() {
   events_({{"event", "pluginGood"}, {"isolateName", spec_.isolate}, {"md5", md5}, {"path", copy.string()}});
 }
 
-void router::refuse_version(const std::string& md5, const std::string& why) {
+void router::refuse_version(const std::string& md5, const std::string& why, plugin_failure reason) {
   if (md5 == hot_.refused_md5 && hot_.state == "refused") return;
   hot_.refused_md5 = md5;
   hot_.state = "refused";
   hot_.error = why;
-  count_plugin_load_failure(topic_, why);
-  logger("host.router")->error("{}: new plugin version refused, the running one ({}) keeps serving: {}",
-                               spec_.addr().str(), plugin_->object().md5(), why);
+  count_plugin_load_failure(topic_, reason);
+  logger("host.router")
+      ->error("{}: new plugin version refused, the running one ({}) keeps serving: {}", spec_.addr().str(),
+              plugin_->object().md5(), why);
 }
 
 void router::finish_swap() {
@@ -770,7 +776,7 @@ void router::restart_pool(const std::string& why) {
           self->ledger_.set_alive(k, made && path == "localhost", c->id());
           if (!made) {
             self->cell_errors_[k] = made.error();
-            count_plugin_load_failure(self->topic_, made.error());
+            count_plugin_load_failure(self->topic_, made.reason());
           }
           self->cells_[k] = c;
           if (made) c->start();

@@ -53,8 +53,8 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   ~router();
 
   /// Gets the plugin ready to load: downloads it, off the Asio threads, when its uri is http(s).
-  /// `ready` runs once, on the router's strand, with "" or why the pool cannot start.
-  void prepare(std::function<void(std::string)> ready);
+  /// `ready` runs once, on the router's strand, with success or why the pool cannot start.
+  void prepare(std::function<void(result<bool>)> ready);
   /// Loads the plugin(s) and constructs every worker; an error leaves nothing running.
   result<bool> start();
   /// Stops pulling, lets in-flight messages finish (up to `timeout`), kills the workers.
@@ -171,10 +171,10 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   std::filesystem::path running_file() const;
   /// A plugin error, saying where a downloaded plugin came from.
   std::string with_source(const std::string& error) const;
-  /// Builds instances of `plugin` and starts swapping to them; an error (nothing changed) or "".
+  /// Builds instances of `plugin` and starts swapping to them; an error (nothing changed) or success.
   /// Killed workers stay down through a new version or a restart unless `revive_killed` (RESTART).
-  std::string begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart, bool revive_killed = false);
-  void refuse_version(const std::string& md5, const std::string& why);
+  result<bool> begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart, bool revive_killed = false);
+  void refuse_version(const std::string& md5, const std::string& why, plugin_failure reason);
   void finish_swap();
   /// The first message done by the running version: keep a copy of it, tell the activator.
   void version_proven();

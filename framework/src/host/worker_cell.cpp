@@ -22,7 +22,7 @@ worker_cell::worker_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> 
 
 result<bool> worker_cell::create() {
   auto made = plugin_->create(this);
-  if (!made) return result<bool>::failure(made.error());
+  if (!made) return result<bool>::failure_of(made);
   worker_ = std::move(made.value());
   ++epoch_;
   return true;

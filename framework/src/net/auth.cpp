@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "dde/net/target.hpp"
+
 namespace dde::net {
 namespace {
 
@@ -15,30 +17,6 @@ std::string_view trim(std::string_view s) {
     s.remove_suffix(1);
   return s;
 }
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string percent_decode(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
-      out += char(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-std::string path_of(const std::string& target) { return target.substr(0, target.find('?')); }
 
 }  // namespace
 
@@ -81,18 +59,7 @@ std::string bearer_token(const http_request& req, bool allow_query) {
     }
   }
   if (!allow_query) return {};
-  auto q = req.target.find('?');
-  if (q == std::string::npos) return {};
-  std::string_view query(req.target);
-  query.remove_prefix(q + 1);
-  while (!query.empty()) {
-    auto amp = query.find('&');
-    auto pair = query.substr(0, amp);
-    if (pair.substr(0, 6) == "token=") return percent_decode(pair.substr(6));
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return {};
+  return query_param(req.target, "token").value_or(std::string());
 }
 
 bool is_loopback(std::string_view host) {
@@ -128,7 +95,7 @@ std::function<std::optional<http_response>(const http_request&, bool)> cluster_s
   return [secret = std::move(secret), log = std::move(log), open_paths = std::move(open_paths)](
              const http_request& req, bool upgrade) -> std::optional<http_response> {
     if (secret.empty() || !upgrade) return std::nullopt;
-    auto path = path_of(req.target);
+    auto path = target_path(req.target);
     for (auto& open : open_paths)
       if (path == open) return std::nullopt;
     auto it = req.headers.find(std::string(cluster_secret_header));

@@ -1,5 +1,7 @@
 #include "dde/net/ops_endpoints.hpp"
 
+#include "dde/net/target.hpp"
+
 namespace dde::net {
 
 http_response health_response(std::string_view daemon, const readiness& state) {
@@ -25,7 +27,7 @@ http_response metrics_response(metrics_registry& registry) {
 }
 
 bool is_get(const http_request& req, std::string_view path) {
-  return req.method == "GET" && std::string_view(req.target).substr(0, req.target.find('?')) == path;
+  return req.method == "GET" && target_path(req.target) == path;
 }
 
 }  // namespace dde::net

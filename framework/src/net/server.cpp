@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dde/log.hpp"
+#include "dde/net/target.hpp"
 #include "tls_context.hpp"
 #include "ws_session.hpp"
 
@@ -20,8 +21,6 @@ struct shared_state {
   async_http_handler http;
   std::shared_ptr<boost::asio::ssl::context> tls;  ///< null: plain http/ws
 };
-
-std::string path_of(std::string_view target) { return std::string(target.substr(0, target.find('?'))); }
 
 /// Method, target, headers (names lower-cased) and peer of `req`; not its body.
 http_request request_head(const http::request<http::string_body>& req, std::string remote) {
@@ -112,12 +111,11 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
         return write(std::move(*refused), !upgrade && req.keep_alive(), req.version());
     }
     if (websocket::is_upgrade(req)) {
-      auto it = state_->routes.find(path_of(std::string_view(req.target().data(), req.target().size())));
+      auto path = target_path(std::string_view(req.target().data(), req.target().size()));
+      auto it = state_->routes.find(path);
       if (it == state_->routes.end())
-        return write(
-            error_response(404, "no WebSocket endpoint at " +
-                                    path_of(std::string_view(req.target().data(), req.target().size()))),
-            false, req.version());
+        return write(error_response(404, "no WebSocket endpoint at " + std::string(path)), false,
+                     req.version());
       auto session =
           std::make_shared<ws_session<Stream>>(std::move(stream_), it->second, state_->options.max_ws_message,
                                                beast::role_type::server, state_->tls);
