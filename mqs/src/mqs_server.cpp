@@ -3,6 +3,7 @@
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/net/ops_endpoints.hpp"
+#include "dde/net/target.hpp"
 #include "dde/net/ws.hpp"
 #include "mqs_metrics.hpp"
 #include "queue_inspector.hpp"
@@ -26,10 +27,9 @@ std::vector<std::string> queues_of(const std::vector<std::string>& topics) {
 /// `names=a,b` of a target's query.
 std::vector<std::string> names_in(const std::string& target) {
   std::vector<std::string> out;
-  auto q = target.find("names=");
-  if (q == std::string::npos) return out;
-  auto list = target.substr(q + 6);
-  list = list.substr(0, list.find('&'));
+  auto names = net::query_param(target, "names");  // not "xnames=": the whole parameter name
+  if (!names) return out;
+  const std::string& list = *names;
   for (std::size_t start = 0; start <= list.size();) {
     auto comma = std::min(list.find(',', start), list.size());
     if (comma > start) out.push_back(list.substr(start, comma - start));

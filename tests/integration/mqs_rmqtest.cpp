@@ -8,6 +8,7 @@
 
 #include <fstream>
 
+#include "dde/net/http_client.hpp"
 #include "dde_test.hpp"
 #include "tcp_proxy.hpp"
 #include "mqs_client.hpp"
@@ -206,6 +207,13 @@ TEST(MqsBroker, AHostThatTellsItsWorkersGetsTheirPrefetchEach) {
   ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(3); }, 20s));
   EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(14));
   EXPECT_EQ(a.count("deliver"), 6u);
+  // GET /topics reports the same consumers; "xnames" is another parameter, not "names".
+  auto topics = net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(mqs.port()) +
+                                           "/topics?xnames=nothing&names=" + topic);
+  ASSERT_EQ(topics.status, 200) << topics.error;
+  auto stats = nlohmann::json::parse(topics.body).at("topics");
+  EXPECT_EQ(stats.size(), 1u) << stats.dump();
+  EXPECT_EQ(stats[topic].value("queueConsumers", 0), 3) << stats.dump();
   // Scaled down to one worker (told before the acks, which the MQS handles in order, so the two
   // consumers are cancelled while their windows are full): one consumer, prefetch 2 again.
   a.send_record({{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", 1}, {"consumers", 1}});
