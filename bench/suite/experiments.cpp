@@ -190,7 +190,7 @@ table exp5_simultaneous(suite_context& ctx) {
 std::vector<table> exp6_7_request_reply(suite_context& ctx) {
   table rr{"exp6_request_reply",
            "Thesis fig. 5.9: request-reply throughput vs requesters and suppliers",
-           {"mode", "requesters", "suppliers", "asks", "ours_msg_s", "raw_msg_s", "ratio", "lost_asks"}};
+           {"mode", "requesters", "suppliers", "asks", "ours_msg_s", "raw_msg_s", "ratio", "lost_asks", "late_asks"}};
   table rtt{"exp7_rtt",
             "Thesis fig. 5.10: request-reply round-trip time (ms)",
             {"mode", "requesters", "suppliers", "ours_p50", "ours_p90", "ours_p99", "ours_max", "raw_p50",
@@ -204,7 +204,8 @@ std::vector<table> exp6_7_request_reply(suite_context& ctx) {
         auto ours = ask(ctx.cluster, ctx.next(mode, ctx.mqs(8, 1)), r, s, asks);
         auto raw = raw_ask(ctx.cluster, mode, r, s, asks);
         rr.add({mode, std::to_string(r), std::to_string(s), std::to_string(asks * r), num(ours.rate),
-                num(raw.rate), ratio(ours.rate, raw.rate), std::to_string(ours.lost)});
+                num(raw.rate), ratio(ours.rate, raw.rate), std::to_string(ours.lost),
+                std::to_string(ours.late)});
         rtt.add({mode, std::to_string(r), std::to_string(s), num(ours.p50_ms, 2), num(ours.p90_ms, 2),
                  num(ours.p99_ms, 2), num(ours.max_ms, 2), num(raw.p50_ms, 2), num(raw.p90_ms, 2),
                  num(raw.p99_ms, 2), num(raw.max_ms, 2)});

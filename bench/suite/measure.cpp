@@ -119,13 +119,17 @@ request_reply ask(bench_cluster& c, const setup& s, int requesters, int supplier
     r.rate = rate(double(span.total), span.first_us, span.last_us);
     r.lost = long(read_span(s.stats_dir, "requester-", "lost").total);
     if (r.lost > 0) {
+      // A reply given up after 5 s may still come (counted `late`): a stall, not a loss.
+      auto late = [&] { return long(read_span(s.stats_dir, "requester-", "late").total); };
+      wait_until([&] { return late() >= r.lost; }, 10s, 100ms);
+      r.late = late();
       // For the post-mortem: what every node's pools counted (replies, repliesDropped, ...).
       auto file = s.stats_dir / "describe-after-loss.json";
       nlohmann::json nodes = nlohmann::json::array();
       for (int j = 0; j < c.nodes(); ++j) nodes.push_back(c.describe(j));
       std::ofstream(file) << nodes.dump(2) << "\n";
-      std::cerr << "[bench] " << r.lost << " ask(s) got no reply within 5 s; pool stats in " << file.string()
-                << "\n";
+      std::cerr << "[bench] " << r.lost << " ask(s) got no reply within 5 s (" << r.late
+                << " of them later); pool stats in " << file.string() << "\n";
     }
     std::vector<std::int64_t> rtts;
     for (auto& e : fs::directory_iterator(s.stats_dir))

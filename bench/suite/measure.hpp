@@ -43,6 +43,7 @@ struct request_reply {
   double rate = 0;  ///< replies per second over all requesters
   double p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0;
   long lost = 0;  ///< asks unanswered within 5 s (the requester then asks the next)
+  long late = 0;  ///< of those, answered later (within 10 s more): stalled, not lost
 };
 request_reply ask(bench_cluster& c, const setup& s, int requesters, int suppliers, long asks);
 
