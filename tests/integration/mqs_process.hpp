@@ -61,4 +61,10 @@ inline std::string unique_topic(const std::string& name) {
   return "mqstest." + name + "_" + std::to_string(::getpid()) + "_" + std::to_string(std::rand() % 100000);
 }
 
+/// Deletes the queue of `topic` and its dead-letter queue.
+inline void delete_topic(dde::test::rabbitmq_node& broker, const std::string& topic) {
+  broker.delete_queue(topic);
+  broker.delete_queue("dde.dead." + topic);
+}
+
 }  // namespace dde::mqs::test

@@ -33,6 +33,12 @@ std::set<std::string> bodies_of(const std::vector<wire::record>& deliveries) {
   return out;
 }
 
+/// Enqueues "m1".."mn" to `topic` at-least-once and waits until the broker confirmed them all.
+bool enqueue_confirmed(mqs_client& c, const std::string& topic, int n) {
+  for (int i = 1; i <= n; ++i) c.enqueue(topic, "at-least-once", i, "m" + std::to_string(i));
+  return c.wait_for([&] { return c.confirmed_seqs().size() >= std::size_t(n); }, 20s);
+}
+
 /// Acks every delivery as it arrives.
 void auto_ack(mqs_client& c) {
   c.on_record([&c](const wire::record& r) {
@@ -82,8 +88,7 @@ TEST(MqsBroker, AHelloIsWelcomedAndAtLeastOnceMessagesAreConfirmedDeliveredAndAc
   EXPECT_EQ(mqs.stop(), 0);
   EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(0));
   EXPECT_EQ(broker.queue_depth("dde.dead." + topic), std::optional<std::uint32_t>(0));
-  broker.delete_queue(topic);
-  broker.delete_queue("dde.dead." + topic);
+  delete_topic(broker, topic);
 }
 
 TEST(MqsBroker, TwoHostsPullingOneTopicShareItAndEachGetsOnlyItsCredit) {
@@ -144,8 +149,7 @@ TEST(MqsBroker, ThePrefetchIsPerHostEachHostPullingATopicHasABrokerConsumerOfIts
   ASSERT_TRUE(a.hello("a"));
   ASSERT_TRUE(b.hello("b"));
   constexpr int n = 20;
-  for (int i = 1; i <= n; ++i) a.enqueue(topic, "at-least-once", i, "m" + std::to_string(i));
-  ASSERT_TRUE(a.wait_for([&] { return a.confirmed_seqs().size() >= n; }, 20s)) << mqs.log();
+  ASSERT_TRUE(enqueue_confirmed(a, topic, n)) << mqs.log();
   auto delivered = [&](std::initializer_list<mqs_client*> hosts) {
     std::size_t total = 0;
     for (auto* h : hosts) total += h->count("deliver");
@@ -190,8 +194,7 @@ TEST(MqsBroker, ThePrefetchIsPerHostEachHostPullingATopicHasABrokerConsumerOfIts
   EXPECT_EQ(mqs.stop(), 0);
   EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(0));  // every message acked away
   EXPECT_EQ(broker.queue_consumers(topic), std::optional<std::uint32_t>(0));
-  broker.delete_queue(topic);
-  broker.delete_queue("dde.dead." + topic);
+  delete_topic(broker, topic);
 }
 
 TEST(MqsBroker, AHostThatTellsItsWorkersGetsTheirPrefetchEach) {
@@ -200,8 +203,7 @@ TEST(MqsBroker, AHostThatTellsItsWorkersGetsTheirPrefetchEach) {
   auto topic = unique_topic("workers");
   mqs_client a(mqs.port());
   ASSERT_TRUE(a.hello("a"));
-  for (int i = 1; i <= 20; ++i) a.enqueue(topic, "at-least-once", i, "m" + std::to_string(i));
-  ASSERT_TRUE(a.wait_for([&] { return a.confirmed_seqs().size() >= 20; }, 20s)) << mqs.log();
+  ASSERT_TRUE(enqueue_confirmed(a, topic, 20)) << mqs.log();
   a.send_record({{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", 20}, {"consumers", 3}});
   ASSERT_TRUE(a.wait_for([&] { return a.count("deliver") >= 6; }, 20s)) << mqs.log();
   ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(3); }, 20s));
@@ -225,8 +227,7 @@ TEST(MqsBroker, AHostThatTellsItsWorkersGetsTheirPrefetchEach) {
   a.close();
   EXPECT_EQ(mqs.stop(), 0);
   EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(14));  // the 2 unacked went back
-  broker.delete_queue(topic);
-  broker.delete_queue("dde.dead." + topic);
+  delete_topic(broker, topic);
 }
 
 TEST(MqsBroker, DeliveriesAHostLeavesUnackedGoToAnotherHostAsRedelivered) {
@@ -238,8 +239,7 @@ TEST(MqsBroker, DeliveriesAHostLeavesUnackedGoToAnotherHostAsRedelivered) {
   {
     mqs_client a(mqs.port());
     ASSERT_TRUE(a.hello("a"));
-    for (int i = 1; i <= 5; ++i) a.enqueue(topic, "at-least-once", i, "m" + std::to_string(i));
-    ASSERT_TRUE(a.wait_for([&] { return a.confirmed_seqs().size() >= 5; }, 20s)) << mqs.log();
+    ASSERT_TRUE(enqueue_confirmed(a, topic, 5)) << mqs.log();
     a.pull(topic, "at-least-once", 5);
     ASSERT_TRUE(a.wait_for([&] { return a.count("deliver") >= 5; }, 20s)) << mqs.log();
     for (auto& d : a.records("deliver")) EXPECT_FALSE(d.header.at("redelivered").get<bool>());
@@ -255,8 +255,7 @@ TEST(MqsBroker, DeliveriesAHostLeavesUnackedGoToAnotherHostAsRedelivered) {
   b.close();
   mqs.stop();
   EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(0));
-  broker.delete_queue(topic);
-  broker.delete_queue("dde.dead." + topic);
+  delete_topic(broker, topic);
 }
 
 TEST(MqsBroker, TopicsConsumedAtOnceOnFreshQuorumQueuesNeverCostAnotherTopicItsDeliveries) {
@@ -313,11 +312,9 @@ TEST(MqsBroker, TopicsConsumedAtOnceOnFreshQuorumQueuesNeverCostAnotherTopicItsD
   mqs.stop();
   EXPECT_EQ(broker.queue_depth(established), std::optional<std::uint32_t>(0));
   for (auto& t : fresh) {
-    broker.delete_queue(t);
-    broker.delete_queue("dde.dead." + t);
+    delete_topic(broker, t);
   }
-  broker.delete_queue(established);
-  broker.delete_queue("dde.dead." + established);
+  delete_topic(broker, established);
 }
 
 TEST(MqsBroker, AQueueThatExistsWithOtherArgumentsIsUsedAsItIs) {
@@ -337,8 +334,7 @@ TEST(MqsBroker, AQueueThatExistsWithOtherArgumentsIsUsedAsItIs) {
   EXPECT_NE(mqs.log().find("exists with other arguments"), std::string::npos);
   c.close();
   mqs.stop();
-  broker.delete_queue(topic);
-  broker.delete_queue("dde.dead." + topic);
+  delete_topic(broker, topic);
 }
 
 TEST(MqsBroker, AWrongPasswordIsReportedWithoutPrintingItWhileHostsAreStillServed) {
@@ -476,8 +472,7 @@ TEST(MqsBroker, BadInputGetsErrorRecordsWhileAnotherHostGoesOnUndisturbed) {
   good.close();
   mqs.stop();
   for (auto& q : {topic, bad_topic}) {
-    broker.delete_queue(q);
-    broker.delete_queue("dde.dead." + q);
+    delete_topic(broker, q);
   }
 }
 
