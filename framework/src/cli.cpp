@@ -95,6 +95,8 @@ bool cli::is_set(const std::string& name) const { return entries_.at(name).given
 
 void cli::set_default(const std::string& name, const std::string& value) {
   auto& e = entries_.at(name);
+  if (e.is_flag && value != "true" && value != "false")
+    throw std::invalid_argument("\"" + name + "\" is a flag: true or false, not \"" + value + "\"");
   if (!e.given) e.value = value;
 }
 

@@ -38,7 +38,8 @@ net::tls_options apply_tls_flags(const cli& args) {
   tls.cert_file = flag_or_env(args, "tls-cert", "DDE_TLS_CERT");
   tls.key_file = flag_or_env(args, "tls-key", "DDE_TLS_KEY");
   tls.ca_file = flag_or_env(args, "tls-ca", "DDE_TLS_CA");
-  tls.verify_client = args.has("tls-verify-client") && args.is_set("tls-verify-client");
+  // enabled(), not is_set(): a config file's "tls-verify-client": true counts, and --tls-verify-client=false is off.
+  tls.verify_client = args.has("tls-verify-client") && args.enabled("tls-verify-client");
   if (tls.cert_file.empty() != tls.key_file.empty())
     throw std::invalid_argument("--tls-cert and --tls-key go together");
   if (tls.verify_client && !tls.enabled())

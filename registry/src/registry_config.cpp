@@ -27,12 +27,16 @@ std::string apply_config_file(cli& c, const std::string& path) {
       as_text = value.get<std::string>();
     else if (value.is_number_integer())
       as_text = std::to_string(value.get<long long>());
+    else if (value.is_boolean())
+      as_text = value.get<bool>() ? "true" : "false";
     else
-      return "config file " + path + ": \"" + key + "\" must be a string or a whole number";
+      return "config file " + path + ": \"" + key + "\" must be a string, a whole number or true/false";
     try {
       c.set_default(key, as_text);
     } catch (const std::out_of_range&) {
       return "config file " + path + ": unknown key \"" + key + "\"";
+    } catch (const std::invalid_argument& e) {
+      return "config file " + path + ": " + e.what();
     }
   }
   return {};

@@ -31,8 +31,11 @@ class cli {
   long long get_int(const std::string& name, long long min, long long max) const;
   const std::vector<std::string>& all(const std::string& name) const;
   bool is_set(const std::string& name) const;  ///< given on the command line (or a flag present)
+  /// A flag's value: on the command line (`--name`, `--name=true|false`) or from a config file.
+  bool enabled(const std::string& name) const { return entries_.at(name).value == "true"; }
   bool has(const std::string& name) const { return entries_.count(name) > 0; }  ///< a known option
-  /// Sets a value unless it was given on the command line (for --config files).
+  /// Sets a value unless it was given on the command line (for --config files). A flag takes
+  /// "true" or "false" (std::invalid_argument otherwise); std::out_of_range for an unknown name.
   void set_default(const std::string& name, const std::string& value);
 
  private:

@@ -4,6 +4,9 @@
 #include <openssl/x509v3.h>
 
 #include <boost/asio/ip/address.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 namespace dde::net {
@@ -12,7 +15,14 @@ namespace ssl = boost::asio::ssl;
 namespace {
 
 void check(const boost::system::error_code& ec, const std::string& what, const std::string& file) {
-  if (ec) throw std::runtime_error("cannot use " + what + " " + file + ": " + ec.message());
+  if (!ec) return;
+  // OpenSSL says only "asio.ssl error" for a file it cannot open: say why it cannot.
+  std::string why = ec.message();
+  if (FILE* f = std::fopen(file.c_str(), "r"))
+    std::fclose(f);
+  else
+    why = std::strerror(errno);
+  throw std::runtime_error("cannot use " + what + " " + file + ": " + why);
 }
 
 void load_identity(ssl::context& ctx, const tls_options& o) {

@@ -1,0 +1,54 @@
+// dde-registry's command line and --config file: flags in a config file count (a security flag
+// silently ignored would leave a registry open that its operator believes closed).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "registry_config.hpp"
+
+namespace dde::registry {
+namespace {
+
+class RegistryConfig : public ::testing::Test {
+ protected:
+  void TearDown() override { std::filesystem::remove(path_); }
+  /// parse_command_line of "dde-registry --config <file holding `json`>" and then `extra`.
+  command_line parse(const std::string& json, std::vector<std::string> extra = {}) {
+    std::ofstream(path_) << json;
+    std::vector<std::string> args{"dde-registry", "--config", path_.string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    return parse_command_line(int(argv.size()), argv.data());
+  }
+  std::filesystem::path path_ =
+      std::filesystem::temp_directory_path() / ("registry-config-" + std::to_string(::getpid()) + ".json");
+};
+
+TEST_F(RegistryConfig, AFlagInTheConfigFileCountsAsOnTheCommandLine) {
+  // Without a certificate, verifying clients is refused: proof that the file's flag was read.
+  EXPECT_EQ(parse(R"({"tls-verify-client": true})").error, "--tls-verify-client needs --tls-cert");
+  EXPECT_EQ(parse(R"({"tls-verify-client": "true"})").error, "--tls-verify-client needs --tls-cert");
+  EXPECT_EQ(parse(R"({"tls-verify-client": false})").error, "");
+  EXPECT_EQ(parse(R"({"tls-verify-client": true})", {"--tls-verify-client=false"}).error, "")
+      << "the command line overrides the file";
+  EXPECT_EQ(parse("{}", {"--tls-verify-client=false"}).error, "") << "=false is off";
+  EXPECT_EQ(parse("{}", {"--tls-verify-client"}).error, "--tls-verify-client needs --tls-cert");
+}
+
+TEST_F(RegistryConfig, BadValuesInTheConfigFileAreNamed) {
+  EXPECT_EQ(parse(R"({"tls-verify-client": "yes"})").error,
+            "config file " + path_.string() + ": \"tls-verify-client\" is a flag: true or false, not \"yes\"");
+  EXPECT_EQ(parse(R"({"port": [1]})").error,
+            "config file " + path_.string() + ": \"port\" must be a string, a whole number or true/false");
+  EXPECT_EQ(parse(R"({"no-such-key": 1})").error, "config file " + path_.string() + ": unknown key \"no-such-key\"");
+  auto ok = parse(R"({"port": 4321, "heartbeat-ms": "0"})");
+  EXPECT_EQ(ok.error, "");
+  EXPECT_EQ(ok.cfg.port, 4321);
+  EXPECT_EQ(ok.cfg.heartbeat.count(), 0);
+}
+
+}  // namespace
+}  // namespace dde::registry
