@@ -39,6 +39,14 @@ bool enqueue_confirmed(mqs_client& c, const std::string& topic, int n) {
   return c.wait_for([&] { return c.confirmed_seqs().size() >= std::size_t(n); }, 20s);
 }
 
+/// Stops the MQS (its consumers close: what they held unacked goes back to the queue), expects
+/// `ready` messages left in `topic`'s queue, and deletes it.
+void stop_and_expect_ready(mqs_process& mqs, rabbitmq_node& broker, const std::string& topic, std::uint32_t ready) {
+  EXPECT_EQ(mqs.stop(), 0);
+  EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(ready));
+  delete_topic(broker, topic);
+}
+
 /// Acks every delivery as it arrives.
 void auto_ack(mqs_client& c) {
   c.on_record([&c](const wire::record& r) {
@@ -191,10 +199,7 @@ TEST(MqsBroker, ThePrefetchIsPerHostEachHostPullingATopicHasABrokerConsumerOfIts
       << mqs.log();
   a.close();
   b.close();
-  EXPECT_EQ(mqs.stop(), 0);
-  EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(0));  // every message acked away
-  EXPECT_EQ(broker.queue_consumers(topic), std::optional<std::uint32_t>(0));
-  delete_topic(broker, topic);
+  stop_and_expect_ready(mqs, broker, topic, 0);  // every message acked away
 }
 
 TEST(MqsBroker, AHostThatTellsItsWorkersGetsTheirPrefetchEach) {
@@ -225,9 +230,7 @@ TEST(MqsBroker, AHostThatTellsItsWorkersGetsTheirPrefetchEach) {
   ASSERT_TRUE(wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(12); }, 20s));
   EXPECT_EQ(a.count("deliver"), 8u);
   a.close();
-  EXPECT_EQ(mqs.stop(), 0);
-  EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(14));  // the 2 unacked went back
-  delete_topic(broker, topic);
+  stop_and_expect_ready(mqs, broker, topic, 14);  // the 2 unacked went back
 }
 
 TEST(MqsBroker, DeliveriesAHostLeavesUnackedGoToAnotherHostAsRedelivered) {
@@ -253,9 +256,7 @@ TEST(MqsBroker, DeliveriesAHostLeavesUnackedGoToAnotherHostAsRedelivered) {
   for (auto& d : got) EXPECT_TRUE(d.header.at("redelivered").get<bool>());
   b.ack(tags_of(got));
   b.close();
-  mqs.stop();
-  EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(0));
-  delete_topic(broker, topic);
+  stop_and_expect_ready(mqs, broker, topic, 0);
 }
 
 TEST(MqsBroker, TopicsConsumedAtOnceOnFreshQuorumQueuesNeverCostAnotherTopicItsDeliveries) {
