@@ -82,15 +82,34 @@ class fast_parser {
     }
   }
 
+  // After '{' or '[': steps past `close` when the container is empty.
+  bool closes_at_once(char close) {
+    ++p_;  // the opening bracket
+    skip_ws();
+    if (p_ == end_ || *p_ != close) return false;
+    ++p_;
+    return true;
+  }
+
+  enum class next { item, closed, malformed };
+  // After a member or an item: past ',' (and the blank after it) or past `close`.
+  next after_element(char close) {
+    skip_ws();
+    if (p_ == end_) return next::malformed;
+    if (*p_ == ',') {
+      ++p_;
+      skip_ws();
+      return next::item;
+    }
+    if (*p_ != close) return next::malformed;
+    ++p_;
+    return next::closed;
+  }
+
   bool object(json& out, int depth) {
-    ++p_;  // '{'
     out = json::object();
     auto& members = *out.get_ptr<json::object_t*>();
-    skip_ws();
-    if (p_ < end_ && *p_ == '}') {
-      ++p_;
-      return true;
-    }
+    if (closes_at_once('}')) return true;
     for (;;) {
       if (p_ == end_ || *p_ != '"') return false;
       ++p_;
@@ -104,41 +123,18 @@ class fast_parser {
       if (!value(v, depth + 1)) return false;
       members.insert_or_assign(std::move(key),
                                std::move(v));  // a repeated key: the last wins, as in nlohmann
-      skip_ws();
-      if (p_ == end_) return false;
-      if (*p_ == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      if (*p_ != '}') return false;
-      ++p_;
-      return true;
+      if (auto n = after_element('}'); n != next::item) return n == next::closed;
     }
   }
 
   bool array(json& out, int depth) {
-    ++p_;  // '['
     out = json::array();
     auto& items = *out.get_ptr<json::array_t*>();
-    skip_ws();
-    if (p_ < end_ && *p_ == ']') {
-      ++p_;
-      return true;
-    }
+    if (closes_at_once(']')) return true;
     for (;;) {
       items.emplace_back();
       if (!value(items.back(), depth + 1)) return false;
-      skip_ws();
-      if (p_ == end_) return false;
-      if (*p_ == ',') {
-        ++p_;
-        skip_ws();
-        continue;
-      }
-      if (*p_ != ']') return false;
-      ++p_;
-      return true;
+      if (auto n = after_element(']'); n != next::item) return n == next::closed;
     }
   }
 
