@@ -101,6 +101,10 @@ class dequeuer : private dispatcher_port {
   /// The channel of `link`'s current consumer, or nullptr.
   channel_state* channel_of(broker_link& link);
   void drop_channel(std::uint64_t epoch, const std::string& why, bool close);
+  /// Until unwatch_rpcs, stop() frees an RPC hung on `link` by shutting its socket down (then the
+  /// main connection's again).
+  void watch_rpcs(broker_link& link) { thread_.socket_fd = link.session->fd(); }
+  void unwatch_rpcs() { thread_.socket_fd = main_.session ? main_.session->fd() : -1; }
   /// Adds or cancels broker consumers on `c`'s channel until there are `c.wanted`.
   void match_consumers(const std::string& topic, consumer& c);
   std::string setup(const std::string& topic, consumer& c);

@@ -44,7 +44,7 @@ std::string dequeuer::setup(const std::string& topic, consumer& c) {
       return {};
     }
   }
-  thread_.socket_fd = link.session->fd();  // a hung RPC is freed by stop()
+  watch_rpcs(link);
   std::uint64_t epoch = next_epoch_++;
   std::string tag = "dde-mqs." + topic + "." + std::to_string(epoch);
   auto r = link.session->open_channel(topic_channel);
@@ -63,7 +63,7 @@ std::string dequeuer::setup(const std::string& topic, consumer& c) {
   // RabbitMQ 3.10 may answer this with a connection-level 541 while a fresh quorum queue elects
   // its leader: only this topic's connection goes, and it is retried after a backoff.
   if (r.ok()) r = link.session->consume(topic_channel, topic, tag);
-  thread_.socket_fd = main_.session ? main_.session->fd() : -1;
+  unwatch_rpcs();
   if (link.lost(r)) return {};
   if (!r.ok()) {
     link.session.reset();  // closes the connection (and the channel, if the broker left it open)
@@ -90,13 +90,9 @@ void dequeuer::match_consumers(const std::string& topic, consumer& c) {
   auto* ch = channel_of(c.link);
   if (!ch) return;
   // basic.qos (global=false) set once on the channel applies to each consumer created on it.
-  thread_.socket_fd = c.link.session->fd();  // a hung RPC is freed by stop()
-  struct restore {
-    dequeuer& d;
-    ~restore() { d.thread_.socket_fd = d.main_.session ? d.main_.session->fd() : -1; }
-  } restore_fd{*this};
-  while (c.link.usable() && 1 + ch->more_tags.size() != c.wanted) {
-    amqp_session::result r;
+  watch_rpcs(c.link);
+  amqp_session::result r;
+  while (r.ok() && c.link.usable() && 1 + ch->more_tags.size() != c.wanted) {
     if (1 + ch->more_tags.size() < c.wanted) {
       std::string tag = ch->consumer_tag + "+" + std::to_string(ch->next_more++);
       r = c.link.session->consume(ch->channel, topic, tag);
@@ -106,12 +102,10 @@ void dequeuer::match_consumers(const std::string& topic, consumer& c) {
       r = c.link.session->cancel(ch->channel, ch->more_tags.back());
       if (r.ok()) ch->more_tags.pop_back();
     }
-    if (c.link.lost(r)) return;  // the run loop sees link.failed
-    if (!r.ok()) {
-      drop_channel(ch->epoch, "cannot change the consumers of " + topic + ": " + r.error, false);
-      return;
-    }
   }
+  unwatch_rpcs();
+  if (c.link.lost(r)) return;  // the run loop sees link.failed
+  if (!r.ok()) return drop_channel(ch->epoch, "cannot change the consumers of " + topic + ": " + r.error, false);
   log()->debug("{} consumed by {} broker consumers", topic, c.wanted);
 }
 

@@ -11,6 +11,13 @@ constexpr int settle_requeue = 1;
 constexpr int settle_drop = 2;
 // Credit beyond this is pointless (the prefetch bounds what can arrive) and would only overflow.
 constexpr std::uint64_t credit_cap = std::uint64_t(1) << 40;
+
+/// The consumers the pullers of a topic stand for.
+std::uint64_t sum_of(const std::unordered_map<client_id, std::uint32_t>& pullers) {
+  std::uint64_t sum = 0;
+  for (auto& [client, n] : pullers) sum += n;
+  return sum;
+}
 }  // namespace
 
 std::string dispatcher::pull(client_id client, const std::string& topic, delivery_mode mode,
@@ -26,9 +33,11 @@ std::string dispatcher::pull(client_id client, const std::string& topic, deliver
   }
   auto& ts = it->second;
   ts.last_used = now;
-  auto [puller, fresh] = ts.pullers.try_emplace(client, 1);
+  // Hosts tell their workers with every pull: count again only when that changed.
+  auto [puller, fresh] = ts.pullers.try_emplace(client, consumers ? consumers : 1);
+  bool changed = fresh || (consumers && consumers != puller->second);
   if (consumers) puller->second = consumers;
-  if (fresh || consumers) count_consumers(topic, ts);
+  if (changed) count_consumers(topic, ts);
   if (credit == 0) return {};
   auto& c = ts.credits[client];
   if (c == 0) ts.ready.push_back(client);
@@ -136,9 +145,7 @@ void dispatcher::drop_credit(topic_state& ts, client_id client) {
 
 void dispatcher::count_consumers(const std::string& topic, topic_state& ts) {
   if (ts.pullers.empty()) return;  // the last consumer stays until the topic goes idle
-  std::uint64_t sum = 0;
-  for (auto& [client, n] : ts.pullers) sum += n;
-  auto n = std::uint32_t(std::min<std::uint64_t>(sum, max_consumers));
+  auto n = std::uint32_t(std::min<std::uint64_t>(sum_of(ts.pullers), max_consumers));
   // The first consumer is the one start_consumer opened.
   if (n == std::max<std::uint32_t>(ts.consumers, 1)) {
     ts.consumers = n;
@@ -239,10 +246,7 @@ std::size_t dispatcher::buffered(const std::string& topic) const {
 
 std::uint32_t dispatcher::consumers(const std::string& topic) const {
   auto it = topics_.find(topic);
-  if (it == topics_.end()) return 0;
-  std::uint32_t n = 0;
-  for (auto& [client, k] : it->second.pullers) n += k;
-  return n;
+  return it == topics_.end() ? 0 : std::uint32_t(sum_of(it->second.pullers));
 }
 
 std::uint64_t dispatcher::credit(client_id client, const std::string& topic) const {
