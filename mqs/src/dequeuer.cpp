@@ -72,6 +72,7 @@ void dequeuer::run() {
       if (c.link.usable()) read_frames(c.link);
     if (main_.usable()) retry_governance(now);
     if (main_.usable() && !last) retry_consumers(now);
+    if (main_.usable() && !last && now >= shrink_due_) shrink_due_ = shrink_quiet_consumers(now);
     if (dispatcher_.blocked()) dispatcher_.retry_blocked();
     if (now >= next_idle_check_) {
       dispatcher_.expire_idle(now);
@@ -85,7 +86,7 @@ void dequeuer::run() {
 
     auto wake_at =
         std::min(clock::now() + std::chrono::seconds(1), main_.session ? clock::time_point::max() : next_connect_);
-    if (!consumers_.empty()) wake_at = std::min(wake_at, next_idle_check_);
+    if (!consumers_.empty()) wake_at = std::min(wake_at, std::min(next_idle_check_, shrink_due_));
     for (auto& [topic, c] : consumers_)
       if (main_.session && !c.link.channel) wake_at = std::min(wake_at, c.retry_at);
     if (main_.session && !main_.channel) wake_at = std::min(wake_at, governance_retry_at_);
@@ -196,6 +197,7 @@ dequeuer::channel_state* dequeuer::channel_of(broker_link& link) {
 
 void dequeuer::read_frames(broker_link& link) {
   amqp_frame_t frame;
+  bool delivered = false;
   while (link.usable()) {
     int rc = link.session->try_read_frame(frame);
     if (rc == 0) break;
@@ -204,6 +206,7 @@ void dequeuer::read_frames(broker_link& link) {
       break;
     }
     if (frame.frame_type == AMQP_FRAME_METHOD) {
+      delivered = delivered || frame.payload.method.id == AMQP_BASIC_DELIVER_METHOD;
       on_method(link, frame);
       continue;
     }
@@ -223,6 +226,8 @@ void dequeuer::read_frames(broker_link& link) {
       if (ch->remaining == 0) complete(*ch);
     }
   }
+  if (delivered)
+    if (auto* ch = channel_of(link)) ch->last_delivery = clock::now();
   if (link.usable()) amqp_maybe_release_buffers(link.session->state());
 }
 

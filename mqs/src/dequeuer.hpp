@@ -58,7 +58,7 @@ class dequeuer : private dispatcher_port {
   using clock = std::chrono::steady_clock;
   struct consumer {
     delivery_mode mode = delivery_mode::at_least_once;
-    std::uint32_t wanted = 1;  ///< broker consumers on its channel: one per host that pulls the topic
+    std::uint32_t wanted = 1;  ///< broker consumers on its channel: one per worker of the hosts pulling it
     broker_link link;  ///< its own connection; link.channel is 0 while not consuming
     clock::time_point retry_at{};
     /// After the broker cancelled or closed the consumer (1 s, doubling to 30 s).
@@ -74,6 +74,8 @@ class dequeuer : private dispatcher_port {
     std::string consumer_tag;  ///< of the first consumer; the others' are "<it>+<n>"
     std::vector<std::string> more_tags;  ///< the other consumers on the channel, one per extra host
     std::uint32_t next_more = 1;
+    /// When the last delivery arrived: extra consumers are cancelled only once the channel is quiet.
+    std::chrono::steady_clock::time_point last_delivery{};
     broker_link* link;  ///< the connection it lives on (its consumer's, or the main one)
     std::uint16_t channel;
     ack_batcher acks;
@@ -105,8 +107,11 @@ class dequeuer : private dispatcher_port {
   /// main connection's again).
   void watch_rpcs(broker_link& link) { thread_.socket_fd = link.session->fd(); }
   void unwatch_rpcs() { thread_.socket_fd = main_.session ? main_.session->fd() : -1; }
-  /// Adds or cancels broker consumers on `c`'s channel until there are `c.wanted`.
-  void match_consumers(const std::string& topic, consumer& c);
+  /// Adds broker consumers on `c`'s channel until there are `c.wanted`; cancels the extra ones only
+  /// once no delivery came for `shrink_quiet` (see dequeuer_consumers.cpp). Returns when that is.
+  clock::time_point match_consumers(const std::string& topic, consumer& c, clock::time_point now);
+  /// Cancels the extra consumers of channels that became quiet; returns when to look again.
+  clock::time_point shrink_quiet_consumers(clock::time_point now);
   std::string setup(const std::string& topic, consumer& c);
   /// A topic's connection failed: its deliveries are void; it consumes again after a backoff.
   void link_lost(const std::string& topic, consumer& c);
@@ -156,6 +161,7 @@ class dequeuer : private dispatcher_port {
   std::uint64_t next_epoch_ = 1;
   std::uint16_t next_channel_ = 1;
   clock::time_point next_idle_check_{};
+  clock::time_point shrink_due_ = clock::time_point::max();  ///< a quiet channel's extra consumers go
   pause_board pauses_;
   clock::time_point governance_retry_at_{};
   std::chrono::milliseconds governance_retry_delay_{1000};

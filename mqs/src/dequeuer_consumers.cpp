@@ -6,6 +6,7 @@
 #include "dde/mqs/queue_spec.hpp"
 #include "dde/mqs/request.hpp"
 #include "dequeuer.hpp"
+#include "mqs_metrics.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -14,6 +15,8 @@ constexpr auto max_reconnect_delay = std::chrono::milliseconds(5000);
 constexpr auto max_retry_delay = std::chrono::milliseconds(30000);
 // Each topic's connection has one channel.
 constexpr std::uint16_t topic_channel = 1;
+// How long a channel goes without a delivery before the consumers a pool no longer needs go.
+constexpr auto shrink_quiet = std::chrono::milliseconds(1000);
 
 std::shared_ptr<spdlog::logger> log() {
   static auto l = dde::logger("mqs.dequeuer");
@@ -70,12 +73,13 @@ std::string dequeuer::setup(const std::string& topic, consumer& c) {
     return "cannot consume " + topic + ": " + r.error;
   }
   channels_.try_emplace(epoch, topic, epoch, tag, link, topic_channel);
+  mqs_metrics::process().topic(topic).consumers.set(1);
   link.channel = topic_channel;
   link.epoch = epoch;
   c.retry_delay = std::chrono::milliseconds(1000);
   c.reconnect_delay = std::chrono::milliseconds(100);
   log()->debug("consuming {} ({}) with prefetch {}", topic, to_string(c.mode), cfg_.prefetch);
-  match_consumers(topic, c);  // after a reconnect: one per host that still pulls
+  match_consumers(topic, c, clock::now());  // after a reconnect: one per worker that still pulls
   return {};
 }
 
@@ -83,17 +87,28 @@ void dequeuer::set_consumers(const std::string& topic, std::uint32_t consumers) 
   auto it = consumers_.find(topic);
   if (it == consumers_.end()) return;
   it->second.wanted = std::clamp<std::uint32_t>(consumers, 1, max_consumers);
-  if (it->second.link.channel) match_consumers(topic, it->second);
+  if (it->second.link.channel)
+    shrink_due_ = std::min(shrink_due_, match_consumers(topic, it->second, clock::now()));
 }
 
-void dequeuer::match_consumers(const std::string& topic, consumer& c) {
+dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, consumer& c, clock::time_point now) {
+  constexpr auto never = clock::time_point::max();
   auto* ch = channel_of(c.link);
-  if (!ch) return;
+  if (!ch) return never;
+  auto have = [&] { return std::uint32_t(1 + ch->more_tags.size()); };
+  // A quorum queue returns what was in transit to a consumer when it is cancelled (rabbitmq-server
+  // #3729): the message comes again marked redelivered, and the return counts towards its delivery
+  // limit. So the consumers of a pool that scaled down stay while messages flow (the dispatcher
+  // still shares deliveries by the hosts' credit; the MQS holds at most their prefetch more), and
+  // are cancelled once none came for shrink_quiet: then nothing is in transit to give back.
+  auto quiet_at = ch->last_delivery + shrink_quiet;
+  if (have() == c.wanted) return never;
+  if (have() > c.wanted && now < quiet_at) return quiet_at;
   // basic.qos (global=false) set once on the channel applies to each consumer created on it.
   watch_rpcs(c.link);
   amqp_session::result r;
-  while (r.ok() && c.link.usable() && 1 + ch->more_tags.size() != c.wanted) {
-    if (1 + ch->more_tags.size() < c.wanted) {
+  while (r.ok() && c.link.usable() && have() != c.wanted) {
+    if (have() < c.wanted) {
       std::string tag = ch->consumer_tag + "+" + std::to_string(ch->next_more++);
       r = c.link.session->consume(ch->channel, topic, tag);
       if (r.ok()) ch->more_tags.push_back(std::move(tag));
@@ -104,9 +119,21 @@ void dequeuer::match_consumers(const std::string& topic, consumer& c) {
     }
   }
   unwatch_rpcs();
-  if (c.link.lost(r)) return;  // the run loop sees link.failed
-  if (!r.ok()) return drop_channel(ch->epoch, "cannot change the consumers of " + topic + ": " + r.error, false);
-  log()->debug("{} consumed by {} broker consumers", topic, c.wanted);
+  if (c.link.lost(r)) return never;  // the run loop sees link.failed
+  if (!r.ok()) {
+    drop_channel(ch->epoch, "cannot change the consumers of " + topic + ": " + r.error, false);
+    return never;
+  }
+  mqs_metrics::process().topic(topic).consumers.set(have());
+  log()->debug("{} consumed by {} broker consumers", topic, have());
+  return never;
+}
+
+dequeuer::clock::time_point dequeuer::shrink_quiet_consumers(clock::time_point now) {
+  auto due = clock::time_point::max();
+  for (auto& [topic, c] : consumers_)
+    if (c.link.usable() && c.link.channel) due = std::min(due, match_consumers(topic, c, now));
+  return due;
 }
 
 void dequeuer::retry_consumers(clock::time_point now) {
@@ -131,6 +158,7 @@ void dequeuer::link_lost(const std::string& topic, consumer& c) {
     dirty_channels_.erase(c.link.epoch);
   }
   c.link.reset_broken();
+  mqs_metrics::process().topic(topic).consumers.set(0);
   dispatcher_.on_consumer_lost(topic);  // its delivery tags are void: the broker requeues them
   c.retry_at = clock::now() + c.reconnect_delay;
   c.reconnect_delay = std::min(c.reconnect_delay * 2, max_reconnect_delay);
@@ -182,6 +210,7 @@ void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool cl
   dirty_channels_.erase(epoch);
   link.channel = 0;
   link.epoch = 0;
+  if (!governance) mqs_metrics::process().topic(topic).consumers.set(0);
   if (governance) {  // its queue is gone with the channel (auto-delete): set up again shortly
     log()->warn("pause consumer lost: {}; consuming pauses again in {} ms", why,
                 governance_retry_delay_.count());

@@ -20,7 +20,9 @@ topic_counters& mqs_metrics::topic(const std::string& name) {
               r.counter("dde_mqs_consumed_total", "Messages delivered to isolate systems, per topic.", l),
               r.counter("dde_mqs_acked_total", "Messages acked to the broker, per topic.", l),
               r.counter("dde_mqs_redelivered_total",
-                        "Messages the broker delivered again (redelivered flag), per topic.", l)})
+                        "Messages the broker delivered again (redelivered flag), per topic.", l),
+              r.gauge("dde_mqs_topic_consumers",
+                      "Broker consumers this MQS holds on the topic's queue (one per worker pulling it).", l)})
       .first->second;
 }
 

@@ -17,6 +17,7 @@ struct topic_counters {
   metric_cell& consumed;     ///< delivered to a host
   metric_cell& acked;        ///< acked to the broker after the host's ack
   metric_cell& redelivered;  ///< delivered with the broker's redelivered flag
+  metric_cell& consumers;    ///< gauge: the broker consumers this MQS holds on the topic's queue
 };
 
 class mqs_metrics {

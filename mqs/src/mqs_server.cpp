@@ -70,7 +70,8 @@ void answer_topics(const std::string& target, queue_inspector& inspector, respon
       nlohmann::json entry = {{"published", c.published.value()},
                               {"consumed", c.consumed.value()},
                               {"acked", c.acked.value()},
-                              {"redelivered", c.redelivered.value()}};
+                              {"redelivered", c.redelivered.value()},
+                              {"consumers", c.consumers.value()}};
       if (auto it = report.queues.find(t); it != report.queues.end()) {
         entry["queueDepth"] = it->second.messages;
         entry["queueConsumers"] = it->second.consumers;

@@ -47,6 +47,13 @@ void stop_and_expect_ready(mqs_process& mqs, rabbitmq_node& broker, const std::s
   delete_topic(broker, topic);
 }
 
+/// The broker consumers the MQS says it holds on `topic` (GET /topics "consumers"), -1 if unknown.
+int mqs_consumers(mqs_process& mqs, const std::string& topic) {
+  auto r = net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(mqs.port()) + "/topics?names=" + topic);
+  if (r.status != 200) return -1;
+  return nlohmann::json::parse(r.body).at("topics").at(topic).value("consumers", -1);
+}
+
 /// Acks every delivery as it arrives.
 void auto_ack(mqs_client& c) {
   c.on_record([&c](const wire::record& r) {
@@ -221,9 +228,12 @@ TEST(MqsBroker, AHostThatTellsItsWorkersGetsTheirPrefetchEach) {
   auto stats = nlohmann::json::parse(topics.body).at("topics");
   EXPECT_EQ(stats.size(), 1u) << stats.dump();
   EXPECT_EQ(stats[topic].value("queueConsumers", 0), 3) << stats.dump();
-  // Scaled down to one worker (told before the acks, which the MQS handles in order, so the two
-  // consumers are cancelled while their windows are full): one consumer, prefetch 2 again.
+  EXPECT_EQ(stats[topic].value("consumers", 0), 3) << stats.dump();
+  // Scaled down to one worker: the two consumers go once no delivery came for a while (their
+  // windows are full: none comes), then the acks make room for prefetch 2 again, on one consumer
+  // (the broker counts a cancelled consumer until what it delivered is settled).
   a.send_record({{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", 1}, {"consumers", 1}});
+  ASSERT_TRUE(wait_until([&] { return mqs_consumers(mqs, topic) == 1; }, 20s)) << mqs.log();
   a.ack(tags_of(a.records("deliver")));
   ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(1); }, 20s))
       << mqs.log();
@@ -231,6 +241,46 @@ TEST(MqsBroker, AHostThatTellsItsWorkersGetsTheirPrefetchEach) {
   EXPECT_EQ(a.count("deliver"), 8u);
   a.close();
   stop_and_expect_ready(mqs, broker, topic, 14);  // the 2 unacked went back
+}
+
+TEST(MqsBroker, AHostScalingDownMidStreamGetsNothingBackRedelivered) {
+  // A quorum queue gives back to the queue what is on its way to a consumer being cancelled
+  // (rabbitmq-server #3729): it would come again marked redelivered, a step nearer its delivery
+  // limit. While messages flow, the MQS keeps the consumers a host no longer needs; they go once
+  // the stream is quiet.
+  auto& broker = shared_broker();
+  mqs_process mqs(broker, {"--prefetch", "8"});
+  auto topic = unique_topic("scale_down");
+  mqs_client a(mqs.port()), producer(mqs.port());
+  ASSERT_TRUE(a.hello("a"));
+  ASSERT_TRUE(producer.hello("p"));
+  constexpr int n = 4000;
+  auto_ack(a);
+  a.send_record({{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", n}, {"consumers", 4}});
+  // Published as it is consumed (about 4,000 a second), so deliveries are on their way all along.
+  std::thread feed([&] {
+    for (int i = 1; i <= n; ++i) {
+      producer.enqueue(topic, "at-least-once", i, "m" + std::to_string(i));
+      if (i % 20 == 0) std::this_thread::sleep_for(5ms);  // pacing, not synchronisation
+    }
+  });
+  bool scaled = a.wait_for([&] { return a.count("deliver") >= n / 4; }, 30s);
+  // The host's pool went from four workers to one, mid-stream.
+  a.send_record({{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", 1}, {"consumers", 1}});
+  bool all = a.wait_for([&] { return bodies_of(a.records("deliver")).size() == std::size_t(n); }, 60s);
+  feed.join();
+  ASSERT_TRUE(scaled) << mqs.log();
+  ASSERT_TRUE(all) << a.count("deliver") << " of " << n << "\n" << mqs.log();
+  std::size_t redelivered = 0;
+  for (auto& d : a.records("deliver")) redelivered += d.header.at("redelivered").get<bool>() ? 1 : 0;
+  EXPECT_EQ(redelivered, 0u);
+  EXPECT_EQ(a.count("deliver"), std::size_t(n));
+  // Quiet now: the three consumers the host no longer needs go.
+  ASSERT_TRUE(wait_until([&] { return mqs_consumers(mqs, topic) == 1; }, 20s)) << mqs.log();
+  ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(1); }, 20s))
+      << mqs.log();
+  a.close();
+  stop_and_expect_ready(mqs, broker, topic, 0);
 }
 
 TEST(MqsBroker, DeliveriesAHostLeavesUnackedGoToAnotherHostAsRedelivered) {
