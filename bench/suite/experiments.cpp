@@ -30,7 +30,7 @@ flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int pr
   f.produced = produce(c, s, n, producers, size, true);
   if (consumers > 0) {
     const int used = start_consumers(c, s, consumers, std::max(8, prefetch));
-    f.consumed = await_consumed(s, n / producers * producers);
+    f.consumed = await_consumed(c, s, n / producers * producers);
     stop_systems(c, s.system, used);
   }
   c.broker().delete_queue(s.system + ".consumer");
@@ -174,7 +174,7 @@ table exp5_simultaneous(suite_context& ctx) {
         producers.mqs = {urls.front()};  // with two MQS, producers on one and consumers on the other
         const int used = start_consumers(c, consumers, k, 64);
         auto produced = produce(c, producers, n, k, 64, false);
-        double consumed = await_consumed(consumers, n);
+        double consumed = await_consumed(c, consumers, n);
         stop_systems(c, consumers.system, used, consumers.system + ".consumer");
         auto raw = raw_simultaneous(c, mode, n, k, k, 64);
         t.add({mode, std::to_string(m), std::to_string(k), std::to_string(n), num(produced.at_isolates),

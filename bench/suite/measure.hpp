@@ -33,7 +33,7 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
 /// Returns the nodes used, for stop_systems.
 int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits);
 /// Waits until the consumers handled `n` messages; their throughput from the first to the last, or 0.
-double await_consumed(const setup& s, long n);
+double await_consumed(bench_cluster& c, const setup& s, long n);
 /// Shuts `system` down on nodes [0, nodes) and deletes `queue` (if given).
 void stop_systems(bench_cluster& c, const std::string& system, int nodes, const std::string& queue = "");
 
