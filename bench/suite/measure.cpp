@@ -90,8 +90,8 @@ void explain_stall(bench_cluster& c, const setup& s) {
     auto show = c.describe(node);
     if (!show.is_object() || !show.contains(s.system)) continue;
     for (auto& pool : show[s.system])
-      std::cerr << "[bench] node " << node << " pool " << pool.value("id", "") << " (" << pool.value("poolState", "")
-                << ", " << pool.value("inFlight", 0) << " in flight): " << pool.value("stats", nlohmann::json()).dump()
+      std::cerr << "[bench] node " << node << " pool " << pool.value("id", nlohmann::json()).dump() << " "
+                << pool.value("poolState", nlohmann::json()).dump() << ": " << pool.value("stats", nlohmann::json()).dump()
                 << "\n";
   }
   // The daemons' warnings and errors, last ones last.
