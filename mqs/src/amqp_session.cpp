@@ -2,7 +2,12 @@
 
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/time.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <vector>
 
@@ -120,7 +125,33 @@ std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::st
     return nullptr;
   }
   s->broken_ = false;
+  s->plain_ = !p.tls;
   return s;
+}
+
+std::string amqp_session::write_frames(const std::string& bytes) {
+  const char* at = bytes.data();
+  std::size_t left = bytes.size();
+  int err = 0;
+  while (left > 0 && err == 0) {
+    ssize_t n = ::send(fd(), at, left, MSG_NOSIGNAL);
+    if (n > 0) {
+      at += n;
+      left -= std::size_t(n);
+    } else if (n == 0) {
+      err = EPIPE;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      // The broker reads slower (or blocks publishers): wait, as rabbitmq-c's own send does.
+      pollfd p{fd(), POLLOUT, 0};
+      if (::poll(&p, 1, -1) < 0 && errno != EINTR) err = errno;
+      else if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) err = EPIPE;
+    } else if (errno != EINTR) {
+      err = errno;
+    }
+  }
+  if (err == 0) return {};
+  broken_ = true;  // part of a frame may have gone: nothing more can be said on this connection
+  return std::string("send: ") + std::strerror(err);
 }
 
 amqp_session::~amqp_session() {

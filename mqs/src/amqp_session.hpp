@@ -52,6 +52,12 @@ class amqp_session {
   void mark_broken() { broken_ = true; }
   /// True when a frame can be read without touching the socket.
   bool buffered() const { return amqp_frames_enqueued(state_) || amqp_data_in_buffer(state_); }
+  /// Plain TCP (not amqps): whole frames encoded by the caller may be written to the socket.
+  bool plain() const { return plain_; }
+  std::uint32_t frame_max() const { return std::uint32_t(amqp_get_frame_max(state_)); }
+  /// Writes `bytes` (whole frames) to a plain connection's socket, waiting while it is full; an
+  /// error (the connection is then broken) or empty.
+  std::string write_frames(const std::string& bytes);
 
   result open_channel(std::uint16_t channel);
   result close_channel(std::uint16_t channel);
@@ -91,6 +97,7 @@ class amqp_session {
 
   amqp_connection_state_t state_;
   bool broken_ = false;
+  bool plain_ = false;
 };
 
 }  // namespace dde::mqs

@@ -18,6 +18,8 @@ constexpr std::uint16_t transient_channel = 2;
 constexpr std::uint16_t declare_channel = 3;
 // Publishes per loop turn before incoming frames (confirms) are read again.
 constexpr int publish_burst = 256;
+// A burst's frames go out in writes of about this size (plain TCP).
+constexpr std::size_t batch_flush_bytes = 128 * 1024;
 // A declared queue is declared again after this long: a reply queue that expired, or a queue
 // someone deleted, comes back.
 constexpr auto redeclare_after = std::chrono::seconds(30);
@@ -165,6 +167,10 @@ void enqueuer::connect() {
   ever_connected_ = true;
   connected_ = true;
   pauses_.reset();
+  if (session_->plain())
+    batch_ = std::make_unique<publish_frames>(session_->frame_max());
+  else
+    batch_.reset();  // amqps: rabbitmq-c writes each frame through OpenSSL
   thread_.socket_fd = session_->fd();
   backoff_ = std::chrono::milliseconds(100);
 }
@@ -173,6 +179,7 @@ void enqueuer::lost(const std::string& why) {
   thread_.socket_fd = -1;
   if (session_) session_->mark_broken();
   session_.reset();
+  if (batch_) batch_->clear();  // at-most-once messages in it are lost with the connection
   connected_ = false;
   declared_.clear();
   // Whatever the broker had not confirmed is published again (duplicates are allowed, loss is not).
@@ -203,7 +210,16 @@ void enqueuer::publish_some() {
       }
     }
     if (!any) break;
+    if (batch_ && batch_->size() >= batch_flush_bytes) flush_batch();
   }
+  flush_batch();
+}
+
+void enqueuer::flush_batch() {
+  if (!session_ || !batch_ || batch_->empty()) return;
+  auto error = session_->write_frames(batch_->bytes());
+  batch_->clear();
+  if (!error.empty()) lost(error);  // what was not confirmed is published again
 }
 
 // Publishes `msg`; false when it was not (connection lost: it stays queued; or refused: it was
@@ -219,6 +235,17 @@ bool enqueuer::publish(outgoing_message& msg) {
     return false;
   }
   bool confirmed = msg.mode == delivery_mode::at_least_once;
+  if (batch_) {  // plain TCP: sent with the rest of the burst, in one write
+    if (!batch_->add(confirmed ? confirm_channel : transient_channel, msg.topic, confirmed ? 2 : 1, msg.body)) {
+      auto& queue = confirmed ? pending_confirmed_ : pending_transient_;
+      auto m = std::move(queue.front());
+      queue.pop_front();
+      refuse(std::move(m), "a topic name is at most 255 bytes");
+      return false;
+    }
+    if (!confirmed) mqs_metrics::process().topic(msg.topic).published.add();
+    return true;
+  }
   amqp_basic_properties_t props;
   props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
   props.delivery_mode = confirmed ? 2 : 1;

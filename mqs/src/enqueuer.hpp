@@ -20,6 +20,7 @@
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/confirm_tracker.hpp"
 #include "dde/mqs/flow_control.hpp"
+#include "dde/mqs/publish_frames.hpp"
 #include "dde/names.hpp"
 #include "dde/net/ws.hpp"
 #include "exit_latch.hpp"
@@ -71,7 +72,9 @@ class enqueuer {
   void lost(const std::string& why);
   void take_inbox();
   void publish_some();
+  /// Publishes `msg` (plain TCP: into `batch_`, written by flush_batch).
   bool publish(outgoing_message& msg);
+  void flush_batch();
   bool ensure_declared(const outgoing_message& msg, std::string& error);
   void read_frames();
   void refuse(outgoing_message&& msg, const std::string& error);
@@ -92,6 +95,8 @@ class enqueuer {
 
   // Owned by the thread.
   std::unique_ptr<amqp_session> session_;
+  /// The burst's publish frames on a plain connection (one write per burst, not three per message).
+  std::unique_ptr<publish_frames> batch_;
   bool ever_connected_ = false;
   clock::time_point next_connect_{};
   std::chrono::milliseconds backoff_{100};

@@ -1,0 +1,81 @@
+#include "dde/mqs/publish_frames.hpp"
+
+#include <algorithm>
+
+namespace dde::mqs {
+namespace {
+
+// AMQP 0-9-1 (section 4.2.3 and the class reference).
+constexpr std::uint8_t frame_method = 1;
+constexpr std::uint8_t frame_header = 2;
+constexpr std::uint8_t frame_body = 3;
+constexpr std::uint8_t frame_end = 0xCE;
+constexpr std::size_t frame_overhead = 8;  // type, channel, size; frame-end
+constexpr std::uint16_t basic_class = 60;
+constexpr std::uint16_t basic_publish = 40;
+constexpr std::uint16_t delivery_mode_flag = 0x1000;
+
+}  // namespace
+
+publish_frames::publish_frames(std::uint32_t frame_max) : frame_max_(std::max<std::uint32_t>(frame_max, 4096)) {}
+
+void publish_frames::u16(std::uint16_t v) {
+  u8(std::uint8_t(v >> 8));
+  u8(std::uint8_t(v));
+}
+
+void publish_frames::u32(std::uint32_t v) {
+  u16(std::uint16_t(v >> 16));
+  u16(std::uint16_t(v));
+}
+
+void publish_frames::u64(std::uint64_t v) {
+  u32(std::uint32_t(v >> 32));
+  u32(std::uint32_t(v));
+}
+
+std::size_t publish_frames::begin_frame(std::uint8_t type, std::uint16_t channel) {
+  u8(type);
+  u16(channel);
+  std::size_t start = out_.size();
+  u32(0);  // the payload size, once known
+  return start;
+}
+
+void publish_frames::end_frame(std::size_t start) {
+  auto size = std::uint32_t(out_.size() - start - 4);
+  for (int i = 0; i < 4; ++i) out_[start + std::size_t(i)] = char(std::uint8_t(size >> (24 - 8 * i)));
+  u8(frame_end);
+}
+
+bool publish_frames::add(std::uint16_t channel, std::string_view routing_key, std::uint8_t delivery_mode,
+                         std::string_view body) {
+  if (routing_key.size() > 255) return false;
+  auto f = begin_frame(frame_method, channel);
+  u16(basic_class);
+  u16(basic_publish);
+  u16(0);  // reserved-1 (ticket)
+  u8(0);   // exchange: "" (the default exchange)
+  u8(std::uint8_t(routing_key.size()));
+  out_.append(routing_key);
+  u8(0);  // mandatory, immediate: no
+  end_frame(f);
+
+  f = begin_frame(frame_header, channel);
+  u16(basic_class);
+  u16(0);  // weight
+  u64(body.size());
+  u16(delivery_mode_flag);
+  u8(delivery_mode);
+  end_frame(f);
+
+  const std::size_t chunk = frame_max_ - frame_overhead;
+  for (std::size_t at = 0; at < body.size(); at += chunk) {
+    f = begin_frame(frame_body, channel);
+    out_.append(body.substr(at, chunk));
+    end_frame(f);
+  }
+  return true;
+}
+
+}  // namespace dde::mqs

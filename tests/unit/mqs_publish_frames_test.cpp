@@ -1,0 +1,123 @@
+// The MQS's own basic.publish encoding, read back by rabbitmq-c's frame decoder (the one that reads
+// what brokers send): every frame, every field, bodies split at the frame size.
+#include <amqp.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "dde/mqs/publish_frames.hpp"
+
+namespace dde::mqs {
+namespace {
+
+struct decoded_publish {
+  std::uint16_t channel = 0;
+  std::string routing_key, exchange;
+  bool mandatory = true, immediate = true;
+  std::uint64_t body_size = 0;
+  int delivery_mode = -1;
+  std::string body;
+  int body_frames = 0;
+};
+
+/// Decodes `bytes` with rabbitmq-c into publishes; fails the test on anything else.
+std::vector<decoded_publish> decode(const std::string& bytes, std::uint32_t frame_max) {
+  std::vector<decoded_publish> out;
+  amqp_connection_state_t st = amqp_new_connection();
+  // A fresh connection expects the protocol header first; then it is tuned as after connection.tune.
+  std::string header("AMQP\x00\x00\x09\x01", 8);
+  amqp_frame_t start{};
+  EXPECT_EQ(amqp_handle_input(st, amqp_bytes_t{header.size(), header.data()}, &start), 8);
+  EXPECT_EQ(start.frame_type, 'A');  // AMQP_PSEUDOFRAME_PROTOCOL_HEADER (amqp_private.h)
+  EXPECT_EQ(amqp_tune_connection(st, 0, int(frame_max), 0), AMQP_STATUS_OK);
+  amqp_bytes_t left{bytes.size(), const_cast<char*>(bytes.data())};
+  while (left.len > 0) {
+    amqp_frame_t frame{};
+    int used = amqp_handle_input(st, left, &frame);
+    if (used < 0) {
+      ADD_FAILURE() << "rabbitmq-c refused the bytes: " << amqp_error_string2(used);
+      break;
+    }
+    left.bytes = static_cast<char*>(left.bytes) + used;
+    left.len -= std::size_t(used);
+    if (frame.frame_type == AMQP_FRAME_METHOD) {
+      EXPECT_EQ(frame.payload.method.id, AMQP_BASIC_PUBLISH_METHOD);
+      auto* m = static_cast<amqp_basic_publish_t*>(frame.payload.method.decoded);
+      decoded_publish p;
+      p.channel = frame.channel;
+      p.exchange.assign(static_cast<char*>(m->exchange.bytes), m->exchange.len);
+      p.routing_key.assign(static_cast<char*>(m->routing_key.bytes), m->routing_key.len);
+      p.mandatory = m->mandatory;
+      p.immediate = m->immediate;
+      out.push_back(p);
+    } else if (frame.frame_type == AMQP_FRAME_HEADER) {
+      EXPECT_FALSE(out.empty());
+      if (out.empty()) break;
+      EXPECT_EQ(frame.channel, out.back().channel);
+      EXPECT_EQ(frame.payload.properties.class_id, AMQP_BASIC_CLASS);
+      out.back().body_size = frame.payload.properties.body_size;
+      auto* props = static_cast<amqp_basic_properties_t*>(frame.payload.properties.decoded);
+      EXPECT_EQ(props->_flags, AMQP_BASIC_DELIVERY_MODE_FLAG);
+      out.back().delivery_mode = props->delivery_mode;
+    } else if (frame.frame_type == AMQP_FRAME_BODY) {
+      EXPECT_FALSE(out.empty());
+      if (out.empty()) break;
+      EXPECT_EQ(frame.channel, out.back().channel);
+      auto& frag = frame.payload.body_fragment;
+      EXPECT_LE(frag.len + 8, frame_max);
+      out.back().body.append(static_cast<char*>(frag.bytes), frag.len);
+      ++out.back().body_frames;
+    }
+    amqp_maybe_release_buffers(st);
+  }
+  amqp_destroy_connection(st);
+  return out;
+}
+
+TEST(PublishFrames, RabbitmqCReadsBackEveryPublishOfABatch) {
+  const std::uint32_t frame_max = 4096;
+  publish_frames batch(frame_max);
+  std::string big(10000, 'x');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = char('a' + i % 26);
+  ASSERT_TRUE(batch.add(1, "sys.consumer", 2, "hello"));
+  ASSERT_TRUE(batch.add(2, "sys.other", 1, ""));  // an empty body: no body frame
+  ASSERT_TRUE(batch.add(2, std::string(255, 'q'), 1, big));
+  ASSERT_TRUE(batch.add(7, "x", 2, std::string(frame_max - 8, 'z')));  // exactly one full frame
+  auto got = decode(batch.bytes(), frame_max);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0].channel, 1);
+  EXPECT_EQ(got[0].exchange, "");
+  EXPECT_EQ(got[0].routing_key, "sys.consumer");
+  EXPECT_FALSE(got[0].mandatory);
+  EXPECT_FALSE(got[0].immediate);
+  EXPECT_EQ(got[0].delivery_mode, 2);
+  EXPECT_EQ(got[0].body_size, 5u);
+  EXPECT_EQ(got[0].body, "hello");
+  EXPECT_EQ(got[1].channel, 2);
+  EXPECT_EQ(got[1].delivery_mode, 1);
+  EXPECT_EQ(got[1].body_size, 0u);
+  EXPECT_EQ(got[1].body_frames, 0);
+  EXPECT_EQ(got[2].routing_key, std::string(255, 'q'));
+  EXPECT_EQ(got[2].body_size, big.size());
+  EXPECT_EQ(got[2].body, big);
+  EXPECT_EQ(got[2].body_frames, 3);  // 4088 + 4088 + 1824
+  EXPECT_EQ(got[3].channel, 7);
+  EXPECT_EQ(got[3].body_frames, 1);
+  EXPECT_EQ(got[3].body, std::string(frame_max - 8, 'z'));
+}
+
+TEST(PublishFrames, ARoutingKeyLongerThanAShortStringIsRefusedAndNothingIsWritten) {
+  publish_frames batch(131072);
+  EXPECT_FALSE(batch.add(1, std::string(256, 'k'), 1, "body"));
+  EXPECT_TRUE(batch.empty());
+  ASSERT_TRUE(batch.add(1, "k", 1, "body"));
+  auto size = batch.size();
+  batch.clear();
+  EXPECT_TRUE(batch.empty());
+  // Each frame: 7 bytes of type, channel and size, then its payload, then frame-end.
+  EXPECT_EQ(size, (7 + 10 + 1) + (7 + 15 + 1) + (7 + 4 + 1));  // method, header, body
+}
+
+}  // namespace
+}  // namespace dde::mqs
