@@ -93,7 +93,8 @@ try {
   await manage.locator('[name=migrateWorkers]').fill('localhost');
   await manage.locator('#migrate-button').click();
   await page.waitForFunction(() => /Migrated/.test(document.querySelector('#manage-message').textContent), null, { timeout });
-  await page.waitForFunction((sel) => document.querySelector(sel + ' .c-workers').textContent.startsWith('1'),
+  // The row is drawn again as the pool moves: it may be missing for a moment.
+  await page.waitForFunction((sel) => document.querySelector(sel + ' .c-workers')?.textContent.startsWith('1'),
     `#pools tr[data-pool="${system}/consumer"]`, { timeout });
   check((await poolOf('consumer')).workersCount === 1, 'the migrate form moved the consumer to one worker: ' + await manageMessage.textContent());
 
