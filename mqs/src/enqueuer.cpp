@@ -226,37 +226,34 @@ void enqueuer::flush_batch() {
 // taken out of its queue and answered).
 bool enqueuer::publish(outgoing_message& msg) {
   std::string error;
-  if (!ensure_declared(msg, error)) {
-    if (!session_) return false;
-    auto& queue = msg.mode == delivery_mode::at_least_once ? pending_confirmed_ : pending_transient_;
-    auto m = std::move(queue.front());
-    queue.pop_front();
-    refuse(std::move(m), error);
-    return false;
-  }
+  if (!ensure_declared(msg, error)) return session_ && refuse_front(msg.mode, error);
   bool confirmed = msg.mode == delivery_mode::at_least_once;
+  auto channel = confirmed ? confirm_channel : transient_channel;
+  std::uint8_t persistence = confirmed ? 2 : 1;
   if (batch_) {  // plain TCP: sent with the rest of the burst, in one write
-    if (!batch_->add(confirmed ? confirm_channel : transient_channel, msg.topic, confirmed ? 2 : 1, msg.body)) {
-      auto& queue = confirmed ? pending_confirmed_ : pending_transient_;
-      auto m = std::move(queue.front());
-      queue.pop_front();
-      refuse(std::move(m), "a topic name is at most 255 bytes");
+    if (!batch_->add(channel, msg.topic, persistence, msg.body))
+      return refuse_front(msg.mode, "a topic name is at most 255 bytes");
+  } else {
+    amqp_basic_properties_t props;
+    props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
+    props.delivery_mode = persistence;
+    int rc = amqp_basic_publish(session_->state(), channel, amqp_empty_bytes, bytes_of(msg.topic), 0, 0, &props,
+                                bytes_of(msg.body));
+    if (rc != AMQP_STATUS_OK) {
+      lost(std::string("basic.publish: ") + amqp_error_string2(rc));
       return false;
     }
-    if (!confirmed) mqs_metrics::process().topic(msg.topic).published.add();
-    return true;
-  }
-  amqp_basic_properties_t props;
-  props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
-  props.delivery_mode = confirmed ? 2 : 1;
-  int rc = amqp_basic_publish(session_->state(), confirmed ? confirm_channel : transient_channel,
-                              amqp_empty_bytes, bytes_of(msg.topic), 0, 0, &props, bytes_of(msg.body));
-  if (rc != AMQP_STATUS_OK) {
-    lost(std::string("basic.publish: ") + amqp_error_string2(rc));
-    return false;
   }
   if (!confirmed) mqs_metrics::process().topic(msg.topic).published.add();  // at-least-once: when confirmed
   return true;
+}
+
+bool enqueuer::refuse_front(delivery_mode mode, const std::string& error) {
+  auto& queue = mode == delivery_mode::at_least_once ? pending_confirmed_ : pending_transient_;
+  auto m = std::move(queue.front());
+  queue.pop_front();
+  refuse(std::move(m), error);
+  return false;
 }
 
 bool enqueuer::ensure_declared(const outgoing_message& msg, std::string& error) {

@@ -74,6 +74,8 @@ class enqueuer {
   void publish_some();
   /// Publishes `msg` (plain TCP: into `batch_`, written by flush_batch).
   bool publish(outgoing_message& msg);
+  /// Takes the first message of `mode`'s queue out and refuses it with `error`; false.
+  bool refuse_front(delivery_mode mode, const std::string& error);
   void flush_batch();
   bool ensure_declared(const outgoing_message& msg, std::string& error);
   void read_frames();
