@@ -6,6 +6,8 @@
 #include <future>
 #include <iostream>
 
+#include "mqs_stats_client.hpp"
+
 namespace dde::bench {
 namespace fs = std::filesystem;
 using namespace test;
@@ -82,10 +84,9 @@ int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits
 void explain_stall(bench_cluster& c, const setup& s) {
   const std::string topic = s.system + ".consumer";
   std::cerr << "[bench] " << topic << ": " << c.queue_depth(topic) << " ready in the broker\n";
-  for (auto& url : s.mqs) {  // ws://host:port/mqs -> http://host:port/topics
-    auto http = "http" + url.substr(2, url.rfind('/') - 2) + "/topics?names=" + topic;
-    std::cerr << "[bench] MQS " << url << ": " << rest("GET", http).body << "\n";
-  }
+  for (auto& url : s.mqs)
+    if (auto topics = registry::topics_url(url, {topic}))
+      std::cerr << "[bench] MQS " << url << ": " << rest("GET", *topics).body << "\n";
   for (int node = 0; node < c.nodes(); ++node) {
     auto show = c.describe(node);
     if (!show.is_object() || !show.contains(s.system)) continue;
