@@ -1,6 +1,12 @@
 #include "dde/names.hpp"
 
+#include <pthread.h>
 #include <uuid/uuid.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <random>
 
 namespace dde {
 
@@ -54,9 +60,39 @@ std::optional<delivery_mode> parse_delivery_mode(std::string_view text) {
   return std::nullopt;
 }
 
+namespace {
+
+// Bumped in a forked child, so a child does not repeat its parent's sequence of ids.
+std::atomic<unsigned> fork_generation{0};
+
+struct uuid_source {
+  std::mt19937_64 bits;
+  unsigned generation = ~0u;
+
+  void reseed() {
+    std::random_device rd;
+    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
+    bits.seed(seq);
+    generation = fork_generation.load(std::memory_order_relaxed);
+  }
+};
+
+}  // namespace
+
 std::string new_uuid() {
+  // libuuid's uuid_generate_random asks the kernel (getrandom) for every id: a system call per
+  // message sent. Ids name messages and instances, they guard nothing, so each thread draws them
+  // from its own generator, seeded once from the kernel (and again in a forked child).
+  static const int registered = pthread_atfork(nullptr, nullptr, [] { fork_generation.fetch_add(1); });
+  (void)registered;
+  thread_local uuid_source source;
+  if (source.generation != fork_generation.load(std::memory_order_relaxed)) source.reseed();
   uuid_t raw;
-  uuid_generate_random(raw);
+  std::uint64_t hi = source.bits(), lo = source.bits();
+  std::memcpy(raw, &hi, 8);
+  std::memcpy(raw + 8, &lo, 8);
+  raw[6] = static_cast<unsigned char>((raw[6] & 0x0f) | 0x40);  // version 4
+  raw[8] = static_cast<unsigned char>((raw[8] & 0x3f) | 0x80);  // RFC 4122 variant
   char text[37];
   uuid_unparse_lower(raw, text);
   return text;
