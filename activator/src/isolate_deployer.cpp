@@ -87,8 +87,8 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
     // The pool's router, on the other node, decides what happens next.
     send({{"type", "crashed"}, {"delivery", delivery_id}, {"error", what}});
   }
-  void enqueue(std::string topic, delivery_mode mode, std::string body) override {
-    send({{"type", "enqueue"}, {"topic", topic}, {"mode", std::string(to_string(mode))}, {"envelope", body}});
+  void enqueue(std::string topic, delivery_mode mode, const envelope& e) override {
+    send({{"type", "enqueue"}, {"topic", topic}, {"mode", std::string(to_string(mode))}, {"envelope", encode_envelope(e)}});
   }
   void when_writable(std::function<void()> fn) override { fn(); }
   const std::string& instance() const override { return instance_; }

@@ -130,6 +130,92 @@ envelope decode_envelope(std::string_view data) {
   return e;
 }
 
+namespace {
+
+constexpr std::string_view octet_stream = "application/octet-stream";
+
+void put_field(std::string& out, bool& first, std::string_view key, std::string_view value) {
+  if (!first) out.push_back(',');
+  first = false;
+  out.push_back('"');
+  out.append(key);
+  out.append("\":");
+  wire::append_json_string(out, value);
+}
+
+// "sys.pool" -> "sys/pool"; other topics (reply queues, four-part ones) name no address.
+std::string address_of_topic(std::string_view topic) {
+  auto dot = topic.find('.');
+  if (dot == std::string_view::npos || topic.find('.', dot + 1) != std::string_view::npos) return {};
+  std::string a(topic);
+  a[dot] = '/';
+  return a;
+}
+
+}  // namespace
+
+broker_message split_envelope(const envelope& e, std::string_view topic) {
+  broker_message m;
+  m.props.reserve(64 + e.id.size() + e.from.size());
+  m.props.push_back('{');
+  bool first = true;
+  put_field(m.props, first, "messageId", e.id);
+  put_field(m.props, first, "appId", e.from);
+  if (e.is_bytes) put_field(m.props, first, "contentType", octet_stream);
+  std::string headers;
+  bool first_header = true;
+  auto header = [&](std::string_view key, const std::string& value) {
+    if (!value.empty()) put_field(headers, first_header, key, value);
+  };
+  if (e.to != address_of_topic(topic)) header("to", e.to);
+  header("replyTo", e.reply_to);
+  header("inReplyTo", e.in_reply_to);
+  header("toWorker", e.to_worker);
+  header("askInstance", e.ask_instance);
+  if (!e.ask_instance.empty()) header("askWorker", e.ask_worker);
+  if (!e.dead_letter.is_null())
+    header("deadLetter", e.dead_letter.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (!headers.empty()) {
+    m.props.append(",\"headers\":{");
+    m.props.append(headers);
+    m.props.push_back('}');
+  }
+  m.props.push_back('}');
+  m.payload = e.is_bytes ? e.bytes : e.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return m;
+}
+
+envelope join_envelope(const nlohmann::json& props, std::string_view topic, std::string payload) {
+  if (!props.is_object() || !props.contains("appId")) return decode_envelope(payload);
+  envelope e;
+  e.id = get_string(props, "messageId");
+  e.from = get_string(props, "appId");
+  if (e.from.empty()) e.from = "external";
+  if (auto h = props.find("headers"); h != props.end() && h->is_object()) {
+    e.to = get_string(*h, "to");
+    e.reply_to = get_string(*h, "replyTo");
+    e.in_reply_to = get_string(*h, "inReplyTo");
+    e.to_worker = get_string(*h, "toWorker");
+    e.ask_instance = get_string(*h, "askInstance");
+    if (!e.ask_instance.empty()) e.ask_worker = get_string(*h, "askWorker");
+    if (auto dl = get_string(*h, "deadLetter"); !dl.empty()) {
+      auto j = wire::parse_json(dl);
+      if (j.is_object()) e.dead_letter = std::move(j);
+    }
+  }
+  if (e.to.empty()) e.to = address_of_topic(topic);
+  if (get_string(props, "contentType") != octet_stream) {
+    auto j = wire::parse_json(payload);
+    if (!j.is_discarded()) {
+      e.body = std::move(j);
+      return e;
+    }
+  }
+  e.is_bytes = true;
+  e.bytes = std::move(payload);
+  return e;
+}
+
 message to_message(envelope e, bool redelivered) {
   message m;
   m.body_ = std::move(e.body);

@@ -12,6 +12,25 @@
 namespace dde::mqs {
 namespace {
 
+std::string text_of(amqp_bytes_t b) { return std::string(static_cast<const char*>(b.bytes), b.len); }
+
+/// What a delivery's content header says that a host needs (the envelope's fields, mqs/PROTOCOL.md);
+/// headers of other kinds than strings are left out.
+message_props props_of(const amqp_basic_properties_t* p) {
+  message_props out;
+  if (!p) return out;
+  if (p->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) out.message_id = text_of(p->message_id);
+  if (p->_flags & AMQP_BASIC_APP_ID_FLAG) out.app_id = text_of(p->app_id);
+  if (p->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG) out.content_type = text_of(p->content_type);
+  if (p->_flags & AMQP_BASIC_HEADERS_FLAG)
+    for (int i = 0; i < p->headers.num_entries; ++i) {
+      auto& e = p->headers.entries[i];
+      if (e.value.kind == AMQP_FIELD_KIND_UTF8 || e.value.kind == AMQP_FIELD_KIND_BYTES)
+        out.headers.emplace_back(text_of(e.key), text_of(e.value.value.bytes));
+    }
+  return out;
+}
+
 constexpr auto max_backoff = std::chrono::milliseconds(5000);
 constexpr auto idle_check_period = std::chrono::milliseconds(250);
 constexpr auto blocked_poll = std::chrono::milliseconds(10);
@@ -23,7 +42,6 @@ std::shared_ptr<spdlog::logger> log() {
   return l;
 }
 
-std::string text_of(amqp_bytes_t b) { return std::string(static_cast<const char*>(b.bytes), b.len); }
 
 bool equals(amqp_bytes_t b, const std::string& s) {
   return b.len == s.size() && std::equal(s.begin(), s.end(), static_cast<const char*>(b.bytes));
@@ -216,6 +234,8 @@ void dequeuer::read_frames(broker_link& link) {
     if (frame.frame_type == AMQP_FRAME_HEADER) {
       ch->remaining = frame.payload.properties.body_size;
       ch->body.clear();
+      ch->props = ch->governance ? message_props{}
+                                 : props_of(static_cast<const amqp_basic_properties_t*>(frame.payload.properties.decoded));
       ch->oversize = ch->governance && ch->remaining > max_governance_message;
       if (!ch->oversize) ch->body.reserve(ch->remaining);
       if (ch->remaining == 0) complete(*ch);
@@ -278,8 +298,9 @@ void dequeuer::complete(channel_state& ch) {
   if (ch.governance)
     on_governance_message(ch.oversize ? std::string() : ch.body);
   else
-    dispatcher_.on_delivery(ch.topic, ch.ref, ch.redelivered, std::move(ch.body));
+    dispatcher_.on_delivery(ch.topic, ch.ref, ch.redelivered, std::move(ch.body), std::move(ch.props));
   ch.body = std::string();
+  ch.props = message_props{};
 }
 
 dequeuer::channel_state* dequeuer::channel_for(const broker_ref& ref) {
@@ -303,13 +324,13 @@ void dequeuer::reject(const broker_ref& ref, bool requeue) {
 }
 
 void dequeuer::deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
-                       std::string&& body) {
+                       std::string&& body, const message_props& props) {
   auto it = clients_.find(client);
   if (it == clients_.end()) return;
   auto& counted = mqs_metrics::process().topic(topic);
   counted.consumed.add();
   if (redelivered) counted.redelivered.add();
-  append_deliver(outbox(client, it->second), topic, tag, redelivered, body);
+  append_deliver(outbox(client, it->second), topic, tag, redelivered, body, props);
 }
 
 bool dequeuer::can_deliver(client_id client) {

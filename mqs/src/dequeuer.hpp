@@ -87,6 +87,7 @@ class dequeuer : private dispatcher_port {
     bool redelivered = false;
     std::uint64_t remaining = 0;
     std::string body;
+    message_props props;
   };
   struct client_state {
     std::shared_ptr<net::ws_connection> conn;
@@ -128,7 +129,7 @@ class dequeuer : private dispatcher_port {
   void ack(const broker_ref& ref) override;
   void reject(const broker_ref& ref, bool requeue) override;
   void deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
-               std::string&& body) override;
+               std::string&& body, const message_props& props) override;
   bool can_deliver(client_id client) override;
 
   channel_state* channel_for(const broker_ref& ref);

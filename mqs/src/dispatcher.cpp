@@ -84,7 +84,7 @@ void dispatcher::hand_over(topic_entry& topic, buffered_delivery&& d) {
   } else {
     port_.ack(d.ref);  // at-most-once and reply: done once handed over
   }
-  port_.deliver(client, topic.first, tag, d.redelivered, std::move(d.body));
+  port_.deliver(client, topic.first, tag, d.redelivered, std::move(d.body), d.props);
 }
 
 bool dispatcher::retry_blocked() {
@@ -94,13 +94,13 @@ bool dispatcher::retry_blocked() {
 }
 
 void dispatcher::on_delivery(const std::string& topic, const broker_ref& ref, bool redelivered,
-                             std::string body) {
+                             std::string body, message_props props) {
   auto it = topics_.find(topic);
   if (it == topics_.end()) {
     port_.reject(ref, true);
     return;
   }
-  it->second.buffer.push_back(buffered_delivery{ref, redelivered, std::move(body)});
+  it->second.buffer.push_back(buffered_delivery{ref, redelivered, std::move(body), std::move(props)});
   drain(*it);
 }
 

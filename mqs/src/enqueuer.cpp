@@ -231,12 +231,31 @@ bool enqueuer::publish(outgoing_message& msg) {
   auto channel = confirmed ? confirm_channel : transient_channel;
   std::uint8_t persistence = confirmed ? 2 : 1;
   if (batch_) {  // plain TCP: sent with the rest of the burst, in one write
-    if (!batch_->add(channel, msg.topic, persistence, msg.body))
+    if (!batch_->add(channel, msg.topic, persistence, msg.body, msg.props))
       return refuse_front(msg.mode, "a topic name is at most 255 bytes");
   } else {
-    amqp_basic_properties_t props;
+    amqp_basic_properties_t props{};
     props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
     props.delivery_mode = persistence;
+    auto& p = msg.props;
+    auto set = [&](const std::string& value, amqp_flags_t flag, amqp_bytes_t& field) {
+      if (value.empty()) return;
+      props._flags |= flag;
+      field = bytes_of(value);
+    };
+    set(p.content_type, AMQP_BASIC_CONTENT_TYPE_FLAG, props.content_type);
+    set(p.message_id, AMQP_BASIC_MESSAGE_ID_FLAG, props.message_id);
+    set(p.app_id, AMQP_BASIC_APP_ID_FLAG, props.app_id);
+    std::vector<amqp_table_entry_t> entries(p.headers.size());
+    for (std::size_t i = 0; i < p.headers.size(); ++i) {
+      entries[i].key = bytes_of(p.headers[i].first);
+      entries[i].value.kind = AMQP_FIELD_KIND_UTF8;
+      entries[i].value.value.bytes = bytes_of(p.headers[i].second);
+    }
+    if (!entries.empty()) {
+      props._flags |= AMQP_BASIC_HEADERS_FLAG;
+      props.headers = amqp_table_t{int(entries.size()), entries.data()};
+    }
     int rc = amqp_basic_publish(session_->state(), channel, amqp_empty_bytes, bytes_of(msg.topic), 0, 0, &props,
                                 bytes_of(msg.body));
     if (rc != AMQP_STATUS_OK) {

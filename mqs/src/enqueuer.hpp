@@ -36,6 +36,7 @@ struct outgoing_message {
   delivery_mode mode = delivery_mode::at_least_once;
   std::uint64_t seq = 0;  ///< the host's number (at-least-once)
   std::string body;
+  message_props props;
 };
 
 /// A host asked how many messages wait in `topic` (answered with a `depth` record on `conn`).

@@ -13,7 +13,12 @@ constexpr std::uint8_t frame_end = 0xCE;
 constexpr std::size_t frame_overhead = 8;  // type, channel, size; frame-end
 constexpr std::uint16_t basic_class = 60;
 constexpr std::uint16_t basic_publish = 40;
+// Property flags, in the order their values follow the flags.
+constexpr std::uint16_t content_type_flag = 0x8000;
+constexpr std::uint16_t headers_flag = 0x2000;
 constexpr std::uint16_t delivery_mode_flag = 0x1000;
+constexpr std::uint16_t message_id_flag = 0x0080;
+constexpr std::uint16_t app_id_flag = 0x0008;
 
 }  // namespace
 
@@ -34,6 +39,12 @@ void publish_frames::u64(std::uint64_t v) {
   u32(std::uint32_t(v));
 }
 
+void publish_frames::short_string(std::string_view s) {
+  s = s.substr(0, 255);
+  u8(std::uint8_t(s.size()));
+  out_.append(s);
+}
+
 std::size_t publish_frames::begin_frame(std::uint8_t type, std::uint16_t channel) {
   u8(type);
   u16(channel);
@@ -49,7 +60,7 @@ void publish_frames::end_frame(std::size_t start) {
 }
 
 bool publish_frames::add(std::uint16_t channel, std::string_view routing_key, std::uint8_t delivery_mode,
-                         std::string_view body) {
+                         std::string_view body, const message_props& props) {
   if (routing_key.size() > 255) return false;
   auto f = begin_frame(frame_method, channel);
   u16(basic_class);
@@ -65,8 +76,28 @@ bool publish_frames::add(std::uint16_t channel, std::string_view routing_key, st
   u16(basic_class);
   u16(0);  // weight
   u64(body.size());
-  u16(delivery_mode_flag);
+  std::uint16_t flags = delivery_mode_flag;
+  if (!props.content_type.empty()) flags |= content_type_flag;
+  if (!props.headers.empty()) flags |= headers_flag;
+  if (!props.message_id.empty()) flags |= message_id_flag;
+  if (!props.app_id.empty()) flags |= app_id_flag;
+  u16(flags);
+  if (!props.content_type.empty()) short_string(props.content_type);
+  if (!props.headers.empty()) {  // a field table of long strings
+    std::size_t table = out_.size();
+    u32(0);
+    for (auto& [name, value] : props.headers) {
+      short_string(name);
+      u8('S');
+      u32(std::uint32_t(value.size()));
+      out_.append(value);
+    }
+    auto size = std::uint32_t(out_.size() - table - 4);
+    for (int i = 0; i < 4; ++i) out_[table + std::size_t(i)] = char(std::uint8_t(size >> (24 - 8 * i)));
+  }
   u8(delivery_mode);
+  if (!props.message_id.empty()) short_string(props.message_id);
+  if (!props.app_id.empty()) short_string(props.app_id);
   end_frame(f);
 
   const std::size_t chunk = frame_max_ - frame_overhead;

@@ -34,7 +34,7 @@ void append_welcome(std::string& out, std::string_view mqs_id) {
 }
 
 void append_deliver(std::string& out, std::string_view topic, std::uint64_t tag, bool redelivered,
-                    std::string_view body) {
+                    std::string_view body, const message_props& props) {
   // The header is small; build it in place to avoid a JSON object per message.
   std::size_t start = out.size();
   out.reserve(start + 64 + topic.size() + body.size());
@@ -44,7 +44,9 @@ void append_deliver(std::string& out, std::string_view topic, std::uint64_t tag,
   out.append(topic);
   out.append(R"(","tag":)");
   put_number(out, tag);
-  out.append(redelivered ? R"(,"redelivered":true})" : R"(,"redelivered":false})");
+  out.append(redelivered ? R"(,"redelivered":true)" : R"(,"redelivered":false)");
+  append_props_field(out, props);
+  out.push_back('}');
   std::size_t hsize = out.size() - hstart;
   for (int i = 0; i < 4; ++i) out[start + i] = char((hsize >> (8 * i)) & 0xff);
   put_u32(out, body.size());

@@ -87,6 +87,8 @@ parsed_request parse_enqueue(const json& h) {
   if (auto err = get_topic(h, r.topic); !err.empty()) return fail(err, seq);
   if (auto err = get_mode(h, r.mode); !err.empty()) return fail(err, seq);
   if (r.mode == delivery_mode::at_least_once && !seq) return fail("an at-least-once enqueue needs a \"seq\"");
+  if (auto p = h.find("props"); p != h.end())
+    if (auto err = parse_props(*p, r.props); !err.empty()) return fail(err, seq);
   r.seq = seq;
   return ok(std::move(r));
 }

@@ -166,7 +166,8 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
               }
               enqueued_bytes += e.body.size();
               enqueues.push_back(
-                  outgoing_message{conn, std::move(q.topic), q.mode, q.seq.value_or(0), std::string(e.body)});
+                  outgoing_message{conn, std::move(q.topic), q.mode, q.seq.value_or(0), std::string(e.body),
+                                   std::move(q.props)});
             },
             [&](pull_request& p) {
               dequeue_command c;

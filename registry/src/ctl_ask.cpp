@@ -62,9 +62,11 @@ class ask_session : public net::ws_handler {
                                 {"instance", instance_}});
     wire::append_record(
         batch, {{"action", "pull"}, {"topic", reply_topic(instance_)}, {"mode", "reply"}, {"credit", 1}});
-    json enqueue = {{"action", "enqueue"}, {"topic", parse_address(call_.to)->topic()}, {"mode", call_.mode}};
+    auto topic = parse_address(call_.to)->topic();
+    auto split = split_envelope(e, topic);
+    json enqueue = {{"action", "enqueue"}, {"topic", topic}, {"mode", call_.mode}, {"props", json::parse(split.props)}};
     if (call_.mode == "at-least-once") enqueue["seq"] = 1;
-    wire::append_record(batch, enqueue, encode_envelope(e));
+    wire::append_record(batch, enqueue, split.payload);
     conn->send(std::move(batch), true);
   }
 
@@ -75,7 +77,7 @@ class ask_session : public net::ws_handler {
       if (action == "error" || action == "reject")
         return finish(1, "the MQS refused the message: " + r.header.value("error", r.header.dump()));
       if (action != "deliver" || r.header.value("topic", std::string()) != reply_topic(instance_)) continue;
-      auto reply = decode_envelope(r.body);
+      auto reply = join_envelope(r.header.value("props", json()), reply_topic(instance_), std::move(r.body));
       if (reply.in_reply_to != message_id_) continue;
       return finish(0, reply.is_bytes ? reply.bytes : reply.body.dump(2));
     }

@@ -70,7 +70,7 @@ TEST(MqsBroker, AHelloIsWelcomedAndAtLeastOnceMessagesAreConfirmedDeliveredAndAc
     mqs_client c(mqs.port());
     ASSERT_TRUE(c.hello());
     auto welcome = c.records("welcome").at(0);
-    EXPECT_EQ(welcome.header.at("protocol"), 1);
+    EXPECT_EQ(welcome.header.at("protocol"), wire::protocol_version);
     EXPECT_TRUE(welcome.header.at("mqs").is_string());
 
     constexpr int n = 300;
@@ -104,6 +104,45 @@ TEST(MqsBroker, AHelloIsWelcomedAndAtLeastOnceMessagesAreConfirmedDeliveredAndAc
   EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(0));
   EXPECT_EQ(broker.queue_depth("dde.dead." + topic), std::optional<std::uint32_t>(0));
   delete_topic(broker, topic);
+}
+
+TEST(MqsBroker, PropsGoToTheBrokerAsAmqpPropertiesAndComeBackWithTheDelivery) {
+  auto& broker = shared_broker();
+  mqs_process mqs(broker);
+  auto topic = unique_topic("props");
+  mqs_client c(mqs.port());
+  ASSERT_TRUE(c.hello());
+  const nlohmann::json props = {{"messageId", "m-1"},
+                                {"appId", "sys/producer"},
+                                {"contentType", "application/octet-stream"},
+                                {"headers", {{"replyTo", "sys/r"}, {"toWorker", "w \"1\""}}}};
+  for (auto mode : {"at-least-once", "at-most-once"}) {
+    SCOPED_TRACE(mode);
+    auto q = topic + (mode[3] == 'l' ? "l" : "m");
+    c.send_record({{"action", "enqueue"}, {"topic", q}, {"mode", mode}, {"seq", 1}, {"props", props}}, "payload");
+    c.send_record({{"action", "enqueue"}, {"topic", q}, {"mode", mode}, {"seq", 2}}, "bare");
+    ASSERT_TRUE(wait_until([&] { return broker.queue_depth(q) == std::optional<std::uint32_t>(2); }, 30s)) << mqs.log();
+    auto before = c.count("deliver");
+    auto_ack(c);  // prefetch 1: the second delivery needs the first one's ack
+    c.pull(q, mode, 2);
+    ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= before + 2; }, 30s)) << mqs.log();
+    auto all = c.records("deliver");
+    ASSERT_EQ(all.size(), before + 2);
+    std::vector<wire::record> got(all.begin() + std::ptrdiff_t(before), all.end());
+    EXPECT_EQ(got[0].header.at("props"), props);
+    EXPECT_EQ(got[0].body, "payload");
+    EXPECT_FALSE(got[1].header.contains("props")) << got[1].header.dump();
+    EXPECT_EQ(got[1].body, "bare");
+    ASSERT_TRUE(wait_until([&] { return broker.queue_depth(q) == std::optional<std::uint32_t>(0); }, 30s));
+  }
+  // Props the broker cannot carry are refused, by seq, before anything is published.
+  c.send_record({{"action", "enqueue"}, {"topic", topic}, {"mode", "at-least-once"}, {"seq", 3}, {"props", {{"appId", 5}}}},
+                "x");
+  ASSERT_TRUE(c.wait_for([&] { return c.count("reject") >= 1; }, 30s)) << mqs.log();
+  auto reject = c.records("reject").at(0);
+  EXPECT_EQ(reject.header.at("seqs"), nlohmann::json::array({3}));
+  EXPECT_EQ(reject.header.at("error"), "props.appId must be a string");
+  EXPECT_EQ(broker.queue_depth(topic).value_or(0), 0u);
 }
 
 TEST(MqsBroker, TwoHostsPullingOneTopicShareItAndEachGetsOnlyItsCredit) {

@@ -1,4 +1,10 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <set>
+#include <thread>
+#include <vector>
 
 #include "dde/envelope.hpp"
 #include "dde/names.hpp"
@@ -25,6 +31,51 @@ TEST(Names, AddressesAreSystemSlashIsolateAndMapToTopics) {
   EXPECT_FALSE(dde::parse_address("nosep"));
   EXPECT_FALSE(dde::parse_address("a/b/c"));
   EXPECT_FALSE(dde::parse_address("/b"));
+}
+
+TEST(Names, UuidsAreVersion4TextAndDifferAcrossThreadsAndForks) {
+  auto well_formed = [](const std::string& u) {
+    if (u.size() != 36 || u[14] != '4' || std::string("89ab").find(u[19]) == std::string::npos) return false;
+    for (std::size_t i = 0; i < u.size(); ++i) {
+      bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+      if (dash != (u[i] == '-')) return false;
+      if (!dash && std::string("0123456789abcdef").find(u[i]) == std::string::npos) return false;
+    }
+    return true;
+  };
+  std::vector<std::vector<std::string>> per_thread(4);
+  std::vector<std::thread> threads;
+  for (auto& ids : per_thread)
+    threads.emplace_back([&ids] {
+      for (int i = 0; i < 5000; ++i) ids.push_back(dde::new_uuid());
+    });
+  for (auto& t : threads) t.join();
+  std::set<std::string> seen;
+  for (auto& ids : per_thread)
+    for (auto& id : ids) {
+      EXPECT_TRUE(well_formed(id)) << id;
+      seen.insert(id);
+    }
+  EXPECT_EQ(seen.size(), 20000u);
+  // A forked child draws ids of its own, not the parent's next ones (this thread's generator is
+  // seeded before the fork).
+  EXPECT_TRUE(well_formed(dde::new_uuid()));
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto id = dde::new_uuid();
+    ssize_t w = ::write(pipe_fds[1], id.data(), id.size());
+    ::_exit(w == ssize_t(id.size()) ? 0 : 1);
+  }
+  char buf[36];
+  ASSERT_EQ(::read(pipe_fds[0], buf, sizeof buf), ssize_t(sizeof buf));
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  EXPECT_NE(std::string(buf, sizeof buf), dde::new_uuid());
 }
 
 TEST(Names, TopicsHaveTwoToFourValidParts) {
@@ -102,6 +153,76 @@ TEST(Base64, RoundTripsEveryLengthAndRejectsGarbage) {
   EXPECT_FALSE(dde::base64_decode("abc", out));
   EXPECT_FALSE(dde::base64_decode("a*cd", out));
   EXPECT_FALSE(dde::base64_decode("a=cd", out));
+}
+
+TEST(Envelope, APlainSendSplitsIntoThePayloadAndTwoPropertiesAndJoinsBack) {
+  dde::envelope e;
+  e.id = dde::new_uuid();
+  e.from = "sys/producer";
+  e.to = "sys/consumer";
+  e.body = {{"seq", 7}, {"pad", std::string(34, 'x')}};
+  auto m = dde::split_envelope(e, "sys.consumer");
+  // The broker gets the body alone: a 64-byte payload stays a 64-byte AMQP body.
+  EXPECT_EQ(m.payload, e.body.dump());
+  EXPECT_EQ(nlohmann::json::parse(m.props), (nlohmann::json{{"messageId", e.id}, {"appId", "sys/producer"}}));
+  auto back = dde::join_envelope(nlohmann::json::parse(m.props), "sys.consumer", m.payload);
+  EXPECT_EQ(back.id, e.id);
+  EXPECT_EQ(back.from, "sys/producer");
+  EXPECT_EQ(back.to, "sys/consumer");  // from the topic
+  EXPECT_EQ(back.body, e.body);
+  EXPECT_FALSE(back.is_bytes);
+}
+
+TEST(Envelope, EveryOtherFieldTravelsInHeadersAndBytesGoAsTheyAre) {
+  dde::envelope e;
+  e.id = "id \"quoted\"";
+  e.from = "sys/supplier";
+  e.to = "sys/requester";
+  e.in_reply_to = "asked-1";
+  e.to_worker = "w-2";
+  e.reply_to = "sys/elsewhere";
+  e.ask_instance = "inst";
+  e.ask_worker = "w-9";
+  e.dead_letter = {{"reason", "boom"}, {"attempts", 3}};
+  e.is_bytes = true;
+  e.bytes = std::string("\x00\xff{not json", 12);
+  const std::string reply_topic = dde::reply_topic("inst");
+  auto m = dde::split_envelope(e, reply_topic);
+  EXPECT_EQ(m.payload, e.bytes);
+  auto props = nlohmann::json::parse(m.props);
+  EXPECT_EQ(props["contentType"], "application/octet-stream");
+  EXPECT_EQ(props["headers"]["to"], "sys/requester");  // a reply queue names no address
+  auto back = dde::join_envelope(props, reply_topic, m.payload);
+  EXPECT_EQ(back.id, e.id);
+  EXPECT_EQ(back.to, e.to);
+  EXPECT_EQ(back.in_reply_to, e.in_reply_to);
+  EXPECT_EQ(back.to_worker, e.to_worker);
+  EXPECT_EQ(back.reply_to, e.reply_to);
+  EXPECT_EQ(back.ask_instance, e.ask_instance);
+  EXPECT_EQ(back.ask_worker, e.ask_worker);
+  EXPECT_EQ(back.dead_letter, e.dead_letter);
+  EXPECT_TRUE(back.is_bytes);
+  EXPECT_EQ(back.bytes, e.bytes);
+}
+
+TEST(Envelope, ADeliveryWithoutPropsIsReadAsAWholeEnvelopeOrAPlainPayload) {
+  dde::envelope e;
+  e.id = "old-1";
+  e.from = "sys/old";
+  e.to = "sys/consumer";
+  e.body = {{"n", 1}};
+  auto whole = dde::join_envelope(nullptr, "sys.consumer", dde::encode_envelope(e));
+  EXPECT_EQ(whole.id, "old-1");
+  EXPECT_EQ(whole.from, "sys/old");
+  EXPECT_EQ(whole.body, e.body);
+  auto plain = dde::join_envelope(nullptr, "sys.consumer", "{\"order\":5}");
+  EXPECT_EQ(plain.from, "external");
+  EXPECT_EQ(plain.body, (nlohmann::json{{"order", 5}}));
+  // An AMQP publisher that names itself in app-id is the sender; a body that is not JSON is bytes.
+  auto named = dde::join_envelope({{"appId", "billing"}}, "sys.consumer", "not json");
+  EXPECT_EQ(named.from, "billing");
+  EXPECT_TRUE(named.is_bytes);
+  EXPECT_EQ(named.bytes, "not json");
 }
 
 TEST(Envelope, RoundTripsJsonBodiesAndAskFields) {

@@ -31,7 +31,7 @@ class fake_port : public dispatcher_port {
   void ack(const broker_ref& ref) override { acked.push_back(ref); }
   void reject(const broker_ref& ref, bool requeue) override { (requeue ? requeued : dropped).push_back(ref); }
   void deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
-               std::string&& body) override {
+               std::string&& body, const message_props&) override {
     deliveries.push_back({client, topic, tag, redelivered, std::move(body)});
   }
   bool can_deliver(client_id client) override { return !full.count(client); }

@@ -19,7 +19,11 @@ struct decoded_publish {
   int delivery_mode = -1;
   std::string body;
   int body_frames = 0;
+  message_props props;  ///< what rabbitmq-c decoded of the properties
+  amqp_flags_t flags = 0;
 };
+
+std::string text(const amqp_bytes_t& b) { return std::string(static_cast<const char*>(b.bytes), b.len); }
 
 /// Decodes `bytes` with rabbitmq-c into publishes; fails the test on anything else.
 std::vector<decoded_publish> decode(const std::string& bytes, std::uint32_t frame_max) {
@@ -58,8 +62,18 @@ std::vector<decoded_publish> decode(const std::string& bytes, std::uint32_t fram
       EXPECT_EQ(frame.payload.properties.class_id, AMQP_BASIC_CLASS);
       out.back().body_size = frame.payload.properties.body_size;
       auto* props = static_cast<amqp_basic_properties_t*>(frame.payload.properties.decoded);
-      EXPECT_EQ(props->_flags, AMQP_BASIC_DELIVERY_MODE_FLAG);
+      out.back().flags = props->_flags;
       out.back().delivery_mode = props->delivery_mode;
+      auto& got = out.back().props;
+      if (props->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) got.message_id = text(props->message_id);
+      if (props->_flags & AMQP_BASIC_APP_ID_FLAG) got.app_id = text(props->app_id);
+      if (props->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG) got.content_type = text(props->content_type);
+      if (props->_flags & AMQP_BASIC_HEADERS_FLAG)
+        for (int i = 0; i < props->headers.num_entries; ++i) {
+          auto& e = props->headers.entries[i];
+          EXPECT_EQ(e.value.kind, AMQP_FIELD_KIND_UTF8);
+          got.headers.emplace_back(text(e.key), text(e.value.value.bytes));
+        }
     } else if (frame.frame_type == AMQP_FRAME_BODY) {
       EXPECT_FALSE(out.empty());
       if (out.empty()) break;
@@ -105,6 +119,35 @@ TEST(PublishFrames, RabbitmqCReadsBackEveryPublishOfABatch) {
   EXPECT_EQ(got[3].channel, 7);
   EXPECT_EQ(got[3].body_frames, 1);
   EXPECT_EQ(got[3].body, std::string(frame_max - 8, 'z'));
+}
+
+TEST(PublishFrames, PropertiesReadBackAsTheyWereGivenAndOnlyTheGivenOnesAreSet) {
+  publish_frames batch(131072);
+  message_props all;
+  all.message_id = "5f0c2a8e-1b7d-4c7e-9a51-3f6d2b9e8c11";
+  all.app_id = "sys/producer";
+  all.content_type = "application/octet-stream";
+  all.headers = {{"replyTo", "sys/replies"}, {"deadLetter", std::string(70000 / 2, 'd')}, {"empty", ""}};
+  message_props some;
+  some.app_id = "sys/other";
+  ASSERT_TRUE(batch.add(1, "sys.consumer", 1, "{\"seq\":1}", all));
+  ASSERT_TRUE(batch.add(2, "sys.consumer", 2, "", some));
+  ASSERT_TRUE(batch.add(1, "sys.consumer", 1, "plain"));
+  auto got = decode(batch.bytes(), 131072);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].props.message_id, all.message_id);
+  EXPECT_EQ(got[0].props.app_id, all.app_id);
+  EXPECT_EQ(got[0].props.content_type, all.content_type);
+  EXPECT_EQ(got[0].props.headers, all.headers);
+  EXPECT_EQ(got[0].delivery_mode, 1);
+  EXPECT_EQ(got[0].body, "{\"seq\":1}");
+  EXPECT_EQ(got[1].flags, AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_APP_ID_FLAG);
+  EXPECT_EQ(got[1].props.app_id, "sys/other");
+  EXPECT_EQ(got[1].delivery_mode, 2);
+  EXPECT_EQ(got[1].body_size, 0u);
+  EXPECT_EQ(got[2].flags, AMQP_BASIC_DELIVERY_MODE_FLAG);
+  EXPECT_TRUE(got[2].props.empty());
+  EXPECT_EQ(got[2].body, "plain");
 }
 
 TEST(PublishFrames, ARoutingKeyLongerThanAShortStringIsRefusedAndNothingIsWritten) {

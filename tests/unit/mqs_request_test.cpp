@@ -27,6 +27,41 @@ TEST(MqsRequest, AValidEnqueueIsParsed) {
   EXPECT_EQ(e.seq, std::optional<std::uint64_t>(7));
 }
 
+TEST(MqsRequest, AnEnqueueCarriesItsPropsAndBadPropsAreNamedAndRejectedBySeq) {
+  auto p = parse_request({{"action", "enqueue"},
+                          {"topic", "sys.consumer"},
+                          {"mode", "at-most-once"},
+                          {"props",
+                           {{"messageId", "m1"},
+                            {"appId", "sys/producer"},
+                            {"contentType", "application/octet-stream"},
+                            {"headers", {{"replyTo", "sys/r"}}}}}});
+  ASSERT_TRUE(p.req) << p.error;
+  auto& props = std::get<enqueue_request>(*p.req).props;
+  EXPECT_EQ(props.message_id, "m1");
+  EXPECT_EQ(props.app_id, "sys/producer");
+  EXPECT_EQ(props.content_type, "application/octet-stream");
+  EXPECT_EQ(props.headers, (std::vector<std::pair<std::string, std::string>>{{"replyTo", "sys/r"}}));
+  auto bad = [](json props) {
+    auto r = parse_request(
+        {{"action", "enqueue"}, {"topic", "a.b"}, {"mode", "at-least-once"}, {"seq", 9}, {"props", props}});
+    EXPECT_FALSE(r.req);
+    EXPECT_EQ(r.reject_seq, std::optional<std::uint64_t>(9));
+    return r.error;
+  };
+  EXPECT_EQ(bad("x"), "field \"props\" must be an object");
+  EXPECT_EQ(bad({{"appId", 5}}), "props.appId must be a string");
+  EXPECT_EQ(bad({{"messageId", std::string(256, 'm')}}), "props.messageId of 256 bytes exceeds 255");
+  EXPECT_EQ(bad({{"priority", "9"}}), "props.priority is not one of messageId, appId, contentType, headers");
+  EXPECT_EQ(bad({{"headers", {{"n", 1}}}}), "props.headers.n must be a string");
+  EXPECT_EQ(bad({{"headers", {{std::string(129, 'k'), "v"}}}}), "a props.headers name must be 1 to 128 bytes long");
+  EXPECT_EQ(bad({{"headers", {{"a", std::string(40000, 'v')}, {"b", std::string(40000, 'v')}}}}),
+            "props.headers exceed 65536 bytes in all");
+  json many = json::object();
+  for (int i = 0; i < 33; ++i) many["h" + std::to_string(i)] = "v";
+  EXPECT_EQ(bad({{"headers", many}}), "props.headers has 33 entries, more than 32");
+}
+
 TEST(MqsRequest, AnAtMostOnceEnqueueNeedsNoSeq) {
   auto p = parse_request({{"action", "enqueue"}, {"topic", "a.b"}, {"mode", "at-most-once"}});
   ASSERT_TRUE(p.req);
@@ -158,9 +193,17 @@ TEST(MqsRecords, HandFormattedRecordsDecodeAsJson) {
   append_reject(out, seqs, "bad \xff topic");  // invalid UTF-8 must not throw
   json header{{"action", "enqueue"}, {"topic", "x"}};
   append_error(out, "what", 3, &header);
+  message_props props;
+  props.message_id = "m\"1";
+  props.app_id = "sys/p";
+  props.headers = {{"to", "sys/x"}, {"bad", "\xff"}};
+  append_deliver(out, "sys.consumer", 43, false, "", props);
   auto batch = wire::decode_batch(out, 1000);
   ASSERT_EQ(batch.error, "");
-  ASSERT_EQ(batch.records.size(), 4u);
+  ASSERT_EQ(batch.records.size(), 5u);
+  EXPECT_EQ(batch.records[4].header["props"],
+            (json{{"messageId", "m\"1"}, {"appId", "sys/p"}, {"headers", {{"to", "sys/x"}, {"bad", "\xef\xbf\xbd"}}}}));
+  EXPECT_FALSE(batch.records[4].header["redelivered"].get<bool>());
   EXPECT_EQ(batch.records[0].header,
             (json{{"action", "deliver"}, {"topic", "sys.consumer"}, {"tag", 42}, {"redelivered", true}}));
   EXPECT_EQ(batch.records[0].body, "body");

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "dde/envelope.hpp"
 #include "dde/message.hpp"
 #include "dde/names.hpp"
 #include "host/plugin_loader.hpp"
@@ -52,7 +53,8 @@ class cell_owner {
   /// pool for `delay` and try `m` (the message it was handling) again.
   virtual void worker_rate_limited(std::size_t index, std::uint64_t delivery_id, std::chrono::milliseconds delay,
                                    std::string reason, message m) = 0;
-  virtual void enqueue(std::string topic, delivery_mode mode, std::string body) = 0;
+  /// Sends `e` to `topic` (split for the broker by the top level; whole to a remote worker's proxy).
+  virtual void enqueue(std::string topic, delivery_mode mode, const envelope& e) = 0;
   /// Asked (from the worker's strand) right before a reply to `message_id` is sent: false when another
   /// worker already answered it (first-reply-wins pools), and the reply is dropped.
   virtual bool claim_reply(const std::string& message_id) {

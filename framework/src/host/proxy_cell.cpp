@@ -113,7 +113,7 @@ void proxy_cell::handle(const nlohmann::json& frame) {
       log()->warn("{}: remote worker sent a bad enqueue (topic \"{}\")", spec_->addr().str(), topic);
       return;
     }
-    owner->enqueue(topic, *mode, frame.value("envelope", std::string()));
+    owner->enqueue(topic, *mode, decode_envelope(frame.value("envelope", std::string())));
   } else if (type == "error") {
     link_down("remote node refused the worker: " + frame.value("error", std::string("?")));
   }

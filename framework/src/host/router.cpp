@@ -505,12 +505,14 @@ void router::request_credit() {
   if (n > 0) top_->pull(topic_, spec_.mode, n, ledger_.consumers());
 }
 
-void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, std::string body) {
-  boost::asio::post(strand_, [self = shared_from_this(), generation, tag, redelivered, body = std::move(body)] {
+void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, nlohmann::json props,
+                     std::string body) {
+  boost::asio::post(strand_, [self = shared_from_this(), generation, tag, redelivered, props = std::move(props),
+                              body = std::move(body)]() mutable {
     self->ledger_.on_delivery();
     ++self->stats_.delivered;
     if (redelivered) ++self->stats_.redelivered;
-    self->dispatch(generation, tag, to_message(decode_envelope(body), redelivered));
+    self->dispatch(generation, tag, to_message(join_envelope(props, self->topic_, std::move(body)), redelivered));
   });
 }
 
@@ -661,7 +663,8 @@ void router::dead_letter(const message& m, int attempts, const std::string& reas
   ++stats_.dead_lettered;
   logger("host.router")->error("{}: message {} dead-lettered to dde.dead.{}: {}", spec_.addr().str(), m.id(), topic_,
                                reason);
-  top_->enqueue("dde.dead." + topic_, delivery_mode::at_least_once, encode_envelope(e));
+  // Whole, as JSON in the body: whoever inspects a dead-letter queue sees every field in one place.
+  top_->enqueue("dde.dead." + topic_, delivery_mode::at_least_once, {}, encode_envelope(e));
 }
 
 void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) {
@@ -790,9 +793,10 @@ void router::restart_pool(const std::string& why) {
   }
 }
 
-void router::enqueue(std::string topic, delivery_mode mode, std::string body) {
+void router::enqueue(std::string topic, delivery_mode mode, const envelope& e) {
   sent_.fetch_add(1, std::memory_order_relaxed);
-  top_->enqueue(std::move(topic), mode, std::move(body));
+  auto m = split_envelope(e, topic);
+  top_->enqueue(std::move(topic), mode, std::move(m.props), std::move(m.payload));
 }
 
 void router::when_writable(std::function<void()> fn) { top_->when_writable(std::move(fn)); }

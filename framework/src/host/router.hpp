@@ -61,7 +61,8 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   void shutdown(std::chrono::milliseconds timeout, std::function<void()> done);
 
   // Called from other strands; each posts to the router's strand.
-  void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, std::string body);
+  /// A delivery of the pool's topic: `props` as the MQS gave them (null for none), `body` the AMQP body.
+  void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, nlohmann::json props, std::string body);
   void deliver_reply(envelope e);
   void on_connected();
   // cell_owner
@@ -71,7 +72,7 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
                            std::string reason, message m) override;
   void worker_up(std::size_t index, std::string id) override;
   void worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) override;
-  void enqueue(std::string topic, delivery_mode mode, std::string body) override;
+  void enqueue(std::string topic, delivery_mode mode, const envelope& e) override;
   bool claim_reply(const std::string& message_id) override;
   void when_writable(std::function<void()> fn) override;
   const std::string& instance() const override;

@@ -86,11 +86,10 @@ void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
                             {"instance", self->options_.instance}};
     wire::append_record(self->out_, hello);
     for (auto& [seq, u] : self->unconfirmed_) {
-      self->append_enqueue(seq, u.topic, delivery_mode::at_least_once, u.body);
+      self->append_enqueue(seq, u, delivery_mode::at_least_once);
       ++self->stats_.resent;
     }
-    for (auto& [topic, body] : self->at_most_once_backlog_)
-      self->append_enqueue(0, topic, delivery_mode::at_most_once, body);
+    for (auto& m : self->at_most_once_backlog_) self->append_enqueue(0, m, delivery_mode::at_most_once);
     self->at_most_once_backlog_.clear();
     self->pulls_[reply_topic(self->options_.instance)] = {delivery_mode::reply, self->options_.reply_credit};
     for (auto& [topic, r] : self->routers_) r->on_connected();
@@ -172,7 +171,9 @@ void top_level::handle_deliver(wire::record& rec) {
     p.mode = delivery_mode::reply;
     p.credit += 1;
     schedule_flush();
-    envelope e = decode_envelope(rec.body);
+    auto props = rec.header.find("props");
+    envelope e = join_envelope(props == rec.header.end() ? nlohmann::json() : std::move(*props), topic,
+                               std::move(rec.body));
     auto to = parse_address(e.to);
     auto it = to ? routers_.find(to->topic()) : routers_.end();
     if (it == routers_.end()) {
@@ -191,7 +192,9 @@ void top_level::handle_deliver(wire::record& rec) {
     schedule_flush();
     return;
   }
-  it->second->deliver(generation_, tag, redelivered, std::move(rec.body));
+  auto props = rec.header.find("props");
+  it->second->deliver(generation_, tag, redelivered,
+                      props == rec.header.end() ? nlohmann::json() : std::move(*props), std::move(rec.body));
 }
 
 void top_level::handle_pause(const wire::record& rec) {
@@ -213,30 +216,33 @@ void top_level::handle_pause(const wire::record& rec) {
   it->second(std::chrono::milliseconds(length), text("reason"), text("origin"));
 }
 
-void top_level::append_enqueue(std::uint64_t seq, const std::string& topic, delivery_mode mode,
-                               const std::string& body) {
-  std::string header = "{\"action\":\"enqueue\",\"topic\":\"" + topic + "\",\"mode\":\"" + std::string(to_string(mode)) +
-                       "\"";
-  if (mode == delivery_mode::at_least_once) header += ",\"seq\":" + std::to_string(seq);
-  header += "}";
-  wire::append_raw_record(out_, header, body);
+void top_level::append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery_mode mode) {
+  std::string header;
+  header.reserve(64 + m.topic.size() + m.props.size());
+  header.append("{\"action\":\"enqueue\",\"topic\":\"").append(m.topic).append("\",\"mode\":\"");
+  header.append(to_string(mode)).push_back('"');
+  if (mode == delivery_mode::at_least_once) header.append(",\"seq\":").append(std::to_string(seq));
+  if (!m.props.empty()) header.append(",\"props\":").append(m.props);
+  header.push_back('}');
+  wire::append_raw_record(out_, header, m.body);
 }
 
-void top_level::enqueue(std::string topic, delivery_mode mode, std::string body) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic = std::move(topic), mode, body = std::move(body)]() mutable {
+void top_level::enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) {
+  boost::asio::post(strand_, [self = shared_from_this(),
+                              m = unconfirmed{std::move(topic), std::move(props), std::move(body)}, mode]() mutable {
     ++self->stats_.enqueued;
     if (mode == delivery_mode::at_least_once) {
       std::uint64_t seq = self->next_seq_++;
-      if (self->conn_) self->append_enqueue(seq, topic, mode, body);
-      self->unconfirmed_.emplace(seq, unconfirmed{std::move(topic), std::move(body)});
+      if (self->conn_) self->append_enqueue(seq, m, mode);
+      self->unconfirmed_.emplace(seq, std::move(m));
     } else if (self->conn_) {
-      self->append_enqueue(0, topic, mode, body);
+      self->append_enqueue(0, m, mode);
     } else {
       if (self->at_most_once_backlog_.size() >= max_at_most_once_backlog) {
         self->at_most_once_backlog_.pop_front();
         ++self->stats_.dropped_at_most_once;
       }
-      self->at_most_once_backlog_.emplace_back(std::move(topic), std::move(body));
+      self->at_most_once_backlog_.push_back(std::move(m));
     }
     self->schedule_flush();
   });

@@ -57,7 +57,8 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void stop(std::chrono::milliseconds timeout, std::function<void()> done);
 
   // Thread-safe: each posts to the top level's strand.
-  void enqueue(std::string topic, delivery_mode mode, std::string body);
+  /// `props`: the record's AMQP properties as a JSON object ("" for none; see split_envelope).
+  void enqueue(std::string topic, delivery_mode mode, std::string props, std::string body);
   /// `consumers`: the pool's workers that take messages, told to the MQS (a broker consumer each,
   /// so the MQS's prefetch is per worker); 0 leaves it as last told.
   void pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers = 0);
@@ -95,6 +96,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
  private:
   struct unconfirmed {
     std::string topic;
+    std::string props;
     std::string body;
   };
   void do_connect();
@@ -109,7 +111,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void fail_depths(const std::string& error);
   void schedule_flush();
   void flush();
-  void append_enqueue(std::uint64_t seq, const std::string& topic, delivery_mode mode, const std::string& body);
+  void append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery_mode mode);
   bool writable() const;
   void check_writable();
   void check_stopping();
@@ -138,7 +140,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
 
   std::uint64_t next_seq_ = 1;
   std::map<std::uint64_t, unconfirmed> unconfirmed_;
-  std::deque<std::pair<std::string, std::string>> at_most_once_backlog_;
+  std::deque<unconfirmed> at_most_once_backlog_;
   std::vector<std::function<void()>> waiting_writers_;
 
   std::unordered_map<std::string, std::shared_ptr<router>> routers_;

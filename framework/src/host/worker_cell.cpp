@@ -227,7 +227,7 @@ envelope worker_cell::make_envelope(std::string_view to) {
 void worker_cell::publish(std::string topic, delivery_mode mode, envelope e) {
   auto owner = owner_.lock();
   if (!owner) throw std::runtime_error("the worker's pool is gone");
-  owner->enqueue(std::move(topic), mode, encode_envelope(e));
+  owner->enqueue(std::move(topic), mode, e);
 }
 
 void worker_cell::send(nlohmann::json body, std::string bytes, bool is_bytes, std::string_view to,

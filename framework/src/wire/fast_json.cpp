@@ -255,6 +255,25 @@ class fast_parser {
 
 }  // namespace
 
+void append_json_string(std::string& out, std::string_view text) {
+  bool plain = true;
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) {
+    out.reserve(out.size() + text.size() + 2);
+    out.push_back('"');
+    out.append(text);
+    out.push_back('"');
+    return;
+  }
+  out.append(json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
 json parse_json(std::string_view text) {
   json out;
   if (fast_parser(text).document(out)) return out;

@@ -5,6 +5,7 @@
 /// send: long ASCII strings are copied in bulk instead of character by character.
 
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 
 namespace dde::wire {
@@ -14,5 +15,9 @@ namespace dde::wire {
 /// decimal numbers; anything else (non-ASCII bytes, `\u` escapes, deep nesting, errors) is parsed
 /// by nlohmann, so the result never differs.
 nlohmann::json parse_json(std::string_view text);
+
+/// Appends `text` as a JSON string (quoted, escaped) to `out`, as `nlohmann::json(text).dump()`
+/// would, with invalid UTF-8 replaced by U+FFFD instead of thrown on. Plain ASCII is copied at once.
+void append_json_string(std::string& out, std::string_view text);
 
 }  // namespace dde::wire

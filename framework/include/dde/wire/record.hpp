@@ -2,7 +2,7 @@
 /// \file
 /// The host <-> MQS wire format. A binary WebSocket message is a batch of records; a record is
 /// `u32le header_size, header (a JSON object with an "action"), u32le body_size, body`.
-/// The body (a message envelope) is opaque to the MQS: it goes to the broker as it is.
+/// The body (a message payload) is opaque to the MQS: it goes to the broker as it is.
 /// Batches concatenate, so several queued writes can share one WebSocket message.
 
 #include <cstddef>
@@ -14,7 +14,9 @@
 
 namespace dde::wire {
 
-constexpr int protocol_version = 1;
+/// 2: enqueue and deliver records carry "props" (the AMQP properties), and hosts send the payload
+/// alone as the body.
+constexpr int protocol_version = 2;
 
 struct record {
   nlohmann::json header;

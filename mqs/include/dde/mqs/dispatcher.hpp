@@ -14,6 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "dde/mqs/message_props.hpp"
 #include "dde/names.hpp"
 
 namespace dde::mqs {
@@ -49,7 +50,7 @@ class dispatcher_port {
   virtual void reject(const broker_ref& ref, bool requeue) = 0;
   /// Hands a message to a host.
   virtual void deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
-                       std::string&& body) = 0;
+                       std::string&& body, const message_props& props) = 0;
   /// False while a host's send queue is full (it does not read its socket): deliveries wait in
   /// the MQS, bounded by the prefetch, and the rest in the broker, until `retry_blocked`.
   virtual bool can_deliver(client_id) { return true; }
@@ -77,7 +78,8 @@ class dispatcher {
   void disconnect(client_id client, clock::time_point now);
 
   /// A message arrived from the broker for `topic`.
-  void on_delivery(const std::string& topic, const broker_ref& ref, bool redelivered, std::string body);
+  void on_delivery(const std::string& topic, const broker_ref& ref, bool redelivered, std::string body,
+                   message_props props = {});
   /// The consumer of `topic` died (channel closed): its deliveries are void (the broker requeues them).
   void on_consumer_lost(const std::string& topic);
   /// The broker connection dropped: every delivery is void.
@@ -107,6 +109,7 @@ class dispatcher {
     broker_ref ref;
     bool redelivered = false;
     std::string body;
+    message_props props;
   };
   struct topic_state {
     delivery_mode mode = delivery_mode::at_least_once;

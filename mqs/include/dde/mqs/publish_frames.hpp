@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "dde/mqs/message_props.hpp"
+
 namespace dde::mqs {
 
 class publish_frames {
@@ -16,8 +18,10 @@ class publish_frames {
   explicit publish_frames(std::uint32_t frame_max);
 
   /// Appends a basic.publish of `body` to the default exchange with `routing_key` (at most 255
-  /// bytes: false and nothing appended otherwise), delivery-mode 1 (transient) or 2 (persistent).
-  bool add(std::uint16_t channel, std::string_view routing_key, std::uint8_t delivery_mode, std::string_view body);
+  /// bytes: false and nothing appended otherwise), delivery-mode 1 (transient) or 2 (persistent),
+  /// and `props` (as parse_props checked them).
+  bool add(std::uint16_t channel, std::string_view routing_key, std::uint8_t delivery_mode, std::string_view body,
+           const message_props& props = {});
 
   const std::string& bytes() const { return out_; }
   bool empty() const { return out_.empty(); }
@@ -31,6 +35,7 @@ class publish_frames {
   void u16(std::uint16_t v);
   void u32(std::uint32_t v);
   void u64(std::uint64_t v);
+  void short_string(std::string_view s);
 
   std::uint32_t frame_max_;
   std::string out_;

@@ -11,11 +11,13 @@
 #include <string>
 #include <string_view>
 
+#include "dde/mqs/message_props.hpp"
+
 namespace dde::mqs {
 
 void append_welcome(std::string& out, std::string_view mqs_id);
 void append_deliver(std::string& out, std::string_view topic, std::uint64_t tag, bool redelivered,
-                    std::string_view body);
+                    std::string_view body, const message_props& props = {});
 void append_confirm(std::string& out, std::span<const std::uint64_t> seqs);
 void append_reject(std::string& out, std::span<const std::uint64_t> seqs, std::string_view error);
 /// A `pause` record: hosts consuming `topic` should not start its messages for `ms` more.

@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "dde/mqs/message_props.hpp"
 #include "dde/names.hpp"
 
 namespace dde::mqs {
@@ -24,6 +25,7 @@ struct enqueue_request {
   std::string topic;
   delivery_mode mode = delivery_mode::at_least_once;
   std::optional<std::uint64_t> seq;  ///< always set for at-least-once
+  message_props props;               ///< the AMQP properties to publish with
 };
 
 struct pull_request {

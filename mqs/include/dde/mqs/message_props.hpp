@@ -1,0 +1,36 @@
+#pragma once
+/// \file
+/// The AMQP basic properties a record carries beside its body ("props" in mqs/PROTOCOL.md): what
+/// an `enqueue` asks the MQS to publish with, and what a `deliver` reports the broker handed over.
+/// Hosts put their envelope's fields here, so the AMQP body is the payload alone.
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dde::mqs {
+
+struct message_props {
+  std::string message_id, app_id, content_type;  ///< AMQP short strings: 255 bytes at most
+  std::vector<std::pair<std::string, std::string>> headers;  ///< long-string values only
+
+  bool empty() const { return message_id.empty() && app_id.empty() && content_type.empty() && headers.empty(); }
+};
+
+constexpr std::size_t max_prop_headers = 32;
+constexpr std::size_t max_prop_header_name = 128;
+/// Names and values together: the properties travel in one content-header frame.
+constexpr std::size_t max_prop_headers_bytes = 65536;
+
+/// Reads the "props" object of an enqueue record into `out`: {"messageId"?, "appId"?,
+/// "contentType"? (strings of at most 255 bytes), "headers"? (an object of at most 32 string
+/// values, names of 1 to 128 bytes, 64 KiB in all)}. Returns why not, or "".
+std::string parse_props(const nlohmann::json& j, message_props& out);
+
+/// Appends `,"props":{...}` for a delivery's properties; nothing when `p` is empty.
+void append_props_field(std::string& out, const message_props& p);
+
+}  // namespace dde::mqs

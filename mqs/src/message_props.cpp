@@ -1,0 +1,75 @@
+#include "dde/mqs/message_props.hpp"
+
+#include "dde/wire/fast_json.hpp"
+
+namespace dde::mqs {
+namespace {
+
+constexpr std::size_t max_short_string = 255;
+
+std::string short_string(const nlohmann::json& j, const char* key, std::string& out) {
+  auto it = j.find(key);
+  if (it == j.end()) return {};
+  if (!it->is_string()) return std::string("props.") + key + " must be a string";
+  const auto& s = it->get_ref<const std::string&>();
+  if (s.size() > max_short_string)
+    return std::string("props.") + key + " of " + std::to_string(s.size()) + " bytes exceeds 255";
+  out = s;
+  return {};
+}
+
+void append_pair(std::string& out, bool& first, std::string_view key, std::string_view value) {
+  if (!first) out.push_back(',');
+  first = false;
+  wire::append_json_string(out, key);
+  out.push_back(':');
+  wire::append_json_string(out, value);
+}
+
+}  // namespace
+
+std::string parse_props(const nlohmann::json& j, message_props& out) {
+  if (!j.is_object()) return "field \"props\" must be an object";
+  for (auto& [key, value] : j.items())
+    if (key != "messageId" && key != "appId" && key != "contentType" && key != "headers")
+      return "props." + key.substr(0, 100) + " is not one of messageId, appId, contentType, headers";
+  if (auto e = short_string(j, "messageId", out.message_id); !e.empty()) return e;
+  if (auto e = short_string(j, "appId", out.app_id); !e.empty()) return e;
+  if (auto e = short_string(j, "contentType", out.content_type); !e.empty()) return e;
+  auto h = j.find("headers");
+  if (h == j.end()) return {};
+  if (!h->is_object()) return "props.headers must be an object";
+  if (h->size() > max_prop_headers)
+    return "props.headers has " + std::to_string(h->size()) + " entries, more than 32";
+  std::size_t bytes = 0;
+  for (auto& [name, value] : h->items()) {
+    if (name.empty() || name.size() > max_prop_header_name)
+      return "a props.headers name must be 1 to 128 bytes long";
+    if (!value.is_string()) return "props.headers." + name.substr(0, 128) + " must be a string";
+    const auto& v = value.get_ref<const std::string&>();
+    bytes += name.size() + v.size();
+    if (bytes > max_prop_headers_bytes) return "props.headers exceed 65536 bytes in all";
+    out.headers.emplace_back(name, v);
+  }
+  return {};
+}
+
+void append_props_field(std::string& out, const message_props& p) {
+  if (p.empty()) return;
+  out.append(R"(,"props":{)");
+  bool first = true;
+  if (!p.message_id.empty()) append_pair(out, first, "messageId", p.message_id);
+  if (!p.app_id.empty()) append_pair(out, first, "appId", p.app_id);
+  if (!p.content_type.empty()) append_pair(out, first, "contentType", p.content_type);
+  if (!p.headers.empty()) {
+    if (!first) out.push_back(',');
+    first = false;
+    out.append(R"("headers":{)");
+    bool first_header = true;
+    for (auto& [name, value] : p.headers) append_pair(out, first_header, name, value);
+    out.push_back('}');
+  }
+  out.push_back('}');
+}
+
+}  // namespace dde::mqs
