@@ -134,15 +134,6 @@ namespace {
 
 constexpr std::string_view octet_stream = "application/octet-stream";
 
-void put_field(std::string& out, bool& first, std::string_view key, std::string_view value) {
-  if (!first) out.push_back(',');
-  first = false;
-  out.push_back('"');
-  out.append(key);
-  out.append("\":");
-  wire::append_json_string(out, value);
-}
-
 // "sys.pool" -> "sys/pool"; other topics (reply queues, four-part ones) name no address.
 std::string address_of_topic(std::string_view topic) {
   auto dot = topic.find('.');
@@ -159,13 +150,13 @@ broker_message split_envelope(const envelope& e, std::string_view topic) {
   m.props.reserve(64 + e.id.size() + e.from.size());
   m.props.push_back('{');
   bool first = true;
-  put_field(m.props, first, "messageId", e.id);
-  put_field(m.props, first, "appId", e.from);
-  if (e.is_bytes) put_field(m.props, first, "contentType", octet_stream);
+  wire::append_json_member(m.props, first, "messageId", e.id);
+  wire::append_json_member(m.props, first, "appId", e.from);
+  if (e.is_bytes) wire::append_json_member(m.props, first, "contentType", octet_stream);
   std::string headers;
   bool first_header = true;
   auto header = [&](std::string_view key, const std::string& value) {
-    if (!value.empty()) put_field(headers, first_header, key, value);
+    if (!value.empty()) wire::append_json_member(headers, first_header, key, value);
   };
   if (e.to != address_of_topic(topic)) header("to", e.to);
   header("replyTo", e.reply_to);

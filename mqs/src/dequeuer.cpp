@@ -42,7 +42,6 @@ std::shared_ptr<spdlog::logger> log() {
   return l;
 }
 
-
 bool equals(amqp_bytes_t b, const std::string& s) {
   return b.len == s.size() && std::equal(s.begin(), s.end(), static_cast<const char*>(b.bytes));
 }

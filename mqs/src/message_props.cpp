@@ -18,14 +18,6 @@ std::string short_string(const nlohmann::json& j, const char* key, std::string& 
   return {};
 }
 
-void append_pair(std::string& out, bool& first, std::string_view key, std::string_view value) {
-  if (!first) out.push_back(',');
-  first = false;
-  wire::append_json_string(out, key);
-  out.push_back(':');
-  wire::append_json_string(out, value);
-}
-
 }  // namespace
 
 std::string parse_props(const nlohmann::json& j, message_props& out) {
@@ -58,15 +50,15 @@ void append_props_field(std::string& out, const message_props& p) {
   if (p.empty()) return;
   out.append(R"(,"props":{)");
   bool first = true;
-  if (!p.message_id.empty()) append_pair(out, first, "messageId", p.message_id);
-  if (!p.app_id.empty()) append_pair(out, first, "appId", p.app_id);
-  if (!p.content_type.empty()) append_pair(out, first, "contentType", p.content_type);
+  if (!p.message_id.empty()) wire::append_json_member(out, first, "messageId", p.message_id);
+  if (!p.app_id.empty()) wire::append_json_member(out, first, "appId", p.app_id);
+  if (!p.content_type.empty()) wire::append_json_member(out, first, "contentType", p.content_type);
   if (!p.headers.empty()) {
     if (!first) out.push_back(',');
     first = false;
     out.append(R"("headers":{)");
     bool first_header = true;
-    for (auto& [name, value] : p.headers) append_pair(out, first_header, name, value);
+    for (auto& [name, value] : p.headers) wire::append_json_member(out, first_header, name, value);
     out.push_back('}');
   }
   out.push_back('}');

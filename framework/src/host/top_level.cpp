@@ -164,6 +164,8 @@ void top_level::handle_deliver(wire::record& rec) {
   auto topic = rec.header.value("topic", std::string());
   auto tag = rec.header.value("tag", std::uint64_t(0));
   bool redelivered = rec.header.value("redelivered", false);
+  auto found = rec.header.find("props");
+  nlohmann::json props = found == rec.header.end() ? nlohmann::json() : std::move(*found);
   ++stats_.delivered;
   if (topic == reply_topic(options_.instance)) {
     // Replies are acked by the MQS on hand-over; keep the reply queue's credit topped up.
@@ -171,9 +173,7 @@ void top_level::handle_deliver(wire::record& rec) {
     p.mode = delivery_mode::reply;
     p.credit += 1;
     schedule_flush();
-    auto props = rec.header.find("props");
-    envelope e = join_envelope(props == rec.header.end() ? nlohmann::json() : std::move(*props), topic,
-                               std::move(rec.body));
+    envelope e = join_envelope(props, topic, std::move(rec.body));
     auto to = parse_address(e.to);
     auto it = to ? routers_.find(to->topic()) : routers_.end();
     if (it == routers_.end()) {
@@ -192,9 +192,7 @@ void top_level::handle_deliver(wire::record& rec) {
     schedule_flush();
     return;
   }
-  auto props = rec.header.find("props");
-  it->second->deliver(generation_, tag, redelivered,
-                      props == rec.header.end() ? nlohmann::json() : std::move(*props), std::move(rec.body));
+  it->second->deliver(generation_, tag, redelivered, std::move(props), std::move(rec.body));
 }
 
 void top_level::handle_pause(const wire::record& rec) {

@@ -1,5 +1,6 @@
 #include "dde/wire/fast_json.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -256,14 +257,8 @@ class fast_parser {
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view text) {
-  bool plain = true;
-  for (char c : text) {
-    auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') {
-      plain = false;
-      break;
-    }
-  }
+  bool plain = std::none_of(text.begin(), text.end(),
+                            [](char c) { return string_stop[static_cast<unsigned char>(c)]; });
   if (plain) {
     out.reserve(out.size() + text.size() + 2);
     out.push_back('"');
@@ -272,6 +267,14 @@ void append_json_string(std::string& out, std::string_view text) {
     return;
   }
   out.append(json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+void append_json_member(std::string& out, bool& first, std::string_view key, std::string_view value) {
+  if (!first) out.push_back(',');
+  first = false;
+  append_json_string(out, key);
+  out.push_back(':');
+  append_json_string(out, value);
 }
 
 json parse_json(std::string_view text) {

@@ -20,4 +20,8 @@ nlohmann::json parse_json(std::string_view text);
 /// would, with invalid UTF-8 replaced by U+FFFD instead of thrown on. Plain ASCII is copied at once.
 void append_json_string(std::string& out, std::string_view text);
 
+/// Appends `"key":"value"` (both escaped as above) to an object being written in `out`, after a
+/// comma unless `first`, which it then clears.
+void append_json_member(std::string& out, bool& first, std::string_view key, std::string_view value);
+
 }  // namespace dde::wire
