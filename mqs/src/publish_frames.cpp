@@ -53,9 +53,13 @@ std::size_t publish_frames::begin_frame(std::uint8_t type, std::uint16_t channel
   return start;
 }
 
+void publish_frames::fill_size(std::size_t at) {
+  auto size = std::uint32_t(out_.size() - at - 4);
+  for (int i = 0; i < 4; ++i) out_[at + std::size_t(i)] = char(std::uint8_t(size >> (24 - 8 * i)));
+}
+
 void publish_frames::end_frame(std::size_t start) {
-  auto size = std::uint32_t(out_.size() - start - 4);
-  for (int i = 0; i < 4; ++i) out_[start + std::size_t(i)] = char(std::uint8_t(size >> (24 - 8 * i)));
+  fill_size(start);
   u8(frame_end);
 }
 
@@ -92,8 +96,7 @@ bool publish_frames::add(std::uint16_t channel, std::string_view routing_key, st
       u32(std::uint32_t(value.size()));
       out_.append(value);
     }
-    auto size = std::uint32_t(out_.size() - table - 4);
-    for (int i = 0; i < 4; ++i) out_[table + std::size_t(i)] = char(std::uint8_t(size >> (24 - 8 * i)));
+    fill_size(table);
   }
   u8(delivery_mode);
   if (!props.message_id.empty()) short_string(props.message_id);

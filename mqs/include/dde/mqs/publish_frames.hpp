@@ -36,6 +36,8 @@ class publish_frames {
   void u32(std::uint32_t v);
   void u64(std::uint64_t v);
   void short_string(std::string_view s);
+  /// Writes into the u32 placeholder at `at` (big-endian) how many bytes follow it.
+  void fill_size(std::size_t at);
 
   std::uint32_t frame_max_;
   std::string out_;
