@@ -134,13 +134,30 @@ namespace {
 
 constexpr std::string_view octet_stream = "application/octet-stream";
 
-// "sys.pool" -> "sys/pool"; other topics (reply queues, four-part ones) name no address.
-std::string address_of_topic(std::string_view topic) {
+// Where "sys.pool" has its one dot; npos for other topics (reply queues, four-part ones), which
+// name no address.
+std::size_t address_dot(std::string_view topic) {
   auto dot = topic.find('.');
-  if (dot == std::string_view::npos || topic.find('.', dot + 1) != std::string_view::npos) return {};
+  if (dot == std::string_view::npos || topic.find('.', dot + 1) != std::string_view::npos)
+    return std::string_view::npos;
+  return dot;
+}
+
+// "sys.pool" -> "sys/pool"; "" for a topic that names no address.
+std::string address_of_topic(std::string_view topic) {
+  auto dot = address_dot(topic);
+  if (dot == std::string_view::npos) return {};
   std::string a(topic);
   a[dot] = '/';
   return a;
+}
+
+// address == address_of_topic(topic), without building that string for every message sent.
+bool is_address_of_topic(std::string_view address, std::string_view topic) {
+  auto dot = address_dot(topic);
+  if (dot == std::string_view::npos) return address.empty();
+  return address.size() == topic.size() && address[dot] == '/' && address.substr(0, dot) == topic.substr(0, dot) &&
+         address.substr(dot + 1) == topic.substr(dot + 1);
 }
 
 }  // namespace
@@ -158,7 +175,7 @@ broker_message split_envelope(const envelope& e, std::string_view topic) {
   auto header = [&](std::string_view key, const std::string& value) {
     if (!value.empty()) wire::append_json_member(headers, first_header, key, value);
   };
-  if (e.to != address_of_topic(topic)) header("to", e.to);
+  if (!is_address_of_topic(e.to, topic)) header("to", e.to);
   header("replyTo", e.reply_to);
   header("inReplyTo", e.in_reply_to);
   header("toWorker", e.to_worker);

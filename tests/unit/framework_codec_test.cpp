@@ -173,6 +173,29 @@ TEST(Envelope, APlainSendSplitsIntoThePayloadAndTwoPropertiesAndJoinsBack) {
   EXPECT_FALSE(back.is_bytes);
 }
 
+TEST(Envelope, ARecipientTheTopicDoesNotNameTravelsInTheHeaders) {
+  // Only "sys/pool" on "sys.pool" is left to the topic; any other recipient, even one of the same
+  // length or differing in one part, goes in the headers and comes back as it was.
+  for (const char* to : {"sys/consumex", "sys.consumer", "syz/consumer", "sys/consumer2", "other/pool"}) {
+    SCOPED_TRACE(to);
+    dde::envelope e;
+    e.id = "m";
+    e.from = "sys/producer";
+    e.to = to;
+    e.body = 1;
+    auto m = dde::split_envelope(e, "sys.consumer");
+    auto props = nlohmann::json::parse(m.props);
+    ASSERT_TRUE(props.contains("headers"));
+    EXPECT_EQ(props["headers"]["to"], to);
+    EXPECT_EQ(dde::join_envelope(props, "sys.consumer", m.payload).to, to);
+  }
+  dde::envelope e;
+  e.from = "sys/producer";
+  e.body = 1;
+  EXPECT_FALSE(nlohmann::json::parse(dde::split_envelope(e, dde::reply_topic("inst")).props).contains("headers"))
+      << "no recipient, no header";
+}
+
 TEST(Envelope, EveryOtherFieldTravelsInHeadersAndBytesGoAsTheyAre) {
   dde::envelope e;
   e.id = "id \"quoted\"";
