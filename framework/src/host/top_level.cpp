@@ -448,8 +448,10 @@ void top_level::stop(std::chrono::milliseconds timeout, std::function<void()> do
     self->stop_timer_.expires_after(timeout);
     self->stop_timer_.async_wait([self](boost::system::error_code ec) {
       if (ec || !self->stopped_) return;
-      log()->warn("stopping with {} unconfirmed message(s)", self->unconfirmed_.size());
+      log()->warn("stopping with {} unconfirmed message(s){}", self->unconfirmed_.size(),
+                  self->conn_ ? " and a link to the MQS that did not close in time" : "");
       self->unconfirmed_.clear();
+      self->conn_.reset();
       self->check_stopping();
     });
     self->check_stopping();
@@ -458,12 +460,20 @@ void top_level::stop(std::chrono::milliseconds timeout, std::function<void()> do
 
 void top_level::check_stopping() {
   if (!stopping_ || !stopped_ || !unconfirmed_.empty()) return;
-  stop_timer_.cancel();
   if (conn_) {
-    flush();
-    conn_->close("isolate system stopping");
-    conn_.reset();
+    // The close goes out after everything queued before it (at-most-once messages the MQS has not
+    // read yet, under backpressure, say); stopping is done once the link has closed (on_close).
+    if (!close_sent_) {
+      close_sent_ = true;
+      flush();
+      conn_->close("isolate system stopping");
+    }
+    return;
   }
+  stop_timer_.cancel();
+  if (!at_most_once_backlog_.empty())
+    log()->warn("stopping without a link to the MQS: {} at-most-once message(s) dropped",
+                at_most_once_backlog_.size());
   retry_.cancel();
   auto fn = std::move(stopped_);
   stopped_ = nullptr;

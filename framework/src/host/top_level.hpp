@@ -148,6 +148,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   std::unordered_map<std::string, std::deque<depth_handler>> depth_waiting_;  ///< per topic, in asking order
   top_level_stats stats_;
   bool stopping_ = false;
+  bool close_sent_ = false;  ///< stopping: the link's close is on its way
   std::function<void()> stopped_;
   boost::asio::steady_timer stop_timer_;
 };
