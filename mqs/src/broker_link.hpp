@@ -18,8 +18,13 @@ struct broker_link final : ack_sink {
   std::string failed;         ///< set when an operation failed: the connection is to be dropped
   std::uint16_t channel = 0;  ///< the channel consumed on, 0 while none
   std::uint64_t epoch = 0;    ///< names that channel's consumer (the dequeuer's channel table key)
+  /// The last poll saw the socket readable (or has not watched it yet): only then is it read, so a
+  /// turn of the loop costs no recv on the links that have nothing.
+  bool readable = true;
 
   bool usable() const { return session && failed.empty(); }
+  /// Whether a read may find a frame: the socket was readable, or rabbitmq-c holds bytes already.
+  bool worth_reading() const { return usable() && (readable || session->buffered()); }
   /// Records `r`'s error when it lost the connection; true then.
   bool lost(const amqp_session::result& r) {
     if (r.connection_lost()) failed = r.error;

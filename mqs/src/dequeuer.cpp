@@ -34,6 +34,7 @@ message_props props_of(const amqp_basic_properties_t* p) {
 constexpr auto max_backoff = std::chrono::milliseconds(5000);
 constexpr auto idle_check_period = std::chrono::milliseconds(250);
 constexpr auto blocked_poll = std::chrono::milliseconds(10);
+constexpr auto sweep_period = std::chrono::seconds(1);
 // A pause is a few hundred bytes; anything much larger on the governance queue is not ours.
 constexpr std::uint64_t max_governance_message = 64 * 1024;
 
@@ -84,9 +85,16 @@ void dequeuer::run() {
     auto now = clock::now();
     if (!main_.session && !last && now >= next_connect_) connect();
     for (auto& cmd : inbox_.take()) handle(cmd, now);
-    if (main_.usable()) read_frames(main_);
+    if (now >= next_sweep_) {
+      // Each link is read once a second whatever poll said: rabbitmq-c sends and checks heartbeats
+      // when it reads, so a broker gone silent is noticed, and ours go out.
+      main_.readable = true;
+      for (auto& [topic, c] : consumers_) c.link.readable = true;
+      next_sweep_ = now + sweep_period;
+    }
+    if (main_.worth_reading()) read_frames(main_);
     for (auto& [topic, c] : consumers_)
-      if (c.link.usable()) read_frames(c.link);
+      if (c.link.worth_reading()) read_frames(c.link);
     if (main_.usable()) retry_governance(now);
     if (main_.usable() && !last) retry_consumers(now);
     if (main_.usable() && !last && now >= shrink_due_) shrink_due_ = shrink_quiet_consumers(now);
@@ -101,8 +109,7 @@ void dequeuer::run() {
       if (!c.link.failed.empty()) link_lost(topic, c);
     if (last) break;
 
-    auto wake_at =
-        std::min(clock::now() + std::chrono::seconds(1), main_.session ? clock::time_point::max() : next_connect_);
+    auto wake_at = std::min(next_sweep_, main_.session ? clock::time_point::max() : next_connect_);
     if (!consumers_.empty()) wake_at = std::min(wake_at, std::min(next_idle_check_, shrink_due_));
     for (auto& [topic, c] : consumers_)
       if (main_.session && !c.link.channel) wake_at = std::min(wake_at, c.retry_at);
@@ -119,16 +126,20 @@ void dequeuer::run() {
 
 void dequeuer::wait(clock::time_point wake_at) {
   std::vector<pollfd> fds{{inbox_.fd(), POLLIN, 0}};
+  std::vector<broker_link*> watched;
   auto watch = [&](broker_link& link) {
+    link.readable = true;  // a link not watched (no connection yet) is read as soon as it has one
     if (!link.session) return;
     if (link.session->buffered()) wake_at = clock::now();  // a frame is read without the socket
     fds.push_back({link.session->fd(), POLLIN, 0});
+    watched.push_back(&link);
   };
   watch(main_);
   for (auto& [topic, c] : consumers_) watch(c.link);
   int timeout_ms = int(std::clamp<long long>(
       std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - clock::now()).count(), 0, 1000));
-  ::poll(fds.data(), fds.size(), timeout_ms);
+  if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return;  // EINTR: every link is read next turn
+  for (std::size_t i = 0; i < watched.size(); ++i) watched[i]->readable = fds[i + 1].revents != 0;
 }
 
 void dequeuer::connect() {

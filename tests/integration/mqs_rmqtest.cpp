@@ -465,6 +465,38 @@ TEST(MqsBroker, AnIdleDequeuerIsClosedAndComesBackWithTheNextPull) {
   broker.delete_queue(topic);
 }
 
+// The dequeuer reads a broker connection only when poll says it has data, and every link once a
+// second whatever poll says: rabbitmq-c checks heartbeats when it reads, so a broker that goes
+// silent (here a proxy that stops forwarding what the broker sends) is still noticed.
+TEST(MqsBroker, ABrokerGoneSilentIsNoticedByTheHeartbeatAndConsumingResumes) {
+  auto& broker = shared_broker();
+  dde::test::tcp_proxy proxy(broker.port());
+  mqs_process mqs(broker, {"--broker-port", std::to_string(proxy.port()), "--heartbeat", "1"});
+  auto topic = unique_topic("silent");
+  mqs_client c(mqs.port());
+  ASSERT_TRUE(c.hello());
+  c.enqueue(topic, "at-most-once", std::nullopt, "before");
+  c.pull(topic, "at-most-once", 10);
+  ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= 1; }, 20s)) << mqs.log();
+  proxy.stall(true);
+  // The MQS notices it (heartbeat timeout), not the broker: had the dequeuer stopped reading the
+  // silent link it would have stopped sending heartbeats too, and the broker would close it first.
+  ASSERT_TRUE(wait_until(
+      [&] { return mqs.log().find("consumer of " + topic + " lost its broker connection") != std::string::npos; },
+      30s))
+      << mqs.log();
+  EXPECT_NE(mqs.log().find("consumer of " + topic + " lost its broker connection: heartbeat timeout"),
+            std::string::npos)
+      << mqs.log();
+  proxy.stall(false);
+  c.enqueue(topic, "at-most-once", std::nullopt, "after");
+  ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= 2; }, 30s)) << mqs.log();
+  EXPECT_EQ(c.records("deliver").at(1).body, "after");
+  c.close();
+  mqs.stop();
+  broker.delete_queue(topic);
+}
+
 std::string raw_record(std::string_view header, std::string_view body = {}) {
   std::string out;
   auto put = [&](std::size_t v) {
