@@ -1,6 +1,7 @@
 #include "experiments.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace dde::bench {
 namespace {
@@ -45,21 +46,19 @@ flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int pr
 /// `runs` runs of `point`, ours and raw alternating; each figure is the median of its runs.
 template <class Point>
 flow_point median_of_runs(int runs, Point point) {
+  auto figures = [](flow_point& f) {
+    return std::array<double*, 6>{&f.produced.at_isolates, &f.produced.at_broker, &f.consumed,
+                                  &f.raw.produce,          &f.raw.produce_client, &f.raw.consume};
+  };
   std::vector<flow_point> all;
   for (int i = 0; i < runs; ++i) all.push_back(point());
-  auto median = [&](auto field) {
-    std::vector<double> v;
-    for (auto& f : all) v.push_back(field(f));
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   flow_point out;
-  out.produced.at_isolates = median([](const flow_point& f) { return f.produced.at_isolates; });
-  out.produced.at_broker = median([](const flow_point& f) { return f.produced.at_broker; });
-  out.consumed = median([](const flow_point& f) { return f.consumed; });
-  out.raw.produce = median([](const flow_point& f) { return f.raw.produce; });
-  out.raw.produce_client = median([](const flow_point& f) { return f.raw.produce_client; });
-  out.raw.consume = median([](const flow_point& f) { return f.raw.consume; });
+  for (std::size_t k = 0; k < figures(out).size(); ++k) {
+    std::vector<double> v;
+    for (auto& f : all) v.push_back(*figures(f)[k]);
+    std::sort(v.begin(), v.end());
+    *figures(out)[k] = v[v.size() / 2];
+  }
   return out;
 }
 
