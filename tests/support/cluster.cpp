@@ -178,9 +178,11 @@ seq_report read_seq_logs(const fs::path& dir, const std::string& prefix) {
       continue;
     std::ifstream in(entry.path());
     std::string line;
+    auto& in_file = r.per_file[entry.path().filename().string()];
     while (std::getline(in, line)) {
       if (line.empty()) continue;
       ++r.lines;
+      ++in_file;
       r.unique.insert(std::stoll(line));
     }
   }

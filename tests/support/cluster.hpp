@@ -128,6 +128,9 @@ std::vector<nlohmann::json> all_stats(const std::filesystem::path& dir, const st
 struct seq_report {
   std::uint64_t lines = 0;
   std::set<std::int64_t> unique;
+  /// Lines per log file (one file per consumer process: consumer-PID.log), by file name. A consumer
+  /// writes its line before it acks, so these counts are final once the messages are all seen.
+  std::map<std::string, std::uint64_t> per_file;
   std::uint64_t duplicates() const { return lines - unique.size(); }
   /// Sequence numbers in [0, n) that never arrived.
   std::vector<std::int64_t> missing(std::int64_t n) const;
