@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Runs tests N times beside a CPU-burning neighbour (one busy loop per core, at the tests' own
+# priority) and reports each test's pass count: a test that fails only under load is a bug, in the
+# test or in DDE. Uses the built tree as it is (deploy/build.sh first).
+#
+#   deploy/stress-tests.sh [-n ROUNDS] [-L LABEL] [-R REGEX] [-E EXCLUDE] [-j JOBS] [--no-burn]
+#
+# Defaults: 20 rounds of the rmq-labelled tests, ctest -j2, a burner per core. The packaging/SDK
+# tests that hold the build tree's lock are excluded unless -E says otherwise (they rebuild nothing
+# a stressed run could race on, but take minutes each). Each round's ctest output is kept in
+# <build>/stress/round-N.log; exits 1 when any test passed fewer than ROUNDS times.
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+rounds=20 label=rmq regex="" exclude="readme_tutorial_test|sdk_example_rmqtest" jobs=2 burn=1
+while (($#)); do
+  case $1 in
+    -n) rounds=$2; shift 2 ;;
+    -L) label=$2; shift 2 ;;
+    -R) regex=$2; shift 2 ;;
+    -E) exclude=$2; shift 2 ;;
+    -j) jobs=$2; shift 2 ;;
+    --no-burn) burn=0; shift ;;
+    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "stress-tests.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "stress-tests.sh: -n wants a positive count, got '$rounds'" >&2; exit 2; }
+
+build_dir="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
+[[ -f $build_dir/CTestTestfile.cmake ]] || { echo "stress-tests.sh: no build in $build_dir (run deploy/build.sh)" >&2; exit 2; }
+out_dir="$build_dir/stress"
+mkdir -p "$out_dir"
+
+burners=()
+# shellcheck disable=SC2317  # called by the EXIT trap
+stop_burners() { ((${#burners[@]})) && kill "${burners[@]}" 2>/dev/null; true; }
+trap stop_burners EXIT
+if ((burn)); then
+  for ((i = 0; i < $(nproc); i++)); do
+    bash -c 'while :; do :; done' &
+    burners+=($!)
+  done
+  dde_log "burning ${#burners[@]} cores beside the tests (pids ${burners[*]})"
+fi
+
+selection=(-L "$label")
+[[ -n $regex ]] && selection+=(-R "$regex")
+[[ -n $exclude ]] && selection+=(-E "$exclude")
+
+declare -A passed=() ran=()
+started=$SECONDS
+for ((round = 1; round <= rounds; round++)); do
+  log="$out_dir/round-$round.log"
+  ctest --test-dir "$build_dir" "${selection[@]}" -j"$jobs" --output-on-failure >"$log" 2>&1 || true
+  # ctest's summary lines: " 3/21 Test  #7: backbone_rmqtest ...........   Passed  88.2 sec"
+  while read -r name verdict; do
+    ran[$name]=$((${ran[$name]:-0} + 1))
+    [[ $verdict == Passed ]] && passed[$name]=$((${passed[$name]:-0} + 1))
+  done < <(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+ *(\*\*\*)?([A-Za-z]+).*/\1 \3/p' "$log")
+  failed_now=$(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+ *\*\*\*.*/\1/p' "$log" | tr '\n' ' ')
+  dde_log "round $round/$rounds done after $(((SECONDS - started) / 60)) min${failed_now:+; failed: $failed_now (see $log)}"
+done
+
+status=0
+printf '\n%-32s %s\n' "test" "passed/runs (of $rounds rounds, burn=$burn)"
+for name in $(printf '%s\n' "${!ran[@]}" | sort); do
+  p=${passed[$name]:-0}
+  printf '%-32s %d/%d\n' "$name" "$p" "${ran[$name]}"
+  ((p == rounds)) || status=1
+done
+((${#ran[@]})) || { echo "no test ran: check -L/-R/-E" >&2; status=1; }
+exit "$status"
