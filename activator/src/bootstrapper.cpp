@@ -10,11 +10,37 @@ namespace dde::activator {
 namespace {
 std::shared_ptr<spdlog::logger> log() { return logger("activator.bootstrapper"); }
 
-/// A string field, or "" when it is absent, null or not a string.
-std::string text(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+/// The node's JSON (nlohmann::json) of the registry's (ordered) JSON, and back.
+nlohmann::json plain(const protocol::ordered_json& j) { return nlohmann::json(j); }
+protocol::ordered_json ordered(const nlohmann::json& j) { return protocol::ordered_json(j); }
+
+/// Runs one request on the system manager.
+struct request_runner {
+  system_manager& systems;
+  outcome_fn answer;
+  void operator()(protocol::node::ping&) const { answer(outcome{}); }  // the registry's heartbeat: ok, {}
+  void operator()(protocol::node::deploy& r) const { systems.deploy(plain(r.body), answer); }
+  void operator()(protocol::node::shutdown& r) const {
+    systems.shutdown(std::move(r.system), r.isolate.value_or(""), answer);
+  }
+  void operator()(protocol::node::describe&) const { systems.describe(answer); }
+  void operator()(protocol::node::set_rate& r) const {
+    nlohmann::json limits = nlohmann::json::object();
+    if (!r.rate.is_discarded() && !r.rate.is_null()) limits["rate"] = plain(r.rate);
+    if (!r.max_in_flight.is_discarded() && !r.max_in_flight.is_null()) limits["maxInFlight"] = plain(r.max_in_flight);
+    systems.set_rate(std::move(r.system), std::move(r.isolate), std::move(limits), answer);
+  }
+  void operator()(protocol::node::restart& r) const {
+    systems.restart(std::move(r.system), std::move(r.isolate), answer);
+  }
+  void operator()(protocol::node::kill& r) const {
+    systems.kill(std::move(r.system), std::move(r.isolate), r.worker_id ? nlohmann::json(*r.worker_id) : nlohmann::json(),
+                 answer);
+  }
+  void operator()(protocol::node::migrate& r) const {
+    systems.migrate(std::move(r.system), std::move(r.isolate), nlohmann::json(r.workers_paths), answer);
+  }
+};
 }  // namespace
 
 bootstrapper::bootstrapper(boost::asio::io_context& io, std::shared_ptr<system_manager> systems,
@@ -75,14 +101,13 @@ void bootstrapper::on_open(const std::shared_ptr<net::ws_connection>& conn) {
   boost::asio::post(strand_, [self = shared_from_this(), conn] {
     if (self->stopped_) return conn->close("stopping");
     self->conn_ = conn;
-    nlohmann::json reg = {{"type", "register"},
-                          {"protocol", 1},
-                          {"bootstrapperId", self->id_.empty() ? nlohmann::json(nullptr) : nlohmann::json(self->id_)},
-                          {"host", self->options_.host},
-                          {"port", self->options_.port},
-                          {"name", self->options_.name}};
-    if (self->options_.tls) reg["tls"] = true;
-    conn->send(reg.dump(), false);
+    protocol::register_frame reg;
+    if (!self->id_.empty()) reg.previous_id = self->id_;
+    reg.host = self->options_.host;
+    reg.port = self->options_.port;
+    reg.name = self->options_.name;
+    reg.tls = self->options_.tls;
+    conn->send(protocol::encode(reg), false);
   });
 }
 
@@ -97,70 +122,46 @@ void bootstrapper::on_close(const std::shared_ptr<net::ws_connection>& conn, con
 void bootstrapper::on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool) {
   boost::asio::post(strand_, [self = shared_from_this(), conn, data = std::move(data)] {
     if (conn != self->conn_) return;
-    auto frame = nlohmann::json::parse(data, nullptr, false);
-    if (frame.is_discarded() || !frame.is_object()) {
-      log()->warn("bad frame from the registry: {}", data.substr(0, 200));
+    auto frame = protocol::parse_registry_frame(data);
+    if (!frame) {
+      log()->warn("bad frame from the registry ({}): {}", frame.error(), data.substr(0, 200));
       return;
     }
-    auto type = frame.value("type", std::string());
-    if (type == "registered") {
+    if (auto* registered = std::get_if<protocol::registered_frame>(&frame.value())) {
       if (!self->id_.empty())
         metrics_registry::process()
             .counter("dde_activator_registry_reconnects_total", "Registrations after a lost registry link.")
             .add();
-      self->id_ = frame.value("bootstrapperId", std::string());
+      self->id_ = registered->bootstrapper_id;
       {
         std::lock_guard lock(self->registration_mutex_);
         self->registration_ = self->id_;
       }
       self->retry_.reset();
       log()->info("registered with {} as bootstrapper {}", self->options_.registry_url, self->id_);
-    } else if (type == "request") {
-      self->serve(conn, frame);
-    } else if (type == "error") {
-      log()->error("the registry refused this node: {}", frame.value("error", std::string("?")));
+    } else if (auto* request = std::get_if<protocol::request_frame>(&frame.value())) {
+      self->serve(conn, std::move(*request));
+    } else if (auto* bad = std::get_if<protocol::bad_request>(&frame.value())) {
+      log()->warn("bad request from the registry: {}", bad->error);
+      conn->send(protocol::encode(protocol::response_frame{bad->id, false, nullptr, 400, bad->error}), false);
+    } else if (auto* error = std::get_if<protocol::error_frame>(&frame.value())) {
+      log()->error("the registry refused this node: {}", error->error);
     }
   });
 }
 
-void bootstrapper::serve(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& request) {
-  auto id = request.value("id", nlohmann::json(0));
-  auto action = text(request, "action");
+void bootstrapper::serve(const std::shared_ptr<net::ws_connection>& conn, protocol::request_frame request) {
+  auto id = request.id;
+  std::string action(protocol::action_of(request.request));
   auto answer = [conn, id, action](outcome o) {
-    nlohmann::json r = {{"type", "response"}, {"id", id}, {"ok", o.ok}};
-    if (o.ok) {
-      r["result"] = std::move(o.result);
-    } else {
-      r["status"] = o.status;
-      r["error"] = o.error;
-      log()->warn("{} failed: {}", action, o.error);
-    }
-    conn->send(r.dump(), false);
+    protocol::response_frame r{id, o.ok, nullptr, o.status, std::move(o.error)};
+    if (o.ok)
+      r.result = ordered(o.result);
+    else
+      log()->warn("{} failed: {}", action, r.error);
+    conn->send(protocol::encode(r), false);
   };
-  if (action == "ping") {
-    answer(outcome{});  // the registry's heartbeat: ok, {}
-  } else if (action == "deploy") {
-    systems_->deploy(request.value("body", nlohmann::json::object()), answer);
-  } else if (action == "shutdown") {
-    systems_->shutdown(text(request, "isolateSystemName"), text(request, "isolateName"), answer);
-  } else if (action == "describe") {
-    systems_->describe(answer);
-  } else if (action == "setRate") {
-    nlohmann::json limits = nlohmann::json::object();
-    for (auto key : {"rate", "maxInFlight"})
-      if (request.contains(key) && !request[key].is_null()) limits[key] = request[key];
-    systems_->set_rate(text(request, "isolateSystemName"), text(request, "isolateName"), limits, answer);
-  } else if (action == "restart") {
-    systems_->restart(text(request, "isolateSystemName"), text(request, "isolateName"), answer);
-  } else if (action == "kill") {
-    systems_->kill(text(request, "isolateSystemName"), text(request, "isolateName"),
-                   request.value("workerId", nlohmann::json()), answer);
-  } else if (action == "migrate") {
-    systems_->migrate(text(request, "isolateSystemName"), text(request, "isolateName"),
-                      request.value("workersPaths", nlohmann::json::array()), answer);
-  } else {
-    answer(outcome::failure(400, "unknown request action \"" + action + "\""));
-  }
+  std::visit(request_runner{*systems_, answer}, request.request);
 }
 
 }  // namespace dde::activator

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dde/net/retry_timer.hpp"
+#include "dde/protocol/node_frames.hpp"
 #include "dde/net/ws.hpp"
 #include "system_manager.hpp"
 
@@ -44,7 +45,7 @@ class bootstrapper : public net::ws_handler, public std::enable_shared_from_this
  private:
   void do_connect();
   void link_down(const std::string& why);
-  void serve(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& request);
+  void serve(const std::shared_ptr<net::ws_connection>& conn, protocol::request_frame request);
 
   boost::asio::io_context& io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;

@@ -9,6 +9,7 @@
 #include "dde/envelope.hpp"
 #include "dde/log.hpp"
 #include "dde/metrics.hpp"
+#include "dde/protocol/deployer_frames.hpp"
 #include "host/plugin_allow.hpp"
 #include "host/worker_cell.hpp"
 
@@ -22,19 +23,17 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
  public:
   remote_worker(boost::asio::io_context& io, std::shared_ptr<net::ws_connection> conn) : io_(io), conn_(std::move(conn)) {}
 
-  std::string spawn(const nlohmann::json& frame, const std::vector<std::string>& plugin_allow) {
-    if (frame.value("protocol", 0) != 1) return "unsupported protocol version " + frame.value("protocol", nlohmann::json()).dump();
-    auto spec = host::parse_pool_spec(frame.value("spec", nlohmann::json()));
+  std::string spawn(const protocol::proxy::spawn& frame, const std::vector<std::string>& plugin_allow) {
+    auto spec = dde::parse_pool_spec(frame.spec);
     if (!spec) return "bad spec: " + spec.error();
-    instance_ = frame.value("instance", std::string());
+    instance_ = frame.instance;
     if (!valid_name(instance_)) return "bad instance id";
     if (auto refused = host::check_plugin_allowed(spec.value().uri, plugin_allow); !refused.empty())
       return refused;
     auto plugin = host::worker_plugin::load(spec.value().plugin_path(), spec.value().sha256);
     if (!plugin) return plugin.error();
-    spec_ = std::make_shared<const host::pool_spec>(spec.value());
-    cell_ = std::make_shared<host::worker_cell>(io_, weak_from_this(), spec_, plugin.value(),
-                                                frame.value("index", std::size_t(0)));
+    spec_ = std::make_shared<const dde::pool_spec>(spec.value());
+    cell_ = std::make_shared<host::worker_cell>(io_, weak_from_this(), spec_, plugin.value(), frame.index);
     auto made = cell_->create();
     if (!made) {
       cell_.reset();
@@ -45,23 +44,20 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
     return {};
   }
 
-  void handle(const nlohmann::json& frame) {
-    if (!cell_) return;
-    auto type = frame.value("type", std::string());
-    if (type == "message") {
-      auto e = decode_envelope(frame.value("envelope", std::string()));
-      cell_->post_message(to_message(std::move(e), frame.value("redelivered", false)),
-                          frame.value("delivery", std::uint64_t(0)));
-    } else if (type == "reply") {
-      cell_->post_reply(to_message(decode_envelope(frame.value("envelope", std::string())), false));
-    } else if (type == "supervise") {
-      auto d = frame.value("directive", std::string());
-      auto delay = std::chrono::milliseconds(frame.value("delayMs", 0));
-      if (d == "resume") cell_->supervise(host::directive::resume, delay);
-      if (d == "restart") cell_->supervise(host::directive::restart, delay);
-      if (d == "stop") cell_->supervise(host::directive::stop, delay);
-    }
+  void handle(protocol::proxy::message& f) {
+    if (cell_) cell_->post_message(to_message(std::move(f.env), f.redelivered), f.delivery);
   }
+  void handle(protocol::proxy::reply& f) {
+    if (cell_) cell_->post_reply(to_message(std::move(f.env), false));
+  }
+  void handle(protocol::proxy::supervise& f) {
+    if (!cell_) return;
+    auto d = f.what == protocol::proxy::directive::resume    ? host::directive::resume
+             : f.what == protocol::proxy::directive::restart ? host::directive::restart
+                                                              : host::directive::stop;
+    cell_->supervise(d, f.delay);
+  }
+  void handle(protocol::proxy::spawn&) {}  // the deployer answers a second spawn itself
 
   void kill() {
     if (cell_) cell_->kill([] {});
@@ -71,34 +67,31 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
   std::string worker_id() const { return cell_ ? cell_->id() : std::string(); }
 
   // cell_owner: everything goes back to the proxy.
-  void worker_done(std::size_t, std::uint64_t delivery_id) override {
-    send({{"type", "done"}, {"delivery", delivery_id}});
-  }
+  void worker_done(std::size_t, std::uint64_t delivery_id) override { send(protocol::deployer::done{delivery_id}); }
   void worker_failed(std::size_t, std::uint64_t delivery_id, std::string what, std::string new_id) override {
-    send({{"type", "failed"}, {"delivery", delivery_id}, {"error", what}, {"workerId", new_id}});
+    send(protocol::deployer::failed{delivery_id, std::move(what), std::move(new_id)});
   }
   void worker_rate_limited(std::size_t, std::uint64_t delivery_id, std::chrono::milliseconds delay,
                            std::string reason, message m) override {
-    send({{"type", "rateLimited"}, {"delivery", delivery_id}, {"delayMs", delay.count()}, {"reason", reason},
-          {"envelope", encode_envelope(to_envelope(m))}, {"redelivered", m.redelivered()}});
+    send(protocol::deployer::rate_limited{delivery_id, delay, std::move(reason), to_envelope(m), m.redelivered()});
   }
-  void worker_up(std::size_t, std::string id) override { send({{"type", "up"}, {"workerId", id}}); }
+  void worker_up(std::size_t, std::string id) override { send(protocol::deployer::up{std::move(id)}); }
   void worker_crashed(std::size_t, std::uint64_t delivery_id, std::string what) override {
     // The pool's router, on the other node, decides what happens next.
-    send({{"type", "crashed"}, {"delivery", delivery_id}, {"error", what}});
+    send(protocol::deployer::crashed{delivery_id, std::move(what)});
   }
   void enqueue(std::string topic, delivery_mode mode, const envelope& e) override {
-    send({{"type", "enqueue"}, {"topic", topic}, {"mode", std::string(to_string(mode))}, {"envelope", encode_envelope(e)}});
+    send(protocol::deployer::enqueue{std::move(topic), mode, e});
   }
   void when_writable(std::function<void()> fn) override { fn(); }
   const std::string& instance() const override { return instance_; }
 
  private:
-  void send(const nlohmann::json& frame) { conn_->send(frame.dump(), false); }
+  void send(protocol::deployer_frame frame) { conn_->send(protocol::encode(frame), false); }
 
   boost::asio::io_context& io_;
   std::shared_ptr<net::ws_connection> conn_;
-  std::shared_ptr<const host::pool_spec> spec_;
+  std::shared_ptr<const dde::pool_spec> spec_;
   std::shared_ptr<host::worker_cell> cell_;
   std::string instance_;
 };
@@ -119,9 +112,9 @@ class deployer : public net::ws_handler {
   }
 
   void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool) override {
-    auto frame = nlohmann::json::parse(data, nullptr, false);
-    if (frame.is_discarded() || !frame.is_object()) {
-      conn->send(nlohmann::json{{"type", "error"}, {"error", "frame is not a JSON object"}}.dump(), false);
+    auto frame = protocol::parse_proxy_frame(data);
+    if (!frame) {
+      conn->send(protocol::encode(protocol::deployer::error{frame.error()}), false);
       return;
     }
     std::shared_ptr<remote_worker> worker;
@@ -130,16 +123,16 @@ class deployer : public net::ws_handler {
       auto it = workers_.find(conn->id());
       if (it != workers_.end()) worker = it->second;
     }
-    if (frame.value("type", std::string()) == "spawn") {
+    if (auto* spawn = std::get_if<protocol::proxy::spawn>(&frame.value())) {
       if (worker) {
-        conn->send(nlohmann::json{{"type", "error"}, {"error", "this link already has a worker"}}.dump(), false);
+        conn->send(protocol::encode(protocol::deployer::error{"this link already has a worker"}), false);
         return;
       }
       worker = std::make_shared<remote_worker>(io_, conn);
-      auto error = worker->spawn(frame, plugin_allow_);
+      auto error = worker->spawn(*spawn, plugin_allow_);
       if (!error.empty()) {
         log()->warn("refused a remote worker for {}: {}", conn->remote(), error);
-        conn->send(nlohmann::json{{"type", "error"}, {"error", error}}.dump(), false);
+        conn->send(protocol::encode(protocol::deployer::error{error}), false);
         conn->close("spawn refused");
         return;
       }
@@ -147,14 +140,14 @@ class deployer : public net::ws_handler {
         std::lock_guard lock(mutex_);
         workers_[conn->id()] = worker;
       }
-      conn->send(nlohmann::json{{"type", "spawned"}, {"workerId", worker->worker_id()}}.dump(), false);
+      conn->send(protocol::encode(protocol::deployer::spawned{worker->worker_id()}), false);
       return;
     }
     if (!worker) {
-      conn->send(nlohmann::json{{"type", "error"}, {"error", "send spawn first"}}.dump(), false);
+      conn->send(protocol::encode(protocol::deployer::error{"send spawn first"}), false);
       return;
     }
-    worker->handle(frame);
+    std::visit([&](auto& f) { worker->handle(f); }, frame.value());
   }
 
   void on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) override {

@@ -13,10 +13,15 @@
 #include "dde/log.hpp"
 #include "dde/metrics.hpp"
 #include "dde/names.hpp"
-#include "host/pool_spec.hpp"
+#include "dde/protocol/pool_spec.hpp"
 
 namespace dde::activator {
 namespace {
+
+/// A request that got no answer from the isolate system, answered for it.
+protocol::control_response failed(int status, std::string error) {
+  return {0, false, nullptr, status, std::move(error)};
+}
 
 metric_cell& control_clients() {
   return metrics_registry::process().gauge("dde_activator_websocket_clients",
@@ -138,15 +143,10 @@ void system_manager::when_attached(const std::string& system, std::function<void
   it->second.waiting.push_back(std::move(fn));
 }
 
-void system_manager::request(record& r, nlohmann::json req,
-                             std::function<void(const nlohmann::json&)> on_response) {
-  if (!r.control) {
-    on_response({{"ok", false}, {"status", 503}, {"error", "isolate system " + r.name + " is " + r.state}});
-    return;
-  }
+void system_manager::request(record& r, protocol::control_request req,
+                             std::function<void(const protocol::control_response&)> on_response) {
+  if (!r.control) return on_response(failed(503, "isolate system " + r.name + " is " + r.state));
   std::uint64_t id = next_request_++;
-  req["type"] = "request";
-  req["id"] = id;
   auto timer = std::make_shared<boost::asio::steady_timer>(strand_, options_.request_timeout);
   pending_[id] = {std::move(on_response), timer, r.name};
   timer->async_wait([self = shared_from_this(), id, name = r.name](boost::system::error_code ec) {
@@ -155,34 +155,36 @@ void system_manager::request(record& r, nlohmann::json req,
     if (it == self->pending_.end()) return;
     auto fn = std::move(it->second.on_response);
     self->pending_.erase(it);
-    fn({{"ok", false}, {"status", 504}, {"error", "isolate system " + name + " did not answer in time"}});
+    fn(failed(504, "isolate system " + name + " did not answer in time"));
   });
-  r.control->send(req.dump(), false);
+  r.control->send(protocol::encode(protocol::control_request_frame{id, std::move(req)}), false);
 }
 
 void system_manager::on_open(const std::shared_ptr<net::ws_connection>&) { control_clients().add(1); }
 
 void system_manager::on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool) {
   boost::asio::post(strand_, [self = shared_from_this(), conn, data = std::move(data)] {
-    auto frame = nlohmann::json::parse(data, nullptr, false);
-    if (frame.is_discarded() || !frame.is_object()) return;
-    auto type = frame.value("type", std::string());
-    if (type == "hello") return self->on_hello(conn, frame);
-    if (type == "event") return self->on_event(conn, frame);
-    if (type != "response") return;
-    auto it = self->pending_.find(frame.value("id", std::uint64_t(0)));
+    auto frame = protocol::parse_host_frame(data);
+    if (!frame) {
+      log()->warn("ignoring a bad frame from an isolate system ({}): {}", frame.error(), data.substr(0, 200));
+      return;
+    }
+    if (auto* hello = std::get_if<protocol::control_hello>(&frame.value())) return self->on_hello(conn, *hello);
+    if (auto* event = std::get_if<protocol::control_event>(&frame.value())) return self->on_event(conn, event->fields);
+    auto& response = std::get<protocol::control_response>(frame.value());
+    auto it = self->pending_.find(response.id);
     if (it == self->pending_.end()) return;
     it->second.timer->cancel();
     auto fn = std::move(it->second.on_response);
     self->pending_.erase(it);
-    fn(frame);
+    fn(response);
   });
 }
 
-void system_manager::on_hello(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& hello) {
-  auto name = hello.value("system", std::string());
-  auto instance = hello.value("instance", std::string());
-  if (!valid_name(name) || hello.value("protocol", 0) != 1) {
+void system_manager::on_hello(const std::shared_ptr<net::ws_connection>& conn, const protocol::control_hello& hello) {
+  const auto& name = hello.system;
+  const auto& instance = hello.instance;
+  if (!valid_name(name)) {
     conn->close("bad hello");
     return;
   }
@@ -191,20 +193,20 @@ void system_manager::on_hello(const std::shared_ptr<net::ws_connection>& conn, c
     // A system started by an earlier activator on this node: adopt it and learn its pools.
     record r;
     r.name = name;
-    r.mqs = hello.value("mqs", std::string());
+    r.mqs = hello.mqs;
     r.instance = instance;
-    r.pid = hello.value("pid", -1);
-    r.ops_port = hello.value("opsPort", 0);
+    r.pid = static_cast<pid_t>(hello.pid);
+    r.ops_port = hello.ops_port;
     r.own_child = false;
     r.state = "running";
     r.control = conn;
     r.started = std::chrono::steady_clock::now();
     auto& adopted = systems_[name] = std::move(r);
     log()->info("adopted isolate system {} (pid {}) that was running before this activator", name, adopted.pid);
-    request(adopted, {{"action", "describe"}}, [self = shared_from_this(), name](const nlohmann::json& resp) {
+    request(adopted, protocol::control::describe{}, [self = shared_from_this(), name](const protocol::control_response& resp) {
       auto it = self->systems_.find(name);
-      if (it == self->systems_.end() || !resp.value("ok", false)) return;
-      for (auto& [system, pools] : resp["result"].items())
+      if (it == self->systems_.end() || !resp.ok) return;
+      for (auto& [system, pools] : resp.result.items())
         for (auto& p : pools) {
           auto body = deploy_body_from_description(system, p);
           it->second.pools[body["isolateName"].get<std::string>()] = body;
@@ -214,13 +216,13 @@ void system_manager::on_hello(const std::shared_ptr<net::ws_connection>& conn, c
   }
   auto& r = it->second;
   if (r.instance != instance) {
-    log()->warn("a second instance of {} (pid {}) attached; asking it to stop", name, hello.value("pid", -1));
-    conn->send(nlohmann::json{{"type", "request"}, {"id", 0}, {"action", "shutdown"}}.dump(), false);
+    log()->warn("a second instance of {} (pid {}) attached; asking it to stop", name, hello.pid);
+    conn->send(protocol::encode(protocol::control_request_frame{0, protocol::control::shutdown{}}), false);
     return;
   }
   r.control = conn;
   r.state = "running";
-  r.ops_port = hello.value("opsPort", 0);
+  r.ops_port = hello.ops_port;
   if (r.timer) r.timer->cancel();
   auto waiting = std::move(r.waiting);
   r.waiting.clear();
@@ -254,7 +256,7 @@ void system_manager::on_close(const std::shared_ptr<net::ws_connection>& conn, c
       log()->info("control link of {} closed ({})", name, reason);
       // Requests still unanswered on that link get their answer now: a system told to stop may
       // close its link before its "ok" is written; for any other the link is simply gone.
-      std::vector<std::function<void(const nlohmann::json&)>> unanswered;
+      std::vector<std::function<void(const protocol::control_response&)>> unanswered;
       for (auto it = self->pending_.begin(); it != self->pending_.end();) {
         if (it->second.system != name) {
           ++it;
@@ -265,9 +267,8 @@ void system_manager::on_close(const std::shared_ptr<net::ws_connection>& conn, c
         it = self->pending_.erase(it);
       }
       for (auto& fn : unanswered)
-        fn(r.stopping ? nlohmann::json{{"ok", true}}
-                      : nlohmann::json{{"ok", false}, {"status", 503},
-                                       {"error", "isolate system " + name + " closed its control link (" + reason + ")"}});
+        fn(r.stopping ? protocol::control_response{0, true, nlohmann::json::object(), 200, {}}
+                      : failed(503, "isolate system " + name + " closed its control link (" + reason + ")"));
       // Our own children are reaped through SIGCHLD; an adopted one we can only watch. Its socket
       // closes a moment before the process is gone, so look for a while.
       if (!r.own_child) self->watch_adopted(name, r.pid, 50);
@@ -360,10 +361,9 @@ void system_manager::redeploy(const std::string& system) {
 void system_manager::add_pool(const std::string& system, nlohmann::json body, outcome_fn done) {
   auto it = systems_.find(system);
   if (it == systems_.end()) return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
-  request(it->second, {{"action", "addIsolate"}, {"spec", body}},
-          [self = shared_from_this(), system, body, done](const nlohmann::json& resp) {
-            if (!resp.value("ok", false))
-              return done(outcome::failure(resp.value("status", 500), resp.value("error", std::string("failed"))));
+  request(it->second, protocol::control::add_isolate{body},
+          [self = shared_from_this(), system, body, done](const protocol::control_response& resp) {
+            if (!resp.ok) return done(outcome::failure(resp.status, resp.error));
             auto it = self->systems_.find(system);
             if (it != self->systems_.end()) it->second.pools[body["isolateName"].get<std::string>()] = body;
             outcome o;
@@ -376,7 +376,7 @@ void system_manager::add_pool(const std::string& system, nlohmann::json body, ou
 
 void system_manager::deploy(nlohmann::json body, outcome_fn done) {
   boost::asio::post(strand_, [self = shared_from_this(), body = std::move(body), done = std::move(done)]() mutable {
-    auto spec = host::parse_pool_spec(body);
+    auto spec = dde::parse_pool_spec(body);
     if (!spec) return done(outcome::failure(400, spec.error()));
     auto mqs = body.value("messageQueuingSystemServer", std::string());
     if (net::parse_ws_url_list(mqs).empty())
@@ -417,15 +417,14 @@ void system_manager::shutdown(std::string system, std::string isolate, outcome_f
         if (r.pid > 0) ::kill(r.pid, SIGTERM);
         return done(outcome{});
       }
-      self->request(r, {{"action", "shutdown"}}, [done](const nlohmann::json&) { done(outcome{}); });
+      self->request(r, protocol::control::shutdown{}, [done](const protocol::control_response&) { done(outcome{}); });
       return;
     }
     if (!r.pools.count(isolate) && r.control == nullptr)
       return done(outcome::failure(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\""));
-    self->request(r, {{"action", "removeIsolate"}, {"isolateName", isolate}},
-                  [self, system, isolate, done](const nlohmann::json& resp) {
-                    if (!resp.value("ok", false))
-                      return done(outcome::failure(resp.value("status", 500), resp.value("error", std::string("?"))));
+    self->request(r, protocol::control::remove_isolate{isolate},
+                  [self, system, isolate, done](const protocol::control_response& resp) {
+                    if (!resp.ok) return done(outcome::failure(resp.status, resp.error));
                     auto it = self->systems_.find(system);
                     if (it != self->systems_.end()) it->second.pools.erase(isolate);
                     done(outcome{});
@@ -448,9 +447,9 @@ void system_manager::describe(outcome_fn done) {
         // Not attached (starting or restarting): report what it will run.
         auto& list = (*result)[name] = nlohmann::json::array();
         for (auto& [isolate, body] : r.pools) {
-          auto spec = host::parse_pool_spec(body);
+          auto spec = dde::parse_pool_spec(body);
           if (!spec) continue;
-          auto entry = host::to_json(spec.value());
+          auto entry = dde::to_json(spec.value());
           entry.update(facts);
           entry["messageQueuingSystemServer"] = r.mqs;
           list.push_back(entry);
@@ -458,10 +457,10 @@ void system_manager::describe(outcome_fn done) {
         continue;
       }
       ++*remaining;
-      self->request(r, {{"action", "describe"}}, [result, finish, facts, name = name](const nlohmann::json& resp) {
+      self->request(r, protocol::control::describe{}, [result, finish, facts, name = name](const protocol::control_response& resp) {
         auto& list = (*result)[name] = nlohmann::json::array();
-        if (resp.value("ok", false))
-          for (auto& [system, pools] : resp["result"].items())
+        if (resp.ok)
+          for (auto& [system, pools] : resp.result.items())
             for (auto p : pools) {
               p.update(facts);
               list.push_back(p);
@@ -481,13 +480,12 @@ void system_manager::migrate(std::string system, std::string isolate, nlohmann::
     auto old_body = it->second.pools[isolate];
     auto new_body = old_body;
     new_body["workersPaths"] = workers_paths;
-    auto spec = host::parse_pool_spec(new_body);
+    auto spec = dde::parse_pool_spec(new_body);
     if (!spec) return done(outcome::failure(400, spec.error()));
     // Stop the old workers (their messages finish; the rest wait in the broker), then start the new.
-    self->request(it->second, {{"action", "removeIsolate"}, {"isolateName", isolate}},
-                  [self, system, isolate, old_body, new_body, done](const nlohmann::json& resp) {
-                    if (!resp.value("ok", false))
-                      return done(outcome::failure(resp.value("status", 500), resp.value("error", std::string("?"))));
+    self->request(it->second, protocol::control::remove_isolate{isolate},
+                  [self, system, isolate, old_body, new_body, done](const protocol::control_response& resp) {
+                    if (!resp.ok) return done(outcome::failure(resp.status, resp.error));
                     self->add_pool(system, new_body, [self, system, old_body, done](outcome o) {
                       if (o.ok) return done(o);
                       self->add_pool(system, old_body, [](outcome) {});  // put the old pool back
@@ -502,10 +500,9 @@ void system_manager::restart(std::string system, std::string isolate, outcome_fn
     auto it = self->systems_.find(system);
     if (it == self->systems_.end())
       return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
-    self->request(it->second, {{"action", "restartIsolate"}, {"isolateName", isolate}},
-                  [done](const nlohmann::json& resp) {
-                    if (!resp.value("ok", false))
-                      return done(outcome::failure(resp.value("status", 500), resp.value("error", std::string("?"))));
+    self->request(it->second, protocol::control::restart_isolate{isolate},
+                  [done](const protocol::control_response& resp) {
+                    if (!resp.ok) return done(outcome::failure(resp.status, resp.error));
                     done(outcome{});
                   });
   });
@@ -517,13 +514,12 @@ void system_manager::kill(std::string system, std::string isolate, nlohmann::jso
     auto it = self->systems_.find(system);
     if (it == self->systems_.end())
       return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
-    nlohmann::json req = {{"action", "killIsolate"}, {"isolateName", isolate}};
-    if (!worker_id.is_null()) req["workerId"] = worker_id;
-    self->request(it->second, req, [done](const nlohmann::json& resp) {
-      if (!resp.value("ok", false))
-        return done(outcome::failure(resp.value("status", 500), resp.value("error", std::string("?"))));
+    protocol::control::kill_isolate req{isolate, std::nullopt};
+    if (worker_id.is_string()) req.worker_id = worker_id.get<std::string>();
+    self->request(it->second, req, [done](const protocol::control_response& resp) {
+      if (!resp.ok) return done(outcome::failure(resp.status, resp.error));
       outcome o;
-      o.result = resp.value("result", nlohmann::json::object());
+      o.result = resp.result.is_null() ? nlohmann::json::object() : resp.result;
       done(o);
     });
   });
@@ -534,11 +530,12 @@ void system_manager::set_rate(std::string system, std::string isolate, nlohmann:
     auto it = self->systems_.find(system);
     if (it == self->systems_.end())
       return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
-    nlohmann::json req = {{"action", "setRate"}, {"isolateName", isolate}};
-    req.update(limits);
-    self->request(it->second, req, [self, system, isolate, limits, done](const nlohmann::json& resp) {
-      if (!resp.value("ok", false))
-        return done(outcome::failure(resp.value("status", 500), resp.value("error", std::string("?"))));
+    auto given = [&](const char* key) {
+      return limits.contains(key) ? limits[key] : nlohmann::json(nlohmann::json::value_t::discarded);
+    };
+    protocol::control::set_rate req{isolate, given("rate"), given("maxInFlight")};
+    self->request(it->second, req, [self, system, isolate, limits, done](const protocol::control_response& resp) {
+      if (!resp.ok) return done(outcome::failure(resp.status, resp.error));
       // A restarted isolate system keeps the new limits.
       auto it = self->systems_.find(system);
       if (it != self->systems_.end() && it->second.pools.count(isolate)) {

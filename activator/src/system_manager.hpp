@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dde/net/ws.hpp"
+#include "dde/protocol/control_frames.hpp"
 
 namespace dde::activator {
 
@@ -92,15 +93,16 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
     std::shared_ptr<boost::asio::steady_timer> timer;
   };
   struct pending {
-    std::function<void(const nlohmann::json&)> on_response;
+    std::function<void(const protocol::control_response&)> on_response;
     std::shared_ptr<boost::asio::steady_timer> timer;
     std::string system;  ///< whose control link it went out on
   };
 
   void spawn(record& r);
   void when_attached(const std::string& system, std::function<void(bool, std::string)> fn);
-  void request(record& r, nlohmann::json req, std::function<void(const nlohmann::json&)> on_response);
-  void on_hello(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& hello);
+  void request(record& r, protocol::control_request req,
+               std::function<void(const protocol::control_response&)> on_response);
+  void on_hello(const std::shared_ptr<net::ws_connection>& conn, const protocol::control_hello& hello);
   void on_event(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& event);
   void on_child_exit(pid_t pid, int status);
   void on_lost(record& r, const std::string& why);

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-isolate-system")) return *exit_code;
   auto log = dde::logger("host");
   dde::host::isolate_system_options options;
-  std::vector<dde::host::pool_spec> pools;
+  std::vector<dde::pool_spec> pools;
   try {
     options.name = args.get("name");
     if (options.name.empty()) throw std::invalid_argument("--name is required");
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
       bodies.push_back(j);
     }
     for (auto& body : bodies) {
-      auto spec = dde::host::parse_pool_spec(body, options.name);
+      auto spec = dde::parse_pool_spec(body, options.name);
       if (!spec) throw std::invalid_argument("bad pool spec: " + spec.error());
       pools.push_back(spec.value());
     }

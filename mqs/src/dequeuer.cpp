@@ -6,7 +6,7 @@
 
 #include "dde/log.hpp"
 #include "dde/mqs/queue_spec.hpp"
-#include "dde/mqs/records.hpp"
+#include "dde/protocol/mqs_records.hpp"
 #include "mqs_metrics.hpp"
 
 namespace dde::mqs {

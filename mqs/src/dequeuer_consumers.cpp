@@ -4,7 +4,7 @@
 
 #include "dde/log.hpp"
 #include "dde/mqs/queue_spec.hpp"
-#include "dde/mqs/request.hpp"
+#include "dde/protocol/mqs_request.hpp"
 #include "dequeuer.hpp"
 #include "mqs_metrics.hpp"
 

@@ -3,7 +3,7 @@
 // again after a reconnect), and telling hosts of pauses, their own MQS's and other MQS processes'.
 #include "dde/log.hpp"
 #include "dde/mqs/pause_broadcast.hpp"
-#include "dde/mqs/records.hpp"
+#include "dde/protocol/mqs_records.hpp"
 #include "dequeuer.hpp"
 
 namespace dde::mqs {

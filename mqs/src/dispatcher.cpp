@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "dde/mqs/request.hpp"
+#include "dde/protocol/mqs_request.hpp"
 
 namespace dde::mqs {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "dde/mqs/request.hpp"
+#include "dde/protocol/mqs_request.hpp"
 #include "dde/names.hpp"
 
 namespace dde::mqs {

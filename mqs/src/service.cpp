@@ -3,8 +3,8 @@
 #include "dde/log.hpp"
 #include "dde/mqs/batch_reader.hpp"
 #include "dde/mqs/pause_broadcast.hpp"
-#include "dde/mqs/records.hpp"
-#include "dde/mqs/request.hpp"
+#include "dde/protocol/mqs_records.hpp"
+#include "dde/protocol/mqs_request.hpp"
 #include "dde/wire/record.hpp"
 
 namespace dde::mqs {

@@ -9,6 +9,8 @@
 #include "dde/names.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/net/ws.hpp"
+#include "dde/protocol/mqs_records.hpp"
+#include "dde/protocol/mqs_request.hpp"
 #include "dde/wire/record.hpp"
 
 namespace dde::ctl {
@@ -56,28 +58,29 @@ class ask_session : public net::ws_handler {
     e.ask_worker = "ddectl";
     e.body = json::parse(call_.body);
     std::string batch;
-    wire::append_record(batch, {{"action", "hello"},
-                                {"protocol", wire::protocol_version},
-                                {"system", "ddectl"},
-                                {"instance", instance_}});
-    wire::append_record(
-        batch, {{"action", "pull"}, {"topic", reply_topic(instance_)}, {"mode", "reply"}, {"credit", 1}});
+    mqs::append(batch, mqs::hello_request{wire::protocol_version, "ddectl", instance_});
+    mqs::append(batch, mqs::pull_request{reply_topic(instance_), delivery_mode::reply, 1, 0});
     auto topic = parse_address(call_.to)->topic();
     auto split = split_envelope(e, topic);
-    json enqueue = {{"action", "enqueue"}, {"topic", topic}, {"mode", call_.mode}, {"props", json::parse(split.props)}};
-    if (call_.mode == "at-least-once") enqueue["seq"] = 1;
-    wire::append_record(batch, enqueue, split.payload);
+    auto mode = parse_delivery_mode(call_.mode).value_or(delivery_mode::at_least_once);
+    mqs::append_enqueue(batch, topic, mode,
+                        mode == delivery_mode::at_least_once ? std::optional<std::uint64_t>(1) : std::nullopt,
+                        split.props, split.payload);
     conn->send(std::move(batch), true);
   }
 
   void on_message(const std::shared_ptr<net::ws_connection>&, std::string data, bool binary) override {
     if (!binary) return finish(1, "the MQS answered: " + data);
     for (auto& r : wire::decode_batch(data, std::size_t(1) << 30).records) {
-      auto action = r.header.value("action", std::string());
-      if (action == "error" || action == "reject")
-        return finish(1, "the MQS refused the message: " + r.header.value("error", r.header.dump()));
-      if (action != "deliver" || r.header.value("topic", std::string()) != reply_topic(instance_)) continue;
-      auto reply = join_envelope(r.header.value("props", json()), reply_topic(instance_), std::move(r.body));
+      auto record = mqs::parse_mqs_record(r.header);
+      if (!record) continue;
+      if (auto* error = std::get_if<mqs::error_record>(&record.value()))
+        return finish(1, "the MQS refused the message: " + error->error);
+      if (auto* reject = std::get_if<mqs::reject_record>(&record.value()))
+        return finish(1, "the MQS refused the message: " + reject->error);
+      auto* deliver = std::get_if<mqs::deliver_record>(&record.value());
+      if (!deliver || deliver->topic != reply_topic(instance_)) continue;
+      auto reply = join_envelope(deliver->props, deliver->topic, std::move(r.body));
       if (reply.in_reply_to != message_id_) continue;
       return finish(0, reply.is_bytes ? reply.bytes : reply.body.dump(2));
     }

@@ -115,7 +115,7 @@ void dashboard::round(std::function<void()> then) {
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     (*samples)[i].info = nodes[i];
     bool sent =
-        nodes_.request(nodes[i].id, "describe", ordered_json::object(), [samples, i, finish](node_answer a) {
+        nodes_.request(nodes[i].id, protocol::node::describe{}, [samples, i, finish](node_answer a) {
           if (a.ok() && a.result.is_object())
             (*samples)[i].describe = std::move(a.result);
           else

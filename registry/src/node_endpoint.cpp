@@ -1,7 +1,7 @@
 #include "node_endpoint.hpp"
 
 #include "dde/log.hpp"
-#include "node_protocol.hpp"
+#include "dde/protocol/node_frames.hpp"
 
 namespace dde::registry {
 namespace {
@@ -38,7 +38,7 @@ void node_endpoint::on_text(std::uint64_t conn, const std::string& text) {
   if (frame.is_discarded() || !frame.is_object()) {
     registry_log()->warn("{} from {} sent a frame that is not a JSON object",
                          id ? "node " + *id : "connection", c.remote);
-    c.link->send(error_frame("frame is not a JSON object"));
+    c.link->send(protocol::encode(protocol::error_frame{"frame is not a JSON object"}));
     if (!id) c.link->close("register first");
     return;
   }
@@ -49,14 +49,15 @@ void node_endpoint::on_text(std::uint64_t conn, const std::string& text) {
 void node_endpoint::on_binary(std::uint64_t conn) {
   auto it = connections_.find(conn);
   if (it == connections_.end()) return;
-  it->second.link->send(error_frame("binary frames are not part of the registry protocol; send JSON text"));
+  it->second.link->send(
+      protocol::encode(protocol::error_frame{"binary frames are not part of the registry protocol; send JSON text"}));
 }
 
 void node_endpoint::on_register(std::uint64_t conn, connection& c, const ordered_json& frame) {
-  auto parsed = parse_register(frame);
+  auto parsed = protocol::parse_register(frame);
   if (!parsed) {
     registry_log()->warn("refused registration from {}: {}", c.remote, parsed.error());
-    c.link->send(error_frame(parsed.error()));
+    c.link->send(protocol::encode(protocol::error_frame{parsed.error()}));
     c.link->close("registration refused");
     return;
   }
@@ -71,7 +72,7 @@ void node_endpoint::on_register(std::uint64_t conn, connection& c, const ordered
   info.activator = std::string(reg.tls ? "wss://" : "ws://") + (any ? ip : reg.host) + ":" + std::to_string(reg.port) + "/activator";
   info.connected_at = std::chrono::system_clock::now();
   auto id = nodes_.add(conn, c.link, std::move(info), reg.previous_id);
-  c.link->send(registered_frame(id));
+  c.link->send(protocol::encode(protocol::registered_frame{id}));
   if (reg.previous_id && *reg.previous_id != id)
     registry_log()->info(
         "node {} registered from {} (name \"{}\", activator {}); its previous id {} is taken", id, c.remote,
@@ -85,10 +86,10 @@ void node_endpoint::on_frame(std::uint64_t conn, connection& c, const std::strin
                              const ordered_json& frame) {
   auto type = frame_type(frame);
   if (type == "response") {
-    auto response = parse_response(frame);
+    auto response = protocol::parse_response(frame);
     if (!response) {
       registry_log()->warn("node {} sent a bad response: {}", id, response.error());
-      c.link->send(error_frame(response.error()));
+      c.link->send(protocol::encode(protocol::error_frame{response.error()}));
       return;
     }
     if (auto unmatched = nodes_.on_response(conn, std::move(response.value())))
@@ -100,11 +101,11 @@ void node_endpoint::on_frame(std::uint64_t conn, connection& c, const std::strin
     return;
   }
   if (type == "register") {
-    c.link->send(error_frame("this connection is already registered as node " + id));
+    c.link->send(protocol::encode(protocol::error_frame{"this connection is already registered as node " + id}));
     return;
   }
   registry_log()->warn("node {} sent a frame of unknown type \"{}\"", id, type);
-  c.link->send(error_frame("unknown frame type \"" + type + "\"; expected response or event"));
+  c.link->send(protocol::encode(protocol::error_frame{"unknown frame type \"" + type + "\"; expected response or event"}));
 }
 
 void node_endpoint::close_all(const std::string& reason) {

@@ -37,7 +37,7 @@ std::string node_table::fresh_id() {
 std::string node_table::add(std::uint64_t conn, std::shared_ptr<node_link> link, node_info info,
                             const std::optional<std::string>& wanted) {
   remove(conn);  // a connection holds at most one registration
-  std::string id = wanted && valid_bootstrapper_id(*wanted) && !nodes_.count(*wanted) ? *wanted : fresh_id();
+  std::string id = wanted && protocol::valid_bootstrapper_id(*wanted) && !nodes_.count(*wanted) ? *wanted : fresh_id();
   info.id = id;
   nodes_[id] = node{std::move(info), conn, next_seq_++, std::move(link)};
   by_conn_[conn] = id;
@@ -94,13 +94,13 @@ std::vector<node_info> node_table::list() const {
   return out;
 }
 
-bool node_table::request(const std::string& id, const std::string& action, const ordered_json& fields,
-                         answer_fn done) {
+bool node_table::request(const std::string& id, protocol::node_request request, answer_fn done) {
   auto it = nodes_.find(id);
   if (it == nodes_.end()) return false;
   auto request_id = next_request_++;
-  pending_[request_id] = {id, it->second.conn, action, opts_.now() + opts_.request_timeout, std::move(done)};
-  it->second.link->send(request_frame(request_id, action, fields));
+  pending_[request_id] = {id, it->second.conn, std::string(protocol::action_of(request)),
+                          opts_.now() + opts_.request_timeout, std::move(done)};
+  it->second.link->send(protocol::encode(protocol::request_frame{request_id, std::move(request)}));
   return true;
 }
 

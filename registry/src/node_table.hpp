@@ -14,9 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "node_protocol.hpp"
+#include "dde/protocol/node_frames.hpp"
 
 namespace dde::registry {
+
+using protocol::ordered_json;
+using protocol::response_frame;
 
 /// The way to one node: its WebSocket, or a fake in tests.
 class node_link {
@@ -79,10 +82,10 @@ class node_table {
   std::vector<node_info> list() const;
   std::size_t size() const { return nodes_.size(); }
 
-  /// Sends `action` (with `fields` merged into the frame) to node `id`. `done` runs exactly once
-  /// (later, never inside this call): with the node's answer, 504 after the request timeout, or
-  /// 502 if the node disconnects. Returns false, and drops `done`, when no node has that id.
-  bool request(const std::string& id, const std::string& action, const ordered_json& fields, answer_fn done);
+  /// Sends `request` to node `id`. `done` runs exactly once (later, never inside this call): with the
+  /// node's answer, 504 after the request timeout, or 502 if the node disconnects. Returns false, and
+  /// drops `done`, when no node has that id.
+  bool request(const std::string& id, protocol::node_request request, answer_fn done);
   /// Matches a response frame from connection `conn` to its request; an error text for a
   /// response nobody waits for (unknown id, already timed out, or from another node).
   std::optional<std::string> on_response(std::uint64_t conn, response_frame response);

@@ -51,7 +51,7 @@ void node_watch::tick() {
     auto epoch = w.epoch;
     if (!w.pinging) {
       // Any answer counts, an error too (an older node answers "unknown action"); not a timeout.
-      w.pinging = nodes_.request(id, "ping", ordered_json::object(), [this, id, epoch](node_answer a) {
+      w.pinging = nodes_.request(id, protocol::node::ping{}, [this, id, epoch](node_answer a) {
         auto it = watched_.find(id);
         if (it == watched_.end() || it->second.epoch != epoch) return;
         it->second.pinging = false;
@@ -59,7 +59,7 @@ void node_watch::tick() {
       });
     }
     if (!w.describing) {
-      w.describing = nodes_.request(id, "describe", ordered_json::object(), [this, id, epoch](node_answer a) {
+      w.describing = nodes_.request(id, protocol::node::describe{}, [this, id, epoch](node_answer a) {
         auto it = watched_.find(id);
         if (it == watched_.end() || it->second.epoch != epoch) return;
         it->second.describing = false;
@@ -124,7 +124,7 @@ void node_watch::fail_over(const std::string& id, const watched& lost, const std
         auto slot = moved["to"].size() - 1;
         auto target_id = target.id;
         bool sent = nodes_.request(
-            target.id, "deploy", {{"body", body.value()}},
+            target.id, protocol::node::deploy{body.value()},
             [this, seq, index, slot, pool_id, target_id](node_answer a) {
               if (a.ok())
                 logger("registry")->info("failover: {} runs on node {} now", pool_id, target_id);

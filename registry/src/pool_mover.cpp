@@ -26,16 +26,16 @@ struct move {
 };
 
 /// Sends one step; a node that left in between fails the move with 502.
-void step(const std::shared_ptr<move>& m, const std::string& node, const std::string& action,
-          const ordered_json& fields, std::function<void(node_answer)> next) {
-  if (!m->nodes.request(node, action, fields, std::move(next)))
+void step(const std::shared_ptr<move>& m, const std::string& node, protocol::node_request request,
+          std::function<void(node_answer)> next) {
+  if (!m->nodes.request(node, std::move(request), std::move(next)))
     m->fail(502, "node " + node + " disconnected during the migration of " + m->what);
 }
 
 void do_shutdown(const std::shared_ptr<move>& m) {
   const auto& from = m->req.bootstrapper_id;
   const auto& to = *m->req.to_bootstrapper_id;
-  step(m, from, "shutdown", {{"isolateSystemName", m->req.system}, {"isolateName", m->req.isolate}},
+  step(m, from, protocol::node::shutdown{m->req.system, m->req.isolate},
        [m, from, to](node_answer answer) {
          if (!answer.ok())
            return m->fail(answer.status, "pool " + m->what + " now runs on node " + to +
@@ -52,7 +52,7 @@ void do_shutdown(const std::shared_ptr<move>& m) {
 
 void do_deploy(const std::shared_ptr<move>& m, const ordered_json& body) {
   const auto& to = *m->req.to_bootstrapper_id;
-  step(m, to, "deploy", {{"body", body}}, [m, to](node_answer answer) {
+  step(m, to, protocol::node::deploy{body}, [m, to](node_answer answer) {
     if (!answer.ok())
       return m->fail(answer.status, "deploying " + m->what + " on node " + to +
                                         " failed, nothing was shut down: " + answer.error);
@@ -121,7 +121,7 @@ void move_pool(node_table& nodes, const migrate_request& req, reply_fn reply) {
                                       "\": no such node is connected (GET /registry/system/list)"));
   auto m =
       std::make_shared<move>(move{nodes, req, std::move(reply), req.system + "/" + req.isolate, nullptr});
-  step(m, req.bootstrapper_id, "describe", ordered_json::object(),
+  step(m, req.bootstrapper_id, protocol::node::describe{},
        [m](node_answer answer) { on_describe(m, std::move(answer)); });
 }
 

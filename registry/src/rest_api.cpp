@@ -92,7 +92,7 @@ void rest_api::health(const reply_fn& reply) {
 }
 
 void rest_api::show(const std::string& id, const reply_fn& reply) {
-  bool sent = nodes_.request(id, "describe", ordered_json::object(), [reply, id](node_answer answer) {
+  bool sent = nodes_.request(id, protocol::node::describe{}, [reply, id](node_answer answer) {
     if (answer.ok() && !answer.result.is_object()) {
       registry_log()->warn("node {} answered describe with {}", id, answer.result.dump());
       return reply(
@@ -112,7 +112,7 @@ void rest_api::deploy(const ordered_json& body, const reply_fn& reply) {
   const auto& d = parsed.value();
   auto what = d.spec.addr().str();
   auto id = d.bootstrapper_id;
-  bool sent = nodes_.request(id, "deploy", {{"body", d.body}}, [reply, id, what](node_answer answer) {
+  bool sent = nodes_.request(id, protocol::node::deploy{d.body}, [reply, id, what](node_answer answer) {
     metrics_registry::process()
         .counter("dde_registry_deploys_total", "Deploys a node answered, by result (a plugin that does not load fails).",
                  {{"result", answer.ok() ? "ok" : "failed"}})
@@ -129,9 +129,10 @@ void rest_api::deploy(const ordered_json& body, const reply_fn& reply) {
   }
 }
 
-void rest_api::forward(const std::string& id, const std::string& action, const ordered_json& fields,
-                       const std::string& what, const reply_fn& reply) {
-  bool sent = nodes_.request(id, action, fields, [reply, id, action, what](node_answer answer) {
+void rest_api::forward(const std::string& id, protocol::node_request request, const std::string& what,
+                       const reply_fn& reply) {
+  std::string action(protocol::action_of(request));
+  bool sent = nodes_.request(id, std::move(request), [reply, id, action, what](node_answer answer) {
     if (answer.ok())
       registry_log()->info("{} {} on node {}: ok", action, what, id);
     else
@@ -151,10 +152,8 @@ void rest_api::shutdown(const ordered_json& body, const reply_fn& reply) {
     return reply(error_reply(400, parsed.error()));
   }
   const auto& s = parsed.value();
-  ordered_json fields = {{"isolateSystemName", s.system}};
-  if (s.isolate) fields["isolateName"] = *s.isolate;
   auto what = s.isolate ? s.system + "/" + *s.isolate : "isolate system " + s.system;
-  forward(s.bootstrapper_id, "shutdown", fields, what, reply);
+  forward(s.bootstrapper_id, protocol::node::shutdown{s.system, s.isolate}, what, reply);
 }
 
 void rest_api::restart(const ordered_json& body, const reply_fn& reply) {
@@ -165,8 +164,7 @@ void rest_api::restart(const ordered_json& body, const reply_fn& reply) {
     return reply(error_reply(400, parsed.error()));
   }
   const auto& s = parsed.value();
-  ordered_json fields = {{"isolateSystemName", s.system}, {"isolateName", *s.isolate}};
-  forward(s.bootstrapper_id, "restart", fields, s.system + "/" + *s.isolate, reply);
+  forward(s.bootstrapper_id, protocol::node::restart{s.system, *s.isolate}, s.system + "/" + *s.isolate, reply);
 }
 
 void rest_api::kill(const ordered_json& body, const reply_fn& reply) {
@@ -176,11 +174,9 @@ void rest_api::kill(const ordered_json& body, const reply_fn& reply) {
     return reply(error_reply(400, parsed.error()));
   }
   const auto& k = parsed.value();
-  ordered_json fields = {{"isolateSystemName", k.system}, {"isolateName", k.isolate}};
-  if (k.worker_id) fields["workerId"] = *k.worker_id;
   auto what =
       k.system + "/" + k.isolate + (k.worker_id ? " worker " + *k.worker_id : std::string(", every worker"));
-  forward(k.bootstrapper_id, "kill", fields, what, reply);
+  forward(k.bootstrapper_id, protocol::node::kill{k.system, k.isolate, k.worker_id}, what, reply);
 }
 
 void rest_api::set_rate(const ordered_json& body, const reply_fn& reply) {
@@ -191,7 +187,7 @@ void rest_api::set_rate(const ordered_json& body, const reply_fn& reply) {
     auto probe = nlohmann::json{{"isolateSystemName", parsed.value().system}, {"isolateName", "x"}, {"uri", "x"}};
     for (auto key : {"rate", "maxInFlight"})
       if (body.contains(key)) probe[key] = nlohmann::json::parse(body[key].dump());
-    auto spec = host::parse_pool_spec(probe);
+    auto spec = dde::parse_pool_spec(probe);
     if (!spec) parsed = result<shutdown_request>::failure(spec.error());
   }
   if (!parsed) {
@@ -199,10 +195,11 @@ void rest_api::set_rate(const ordered_json& body, const reply_fn& reply) {
     return reply(error_reply(400, parsed.error()));
   }
   const auto& s = parsed.value();
-  ordered_json fields = {{"isolateSystemName", s.system}, {"isolateName", *s.isolate}};
-  for (auto key : {"rate", "maxInFlight"})
-    if (body.contains(key)) fields[key] = body[key];
-  forward(s.bootstrapper_id, "setRate", fields, s.system + "/" + *s.isolate, reply);
+  auto given = [&](const char* key) {
+    return body.contains(key) ? body[key] : ordered_json(ordered_json::value_t::discarded);
+  };
+  forward(s.bootstrapper_id, protocol::node::set_rate{s.system, *s.isolate, given("rate"), given("maxInFlight")},
+          s.system + "/" + *s.isolate, reply);
 }
 
 void rest_api::migrate(const ordered_json& body, const reply_fn& reply) {
@@ -213,9 +210,8 @@ void rest_api::migrate(const ordered_json& body, const reply_fn& reply) {
   }
   const auto& m = parsed.value();
   if (m.to_bootstrapper_id) return move_pool(nodes_, m, reply);
-  ordered_json fields = {
-      {"isolateSystemName", m.system}, {"isolateName", m.isolate}, {"workersPaths", *m.workers_paths}};
-  forward(m.bootstrapper_id, "migrate", fields, m.system + "/" + m.isolate, reply);
+  forward(m.bootstrapper_id, protocol::node::migrate{m.system, m.isolate, *m.workers_paths},
+          m.system + "/" + m.isolate, reply);
 }
 
 }  // namespace dde::registry

@@ -54,9 +54,8 @@ class rest_api {
   void restart(const ordered_json& body, const reply_fn& reply);
   void kill(const ordered_json& body, const reply_fn& reply);
   void set_rate(const ordered_json& body, const reply_fn& reply);
-  /// Sends `action` with `fields` to node `id` and answers with the node's answer, logging both.
-  void forward(const std::string& id, const std::string& action, const ordered_json& fields, const std::string& what,
-               const reply_fn& reply);
+  /// Sends `request` to node `id` and answers with the node's answer, logging both.
+  void forward(const std::string& id, protocol::node_request request, const std::string& what, const reply_fn& reply);
   void migrate(const ordered_json& body, const reply_fn& reply);
   void health(const reply_fn& reply);
 

@@ -27,10 +27,7 @@ std::string name_field(const ordered_json& body, const char* key, std::string& o
   if (!f) return std::string("missing field \"") + key + "\"";
   if (!f->is_string()) return std::string("field \"") + key + "\" must be a string";
   out = f->get<std::string>();
-  if (!valid_name(out))
-    return std::string("field \"") + key + "\" is \"" + out +
-           "\": names must be 1-100 characters from A-Z a-z 0-9 _ -";
-  return {};
+  return name_error(key, out);
 }
 
 }  // namespace
@@ -72,7 +69,7 @@ result<deploy_request> parse_deploy(const ordered_json& body) {
                       "\": expected a WebSocket URL ws://host:port/path (or several, comma-separated, to fail over between)");
 
   // The pool itself: the same parser the isolate systems use, so both agree on what is valid.
-  auto spec = host::parse_pool_spec(nlohmann::json(body));
+  auto spec = dde::parse_pool_spec(nlohmann::json(body));
   if (!spec) return r::failure(spec.error());
   out.spec = std::move(spec.value());
   out.body = body;
@@ -122,7 +119,7 @@ result<migrate_request> parse_migrate(const ordered_json& body) {
   if (auto e = name_field(body, "isolateName", out.isolate); !e.empty()) return r::failure(e);
   if (auto paths = field(body, "workersPaths")) {
     // Checked by the pool parser, so the rules are those of a deploy.
-    auto spec = host::parse_pool_spec({{"isolateSystemName", out.system},
+    auto spec = dde::parse_pool_spec({{"isolateSystemName", out.system},
                                        {"isolateName", out.isolate},
                                        {"uri", "x.so"},
                                        {"workersPaths", *paths}});

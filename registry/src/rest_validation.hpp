@@ -8,10 +8,12 @@
 #include <string_view>
 #include <vector>
 
-#include "host/pool_spec.hpp"
-#include "node_protocol.hpp"
+#include "dde/protocol/pool_spec.hpp"
+#include "dde/protocol/node_frames.hpp"
 
 namespace dde::registry {
+
+using protocol::ordered_json;
 
 /// The only deploy action of the thesis.
 inline constexpr std::string_view add_isolate_action = "action.addIsolate";
@@ -23,7 +25,7 @@ result<ordered_json> parse_body(std::string_view text);
 struct deploy_request {
   std::string bootstrapper_id;
   std::string mqs;       ///< messageQueuingSystemServer
-  host::pool_spec spec;  ///< the pool, checked with the isolate systems' own parser
+  dde::pool_spec spec;  ///< the pool, checked with the isolate systems' own parser
   ordered_json body;     ///< forwarded to the node as given
 };
 result<deploy_request> parse_deploy(const ordered_json& body);

@@ -9,7 +9,7 @@
 #include "dde/envelope.hpp"
 #include "dde/mqs/batch_reader.hpp"
 #include "dde/mqs/pause_broadcast.hpp"
-#include "dde/mqs/request.hpp"
+#include "dde/protocol/mqs_request.hpp"
 #include "dde/wire/record.hpp"
 #include "fuzz_check.hpp"
 

@@ -7,7 +7,7 @@
 
 #include "host/load_failures.hpp"
 #include "host/plugin_loader.hpp"
-#include "host/pool_spec.hpp"
+#include "dde/protocol/pool_spec.hpp"
 
 namespace {
 
@@ -45,7 +45,7 @@ TEST(PluginLoader, RefusesAMissingFile) {
   auto p = dde::host::worker_plugin::load("/nonexistent/libnothing.so");
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("does not exist"), std::string::npos) << p.error();
-  EXPECT_EQ(p.reason(), dde::host::plugin_failure::missing);
+  EXPECT_EQ(p.code<dde::host::plugin_failure>(), dde::host::plugin_failure::missing);
 }
 
 TEST(PluginLoader, RefusesAFileThatIsNotAnElfObject) {
@@ -55,14 +55,14 @@ TEST(PluginLoader, RefusesAFileThatIsNotAnElfObject) {
   std::filesystem::remove(path);
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("not an ELF shared object"), std::string::npos) << p.error();
-  EXPECT_EQ(p.reason(), dde::host::plugin_failure::not_elf);
+  EXPECT_EQ(p.code<dde::host::plugin_failure>(), dde::host::plugin_failure::not_elf);
 }
 
 TEST(PluginLoader, RefusesASharedObjectWithoutEntryPoints) {
   auto p = dde::host::worker_plugin::load(plugin("test_no_factory"));
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("DDE_WORKER"), std::string::npos) << p.error();
-  EXPECT_EQ(p.reason(), dde::host::plugin_failure::entry_points);
+  EXPECT_EQ(p.code<dde::host::plugin_failure>(), dde::host::plugin_failure::entry_points);
 }
 
 TEST(PluginLoader, RefusesAnotherAbiVersionNamingBoth) {
@@ -70,7 +70,7 @@ TEST(PluginLoader, RefusesAnotherAbiVersionNamingBoth) {
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("version 999"), std::string::npos) << p.error();
   EXPECT_NE(p.error().find("version " + std::to_string(DDE_ABI_VERSION)), std::string::npos) << p.error();
-  EXPECT_EQ(p.reason(), dde::host::plugin_failure::abi);
+  EXPECT_EQ(p.code<dde::host::plugin_failure>(), dde::host::plugin_failure::abi);
 }
 
 TEST(PluginLoader, ReportsAThrowingConstructorWithItsMessage) {
@@ -80,7 +80,7 @@ TEST(PluginLoader, ReportsAThrowingConstructorWithItsMessage) {
   auto w = p.value()->create(&ctx);
   ASSERT_FALSE(w);
   EXPECT_NE(w.error().find("cannot reach the database"), std::string::npos) << w.error();
-  EXPECT_EQ(w.reason(), dde::host::plugin_failure::constructor);
+  EXPECT_EQ(w.code<dde::host::plugin_failure>(), dde::host::plugin_failure::constructor);
 }
 
 TEST(PluginLoader, LoadsTheSamePathTwiceAsIndependentCopies) {
@@ -101,7 +101,7 @@ TEST(PluginLoader, LoadsACustomRouter) {
   EXPECT_EQ(policy.value()->select_worker(dde::message{}, workers), std::vector<std::size_t>{2});
   auto not_router = dde::host::router_plugin::load(plugin("supplier"));
   ASSERT_FALSE(not_router);
-  EXPECT_EQ(not_router.reason(), dde::host::plugin_failure::entry_points);
+  EXPECT_EQ(not_router.code<dde::host::plugin_failure>(), dde::host::plugin_failure::entry_points);
 }
 
 TEST(PluginLoader, FailureReasonsHaveTheMetricsLabelsAndPassThroughOtherResults) {
@@ -114,11 +114,11 @@ TEST(PluginLoader, FailureReasonsHaveTheMetricsLabelsAndPassThroughOtherResults)
       {plugin_failure::checksum, "checksum"}, {plugin_failure::not_allowed, "not_allowed"},
       {plugin_failure::other, "other"}};
   for (auto [reason, label] : labels) EXPECT_EQ(dde::host::to_string(reason), label);
-  auto failed = dde::host::result<int>::failure("no", plugin_failure::abi);
-  auto passed = dde::host::result<bool>::failure_of(failed, [](const std::string& e) { return e + "!"; });
+  auto failed = dde::result<int>::failure("no", plugin_failure::abi);
+  auto passed = dde::result<bool>::failure_of(failed, [](const std::string& e) { return e + "!"; });
   EXPECT_EQ(passed.error(), "no!");
-  EXPECT_EQ(passed.reason(), plugin_failure::abi);
-  EXPECT_EQ(dde::host::result<bool>::failure("plain").reason(), plugin_failure::other);
+  EXPECT_EQ(passed.code<plugin_failure>(), plugin_failure::abi);
+  EXPECT_EQ(dde::result<bool>::failure("plain").code<plugin_failure>(), plugin_failure::other);
 }
 
 TEST(PoolSpec, ReadsTheThesisDeployBody) {
@@ -128,14 +128,14 @@ TEST(PoolSpec, ReadsTheThesisDeployBody) {
     "isolateSystemName": "sampleSystem", "isolateName": "consumer",
     "uri": "file:///opt/dde/libconsumer.so", "workersPaths": ["localhost", "localhost"],
     "routerType": "random", "hotDeployment": false, "args": {"x": 1}})");
-  auto spec = dde::host::parse_pool_spec(body);
+  auto spec = dde::parse_pool_spec(body);
   ASSERT_TRUE(spec) << spec.error();
   EXPECT_EQ(spec.value().addr().str(), "sampleSystem/consumer");
   EXPECT_EQ(spec.value().plugin_path(), "/opt/dde/libconsumer.so");
   EXPECT_EQ(spec.value().workers_paths.size(), 2u);
-  EXPECT_EQ(spec.value().router, dde::host::router_kind::random);
+  EXPECT_EQ(spec.value().router, dde::router_kind::random);
   EXPECT_EQ(spec.value().mode, dde::delivery_mode::at_least_once);
-  auto j = dde::host::to_json(spec.value());
+  auto j = dde::to_json(spec.value());
   EXPECT_EQ(j["id"], "sampleSystem/consumer");
   EXPECT_EQ(j["workersCount"], 2);
   EXPECT_EQ(j["routerType"], "random");
@@ -147,7 +147,7 @@ TEST(PoolSpec, SaysExactlyWhatIsWrong) {
   auto error_for = [&](nlohmann::json patch) {
     auto body = base;
     body.merge_patch(patch);
-    auto spec = dde::host::parse_pool_spec(body);
+    auto spec = dde::parse_pool_spec(body);
     return spec ? std::string("accepted") : spec.error();
   };
   EXPECT_EQ(error_for(nlohmann::json::object()), "accepted");
@@ -166,7 +166,7 @@ TEST(PoolSpec, SaysExactlyWhatIsWrong) {
   EXPECT_NE(error_for({{"uri", "http://h/x.so"}, {"workersPaths", {"ws://127.0.0.1:42042/activator"}}})
                 .find("runs on \"localhost\" workers only"),
             std::string::npos);
-  EXPECT_NE(dde::host::parse_pool_spec(nlohmann::json::array()).error().find("JSON object"), std::string::npos);
+  EXPECT_NE(dde::parse_pool_spec(nlohmann::json::array()).error().find("JSON object"), std::string::npos);
   EXPECT_NE(error_for({{"routerType", "consistentHash"}}).find("needs \"hashKey\""), std::string::npos);
   EXPECT_EQ(error_for({{"routerType", "consistentHash"}, {"hashKey", "user"}}), "accepted");
   EXPECT_EQ(error_for({{"routerType", "smallestMailbox"}}), "accepted");
@@ -181,13 +181,13 @@ TEST(PoolSpec, GovernanceFieldsRoundTrip) {
   auto body = nlohmann::json::parse(R"({"isolateSystemName": "s", "isolateName": "c", "uri": "/x.so",
     "backoff": {"retryLimit": 3, "maxDelayMs": 60000},
     "subPools": {"key": "service", "capacity": {"write": 1}, "defaultCapacity": 4}})");
-  auto spec = dde::host::parse_pool_spec(body);
+  auto spec = dde::parse_pool_spec(body);
   ASSERT_TRUE(spec) << spec.error();
   EXPECT_EQ(spec.value().backoff.retry_limit, 3);
   EXPECT_EQ(spec.value().sub_pools.capacity.at("write"), 1u);
-  auto j = dde::host::to_json(spec.value());
+  auto j = dde::to_json(spec.value());
   j.update({{"isolateSystemName", "s"}, {"isolateName", "c"}, {"uri", "/x.so"}});
-  auto again = dde::host::parse_pool_spec(j);
+  auto again = dde::parse_pool_spec(j);
   ASSERT_TRUE(again) << again.error();
   EXPECT_EQ(again.value().backoff.retry_limit, 3);
   EXPECT_EQ(again.value().backoff.max_delay, std::chrono::milliseconds(60000));

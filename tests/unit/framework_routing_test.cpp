@@ -9,7 +9,7 @@
 namespace {
 
 using dde::host::pool_ledger;
-using dde::host::router_kind;
+using dde::router_kind;
 
 pool_ledger make(router_kind kind, std::size_t workers, std::size_t credits) {
   pool_ledger l(kind, credits, 42);
@@ -153,7 +153,7 @@ TEST(Router, CustomChoicesAreFilteredAndFallBackWhenUnusable) {
 namespace {
 
 TEST(SubPools, EachKeyHasItsCapacityAndTheDefaultCoversTheRest) {
-  dde::host::sub_pool_spec spec;
+  dde::sub_pool_spec spec;
   spec.key = "service";
   spec.capacity = {{"write", 1}};
   spec.default_capacity = 2;

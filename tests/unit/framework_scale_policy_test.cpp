@@ -1,12 +1,12 @@
 #include <gtest/gtest.h>
 
-#include "host/pool_spec.hpp"
+#include "dde/protocol/pool_spec.hpp"
 #include "host/scale_policy.hpp"
 
 namespace {
 
 using dde::host::scale_policy;
-using dde::host::scale_spec;
+using dde::scale_spec;
 using namespace std::chrono_literals;
 
 scale_spec spec_1_to_8() {
@@ -83,13 +83,13 @@ TEST(ScalePolicy, TheScaleFieldIsParsedWithItsBoundsChecked) {
   auto with = [&](nlohmann::json scale) {
     auto b = base;
     b["scale"] = std::move(scale);
-    return dde::host::parse_pool_spec(b);
+    return dde::parse_pool_spec(b);
   };
   auto ok = with({{"min", 1}, {"max", 16}, {"targetBacklogPerWorker", 100}, {"cooldownMs", 2000}});
   ASSERT_TRUE(ok) << ok.error();
   EXPECT_EQ(ok.value().scale.max, 16u);
   EXPECT_EQ(ok.value().scale.cooldown, 2000ms);
-  EXPECT_EQ(dde::host::to_json(ok.value())["scale"]["targetBacklogPerWorker"], 100);
+  EXPECT_EQ(dde::to_json(ok.value())["scale"]["targetBacklogPerWorker"], 100);
   for (auto bad : {nlohmann::json{{"min", 4}, {"max", 2}}, nlohmann::json{{"min", 1}}, nlohmann::json{{"max", 0}},
                    nlohmann::json{{"max", 4}, {"targetBacklogPerWorker", 0}}, nlohmann::json(3)}) {
     auto r = with(bad);

@@ -11,7 +11,7 @@
 #include "dde/net/auth.hpp"
 #include "host/plugin_allow.hpp"
 #include "host/plugin_loader.hpp"
-#include "host/pool_spec.hpp"
+#include "dde/protocol/pool_spec.hpp"
 
 namespace {
 
@@ -114,19 +114,19 @@ TEST(PluginSha256, AMatchingHashLoadsAndAnotherIsRefusedBeforeLoading) {
   ASSERT_FALSE(wrong);
   EXPECT_NE(wrong.error().find("has SHA-256 " + sha + ", not the " + std::string(64, 'a')), std::string::npos)
       << wrong.error();
-  EXPECT_EQ(wrong.reason(), host::plugin_failure::checksum);
+  EXPECT_EQ(wrong.code<host::plugin_failure>(), host::plugin_failure::checksum);
 }
 
 TEST(PluginSha256, TheDeployFieldMustBe64HexCharactersAndIsKeptLowerCase) {
   nlohmann::json body = {{"isolateSystemName", "s"}, {"isolateName", "i"}, {"uri", "x.so"}};
   body["sha256"] = std::string(64, 'A');
-  auto ok = host::parse_pool_spec(body);
+  auto ok = dde::parse_pool_spec(body);
   ASSERT_TRUE(ok) << ok.error();
   EXPECT_EQ(ok.value().sha256, std::string(64, 'a'));
-  EXPECT_EQ(host::to_json(ok.value())["sha256"], std::string(64, 'a'));
+  EXPECT_EQ(dde::to_json(ok.value())["sha256"], std::string(64, 'a'));
   for (auto bad : {nlohmann::json("abc"), nlohmann::json(std::string(63, 'a') + "g"), nlohmann::json(42)}) {
     body["sha256"] = bad;
-    auto r = host::parse_pool_spec(body);
+    auto r = dde::parse_pool_spec(body);
     ASSERT_FALSE(r) << bad;
     EXPECT_NE(r.error().find("field \"sha256\" must be the plugin's SHA-256 as 64 hexadecimal characters"),
               std::string::npos)

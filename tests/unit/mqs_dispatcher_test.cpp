@@ -4,7 +4,7 @@
 #include <set>
 
 #include "dde/mqs/dispatcher.hpp"
-#include "dde/mqs/request.hpp"
+#include "dde/protocol/mqs_request.hpp"
 
 namespace dde::mqs {
 namespace {

@@ -30,7 +30,7 @@ TEST_F(RegistryEndpoint, ARegisteredNodeGetsAnIdAndIsListedWithTheAddressOfItsCo
   ASSERT_EQ(link->frames.size(), 1u);
   EXPECT_EQ(link->frames[0]["type"], "registered");
   auto id = link->frames[0]["bootstrapperId"].get<std::string>();
-  EXPECT_TRUE(valid_bootstrapper_id(id));
+  EXPECT_TRUE(protocol::valid_bootstrapper_id(id));
   auto listed = to_json(table.list().at(0));
   EXPECT_EQ(listed["bootstrapperId"], id);
   EXPECT_EQ(listed["ip"], "127.0.0.1");

@@ -34,7 +34,7 @@ TEST(RegistryNodeTable, IdsAreNineDigitNumbersUniqueAmongConnectedNodes) {
     nodes.push_back(std::make_unique<scripted_node>(table, conn));
     auto& id = nodes.back()->id;
     EXPECT_EQ(id.size(), 9u) << id;
-    EXPECT_TRUE(valid_bootstrapper_id(id)) << id;
+    EXPECT_TRUE(protocol::valid_bootstrapper_id(id)) << id;
     ids.insert(id);
   }
   EXPECT_EQ(ids.size(), 300u);
@@ -54,7 +54,7 @@ TEST(RegistryNodeTable, APreviousIdIsGivenBackWhenNoConnectedNodeHoldsIt) {
   EXPECT_EQ(again.id, "266393094");
   // An id that is not a number is never given out.
   scripted_node odd(table, 4, "not-a-number");
-  EXPECT_TRUE(valid_bootstrapper_id(odd.id));
+  EXPECT_TRUE(protocol::valid_bootstrapper_id(odd.id));
 }
 
 TEST(RegistryNodeTable, TheListIsInRegistrationOrderAndANodeThatLeavesIsGone) {
@@ -78,8 +78,8 @@ TEST(RegistryNodeTable, ResponsesAreMatchedToTheirRequestsById) {
   node_table table{fake_time(clock)};
   scripted_node node(table, 1);
   answers out;
-  ASSERT_TRUE(table.request(node.id, "describe", json::object(), out.slot("describe")));
-  ASSERT_TRUE(table.request(node.id, "shutdown", {{"isolateSystemName", "s"}}, out.slot("shutdown")));
+  ASSERT_TRUE(table.request(node.id, protocol::node::describe{}, out.slot("describe")));
+  ASSERT_TRUE(table.request(node.id, protocol::node::shutdown{"s", {}}, out.slot("shutdown")));
   auto requests = node.link->requests();
   ASSERT_EQ(requests.size(), 2u);
   EXPECT_EQ(requests[0]["action"], "describe");
@@ -104,7 +104,7 @@ TEST(RegistryNodeTable, AResponseIsOnlyAcceptedFromTheNodeThatWasAsked) {
   node_table table{node_table::options{}};
   scripted_node asked(table, 1), other(table, 2);
   answers out;
-  table.request(asked.id, "describe", json::object(), out.slot("d"));
+  table.request(asked.id, protocol::node::describe{}, out.slot("d"));
   response_frame r;
   r.id = asked.last()["id"].get<std::uint64_t>();
   r.ok = true;
@@ -117,7 +117,7 @@ TEST(RegistryNodeTable, AResponseIsOnlyAcceptedFromTheNodeThatWasAsked) {
 TEST(RegistryNodeTable, ARequestToAnUnknownNodeIsRefusedAtOnce) {
   node_table table{node_table::options{}};
   answers out;
-  EXPECT_FALSE(table.request("12133208", "describe", json::object(), out.slot("d")));
+  EXPECT_FALSE(table.request("12133208", protocol::node::describe{}, out.slot("d")));
   EXPECT_TRUE(out.got.empty());
   EXPECT_EQ(table.pending(), 0u);
 }
@@ -127,9 +127,9 @@ TEST(RegistryNodeTable, ARequestNotAnsweredWithinTheTimeoutFailsWith504AndALateA
   node_table table{fake_time(clock, std::chrono::milliseconds(1000))};
   scripted_node node(table, 1);
   answers out;
-  table.request(node.id, "describe", json::object(), out.slot("first"));
+  table.request(node.id, protocol::node::describe{}, out.slot("first"));
   clock.now += std::chrono::milliseconds(400);
-  table.request(node.id, "deploy", json::object(), out.slot("second"));
+  table.request(node.id, protocol::node::deploy{json::object()}, out.slot("second"));
   auto first_id = node.link->requests()[0]["id"].get<std::uint64_t>();
   EXPECT_EQ(table.next_deadline(), clock.now + std::chrono::milliseconds(600));
 
@@ -160,9 +160,9 @@ TEST(RegistryNodeTable, ADisconnectFailsThatNodesPendingRequestsWith502AndLeaves
   node_table table{node_table::options{}};
   scripted_node leaving(table, 1), staying(table, 2);
   answers out;
-  table.request(leaving.id, "deploy", json::object(), out.slot("a"));
-  table.request(leaving.id, "describe", json::object(), out.slot("b"));
-  table.request(staying.id, "describe", json::object(), out.slot("c"));
+  table.request(leaving.id, protocol::node::deploy{json::object()}, out.slot("a"));
+  table.request(leaving.id, protocol::node::describe{}, out.slot("b"));
+  table.request(staying.id, protocol::node::describe{}, out.slot("c"));
   std::size_t failed = 0;
   EXPECT_EQ(table.remove(leaving.conn, &failed), leaving.id);
   EXPECT_EQ(failed, 2u);
@@ -178,8 +178,8 @@ TEST(RegistryNodeTable, AFailureCallbackMaySendANewRequest) {
   node_table table{node_table::options{}};
   scripted_node leaving(table, 1), other(table, 2);
   answers out;
-  table.request(leaving.id, "describe", json::object(), [&](node_answer) {
-    EXPECT_TRUE(table.request(other.id, "describe", json::object(), out.slot("follow-up")));
+  table.request(leaving.id, protocol::node::describe{}, [&](node_answer) {
+    EXPECT_TRUE(table.request(other.id, protocol::node::describe{}, out.slot("follow-up")));
   });
   table.remove(leaving.conn);
   EXPECT_EQ(other.link->requests().size(), 1u);

@@ -10,18 +10,21 @@
 namespace dde::host {
 namespace {
 std::shared_ptr<spdlog::logger> log() { return logger("host.control"); }
-
-nlohmann::json response(const nlohmann::json& request, bool ok, nlohmann::json result_or_error, int status = 0) {
-  nlohmann::json r = {{"type", "response"}, {"id", request.value("id", 0)}, {"ok", ok}};
-  if (ok) {
-    r["result"] = std::move(result_or_error);
-  } else {
-    r["error"] = std::move(result_or_error);
-    r["status"] = status ? status : 500;
-  }
-  return r;
-}
 }  // namespace
+
+/// Answers one request on the link it came from: `reply(true, result)` or `reply(false, error, status)`.
+struct replier {
+  std::shared_ptr<net::ws_connection> conn;
+  std::uint64_t id;
+  void operator()(bool ok, nlohmann::json result_or_error, int status = 0) const {
+    protocol::control_response r{id, ok, nullptr, status ? status : 500, {}};
+    if (ok)
+      r.result = std::move(result_or_error);
+    else
+      r.error = result_or_error.is_string() ? result_or_error.get<std::string>() : result_or_error.dump();
+    conn->send(protocol::encode(r), false);
+  }
+};
 
 control_link::control_link(boost::asio::io_context& io, std::shared_ptr<controller> ctrl, control_options options)
     : io_(io),
@@ -55,8 +58,7 @@ void control_link::stop() {
 void control_link::send_event(nlohmann::json event) {
   boost::asio::post(strand_, [self = shared_from_this(), event = std::move(event)]() mutable {
     if (!self->conn_) return;
-    event["type"] = "event";
-    self->conn_->send(event.dump(), false);
+    self->conn_->send(protocol::encode(protocol::control_event{std::move(event)}), false);
   });
 }
 
@@ -92,11 +94,9 @@ void control_link::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     self->conn_ = conn;
     self->retry_.reset();
     self->orphan_timer_.cancel();
-    nlohmann::json hello = {{"type", "hello"},          {"protocol", 1},
-                            {"system", self->options_.system}, {"instance", self->options_.instance},
-                            {"pid", ::getpid()},           {"mqs", self->options_.mqs}};
-    if (self->options_.ops_port) hello["opsPort"] = self->options_.ops_port;
-    conn->send(hello.dump(), false);
+    protocol::control_hello hello{self->options_.system, self->options_.instance, ::getpid(), self->options_.mqs,
+                                  self->options_.ops_port};
+    conn->send(protocol::encode(hello), false);
     log()->info("attached to activator {}", self->options_.url);
   });
 }
@@ -112,81 +112,82 @@ void control_link::on_close(const std::shared_ptr<net::ws_connection>& conn, con
 }
 
 void control_link::on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool) {
-  auto request = nlohmann::json::parse(data, nullptr, false);
-  if (request.is_discarded() || !request.is_object() || request.value("type", "") != "request") {
-    log()->warn("ignoring a bad control frame: {}", data.substr(0, 200));
+  auto frame = protocol::parse_control_request(data);
+  if (!frame) {
+    log()->warn("ignoring a bad control frame ({}): {}", frame.error(), data.substr(0, 200));
     return;
   }
-  handle(conn, request);
+  if (auto* bad = std::get_if<protocol::bad_request>(&frame.value())) return replier{conn, bad->id}(false, bad->error, 400);
+  auto& request = std::get<protocol::control_request_frame>(frame.value());
+  std::visit([&](auto& r) { handle(replier{conn, request.id}, r); }, request.request);
 }
 
-void control_link::handle(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& request) {
-  auto action = request.value("action", std::string());
-  auto reply = [conn, request](bool ok, nlohmann::json payload, int status = 0) {
-    conn->send(response(request, ok, std::move(payload), status).dump(), false);
-  };
-  if (action == "addIsolate") {
-    auto spec = parse_pool_spec(request.value("spec", nlohmann::json()), options_.system);
-    if (!spec) return reply(false, spec.error(), 400);
-    auto isolate = spec.value().isolate;
-    controller_->add_pool(spec.value(), [reply, isolate, instance = options_.instance](std::string error) {
-      if (!error.empty()) return reply(false, error, error.find("already deployed") != std::string::npos ? 409 : 400);
-      reply(true, {{"isolateName", isolate}, {"instance", instance}});
-    });
-  } else if (action == "removeIsolate") {
-    auto isolate = request.value("isolateName", std::string());
-    controller_->remove_pool(isolate, [reply](std::string error) {
-      if (!error.empty()) return reply(false, error, 404);
-      reply(true, nlohmann::json::object());
-    });
-  } else if (action == "restartIsolate") {
-    controller_->restart_pool(request.value("isolateName", std::string()), [reply](std::string error) {
-      if (!error.empty()) return reply(false, error, error.find("no pool") != std::string::npos ? 404 : 409);
-      reply(true, nlohmann::json::object());
-    });
-  } else if (action == "killIsolate") {
-    auto worker = request.value("workerId", nlohmann::json());
-    if (!worker.is_null() && (!worker.is_string() || worker.get<std::string>().empty()))
-      return reply(false, "field \"workerId\" must be a non-empty string (or absent: every worker)", 400);
-    controller_->kill_workers(request.value("isolateName", std::string()),
-                              worker.is_string() ? worker.get<std::string>() : "",
-                              [reply](std::string error, std::vector<std::string> killed) {
-                                if (!error.empty())
-                                  return reply(false, error,
-                                               error.find("no pool") != std::string::npos ||
-                                                       error.find("no worker") != std::string::npos
-                                                   ? 404
-                                                   : 409);
-                                reply(true, {{"killed", killed}});
-                              });
-  } else if (action == "setRate") {
-    // The same rules as a deploy body's "rate" and "maxInFlight".
-    auto probe = nlohmann::json{{"isolateName", "x"}, {"uri", "x"}};
-    for (auto key : {"rate", "maxInFlight"})
-      if (request.contains(key)) probe[key] = request[key];
-    auto parsed = parse_pool_spec(probe, options_.system);
-    if (!parsed) return reply(false, parsed.error(), 400);
-    controller_->set_rate(request.value("isolateName", std::string()), parsed.value().rate_messages,
-                          parsed.value().rate_per, parsed.value().max_in_flight, [reply](std::string error) {
-                            if (!error.empty())
-                              return reply(false, error, error.find("no pool") != std::string::npos ? 404 : 409);
-                            reply(true, nlohmann::json::object());
-                          });
-  } else if (action == "describe") {
-    controller_->describe([reply, mqs = options_.mqs, instance = options_.instance](nlohmann::json d) {
-      for (auto& [system, pools] : d.items())
-        for (auto& p : pools) {
-          p["messageQueuingSystemServer"] = mqs;
-          p["instance"] = instance;
-        }
-      reply(true, std::move(d));
-    });
-  } else if (action == "shutdown") {
+void control_link::handle(const replier& reply, protocol::control::add_isolate& r) {
+  auto spec = parse_pool_spec(r.spec, options_.system);
+  if (!spec) return reply(false, spec.error(), 400);
+  auto isolate = spec.value().isolate;
+  controller_->add_pool(spec.value(), [reply, isolate, instance = options_.instance](std::string error) {
+    if (!error.empty()) return reply(false, error, error.find("already deployed") != std::string::npos ? 409 : 400);
+    reply(true, {{"isolateName", isolate}, {"instance", instance}});
+  });
+}
+
+void control_link::handle(const replier& reply, protocol::control::remove_isolate& r) {
+  controller_->remove_pool(r.isolate, [reply](std::string error) {
+    if (!error.empty()) return reply(false, error, 404);
     reply(true, nlohmann::json::object());
-    options_.request_stop("shutdown requested by the activator");
-  } else {
-    reply(false, "unknown control action \"" + action + "\"", 400);
-  }
+  });
+}
+
+void control_link::handle(const replier& reply, protocol::control::restart_isolate& r) {
+  controller_->restart_pool(r.isolate, [reply](std::string error) {
+    if (!error.empty()) return reply(false, error, error.find("no pool") != std::string::npos ? 404 : 409);
+    reply(true, nlohmann::json::object());
+  });
+}
+
+void control_link::handle(const replier& reply, protocol::control::kill_isolate& r) {
+  controller_->kill_workers(r.isolate, r.worker_id.value_or(""),
+                            [reply](std::string error, std::vector<std::string> killed) {
+                              if (!error.empty())
+                                return reply(false, error,
+                                             error.find("no pool") != std::string::npos ||
+                                                     error.find("no worker") != std::string::npos
+                                                 ? 404
+                                                 : 409);
+                              reply(true, {{"killed", killed}});
+                            });
+}
+
+void control_link::handle(const replier& reply, protocol::control::set_rate& r) {
+  // The same rules as a deploy body's "rate" and "maxInFlight".
+  auto probe = nlohmann::json{{"isolateName", "x"}, {"uri", "x"}};
+  if (!r.rate.is_discarded()) probe["rate"] = r.rate;
+  if (!r.max_in_flight.is_discarded()) probe["maxInFlight"] = r.max_in_flight;
+  auto parsed = parse_pool_spec(probe, options_.system);
+  if (!parsed) return reply(false, parsed.error(), 400);
+  controller_->set_rate(r.isolate, parsed.value().rate_messages, parsed.value().rate_per, parsed.value().max_in_flight,
+                        [reply](std::string error) {
+                          if (!error.empty())
+                            return reply(false, error, error.find("no pool") != std::string::npos ? 404 : 409);
+                          reply(true, nlohmann::json::object());
+                        });
+}
+
+void control_link::handle(const replier& reply, protocol::control::describe&) {
+  controller_->describe([reply, mqs = options_.mqs, instance = options_.instance](nlohmann::json d) {
+    for (auto& [system, pools] : d.items())
+      for (auto& p : pools) {
+        p["messageQueuingSystemServer"] = mqs;
+        p["instance"] = instance;
+      }
+    reply(true, std::move(d));
+  });
+}
+
+void control_link::handle(const replier& reply, protocol::control::shutdown&) {
+  reply(true, nlohmann::json::object());
+  options_.request_stop("shutdown requested by the activator");
 }
 
 }  // namespace dde::host

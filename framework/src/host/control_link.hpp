@@ -15,9 +15,12 @@
 
 #include "dde/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
+#include "dde/protocol/control_frames.hpp"
 #include "host/controller.hpp"
 
 namespace dde::host {
+
+struct replier;
 
 struct control_options {
   std::string url;                 ///< ws://127.0.0.1:42042/control
@@ -42,7 +45,14 @@ class control_link : public net::ws_handler, public std::enable_shared_from_this
  private:
   void do_connect();
   void link_down(const std::string& why);
-  void handle(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& request);
+  // One handler per request of the /control protocol; each answers through `reply`.
+  void handle(const replier& reply, protocol::control::add_isolate& r);
+  void handle(const replier& reply, protocol::control::remove_isolate& r);
+  void handle(const replier& reply, protocol::control::restart_isolate& r);
+  void handle(const replier& reply, protocol::control::kill_isolate& r);
+  void handle(const replier& reply, protocol::control::set_rate& r);
+  void handle(const replier& reply, protocol::control::describe& r);
+  void handle(const replier& reply, protocol::control::shutdown& r);
   void arm_orphan_timer();
 
   boost::asio::io_context& io_;

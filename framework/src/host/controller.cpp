@@ -54,7 +54,7 @@ void controller::start_pool(const std::string& isolate, result<bool> prepared) {
   auto started = prepared ? r->start() : std::move(prepared);
   if (!started) {
     logger("host")->error("cannot deploy {}: {}", r->spec().addr().str(), started.error());
-    count_plugin_load_failure(r->spec().system + "." + r->spec().isolate, started.reason());
+    count_plugin_load_failure(r->spec().system + "." + r->spec().isolate, started.code<plugin_failure>());
     return done(started.error());
   }
   routers_[isolate] = std::move(r);

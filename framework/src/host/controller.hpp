@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/plugin_fetcher.hpp"
-#include "host/pool_spec.hpp"
+#include "dde/protocol/pool_spec.hpp"
 
 namespace dde::host {
 

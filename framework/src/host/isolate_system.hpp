@@ -13,7 +13,7 @@
 #include "host/control_link.hpp"
 #include "host/controller.hpp"
 #include "host/ops_server.hpp"
-#include "host/pool_spec.hpp"
+#include "dde/protocol/pool_spec.hpp"
 #include "host/top_level.hpp"
 
 namespace dde::host {

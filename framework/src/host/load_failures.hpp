@@ -10,7 +10,9 @@
 namespace dde::host {
 
 /// The reason of a refused plugin load; `to_string` gives the metric's `reason` label.
+/// `other` is 0: a failure of a dde::result that carries no code reads as `other`.
 enum class plugin_failure {
+  other,         ///< anything else
   missing,       ///< no such file, not a regular file, unreadable
   not_elf,       ///< not an ELF shared object
   dlopen,        ///< dlopen (or the private copy before it) failed
@@ -20,8 +22,7 @@ enum class plugin_failure {
   fetch,         ///< an http(s) plugin could not be downloaded
   crashed,       ///< the version crashed the isolate system before it finished a message
   checksum,      ///< its SHA-256 is not the deploy's `sha256`
-  not_allowed,   ///< outside every `--plugin-allow` location
-  other,         ///< anything else; keep it last (to_string relies on it)
+  not_allowed,   ///< outside every `--plugin-allow` location; keep it last (to_string relies on it)
 };
 
 /// The label: "missing", "not_elf", "dlopen", "entry_points", "abi", "constructor", "fetch", "crashed",

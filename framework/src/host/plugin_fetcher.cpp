@@ -8,10 +8,6 @@
 namespace dde::host {
 namespace fs = std::filesystem;
 
-bool is_remote_uri(std::string_view uri) {
-  return uri.rfind("http://", 0) == 0 || uri.rfind("https://", 0) == 0;
-}
-
 namespace {
 
 /// "HTTP 404: <the first line of the body>", enough to act on without flooding the log.

@@ -16,10 +16,9 @@
 #include <string_view>
 #include <thread>
 
-namespace dde::host {
+#include "dde/protocol/pool_spec.hpp"  // is_remote_uri
 
-/// True for the plugin URIs that are downloaded (http://, https://), false for paths and file://.
-bool is_remote_uri(std::string_view uri);
+namespace dde::host {
 
 /// Where downloads go and how they run.
 struct fetch_options {

@@ -5,45 +5,13 @@
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <variant>
 
+#include "dde/protocol/result.hpp"
 #include "dde/router.hpp"
 #include "dde/worker.hpp"
 #include "host/load_failures.hpp"
 
 namespace dde::host {
-
-/// A value or an error message, for results that may fail with an explanation. A failed plugin load
-/// also says why as a code (`reason`), which the metrics count; other failures leave it `other`.
-template <class T>
-class result {
- public:
-  result(T value) : v_(std::move(value)) {}
-  static result failure(std::string why, plugin_failure reason = plugin_failure::other) {
-    result r(std::in_place_index<1>, std::move(why));
-    r.reason_ = reason;
-    return r;
-  }
-  /// The failure of `other` (another result type), its message passed through `edit`.
-  template <class U, class F>
-  static result failure_of(const result<U>& other, F&& edit) {
-    return failure(edit(other.error()), other.reason());
-  }
-  template <class U>
-  static result failure_of(const result<U>& other) {
-    return failure(other.error(), other.reason());
-  }
-  explicit operator bool() const { return v_.index() == 0; }
-  T& value() { return std::get<0>(v_); }
-  const std::string& error() const { return std::get<1>(v_); }
-  plugin_failure reason() const { return reason_; }
-
- private:
-  template <class... A>
-  result(std::in_place_index_t<1> i, A&&... a) : v_(i, std::forward<A>(a)...) {}
-  std::variant<T, std::string> v_;
-  plugin_failure reason_ = plugin_failure::other;
-};
 
 /// A loaded shared object. Unloaded when the last owner lets go: every object the plugin created
 /// holds a shared_ptr to it, so the code outlives them.

@@ -50,73 +50,68 @@ void proxy_cell::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     if (self->killed_) return conn->close("proxy stopped");
     self->conn_ = conn;
     auto owner = self->owner_.lock();
-    nlohmann::json spawn = {{"type", "spawn"},           {"protocol", 1},
-                            {"spec", to_json(*self->spec_)}, {"index", self->index_},
-                            {"instance", owner ? owner->instance() : std::string()}};
-    spawn["spec"]["isolateSystemName"] = self->spec_->system;
-    spawn["spec"]["isolateName"] = self->spec_->isolate;
-    spawn["spec"]["uri"] = self->spec_->uri;
-    conn->send(spawn.dump(), false);
+    protocol::proxy::spawn spawn{to_json(*self->spec_), self->index_, owner ? owner->instance() : std::string()};
+    spawn.spec["isolateSystemName"] = self->spec_->system;
+    spawn.spec["isolateName"] = self->spec_->isolate;
+    spawn.spec["uri"] = self->spec_->uri;
+    conn->send(protocol::encode(spawn), false);
   });
 }
 
 void proxy_cell::on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool) {
   boost::asio::post(strand_, [self = shared_from_this(), conn, data = std::move(data)] {
     if (conn != self->conn_) return;
-    auto frame = nlohmann::json::parse(data, nullptr, false);
-    if (frame.is_discarded() || !frame.is_object()) {
-      log()->warn("{}: bad frame from {}: {}", self->spec_->addr().str(), self->url_text_, data.substr(0, 200));
+    auto frame = protocol::parse_deployer_frame(data);
+    if (!frame) {
+      log()->warn("{}: bad frame from {} ({}): {}", self->spec_->addr().str(), self->url_text_, frame.error(),
+                  data.substr(0, 200));
       return;
     }
-    self->handle(frame);
+    if (auto owner = self->owner_.lock()) std::visit([&](auto& f) { self->handle(*owner, f); }, frame.value());
   });
 }
 
-void proxy_cell::handle(const nlohmann::json& frame) {
-  auto owner = owner_.lock();
-  if (!owner) return;
-  auto type = frame.value("type", std::string());
-  if (type == "spawned") {
-    id_ = frame.value("workerId", id_);
-    spawned_ = true;
-    reported_down_ = false;
-    retry_.reset();
-    log()->info("{}: remote worker {} spawned at {}", spec_->addr().str(), id_, url_text_);
-    owner->worker_up(index_, id_);
-  } else if (type == "done") {
-    auto d = frame.value("delivery", std::uint64_t(0));
-    if (in_flight_.erase(d)) owner->worker_done(index_, d);
-  } else if (type == "failed") {
-    auto d = frame.value("delivery", std::uint64_t(0));
-    auto new_id = frame.value("workerId", std::string());
-    if (!new_id.empty()) id_ = new_id;
-    if (d != 0 && !in_flight_.erase(d)) d = 0;
-    owner->worker_failed(index_, d, frame.value("error", std::string("remote worker failed")), new_id);
-  } else if (type == "rateLimited") {
-    auto d = frame.value("delivery", std::uint64_t(0));
-    if (in_flight_.erase(d))
-      owner->worker_rate_limited(index_, d, std::chrono::milliseconds(frame.value("delayMs", 0LL)),
-                                 frame.value("reason", std::string("rate limited")),
-                                 to_message(decode_envelope(frame.value("envelope", std::string())),
-                                            frame.value("redelivered", false)));
-  } else if (type == "crashed") {
-    auto d = frame.value("delivery", std::uint64_t(0));
-    if (d != 0 && !in_flight_.erase(d)) d = 0;
-    owner->worker_crashed(index_, d, frame.value("error", std::string("remote worker failed")));
-  } else if (type == "up") {
-    id_ = frame.value("workerId", id_);
-    owner->worker_up(index_, id_);
-  } else if (type == "enqueue") {
-    auto mode = parse_delivery_mode(frame.value("mode", std::string()));
-    auto topic = frame.value("topic", std::string());
-    if (!mode || !valid_topic(topic)) {
-      log()->warn("{}: remote worker sent a bad enqueue (topic \"{}\")", spec_->addr().str(), topic);
-      return;
-    }
-    owner->enqueue(topic, *mode, decode_envelope(frame.value("envelope", std::string())));
-  } else if (type == "error") {
-    link_down("remote node refused the worker: " + frame.value("error", std::string("?")));
-  }
+void proxy_cell::handle(cell_owner& owner, protocol::deployer::spawned& f) {
+  if (!f.worker_id.empty()) id_ = f.worker_id;
+  spawned_ = true;
+  reported_down_ = false;
+  retry_.reset();
+  log()->info("{}: remote worker {} spawned at {}", spec_->addr().str(), id_, url_text_);
+  owner.worker_up(index_, id_);
+}
+
+void proxy_cell::handle(cell_owner& owner, protocol::deployer::done& f) {
+  if (in_flight_.erase(f.delivery)) owner.worker_done(index_, f.delivery);
+}
+
+void proxy_cell::handle(cell_owner& owner, protocol::deployer::failed& f) {
+  if (!f.worker_id.empty()) id_ = f.worker_id;
+  auto d = f.delivery != 0 && in_flight_.erase(f.delivery) ? f.delivery : 0;
+  owner.worker_failed(index_, d, f.error.empty() ? "remote worker failed" : f.error, f.worker_id);
+}
+
+void proxy_cell::handle(cell_owner& owner, protocol::deployer::rate_limited& f) {
+  if (in_flight_.erase(f.delivery))
+    owner.worker_rate_limited(index_, f.delivery, f.delay, f.reason.empty() ? "rate limited" : f.reason,
+                              to_message(std::move(f.env), f.redelivered));
+}
+
+void proxy_cell::handle(cell_owner& owner, protocol::deployer::crashed& f) {
+  auto d = f.delivery != 0 && in_flight_.erase(f.delivery) ? f.delivery : 0;
+  owner.worker_crashed(index_, d, f.error.empty() ? "remote worker failed" : f.error);
+}
+
+void proxy_cell::handle(cell_owner& owner, protocol::deployer::up& f) {
+  if (!f.worker_id.empty()) id_ = f.worker_id;
+  owner.worker_up(index_, id_);
+}
+
+void proxy_cell::handle(cell_owner& owner, protocol::deployer::enqueue& f) {
+  owner.enqueue(f.topic, f.mode, f.env);
+}
+
+void proxy_cell::handle(cell_owner&, protocol::deployer::error& f) {
+  link_down("remote node refused the worker: " + f.error);
 }
 
 void proxy_cell::post_message(message m, std::uint64_t delivery_id) {
@@ -127,11 +122,7 @@ void proxy_cell::post_message(message m, std::uint64_t delivery_id) {
       return;
     }
     self->in_flight_.insert(delivery_id);
-    nlohmann::json frame = {{"type", "message"},
-                            {"delivery", delivery_id},
-                            {"envelope", encode_envelope(to_envelope(m))},
-                            {"redelivered", m.redelivered()}};
-    self->conn_->send(frame.dump(), false);
+    self->conn_->send(protocol::encode(protocol::proxy::message{delivery_id, to_envelope(m), m.redelivered()}), false);
   });
 }
 
@@ -140,17 +131,17 @@ void proxy_cell::post_reply(message m) {
     if (!self->conn_ || !self->spawned_) return;  // a reply for a gone worker is dropped, as locally
     auto e = to_envelope(m);
     e.to_worker = self->id_;
-    nlohmann::json frame = {{"type", "reply"}, {"envelope", encode_envelope(e)}};
-    self->conn_->send(frame.dump(), false);
+    self->conn_->send(protocol::encode(protocol::proxy::reply{std::move(e)}), false);
   });
 }
 
 void proxy_cell::supervise(directive d, std::chrono::milliseconds delay) {
   boost::asio::post(strand_, [self = shared_from_this(), d, delay] {
     if (!self->conn_) return;  // the link is down: the worker is respawned fresh anyway
-    const char* name = d == directive::resume ? "resume" : d == directive::restart ? "restart" : "stop";
-    self->conn_->send(nlohmann::json{{"type", "supervise"}, {"directive", name}, {"delayMs", delay.count()}}.dump(),
-                      false);
+    auto what = d == directive::resume    ? protocol::proxy::directive::resume
+                : d == directive::restart ? protocol::proxy::directive::restart
+                                          : protocol::proxy::directive::stop;
+    self->conn_->send(protocol::encode(protocol::proxy::supervise{what, delay}), false);
   });
 }
 

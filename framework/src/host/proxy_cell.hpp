@@ -15,8 +15,9 @@
 
 #include "dde/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
+#include "dde/protocol/deployer_frames.hpp"
+#include "dde/protocol/pool_spec.hpp"
 #include "host/cell.hpp"
-#include "host/pool_spec.hpp"
 
 namespace dde::host {
 
@@ -43,7 +44,15 @@ class proxy_cell : public cell, public net::ws_handler, public std::enable_share
  private:
   void do_connect();
   void link_down(const std::string& why);
-  void handle(const nlohmann::json& frame);
+  // One handler per frame the Isolate Deployer sends (activator/PROTOCOL.md).
+  void handle(cell_owner& owner, protocol::deployer::spawned& f);
+  void handle(cell_owner& owner, protocol::deployer::error& f);
+  void handle(cell_owner& owner, protocol::deployer::done& f);
+  void handle(cell_owner& owner, protocol::deployer::failed& f);
+  void handle(cell_owner& owner, protocol::deployer::rate_limited& f);
+  void handle(cell_owner& owner, protocol::deployer::up& f);
+  void handle(cell_owner& owner, protocol::deployer::crashed& f);
+  void handle(cell_owner& owner, protocol::deployer::enqueue& f);
 
   boost::asio::io_context& io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;

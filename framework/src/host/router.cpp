@@ -209,7 +209,7 @@ void router::replace_stuck(std::size_t index) {
   if (!made) {
     ledger_.set_alive(index, false);
     cell_errors_[index] = made.error();
-    count_plugin_load_failure(topic_, made.reason());
+    count_plugin_load_failure(topic_, made.code<plugin_failure>());
     return;
   }
   cells_[index] = c;
@@ -247,9 +247,9 @@ void router::check_plugin() {
                               spec_.uri, md5);
   // Everything that can refuse the new version happens before the old one stops.
   auto loaded = worker_plugin::load(spec_.plugin_path(), spec_.sha256);
-  if (!loaded) return refuse_version(md5, loaded.error(), loaded.reason());
+  if (!loaded) return refuse_version(md5, loaded.error(), loaded.code<plugin_failure>());
   if (auto swapped = begin_swap(loaded.value(), false); !swapped)
-    refuse_version(md5, swapped.error(), swapped.reason());
+    refuse_version(md5, swapped.error(), swapped.code<plugin_failure>());
 }
 
 void router::on_plugin_fetched(fetch_result fetched) {
@@ -272,13 +272,13 @@ void router::on_plugin_fetched(fetch_result fetched) {
   auto loaded = worker_plugin::load(fetched.file, spec_.sha256);
   if (!loaded) {
     forget(fetched.file);
-    return refuse_version(fetched.md5, with_source(loaded.error()), loaded.reason());
+    return refuse_version(fetched.md5, with_source(loaded.error()), loaded.code<plugin_failure>());
   }
   hot_.next_file = fetched.file;
   if (auto swapped = begin_swap(loaded.value(), false); !swapped) {
     hot_.next_file.clear();
     forget(fetched.file);
-    return refuse_version(fetched.md5, swapped.error(), swapped.reason());
+    return refuse_version(fetched.md5, swapped.error(), swapped.code<plugin_failure>());
   }
 }
 
@@ -779,7 +779,7 @@ void router::restart_pool(const std::string& why) {
           self->ledger_.set_alive(k, made && path == "localhost", c->id());
           if (!made) {
             self->cell_errors_[k] = made.error();
-            count_plugin_load_failure(self->topic_, made.reason());
+            count_plugin_load_failure(self->topic_, made.code<plugin_failure>());
           }
           self->cells_[k] = c;
           if (made) c->start();

@@ -25,7 +25,7 @@
 #include "host/plugin_loader.hpp"
 #include "host/rate_gate.hpp"
 #include "host/reply_race.hpp"
-#include "host/pool_spec.hpp"
+#include "dde/protocol/pool_spec.hpp"
 #include "host/routing.hpp"
 #include "host/scale_policy.hpp"
 

@@ -82,7 +82,7 @@ bool router::add_local_worker(std::size_t index) {
     if (fresh_slot) spec_.workers_paths.pop_back();
     logger("host.router")->error("{}: cannot add a worker: {}", spec_.addr().str(), made.error());
     scaling_.error = "cannot add a worker: " + made.error();
-    count_plugin_load_failure(topic_, made.reason());
+    count_plugin_load_failure(topic_, made.code<plugin_failure>());
     return false;
   }
   auto now = std::chrono::steady_clock::now();

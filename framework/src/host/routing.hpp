@@ -14,7 +14,7 @@
 
 #include "dde/message.hpp"
 #include "dde/router.hpp"
-#include "host/pool_spec.hpp"
+#include "dde/protocol/pool_spec.hpp"
 
 namespace dde::host {
 

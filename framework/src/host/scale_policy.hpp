@@ -8,18 +8,9 @@
 #include <optional>
 #include <string>
 
-namespace dde::host {
+#include "dde/protocol/pool_spec.hpp"
 
-/// A pool's `scale` field: `{"min": 1, "max": 16, "targetBacklogPerWorker": 100, "cooldownMs": 10000,
-/// "sampleMs": 1000}`.
-struct scale_spec {
-  std::size_t min = 0;  ///< 0 with max 0: no autoscaling
-  std::size_t max = 0;
-  std::uint64_t target_backlog = 100;       ///< messages waiting per worker the pool aims at
-  std::chrono::milliseconds cooldown{10000};  ///< low backlog this long (and no change) before shrinking
-  std::chrono::milliseconds sample{1000};     ///< how often the queue depth is asked for
-  bool enabled() const { return max > 0; }
-};
+namespace dde::host {
 
 class scale_policy {
  public:

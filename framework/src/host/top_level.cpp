@@ -1,10 +1,15 @@
 #include "host/top_level.hpp"
 
+#include <limits>
+#include <type_traits>
+
 #include <boost/asio/post.hpp>
 
 #include "dde/envelope.hpp"
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
+#include "dde/protocol/mqs_records.hpp"
+#include "dde/protocol/mqs_request.hpp"
 #include "host/router.hpp"
 
 namespace dde::host {
@@ -14,8 +19,7 @@ constexpr std::size_t max_at_most_once_backlog = 100000;
 constexpr std::size_t max_queued_bytes = 8 * 1024 * 1024;
 constexpr std::chrono::milliseconds max_backoff{5000};
 // What the MQS accepts in a `pause` (mqs/PROTOCOL.md).
-constexpr std::chrono::milliseconds max_pause{3'600'000};
-constexpr std::size_t max_pause_reason = 1000;
+constexpr std::chrono::milliseconds max_pause{mqs::max_pause_ms};
 
 std::shared_ptr<spdlog::logger> log() { return logger("host.top"); }
 
@@ -80,11 +84,7 @@ void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     self->out_.clear();
     self->acks_.clear();
     self->pulls_.clear();
-    nlohmann::json hello = {{"action", "hello"},
-                            {"protocol", wire::protocol_version},
-                            {"system", self->options_.system},
-                            {"instance", self->options_.instance}};
-    wire::append_record(self->out_, hello);
+    mqs::append(self->out_, mqs::hello_request{wire::protocol_version, self->options_.system, self->options_.instance});
     for (auto& [seq, u] : self->unconfirmed_) {
       self->append_enqueue(seq, u, delivery_mode::at_least_once);
       ++self->stats_.resent;
@@ -123,57 +123,55 @@ void top_level::on_close(const std::shared_ptr<net::ws_connection>& conn, const 
 }
 
 void top_level::handle(wire::record& rec) {
-  const std::string& action = rec.header["action"].get_ref<const std::string&>();
-  if (action == "deliver") return handle_deliver(rec);
-  if (action == "pause") return handle_pause(rec);
-  if (action == "depth") return handle_depth(rec);
-  if (action == "confirm" || action == "reject") {
-    auto seqs = rec.header.find("seqs");
-    if (seqs == rec.header.end() || !seqs->is_array()) return;
-    for (auto& s : *seqs) {
-      if (!s.is_number_unsigned()) continue;
-      auto n = unconfirmed_.erase(s.get<std::uint64_t>());
-      if (action == "confirm")
-        stats_.confirmed += n;
-      else
-        stats_.rejected += n;
-    }
-    if (action == "reject")
-      log()->error("MQS refused {} message(s): {}", seqs->size(), rec.header.value("error", std::string("?")));
-    check_writable();
-    check_stopping();
+  auto parsed = mqs::parse_mqs_record(rec.header);
+  if (!parsed) {
+    log()->warn("{}", parsed.error());
     return;
   }
-  if (action == "welcome") {
-    welcomed_ = true;
-    stats_.link_error.clear();
-    retry_.reset();
-    log()->info("connected to MQS {} ({}), generation {}", current_url(), rec.header.value("mqs", std::string()),
-                generation_);
-    return;
-  }
-  if (action == "error") {
-    log()->warn("MQS error: {} (header {})", rec.header.value("error", std::string("?")),
-                rec.header.contains("header") ? rec.header["header"].dump() : std::string("-"));
-    return;
-  }
-  log()->warn("unknown action \"{}\" from the MQS", action);
+  std::visit(
+      [&](auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, mqs::deliver_record>)
+          handle_deliver(r, std::move(rec.body));
+        else
+          handle_record(r);
+      },
+      parsed.value());
 }
 
-void top_level::handle_deliver(wire::record& rec) {
-  auto topic = rec.header.value("topic", std::string());
-  auto tag = rec.header.value("tag", std::uint64_t(0));
-  bool redelivered = rec.header.value("redelivered", false);
-  auto found = rec.header.find("props");
-  nlohmann::json props = found == rec.header.end() ? nlohmann::json() : std::move(*found);
+void top_level::handle_record(const mqs::confirm_record& r) {
+  for (auto seq : r.seqs) stats_.confirmed += unconfirmed_.erase(seq);
+  check_writable();
+  check_stopping();
+}
+
+void top_level::handle_record(const mqs::reject_record& r) {
+  for (auto seq : r.seqs) stats_.rejected += unconfirmed_.erase(seq);
+  log()->error("MQS refused {} message(s): {}", r.seqs.size(), r.error);
+  check_writable();
+  check_stopping();
+}
+
+void top_level::handle_record(const mqs::welcome_record& r) {
+  welcomed_ = true;
+  stats_.link_error.clear();
+  retry_.reset();
+  log()->info("connected to MQS {} ({}), generation {}", current_url(), r.mqs, generation_);
+}
+
+void top_level::handle_record(const mqs::error_record& r) {
+  log()->warn("MQS error: {} (header {})", r.error, r.header.is_null() ? std::string("-") : r.header.dump());
+}
+
+void top_level::handle_deliver(mqs::deliver_record& r, std::string body) {
   ++stats_.delivered;
-  if (topic == reply_topic(options_.instance)) {
+  if (r.topic == reply_topic(options_.instance)) {
     // Replies are acked by the MQS on hand-over; keep the reply queue's credit topped up.
-    auto& p = pulls_[topic];
+    auto& p = pulls_[r.topic];
     p.mode = delivery_mode::reply;
     p.credit += 1;
     schedule_flush();
-    envelope e = join_envelope(props, topic, std::move(rec.body));
+    envelope e = join_envelope(r.props, r.topic, std::move(body));
     auto to = parse_address(e.to);
     auto it = to ? routers_.find(to->topic()) : routers_.end();
     if (it == routers_.end()) {
@@ -184,45 +182,26 @@ void top_level::handle_deliver(wire::record& rec) {
     it->second->deliver_reply(std::move(e));
     return;
   }
-  auto it = routers_.find(topic);
+  auto it = routers_.find(r.topic);
   if (it == routers_.end()) {
     // The pool is gone: give the message back for another instance.
-    std::string header = "{\"action\":\"nack\",\"requeue\":true,\"tags\":[" + std::to_string(tag) + "]}";
-    wire::append_raw_record(out_, header);
+    mqs::append(out_, mqs::nack_request{{r.tag}, true});
     schedule_flush();
     return;
   }
-  it->second->deliver(generation_, tag, redelivered, std::move(props), std::move(rec.body));
+  it->second->deliver(generation_, r.tag, r.redelivered, std::move(r.props), std::move(body));
 }
 
-void top_level::handle_pause(const wire::record& rec) {
-  auto topic = rec.header.find("topic");
-  auto ms = rec.header.find("ms");
-  if (topic == rec.header.end() || !topic->is_string() || ms == rec.header.end() ||
-      !ms->is_number_unsigned()) {
-    log()->warn("bad pause record from the MQS: {}",
-                rec.header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    return;
-  }
-  auto it = pause_handlers_.find(topic->get_ref<const std::string&>());
+void top_level::handle_record(const mqs::pause_record& r) {
+  auto it = pause_handlers_.find(r.topic);
   if (it == pause_handlers_.end()) return;  // no pool of that topic here (any more)
-  auto text = [&](const char* key) {
-    auto f = rec.header.find(key);
-    return f != rec.header.end() && f->is_string() ? f->get<std::string>() : std::string();
-  };
-  auto length = std::min<std::uint64_t>(ms->get<std::uint64_t>(), max_pause.count());
-  it->second(std::chrono::milliseconds(length), text("reason"), text("origin"));
+  auto length = std::min<std::uint64_t>(r.ms, max_pause.count());
+  it->second(std::chrono::milliseconds(length), r.reason, r.origin);
 }
 
 void top_level::append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery_mode mode) {
-  std::string header;
-  header.reserve(64 + m.topic.size() + m.props.size());
-  header.append("{\"action\":\"enqueue\",\"topic\":\"").append(m.topic).append("\",\"mode\":\"");
-  header.append(to_string(mode)).push_back('"');
-  if (mode == delivery_mode::at_least_once) header.append(",\"seq\":").append(std::to_string(seq));
-  if (!m.props.empty()) header.append(",\"props\":").append(m.props);
-  header.push_back('}');
-  wire::append_raw_record(out_, header, m.body);
+  mqs::append_enqueue(out_, m.topic, mode, mode == delivery_mode::at_least_once ? std::optional(seq) : std::nullopt,
+                      m.props, m.body);
 }
 
 void top_level::enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) {
@@ -269,9 +248,7 @@ void top_level::ack(std::uint64_t generation, std::uint64_t tag) {
 void top_level::nack(std::uint64_t generation, std::uint64_t tag, bool requeue) {
   boost::asio::post(strand_, [self = shared_from_this(), generation, tag, requeue] {
     if (generation != self->generation_ || !self->conn_) return;
-    std::string header = std::string("{\"action\":\"nack\",\"requeue\":") + (requeue ? "true" : "false") +
-                         ",\"tags\":[" + std::to_string(tag) + "]}";
-    wire::append_raw_record(self->out_, header);
+    mqs::append(self->out_, mqs::nack_request{{tag}, requeue});
     self->schedule_flush();
   });
 }
@@ -280,7 +257,7 @@ void top_level::cancel(const std::string& topic) {
   boost::asio::post(strand_, [self = shared_from_this(), topic] {
     self->pulls_.erase(topic);
     if (!self->conn_) return;
-    wire::append_record(self->out_, {{"action", "cancel"}, {"topic", topic}});
+    mqs::append(self->out_, mqs::cancel_request{topic});
     self->schedule_flush();
   });
 }
@@ -292,17 +269,8 @@ void top_level::pause(const std::string& topic, std::chrono::milliseconds ms, co
       log()->debug("pause of {} for {} ms dropped: no MQS link", topic, ms.count());
       return;
     }
-    // Cut at a character boundary; invalid UTF-8 (an exception's text, say) is replaced, not thrown on.
-    std::size_t cut = 0, chars = 0;
-    while (cut < reason.size() && chars < max_pause_reason) {
-      ++cut;
-      while (cut < reason.size() && (static_cast<unsigned char>(reason[cut]) & 0xc0) == 0x80) ++cut;
-      ++chars;
-    }
-    nlohmann::json header{
-        {"action", "pause"}, {"topic", topic}, {"ms", ms.count()}, {"reason", reason.substr(0, cut)}};
-    wire::append_raw_record(self->out_,
-                            header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    // The encoder cuts the reason at a character boundary and replaces invalid UTF-8.
+    mqs::append(self->out_, mqs::pause_request{topic, std::uint32_t(ms.count()), reason});
     self->schedule_flush();
   });
 }
@@ -311,20 +279,18 @@ void top_level::queue_depth(const std::string& topic, depth_handler fn) {
   boost::asio::post(strand_, [self = shared_from_this(), topic, fn = std::move(fn)]() mutable {
     if (!self->conn_ || !self->welcomed_) return fn(0, 0, "no MQS link");
     self->depth_waiting_[topic].push_back(std::move(fn));
-    nlohmann::json header{{"action", "depth"}, {"topic", topic}};
-    wire::append_raw_record(self->out_, header.dump());
+    mqs::append(self->out_, mqs::depth_request{topic});
     self->schedule_flush();
   });
 }
 
-void top_level::handle_depth(const wire::record& rec) {
-  auto it = depth_waiting_.find(rec.header.value("topic", std::string()));
+void top_level::handle_record(const mqs::depth_record& r) {
+  auto it = depth_waiting_.find(r.topic);
   if (it == depth_waiting_.end() || it->second.empty()) return;
   auto fn = std::move(it->second.front());
   it->second.pop_front();
   if (it->second.empty()) depth_waiting_.erase(it);
-  fn(rec.header.value("messages", std::uint64_t(0)), rec.header.value("consumers", std::uint64_t(0)),
-     rec.header.value("error", std::string()));
+  fn(r.messages, r.consumers, r.error);
 }
 
 void top_level::fail_depths(const std::string& error) {
@@ -369,26 +335,12 @@ void top_level::flush() {
     return;
   }
   if (!acks_.empty()) {
-    std::string header = "{\"action\":\"ack\",\"tags\":[";
-    for (std::size_t i = 0; i < acks_.size(); ++i) {
-      if (i) header += ',';
-      header += std::to_string(acks_[i]);
-    }
-    header += "]}";
-    wire::append_raw_record(out_, header);
+    mqs::append(out_, mqs::ack_request{std::move(acks_)});
     acks_.clear();
   }
   for (auto& [topic, p] : pulls_) {
-    std::size_t credit = p.credit;
-    while (credit > 0) {
-      std::size_t n = std::min<std::size_t>(credit, 65535);
-      std::string header = "{\"action\":\"pull\",\"topic\":\"" + topic + "\",\"mode\":\"" +
-                           std::string(to_string(p.mode)) + "\",\"credit\":" + std::to_string(n);
-      if (p.consumers) header += ",\"consumers\":" + std::to_string(p.consumers);
-      header += '}';
-      wire::append_raw_record(out_, header);
-      credit -= n;
-    }
+    auto credit = std::uint32_t(std::min<std::size_t>(p.credit, std::numeric_limits<std::uint32_t>::max()));
+    mqs::append(out_, mqs::pull_request{topic, p.mode, credit, p.consumers});  // split above max_credit
   }
   pulls_.clear();
   if (!out_.empty()) conn_->send(std::move(out_), true);

@@ -19,6 +19,7 @@
 #include "dde/names.hpp"
 #include "dde/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
+#include "dde/protocol/mqs_records.hpp"
 #include "dde/wire/record.hpp"
 
 namespace dde::host {
@@ -104,9 +105,13 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   std::string current_url() const;
   void schedule_reconnect(const std::string& why);
   void handle(wire::record& rec);
-  void handle_deliver(wire::record& rec);
-  void handle_pause(const wire::record& rec);
-  void handle_depth(const wire::record& rec);
+  void handle_deliver(mqs::deliver_record& r, std::string body);
+  void handle_record(const mqs::welcome_record& r);
+  void handle_record(const mqs::confirm_record& r);
+  void handle_record(const mqs::reject_record& r);
+  void handle_record(const mqs::depth_record& r);
+  void handle_record(const mqs::pause_record& r);
+  void handle_record(const mqs::error_record& r);
   /// Answers every depth question still waiting with `error` (the link they were asked on is gone).
   void fail_depths(const std::string& error);
   void schedule_flush();

@@ -14,7 +14,7 @@
 #include "dde/worker.hpp"
 #include "host/cell.hpp"
 #include "host/rate_gate.hpp"
-#include "host/pool_spec.hpp"
+#include "dde/protocol/pool_spec.hpp"
 
 namespace dde::host {
 

@@ -14,7 +14,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "dde/mqs/message_props.hpp"
+#include "dde/protocol/mqs_props.hpp"
 #include "dde/names.hpp"
 
 namespace dde::mqs {

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "dde/mqs/message_props.hpp"
+#include "dde/protocol/mqs_props.hpp"
 
 namespace dde::mqs {
 

@@ -1,18 +1,23 @@
 #pragma once
-// A pool deployment: the thesis's addIsolate body (3.2.2) plus DDE's additions.
+/// \file
+/// A pool deployment: the thesis's addIsolate body (3.2.2) plus DDE's additions. The one parser of
+/// a deploy body: the registry checks a deploy with it, the activator and the isolate systems read
+/// theirs with it.
 
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "dde/names.hpp"
-#include "host/plugin_loader.hpp"
-#include "host/scale_policy.hpp"
+#include "dde/protocol/result.hpp"
 
-namespace dde::host {
+namespace dde {
 
 enum class router_kind {
   round_robin,
@@ -55,6 +60,17 @@ struct sub_pool_spec {
   std::string key;  ///< empty: no sub-pools
   std::map<std::string, std::size_t> capacity;
   std::size_t default_capacity = 0;
+};
+
+/// A pool's `scale` field: `{"min": 1, "max": 16, "targetBacklogPerWorker": 100, "cooldownMs": 10000,
+/// "sampleMs": 1000}` (autoscaling by queue depth).
+struct scale_spec {
+  std::size_t min = 0;  ///< 0 with max 0: no autoscaling
+  std::size_t max = 0;
+  std::uint64_t target_backlog = 100;       ///< messages waiting per worker the pool aims at
+  std::chrono::milliseconds cooldown{10000};  ///< low backlog this long (and no change) before shrinking
+  std::chrono::milliseconds sample{1000};     ///< how often the queue depth is asked for
+  bool enabled() const { return max > 0; }
 };
 
 struct pool_spec {
@@ -100,4 +116,10 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
 nlohmann::json to_json(const pool_spec& spec);
 std::string_view to_string(strategy s);
 
-}  // namespace dde::host
+/// Why `value` of field `key` is not a valid name (it becomes part of queue names), or "".
+std::string name_error(std::string_view key, const std::string& value);
+
+/// True for a plugin URI that is downloaded (http:// or https://) rather than a local file.
+bool is_remote_uri(std::string_view uri);
+
+}  // namespace dde

@@ -1,4 +1,4 @@
-#include "dde/mqs/message_props.hpp"
+#include "dde/protocol/mqs_props.hpp"
 
 #include "dde/wire/fast_json.hpp"
 
@@ -62,6 +62,13 @@ void append_props_field(std::string& out, const message_props& p) {
     out.push_back('}');
   }
   out.push_back('}');
+}
+
+std::string props_json(const message_props& p) {
+  std::string field;
+  append_props_field(field, p);
+  constexpr std::string_view prefix = R"(,"props":)";
+  return field.empty() ? field : field.substr(prefix.size());
 }
 
 }  // namespace dde::mqs

@@ -32,5 +32,12 @@ std::string parse_props(const nlohmann::json& j, message_props& out);
 
 /// Appends `,"props":{...}` for a delivery's properties; nothing when `p` is empty.
 void append_props_field(std::string& out, const message_props& p);
+/// The properties as a JSON object's text (`{...}`), "" when `p` is empty: what an enqueue carries.
+std::string props_json(const message_props& p);
+
+inline bool operator==(const message_props& a, const message_props& b) {
+  return a.message_id == b.message_id && a.app_id == b.app_id && a.content_type == b.content_type &&
+         a.headers == b.headers;
+}
 
 }  // namespace dde::mqs

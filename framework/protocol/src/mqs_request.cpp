@@ -1,4 +1,10 @@
-#include "dde/mqs/request.hpp"
+#include "dde/protocol/mqs_request.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "dde/wire/fast_json.hpp"
+#include "dde/wire/record.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -154,6 +160,16 @@ std::size_t utf8_length(std::string_view text) {
   return n;
 }
 
+std::string_view utf8_prefix(std::string_view text, std::size_t chars) {
+  std::size_t cut = 0, n = 0;
+  while (cut < text.size() && n < chars) {
+    ++cut;
+    while (cut < text.size() && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) ++cut;
+    ++n;
+  }
+  return text.substr(0, cut);
+}
+
 std::optional<std::uint64_t> enqueue_seq(const nlohmann::json& header) {
   auto it = header.find("seq");
   if (it == header.end()) return std::nullopt;
@@ -186,6 +202,107 @@ parsed_request parse_request(const nlohmann::json& header) {
     return ok(std::move(r));
   }
   return fail("unknown action \"" + action.substr(0, 100) + "\"");
+}
+
+namespace {
+
+void put_number(std::string& out, std::uint64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  (void)ec;
+  out.append(buf, end);
+}
+
+/// `{"action":"<action>","topic":<topic>` (the object is left open).
+std::string open_header(std::string_view action, std::string_view topic) {
+  std::string h;
+  h.reserve(48 + topic.size());
+  h.append(R"({"action":")").append(action).append(R"(","topic":)");
+  wire::append_json_string(h, topic);
+  return h;
+}
+
+void put_tags(std::string& h, const std::vector<std::uint64_t>& tags) {
+  h.append(R"("tags":[)");
+  for (std::size_t i = 0; i < tags.size(); ++i) {
+    if (i) h.push_back(',');
+    put_number(h, tags[i]);
+  }
+  h.push_back(']');
+}
+
+}  // namespace
+
+void append(std::string& out, const hello_request& r) {
+  wire::append_record(out, {{"action", "hello"}, {"protocol", r.protocol}, {"system", r.system}, {"instance", r.instance}});
+}
+
+void append_enqueue(std::string& out, std::string_view topic, delivery_mode mode, std::optional<std::uint64_t> seq,
+                    std::string_view props_json, std::string_view body) {
+  auto h = open_header("enqueue", topic);
+  h.reserve(h.size() + 48 + props_json.size());
+  h.append(R"(,"mode":")").append(to_string(mode)).push_back('"');
+  if (seq) {
+    h.append(R"(,"seq":)");
+    put_number(h, *seq);
+  }
+  if (!props_json.empty()) h.append(R"(,"props":)").append(props_json);
+  h.push_back('}');
+  wire::append_raw_record(out, h, body);
+}
+
+void append(std::string& out, const pull_request& r) {
+  std::uint64_t credit = r.credit;
+  while (credit > 0) {
+    auto n = std::min<std::uint64_t>(credit, max_credit);
+    auto h = open_header("pull", r.topic);
+    h.append(R"(,"mode":")").append(to_string(r.mode)).append(R"(","credit":)");
+    put_number(h, n);
+    if (r.consumers) {
+      h.append(R"(,"consumers":)");
+      put_number(h, r.consumers);
+    }
+    h.push_back('}');
+    wire::append_raw_record(out, h);
+    credit -= n;
+  }
+}
+
+void append(std::string& out, const ack_request& r) {
+  std::string h = R"({"action":"ack",)";
+  put_tags(h, r.tags);
+  h.push_back('}');
+  wire::append_raw_record(out, h);
+}
+
+void append(std::string& out, const nack_request& r) {
+  std::string h = r.requeue ? R"({"action":"nack","requeue":true,)" : R"({"action":"nack","requeue":false,)";
+  put_tags(h, r.tags);
+  h.push_back('}');
+  wire::append_raw_record(out, h);
+}
+
+void append(std::string& out, const cancel_request& r) {
+  auto h = open_header("cancel", r.topic);
+  h.push_back('}');
+  wire::append_raw_record(out, h);
+}
+
+void append(std::string& out, const pause_request& r) {
+  auto h = open_header("pause", r.topic);
+  h.append(R"(,"ms":)");
+  put_number(h, r.ms);
+  // Invalid UTF-8 (an exception's text, say) is replaced, not thrown on.
+  h.append(R"(,"reason":)");
+  wire::append_json_string(h, utf8_prefix(r.reason, max_pause_reason));
+  h.push_back('}');
+  wire::append_raw_record(out, h);
+}
+
+void append(std::string& out, const depth_request& r) {
+  auto h = open_header("depth", r.topic);
+  h.push_back('}');
+  wire::append_raw_record(out, h);
 }
 
 }  // namespace dde::mqs

@@ -1,6 +1,8 @@
 #pragma once
 /// \file
-/// The records a host sends to the MQS (mqs/PROTOCOL.md), validated into typed requests.
+/// The records a host sends to the MQS (mqs/PROTOCOL.md): typed requests, the host's encoders and
+/// the MQS's validating decoder. Hosts (top_level, ddectl ask) write with the `append` functions,
+/// the MQS reads with `parse_request`; the round trip is unit-tested per request.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -10,7 +12,7 @@
 #include <variant>
 #include <vector>
 
-#include "dde/mqs/message_props.hpp"
+#include "dde/protocol/mqs_props.hpp"
 #include "dde/names.hpp"
 
 namespace dde::mqs {
@@ -76,6 +78,8 @@ constexpr std::size_t max_pause_reason = 1000;
 
 /// The number of characters (UTF-8 code points) of valid UTF-8 `text`.
 std::size_t utf8_length(std::string_view text);
+/// The longest prefix of `text` with at most `chars` characters that ends at a character boundary.
+std::string_view utf8_prefix(std::string_view text, std::size_t chars);
 
 /// A validated request, or what is wrong with the header.
 struct parsed_request {
@@ -89,5 +93,22 @@ parsed_request parse_request(const nlohmann::json& header);
 
 /// The `seq` of an enqueue header when it has a usable one: used to `reject` a bad enqueue.
 std::optional<std::uint64_t> enqueue_seq(const nlohmann::json& header);
+
+// --- the host's side: each request appended to a batch as one record ---
+
+void append(std::string& out, const hello_request& r);
+/// An enqueue with its payload. `props_json` is the properties as a JSON object's text (what
+/// `props_json(message_props)` gives, or what split_envelope renders from an envelope; "" for
+/// none); `seq` is set for at-least-once.
+void append_enqueue(std::string& out, std::string_view topic, delivery_mode mode, std::optional<std::uint64_t> seq,
+                    std::string_view props_json, std::string_view body);
+/// A pull; a credit above max_credit goes out as several records, a credit of 0 as none.
+void append(std::string& out, const pull_request& r);
+void append(std::string& out, const ack_request& r);
+void append(std::string& out, const nack_request& r);
+void append(std::string& out, const cancel_request& r);
+/// A pause; its `reason` is cut to max_pause_reason characters (at a character boundary).
+void append(std::string& out, const pause_request& r);
+void append(std::string& out, const depth_request& r);
 
 }  // namespace dde::mqs

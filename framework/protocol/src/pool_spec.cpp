@@ -1,13 +1,12 @@
-#include "host/pool_spec.hpp"
+#include "dde/protocol/pool_spec.hpp"
 
 #include <cctype>
 #include <type_traits>
 
 #include "dde/net/http_client.hpp"
 #include "dde/net/ws.hpp"
-#include "host/plugin_fetcher.hpp"
 
-namespace dde::host {
+namespace dde {
 namespace {
 
 using r = result<pool_spec>;
@@ -18,6 +17,15 @@ const nlohmann::json* field(const nlohmann::json& body, const char* name) {
 }
 
 }  // namespace
+
+std::string name_error(std::string_view key, const std::string& value) {
+  if (valid_name(value)) return {};
+  return "field \"" + std::string(key) + "\" is \"" + value + "\": names must be 1-100 characters from A-Z a-z 0-9 _ -";
+}
+
+bool is_remote_uri(std::string_view uri) {
+  return uri.rfind("http://", 0) == 0 || uri.rfind("https://", 0) == 0;
+}
 
 std::string pool_spec::plugin_path() const {
   constexpr std::string_view file = "file://";
@@ -38,10 +46,7 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
     }
     if (!f->is_string()) return std::string("field \"") + key + "\" must be a string";
     out = f->get<std::string>();
-    if (!valid_name(out))
-      return std::string("field \"") + key + "\" is \"" + out +
-             "\": names must be 1-100 characters from A-Z a-z 0-9 _ -";
-    return {};
+    return name_error(key, out);
   };
   if (auto e = name_field("isolateSystemName", spec.system, default_system); !e.empty()) return r::failure(e);
   if (auto e = name_field("isolateName", spec.isolate, {}); !e.empty()) return r::failure(e);
@@ -333,4 +338,4 @@ nlohmann::json to_json(const pool_spec& spec) {
       {"args", spec.args}};
 }
 
-}  // namespace dde::host
+}  // namespace dde

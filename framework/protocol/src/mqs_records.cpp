@@ -1,4 +1,4 @@
-#include "dde/mqs/records.hpp"
+#include "dde/protocol/mqs_records.hpp"
 
 #include <charconv>
 
@@ -97,6 +97,99 @@ void append_error(std::string& out, std::string_view error, std::optional<std::s
 std::string text_error(std::string_view error) {
   return nlohmann::json{{"action", "error"}, {"error", error}}.dump(-1, ' ', false,
                                                                     nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+
+using parsed = result<mqs_record>;
+
+const nlohmann::json* field(const nlohmann::json& h, const char* key) {
+  auto it = h.find(key);
+  return it == h.end() ? nullptr : &*it;
+}
+
+bool read(const nlohmann::json& h, const char* key, std::string& out) {
+  auto f = field(h, key);
+  if (!f || !f->is_string()) return false;
+  out = f->get<std::string>();
+  return true;
+}
+
+bool read(const nlohmann::json& h, const char* key, std::uint64_t& out) {
+  auto f = field(h, key);
+  if (!f || !f->is_number_unsigned()) return false;
+  out = f->get<std::uint64_t>();
+  return true;
+}
+
+bool read(const nlohmann::json& h, const char* key, std::vector<std::uint64_t>& out) {
+  auto f = field(h, key);
+  if (!f || !f->is_array()) return false;
+  out.reserve(f->size());
+  for (auto& s : *f) {
+    if (!s.is_number_unsigned()) return false;
+    out.push_back(s.get<std::uint64_t>());
+  }
+  return true;
+}
+
+parsed bad(const std::string& action, const char* what) {
+  return parsed::failure("bad " + action + " record from the MQS: " + what);
+}
+
+}  // namespace
+
+result<mqs_record> parse_mqs_record(nlohmann::json& header) {
+  auto a = header.is_object() ? field(header, "action") : nullptr;
+  if (!a || !a->is_string()) return parsed::failure("a record from the MQS without a string \"action\"");
+  const std::string action = a->get<std::string>();
+  if (action == "deliver") {
+    deliver_record r;
+    if (!read(header, "topic", r.topic)) return bad(action, "no \"topic\"");
+    if (!read(header, "tag", r.tag)) return bad(action, "no \"tag\"");
+    if (auto f = field(header, "redelivered"); f && f->is_boolean()) r.redelivered = f->get<bool>();
+    if (auto it = header.find("props"); it != header.end()) r.props = std::move(*it);
+    return mqs_record(std::move(r));
+  }
+  if (action == "confirm" || action == "reject") {
+    std::vector<std::uint64_t> seqs;
+    if (!read(header, "seqs", seqs)) return bad(action, "\"seqs\" is not an array of sequence numbers");
+    if (action == "confirm") return mqs_record(confirm_record{std::move(seqs)});
+    reject_record r{std::move(seqs), "?"};
+    read(header, "error", r.error);
+    return mqs_record(std::move(r));
+  }
+  if (action == "depth") {
+    depth_record r;
+    if (!read(header, "topic", r.topic)) return bad(action, "no \"topic\"");
+    read(header, "messages", r.messages);
+    read(header, "consumers", r.consumers);
+    read(header, "error", r.error);
+    return mqs_record(std::move(r));
+  }
+  if (action == "pause") {
+    pause_record r;
+    if (!read(header, "topic", r.topic)) return bad(action, "no \"topic\"");
+    if (!read(header, "ms", r.ms)) return bad(action, "no \"ms\"");
+    read(header, "reason", r.reason);
+    read(header, "origin", r.origin);
+    return mqs_record(std::move(r));
+  }
+  if (action == "welcome") {
+    welcome_record r;
+    if (auto f = field(header, "protocol"); f && f->is_number_integer()) r.protocol = f->get<std::int64_t>();
+    read(header, "mqs", r.mqs);
+    return mqs_record(std::move(r));
+  }
+  if (action == "error") {
+    error_record r{"?", std::nullopt, nullptr};
+    read(header, "error", r.error);
+    std::uint64_t index = 0;
+    if (read(header, "record", index)) r.record = std::size_t(index);
+    if (auto it = header.find("header"); it != header.end()) r.header = *it;
+    return mqs_record(std::move(r));
+  }
+  return parsed::failure("unknown action \"" + action.substr(0, 100) + "\" from the MQS");
 }
 
 }  // namespace dde::mqs

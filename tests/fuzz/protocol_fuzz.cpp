@@ -1,0 +1,164 @@
+// dde_protocol's decoders on hostile input. The first byte picks one: the MQS's request decoder, the
+// host's record decoder, the node's registry-frame decoder, the pool spec, the host's /control
+// request decoder, or either end of the remote-worker link. Properties: nothing
+// crashes or leaks, and whatever decodes survives a round trip: encoding it and decoding that again
+// gives the same encoding (a field one side writes and the other drops would break it).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "dde/protocol/control_frames.hpp"
+#include "dde/protocol/deployer_frames.hpp"
+#include "dde/protocol/mqs_records.hpp"
+#include "dde/protocol/mqs_request.hpp"
+#include "dde/protocol/node_frames.hpp"
+#include "dde/protocol/pool_spec.hpp"
+#include "dde/wire/fast_json.hpp"
+#include "dde/wire/record.hpp"
+#include "fuzz_check.hpp"
+
+namespace {
+
+using namespace dde;
+
+/// A request as a host would write it.
+std::string encode_request(const mqs::request& req, std::string_view body) {
+  std::string out;
+  std::visit(
+      [&](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, mqs::enqueue_request>)
+          mqs::append_enqueue(out, r.topic, r.mode, r.seq, mqs::props_json(r.props), body);
+        else
+          mqs::append(out, r);
+      },
+      req);
+  return out;
+}
+
+/// Decodes the batch's records as the MQS does; the re-encoding of every valid one.
+std::string requests_round(std::string_view batch) {
+  std::string out;
+  for (auto& rec : wire::decode_batch(batch, 1 << 20).records) {
+    auto parsed = mqs::parse_request(rec.header);
+    if (parsed.req) out += encode_request(*parsed.req, rec.body);
+  }
+  return out;
+}
+
+/// A record as the MQS would write it.
+std::string encode_record(const mqs::mqs_record& rec, std::string_view body) {
+  std::string out;
+  std::visit(
+      [&](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, mqs::deliver_record>) {
+          mqs::message_props props;
+          if (!r.props.is_null() && !mqs::parse_props(r.props, props).empty()) return;
+          mqs::append_deliver(out, r.topic, r.tag, r.redelivered, body, props);
+        } else if constexpr (std::is_same_v<T, mqs::confirm_record>) {
+          mqs::append_confirm(out, r.seqs);
+        } else if constexpr (std::is_same_v<T, mqs::reject_record>) {
+          mqs::append_reject(out, r.seqs, r.error);
+        } else if constexpr (std::is_same_v<T, mqs::depth_record>) {
+          mqs::append_depth(out, r.topic, std::uint32_t(r.messages), std::uint32_t(r.consumers), r.error);
+        } else if constexpr (std::is_same_v<T, mqs::pause_record>) {
+          mqs::append_pause(out, r.topic, r.ms, r.reason, r.origin);
+        } else if constexpr (std::is_same_v<T, mqs::welcome_record>) {
+          mqs::append_welcome(out, r.mqs);
+        } else {
+          mqs::append_error(out, r.error, r.record, r.header.is_null() ? nullptr : &r.header);
+        }
+      },
+      rec);
+  return out;
+}
+
+std::string records_round(std::string_view batch) {
+  std::string out;
+  for (auto& rec : wire::decode_batch(batch, 1 << 20).records) {
+    auto parsed = mqs::parse_mqs_record(rec.header);
+    if (parsed) out += encode_record(parsed.value(), rec.body);
+  }
+  return out;
+}
+
+std::string frame_round(std::string_view text) {
+  auto parsed = protocol::parse_registry_frame(text);
+  if (!parsed) return {};
+  return std::visit(
+      [](const auto& f) -> std::string {
+        using T = std::decay_t<decltype(f)>;
+        if constexpr (std::is_same_v<T, protocol::bad_request>)
+          return protocol::encode(protocol::response_frame{f.id, false, nullptr, 400, f.error});
+        else
+          return protocol::encode(f);
+      },
+      parsed.value());
+}
+
+std::string control_round(std::string_view text) {
+  auto parsed = protocol::parse_control_request(text);
+  if (!parsed) return {};
+  auto* frame = std::get_if<protocol::control_request_frame>(&parsed.value());
+  return frame ? protocol::encode(*frame) : std::string();
+}
+
+std::string proxy_round(std::string_view text) {
+  auto parsed = protocol::parse_proxy_frame(text);
+  return parsed ? protocol::encode(parsed.value()) : std::string();
+}
+
+std::string deployer_round(std::string_view text) {
+  auto parsed = protocol::parse_deployer_frame(text);
+  return parsed ? protocol::encode(parsed.value()) : std::string();
+}
+
+std::string spec_round(std::string_view text) {
+  auto body = wire::parse_json(text);
+  auto spec = parse_pool_spec(body, "fuzz");
+  return spec ? to_json(spec.value()).dump() : std::string();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size == 0) return 0;
+  std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+  auto stable = [](auto round, std::string_view in) {
+    auto once = round(in);
+    if (!once.empty()) DDE_FUZZ_CHECK(round(once) == once);
+  };
+  switch (data[0] % 7) {
+    case 0: {
+      auto once = requests_round(input);
+      DDE_FUZZ_CHECK(requests_round(once) == once);
+      break;
+    }
+    case 1: {
+      auto once = records_round(input);
+      DDE_FUZZ_CHECK(records_round(once) == once);
+      break;
+    }
+    case 2: {
+      auto once = frame_round(input);
+      if (!once.empty() && once.find("\"type\":\"response\"") == std::string::npos)
+        DDE_FUZZ_CHECK(frame_round(once) == once);
+      break;
+    }
+    case 3:
+      stable(spec_round, input);
+      break;
+    case 4:
+      stable(control_round, input);
+      break;
+    case 5:
+      stable(proxy_round, input);
+      break;
+    default:
+      stable(deployer_round, input);
+      break;
+  }
+  return 0;
+}

@@ -1,0 +1,227 @@
+// The host <-> MQS records: every request a host writes read back by the MQS's decoder, every
+// record the MQS writes read back by the host's, field for field.
+#include <gtest/gtest.h>
+
+#include "dde/protocol/mqs_records.hpp"
+#include "dde/protocol/mqs_request.hpp"
+#include "dde/wire/record.hpp"
+
+namespace dde::mqs {
+namespace {
+
+/// The one record in `batch`, as the MQS reads it.
+request read_request(const std::string& batch, std::string* body = nullptr) {
+  auto decoded = wire::decode_batch(batch, 1 << 20);
+  EXPECT_TRUE(decoded.error.empty()) << decoded.error;
+  EXPECT_EQ(decoded.records.size(), 1u);
+  if (decoded.records.size() != 1) return ack_request{};
+  if (body) *body = decoded.records[0].body;
+  auto parsed = parse_request(decoded.records[0].header);
+  EXPECT_TRUE(parsed.req) << parsed.error << " in " << decoded.records[0].header.dump();
+  return parsed.req ? *parsed.req : request(ack_request{});
+}
+
+/// The one record in `batch`, as a host reads it.
+mqs_record read_record(const std::string& batch, std::string* body = nullptr) {
+  auto decoded = wire::decode_batch(batch, 1 << 20);
+  EXPECT_TRUE(decoded.error.empty()) << decoded.error;
+  EXPECT_EQ(decoded.records.size(), 1u);
+  if (decoded.records.size() != 1) return error_record{};
+  if (body) *body = decoded.records[0].body;
+  auto parsed = parse_mqs_record(decoded.records[0].header);
+  EXPECT_TRUE(parsed) << (parsed ? "" : parsed.error());
+  return parsed ? parsed.value() : mqs_record(error_record{});
+}
+
+message_props some_props() {
+  message_props p;
+  p.message_id = "m-1";
+  p.app_id = "s.requester";
+  p.content_type = "application/json";
+  p.headers = {{"x-dde-from", "s/requester"}, {"x-dde-note", "caf\xc3\xa9 \"quoted\""}};
+  return p;
+}
+
+TEST(MqsRequests, AHelloReadsBack) {
+  std::string out;
+  append(out, hello_request{2, "sampleSystem", "0b1c2d3e-aaaa-bbbb-cccc-000000000001"});
+  auto h = std::get<hello_request>(read_request(out));
+  EXPECT_EQ(h.protocol, 2);
+  EXPECT_EQ(h.system, "sampleSystem");
+  EXPECT_EQ(h.instance, "0b1c2d3e-aaaa-bbbb-cccc-000000000001");
+}
+
+TEST(MqsRequests, AnAtLeastOnceEnqueueReadsBackWithItsSeqPropsAndBody) {
+  std::string out, body;
+  append_enqueue(out, "s.consumer", delivery_mode::at_least_once, 41, props_json(some_props()), "payload");
+  auto e = std::get<enqueue_request>(read_request(out, &body));
+  EXPECT_EQ(e.topic, "s.consumer");
+  EXPECT_EQ(e.mode, delivery_mode::at_least_once);
+  EXPECT_EQ(e.seq, std::optional<std::uint64_t>(41));
+  EXPECT_EQ(e.props, some_props());
+  EXPECT_EQ(body, "payload");
+}
+
+TEST(MqsRequests, AnAtMostOnceEnqueueWithoutPropsCarriesNoSeq) {
+  std::string out;
+  append_enqueue(out, "s.consumer", delivery_mode::at_most_once, std::nullopt, props_json({}), "");
+  auto e = std::get<enqueue_request>(read_request(out));
+  EXPECT_EQ(e.mode, delivery_mode::at_most_once);
+  EXPECT_FALSE(e.seq);
+  EXPECT_TRUE(e.props.empty());
+}
+
+TEST(MqsRequests, APullReadsBackAndABigCreditIsSplitIntoRecordsTheMqsAccepts) {
+  std::string out;
+  append(out, pull_request{"s.consumer", delivery_mode::at_most_once, 64, 4});
+  auto p = std::get<pull_request>(read_request(out));
+  EXPECT_EQ(p.topic, "s.consumer");
+  EXPECT_EQ(p.mode, delivery_mode::at_most_once);
+  EXPECT_EQ(p.credit, 64u);
+  EXPECT_EQ(p.consumers, 4u);
+
+  std::string big;
+  append(big, pull_request{"s.consumer", delivery_mode::at_least_once, max_credit * 2 + 5, 0});
+  auto decoded = wire::decode_batch(big, 1 << 20);
+  ASSERT_EQ(decoded.records.size(), 3u);
+  std::uint64_t total = 0;
+  for (auto& r : decoded.records) {
+    auto parsed = parse_request(r.header);
+    ASSERT_TRUE(parsed.req) << parsed.error;
+    total += std::get<pull_request>(*parsed.req).credit;
+    EXPECT_FALSE(r.header.contains("consumers")) << "0 consumers is not told";
+  }
+  EXPECT_EQ(total, max_credit * 2 + 5);
+
+  std::string none;
+  append(none, pull_request{"s.consumer", delivery_mode::at_least_once, 0, 0});
+  EXPECT_TRUE(none.empty()) << "a credit of 0 is no record";
+}
+
+TEST(MqsRequests, AcksAndNacksReadBackWithEveryTag) {
+  std::string out;
+  append(out, ack_request{{1, 2, 18446744073709551615ull}});
+  EXPECT_EQ(std::get<ack_request>(read_request(out)).tags, (std::vector<std::uint64_t>{1, 2, 18446744073709551615ull}));
+  for (bool requeue : {true, false}) {
+    out.clear();
+    append(out, nack_request{{7}, requeue});
+    auto n = std::get<nack_request>(read_request(out));
+    EXPECT_EQ(n.tags, std::vector<std::uint64_t>{7});
+    EXPECT_EQ(n.requeue, requeue);
+  }
+}
+
+TEST(MqsRequests, CancelDepthAndPauseReadBack) {
+  std::string out;
+  append(out, cancel_request{"s.consumer"});
+  EXPECT_EQ(std::get<cancel_request>(read_request(out)).topic, "s.consumer");
+  out.clear();
+  append(out, depth_request{"s.consumer"});
+  EXPECT_EQ(std::get<depth_request>(read_request(out)).topic, "s.consumer");
+  out.clear();
+  append(out, pause_request{"s.consumer", 1500, "429 from api.example"});
+  auto p = std::get<pause_request>(read_request(out));
+  EXPECT_EQ(p.topic, "s.consumer");
+  EXPECT_EQ(p.ms, 1500u);
+  EXPECT_EQ(p.reason, "429 from api.example");
+}
+
+TEST(MqsRequests, APauseReasonIsCutAtACharacterBoundaryToWhatTheMqsAccepts) {
+  std::string reason;
+  for (std::size_t i = 0; i < max_pause_reason + 10; ++i) reason += "\xc3\xa9";  // two bytes each
+  std::string out;
+  append(out, pause_request{"s.consumer", 10, reason});
+  auto p = std::get<pause_request>(read_request(out));
+  EXPECT_EQ(utf8_length(p.reason), max_pause_reason);
+  EXPECT_EQ(p.reason.size(), max_pause_reason * 2);
+}
+
+TEST(MqsRequests, ATopicThatNeedsEscapingStillYieldsValidJsonAndIsRefusedByName) {
+  std::string out;
+  append(out, cancel_request{"bad\"topic"});
+  auto decoded = wire::decode_batch(out, 1 << 20);
+  ASSERT_EQ(decoded.records.size(), 1u) << decoded.error;
+  auto parsed = parse_request(decoded.records[0].header);
+  EXPECT_FALSE(parsed.req);
+  EXPECT_NE(parsed.error.find("invalid topic"), std::string::npos) << parsed.error;
+}
+
+TEST(MqsRecords, ADeliverReadsBackWithItsPropsAndBody) {
+  std::string out, body;
+  append_deliver(out, "s.consumer", 99, true, "payload", some_props());
+  auto d = std::get<deliver_record>(read_record(out, &body));
+  EXPECT_EQ(d.topic, "s.consumer");
+  EXPECT_EQ(d.tag, 99u);
+  EXPECT_TRUE(d.redelivered);
+  EXPECT_EQ(body, "payload");
+  message_props props;
+  EXPECT_EQ(parse_props(d.props, props), "");
+  EXPECT_EQ(props, some_props());
+
+  out.clear();
+  append_deliver(out, "s.consumer", 1, false, "", {});
+  auto plain = std::get<deliver_record>(read_record(out));
+  EXPECT_FALSE(plain.redelivered);
+  EXPECT_TRUE(plain.props.is_null());
+}
+
+TEST(MqsRecords, ConfirmsAndRejectsReadBackWithEverySeq) {
+  std::vector<std::uint64_t> seqs{3, 4, 5};
+  std::string out;
+  append_confirm(out, seqs);
+  EXPECT_EQ(std::get<confirm_record>(read_record(out)).seqs, seqs);
+  out.clear();
+  append_reject(out, seqs, "queue s.consumer is full");
+  auto r = std::get<reject_record>(read_record(out));
+  EXPECT_EQ(r.seqs, seqs);
+  EXPECT_EQ(r.error, "queue s.consumer is full");
+}
+
+TEST(MqsRecords, WelcomeDepthPauseAndErrorReadBack) {
+  std::string out;
+  append_welcome(out, "mqs-7");
+  auto w = std::get<welcome_record>(read_record(out));
+  EXPECT_EQ(w.protocol, wire::protocol_version);
+  EXPECT_EQ(w.mqs, "mqs-7");
+
+  out.clear();
+  append_depth(out, "s.consumer", 120, 3, "");
+  auto d = std::get<depth_record>(read_record(out));
+  EXPECT_EQ(d.topic, "s.consumer");
+  EXPECT_EQ(d.messages, 120u);
+  EXPECT_EQ(d.consumers, 3u);
+  EXPECT_EQ(d.error, "");
+  out.clear();
+  append_depth(out, "s.other", 0, 0, "NOT_FOUND - no queue 's.other'");
+  EXPECT_EQ(std::get<depth_record>(read_record(out)).error, "NOT_FOUND - no queue 's.other'");
+
+  out.clear();
+  append_pause(out, "s.consumer", 2000, "slow down", "mqs-7/instance-1");
+  auto p = std::get<pause_record>(read_record(out));
+  EXPECT_EQ(p.topic, "s.consumer");
+  EXPECT_EQ(p.ms, 2000u);
+  EXPECT_EQ(p.reason, "slow down");
+  EXPECT_EQ(p.origin, "mqs-7/instance-1");
+
+  out.clear();
+  nlohmann::json bad_header = {{"action", "pull"}, {"credit", 0}};
+  append_error(out, "credit 0 is out of range 1..65535", 2, &bad_header);
+  auto e = std::get<error_record>(read_record(out));
+  EXPECT_EQ(e.error, "credit 0 is out of range 1..65535");
+  EXPECT_EQ(e.record, std::optional<std::size_t>(2));
+  EXPECT_EQ(e.header, bad_header);
+}
+
+TEST(MqsRecords, ARecordAHostCannotReadSaysWhy) {
+  nlohmann::json unknown = {{"action", "teleport"}};
+  EXPECT_EQ(parse_mqs_record(unknown).error(), "unknown action \"teleport\" from the MQS");
+  nlohmann::json no_tag = {{"action", "deliver"}, {"topic", "s.c"}};
+  EXPECT_EQ(parse_mqs_record(no_tag).error(), "bad deliver record from the MQS: no \"tag\"");
+  nlohmann::json bad_seqs = {{"action", "confirm"}, {"seqs", {1, "two"}}};
+  EXPECT_FALSE(parse_mqs_record(bad_seqs));
+  nlohmann::json not_object = nlohmann::json::array();
+  EXPECT_FALSE(parse_mqs_record(not_object));
+}
+
+}  // namespace
+}  // namespace dde::mqs
