@@ -10,8 +10,8 @@
 #include "dde/log.hpp"
 #include "dde/metrics.hpp"
 #include "dde/protocol/deployer_frames.hpp"
-#include "host/plugin_allow.hpp"
-#include "host/worker_cell.hpp"
+#include "dde/runtime/plugin_allow.hpp"
+#include "dde/runtime/worker_cell.hpp"
 
 namespace dde::activator {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 std::shared_ptr<spdlog::logger> log() { return logger("activator.deployer"); }
 
 /// One remote worker: the cell runs here, everything it sends goes back over the proxy's link.
-class remote_worker : public host::cell_owner, public std::enable_shared_from_this<remote_worker> {
+class remote_worker : public runtime::cell_owner, public std::enable_shared_from_this<remote_worker> {
  public:
   remote_worker(boost::asio::io_context& io, std::shared_ptr<net::ws_connection> conn) : io_(io), conn_(std::move(conn)) {}
 
@@ -28,12 +28,12 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
     if (!spec) return "bad spec: " + spec.error();
     instance_ = frame.instance;
     if (!valid_name(instance_)) return "bad instance id";
-    if (auto refused = host::check_plugin_allowed(spec.value().uri, plugin_allow); !refused.empty())
+    if (auto refused = runtime::check_plugin_allowed(spec.value().uri, plugin_allow); !refused.empty())
       return refused;
-    auto plugin = host::worker_plugin::load(spec.value().plugin_path(), spec.value().sha256);
+    auto plugin = runtime::worker_plugin::load(spec.value().plugin_path(), spec.value().sha256);
     if (!plugin) return plugin.error();
     spec_ = std::make_shared<const dde::pool_spec>(spec.value());
-    cell_ = std::make_shared<host::worker_cell>(io_, weak_from_this(), spec_, plugin.value(), frame.index);
+    cell_ = std::make_shared<runtime::worker_cell>(io_, weak_from_this(), spec_, plugin.value(), frame.index);
     auto made = cell_->create();
     if (!made) {
       cell_.reset();
@@ -52,9 +52,9 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
   }
   void handle(protocol::proxy::supervise& f) {
     if (!cell_) return;
-    auto d = f.what == protocol::proxy::directive::resume    ? host::directive::resume
-             : f.what == protocol::proxy::directive::restart ? host::directive::restart
-                                                              : host::directive::stop;
+    auto d = f.what == protocol::proxy::directive::resume    ? runtime::directive::resume
+             : f.what == protocol::proxy::directive::restart ? runtime::directive::restart
+                                                              : runtime::directive::stop;
     cell_->supervise(d, f.delay);
   }
   void handle(protocol::proxy::spawn&) {}  // the deployer answers a second spawn itself
@@ -92,7 +92,7 @@ class remote_worker : public host::cell_owner, public std::enable_shared_from_th
   boost::asio::io_context& io_;
   std::shared_ptr<net::ws_connection> conn_;
   std::shared_ptr<const dde::pool_spec> spec_;
-  std::shared_ptr<host::worker_cell> cell_;
+  std::shared_ptr<runtime::worker_cell> cell_;
   std::string instance_;
 };
 

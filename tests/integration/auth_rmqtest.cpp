@@ -11,7 +11,7 @@
 #include "cluster_fixture.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/net/ws.hpp"
-#include "host/plugin_loader.hpp"
+#include "dde/runtime/plugin_loader.hpp"
 #include "ws_probe.hpp"
 
 namespace dde::test {
@@ -146,7 +146,7 @@ TEST_F(Secured, ABadSha256OrAPluginOutsideTheAllowListIsRefusedAndAHotSwapToAnot
     body["hotDeploymentIntervalMs"] = 100;
     return body;
   };
-  auto good_sha = host::file_sha256(echo);
+  auto good_sha = runtime::file_sha256(echo);
   ASSERT_EQ(good_sha.size(), 64u);
 
   // Not a hash: 400 from the registry, nothing reaches the node.

@@ -7,7 +7,7 @@
 
 #include "dde_test.hpp"
 #include "host/plugin_fetcher.hpp"
-#include "host/plugin_loader.hpp"
+#include "dde/runtime/plugin_loader.hpp"
 #include "plugin_server.hpp"
 #include "tls_server.hpp"
 
@@ -34,11 +34,11 @@ TEST_F(PluginFetch, DownloadsAPluginAndAsksWithItsETagAfterwards) {
   plugin_server server(worker_path("echo_v1"));
   auto first = fetch(server.url());
   ASSERT_EQ(first.what, kind::fetched) << first.error;
-  EXPECT_EQ(first.md5, host::file_md5(worker_path("echo_v1")));
-  EXPECT_EQ(host::file_md5(first.file), first.md5);
+  EXPECT_EQ(first.md5, runtime::file_md5(worker_path("echo_v1")));
+  EXPECT_EQ(runtime::file_md5(first.file), first.md5);
   EXPECT_EQ(first.file.parent_path(), options.dir);
   ASSERT_FALSE(first.validators.etag.empty());
-  EXPECT_TRUE(host::worker_plugin::load(first.file)) << "the download loads as a plugin";
+  EXPECT_TRUE(runtime::worker_plugin::load(first.file)) << "the download loads as a plugin";
 
   auto again = fetch(server.url(), first.validators);
   EXPECT_EQ(again.what, kind::not_modified) << again.error;
@@ -48,7 +48,7 @@ TEST_F(PluginFetch, DownloadsAPluginAndAsksWithItsETagAfterwards) {
   server.serve(worker_path("echo_v2"));
   auto changed = fetch(server.url(), first.validators);
   ASSERT_EQ(changed.what, kind::fetched) << changed.error;
-  EXPECT_EQ(changed.md5, host::file_md5(worker_path("echo_v2")));
+  EXPECT_EQ(changed.md5, runtime::file_md5(worker_path("echo_v2")));
   EXPECT_NE(changed.file, first.file) << "each version gets its own file";
   EXPECT_NE(changed.validators.etag, first.validators.etag);
 }
@@ -115,7 +115,7 @@ TEST_F(PluginFetch, HttpsVerifiesTheServerAgainstTheGivenCA) {
   options.ca_file = certs.ca.string();
   auto trusted = fetch(server.url("libecho.so"));
   ASSERT_EQ(trusted.what, kind::fetched) << trusted.error;
-  EXPECT_EQ(trusted.md5, host::file_md5(worker_path("echo_v1")));
+  EXPECT_EQ(trusted.md5, runtime::file_md5(worker_path("echo_v1")));
 
   options.ca_file = (dir / "no-such-ca.pem").string();
   auto bad_ca = fetch(server.url("libecho.so"));

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "host/load_failures.hpp"
-#include "host/plugin_loader.hpp"
+#include "dde/runtime/load_failures.hpp"
+#include "dde/runtime/plugin_loader.hpp"
 #include "dde/protocol/pool_spec.hpp"
 
 namespace {
@@ -32,7 +32,7 @@ class null_context : public dde::worker_context {
 };
 
 TEST(PluginLoader, LoadsAWorkerAndCreatesInstances) {
-  auto p = dde::host::worker_plugin::load(plugin("supplier"));
+  auto p = dde::runtime::worker_plugin::load(plugin("supplier"));
   ASSERT_TRUE(p) << p.error();
   null_context ctx;
   auto w = p.value()->create(&ctx);
@@ -42,50 +42,50 @@ TEST(PluginLoader, LoadsAWorkerAndCreatesInstances) {
 }
 
 TEST(PluginLoader, RefusesAMissingFile) {
-  auto p = dde::host::worker_plugin::load("/nonexistent/libnothing.so");
+  auto p = dde::runtime::worker_plugin::load("/nonexistent/libnothing.so");
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("does not exist"), std::string::npos) << p.error();
-  EXPECT_EQ(p.code<dde::host::plugin_failure>(), dde::host::plugin_failure::missing);
+  EXPECT_EQ(p.code<dde::runtime::plugin_failure>(), dde::runtime::plugin_failure::missing);
 }
 
 TEST(PluginLoader, RefusesAFileThatIsNotAnElfObject) {
   auto path = (std::filesystem::temp_directory_path() / ("dde-not-elf-" + std::to_string(::getpid()) + ".so")).string();
   std::ofstream(path) << "#!/bin/sh\necho hello\n";
-  auto p = dde::host::worker_plugin::load(path);
+  auto p = dde::runtime::worker_plugin::load(path);
   std::filesystem::remove(path);
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("not an ELF shared object"), std::string::npos) << p.error();
-  EXPECT_EQ(p.code<dde::host::plugin_failure>(), dde::host::plugin_failure::not_elf);
+  EXPECT_EQ(p.code<dde::runtime::plugin_failure>(), dde::runtime::plugin_failure::not_elf);
 }
 
 TEST(PluginLoader, RefusesASharedObjectWithoutEntryPoints) {
-  auto p = dde::host::worker_plugin::load(plugin("test_no_factory"));
+  auto p = dde::runtime::worker_plugin::load(plugin("test_no_factory"));
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("DDE_WORKER"), std::string::npos) << p.error();
-  EXPECT_EQ(p.code<dde::host::plugin_failure>(), dde::host::plugin_failure::entry_points);
+  EXPECT_EQ(p.code<dde::runtime::plugin_failure>(), dde::runtime::plugin_failure::entry_points);
 }
 
 TEST(PluginLoader, RefusesAnotherAbiVersionNamingBoth) {
-  auto p = dde::host::worker_plugin::load(plugin("test_bad_abi"));
+  auto p = dde::runtime::worker_plugin::load(plugin("test_bad_abi"));
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().find("version 999"), std::string::npos) << p.error();
   EXPECT_NE(p.error().find("version " + std::to_string(DDE_ABI_VERSION)), std::string::npos) << p.error();
-  EXPECT_EQ(p.code<dde::host::plugin_failure>(), dde::host::plugin_failure::abi);
+  EXPECT_EQ(p.code<dde::runtime::plugin_failure>(), dde::runtime::plugin_failure::abi);
 }
 
 TEST(PluginLoader, ReportsAThrowingConstructorWithItsMessage) {
-  auto p = dde::host::worker_plugin::load(plugin("test_throwing_ctor"));
+  auto p = dde::runtime::worker_plugin::load(plugin("test_throwing_ctor"));
   ASSERT_TRUE(p) << p.error();
   null_context ctx;
   auto w = p.value()->create(&ctx);
   ASSERT_FALSE(w);
   EXPECT_NE(w.error().find("cannot reach the database"), std::string::npos) << w.error();
-  EXPECT_EQ(w.code<dde::host::plugin_failure>(), dde::host::plugin_failure::constructor);
+  EXPECT_EQ(w.code<dde::runtime::plugin_failure>(), dde::runtime::plugin_failure::constructor);
 }
 
 TEST(PluginLoader, LoadsTheSamePathTwiceAsIndependentCopies) {
-  auto a = dde::host::worker_plugin::load(plugin("supplier"));
-  auto b = dde::host::worker_plugin::load(plugin("supplier"));
+  auto a = dde::runtime::worker_plugin::load(plugin("supplier"));
+  auto b = dde::runtime::worker_plugin::load(plugin("supplier"));
   ASSERT_TRUE(a && b);
   auto fa = a.value()->object().symbol("dde_create_worker");
   auto fb = b.value()->object().symbol("dde_create_worker");
@@ -93,19 +93,19 @@ TEST(PluginLoader, LoadsTheSamePathTwiceAsIndependentCopies) {
 }
 
 TEST(PluginLoader, LoadsACustomRouter) {
-  auto r = dde::host::router_plugin::load(plugin("test_pick_last"));
+  auto r = dde::runtime::router_plugin::load(plugin("test_pick_last"));
   ASSERT_TRUE(r) << r.error();
   auto policy = r.value()->create();
   ASSERT_TRUE(policy);
   std::vector<dde::worker_info> workers(3);
   EXPECT_EQ(policy.value()->select_worker(dde::message{}, workers), std::vector<std::size_t>{2});
-  auto not_router = dde::host::router_plugin::load(plugin("supplier"));
+  auto not_router = dde::runtime::router_plugin::load(plugin("supplier"));
   ASSERT_FALSE(not_router);
-  EXPECT_EQ(not_router.code<dde::host::plugin_failure>(), dde::host::plugin_failure::entry_points);
+  EXPECT_EQ(not_router.code<dde::runtime::plugin_failure>(), dde::runtime::plugin_failure::entry_points);
 }
 
 TEST(PluginLoader, FailureReasonsHaveTheMetricsLabelsAndPassThroughOtherResults) {
-  using dde::host::plugin_failure;
+  using dde::runtime::plugin_failure;
   const std::pair<plugin_failure, std::string_view> labels[] = {
       {plugin_failure::missing, "missing"},   {plugin_failure::not_elf, "not_elf"},
       {plugin_failure::dlopen, "dlopen"},     {plugin_failure::entry_points, "entry_points"},
@@ -113,7 +113,7 @@ TEST(PluginLoader, FailureReasonsHaveTheMetricsLabelsAndPassThroughOtherResults)
       {plugin_failure::fetch, "fetch"},       {plugin_failure::crashed, "crashed"},
       {plugin_failure::checksum, "checksum"}, {plugin_failure::not_allowed, "not_allowed"},
       {plugin_failure::other, "other"}};
-  for (auto [reason, label] : labels) EXPECT_EQ(dde::host::to_string(reason), label);
+  for (auto [reason, label] : labels) EXPECT_EQ(dde::runtime::to_string(reason), label);
   auto failed = dde::result<int>::failure("no", plugin_failure::abi);
   auto passed = dde::result<bool>::failure_of(failed, [](const std::string& e) { return e + "!"; });
   EXPECT_EQ(passed.error(), "no!");

@@ -1,10 +1,10 @@
 #include <gtest/gtest.h>
 
-#include "host/rate_gate.hpp"
+#include "dde/runtime/rate_gate.hpp"
 
 namespace {
 
-using dde::host::rate_gate;
+using dde::runtime::rate_gate;
 using namespace std::chrono_literals;
 
 TEST(RateGate, AllowsNStartsThenRefusesUntilTheOldestLeavesTheWindow) {

@@ -9,8 +9,8 @@
 #include <sstream>
 
 #include "dde/net/auth.hpp"
-#include "host/plugin_allow.hpp"
-#include "host/plugin_loader.hpp"
+#include "dde/runtime/plugin_allow.hpp"
+#include "dde/runtime/plugin_loader.hpp"
 #include "dde/protocol/pool_spec.hpp"
 
 namespace {
@@ -107,14 +107,14 @@ TEST(ClusterSecretGuard, RefusesUpgradesWithoutTheSecretLogsThePeerAndLetsHttpTh
 }
 
 TEST(PluginSha256, AMatchingHashLoadsAndAnotherIsRefusedBeforeLoading) {
-  auto sha = host::file_sha256(plugin("supplier"));
+  auto sha = runtime::file_sha256(plugin("supplier"));
   ASSERT_EQ(sha.size(), 64u);
-  EXPECT_TRUE(host::worker_plugin::load(plugin("supplier"), sha));
-  auto wrong = host::worker_plugin::load(plugin("supplier"), std::string(64, 'a'));
+  EXPECT_TRUE(runtime::worker_plugin::load(plugin("supplier"), sha));
+  auto wrong = runtime::worker_plugin::load(plugin("supplier"), std::string(64, 'a'));
   ASSERT_FALSE(wrong);
   EXPECT_NE(wrong.error().find("has SHA-256 " + sha + ", not the " + std::string(64, 'a')), std::string::npos)
       << wrong.error();
-  EXPECT_EQ(wrong.code<host::plugin_failure>(), host::plugin_failure::checksum);
+  EXPECT_EQ(wrong.code<runtime::plugin_failure>(), runtime::plugin_failure::checksum);
 }
 
 TEST(PluginSha256, TheDeployFieldMustBe64HexCharactersAndIsKeptLowerCase) {
@@ -142,29 +142,29 @@ TEST(PluginAllow, PathsMustLieInsideAListedDirectoryAfterCanonicalisation) {
   std::ofstream(d / "plugins-evil" / "a.so") << "x";
   fs::create_symlink(d / "plugins-evil" / "a.so", d / "plugins" / "link.so");
   std::vector<std::string> allow = {(d / "plugins").string()};
-  EXPECT_EQ(host::check_plugin_allowed((d / "plugins" / "a.so").string(), allow), "");
-  EXPECT_EQ(host::check_plugin_allowed("file://" + (d / "plugins" / "a.so").string(), allow), "");
-  EXPECT_EQ(host::check_plugin_allowed((d / "plugins" / "not-yet.so").string(), allow), "");
+  EXPECT_EQ(runtime::check_plugin_allowed((d / "plugins" / "a.so").string(), allow), "");
+  EXPECT_EQ(runtime::check_plugin_allowed("file://" + (d / "plugins" / "a.so").string(), allow), "");
+  EXPECT_EQ(runtime::check_plugin_allowed((d / "plugins" / "not-yet.so").string(), allow), "");
   for (auto bad : {d / "plugins-evil" / "a.so", d / "plugins" / ".." / "plugins-evil" / "a.so",
                    d / "plugins" / "link.so"}) {
-    auto why = host::check_plugin_allowed(bad.string(), allow);
+    auto why = runtime::check_plugin_allowed(bad.string(), allow);
     EXPECT_NE(why.find("outside the allowed plugin locations (--plugin-allow " + allow[0] + ")"),
               std::string::npos)
         << bad << ": " << why;
   }
-  EXPECT_NE(host::check_plugin_allowed("https://h/plugins/a.so", allow), "") << "a directory allows no URL";
-  EXPECT_EQ(host::check_plugin_allowed((d / "anything.so").string(), {}), "") << "no list: anywhere";
+  EXPECT_NE(runtime::check_plugin_allowed("https://h/plugins/a.so", allow), "") << "a directory allows no URL";
+  EXPECT_EQ(runtime::check_plugin_allowed((d / "anything.so").string(), {}), "") << "no list: anywhere";
 }
 
 TEST(PluginAllow, UrlsMustStartWithAListedPrefixAtASlashAndNeverClimb) {
   std::vector<std::string> allow = {"https://plugins.example/dde", "http://10.0.0.5:8080/so/"};
-  EXPECT_EQ(host::check_plugin_allowed("https://plugins.example/dde/echo.so", allow), "");
-  EXPECT_EQ(host::check_plugin_allowed("http://10.0.0.5:8080/so/echo.so", allow), "");
+  EXPECT_EQ(runtime::check_plugin_allowed("https://plugins.example/dde/echo.so", allow), "");
+  EXPECT_EQ(runtime::check_plugin_allowed("http://10.0.0.5:8080/so/echo.so", allow), "");
   for (auto bad : {"https://plugins.example/dde-evil/echo.so", "https://plugins.example/dde/../x.so",
                    "https://plugins.example/dde/%2e%2e/x.so", "http://10.0.0.5:8081/so/echo.so",
                    "https://evil.example/dde/echo.so"})
-    EXPECT_NE(host::check_plugin_allowed(bad, allow), "") << bad;
-  EXPECT_NE(host::check_plugin_allowed("/tmp/a.so", allow), "") << "a URL prefix allows no path";
+    EXPECT_NE(runtime::check_plugin_allowed(bad, allow), "") << bad;
+  EXPECT_NE(runtime::check_plugin_allowed("/tmp/a.so", allow), "") << "a URL prefix allows no path";
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "dde/worker.hpp"
-#include "host/plugin_loader.hpp"
+#include "dde/runtime/plugin_loader.hpp"
 
 namespace dde::test {
 
@@ -85,8 +85,8 @@ class recording_context : public worker_context {
 };
 
 /// A worker plugin from the build's worker directory.
-inline std::shared_ptr<host::worker_plugin> load_worker(const std::string& name) {
-  auto p = host::worker_plugin::load(std::string(DDE_WORKER_DIR) + "/lib" + name + ".so");
+inline std::shared_ptr<runtime::worker_plugin> load_worker(const std::string& name) {
+  auto p = runtime::worker_plugin::load(std::string(DDE_WORKER_DIR) + "/lib" + name + ".so");
   if (!p) throw std::runtime_error(p.error());
   return p.value();
 }
@@ -118,9 +118,9 @@ struct plugin_harness {
     worker_access::set_current(*w, m);
     w->on_receive(m);
   }
-  std::shared_ptr<host::worker_plugin> plugin;
+  std::shared_ptr<runtime::worker_plugin> plugin;
   std::unique_ptr<recording_context> ctx;
-  host::worker_plugin::worker_ptr w;
+  runtime::worker_plugin::worker_ptr w;
 };
 
 }  // namespace dde::test

@@ -3,8 +3,7 @@
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
-#include "host/load_failures.hpp"
-#include "host/plugin_allow.hpp"
+#include "host/runtime.hpp"
 #include "host/router.hpp"
 #include "host/top_level.hpp"
 

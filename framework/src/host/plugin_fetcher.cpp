@@ -3,7 +3,7 @@
 #include <map>
 
 #include "dde/net/http_client.hpp"
-#include "host/plugin_loader.hpp"
+#include "host/runtime.hpp"
 
 namespace dde::host {
 namespace fs = std::filesystem;

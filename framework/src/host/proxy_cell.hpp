@@ -17,7 +17,7 @@
 #include "dde/net/ws.hpp"
 #include "dde/protocol/deployer_frames.hpp"
 #include "dde/protocol/pool_spec.hpp"
-#include "host/cell.hpp"
+#include "host/runtime.hpp"
 
 namespace dde::host {
 

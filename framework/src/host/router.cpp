@@ -6,10 +6,10 @@
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
-#include "host/load_failures.hpp"
+#include "dde/runtime/load_failures.hpp"
 #include "host/top_level.hpp"
 #include "host/proxy_cell.hpp"
-#include "host/worker_cell.hpp"
+#include "dde/runtime/worker_cell.hpp"
 
 namespace dde::host {
 

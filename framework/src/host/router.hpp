@@ -20,10 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "dde/envelope.hpp"
-#include "host/cell.hpp"
+#include "host/runtime.hpp"
 #include "host/plugin_fetcher.hpp"
-#include "host/plugin_loader.hpp"
-#include "host/rate_gate.hpp"
 #include "host/reply_race.hpp"
 #include "dde/protocol/pool_spec.hpp"
 #include "host/routing.hpp"

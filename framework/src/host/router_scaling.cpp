@@ -7,7 +7,7 @@
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
-#include "host/load_failures.hpp"
+#include "dde/runtime/load_failures.hpp"
 #include "host/router.hpp"
 #include "host/top_level.hpp"
 

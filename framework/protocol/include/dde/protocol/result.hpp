@@ -10,7 +10,7 @@
 namespace dde {
 
 /// Why something failed: a message for people, and a code for programs. Each component that needs
-/// codes has its own enum (e.g. host::plugin_failure); 0 is that enum's "other"/unspecified value
+/// codes has its own enum (e.g. runtime::plugin_failure); 0 is that enum's "other"/unspecified value
 /// unless the enum says otherwise, and a plain failure carries 0.
 struct error_info {
   std::string message;

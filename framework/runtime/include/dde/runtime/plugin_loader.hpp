@@ -9,9 +9,9 @@
 #include "dde/protocol/result.hpp"
 #include "dde/router.hpp"
 #include "dde/worker.hpp"
-#include "host/load_failures.hpp"
+#include "dde/runtime/load_failures.hpp"
 
-namespace dde::host {
+namespace dde::runtime {
 
 /// A loaded shared object. Unloaded when the last owner lets go: every object the plugin created
 /// holds a shared_ptr to it, so the code outlives them.
@@ -71,4 +71,4 @@ std::string file_md5(const std::filesystem::path& path);
 /// SHA-256 of a file as lower-case hex, or empty if it cannot be read.
 std::string file_sha256(const std::filesystem::path& path);
 
-}  // namespace dde::host
+}  // namespace dde::runtime

@@ -12,11 +12,11 @@
 
 #include "dde/envelope.hpp"
 #include "dde/worker.hpp"
-#include "host/cell.hpp"
-#include "host/rate_gate.hpp"
+#include "dde/runtime/cell.hpp"
+#include "dde/runtime/rate_gate.hpp"
 #include "dde/protocol/pool_spec.hpp"
 
-namespace dde::host {
+namespace dde::runtime {
 
 class worker_cell : public cell, public worker_context, public std::enable_shared_from_this<worker_cell> {
  public:
@@ -86,4 +86,4 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   std::uint64_t epoch_ = 0;  ///< bumped per instance, so callbacks of a dead instance are dropped
 };
 
-}  // namespace dde::host
+}  // namespace dde::runtime

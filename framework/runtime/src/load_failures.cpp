@@ -1,10 +1,10 @@
-#include "host/load_failures.hpp"
+#include "dde/runtime/load_failures.hpp"
 
 #include <iterator>
 
 #include "dde/metrics.hpp"
 
-namespace dde::host {
+namespace dde::runtime {
 
 std::string_view to_string(plugin_failure reason) {
   // In the order of the enum: `other` first, `not_allowed` last.
@@ -26,4 +26,4 @@ void count_plugin_load_failure(const std::string& pool, plugin_failure reason) {
       .add();
 }
 
-}  // namespace dde::host
+}  // namespace dde::runtime

@@ -1,4 +1,4 @@
-#include "host/worker_cell.hpp"
+#include "dde/runtime/worker_cell.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -7,7 +7,7 @@
 #include "dde/log.hpp"
 #include "dde/names.hpp"
 
-namespace dde::host {
+namespace dde::runtime {
 
 worker_cell::worker_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> owner,
                          std::shared_ptr<const pool_spec> spec, std::shared_ptr<worker_plugin> plugin,
@@ -344,4 +344,4 @@ void worker_cell::log(int level, std::string_view text) {
   logger("worker." + spec_->isolate)->log(static_cast<spdlog::level::level_enum>(std::clamp(level, 0, 5)), "{}", text);
 }
 
-}  // namespace dde::host
+}  // namespace dde::runtime

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace dde::host {
+namespace dde::runtime {
 
 /// The reason of a refused plugin load; `to_string` gives the metric's `reason` label.
 /// `other` is 0: a failure of a dde::result that carries no code reads as `other`.
@@ -32,4 +32,4 @@ std::string_view to_string(plugin_failure reason);
 /// Adds one to `dde_host_plugin_load_failures_total{pool=<topic>, reason=to_string(reason)}`.
 void count_plugin_load_failure(const std::string& pool, plugin_failure reason);
 
-}  // namespace dde::host
+}  // namespace dde::runtime

@@ -10,9 +10,9 @@
 #include "dde/envelope.hpp"
 #include "dde/message.hpp"
 #include "dde/names.hpp"
-#include "host/plugin_loader.hpp"
+#include "dde/runtime/plugin_loader.hpp"
 
-namespace dde::host {
+namespace dde::runtime {
 
 /// A supervisor's answer to a worker's failure.
 enum class directive { resume, restart, stop };
@@ -66,4 +66,4 @@ class cell_owner {
   virtual const std::string& instance() const = 0;
 };
 
-}  // namespace dde::host
+}  // namespace dde::runtime

@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-namespace dde::host {
+namespace dde::runtime {
 
 class rate_gate {
  public:
@@ -50,4 +50,4 @@ class rate_gate {
   std::vector<std::function<void()>> waiting_;
 };
 
-}  // namespace dde::host
+}  // namespace dde::runtime

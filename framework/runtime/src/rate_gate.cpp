@@ -1,6 +1,6 @@
-#include "host/rate_gate.hpp"
+#include "dde/runtime/rate_gate.hpp"
 
-namespace dde::host {
+namespace dde::runtime {
 namespace {
 // Starts are recorded by workers a moment after the gate allowed them; a margin of 2% of the
 // window keeps a late-recorded start from making two starts look closer than they were.
@@ -67,4 +67,4 @@ void rate_gate::set(std::size_t messages, std::chrono::milliseconds per, std::si
   for (auto& w : wake) w();
 }
 
-}  // namespace dde::host
+}  // namespace dde::runtime

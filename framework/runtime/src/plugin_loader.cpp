@@ -1,4 +1,4 @@
-#include "host/plugin_loader.hpp"
+#include "dde/runtime/plugin_loader.hpp"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 
 #include <openssl/evp.h>
 
-namespace dde::host {
+namespace dde::runtime {
 namespace fs = std::filesystem;
 
 namespace {
@@ -174,4 +174,4 @@ result<router_plugin::policy_ptr> router_plugin::create() const {
   return policy_ptr(raw, [so, destroy](router_policy* p) { destroy(p); });
 }
 
-}  // namespace dde::host
+}  // namespace dde::runtime

@@ -1,12 +1,12 @@
-#include "host/plugin_allow.hpp"
+#include "dde/runtime/plugin_allow.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 
-#include "host/plugin_fetcher.hpp"
+#include "dde/protocol/pool_spec.hpp"  // is_remote_uri
 
-namespace dde::host {
+namespace dde::runtime {
 namespace {
 namespace fs = std::filesystem;
 
@@ -72,4 +72,4 @@ std::string check_plugin_allowed(const std::string& uri, const std::vector<std::
   return "plugin " + uri + " is outside the allowed plugin locations (--plugin-allow " + list + "): refused";
 }
 
-}  // namespace dde::host
+}  // namespace dde::runtime
