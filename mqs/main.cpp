@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
     std::fputs(dde::mqs::help_text().c_str(), stdout);
     return 0;
   }
+  if (cl.version) {
+    std::puts(dde::mqs::version_text().c_str());
+    return 0;
+  }
   if (!cl.error.empty()) {
     std::fprintf(stderr, "dde-mqs: %s\nTry 'dde-mqs --help'.\n", cl.error.c_str());
     return 2;

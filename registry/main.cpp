@@ -11,7 +11,7 @@
 
 int main(int argc, char** argv) {
   auto cl = dde::registry::parse_command_line(argc, argv);
-  if (cl.help) {
+  if (cl.help || cl.version) {
     std::fputs(cl.help_text.c_str(), stdout);
     return 0;
   }

@@ -3,25 +3,33 @@
 #include <charconv>
 #include <stdexcept>
 
+#ifndef DDE_VERSION
+#error "DDE_VERSION must be defined (framework/CMakeLists.txt sets it from the project's version)"
+#endif
+
 namespace dde {
+
+const char* version() { return DDE_VERSION; }
+
+std::string cli::version_line() const { return program_ + " " + version(); }
 
 cli::cli(std::string program, std::string summary) : program_(std::move(program)), summary_(std::move(summary)) {}
 
-cli& cli::option(std::string name, std::string default_value, std::string help) {
+cli& cli::option(std::string name, std::string default_value, std::string help, std::string value_name) {
   order_.push_back(name);
-  entries_[name] = {default_value, std::move(help), false, false, default_value, {}, false};
+  entries_[name] = {default_value, std::move(help), std::move(value_name), false, false, default_value, {}, false};
   return *this;
 }
 
 cli& cli::repeated(std::string name, std::string help) {
   order_.push_back(name);
-  entries_[name] = {{}, std::move(help), false, true, {}, {}, false};
+  entries_[name] = {{}, std::move(help), "VALUE", false, true, {}, {}, false};
   return *this;
 }
 
 cli& cli::flag(std::string name, std::string help) {
   order_.push_back(name);
-  entries_[name] = {"false", std::move(help), true, false, "false", {}, false};
+  entries_[name] = {"false", std::move(help), "", true, false, "false", {}, false};
   return *this;
 }
 
@@ -30,6 +38,10 @@ std::optional<std::string> cli::parse(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       help_ = true;
+      continue;
+    }
+    if (arg == "--version") {
+      version_ = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0) return "unexpected argument \"" + arg + "\" (options start with --)";
@@ -44,7 +56,8 @@ std::optional<std::string> cli::parse(int argc, char** argv) {
     auto& e = it->second;
     e.given = true;
     if (e.is_flag) {
-      if (value && *value != "true" && *value != "false") return "--" + name + " takes no value";
+      if (value && *value != "true" && *value != "false")
+        return "--" + name + " is a flag: give it alone, or as --" + name + "=true or --" + name + "=false";
       e.value = value.value_or("true");
       continue;
     }
@@ -64,7 +77,7 @@ std::string cli::usage() const {
   std::string out = "usage: " + program_ + " [options]\n" + summary_ + "\n\noptions:\n";
   for (auto& name : order_) {
     auto& e = entries_.at(name);
-    std::string left = "  --" + name + (e.is_flag ? "" : " VALUE");
+    std::string left = "  --" + name + (e.is_flag ? "" : " " + e.value_name);
     if (left.size() < 28) left.resize(28, ' ');
     out += left + " " + e.help;
     if (e.is_repeated)
@@ -74,6 +87,7 @@ std::string cli::usage() const {
     out += "\n";
   }
   out += "  --help                       print this help\n";
+  out += "  --version                    print the version\n";
   return out;
 }
 

@@ -27,6 +27,10 @@ std::optional<int> parse_command_line(cli& args, int argc, char** argv, const ch
     std::cout << args.usage();
     return 0;
   }
+  if (args.version_requested()) {
+    std::cout << args.version_line() << "\n";
+    return 0;
+  }
   if (args.has("log-level") && !set_log_level(args.get("log-level"))) {
     std::cerr << program << ": unknown --log-level " << args.get("log-level") << "\n";
     return 2;

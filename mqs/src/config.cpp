@@ -7,6 +7,8 @@
 #include <sstream>
 #include <vector>
 
+#include "dde/cli.hpp"
+
 namespace dde::mqs {
 namespace {
 
@@ -192,55 +194,49 @@ std::string apply_json(config& cfg, const nlohmann::json& json) {
   return {};
 }
 
+namespace {
+
+constexpr const char* summary =
+    "The message-queuing system of DDE. Isolate-system hosts connect over WebSocket\n"
+    "(ws://HOST:PORT/mqs, protocol in mqs/PROTOCOL.md); messages go to and come from RabbitMQ.";
+
+/// The options as the shared parser (dde::cli) knows them: its help layout, errors and --version.
+cli make_cli() {
+  config defaults;
+  cli c("dde-mqs", summary);
+  for (auto& o : options()) {
+    if (o.value_name)
+      c.option(o.name, o.default_text(defaults), o.help, o.value_name);
+    else
+      c.flag(o.name, o.help);
+  }
+  c.option("config", "", "JSON object with the same keys (e.g. {\"port\": 42043, \"prefetch\": 8}); flags override it",
+           "FILE");
+  return c;
+}
+
+}  // namespace
+
 command_line parse_command_line(int argc, const char* const* argv) {
   command_line result;
-  struct flag {
-    std::string name, value;
-  };
-  std::vector<flag> flags;
-  std::string config_file;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      result.help = true;
-      return result;
-    }
-    if (arg.rfind("--", 0) != 0) {
-      result.error = "unexpected argument \"" + arg + "\"";
-      return result;
-    }
-    std::string name = arg.substr(2), value;
-    auto eq = name.find('=');
-    if (eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    } else if (auto o = find_option(name); o && !o->value_name) {
-      value = "true";
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      result.error = "--" + name + " needs a value";
-      return result;
-    }
-    if (name == "config") {
-      config_file = value;
-      continue;
-    }
-    if (!find_option(name)) {
-      result.error = "unknown option --" + name;
-      return result;
-    }
-    flags.push_back({name, value});
+  auto c = make_cli();
+  if (auto err = c.parse(argc, const_cast<char**>(argv))) {
+    result.error = *err;
+    return result;
   }
-  if (!config_file.empty()) {
-    if (auto err = load_config_file(result.cfg, config_file); !err.empty()) {
+  result.help = c.help_requested();
+  result.version = c.version_requested();
+  if (result.help || result.version) return result;
+  if (c.is_set("config")) {
+    if (auto err = load_config_file(result.cfg, c.get("config")); !err.empty()) {
       result.error = err;
       return result;
     }
   }
-  for (auto& f : flags) {
-    if (auto err = find_option(f.name)->set(result.cfg, f.value); !err.empty()) {
-      result.error = "--" + f.name + ": " + err;
+  for (auto& o : options()) {
+    if (!c.is_set(o.name)) continue;
+    if (auto err = o.set(result.cfg, c.get(o.name)); !err.empty()) {
+      result.error = "--" + std::string(o.name) + ": " + err;
       return result;
     }
   }
@@ -258,27 +254,9 @@ command_line parse_command_line(int argc, const char* const* argv) {
 }
 
 std::string help_text() {
-  config defaults;
-  std::string out =
-      "dde-mqs: the message-queuing system of DDE. Isolate-system hosts connect over WebSocket\n"
-      "(ws://HOST:PORT/mqs, protocol in mqs/PROTOCOL.md); messages go to and come from RabbitMQ.\n\n"
-      "Usage: dde-mqs [--option value | --option=value]...\n\nOptions:\n";
-  auto line = [&](const std::string& left, const std::string& help) {
-    std::string l = "  " + left;
-    if (l.size() < 32)
-      l.resize(32, ' ');
-    else
-      l += "\n" + std::string(32, ' ');
-    out += l + help + "\n";
-  };
-  for (auto& o : options())
-    line("--" + std::string(o.name) + (o.value_name ? " " + std::string(o.value_name) : std::string()),
-         std::string(o.help) + " (default: " + o.default_text(defaults) + ")");
-  line("--config FILE",
-       "JSON object with the same keys (e.g. {\"port\": 42043, \"prefetch\": 8}); flags override it");
-  line("--help", "this text");
-  out += "\nSIGINT or SIGTERM stops the MQS cleanly. Exit status 2 for a bad command line.\n";
-  return out;
+  return make_cli().usage() + "\nSIGINT or SIGTERM stops the MQS cleanly. Exit status 2 for a bad command line.\n";
 }
+
+std::string version_text() { return make_cli().version_line(); }
 
 }  // namespace dde::mqs

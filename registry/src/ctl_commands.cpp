@@ -290,6 +290,7 @@ std::string general_help() {
       "  --tls-ca FILE (or --ca)     https/wss: the CA the registry is verified against\n"
       "  --tls-cert FILE, --tls-key FILE  a client certificate, for a registry that asks for one\n"
       "  --help                      this text; 'ddectl COMMAND --help' describes a command\n"
+      "  --version                   print the version\n"
       "\nexit status: 0 ok, 1 the registry answered an error (printed to stderr), 2 usage error,\n"
       "3 the registry cannot be reached (for ask: the MQS).\n";
   return out;
@@ -297,12 +298,12 @@ std::string general_help() {
 
 invocation parse_invocation(const std::vector<std::string>& args, std::istream& stdin_for_dash) {
   invocation out;
-  // Every option takes a value except --help, so positionals are what no option consumes.
+  // Every option takes a value except --help and --version, so positionals are what no option consumes.
   std::vector<std::string> options, positionals;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     bool is_option = a.size() > 2 && a.compare(0, 2, "--") == 0;
-    if (a == "--help" || a == "-h" || (is_option && a.find('=') != std::string::npos)) {
+    if (a == "--help" || a == "-h" || a == "--version" || (is_option && a.find('=') != std::string::npos)) {
       options.push_back(a);
     } else if (is_option) {
       options.push_back(a);
@@ -318,6 +319,10 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
       parse_options(c, options);
       if (c.help_requested()) {
         out.help = general_help();
+        return out;
+      }
+      if (c.version_requested()) {
+        out.help = c.version_line() + "\n";
         return out;
       }
       throw usage_error(

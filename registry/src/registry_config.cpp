@@ -98,6 +98,11 @@ command_line parse_command_line(int argc, char** argv) {
     out.help = true;
     return out;
   }
+  if (c.version_requested()) {
+    out.version = true;
+    out.help_text = c.version_line() + "\n";
+    return out;
+  }
   if (!c.get("config").empty()) {
     if (auto err = apply_config_file(c, c.get("config")); !err.empty()) {
       out.error = err;

@@ -37,7 +37,8 @@ cli make_cli();
 struct command_line {
   registry_config cfg;
   bool help = false;
-  std::string help_text;
+  std::string help_text;  ///< with `help`: the usage; with `version`: the version line
+  bool version = false;
   std::string error;  ///< empty when the command line was valid
 };
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "dde/cli.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/queue_spec.hpp"
 
@@ -35,7 +36,7 @@ TEST(MqsConfig, FlagsTakeSpaceOrEqualsValues) {
 }
 
 TEST(MqsConfig, BadFlagsAreExplained) {
-  EXPECT_EQ(parse({"--nope", "1"}).error, "unknown option --nope");
+  EXPECT_EQ(parse({"--nope", "1"}).error, "unknown option --nope (see --help)");
   EXPECT_EQ(parse({"--port"}).error, "--port needs a value");
   EXPECT_EQ(parse({"--port", "70000"}).error, "--port: 70000 is out of range 0..65535");
   EXPECT_EQ(parse({"--prefetch", "0"}).error, "--prefetch: 0 is out of range 1..65535");
@@ -43,6 +44,13 @@ TEST(MqsConfig, BadFlagsAreExplained) {
   EXPECT_EQ(parse({"--log-level", "loud"}).error, "--log-level: unknown level \"loud\"");
   EXPECT_NE(parse({"--max-message", "20000000"}).error, "");
   EXPECT_TRUE(parse({"--help"}).help);
+}
+
+TEST(MqsConfig, VersionIsAnsweredLikeEveryOtherDdeBinary) {
+  auto cl = parse({"--version"});
+  EXPECT_TRUE(cl.version);
+  EXPECT_EQ(cl.error, "");
+  EXPECT_EQ(version_text(), std::string("dde-mqs ") + dde::version());
 }
 
 TEST(MqsConfig, TlsFlagsNameFilesOrStandAloneAndAreChecked) {
@@ -57,7 +65,8 @@ TEST(MqsConfig, TlsFlagsNameFilesOrStandAloneAndAreChecked) {
   EXPECT_FALSE(parse({}).cfg.broker_tls);
   EXPECT_EQ(parse({"--tls-cert", "c.pem"}).error, "--tls-cert and --tls-key go together");
   EXPECT_EQ(parse({"--tls-verify-client"}).error, "--tls-verify-client needs --tls-cert, --tls-key and --tls-ca");
-  EXPECT_EQ(parse({"--broker-tls=maybe"}).error, "--broker-tls: \"maybe\" is neither true nor false");
+  EXPECT_EQ(parse({"--broker-tls=maybe"}).error,
+            "--broker-tls is a flag: give it alone, or as --broker-tls=true or --broker-tls=false");
   EXPECT_FALSE(parse({"--broker-tls=false"}).cfg.broker_tls);
 }
 
@@ -84,6 +93,7 @@ TEST(MqsConfig, HelpDocumentsEveryFlagWithItsDefault) {
                     "--threads", "--log-level", "--config"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   EXPECT_NE(help.find("(default: 42043)"), std::string::npos);
+  EXPECT_NE(help.find("--version"), std::string::npos);
 }
 
 TEST(QueueSpec, AtLeastOnceTopicsAreDurableQuorumQueuesWithADeliveryLimitAndDeadLetters) {

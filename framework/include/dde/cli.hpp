@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// A small command-line parser shared by the daemons: `--name value` / `--name=value` options
-/// with defaults and help text, repeatable options, boolean flags, and `--help`.
+/// The command-line parser of every DDE binary: `--name value` / `--name=value` options with
+/// defaults and help text, repeatable options, boolean flags, `--help` and `--version`.
 
 #include <map>
 #include <optional>
@@ -10,12 +10,16 @@
 
 namespace dde {
 
+/// DDE's version, as the CMake project states it (e.g. "0.1.0").
+const char* version();
+
 class cli {
  public:
   cli(std::string program, std::string summary);
 
-  /// An option with a default value (empty default = optional with no value).
-  cli& option(std::string name, std::string default_value, std::string help);
+  /// An option with a default value (empty default = optional with no value); `value_name` stands
+  /// for its value in the usage (`--port PORT`).
+  cli& option(std::string name, std::string default_value, std::string help, std::string value_name = "VALUE");
   /// An option that may be given several times.
   cli& repeated(std::string name, std::string help);
   /// A boolean flag (present = true).
@@ -24,6 +28,9 @@ class cli {
   /// Parses; returns an error message (unknown option, missing value), or nullopt.
   std::optional<std::string> parse(int argc, char** argv);
   bool help_requested() const { return help_; }
+  bool version_requested() const { return version_; }
+  /// "<program> <version>", what `--version` prints.
+  std::string version_line() const;
   std::string usage() const;
 
   const std::string& get(const std::string& name) const;
@@ -42,6 +49,7 @@ class cli {
   struct entry {
     std::string default_value;
     std::string help;
+    std::string value_name = "VALUE";
     bool is_flag = false;
     bool is_repeated = false;
     std::string value;
@@ -53,6 +61,7 @@ class cli {
   std::vector<std::string> order_;
   std::map<std::string, entry> entries_;
   bool help_ = false;
+  bool version_ = false;
 };
 
 }  // namespace dde

@@ -1,6 +1,7 @@
 #pragma once
 /// \file
-/// The settings of `dde-mqs`: defaults, `--flag value` parsing, a JSON `--config` file.
+/// The settings of `dde-mqs`: defaults, typed checks of each flag, a JSON `--config` file. The command
+/// line itself is read by dde::cli, as every DDE binary's is.
 
 #include <chrono>
 #include <cstddef>
@@ -44,6 +45,7 @@ struct config {
 struct command_line {
   config cfg;
   bool help = false;
+  bool version = false;
   std::string error;  ///< empty when the command line was valid
 };
 
@@ -54,7 +56,9 @@ command_line parse_command_line(int argc, const char* const* argv);
 /// Applies the keys of a JSON object (the flag names without `--`) to `cfg`; an error or empty.
 std::string apply_json(config& cfg, const nlohmann::json& json);
 
-/// The text of `--help`: every option with its default.
+/// The text of `--help`: every option with its default (dde::cli's layout).
 std::string help_text();
+/// What `--version` prints.
+std::string version_text();
 
 }  // namespace dde::mqs
