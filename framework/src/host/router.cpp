@@ -7,13 +7,12 @@
 
 #include "dde/log.hpp"
 #include "dde/runtime/load_failures.hpp"
-#include "host/top_level.hpp"
 #include "host/proxy_cell.hpp"
 #include "dde/runtime/worker_cell.hpp"
 
 namespace dde::host {
 
-router::router(boost::asio::io_context& io, std::shared_ptr<top_level> top, pool_spec spec)
+router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_spec spec)
     : io_(io),
       strand_(boost::asio::make_strand(io)),
       top_(std::move(top)),
@@ -129,7 +128,7 @@ result<bool> router::start() {
     count_plugin_load_failure(topic_, plugin_failure::crashed);
     logger("host.router")->error("{}: {}", spec_.addr().str(), hot_.error);
   }
-  top_->attach(topic_, shared_from_this());
+  top_->attach(topic_, weak_from_this());
   // Pauses asked by a replica of this pool (or echoed back from our own) come through the MQS.
   top_->set_pause_handler(topic_, [weak = weak_from_this()](std::chrono::milliseconds ms, const std::string& reason,
                                                              const std::string& origin) {

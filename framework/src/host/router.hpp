@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dde/envelope.hpp"
+#include "host/mqs_link.hpp"
 #include "host/runtime.hpp"
 #include "host/plugin_fetcher.hpp"
 #include "host/reply_race.hpp"
@@ -29,7 +30,6 @@
 
 namespace dde::host {
 
-class top_level;
 
 struct router_stats {
   std::uint64_t delivered = 0, done = 0, failed = 0, replies = 0, replies_dropped = 0, restarts = 0;
@@ -39,9 +39,9 @@ struct router_stats {
   std::uint64_t rate_limited = 0, retries = 0, dead_lettered = 0, pauses = 0, remote_pauses = 0;
 };
 
-class router : public cell_owner, public std::enable_shared_from_this<router> {
+class router : public cell_owner, public topic_sink, public std::enable_shared_from_this<router> {
  public:
-  router(boost::asio::io_context& io, std::shared_ptr<top_level> top, pool_spec spec);
+  router(boost::asio::io_context& io, std::shared_ptr<mqs_link> link, pool_spec spec);
 
   /// Where plugin events go (the activator: pluginSwapping, pluginGood), and where copies of each
   /// version that worked are kept so a restarted isolate system can fall back to one. Before start().
@@ -59,10 +59,11 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
   void shutdown(std::chrono::milliseconds timeout, std::function<void()> done);
 
   // Called from other strands; each posts to the router's strand.
-  /// A delivery of the pool's topic: `props` as the MQS gave them (null for none), `body` the AMQP body.
-  void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, nlohmann::json props, std::string body);
-  void deliver_reply(envelope e);
-  void on_connected();
+  // topic_sink
+  void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, nlohmann::json props,
+               std::string body) override;
+  void deliver_reply(envelope e) override;
+  void on_connected() override;
   // cell_owner
   void worker_done(std::size_t index, std::uint64_t delivery_id) override;
   void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) override;
@@ -193,7 +194,7 @@ class router : public cell_owner, public std::enable_shared_from_this<router> {
 
   boost::asio::io_context& io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
-  std::shared_ptr<top_level> top_;
+  std::shared_ptr<mqs_link> top_;  ///< the isolate system's MQS link
   pool_spec spec_;
   std::string topic_;
   std::shared_ptr<const pool_spec> shared_spec_;

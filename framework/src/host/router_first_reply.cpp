@@ -5,7 +5,6 @@
 
 #include "dde/log.hpp"
 #include "host/router.hpp"
-#include "host/top_level.hpp"
 
 namespace dde::host {
 

@@ -9,7 +9,6 @@
 #include "dde/log.hpp"
 #include "dde/runtime/load_failures.hpp"
 #include "host/router.hpp"
-#include "host/top_level.hpp"
 
 namespace dde::host {
 

@@ -10,7 +10,6 @@
 #include "dde/net/auth.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/protocol/mqs_request.hpp"
-#include "host/router.hpp"
 
 namespace dde::host {
 namespace {
@@ -92,7 +91,8 @@ void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     for (auto& m : self->at_most_once_backlog_) self->append_enqueue(0, m, delivery_mode::at_most_once);
     self->at_most_once_backlog_.clear();
     self->pulls_[reply_topic(self->options_.instance)] = {delivery_mode::reply, self->options_.reply_credit};
-    for (auto& [topic, r] : self->routers_) r->on_connected();
+    for (auto& [topic, sink] : self->routers_)
+      if (auto r = sink.lock()) r->on_connected();
     self->schedule_flush();
     self->check_writable();
   });
@@ -174,22 +174,24 @@ void top_level::handle_deliver(mqs::deliver_record& r, std::string body) {
     envelope e = join_envelope(r.props, r.topic, std::move(body));
     auto to = parse_address(e.to);
     auto it = to ? routers_.find(to->topic()) : routers_.end();
-    if (it == routers_.end()) {
+    auto sink = it == routers_.end() ? nullptr : it->second.lock();
+    if (!sink) {
       ++stats_.replies_dropped;
       log()->debug("reply to {} dropped: no such pool here", e.to);
       return;
     }
-    it->second->deliver_reply(std::move(e));
+    sink->deliver_reply(std::move(e));
     return;
   }
   auto it = routers_.find(r.topic);
-  if (it == routers_.end()) {
+  auto sink = it == routers_.end() ? nullptr : it->second.lock();
+  if (!sink) {
     // The pool is gone: give the message back for another instance.
     mqs::append(out_, mqs::nack_request{{r.tag}, true});
     schedule_flush();
     return;
   }
-  it->second->deliver(generation_, r.tag, r.redelivered, std::move(r.props), std::move(body));
+  sink->deliver(generation_, r.tag, r.redelivered, std::move(r.props), std::move(body));
 }
 
 void top_level::handle_record(const mqs::pause_record& r) {
@@ -309,8 +311,8 @@ void top_level::set_pause_handler(const std::string& topic, pause_handler fn) {
   });
 }
 
-void top_level::attach(const std::string& topic, std::shared_ptr<router> r) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic, r = std::move(r)] { self->routers_[topic] = r; });
+void top_level::attach(const std::string& topic, std::weak_ptr<topic_sink> sink) {
+  boost::asio::post(strand_, [self = shared_from_this(), topic, sink = std::move(sink)] { self->routers_[topic] = sink; });
 }
 
 void top_level::detach(const std::string& topic) {

@@ -20,11 +20,11 @@
 #include "dde/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/protocol/mqs_records.hpp"
+#include "host/mqs_link.hpp"
 #include "dde/wire/record.hpp"
 
 namespace dde::host {
 
-class router;
 
 struct top_level_options {
   /// One `ws://` URL, or several comma-separated: after a failed connect or a lost link the top
@@ -44,49 +44,36 @@ struct top_level_stats {
   std::string link_error;  ///< why it is not (empty while linked)
 };
 
-class top_level : public std::enable_shared_from_this<top_level>, public net::ws_handler {
+class top_level : public std::enable_shared_from_this<top_level>, public net::ws_handler, public mqs_link {
  public:
-  /// Hears a pause of a topic: start none of its messages for `ms` (from now); `origin` is
-  /// `<mqs id>/<instance>` of the host that asked. Called on the top level's strand: post onward.
-  using pause_handler =
-      std::function<void(std::chrono::milliseconds ms, const std::string& reason, const std::string& origin)>;
-
   top_level(boost::asio::io_context& io, top_level_options options);
 
   void start();
   /// Waits (up to `timeout`) until every at-least-once message is confirmed, then closes.
   void stop(std::chrono::milliseconds timeout, std::function<void()> done);
 
-  // Thread-safe: each posts to the top level's strand.
-  /// `props`: the record's AMQP properties as a JSON object ("" for none; see split_envelope).
-  void enqueue(std::string topic, delivery_mode mode, std::string props, std::string body);
-  /// `consumers`: the pool's workers that take messages, told to the MQS (a broker consumer each,
-  /// so the MQS's prefetch is per worker); 0 leaves it as last told.
-  void pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers = 0);
-  void ack(std::uint64_t generation, std::uint64_t tag);
-  void nack(std::uint64_t generation, std::uint64_t tag, bool requeue);
-  void cancel(const std::string& topic);
-  /// Asks every host consuming `topic` (through any MQS on the broker), this one included, not to
-  /// start its messages for `ms` (1 ms to 1 h; `reason` is cut to 1000 characters). Advisory and
-  /// time-bound: dropped while the MQS link is down.
-  void pause(const std::string& topic, std::chrono::milliseconds ms, const std::string& reason);
-  void attach(const std::string& topic, std::shared_ptr<router> r);
-  /// Forgets the router of `topic` and its pause handler.
-  void detach(const std::string& topic);
-  /// Where the pauses of `topic` go (one handler per topic; an empty one removes it).
-  void set_pause_handler(const std::string& topic, pause_handler fn);
-  /// What the MQS answered about a queue: its ready messages and consumers, or why not (`error`).
-  using depth_handler = std::function<void(std::uint64_t messages, std::uint64_t consumers, std::string error)>;
-  /// Asks the MQS how many messages wait in `topic`'s queue (a passive declare at the broker, for
-  /// autoscaling). `fn` runs on this strand (post onward); with an error at once when the MQS link is
+  // mqs_link (thread-safe: each posts to the top level's strand).
+  void enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) override;
+  /// `consumers` is told to the MQS (a broker consumer each, so its prefetch is per worker).
+  void pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers = 0) override;
+  void ack(std::uint64_t generation, std::uint64_t tag) override;
+  void nack(std::uint64_t generation, std::uint64_t tag, bool requeue) override;
+  void cancel(const std::string& topic) override;
+  /// To every host consuming `topic` through any MQS on the broker, this one included (1 ms to 1 h;
+  /// `reason` is cut to 1000 characters); dropped while the MQS link is down.
+  void pause(const std::string& topic, std::chrono::milliseconds ms, const std::string& reason) override;
+  void attach(const std::string& topic, std::weak_ptr<topic_sink> sink) override;
+  void detach(const std::string& topic) override;
+  void set_pause_handler(const std::string& topic, pause_handler fn) override;
+  /// A passive declare at the broker, for autoscaling; with an error at once when the MQS link is
   /// down, or when it drops before the answer.
-  void queue_depth(const std::string& topic, depth_handler fn);
-  /// Calls `fn` (on this strand; post onward) once the outbound window has room.
-  void when_writable(std::function<void()> fn);
+  void queue_depth(const std::string& topic, depth_handler fn) override;
+  void when_writable(std::function<void()> fn) override;
+  const std::string& instance() const override { return options_.instance; }
+
   /// Runs `fn` with the counters and the link's state, on the strand.
   void read_stats(std::function<void(const top_level_stats&)> fn);
 
-  const std::string& instance() const { return options_.instance; }
   const std::string& system() const { return options_.system; }
 
   // net::ws_handler
@@ -148,7 +135,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   std::deque<unconfirmed> at_most_once_backlog_;
   std::vector<std::function<void()>> waiting_writers_;
 
-  std::unordered_map<std::string, std::shared_ptr<router>> routers_;
+  std::unordered_map<std::string, std::weak_ptr<topic_sink>> routers_;  ///< each pool's router, by topic
   std::unordered_map<std::string, pause_handler> pause_handlers_;
   std::unordered_map<std::string, std::deque<depth_handler>> depth_waiting_;  ///< per topic, in asking order
   top_level_stats stats_;
