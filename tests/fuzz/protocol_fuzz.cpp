@@ -118,7 +118,7 @@ std::string deployer_round(std::string_view text) {
 std::string spec_round(std::string_view text) {
   auto body = wire::parse_json(text);
   auto spec = parse_pool_spec(body, "fuzz");
-  return spec ? to_json(spec.value()).dump() : std::string();
+  return spec ? to_deploy_body(spec.value()).dump() : std::string();
 }
 
 }  // namespace

@@ -294,6 +294,17 @@ std::string_view to_string(strategy s) {
   return "restart";
 }
 
+nlohmann::json to_deploy_body(const pool_spec& spec) {
+  auto body = to_json(spec);
+  body.erase("id");
+  body.erase("workersCount");
+  body.erase("workerUri");
+  body["uri"] = spec.uri;
+  body["isolateSystemName"] = spec.system;
+  body["isolateName"] = spec.isolate;
+  return body;
+}
+
 nlohmann::json to_json(const pool_spec& spec) {
   return {
       {"id", spec.addr().str()},

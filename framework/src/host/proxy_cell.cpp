@@ -50,10 +50,8 @@ void proxy_cell::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     if (self->killed_) return conn->close("proxy stopped");
     self->conn_ = conn;
     auto owner = self->owner_.lock();
-    protocol::proxy::spawn spawn{to_json(*self->spec_), self->index_, owner ? owner->instance() : std::string()};
-    spawn.spec["isolateSystemName"] = self->spec_->system;
-    spawn.spec["isolateName"] = self->spec_->isolate;
-    spawn.spec["uri"] = self->spec_->uri;
+    protocol::proxy::spawn spawn{to_deploy_body(*self->spec_), self->index_,
+                                 owner ? owner->instance() : std::string()};
     conn->send(protocol::encode(spawn), false);
   });
 }

@@ -113,7 +113,12 @@ struct pool_spec {
 /// `default_system` fills a missing isolateSystemName.
 result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string& default_system = {});
 
+/// The pool as `describe` shows it (thesis 3.2.2: "id", "workerUri", "workersCount", and every field
+/// of its spec).
 nlohmann::json to_json(const pool_spec& spec);
+/// The pool as a deploy body: what parse_pool_spec reads back into the same spec (remote workers are
+/// spawned with it).
+nlohmann::json to_deploy_body(const pool_spec& spec);
 std::string_view to_string(strategy s);
 
 /// Why `value` of field `key` is not a valid name (it becomes part of queue names), or "".
