@@ -15,6 +15,8 @@ unit_tests=(framework_unittest mqs_unittest registry_unittest workers_unittest p
 
 command -v clang++ >/dev/null || dde_die "clang++ is missing (deploy/install-deps.sh installs it)"
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$DDE_ROOT}"
+# As in build.sh: with -g ccache would hash the working directory, so no clone hit another's objects.
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 mkdir -p "$build_dir"
 CC=clang CXX=clang++ cmake -S "$DDE_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDDE_FUZZ=ON \
   >"$build_dir/configure.log" 2>&1 || { cat "$build_dir/configure.log"; dde_die "configure failed"; }
