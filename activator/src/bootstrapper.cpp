@@ -92,9 +92,8 @@ void bootstrapper::link_down(const std::string& why) {
     registration_.reset();
   }
   if (stopped_) return;
-  log()->warn("registry {} unavailable: {}; retrying in {} ms", options_.registry_url, why,
-              retry_.delay().count());
-  retry_.schedule([self = shared_from_this()] { self->do_connect(); });
+  auto delay = retry_.schedule([self = shared_from_this()] { self->do_connect(); });
+  log()->warn("registry {} unavailable: {}; retrying in {} ms", options_.registry_url, why, delay.count());
 }
 
 void bootstrapper::on_open(const std::shared_ptr<net::ws_connection>& conn) {

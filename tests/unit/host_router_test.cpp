@@ -9,6 +9,11 @@
 #include "dde/protocol/pool_spec.hpp"
 #include "host/mqs_link.hpp"
 #include "host/router.hpp"
+#include "manual_clock.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 namespace dde::host {
 namespace {
@@ -32,14 +37,22 @@ class fake_link : public mqs_link {
   void ack(std::uint64_t generation, std::uint64_t tag) override { acks.emplace_back(generation, tag); }
   void nack(std::uint64_t, std::uint64_t tag, bool requeue) override { nacks.emplace_back(tag, requeue); }
   void cancel(const std::string& topic) override { cancelled.push_back(topic); }
-  void pause(const std::string&, std::chrono::milliseconds, const std::string&) override {}
+  void pause(const std::string& topic, std::chrono::milliseconds ms, const std::string& reason) override {
+    pauses.push_back({topic, ms, reason});
+  }
   void attach(const std::string& topic, std::weak_ptr<topic_sink> s) override {
     attached = topic;
     sink = std::move(s);
   }
   void detach(const std::string&) override { sink.reset(); }
-  void set_pause_handler(const std::string&, pause_handler) override {}
-  void queue_depth(const std::string&, depth_handler fn) override { fn(0, 0, "no depth in this test"); }
+  void set_pause_handler(const std::string&, pause_handler fn) override { on_pause = std::move(fn); }
+  void queue_depth(const std::string&, depth_handler fn) override {
+    ++depth_asked;
+    if (depth)
+      fn(*depth, 0, "");
+    else
+      fn(0, 0, "no depth in this test");
+  }
   void when_writable(std::function<void()> fn) override { fn(); }
   const std::string& instance() const override { return instance_; }
 
@@ -56,6 +69,15 @@ class fake_link : public mqs_link {
   std::vector<std::pair<std::string, std::string>> enqueued;
   std::string attached;
   std::weak_ptr<topic_sink> sink;
+  struct pause_call {
+    std::string topic;
+    std::chrono::milliseconds ms;
+    std::string reason;
+  };
+  std::vector<pause_call> pauses;
+  pause_handler on_pause;
+  std::optional<std::uint64_t> depth;  ///< what queue_depth answers (none: an error)
+  int depth_asked = 0;
 
  private:
   std::string instance_ = "00000000-0000-0000-0000-000000000001";
@@ -65,17 +87,18 @@ class RouterTest : public ::testing::Test {
  protected:
   /// A pool of `workers` faulty workers (throwing on the seqs in `throw_on`), started.
   std::shared_ptr<router> start_pool(std::size_t workers, nlohmann::json extra = nlohmann::json::object(),
-                                     std::vector<int> throw_on = {}) {
+                                     std::vector<int> throw_on = {}, nlohmann::json args = nlohmann::json::object()) {
     nlohmann::json body = {{"isolateSystemName", "unit"},
                            {"isolateName", "pool"},
                            {"uri", std::string(DDE_WORKER_DIR) + "/libfaulty.so"},
                            {"workersPaths", std::vector<std::string>(workers, "localhost")},
                            {"hotDeployment", false},
                            {"args", {{"throw_on", throw_on}}}};
+    for (auto& [k, v] : args.items()) body["args"][k] = v;
     for (auto& [k, v] : extra.items()) body[k] = v;
     auto spec = parse_pool_spec(body);
     EXPECT_TRUE(spec) << spec.error();
-    auto r = std::make_shared<router>(io, link, spec.value());
+    auto r = std::make_shared<router>(io, link, spec.value(), clock);
     auto started = r->start();
     EXPECT_TRUE(started) << (started ? "" : started.error());
     settle();
@@ -91,10 +114,20 @@ class RouterTest : public ::testing::Test {
     FAIL() << "the io_context never went idle";
   }
 
-  void deliver(std::uint64_t tag, int seq, bool redelivered = false) {
+  /// A message from a DDE worker (with an id and a sender), or from outside DDE (`external`: no props).
+  void deliver(std::uint64_t tag, int seq, bool redelivered = false, bool external = false) {
     auto s = link->sink.lock();
     ASSERT_TRUE(s) << "the router attached itself to the link";
-    s->deliver(1, tag, redelivered, nullptr, nlohmann::json{{"seq", seq}}.dump());
+    // A message id, as a producer's messages have (first-reply races need one).
+    nlohmann::json props = {{"messageId", "m" + std::to_string(seq)}, {"appId", "unit-test"}};
+    if (external) props = nullptr;
+    s->deliver(1, tag, redelivered, props, nlohmann::json{{"seq", seq}}.dump());
+    settle();
+  }
+
+  /// Moves the pool's clock on and runs whatever came due.
+  void advance(std::chrono::milliseconds d) {
+    clock->advance(d);
     settle();
   }
 
@@ -107,7 +140,10 @@ class RouterTest : public ::testing::Test {
 
   boost::asio::io_context io;
   std::shared_ptr<fake_link> link = std::make_shared<fake_link>();
+  std::shared_ptr<testing::manual_clock> clock = std::make_shared<testing::manual_clock>();
 };
+
+using namespace std::chrono_literals;
 
 TEST_F(RouterTest, AsksForAsManyMessagesAsItsWorkersHaveRoomForWithOneConsumerEach) {
   auto r = start_pool(2, {{"credits", 4}});
@@ -176,6 +212,187 @@ TEST_F(RouterTest, AReconnectedLinkIsAskedForEveryCreditAgain) {
   link->sink.lock()->on_connected();
   settle();
   EXPECT_EQ(link->credit_asked(), 6u) << "credits asked of the old connection are void";
+}
+
+TEST_F(RouterTest, TailChoppingAsksTheNextWorkerOnlyOnceTheDelayPassed) {
+  auto r = start_pool(2, {{"routerType", "tailChopping"}, {"tailChopDelayMs", 100}}, {}, {{"hang_once_on", {1}}});
+  deliver(5, 1);  // the first worker never finishes it
+  auto first = describe(*r)["firstReply"];
+  EXPECT_EQ(first["copies"], 1);
+  advance(99ms);
+  EXPECT_EQ(describe(*r)["firstReply"]["chopped"], 0) << "not before the delay";
+  advance(1ms);
+  auto d = describe(*r);
+  EXPECT_EQ(d["firstReply"]["chopped"], 1) << d.dump();
+  EXPECT_EQ(d["firstReply"]["copies"], 2);
+  advance(1000ms);
+  EXPECT_EQ(describe(*r)["firstReply"]["copies"], 2) << "every worker has a copy: no more chops";
+  EXPECT_TRUE(link->acks.empty()) << "no reply and one copy still held: not acked yet";
+}
+
+TEST_F(RouterTest, ShutdownWaitsForInFlightMessagesUntilItsTimeout) {
+  auto r = start_pool(1, {}, {}, {{"hang_on", {1}}});
+  deliver(5, 1);
+  bool done = false;
+  r->shutdown(5000ms, [&] { done = true; });
+  settle();
+  EXPECT_EQ(link->cancelled, std::vector<std::string>{"unit.pool"}) << "it stops consuming at once";
+  advance(4999ms);
+  EXPECT_FALSE(done) << "a message is still in flight";
+  advance(1ms);
+  EXPECT_TRUE(done);
+}
+
+TEST_F(RouterTest, ShutdownOfAnIdlePoolNeedsNoTimeout) {
+  auto r = start_pool(2);
+  bool done = false;
+  r->shutdown(5000ms, [&] { done = true; });
+  settle();
+  EXPECT_TRUE(done);
+  EXPECT_EQ(clock->pending(), 0u) << "the drain timer was cancelled";
+}
+
+TEST_F(RouterTest, AutoscalingGrowsWithTheBacklogAtEachSample) {
+  link->depth = 1000;
+  auto r = start_pool(1, {{"scale", {{"min", 1}, {"max", 4}, {"targetBacklogPerWorker", 10}, {"sampleMs", 500}}}});
+  EXPECT_EQ(describe(*r)["workersCount"], 1);
+  advance(500ms);
+  EXPECT_EQ(link->depth_asked, 1);
+  EXPECT_EQ(describe(*r)["workersCount"], 1) << "growing needs two samples above the target in a row";
+  advance(500ms);
+  auto d = describe(*r);
+  EXPECT_EQ(d["workersCount"], 2) << d.dump();
+  EXPECT_EQ(d["scaling"]["scaleUps"], 1);
+  EXPECT_EQ(d["scaling"]["backlog"], 1000);
+  EXPECT_EQ(link->pulls.back().consumers, 2u) << "the new worker is a consumer too";
+  advance(500ms);
+  EXPECT_EQ(describe(*r)["workersCount"], 2) << "after a change, two samples above the target again";
+  advance(500ms);
+  EXPECT_EQ(describe(*r)["workersCount"], 4) << "up to double per step";
+  advance(1000ms);
+  EXPECT_EQ(describe(*r)["workersCount"], 4) << "never above max";
+}
+
+TEST_F(RouterTest, ARateLimitedWorkerPausesThePoolAndTellsTheReplicas) {
+  auto r = start_pool(2, {}, {}, {{"backoff_on", {1}}, {"backoff_ms", 60000}});
+  deliver(5, 1);
+  ASSERT_EQ(link->pauses.size(), 1u);
+  EXPECT_EQ(link->pauses[0].topic, "unit.pool");
+  EXPECT_EQ(link->pauses[0].ms, 60000ms);
+  deliver(6, 2);
+  EXPECT_TRUE(link->acks.empty()) << "the other worker starts nothing during the pause either";
+  auto g = describe(*r)["governance"];
+  EXPECT_EQ(g["rateLimited"], 1);
+  EXPECT_EQ(g["retries"], 1) << "the message waits for the same worker";
+  EXPECT_EQ(g["pauses"], 1);
+  EXPECT_GT(g["pausedForMs"].get<long long>(), 50000);
+  // A replica's pause comes through the MQS; our own announcement coming back changes nothing.
+  ASSERT_TRUE(link->on_pause);
+  link->on_pause(120000ms, "replica quota", "mqs/" + link->instance());
+  settle();
+  EXPECT_EQ(describe(*r)["governance"]["remotePauses"], 0);
+  link->on_pause(120000ms, "replica quota", "mqs/another-instance");
+  settle();
+  g = describe(*r)["governance"];
+  EXPECT_EQ(g["remotePauses"], 1);
+  EXPECT_EQ(g["lastPauseReason"], "replica quota [from mqs/another-instance]");
+  EXPECT_EQ(link->pauses.size(), 1u) << "a replica's pause is not announced again";
+}
+
+TEST_F(RouterTest, AKilledWorkerTakesNothingMoreAndRestartBringsItBack) {
+  auto r = start_pool(2, {{"credits", 2}});
+  auto victim = describe(*r)["workers"][1]["id"].get<std::string>();
+  std::string answer = "unset";
+  std::vector<std::string> ids;
+  r->kill_workers(victim, [&](std::string e, std::vector<std::string> killed) {
+    answer = std::move(e);
+    ids = std::move(killed);
+  });
+  settle();
+  EXPECT_EQ(answer, "");
+  EXPECT_EQ(ids, std::vector<std::string>{victim});
+  auto d = describe(*r);
+  EXPECT_EQ(d["workers"][1]["state"], "killed") << d.dump();
+  for (int seq = 1; seq <= 4; ++seq) deliver(10 + seq, seq);
+  d = describe(*r);
+  EXPECT_EQ(d["workers"][0]["done"], 4);
+  EXPECT_EQ(d["workers"][1]["done"], 0) << "a killed worker is given nothing";
+  r->kill_workers(victim, [&](std::string e, std::vector<std::string>) { answer = std::move(e); });
+  settle();
+  EXPECT_NE(answer.find("already killed"), std::string::npos) << answer;
+  std::string restarted = "unset";
+  r->restart_workers([&](std::string e) { restarted = std::move(e); });
+  settle();
+  EXPECT_EQ(restarted, "");
+  d = describe(*r);
+  EXPECT_EQ(d["workers"][1]["state"], "running") << d.dump();
+  EXPECT_NE(d["workers"][1]["id"], victim) << "a fresh instance";
+  EXPECT_EQ(d["stats"]["restarts"], 1);
+  EXPECT_EQ(link->pulls.back().consumers, 2u);
+}
+
+TEST_F(RouterTest, KillWaitsForWhatTheWorkerHoldsAndRestartWaitsForInFlightMessages) {
+  auto r = start_pool(1, {}, {}, {{"hang_on", {1}}});
+  deliver(5, 1);  // never done
+  std::string answer = "unset";
+  r->kill_workers("", [&](std::string e, std::vector<std::string>) { answer = std::move(e); });
+  settle();
+  EXPECT_EQ(answer, "");
+  EXPECT_EQ(describe(*r)["workers"][0]["state"], "killing") << "it still holds its message";
+  std::string restarted = "unset";
+  r->restart_workers([&](std::string e) { restarted = std::move(e); });
+  settle();
+  EXPECT_EQ(restarted, "") << "the swap begins";
+  r->kill_workers("", [&](std::string e, std::vector<std::string>) { answer = std::move(e); });
+  settle();
+  EXPECT_NE(answer.find("is restarting"), std::string::npos) << answer;
+  EXPECT_EQ(describe(*r)["stats"]["restarts"], 0) << "not before the message in flight finished";
+}
+
+class HotSwapTest : public RouterTest {
+ protected:
+  void SetUp() override {
+    dir = std::filesystem::temp_directory_path() / ("dde-hotswap-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    plugin = dir / "worker.so";
+    std::filesystem::copy_file(std::string(DDE_WORKER_DIR) + "/libfaulty.so", plugin,
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir); }
+  void replace_with(const std::filesystem::path& from) {
+    auto next = dir / "next.so";
+    std::filesystem::copy_file(from, next, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::rename(next, plugin);
+  }
+  std::filesystem::path dir, plugin;
+};
+
+TEST_F(HotSwapTest, ANewVersionIsSwappedInAtThePollAndABrokenOneRefused) {
+  auto r = start_pool(2, {{"uri", plugin.string()}, {"hotDeployment", true}, {"hotDeploymentIntervalMs", 1000}});
+  auto before = describe(*r)["pluginMd5"].get<std::string>();
+  replace_with(std::string(DDE_WORKER_DIR) + "/libecho_v2.so");
+  advance(999ms);
+  EXPECT_EQ(describe(*r)["pluginMd5"], before) << "not before the poll";
+  advance(1ms);
+  auto d = describe(*r);
+  EXPECT_NE(d["pluginMd5"], before) << d.dump();
+  EXPECT_EQ(d["hotDeploy"]["swaps"], 1);
+  EXPECT_EQ(d["hotDeploy"]["state"], "running");
+  auto running = d["pluginMd5"];
+  {
+    std::ofstream broken(dir / "next.so", std::ios::trunc);
+    broken << "not a shared object";
+  }
+  std::filesystem::rename(dir / "next.so", plugin);
+  advance(1000ms);
+  d = describe(*r);
+  EXPECT_EQ(d["pluginMd5"], running) << "the running version keeps serving";
+  EXPECT_EQ(d["hotDeploy"]["state"], "refused");
+  EXPECT_EQ(d["hotDeploy"]["swaps"], 1);
+  EXPECT_FALSE(d["hotDeploy"]["error"].get<std::string>().empty());
+  deliver(9, 1, false, true);
+  EXPECT_EQ(link->acks, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 9}}))
+      << "and it still handles messages";
 }
 
 }  // namespace

@@ -84,8 +84,8 @@ void control_link::arm_orphan_timer() {
 
 void control_link::link_down(const std::string& why) {
   if (stopped_) return;
-  log()->warn("activator {} unavailable: {}; retrying in {} ms", options_.url, why, retry_.delay().count());
-  retry_.schedule([self = shared_from_this()] { self->do_connect(); });
+  auto delay = retry_.schedule([self = shared_from_this()] { self->do_connect(); });
+  log()->warn("activator {} unavailable: {}; retrying in {} ms", options_.url, why, delay.count());
 }
 
 void control_link::on_open(const std::shared_ptr<net::ws_connection>& conn) {

@@ -1,12 +1,22 @@
 #pragma once
-// A router: owns one pool of identical workers, picks which worker gets each delivery, asks the
-// MQS for as many messages as its workers have room for, and acks each message once done.
+// A router: owns one pool of identical workers, hands each delivery to the workers its routing policy
+// picks, asks the MQS for as many messages as its workers have room for, and acks each message once
+// done. The jobs around that are classes of their own, each unit-tested without the router:
+//   routing_policy   which workers get a message (built-in, consistent hash, custom plugin)
+//   pool_ledger      credits, room and in-flight counts per worker; sub_pool_ledger per key
+//   reply_race       first-reply-wins races (router_first_reply.cpp arms the tail-chopping timers)
+//   supervisor       what a worker's failure does (router_supervision.cpp applies it)
+//   starvation_guard PING/PONG of quiet workers (router_supervision.cpp sends them)
+//   plugin_source    hot deployment: new versions, downloads, refusals (router_hot_swap.cpp swaps cells)
+//   pause_governor   rate-limit pauses of the pool and its replicas (router_governance.cpp)
+//   scale_policy     autoscaling by queue depth (router_scaling.cpp)
+// KILL/RESTART/setRate are in router_control.cpp, describe in router_describe.cpp. Everything runs on
+// the router's strand; timers come from a clock a test can drive (host/clock.hpp).
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,40 +25,47 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <nlohmann/json.hpp>
 
 #include "dde/envelope.hpp"
-#include "host/mqs_link.hpp"
-#include "host/runtime.hpp"
-#include "host/plugin_fetcher.hpp"
-#include "host/reply_race.hpp"
 #include "dde/protocol/pool_spec.hpp"
+#include "host/clock.hpp"
+#include "host/mqs_link.hpp"
+#include "host/pause_governor.hpp"
+#include "host/plugin_source.hpp"
+#include "host/reply_race.hpp"
 #include "host/routing.hpp"
+#include "host/routing_policy.hpp"
+#include "host/runtime.hpp"
 #include "host/scale_policy.hpp"
+#include "host/starvation_guard.hpp"
+#include "host/supervisor.hpp"
 
 namespace dde::host {
-
 
 struct router_stats {
   std::uint64_t delivered = 0, done = 0, failed = 0, replies = 0, replies_dropped = 0, restarts = 0;
   // Deliveries the broker had delivered before; at-least-once messages acked after the work.
   std::uint64_t redelivered = 0, acked = 0;
-  // Rate-limit governance: messages a worker backed off, retries, dead letters, pool pauses (own, remote).
-  std::uint64_t rate_limited = 0, retries = 0, dead_lettered = 0, pauses = 0, remote_pauses = 0;
+  // Rate-limit governance: messages a worker backed off, retries, dead letters.
+  std::uint64_t rate_limited = 0, retries = 0, dead_lettered = 0;
 };
 
-class router : public cell_owner, public topic_sink, public std::enable_shared_from_this<router> {
+class router : public cell_owner,
+               public topic_sink,
+               private swap_target,
+               public std::enable_shared_from_this<router> {
  public:
-  router(boost::asio::io_context& io, std::shared_ptr<mqs_link> link, pool_spec spec);
+  router(boost::asio::io_context& io, std::shared_ptr<mqs_link> link, pool_spec spec,
+         std::shared_ptr<host::clock> clock = real_clock());
+  ~router();
 
   /// Where plugin events go (the activator: pluginSwapping, pluginGood), and where copies of each
   /// version that worked are kept so a restarted isolate system can fall back to one. Before start().
   void set_events(std::function<void(nlohmann::json)> events, std::string plugin_cache);
   /// How plugins at http(s) URIs are downloaded (cache directory, CA file). Before prepare().
   void set_fetch_options(fetch_options options);
-  ~router();
 
   /// Gets the plugin ready to load: downloads it, off the Asio threads, when its uri is http(s).
   /// `ready` runs once, on the router's strand, with success or why the pool cannot start.
@@ -107,39 +124,30 @@ class router : public cell_owner, public topic_sink, public std::enable_shared_f
     std::vector<std::size_t> asked;               ///< workers given a copy so far
     std::size_t succeeded = 0;                    ///< copies done without failing
     bool acked = false;                           ///< acked once answered; later copies change nothing
-    std::shared_ptr<boost::asio::steady_timer> chop_timer;
+    std::shared_ptr<timer> chop_timer;
   };
   struct waiting {
     std::uint64_t generation;
     std::uint64_t tag;
     message msg;
   };
+  enum class kill_phase { none, draining, stopping, killed };
+  /// One worker slot (its index is the worker's index in the ledger).
+  struct slot {
+    std::shared_ptr<cell> worker;  ///< its instance (a local worker cell or a proxy)
+    std::string error;  ///< why it is down, for describe
+    kill_phase kill = kill_phase::none;
+    std::uint64_t done = 0;  ///< messages it finished, for describe
+    bool parked = false;     ///< taken out by the autoscaler
+  };
+
+  // Dispatch and credits (router.cpp).
   /// Hands `msg` to the workers the routing picks, or holds it (in its sub-pool's queue, or in the
   /// router's queue: at its back, or at its `front` when it came from there). False when it went back
   /// to the router's queue.
   bool dispatch(std::uint64_t generation, std::uint64_t tag, message msg, bool front = false);
-  std::vector<std::size_t> pick(const message& msg);
-  // First reply wins (router_first_reply.cpp).
-  /// A message went to `d.pending`: its replies are claimed from now on; tail-chopping arms its timer.
-  void start_race(std::uint64_t delivery_id, delivery& d, const message& msg);
-  /// A copy of a raced message finished: acks it once answered, asks the next worker after a failure.
-  void settle_copy(std::uint64_t delivery_id, delivery& d, bool failed);
-  /// The message's last copy finished: whether it failed (no copy succeeded), and the race is over.
-  bool end_race(delivery& d);
-  /// Tail-chopping: no answer in time (or a copy failed): a copy to a worker not asked yet.
-  void chop(std::uint64_t delivery_id);
-  void arm_chop(std::uint64_t delivery_id, delivery& d);
-  // Autoscaling by queue depth (router_scaling.cpp).
-  void watch_scale();
-  void on_depth(std::uint64_t backlog, const std::string& error);
-  /// Grows (revives parked slots, then adds new local ones) or shrinks (parks idle slots) to `to`.
-  void scale_to(std::size_t to, const std::string& reason);
-  /// Slots that take part in the pool: neither parked by the autoscaler nor killed.
-  std::size_t active_workers() const;
-  bool parked(std::size_t index) const { return index < parked_.size() && parked_[index]; }
-  /// Adds a fresh local worker in slot `index` (a new one when index == cells_.size()); false if it cannot.
-  bool add_local_worker(std::size_t index);
-  nlohmann::json describe_scaling() const;
+  /// Hands a message (or a raced copy) to the worker in slot `index`.
+  void hand_to(std::size_t index, message msg, std::uint64_t delivery_id);
   /// `failed`: it goes back to the broker (nack) instead of being acked. `proven`: it counts as proof
   /// that the running plugin version works.
   void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven = true);
@@ -147,128 +155,108 @@ class router : public cell_owner, public topic_sink, public std::enable_shared_f
   void flush_waiting();
   /// Gives every message held in the router back to the broker (the pool stops).
   void give_back_held();
-  /// Governance: no message of the pool starts for `delay`; `broadcast` tells the other replicas.
-  void pause_pool(std::chrono::milliseconds delay, const std::string& reason, bool broadcast);
-  void dead_letter(const message& m, int attempts, const std::string& reason);
   void request_credit();
   /// A local worker cell (sharing the pool's throttle) or a proxy, for slot `index`.
   std::shared_ptr<cell> make_cell(std::size_t index, const std::shared_ptr<worker_plugin>& plugin);
+  /// Puts a fresh instance in slot `index` (made, not started); false (and the slot down) if it cannot.
+  bool renew_slot(std::size_t index);
   void check_drained();
-  /// Counts a restart against the pool's limit; false when the limit is reached.
-  bool allow_restart(std::chrono::milliseconds& backoff);
+  bool busy() const { return stopping_ || swap_.swapping || restarting_pool_; }
+  // First reply wins (router_first_reply.cpp).
+  void start_race(std::uint64_t delivery_id, delivery& d, const message& msg);
+  void settle_copy(std::uint64_t delivery_id, delivery& d, bool failed);
+  bool end_race(delivery& d);
+  void chop(std::uint64_t delivery_id);
+  void arm_chop(std::uint64_t delivery_id, delivery& d);
+  // Supervision and the starvation guard (router_supervision.cpp).
   void stop_pool(const std::string& why);
   void restart_pool(const std::string& why);
-  // Hot deployment (thesis 3.2.1 FileMonitor, 3.3.1).
-  void watch_plugin();
-  void check_plugin();
-  /// Downloads the plugin (conditionally, with the validators of the running version) on the fetcher's
-  /// thread; `fn` runs on the strand.
-  void fetch_remote(std::function<void(router&, fetch_result)> fn);
-  void on_plugin_fetched(fetch_result fetched);
-  /// Logs a change of the http(s) plugin's reachability ("" = reachable), once per change.
-  void note_fetch_error(const std::string& error);
-  /// The local file the running version came from: the plugin path, or its download.
-  std::filesystem::path running_file() const;
-  /// A plugin error, saying where a downloaded plugin came from.
-  std::string with_source(const std::string& error) const;
-  /// Builds instances of `plugin` and starts swapping to them; an error (nothing changed) or success.
-  /// Killed workers stay down through a new version or a restart unless `revive_killed` (RESTART).
-  result<bool> begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart, bool revive_killed = false);
-  void refuse_version(const std::string& md5, const std::string& why, plugin_failure reason);
-  void finish_swap();
-  /// The first message done by the running version: keep a copy of it, tell the activator.
-  void version_proven();
-  // KILL: a slot drains (closed in the ledger), then its instance is stopped; RESTART revives it.
-  void begin_kill(std::size_t index);
-  /// Stops a draining slot's instance once it holds nothing (or is down already).
-  void settle_kill(std::size_t index);
-  /// "running", "down", "killing" or "killed", for describe.
-  std::string worker_state(std::size_t index) const;
-  bool kill_requested(std::size_t index) const {
-    return index < kills_.size() && kills_[index] != kill_phase::none;
-  }
-  // The starvation guard (thesis 3.2.1): PING a worker that holds messages and went quiet.
   void watch_workers();
   void on_pong(std::size_t index, std::uint64_t ping, bool busy, std::chrono::milliseconds busy_for);
   void replace_stuck(std::size_t index);
+  // Hot deployment and RESTART (router_hot_swap.cpp).
+  void watch_plugin();
+  bool swap_busy() const override { return swap_.swapping || restarting_pool_; }
+  std::shared_ptr<worker_plugin> running() const override { return plugin_; }
+  result<bool> swap_to(std::shared_ptr<worker_plugin> plugin) override { return begin_swap(std::move(plugin), false); }
+  /// Builds instances of `plugin` and starts swapping to them; an error (nothing changed) or success.
+  /// Killed workers stay down through a new version or a restart unless `revive_killed` (RESTART).
+  result<bool> begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart, bool revive_killed = false);
+  void finish_swap();
+  void swap_in();
+  // KILL (router_control.cpp): a slot drains (closed in the ledger), then its instance is stopped.
+  void begin_kill(std::size_t index);
+  void settle_kill(std::size_t index);
+  bool kill_requested(std::size_t index) const { return index < slots_.size() && slots_[index].kill != kill_phase::none; }
+  bool parked(std::size_t index) const { return index < slots_.size() && slots_[index].parked; }
+  /// "running", "down", "killing", "killed" or "parked", for describe.
+  std::string worker_state(std::size_t index) const;
+  // Governance (router_governance.cpp).
+  /// No message of the pool starts for `delay`; `broadcast` tells the other replicas.
+  void pause_pool(std::chrono::milliseconds delay, const std::string& reason, bool broadcast);
+  void dead_letter(const message& m, int attempts, const std::string& reason);
+  // Autoscaling by queue depth (router_scaling.cpp).
+  void watch_scale();
+  void on_depth(std::uint64_t backlog, const std::string& error);
+  void scale_to(std::size_t to, const std::string& reason);
+  std::size_t active_workers() const;
+  bool add_local_worker(std::size_t index);
+  nlohmann::json describe_scaling() const;
 
   boost::asio::io_context& io_;
-  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  strand_type strand_;
+  std::shared_ptr<host::clock> clock_;
   std::shared_ptr<mqs_link> top_;  ///< the isolate system's MQS link
   pool_spec spec_;
   std::string topic_;
   std::shared_ptr<const pool_spec> shared_spec_;
-  std::shared_ptr<worker_plugin> plugin_;
-  std::shared_ptr<router_plugin> router_plugin_;
-  router_plugin::policy_ptr policy_;
+  std::shared_ptr<worker_plugin> plugin_;  ///< the version local workers run (null: remote workers only)
+  std::unique_ptr<routing_policy> routing_;
   pool_ledger ledger_;
-  std::vector<std::shared_ptr<cell>> cells_;
-  std::vector<std::string> cell_errors_;
-  enum class kill_phase { none, draining, stopping, killed };
-  std::vector<kill_phase> kills_;               ///< per slot
-  std::vector<std::uint64_t> done_per_worker_;  ///< messages each slot finished, for describe
-  std::vector<std::chrono::steady_clock::time_point> last_activity_;
-  std::vector<std::uint64_t> ping_out_;  ///< per slot: the PING awaiting its PONG (0: none)
-  std::uint64_t next_ping_ = 1;
-  std::unique_ptr<boost::asio::steady_timer> guard_timer_;
+  std::vector<slot> slots_;
   std::unordered_map<std::uint64_t, delivery> deliveries_;
+  std::uint64_t next_delivery_ = 1;
   std::deque<waiting> waiting_;
   sub_pool_ledger subs_;
   std::map<std::string, std::deque<waiting>> sub_waiting_;  ///< per key: waiting for room in its sub-pool
   std::size_t sub_held_ = 0;
-  std::string pause_reason_;
-  std::chrono::steady_clock::time_point announced_until_{};
-  std::uint64_t next_delivery_ = 1;
   router_stats stats_;
   /// Messages the pool's workers sent: counted on the workers' strands, hence atomic.
   std::atomic<std::uint64_t> sent_{0};
   reply_race race_;
+  supervisor supervisor_;
+  starvation_guard guard_;
+  std::unique_ptr<timer> guard_timer_;
+  std::shared_ptr<rate_gate> gate_;  ///< the pool's rate, in-flight limit and governance pause
+  pause_governor governor_;
+  plugin_source source_;
+  std::unique_ptr<timer> plugin_timer_;
+  struct swap_state {
+    bool swapping = false;
+    bool killing = false;     ///< the old instances are being stopped
+    bool is_restart = false;  ///< a RESTART with the same plugin, not a new version
+    clock::time_point started;
+    std::shared_ptr<worker_plugin> next_plugin;
+    std::vector<std::shared_ptr<cell>> next_cells;
+  } swap_;
   std::vector<std::string> deployed_paths_;  ///< workersPaths as deployed (the autoscaler adds slots)
-  std::vector<bool> parked_;                 ///< per slot: taken out by the autoscaler
   scale_policy scaler_;
   struct scaling_state {
-    std::unique_ptr<boost::asio::steady_timer> timer;
+    std::unique_ptr<host::timer> sampler;
     bool asking = false;
-    std::chrono::steady_clock::time_point asked_at{};
+    clock::time_point asked_at{};
     std::uint64_t backlog = 0;
     std::string error;  ///< why the last depth sample failed ("" = it did not)
     std::uint64_t ups = 0, downs = 0;
     std::size_t peak = 0;
     std::deque<nlohmann::json> changes;  ///< the latest changes, newest last
   } scaling_;
-  std::deque<std::chrono::steady_clock::time_point> restarts_;
   std::string state_ = "running";
   std::string last_error_;
   bool restarting_pool_ = false;
-  struct hot_state {
-    std::unique_ptr<boost::asio::steady_timer> timer;
-    std::string refused_md5;  ///< a version already refused is not tried again
-    std::string state = "running";
-    std::string error;
-    std::uint64_t swaps = 0;
-    long long last_pause_ms = 0;
-    bool swapping = false;
-    bool swap_killing = false;  ///< the old instances are being stopped
-    bool is_restart = false;    ///< a RESTART with the same plugin, not a new version
-    std::chrono::steady_clock::time_point swap_started;
-    std::shared_ptr<worker_plugin> next_plugin;
-    std::vector<std::shared_ptr<cell>> next_cells;
-    bool proving = true;  ///< the running version has not finished a message yet
-    // An http(s) uri: the running version's download and what the server said about it.
-    std::filesystem::path fetched_file;
-    std::filesystem::path next_file;  ///< the download being swapped in
-    fetch_validators validators;
-    bool fetching = false;
-    std::string fetch_error;  ///< why the last poll failed ("" = it did not)
-  } hot_;
-  fetch_options fetch_options_;
-  std::unique_ptr<plugin_fetcher> fetcher_;  ///< an http(s) uri's downloads, off the Asio threads
-  std::shared_ptr<rate_gate> gate_;  ///< the pool's rate, in-flight limit and governance pause
-  std::function<void(nlohmann::json)> events_;
-  std::string plugin_cache_;
   bool stopping_ = false;
   std::function<void()> drained_;
-  std::unique_ptr<boost::asio::steady_timer> drain_timer_;
+  std::unique_ptr<timer> drain_timer_;
 };
 
 }  // namespace dde::host

@@ -27,12 +27,9 @@ void router::start_race(std::uint64_t delivery_id, delivery& d, const message& m
 }
 
 void router::arm_chop(std::uint64_t delivery_id, delivery& d) {
-  if (d.asked.size() >= cells_.size()) return;  // every worker has a copy already
-  if (!d.chop_timer) d.chop_timer = std::make_shared<boost::asio::steady_timer>(strand_);
-  d.chop_timer->expires_after(spec_.tail_chop_delay);
-  d.chop_timer->async_wait([self = shared_from_this(), delivery_id](boost::system::error_code ec) {
-    if (!ec) self->chop(delivery_id);
-  });
+  if (d.asked.size() >= slots_.size()) return;  // every worker has a copy already
+  if (!d.chop_timer) d.chop_timer = clock_->make_timer(strand_);
+  d.chop_timer->after(spec_.tail_chop_delay, [self = shared_from_this(), delivery_id] { self->chop(delivery_id); });
 }
 
 void router::chop(std::uint64_t delivery_id) {
@@ -44,10 +41,8 @@ void router::chop(std::uint64_t delivery_id) {
   if (next == pool_ledger::npos) return arm_chop(delivery_id, d);  // none with room: try again later
   d.asked.push_back(next);
   d.pending.push_back(next);
-  ledger_.assign(next);
-  if (ledger_.in_flight(next) == 1) last_activity_[next] = std::chrono::steady_clock::now();
   race_.count_copies(1, true);
-  cells_[next]->post_message(*d.copy, delivery_id);
+  hand_to(next, *d.copy, delivery_id);
   arm_chop(delivery_id, d);
 }
 

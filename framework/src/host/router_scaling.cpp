@@ -20,22 +20,21 @@ constexpr auto depth_answer_timeout = std::chrono::seconds(10);
 
 std::size_t router::active_workers() const {
   std::size_t n = 0;
-  for (std::size_t i = 0; i < cells_.size(); ++i)
+  for (std::size_t i = 0; i < slots_.size(); ++i)
     if (!kill_requested(i)) ++n;
   return n;
 }
 
 void router::watch_scale() {
   if (stopping_) return;
-  if (!scaling_.timer) {
-    scaling_.timer = std::make_unique<boost::asio::steady_timer>(strand_);
-    scaler_.changed(std::chrono::steady_clock::now());
+  if (!scaling_.sampler) {
+    scaling_.sampler = clock_->make_timer(strand_);
+    scaler_.changed(clock_->now());
     scaling_.peak = active_workers();
   }
-  scaling_.timer->expires_after(spec_.scale.sample);
-  scaling_.timer->async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (ec || self->stopping_) return;
-    auto now = std::chrono::steady_clock::now();
+  scaling_.sampler->after(spec_.scale.sample, [self = shared_from_this()] {
+    if (self->stopping_) return;
+    auto now = self->clock_->now();
     if (!self->scaling_.asking || now - self->scaling_.asked_at > depth_answer_timeout) {
       self->scaling_.asking = true;
       self->scaling_.asked_at = now;
@@ -63,17 +62,17 @@ void router::on_depth(std::uint64_t backlog, const std::string& error) {
   if (!error.empty()) return;
   scaling_.backlog = backlog;
   // Not while the pool swaps plugins or restarts: its slots are changing already.
-  if (hot_.swapping || restarting_pool_) return;
+  if (swap_busy()) return;
   std::size_t active = active_workers(), idle = 0;
-  for (std::size_t i = 0; i < cells_.size(); ++i)
+  for (std::size_t i = 0; i < slots_.size(); ++i)
     if (!kill_requested(i) && ledger_.alive(i) && ledger_.in_flight(i) == 0) ++idle;
-  auto change = scaler_.sample(std::chrono::steady_clock::now(), backlog, active, idle);
+  auto change = scaler_.sample(clock_->now(), backlog, active, idle);
   if (change && change->to != active) scale_to(change->to, change->reason);
 }
 
 bool router::add_local_worker(std::size_t index) {
   if (!plugin_) return false;
-  bool fresh_slot = index == cells_.size();
+  bool fresh_slot = index == slots_.size();
   if (fresh_slot) spec_.workers_paths.push_back("localhost");
   auto c = make_cell(index, plugin_);
   auto made = c->create();
@@ -84,26 +83,16 @@ bool router::add_local_worker(std::size_t index) {
     count_plugin_load_failure(topic_, made.code<plugin_failure>());
     return false;
   }
-  auto now = std::chrono::steady_clock::now();
   if (fresh_slot) {
     ledger_.add_worker(c->id(), "localhost");
-    cells_.push_back(c);
-    cell_errors_.emplace_back();
-    kills_.push_back(kill_phase::none);
-    done_per_worker_.push_back(0);
-    last_activity_.push_back(now);
-    ping_out_.push_back(0);
-    parked_.push_back(false);
+    slots_.push_back(slot{c, {}, kill_phase::none, 0, false});
   } else {
-    cells_[index] = c;
-    cell_errors_[index].clear();
-    kills_[index] = kill_phase::none;
-    last_activity_[index] = now;
-    ping_out_[index] = 0;
-    parked_[index] = false;
+    slots_[index] = slot{c, {}, kill_phase::none, slots_[index].done, false};
     ledger_.set_alive(index, true, c->id());
     ledger_.set_open(index, true);
   }
+  guard_.forget(index);
+  guard_.active(index, clock_->now());
   c->start();
   return true;
 }
@@ -113,22 +102,22 @@ void router::scale_to(std::size_t to, const std::string& reason) {
   if (to > from) {
     // Parked slots whose instance is gone come back first; then new slots.
     std::size_t want = to - from;
-    for (std::size_t i = 0; i < cells_.size() && want > 0; ++i)
-      if (parked(i) && kills_[i] == kill_phase::killed && add_local_worker(i)) --want;
-    while (want > 0 && add_local_worker(cells_.size())) --want;
+    for (std::size_t i = 0; i < slots_.size() && want > 0; ++i)
+      if (parked(i) && slots_[i].kill == kill_phase::killed && add_local_worker(i)) --want;
+    while (want > 0 && add_local_worker(slots_.size())) --want;
   } else {
     // The idle ones go, newest slots first.
     std::size_t drop = from - to;
-    for (std::size_t i = cells_.size(); i-- > 0 && drop > 0;) {
+    for (std::size_t i = slots_.size(); i-- > 0 && drop > 0;) {
       if (kill_requested(i) || !ledger_.alive(i) || ledger_.in_flight(i) > 0) continue;
-      parked_[i] = true;
+      slots_[i].parked = true;
       begin_kill(i);
       --drop;
     }
   }
   std::size_t now_active = active_workers();
   if (now_active == from) return;
-  scaler_.changed(std::chrono::steady_clock::now());
+  scaler_.changed(clock_->now());
   ++(now_active > from ? scaling_.ups : scaling_.downs);
   scaling_.peak = std::max(scaling_.peak, now_active);
   auto at = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());

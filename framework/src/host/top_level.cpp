@@ -1,6 +1,9 @@
+// The isolate system's link to its MQS: connects (trying each MQS URL in turn, with backoff),
+// says hello, sends again what the MQS had not confirmed after a reconnect, batches what goes out
+// (flush), dispatches the records that come in, and stops once everything is confirmed. What the
+// pools ask of the link is in top_level_pools.cpp.
 #include "host/top_level.hpp"
 
-#include <limits>
 #include <type_traits>
 
 #include <boost/asio/post.hpp>
@@ -14,11 +17,7 @@
 namespace dde::host {
 namespace {
 
-constexpr std::size_t max_at_most_once_backlog = 100000;
-constexpr std::size_t max_queued_bytes = 8 * 1024 * 1024;
 constexpr std::chrono::milliseconds max_backoff{5000};
-// What the MQS accepts in a `pause` (mqs/PROTOCOL.md).
-constexpr std::chrono::milliseconds max_pause{mqs::max_pause_ms};
 
 std::shared_ptr<spdlog::logger> log() { return logger("host.top"); }
 
@@ -65,9 +64,9 @@ void top_level::schedule_reconnect(const std::string& why) {
   auto failed = current_url();
   current_ = (current_ + 1) % urls_.size();  // an alternative MQS, if any, takes over
   stats_.link_error = "MQS " + failed + " unreachable: " + why;
-  log()->warn("MQS {} unavailable: {}; trying {} in {} ms", failed, why, current_url(), retry_.delay().count());
   // Each alternative is tried once before the delay grows.
-  retry_.schedule([self = shared_from_this()] { self->do_connect(); }, current_ == 0);
+  auto delay = retry_.schedule([self = shared_from_this()] { self->do_connect(); }, current_ == 0);
+  log()->warn("MQS {} unavailable: {}; trying {} in {} ms", failed, why, current_url(), delay.count());
 }
 
 void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
@@ -163,165 +162,6 @@ void top_level::handle_record(const mqs::error_record& r) {
   log()->warn("MQS error: {} (header {})", r.error, r.header.is_null() ? std::string("-") : r.header.dump());
 }
 
-void top_level::handle_deliver(mqs::deliver_record& r, std::string body) {
-  ++stats_.delivered;
-  if (r.topic == reply_topic(options_.instance)) {
-    // Replies are acked by the MQS on hand-over; keep the reply queue's credit topped up.
-    auto& p = pulls_[r.topic];
-    p.mode = delivery_mode::reply;
-    p.credit += 1;
-    schedule_flush();
-    envelope e = join_envelope(r.props, r.topic, std::move(body));
-    auto to = parse_address(e.to);
-    auto it = to ? routers_.find(to->topic()) : routers_.end();
-    auto sink = it == routers_.end() ? nullptr : it->second.lock();
-    if (!sink) {
-      ++stats_.replies_dropped;
-      log()->debug("reply to {} dropped: no such pool here", e.to);
-      return;
-    }
-    sink->deliver_reply(std::move(e));
-    return;
-  }
-  auto it = routers_.find(r.topic);
-  auto sink = it == routers_.end() ? nullptr : it->second.lock();
-  if (!sink) {
-    // The pool is gone: give the message back for another instance.
-    mqs::append(out_, mqs::nack_request{{r.tag}, true});
-    schedule_flush();
-    return;
-  }
-  sink->deliver(generation_, r.tag, r.redelivered, std::move(r.props), std::move(body));
-}
-
-void top_level::handle_record(const mqs::pause_record& r) {
-  auto it = pause_handlers_.find(r.topic);
-  if (it == pause_handlers_.end()) return;  // no pool of that topic here (any more)
-  auto length = std::min<std::uint64_t>(r.ms, max_pause.count());
-  it->second(std::chrono::milliseconds(length), r.reason, r.origin);
-}
-
-void top_level::append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery_mode mode) {
-  mqs::append_enqueue(out_, m.topic, mode, mode == delivery_mode::at_least_once ? std::optional(seq) : std::nullopt,
-                      m.props, m.body);
-}
-
-void top_level::enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) {
-  boost::asio::post(strand_, [self = shared_from_this(),
-                              m = unconfirmed{std::move(topic), std::move(props), std::move(body)}, mode]() mutable {
-    ++self->stats_.enqueued;
-    if (mode == delivery_mode::at_least_once) {
-      std::uint64_t seq = self->next_seq_++;
-      if (self->conn_) self->append_enqueue(seq, m, mode);
-      self->unconfirmed_.emplace(seq, std::move(m));
-    } else if (self->conn_) {
-      self->append_enqueue(0, m, mode);
-    } else {
-      if (self->at_most_once_backlog_.size() >= max_at_most_once_backlog) {
-        self->at_most_once_backlog_.pop_front();
-        ++self->stats_.dropped_at_most_once;
-      }
-      self->at_most_once_backlog_.push_back(std::move(m));
-    }
-    self->schedule_flush();
-  });
-}
-
-void top_level::pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic, mode, credit, consumers] {
-    if (!self->conn_) return;  // on_open asks every router again
-    auto& p = self->pulls_[topic];
-    p.mode = mode;
-    p.credit += credit;
-    if (consumers) p.consumers = consumers;
-    self->schedule_flush();
-  });
-}
-
-void top_level::ack(std::uint64_t generation, std::uint64_t tag) {
-  boost::asio::post(strand_, [self = shared_from_this(), generation, tag] {
-    // A tag of an earlier connection is void: the MQS already gave that message back.
-    if (generation != self->generation_ || !self->conn_) return;
-    self->acks_.push_back(tag);
-    self->schedule_flush();
-  });
-}
-
-void top_level::nack(std::uint64_t generation, std::uint64_t tag, bool requeue) {
-  boost::asio::post(strand_, [self = shared_from_this(), generation, tag, requeue] {
-    if (generation != self->generation_ || !self->conn_) return;
-    mqs::append(self->out_, mqs::nack_request{{tag}, requeue});
-    self->schedule_flush();
-  });
-}
-
-void top_level::cancel(const std::string& topic) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic] {
-    self->pulls_.erase(topic);
-    if (!self->conn_) return;
-    mqs::append(self->out_, mqs::cancel_request{topic});
-    self->schedule_flush();
-  });
-}
-
-void top_level::pause(const std::string& topic, std::chrono::milliseconds ms, const std::string& reason) {
-  if (ms.count() <= 0) return;
-  boost::asio::post(strand_, [self = shared_from_this(), topic, ms = std::min(ms, max_pause), reason] {
-    if (!self->conn_) {
-      log()->debug("pause of {} for {} ms dropped: no MQS link", topic, ms.count());
-      return;
-    }
-    // The encoder cuts the reason at a character boundary and replaces invalid UTF-8.
-    mqs::append(self->out_, mqs::pause_request{topic, std::uint32_t(ms.count()), reason});
-    self->schedule_flush();
-  });
-}
-
-void top_level::queue_depth(const std::string& topic, depth_handler fn) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic, fn = std::move(fn)]() mutable {
-    if (!self->conn_ || !self->welcomed_) return fn(0, 0, "no MQS link");
-    self->depth_waiting_[topic].push_back(std::move(fn));
-    mqs::append(self->out_, mqs::depth_request{topic});
-    self->schedule_flush();
-  });
-}
-
-void top_level::handle_record(const mqs::depth_record& r) {
-  auto it = depth_waiting_.find(r.topic);
-  if (it == depth_waiting_.end() || it->second.empty()) return;
-  auto fn = std::move(it->second.front());
-  it->second.pop_front();
-  if (it->second.empty()) depth_waiting_.erase(it);
-  fn(r.messages, r.consumers, r.error);
-}
-
-void top_level::fail_depths(const std::string& error) {
-  auto waiting = std::move(depth_waiting_);
-  depth_waiting_.clear();
-  for (auto& [topic, fns] : waiting)
-    for (auto& fn : fns) fn(0, 0, error);
-}
-
-void top_level::set_pause_handler(const std::string& topic, pause_handler fn) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic, fn = std::move(fn)]() mutable {
-    if (fn)
-      self->pause_handlers_[topic] = std::move(fn);
-    else
-      self->pause_handlers_.erase(topic);
-  });
-}
-
-void top_level::attach(const std::string& topic, std::weak_ptr<topic_sink> sink) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic, sink = std::move(sink)] { self->routers_[topic] = sink; });
-}
-
-void top_level::detach(const std::string& topic) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic] {
-    self->routers_.erase(topic);
-    self->pause_handlers_.erase(topic);
-  });
-}
-
 void top_level::schedule_flush() {
   if (flush_scheduled_) return;
   flush_scheduled_ = true;
@@ -347,42 +187,6 @@ void top_level::flush() {
   pulls_.clear();
   if (!out_.empty()) conn_->send(std::move(out_), true);
   out_.clear();
-}
-
-bool top_level::writable() const {
-  if (unconfirmed_.size() >= options_.window) return false;
-  if (at_most_once_backlog_.size() >= options_.window) return false;
-  if (conn_ && conn_->queued_bytes() >= max_queued_bytes) return false;
-  return true;
-}
-
-void top_level::when_writable(std::function<void()> fn) {
-  boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)]() mutable {
-    self->waiting_writers_.push_back(std::move(fn));
-    self->check_writable();
-  });
-}
-
-void top_level::check_writable() {
-  if (waiting_writers_.empty()) return;
-  // Writers wake at half the window, so they refill in batches rather than one by one.
-  bool room = unconfirmed_.size() <= options_.window / 2 && at_most_once_backlog_.size() <= options_.window / 2 &&
-              (!conn_ || conn_->queued_bytes() < max_queued_bytes / 2);
-  if (room) {
-    auto writers = std::move(waiting_writers_);
-    waiting_writers_.clear();
-    for (auto& w : writers) w();
-    return;
-  }
-  // Confirms wake writers held by the window; the socket's send queue has no event, so poll it.
-  if (conn_ && conn_->queued_bytes() >= max_queued_bytes / 2 && !writable_timer_armed_) {
-    writable_timer_armed_ = true;
-    writable_timer_.expires_after(std::chrono::milliseconds(2));
-    writable_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      self->writable_timer_armed_ = false;
-      if (!ec) self->check_writable();
-    });
-  }
 }
 
 void top_level::read_stats(std::function<void(const top_level_stats&)> fn) {

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// Reconnecting with backoff, as every client link does (host -> MQS, host -> activator,
-/// proxy -> isolate deployer, bootstrapper -> registry): a timer on the owner's strand and a delay
-/// that doubles after each failure, from `initial` up to `max`, back to `initial` on success.
+/// proxy -> isolate deployer, bootstrapper -> registry): a timer on the owner's strand waiting what
+/// net::backoff says (doubling from `initial` up to `max`, jittered, back to `initial` on success).
 
 #include <algorithm>
 #include <chrono>
@@ -10,32 +10,36 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "dde/net/backoff.hpp"
+
 namespace dde::net {
 
 class retry_timer {
  public:
   template <class Executor>
   retry_timer(const Executor& ex, std::chrono::milliseconds initial, std::chrono::milliseconds max)
-      : timer_(ex), initial_(initial), max_(max), delay_(initial) {}
+      : timer_(ex), backoff_(initial, max) {}
 
-  /// The delay the next `schedule` waits.
-  std::chrono::milliseconds delay() const { return delay_; }
-  /// Runs `fn` (on the timer's executor) after `delay()`, unless cancelled; then the delay doubles
-  /// when `grow` (a caller trying alternatives in turn grows it once per round).
-  void schedule(std::function<void()> fn, bool grow = true) {
-    timer_.expires_after(delay_);
-    if (grow) delay_ = std::min(delay_ * 2, max_);
+  /// Runs `fn` (on the timer's executor) after the backoff's next delay, unless cancelled; returns that
+  /// delay. With `grow` false (a caller trying alternatives in turn grows it once per round) the delay
+  /// stays for the next call.
+  std::chrono::milliseconds schedule(std::function<void()> fn, bool grow = true) {
+    auto delay = grow ? backoff_.next() : backoff_.peek();
+    timer_.expires_after(delay);
     timer_.async_wait([fn = std::move(fn)](boost::system::error_code ec) {
       if (!ec) fn();
     });
+    return delay;
   }
+  /// The un-jittered delay the next `schedule` starts from, for logs.
+  std::chrono::milliseconds delay() const { return backoff_.peek(); }
   /// The link is up: the next failure waits `initial` again.
-  void reset() { delay_ = initial_; }
+  void reset() { backoff_.reset(); }
   void cancel() { timer_.cancel(); }
 
  private:
   boost::asio::steady_timer timer_;
-  std::chrono::milliseconds initial_, max_, delay_;
+  net::backoff backoff_;
 };
 
 }  // namespace dde::net

@@ -1,0 +1,74 @@
+// A pool's description (GET /registry/system/{id}, the dashboard, ddectl): the thesis 3.2.2 shape of
+// its spec, with the rate in force now, plus each worker's state and the pool's counters.
+#include <boost/asio/post.hpp>
+
+#include "host/router.hpp"
+
+namespace dde::host {
+
+void router::describe(std::function<void(nlohmann::json)> fn) {
+  boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
+    const auto& r = *self;
+    nlohmann::json j = to_json(r.spec_);  // with the rate in force now
+    j["pluginMd5"] = r.plugin_ ? r.plugin_->object().md5() : "";
+    nlohmann::json workers = nlohmann::json::array();
+    for (auto& w : r.ledger_.snapshot()) {
+      nlohmann::json entry = {{"id", w.id},
+                              {"path", w.path},
+                              {"inFlight", w.in_flight},
+                              {"done", r.slots_[w.index].done},
+                              {"state", r.worker_state(w.index)}};
+      if (!r.slots_[w.index].error.empty()) entry["error"] = r.slots_[w.index].error;
+      workers.push_back(std::move(entry));
+    }
+    j["workers"] = workers;
+    j["poolState"] = r.state_;
+    if (r.spec_.hot_deployment) j["hotDeploy"] = r.source_.describe();
+    if (!r.last_error_.empty()) j["lastError"] = r.last_error_;
+    auto paused_for = std::chrono::duration_cast<std::chrono::milliseconds>(r.gate_->paused_until() -
+                                                                            std::chrono::steady_clock::now());
+    j["governance"] = {{"pausedForMs", std::max<long long>(0, paused_for.count())},
+                       {"lastPauseReason", r.governor_.reason()},
+                       {"rateLimited", r.stats_.rate_limited},
+                       {"retries", r.stats_.retries},
+                       {"deadLettered", r.stats_.dead_lettered},
+                       {"pauses", r.governor_.pauses()},
+                       {"remotePauses", r.governor_.remote_pauses()}};
+    if (r.subs_.enabled()) {
+      nlohmann::json subs = nlohmann::json::object();
+      auto entry = [&](const std::string& key) {
+        auto held = r.sub_waiting_.find(key);
+        subs[key] = {{"inFlight", r.subs_.in_flight(key)},
+                     {"held", held == r.sub_waiting_.end() ? 0 : held->second.size()},
+                     {"capacity", r.subs_.capacity(key)}};
+      };
+      for (auto& [key, cap] : r.spec_.sub_pools.capacity) entry(key);
+      for (auto& [key, held] : r.sub_waiting_) entry(key);
+      for (auto& [id, d] : r.deliveries_)
+        if (!subs.contains(d.sub_key)) entry(d.sub_key);
+      j["subPoolState"] = subs;
+    }
+    if (first_reply_wins(r.spec_.router)) {
+      auto race = r.race_.snapshot();
+      j["firstReply"] = {{"answered", race.answered}, {"dropped", race.dropped}, {"copies", race.copies},
+                         {"chopped", race.chopped}};
+    }
+    if (r.spec_.scale.enabled()) {
+      j["workersPaths"] = r.deployed_paths_;
+      j["workersCount"] = r.active_workers();
+      j["scaling"] = r.describe_scaling();
+    }
+    j["stats"] = {{"delivered", r.stats_.delivered},
+                  {"done", r.stats_.done},
+                  {"failed", r.stats_.failed},
+                  {"restarts", r.stats_.restarts},
+                  {"replies", r.stats_.replies},
+                  {"repliesDropped", r.stats_.replies_dropped},
+                  {"redelivered", r.stats_.redelivered},
+                  {"acked", r.stats_.acked},
+                  {"sent", r.sent_.load(std::memory_order_relaxed)}};
+    fn(std::move(j));
+  });
+}
+
+}  // namespace dde::host

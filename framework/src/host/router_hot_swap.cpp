@@ -1,0 +1,89 @@
+// Hot deployment and RESTART on the worker slots: the plugin source polls for a new version and
+// offers it; the pool stops pulling, lets in-flight messages finish, stops the old instances
+// (before_kill runs), then starts the new ones. RESTART is the same swap with the running version.
+#include <boost/asio/post.hpp>
+
+#include "dde/log.hpp"
+#include "host/router.hpp"
+
+namespace dde::host {
+
+void router::watch_plugin() {
+  if (stopping_) return;
+  if (!plugin_timer_) plugin_timer_ = clock_->make_timer(strand_);
+  plugin_timer_->after(spec_.hot_interval, [self = shared_from_this()] {
+    if (self->stopping_) return;
+    self->source_.check();
+    self->watch_plugin();
+  });
+}
+
+result<bool> router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart, bool revive_killed) {
+  std::vector<std::shared_ptr<cell>> fresh(slots_.size());
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (spec_.workers_paths[i] != "localhost") continue;  // a remote worker loads its own copy when respawned
+    if (kill_requested(i) && (!revive_killed || parked(i))) continue;  // parked slots stay parked
+    auto c = make_cell(i, plugin);
+    auto made = c->create();
+    if (!made) return made;
+    fresh[i] = std::move(c);
+  }
+  // RESTART (thesis 3.4.2): stop pulling, let in-flight messages finish, then swap.
+  swap_.swapping = true;
+  swap_.is_restart = is_restart;
+  swap_.started = clock_->now();
+  swap_.next_plugin = std::move(plugin);
+  swap_.next_cells = std::move(fresh);
+  ledger_.set_paused(true);
+  if (ledger_.total_in_flight() == 0) finish_swap();
+  return true;
+}
+
+void router::finish_swap() {
+  if (swap_.killing) return;
+  swap_.killing = true;
+  auto remaining = std::make_shared<std::size_t>(0);
+  for (auto& next : swap_.next_cells)
+    if (next) ++*remaining;
+  if (*remaining == 0) return swap_in();
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (!swap_.next_cells[i]) continue;
+    // before_kill runs on the old instance; the new one starts only after every old one is gone.
+    slots_[i].worker->kill([self = shared_from_this(), remaining] {
+      boost::asio::post(self->strand_, [self, remaining] {
+        if (--*remaining == 0) self->swap_in();
+      });
+    });
+  }
+}
+
+void router::swap_in() {
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    if (!swap_.next_cells[i]) continue;
+    auto& s = slots_[i];
+    s.worker = std::move(swap_.next_cells[i]);
+    ledger_.set_alive(i, true, s.worker->id());
+    ledger_.set_open(i, true);
+    s.kill = kill_phase::none;  // a RESTART revives killed workers
+    guard_.forget(i);
+    s.worker->start();
+  }
+  plugin_ = std::move(swap_.next_plugin);
+  swap_.next_cells.clear();
+  swap_.swapping = false;
+  swap_.killing = false;
+  auto pause = std::chrono::duration_cast<std::chrono::milliseconds>(clock_->now() - swap_.started);
+  if (swap_.is_restart) {
+    ++stats_.restarts;
+    source_.restarted(pause);
+  } else {
+    source_.swapped(pause);
+  }
+  logger("host.router")->info("{}: now running plugin md5 {} ({}, paused {} ms)", spec_.addr().str(),
+                              plugin_->object().md5(), swap_.is_restart ? "restart" : "new version", pause.count());
+  ledger_.set_paused(false);
+  flush_waiting();
+  request_credit();
+}
+
+}  // namespace dde::host

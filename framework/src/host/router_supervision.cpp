@@ -1,0 +1,177 @@
+// Supervision (Erlang/Akka) and the starvation guard (thesis 3.2.1), as the router applies them:
+// the supervisor decides what a worker's failure does, the guard which quiet workers get a PING and
+// which are stuck; this file carries that out on the worker slots.
+#include <algorithm>
+
+#include <boost/asio/post.hpp>
+
+#include "dde/log.hpp"
+#include "dde/runtime/load_failures.hpp"
+#include "host/router.hpp"
+
+namespace dde::host {
+
+void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, what = std::move(what),
+                              new_id = std::move(new_id)] {
+    // A message the worker gave back unfinished: it returns to the broker (at-least-once).
+    if (delivery_id != 0) return self->finish_one(index, delivery_id, true);
+    if (new_id.empty()) {
+      // The instance is down (it could not be recreated, or a remote link dropped): no more messages for it.
+      self->ledger_.set_alive(index, false);
+      if (index < self->slots_.size()) self->slots_[index].error = what;
+      if (self->kill_requested(index)) self->settle_kill(index);
+    } else {
+      ++self->stats_.restarts;
+      self->ledger_.set_alive(index, true, new_id);
+    }
+    self->request_credit();
+  });
+}
+
+void router::worker_up(std::size_t index, std::string id) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, id = std::move(id)] {
+    if (self->stopping_ || index >= self->slots_.size()) return;
+    auto kill = self->slots_[index].kill;
+    if (kill == kill_phase::stopping || kill == kill_phase::killed) return;
+    self->ledger_.set_alive(index, true, id);
+    self->slots_[index].error.clear();
+    self->request_credit();
+  });
+}
+
+void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, what = std::move(what)] {
+    ++self->stats_.failed;
+    self->last_error_ = what;
+    if (delivery_id != 0) self->finish_one(index, delivery_id, true);
+    if (self->stopping_ || index >= self->slots_.size()) return;
+    auto& slot = self->slots_[index];
+    auto decision = self->supervisor_.on_failure(self->clock_->now());
+    switch (decision.what) {
+      case supervisor::action::resume:
+        slot.worker->supervise(directive::resume, decision.backoff);
+        break;
+      case supervisor::action::stop_worker:
+        self->ledger_.set_alive(index, false);
+        slot.error = "stopped after: " + what;
+        slot.worker->supervise(directive::stop, decision.backoff);
+        if (self->kill_requested(index)) self->settle_kill(index);
+        break;
+      case supervisor::action::restart_worker:
+        ++self->stats_.restarts;
+        slot.worker->supervise(directive::restart, decision.backoff);
+        break;
+      case supervisor::action::restart_pool:
+        self->restart_pool(what);
+        break;
+      case supervisor::action::stop_pool:
+        self->stop_pool(what);
+        break;
+    }
+  });
+}
+
+void router::stop_pool(const std::string& why) {
+  if (stopping_) return;
+  state_ = supervisor_.stopped_state(why);
+  logger("host.router")->error("{}: {}", spec_.addr().str(), state_);
+  stopping_ = true;
+  source_.stop();
+  ledger_.set_paused(true);
+  top_->cancel(topic_);
+  give_back_held();
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    ledger_.set_alive(i, false);
+    slots_[i].worker->kill([] {});
+  }
+}
+
+void router::restart_pool(const std::string& why) {
+  // Escalation: the whole pool gets fresh instances; unfinished messages go back to the broker.
+  if (restarting_pool_) return;
+  restarting_pool_ = true;
+  ++stats_.restarts;
+  logger("host.router")->warn("{}: restarting every worker (escalated: {})", spec_.addr().str(), why);
+  ledger_.set_paused(true);
+  auto remaining = std::make_shared<std::size_t>(slots_.size());
+  for (auto& s : slots_) {
+    s.worker->kill([self = shared_from_this(), remaining] {
+      boost::asio::post(self->strand_, [self, remaining] {
+        if (--*remaining > 0 || self->stopping_) return;
+        for (std::size_t k = 0; k < self->slots_.size(); ++k) {
+          if (self->kill_requested(k)) {  // killed workers stay down until a RESTART
+            self->slots_[k].kill = kill_phase::killed;
+            self->ledger_.set_alive(k, false);
+            continue;
+          }
+          self->renew_slot(k);
+        }
+        self->restarting_pool_ = false;
+        self->ledger_.set_paused(false);
+        self->flush_waiting();
+        self->request_credit();
+      });
+    });
+  }
+}
+
+void router::watch_workers() {
+  if (stopping_) return;
+  if (!guard_timer_) guard_timer_ = clock_->make_timer(strand_);
+  guard_timer_->after(guard_.period(), [self = shared_from_this()] {
+    if (self->stopping_) return;
+    auto holding = [&](std::size_t i) {
+      return i < self->slots_.size() && self->ledger_.alive(i) && self->ledger_.in_flight(i) > 0;
+    };
+    for (auto& todo : self->guard_.scan(self->clock_->now(), holding)) {
+      if (todo.what == starvation_guard::action::kind::replace) {
+        self->replace_stuck(todo.slot);
+        continue;
+      }
+      self->slots_[todo.slot].worker->ping(
+          [self, i = todo.slot, ping = todo.ping_id](bool busy, std::chrono::milliseconds busy_for) {
+            boost::asio::post(self->strand_, [self, i, ping, busy, busy_for] { self->on_pong(i, ping, busy, busy_for); });
+          });
+    }
+    self->watch_workers();
+  });
+}
+
+void router::on_pong(std::size_t index, std::uint64_t ping, bool busy, std::chrono::milliseconds busy_for) {
+  switch (guard_.on_pong(index, ping, busy, busy_for, clock_->now())) {
+    case starvation_guard::verdict::stale:
+      return;
+    case starvation_guard::verdict::too_slow:
+      // PONG, but the message it holds has not been done() for too long: a failure, for supervision.
+      slots_[index].worker->fail_current("did not call done() within " +
+                                         std::to_string(guard_.ping_after().count()) + " ms (starvation guard)");
+      return;
+    case starvation_guard::verdict::answered:
+      request_credit();  // PONG: pull again, in case a pull went astray (thesis 3.2.1)
+      return;
+  }
+}
+
+void router::replace_stuck(std::size_t index) {
+  logger("host.router")->error("{}: worker {} did not answer PING within {} ms; replacing it (its thread stays "
+                               "blocked in the plugin)", spec_.addr().str(), slots_[index].worker->id(),
+                               spec_.pong_timeout.count());
+  std::vector<std::uint64_t> held;
+  for (auto& [id, d] : deliveries_)
+    if (std::find(d.pending.begin(), d.pending.end(), index) != d.pending.end()) held.push_back(id);
+  for (auto id : held) finish_one(index, id, true);
+  guard_.forget(index);
+  if (kill_requested(index)) {
+    // It was being killed: its before_kill cannot run on a blocked thread, and it stays down.
+    slots_[index].kill = kill_phase::killed;
+    ledger_.set_alive(index, false);
+    return;
+  }
+  ++stats_.restarts;
+  last_error_ = "worker did not answer PING";
+  if (spec_.workers_paths[index] != "localhost" || !plugin_) return;
+  if (renew_slot(index)) request_credit();
+}
+
+}  // namespace dde::host

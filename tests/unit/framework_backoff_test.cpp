@@ -1,0 +1,50 @@
+// net::backoff: the one reconnect delay of every link (host, proxy, bootstrapper, control link, the
+// MQS's broker connections).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "dde/net/backoff.hpp"
+
+namespace dde::net {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(Backoff, WithoutJitterDoublesFromInitialUpToMaxAndResets) {
+  backoff b(100ms, 1000ms, 0.0);
+  std::vector<long long> waits;
+  for (int i = 0; i < 6; ++i) waits.push_back(b.next().count());
+  EXPECT_EQ(waits, (std::vector<long long>{100, 200, 400, 800, 1000, 1000}));
+  b.reset();
+  EXPECT_EQ(b.next(), 100ms);
+  EXPECT_EQ(b.peek(), 200ms);
+}
+
+TEST(Backoff, JitterOnlyShortensEachDelayByUpToItsShare) {
+  for (std::uint32_t seed = 0; seed < 200; ++seed) {
+    backoff b(100ms, 5000ms, 0.2, seed);
+    long long base = 100;
+    for (int i = 0; i < 8; ++i) {
+      auto wait = b.next().count();
+      ASSERT_LE(wait, base) << "seed " << seed << " step " << i;
+      ASSERT_GE(wait, base - base / 5) << "seed " << seed << " step " << i;
+      base = std::min<long long>(base * 2, 5000);
+    }
+  }
+}
+
+TEST(Backoff, ClientsThatFailedTogetherDoNotRetryTogether) {
+  std::set<long long> first_waits;
+  for (std::uint32_t seed = 0; seed < 50; ++seed) first_waits.insert(backoff(1000ms, 5000ms, 0.2, seed).next().count());
+  EXPECT_GT(first_waits.size(), 25u) << "50 clients should spread over the 200 ms of jitter";
+}
+
+TEST(Backoff, AMaxBelowInitialIsInitial) {
+  backoff b(500ms, 100ms, 0.0);
+  EXPECT_EQ(b.next(), 500ms);
+  EXPECT_EQ(b.next(), 500ms);
+}
+
+}  // namespace
+}  // namespace dde::net

@@ -1,0 +1,187 @@
+// The router's parts as plain logic, on explicit time points: supervision decisions, the starvation
+// guard's PINGs and verdicts, pause announcements, and the manual clock the router tests drive.
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+
+#include "host/pause_governor.hpp"
+#include "host/starvation_guard.hpp"
+#include "host/supervisor.hpp"
+#include "manual_clock.hpp"
+
+namespace dde::host {
+namespace {
+
+using namespace std::chrono_literals;
+using time_point = std::chrono::steady_clock::time_point;
+const time_point t0{std::chrono::hours(10)};
+
+supervision_spec restart_spec(int max_restarts, std::chrono::milliseconds within, std::chrono::milliseconds backoff) {
+  supervision_spec s;
+  s.kind = strategy::restart;
+  s.max_restarts = max_restarts;
+  s.within = within;
+  s.backoff = backoff;
+  return s;
+}
+
+TEST(Supervisor, RestartsUntilTheLimitWithinTheWindowThenStopsThePool) {
+  supervisor sup(restart_spec(3, 1000ms, 0ms));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(sup.on_failure(t0 + i * 10ms).what, supervisor::action::restart_worker);
+  EXPECT_EQ(sup.on_failure(t0 + 40ms).what, supervisor::action::stop_pool);
+  EXPECT_EQ(sup.stopped_state("boom"), "stopped: 3 restarts within 1000 ms; last failure: boom");
+}
+
+TEST(Supervisor, FailuresOlderThanTheWindowNoLongerCount) {
+  supervisor sup(restart_spec(2, 1000ms, 0ms));
+  EXPECT_EQ(sup.on_failure(t0).what, supervisor::action::restart_worker);
+  EXPECT_EQ(sup.on_failure(t0 + 500ms).what, supervisor::action::restart_worker);
+  EXPECT_EQ(sup.on_failure(t0 + 1001ms).what, supervisor::action::restart_worker) << "the first one left the window";
+  EXPECT_EQ(sup.recent(), 2u);
+  EXPECT_EQ(sup.on_failure(t0 + 1002ms).what, supervisor::action::stop_pool);
+}
+
+TEST(Supervisor, TheBackoffDoublesPerRecentRestartUpToThirtySeconds) {
+  supervisor sup(restart_spec(20, 3600000ms, 100ms));
+  std::vector<long long> waits;
+  for (int i = 0; i < 11; ++i) waits.push_back(sup.on_failure(t0 + i * 1ms).backoff.count());
+  EXPECT_EQ(waits, (std::vector<long long>{100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000}));
+}
+
+TEST(Supervisor, EachStrategyHasItsAction) {
+  supervision_spec s;
+  s.kind = strategy::resume;
+  EXPECT_EQ(supervisor(s).on_failure(t0).what, supervisor::action::resume);
+  s.kind = strategy::stop;
+  EXPECT_EQ(supervisor(s).on_failure(t0).what, supervisor::action::stop_worker);
+  s.kind = strategy::escalate;
+  s.max_restarts = 1;
+  supervisor esc(s);
+  EXPECT_EQ(esc.on_failure(t0).what, supervisor::action::restart_pool);
+  EXPECT_EQ(esc.on_failure(t0 + 1ms).what, supervisor::action::stop_pool) << "escalations count against the limit";
+  s.kind = strategy::resume;
+  supervisor resume(s);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(resume.on_failure(t0).what, supervisor::action::resume);
+}
+
+TEST(StarvationGuard, PingsAWorkerThatHoldsMessagesAndWentQuiet) {
+  starvation_guard g(1000ms, 500ms);
+  EXPECT_EQ(g.period(), 500ms);
+  g.resize(2, t0);
+  auto holding = [](std::size_t slot) { return slot == 0; };
+  EXPECT_TRUE(g.scan(t0 + 999ms, holding).empty()) << "not quiet long enough";
+  auto todo = g.scan(t0 + 1000ms, holding);
+  ASSERT_EQ(todo.size(), 1u) << "slot 1 holds nothing and is not watched";
+  EXPECT_EQ(todo[0].what, starvation_guard::action::kind::ping);
+  EXPECT_EQ(todo[0].slot, 0u);
+  EXPECT_TRUE(g.scan(t0 + 1200ms, holding).empty()) << "one PING at a time";
+  EXPECT_EQ(g.on_pong(0, todo[0].ping_id, false, 0ms, t0 + 1300ms), starvation_guard::verdict::answered);
+  EXPECT_EQ(g.on_pong(0, todo[0].ping_id, false, 0ms, t0 + 1300ms), starvation_guard::verdict::stale)
+      << "a PONG counts once";
+  EXPECT_TRUE(g.scan(t0 + 2299ms, holding).empty()) << "the PONG counts as activity";
+  EXPECT_EQ(g.scan(t0 + 2300ms, holding).size(), 1u);
+}
+
+TEST(StarvationGuard, NoPongInTimeReplacesTheWorker) {
+  starvation_guard g(1000ms, 500ms);
+  g.resize(1, t0);
+  auto holding = [](std::size_t) { return true; };
+  auto ping = g.scan(t0 + 1000ms, holding);
+  ASSERT_EQ(ping.size(), 1u);
+  EXPECT_TRUE(g.scan(t0 + 1500ms, holding).empty()) << "ping_after + pong_timeout not passed yet";
+  auto todo = g.scan(t0 + 1501ms, holding);
+  ASSERT_EQ(todo.size(), 1u);
+  EXPECT_EQ(todo[0].what, starvation_guard::action::kind::replace);
+  EXPECT_EQ(g.on_pong(0, ping[0].ping_id, false, 0ms, t0 + 1600ms), starvation_guard::verdict::stale)
+      << "the replaced instance's late PONG";
+}
+
+TEST(StarvationGuard, APongWhileTheMessageIsHeldTooLongIsAFailure) {
+  starvation_guard g(1000ms, 5000ms);
+  g.resize(1, t0);
+  auto ping = g.scan(t0 + 1000ms, [](std::size_t) { return true; });
+  ASSERT_EQ(ping.size(), 1u);
+  EXPECT_EQ(g.on_pong(0, ping[0].ping_id, true, 1000ms, t0 + 1001ms), starvation_guard::verdict::too_slow);
+}
+
+TEST(StarvationGuard, ActivityAndForgetResetTheWatch) {
+  starvation_guard g(100ms, 100ms);
+  g.resize(1, t0);
+  auto holding = [](std::size_t) { return true; };
+  g.active(0, t0 + 90ms);
+  EXPECT_TRUE(g.scan(t0 + 150ms, holding).empty());
+  auto ping = g.scan(t0 + 190ms, holding);
+  ASSERT_EQ(ping.size(), 1u);
+  g.forget(0);  // the slot got a fresh instance
+  EXPECT_EQ(g.on_pong(0, ping[0].ping_id, false, 0ms, t0 + 200ms), starvation_guard::verdict::stale);
+  g.active(3, t0);  // a slot the autoscaler added
+  auto todo = g.scan(t0 + 300ms, [](std::size_t slot) { return slot == 0 || slot == 3; });
+  ASSERT_EQ(todo.size(), 2u) << "slots 1 and 2 hold nothing";
+  EXPECT_EQ(todo[1].slot, 3u);
+}
+
+TEST(PauseGovernor, AnnouncesEachExtensionOnceAndCountsOwnAndRemotePauses) {
+  pause_governor gov;
+  EXPECT_TRUE(gov.extend(t0 + 1000ms, "quota", true));
+  EXPECT_FALSE(gov.extend(t0 + 1000ms, "quota again", true)) << "a second worker hit by the same pause";
+  EXPECT_FALSE(gov.extend(t0 + 1005ms, "quota", true)) << "within 5 ms of what was announced";
+  EXPECT_EQ(gov.reason(), "quota");
+  EXPECT_TRUE(gov.extend(t0 + 2000ms, "from a replica", false));
+  EXPECT_EQ(gov.reason(), "from a replica");
+  EXPECT_EQ(gov.pauses(), 1u);
+  EXPECT_EQ(gov.remote_pauses(), 1u);
+}
+
+TEST(PauseGovernor, RecognisesItsOwnAnnouncementComingBack) {
+  EXPECT_TRUE(pause_governor::is_own("mqs-1/abc-123", "abc-123"));
+  EXPECT_FALSE(pause_governor::is_own("mqs-1/xabc-123", "abc-123"));
+  EXPECT_FALSE(pause_governor::is_own("mqs-1/other", "abc-123"));
+  EXPECT_FALSE(pause_governor::is_own("abc", "abc-123"));
+}
+
+TEST(ManualClock, RunsDueTimersInDeadlineOrderAndNeverACancelledOne) {
+  boost::asio::io_context io;
+  auto strand = boost::asio::make_strand(io);
+  auto c = std::make_shared<testing::manual_clock>();
+  auto start = c->now();
+  auto a = c->make_timer(strand), b = c->make_timer(strand), gone = c->make_timer(strand);
+  std::vector<std::string> ran;
+  a->after(200ms, [&] { ran.push_back("a"); });
+  b->after(100ms, [&] { ran.push_back("b"); });
+  gone->after(50ms, [&] { ran.push_back("gone"); });
+  gone->cancel();
+  c->advance(150ms);
+  io.run();
+  EXPECT_EQ(ran, std::vector<std::string>{"b"});
+  EXPECT_EQ(c->now() - start, 150ms);
+  a->after(10ms, [&] { ran.push_back("a again"); });  // re-armed: the old deadline is gone
+  c->advance(10ms);
+  io.restart();
+  io.run();
+  EXPECT_EQ(ran, (std::vector<std::string>{"b", "a again"}));
+  b->after(5ms, [&] { ran.push_back("b late"); });
+  c->advance(5ms);  // due and posted...
+  b->cancel();      // ...then cancelled before it ran
+  io.restart();
+  io.run();
+  EXPECT_EQ(ran.size(), 2u) << "a cancelled timer does not run even once posted";
+  EXPECT_EQ(c->pending(), 0u);
+}
+
+TEST(RealClock, AReArmedTimerRunsOnlyTheNewCallAndACancelledOneNothing) {
+  boost::asio::io_context io;
+  auto strand = boost::asio::make_strand(io);
+  auto t = real_clock()->make_timer(strand), gone = real_clock()->make_timer(strand);
+  int old_runs = 0, new_runs = 0, cancelled_runs = 0;
+  t->after(0ms, [&] { ++old_runs; });
+  t->after(1ms, [&] { ++new_runs; });
+  gone->after(0ms, [&] { ++cancelled_runs; });
+  gone->cancel();
+  io.run();
+  EXPECT_EQ(old_runs, 0);
+  EXPECT_EQ(new_runs, 1);
+  EXPECT_EQ(cancelled_runs, 0);
+}
+
+}  // namespace
+}  // namespace dde::host

@@ -1,0 +1,92 @@
+#pragma once
+// A clock for deterministic tests of the host: time moves only when the test calls advance(), which
+// posts each timer that came due to its strand (in deadline order) for the test's io_context to run.
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include <boost/asio/post.hpp>
+
+#include "host/clock.hpp"
+
+namespace dde::host::testing {
+
+class manual_clock : public clock, public std::enable_shared_from_this<manual_clock> {
+ public:
+  time_point now() const override {
+    std::lock_guard lock(mutex_);
+    return now_;
+  }
+
+  std::unique_ptr<timer> make_timer(const strand_type& strand) override {
+    return std::make_unique<manual_timer>(shared_from_this(), strand);
+  }
+
+  /// Moves time on by `d`; every timer due by then is posted to its strand.
+  void advance(std::chrono::milliseconds d) {
+    std::vector<std::pair<strand_type, std::function<void()>>> due;
+    {
+      std::lock_guard lock(mutex_);
+      now_ += d;
+      while (!pending_.empty() && pending_.begin()->first.first <= now_) {
+        auto it = pending_.begin();
+        due.emplace_back(it->second.strand, std::move(it->second.fn));
+        pending_.erase(it);
+      }
+    }
+    for (auto& [strand, fn] : due) boost::asio::post(strand, std::move(fn));
+  }
+
+  /// Timers waiting.
+  std::size_t pending() const {
+    std::lock_guard lock(mutex_);
+    return pending_.size();
+  }
+
+ private:
+  using key = std::pair<time_point, std::uint64_t>;  ///< deadline, then the order they were set in
+  struct entry {
+    strand_type strand;
+    std::function<void()> fn;
+  };
+
+  class manual_timer : public timer {
+   public:
+    manual_timer(std::shared_ptr<manual_clock> c, strand_type strand) : clock_(std::move(c)), strand_(std::move(strand)) {}
+    ~manual_timer() override { cancel(); }
+    void after(std::chrono::milliseconds delay, std::function<void()> fn) override {
+      cancel();
+      std::lock_guard lock(clock_->mutex_);
+      key_ = key{clock_->now_ + delay, clock_->next_++};
+      // As the real timer: once due and posted, it still does not run after a cancel or a new after().
+      auto guarded = [fn = std::move(fn), armed = std::weak_ptr<std::uint64_t>(generation_), mine = *generation_] {
+        auto now = armed.lock();
+        if (now && *now == mine) fn();
+      };
+      clock_->pending_.emplace(*key_, entry{strand_, std::move(guarded)});
+    }
+    void cancel() override {
+      ++*generation_;
+      std::lock_guard lock(clock_->mutex_);
+      if (key_) clock_->pending_.erase(*key_);
+      key_.reset();
+    }
+
+   private:
+    std::shared_ptr<manual_clock> clock_;
+    strand_type strand_;
+    std::optional<key> key_;
+    std::shared_ptr<std::uint64_t> generation_ = std::make_shared<std::uint64_t>(0);
+  };
+
+  mutable std::mutex mutex_;
+  time_point now_{std::chrono::hours(1)};
+  std::uint64_t next_ = 0;
+  std::map<key, entry> pending_;
+};
+
+}  // namespace dde::host::testing
