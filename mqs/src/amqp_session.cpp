@@ -16,7 +16,7 @@ namespace {
 
 std::string bytes_text(amqp_bytes_t b) { return std::string(static_cast<const char*>(b.bytes), b.len); }
 
-amqp_bytes_t bytes_of(const std::string& s) { return amqp_bytes_t{s.size(), const_cast<char*>(s.data())}; }
+amqp_bytes_t bytes_of(std::string_view s) { return amqp_bytes_t{s.size(), const_cast<char*>(s.data())}; }
 
 amqp_table_entry_t string_entry(const char* key, const std::string& value) {
   amqp_table_entry_t e;
@@ -308,5 +308,45 @@ void amqp_session::reply_connection_close_ok() {
   amqp_send_method(state_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
   broken_ = true;
 }
+
+std::string amqp_session::publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
+                                  const publish_props& p, std::string_view body) {
+  amqp_basic_properties_t props{};
+  props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
+  props.delivery_mode = p.delivery_mode;
+  auto set = [&](std::string_view value, amqp_flags_t flag, amqp_bytes_t& field) {
+    if (value.empty()) return;
+    props._flags |= flag;
+    field = bytes_of(value);
+  };
+  set(p.content_type, AMQP_BASIC_CONTENT_TYPE_FLAG, props.content_type);
+  set(p.message_id, AMQP_BASIC_MESSAGE_ID_FLAG, props.message_id);
+  set(p.app_id, AMQP_BASIC_APP_ID_FLAG, props.app_id);
+  set(p.expiration, AMQP_BASIC_EXPIRATION_FLAG, props.expiration);
+  std::vector<amqp_table_entry_t> entries(p.headers ? p.headers->size() : 0);
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    entries[i].key = bytes_of((*p.headers)[i].first);
+    entries[i].value.kind = AMQP_FIELD_KIND_UTF8;
+    entries[i].value.value.bytes = bytes_of((*p.headers)[i].second);
+  }
+  if (!entries.empty()) {
+    props._flags |= AMQP_BASIC_HEADERS_FLAG;
+    props.headers = amqp_table_t{int(entries.size()), entries.data()};
+  }
+  int rc = amqp_basic_publish(state_, channel, bytes_of(exchange), bytes_of(routing_key), 0, 0, &props, bytes_of(body));
+  return rc == AMQP_STATUS_OK ? std::string() : std::string("basic.publish: ") + amqp_error_string2(rc);
+}
+
+std::string amqp_session::ack(std::uint16_t channel, std::uint64_t tag, bool multiple) {
+  int rc = amqp_basic_ack(state_, channel, tag, multiple);
+  return rc == AMQP_STATUS_OK ? std::string() : std::string("basic.ack: ") + amqp_error_string2(rc);
+}
+
+std::string amqp_session::reject(std::uint16_t channel, std::uint64_t tag, bool requeue) {
+  int rc = amqp_basic_reject(state_, channel, tag, requeue);
+  return rc == AMQP_STATUS_OK ? std::string() : std::string("basic.reject: ") + amqp_error_string2(rc);
+}
+
+void amqp_session::release_buffers() { amqp_maybe_release_buffers(state_); }
 
 }  // namespace dde::mqs

@@ -8,6 +8,9 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
+#include <string_view>
 
 #include "dde/mqs/queue_spec.hpp"
 
@@ -45,7 +48,6 @@ class amqp_session {
   amqp_session(const amqp_session&) = delete;
   amqp_session& operator=(const amqp_session&) = delete;
 
-  amqp_connection_state_t state() const { return state_; }
   int fd() const { return amqp_get_sockfd(state_); }
   std::uint16_t channel_max() const;
   /// The connection is dead: do not attempt a graceful close.
@@ -55,6 +57,23 @@ class amqp_session {
   /// Plain TCP (not amqps): whole frames encoded by the caller may be written to the socket.
   bool plain() const { return plain_; }
   std::uint32_t frame_max() const { return std::uint32_t(amqp_get_frame_max(state_)); }
+  /// What basic.publish sends with a message (an empty field is left out).
+  struct publish_props {
+    std::uint8_t delivery_mode = 1;  ///< 2: persistent
+    std::string_view content_type, message_id, app_id, expiration;
+    const std::vector<std::pair<std::string, std::string>>* headers = nullptr;  ///< long-string values
+  };
+  /// basic.publish of `body` to `exchange` ("" = the default one) with `routing_key`, without waiting
+  /// for anything; why it failed (the connection is then broken) or empty.
+  std::string publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
+                      const publish_props& props, std::string_view body);
+  /// basic.ack / basic.reject; why it failed (the connection is then broken) or empty.
+  std::string ack(std::uint16_t channel, std::uint64_t tag, bool multiple);
+  std::string reject(std::uint16_t channel, std::uint64_t tag, bool requeue);
+  /// What a rabbitmq-c status code (e.g. try_read_frame's) means.
+  static std::string status_text(int status) { return amqp_error_string2(status); }
+  /// Lets rabbitmq-c free the memory of frames already handled (between bursts).
+  void release_buffers();
   /// Writes `bytes` (whole frames) to a plain connection's socket, waiting while it is full; an
   /// error (the connection is then broken) or empty.
   std::string write_frames(const std::string& bytes);

@@ -33,13 +33,11 @@ struct broker_link final : ack_sink {
 
   void send_ack(std::uint16_t ch, std::uint64_t tag, bool multiple) override {
     if (!usable()) return;
-    if (int rc = amqp_basic_ack(session->state(), ch, tag, multiple); rc != AMQP_STATUS_OK)
-      failed = std::string("basic.ack: ") + amqp_error_string2(rc);
+    if (auto error = session->ack(ch, tag, multiple); !error.empty()) failed = std::move(error);
   }
   void send_reject(std::uint16_t ch, std::uint64_t tag, bool requeue) override {
     if (!usable()) return;
-    if (int rc = amqp_basic_reject(session->state(), ch, tag, requeue); rc != AMQP_STATUS_OK)
-      failed = std::string("basic.reject: ") + amqp_error_string2(rc);
+    if (auto error = session->reject(ch, tag, requeue); !error.empty()) failed = std::move(error);
   }
   /// Drops the connection without a polite close (it is broken).
   void reset_broken() {

@@ -31,7 +31,6 @@ message_props props_of(const amqp_basic_properties_t* p) {
   return out;
 }
 
-constexpr auto max_backoff = std::chrono::milliseconds(5000);
 constexpr auto idle_check_period = std::chrono::milliseconds(250);
 constexpr auto blocked_poll = std::chrono::milliseconds(10);
 constexpr auto sweep_period = std::chrono::seconds(1);
@@ -146,10 +145,10 @@ void dequeuer::connect() {
   std::string error;
   main_.session = amqp_session::open(params_, error);
   if (!main_.session) {
+    auto delay = backoff_.next();
     log()->warn("cannot connect to the broker at {}:{}: {}; retrying in {} ms", params_.host, params_.port,
-                error, backoff_.count());
-    next_connect_ = clock::now() + backoff_;
-    backoff_ = std::min(backoff_ * 2, max_backoff);
+                error, delay.count());
+    next_connect_ = clock::now() + delay;
     return;
   }
   if (ever_connected_) mqs_metrics::process().reconnected("consume");
@@ -157,23 +156,23 @@ void dequeuer::connect() {
               params_.host, params_.port);
   ever_connected_ = true;
   thread_.socket_fd = main_.session->fd();
-  backoff_ = std::chrono::milliseconds(100);
+  backoff_.reset();
   for (auto& [topic, c] : consumers_)  // consume again, at once, what hosts still pull
     if (!c.link.session) c.retry_at = {};
   governance_retry_at_ = {};  // and hear other MQS processes' pauses
-  governance_retry_delay_ = std::chrono::milliseconds(1000);
+  governance_retry_.reset();
 }
 
 void dequeuer::connection_lost() {
-  log()->warn("broker connection lost: {}; reconnecting in {} ms", main_.failed, backoff_.count());
+  auto delay = backoff_.next();
+  log()->warn("broker connection lost: {}; reconnecting in {} ms", main_.failed, delay.count());
   thread_.socket_fd = -1;
   if (main_.epoch) {
     channels_.erase(main_.epoch);  // its server-named queue went with the connection
     dirty_channels_.erase(main_.epoch);
   }
   main_.reset_broken();
-  next_connect_ = clock::now() + backoff_;
-  backoff_ = std::min(backoff_ * 2, max_backoff);
+  next_connect_ = clock::now() + delay;
 }
 
 void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
@@ -230,7 +229,7 @@ void dequeuer::read_frames(broker_link& link) {
     int rc = link.session->try_read_frame(frame);
     if (rc == 0) break;
     if (rc < 0) {
-      link.failed = amqp_error_string2(rc);
+      link.failed = amqp_session::status_text(rc);
       break;
     }
     if (frame.frame_type == AMQP_FRAME_METHOD) {
@@ -258,7 +257,7 @@ void dequeuer::read_frames(broker_link& link) {
   }
   if (delivered)
     if (auto* ch = channel_of(link)) ch->last_delivery = clock::now();
-  if (link.usable()) amqp_maybe_release_buffers(link.session->state());
+  if (link.usable()) link.session->release_buffers();
 }
 
 void dequeuer::on_method(broker_link& link, amqp_frame_t& frame) {

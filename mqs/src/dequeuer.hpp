@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "dde/net/backoff.hpp"
 #include "broker_link.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/dispatcher.hpp"
@@ -62,9 +63,9 @@ class dequeuer : private dispatcher_port {
     broker_link link;  ///< its own connection; link.channel is 0 while not consuming
     clock::time_point retry_at{};
     /// After the broker cancelled or closed the consumer (1 s, doubling to 30 s).
-    std::chrono::milliseconds retry_delay{1000};
+    net::backoff retry{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000)};
     /// After its connection failed (a 541 on basic.consume, say): 100 ms, doubling to 5 s.
-    std::chrono::milliseconds reconnect_delay{100};
+    net::backoff reconnect{std::chrono::milliseconds(100), std::chrono::milliseconds(5000)};
   };
   struct channel_state {
     channel_state(std::string t, std::uint64_t e, std::string tag, broker_link& l, std::uint16_t ch)
@@ -153,7 +154,7 @@ class dequeuer : private dispatcher_port {
   broker_link main_;  ///< consumes the pauses; topics connect while it is up (the broker is)
   bool ever_connected_ = false;
   clock::time_point next_connect_{};
-  std::chrono::milliseconds backoff_{100};
+  net::backoff backoff_{std::chrono::milliseconds(100), std::chrono::milliseconds(5000)};
   std::map<std::string, consumer> consumers_;
   std::unordered_map<std::uint64_t, channel_state> channels_;  ///< by epoch
   std::unordered_set<std::uint64_t> dirty_channels_;           ///< epochs with acks to send
@@ -166,7 +167,7 @@ class dequeuer : private dispatcher_port {
   clock::time_point shrink_due_ = clock::time_point::max();  ///< a quiet channel's extra consumers go
   pause_board pauses_;
   clock::time_point governance_retry_at_{};
-  std::chrono::milliseconds governance_retry_delay_{1000};
+  net::backoff governance_retry_{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000)};
   std::uint64_t bad_broadcasts_ = 0;
 };
 

@@ -11,8 +11,6 @@
 namespace dde::mqs {
 namespace {
 
-constexpr auto max_reconnect_delay = std::chrono::milliseconds(5000);
-constexpr auto max_retry_delay = std::chrono::milliseconds(30000);
 // Each topic's connection has one channel.
 constexpr std::uint16_t topic_channel = 1;
 // How long a channel goes without a delivery before the consumers a pool no longer needs go.
@@ -76,8 +74,8 @@ std::string dequeuer::setup(const std::string& topic, consumer& c) {
   mqs_metrics::process().topic(topic).consumers.set(1);
   link.channel = topic_channel;
   link.epoch = epoch;
-  c.retry_delay = std::chrono::milliseconds(1000);
-  c.reconnect_delay = std::chrono::milliseconds(100);
+  c.retry.reset();
+  c.reconnect.reset();
   log()->debug("consuming {} ({}) with prefetch {}", topic, to_string(c.mode), cfg_.prefetch);
   match_consumers(topic, c, clock::now());  // after a reconnect: one per worker that still pulls
   return {};
@@ -143,16 +141,17 @@ void dequeuer::retry_consumers(clock::time_point now) {
     if (!c.link.failed.empty()) {
       link_lost(topic, c);
     } else if (!err.empty()) {
-      log()->error("{}; retrying in {} ms", err, c.retry_delay.count());
-      c.retry_at = now + c.retry_delay;
-      c.retry_delay = std::min(c.retry_delay * 2, max_retry_delay);
+      auto delay = c.retry.next();
+      log()->error("{}; retrying in {} ms", err, delay.count());
+      c.retry_at = now + delay;
     }
   }
 }
 
 void dequeuer::link_lost(const std::string& topic, consumer& c) {
+  auto delay = c.reconnect.next();
   log()->warn("consumer of {} lost its broker connection: {}; consuming again in {} ms", topic, c.link.failed,
-              c.reconnect_delay.count());
+              delay.count());
   if (c.link.epoch) {
     channels_.erase(c.link.epoch);
     dirty_channels_.erase(c.link.epoch);
@@ -160,8 +159,7 @@ void dequeuer::link_lost(const std::string& topic, consumer& c) {
   c.link.reset_broken();
   mqs_metrics::process().topic(topic).consumers.set(0);
   dispatcher_.on_consumer_lost(topic);  // its delivery tags are void: the broker requeues them
-  c.retry_at = clock::now() + c.reconnect_delay;
-  c.reconnect_delay = std::min(c.reconnect_delay * 2, max_reconnect_delay);
+  c.retry_at = clock::now() + delay;
 }
 
 std::string dequeuer::start_consumer(const std::string& topic, delivery_mode mode) {
@@ -212,9 +210,9 @@ void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool cl
   link.epoch = 0;
   if (!governance) mqs_metrics::process().topic(topic).consumers.set(0);
   if (governance) {  // its queue is gone with the channel (auto-delete): set up again shortly
-    log()->warn("pause consumer lost: {}; consuming pauses again in {} ms", why,
-                governance_retry_delay_.count());
-    governance_retry_at_ = clock::now() + governance_retry_delay_;
+    auto delay = governance_retry_.next();
+    log()->warn("pause consumer lost: {}; consuming pauses again in {} ms", why, delay.count());
+    governance_retry_at_ = clock::now() + delay;
     return;
   }
   if (why.empty()) return;
@@ -224,7 +222,7 @@ void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool cl
   dispatcher_.on_consumer_lost(topic);
   if (auto c = consumers_.find(topic); c != consumers_.end()) {
     if (c->second.link.usable()) c->second.link.session.reset();
-    c->second.retry_at = clock::now() + c->second.retry_delay;
+    c->second.retry_at = clock::now() + c->second.retry.next();
   }
 }
 

@@ -9,8 +9,6 @@
 namespace dde::mqs {
 namespace {
 
-constexpr auto max_governance_retry = std::chrono::milliseconds(30000);
-
 std::shared_ptr<spdlog::logger> log() {
   static auto l = dde::logger("mqs.governance");
   return l;
@@ -22,10 +20,10 @@ void dequeuer::retry_governance(clock::time_point now) {
   if (main_.channel || now < governance_retry_at_ || !main_.usable()) return;
   auto err = setup_governance();
   if (err.empty() || !main_.usable()) return;
+  auto delay = governance_retry_.next();
   log()->error("{}; pauses of other MQS processes do not reach this one's hosts; retrying in {} ms", err,
-               governance_retry_delay_.count());
-  governance_retry_at_ = now + governance_retry_delay_;
-  governance_retry_delay_ = std::min(governance_retry_delay_ * 2, max_governance_retry);
+               delay.count());
+  governance_retry_at_ = now + delay;
 }
 
 std::string dequeuer::setup_governance() {
@@ -46,7 +44,7 @@ std::string dequeuer::setup_governance() {
   state.governance = true;
   main_.channel = ch;
   main_.epoch = epoch;
-  governance_retry_delay_ = std::chrono::milliseconds(1000);
+  governance_retry_.reset();
   log()->debug("consuming pauses from {} through queue {} on channel {}", governance_exchange, queue, ch);
   return {};
 }

@@ -23,9 +23,6 @@ constexpr std::size_t batch_flush_bytes = 128 * 1024;
 // A declared queue is declared again after this long: a reply queue that expired, or a queue
 // someone deleted, comes back.
 constexpr auto redeclare_after = std::chrono::seconds(30);
-constexpr auto max_backoff = std::chrono::milliseconds(5000);
-
-amqp_bytes_t bytes_of(const std::string& s) { return amqp_bytes_t{s.size(), const_cast<char*>(s.data())}; }
 
 std::shared_ptr<spdlog::logger> log() {
   static auto l = dde::logger("mqs.enqueuer");
@@ -155,10 +152,10 @@ void enqueuer::connect() {
   }
   if (!session_ || !r.ok()) {
     session_.reset();
+    auto delay = backoff_.next();
     log()->warn("cannot connect to the broker at {}:{}: {}; retrying in {} ms", params_.host, params_.port,
-                error, backoff_.count());
-    next_connect_ = clock::now() + backoff_;
-    backoff_ = std::min(backoff_ * 2, max_backoff);
+                error, delay.count());
+    next_connect_ = clock::now() + delay;
     return;
   }
   if (ever_connected_) mqs_metrics::process().reconnected("publish");
@@ -172,7 +169,7 @@ void enqueuer::connect() {
   else
     batch_.reset();  // amqps: rabbitmq-c writes each frame through OpenSSL
   thread_.socket_fd = session_->fd();
-  backoff_ = std::chrono::milliseconds(100);
+  backoff_.reset();
 }
 
 void enqueuer::lost(const std::string& why) {
@@ -185,10 +182,10 @@ void enqueuer::lost(const std::string& why) {
   // Whatever the broker had not confirmed is published again (duplicates are allowed, loss is not).
   auto again = unconfirmed_.reset();
   for (auto it = again.rbegin(); it != again.rend(); ++it) pending_confirmed_.push_front(std::move(*it));
-  log()->warn("broker connection lost: {}; reconnecting in {} ms ({} messages to publish)", why,
-              backoff_.count(), pending_confirmed_.size() + pending_transient_.size());
-  next_connect_ = clock::now() + backoff_;
-  backoff_ = std::min(backoff_ * 2, max_backoff);
+  auto delay = backoff_.next();
+  log()->warn("broker connection lost: {}; reconnecting in {} ms ({} messages to publish)", why, delay.count(),
+              pending_confirmed_.size() + pending_transient_.size());
+  next_connect_ = clock::now() + delay;
 }
 
 void enqueuer::publish_some() {
@@ -234,32 +231,14 @@ bool enqueuer::publish(outgoing_message& msg) {
     if (!batch_->add(channel, msg.topic, persistence, msg.body, msg.props))
       return refuse_front(msg.mode, "a topic name is at most 255 bytes");
   } else {
-    amqp_basic_properties_t props{};
-    props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
+    amqp_session::publish_props props;  // amqps: rabbitmq-c writes each frame through OpenSSL
     props.delivery_mode = persistence;
-    auto& p = msg.props;
-    auto set = [&](const std::string& value, amqp_flags_t flag, amqp_bytes_t& field) {
-      if (value.empty()) return;
-      props._flags |= flag;
-      field = bytes_of(value);
-    };
-    set(p.content_type, AMQP_BASIC_CONTENT_TYPE_FLAG, props.content_type);
-    set(p.message_id, AMQP_BASIC_MESSAGE_ID_FLAG, props.message_id);
-    set(p.app_id, AMQP_BASIC_APP_ID_FLAG, props.app_id);
-    std::vector<amqp_table_entry_t> entries(p.headers.size());
-    for (std::size_t i = 0; i < p.headers.size(); ++i) {
-      entries[i].key = bytes_of(p.headers[i].first);
-      entries[i].value.kind = AMQP_FIELD_KIND_UTF8;
-      entries[i].value.value.bytes = bytes_of(p.headers[i].second);
-    }
-    if (!entries.empty()) {
-      props._flags |= AMQP_BASIC_HEADERS_FLAG;
-      props.headers = amqp_table_t{int(entries.size()), entries.data()};
-    }
-    int rc = amqp_basic_publish(session_->state(), channel, amqp_empty_bytes, bytes_of(msg.topic), 0, 0, &props,
-                                bytes_of(msg.body));
-    if (rc != AMQP_STATUS_OK) {
-      lost(std::string("basic.publish: ") + amqp_error_string2(rc));
+    props.content_type = msg.props.content_type;
+    props.message_id = msg.props.message_id;
+    props.app_id = msg.props.app_id;
+    props.headers = &msg.props.headers;
+    if (auto error = session_->publish(channel, {}, msg.topic, props, msg.body); !error.empty()) {
+      lost(error);
       return false;
     }
   }
@@ -319,7 +298,7 @@ void enqueuer::read_frames() {
     int rc = session_->try_read_frame(frame);
     if (rc == 0) break;
     if (rc < 0) {
-      lost(amqp_error_string2(rc));
+      lost(amqp_session::status_text(rc));
       break;
     }
     if (frame.frame_type != AMQP_FRAME_METHOD) continue;
@@ -366,7 +345,7 @@ void enqueuer::read_frames() {
         break;
     }
   }
-  if (session_) amqp_maybe_release_buffers(session_->state());
+  if (session_) session_->release_buffers();
   if (!nacked.empty())
     log()->warn("the broker nacked {} message(s) (first to {}); publishing them again in 200 ms", nacked.size(),
                 nacked.front().topic);

@@ -16,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "dde/net/backoff.hpp"
 #include "amqp_session.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/confirm_tracker.hpp"
@@ -102,7 +103,7 @@ class enqueuer {
   std::unique_ptr<publish_frames> batch_;
   bool ever_connected_ = false;
   clock::time_point next_connect_{};
-  std::chrono::milliseconds backoff_{100};
+  net::backoff backoff_{std::chrono::milliseconds(100), std::chrono::milliseconds(5000)};
   std::deque<outgoing_message> pending_confirmed_;  ///< at-least-once, waiting to be published
   std::deque<outgoing_message> pending_transient_;  ///< at-most-once and reply
   /// At-least-once messages the broker nacked (e.g. a quorum queue still electing its leader): published

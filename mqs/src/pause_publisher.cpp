@@ -13,8 +13,6 @@ std::shared_ptr<spdlog::logger> log() {
   return l;
 }
 
-amqp_bytes_t bytes_of(std::string_view s) { return amqp_bytes_t{s.size(), const_cast<char*>(s.data())}; }
-
 }  // namespace
 
 void pause_publisher::submit(pause_broadcast p) {
@@ -68,16 +66,12 @@ amqp_session::result pause_publisher::publish(amqp_session* session) {
     }
     auto body = encode_pause_broadcast(p);
     auto expiration = std::to_string(p.deadline_ms - now);  // the broker drops it once it is stale
-    amqp_basic_properties_t props;
-    props._flags = AMQP_BASIC_CONTENT_TYPE_FLAG | AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_EXPIRATION_FLAG;
-    props.content_type = amqp_cstring_bytes("application/json");
-    props.delivery_mode = 1;
-    props.expiration = bytes_of(expiration);
-    int rc = amqp_basic_publish(session->state(), channel, bytes_of(governance_exchange), bytes_of(topic), 0,
-                                0, &props, bytes_of(body));
-    if (rc != AMQP_STATUS_OK) {
+    amqp_session::publish_props props;
+    props.content_type = "application/json";
+    props.expiration = expiration;
+    if (auto error = session->publish(channel, governance_exchange, topic, props, body); !error.empty()) {
       amqp_session::result r;
-      r.error = std::string("basic.publish (pause): ") + amqp_error_string2(rc);
+      r.error = error + " (pause)";
       return r;
     }
     log()->debug("published a pause of {} for {} ms from {}", topic, p.ms, p.origin);

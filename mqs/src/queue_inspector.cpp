@@ -77,12 +77,10 @@ depth_report queue_inspector::answer(const std::vector<std::string>& queues) {
     }
     bool lost = false;
     for (auto& name : queues) {
-      queue_spec spec;
-      spec.name = name;
-      auto r = session_->declare(channel, spec, true);
+      std::uint32_t messages = 0, consumers = 0;
+      auto r = session_->queue_depth(channel, name, messages, consumers);
       if (r.ok()) {
-        auto* ok = static_cast<amqp_queue_declare_ok_t*>(amqp_get_rpc_reply(session_->state()).reply.decoded);
-        if (ok) report.queues[name] = {ok->message_count, ok->consumer_count};
+        report.queues[name] = {messages, consumers};
         continue;
       }
       if (r.channel_closed) {  // 404: no such queue; the channel is closed, open it again
