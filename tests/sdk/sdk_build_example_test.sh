@@ -17,6 +17,14 @@ for f in include/dde/worker.hpp include/dde/message.hpp include/dde/args.hpp lib
   [[ -f $prefix/$f ]] || fail "the SDK install lacks $f"
 done
 [[ ! -e $prefix/bin ]] || fail "the dev component installed executables: $(ls "$prefix/bin")"
+for f in daemon.hpp cli.hpp tls_flags.hpp metrics.hpp net/ops_endpoints.hpp net/retry_timer.hpp net/backoff.hpp; do
+  [[ ! -e $prefix/include/dde/$f ]] || fail "the SDK installs dde/$f, a header of the daemons' own"
+done
+# Each installed header compiles on its own from the prefix: nothing it includes was left out.
+while IFS= read -r header; do
+  echo "#include \"$header\"" | c++ -std=c++17 -fsyntax-only -I"$prefix/include" -x c++ - ||
+    fail "$header does not compile alone from the SDK install"
+done < <(cd "$prefix/include" && find dde -name '*.hpp' | sort)
 abi=$(sed -n 's/^#define DDE_ABI_VERSION \([0-9]*\)$/\1/p' "$prefix/include/dde/worker.hpp")
 [[ -n $abi ]] || fail "no DDE_ABI_VERSION in the installed worker.hpp"
 
