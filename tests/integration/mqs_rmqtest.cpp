@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <sstream>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include <fstream>
 
@@ -436,7 +439,23 @@ TEST(MqsBroker, AWrongPasswordIsReportedWithoutPrintingItWhileHostsAreStillServe
   ASSERT_TRUE(c.hello());
   c.enqueue(unique_topic("nopass"), "at-least-once", 1, "waits for the broker");
   c.pull(unique_topic("nopass"), "at-most-once", 1);
-  ASSERT_TRUE(wait_until([&] { return mqs.log().find("retrying in 400 ms") != std::string::npos; }, 20s));
+  // It keeps trying, each wait longer than the one before (doubling, jittered down by up to 20%).
+  // The publishing side's attempts, read from its own log lines (the consuming side retries too).
+  auto waits = [&] {
+    std::vector<long> ms;
+    std::istringstream log(mqs.log());
+    const std::string mark = "retrying in ";
+    for (std::string line; std::getline(log, line);) {
+      auto at = line.find(mark);
+      if (line.find("[mqs.enqueuer]") != std::string::npos && at != std::string::npos)
+        ms.push_back(std::strtol(line.c_str() + at + mark.size(), nullptr, 10));
+    }
+    return ms;
+  };
+  ASSERT_TRUE(wait_until([&] { return waits().size() >= 3; }, 20s)) << mqs.log();
+  auto seen = waits();
+  EXPECT_LT(seen[0], seen[1]) << mqs.log();
+  EXPECT_LT(seen[1], seen[2]) << mqs.log();
   EXPECT_TRUE(c.records("error").empty());
   EXPECT_TRUE(c.records("reject").empty());
   EXPECT_EQ(mqs.log().find("not-the-password-42"), std::string::npos);
