@@ -85,6 +85,8 @@ class fake_link : public mqs_link {
 
 class RouterTest : public ::testing::Test {
  protected:
+  ~RouterTest() override { clock->clear(); }
+
   /// A pool of `workers` faulty workers (throwing on the seqs in `throw_on`), started.
   std::shared_ptr<router> start_pool(std::size_t workers, nlohmann::json extra = nlohmann::json::object(),
                                      std::vector<int> throw_on = {}, nlohmann::json args = nlohmann::json::object()) {

@@ -41,6 +41,16 @@ class manual_clock : public clock, public std::enable_shared_from_this<manual_cl
     for (auto& [strand, fn] : due) boost::asio::post(strand, std::move(fn));
   }
 
+  /// Drops every timer waiting. A router holds its clock and a waiting call holds its router: a test
+  /// ends with this, or the two keep each other alive.
+  void clear() {
+    std::map<key, entry> dropped;
+    {
+      std::lock_guard lock(mutex_);
+      dropped.swap(pending_);
+    }
+  }
+
   /// Timers waiting.
   std::size_t pending() const {
     std::lock_guard lock(mutex_);
@@ -56,10 +66,12 @@ class manual_clock : public clock, public std::enable_shared_from_this<manual_cl
 
   class manual_timer : public timer {
    public:
-    manual_timer(std::shared_ptr<manual_clock> c, strand_type strand) : clock_(std::move(c)), strand_(std::move(strand)) {}
+    manual_timer(std::shared_ptr<manual_clock> c, strand_type strand) : clock_(c), strand_(std::move(strand)) {}
     ~manual_timer() override { cancel(); }
     void after(std::chrono::milliseconds delay, std::function<void()> fn) override {
       cancel();
+      auto clock_ = this->clock_.lock();
+      if (!clock_) return;  // the test is over
       std::lock_guard lock(clock_->mutex_);
       key_ = key{clock_->now_ + delay, clock_->next_++};
       // As the real timer: once due and posted, it still does not run after a cancel or a new after().
@@ -71,13 +83,17 @@ class manual_clock : public clock, public std::enable_shared_from_this<manual_cl
     }
     void cancel() override {
       ++*generation_;
+      auto clock_ = this->clock_.lock();
+      if (!clock_) return;
       std::lock_guard lock(clock_->mutex_);
       if (key_) clock_->pending_.erase(*key_);
       key_.reset();
     }
 
    private:
-    std::shared_ptr<manual_clock> clock_;
+    /// Weakly: pending calls hold their router, which holds its timers; a strong reference back would
+    /// keep both alive after the test.
+    std::weak_ptr<manual_clock> clock_;
     strand_type strand_;
     std::optional<key> key_;
     std::shared_ptr<std::uint64_t> generation_ = std::make_shared<std::uint64_t>(0);
