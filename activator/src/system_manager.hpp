@@ -121,7 +121,4 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   bool stopping_all_ = false;
 };
 
-/// Turns a pool as `describe` reports it back into a deploy body.
-nlohmann::json deploy_body_from_description(const std::string& system, const nlohmann::json& pool);
-
 }  // namespace dde::activator

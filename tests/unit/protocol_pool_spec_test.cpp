@@ -51,5 +51,30 @@ TEST(PoolSpec, TailChoppingAndScalingReadBack) {
   EXPECT_EQ(back["scale"]["cooldownMs"], 2000);
 }
 
+TEST(PoolSpec, APoolDeployedAgainFromItsDescriptionIsThePoolItWas) {
+  // What an activator does with the pools of an isolate system it adopted: their descriptions (with
+  // what the host adds) become deploy bodies again when the system has to be redeployed.
+  for (auto text : {R"({"isolateName": "c", "uri": "/w.so", "workersPaths": ["localhost", "localhost"],
+                        "routerType": "consistentHash", "hashKey": "k", "backoff": {"retryLimit": 2, "maxDelayMs": 10},
+                        "subPools": {"key": "tenant", "capacity": {"a": 2}, "defaultCapacity": 1},
+                        "failover": true, "rate": {"messages": 5, "perMs": 100}, "args": {"x": 1}})",
+                    R"({"isolateName": "t", "uri": "/w.so", "routerType": "tailChopping", "tailChopDelayMs": 50,
+                        "scale": {"min": 1, "max": 4, "cooldownMs": 2000}, "deliveryMode": "at-most-once"})"}) {
+    auto spec = parse_pool_spec(nlohmann::json::parse(text), "sys");
+    ASSERT_TRUE(spec) << spec.error();
+    auto described = to_json(spec.value());
+    described["workers"] = nlohmann::json::array({{{"id", "w1"}, {"inFlight", 0}}});
+    described["stats"] = {{"delivered", 3}};
+    described["pluginMd5"] = "abc";
+    described["messageQueuingSystemServer"] = "ws://127.0.0.1:9/mqs";
+    auto body = deploy_body_of_description("sys", described);
+    EXPECT_EQ(body["messageQueuingSystemServer"], "ws://127.0.0.1:9/mqs");
+    EXPECT_FALSE(body.contains("stats"));
+    auto again = parse_pool_spec(body);
+    ASSERT_TRUE(again) << again.error() << " in " << body.dump();
+    EXPECT_EQ(to_deploy_body(again.value()), to_deploy_body(spec.value()));
+  }
+}
+
 }  // namespace
 }  // namespace dde

@@ -305,6 +305,22 @@ nlohmann::json to_deploy_body(const pool_spec& spec) {
   return body;
 }
 
+nlohmann::json deploy_body_of_description(const std::string& system, const nlohmann::json& described) {
+  // The keys come from to_deploy_body itself: a field added to the spec cannot be forgotten here.
+  static const auto fields = to_deploy_body(pool_spec{});
+  auto id = described.value("id", std::string());
+  nlohmann::json body = {{"isolateSystemName", system},
+                         {"isolateName", id.substr(id.find('/') + 1)},
+                         {"uri", described.value("workerUri", std::string())}};
+  auto copy = [&](const std::string& key) {
+    if (auto it = described.find(key); it != described.end() && !it->is_null() && !body.contains(key))
+      body[key] = *it;
+  };
+  for (auto& field : fields.items()) copy(field.key());
+  copy("messageQueuingSystemServer");  // describe names the pool's MQS when the host knows it
+  return body;
+}
+
 nlohmann::json to_json(const pool_spec& spec) {
   return {
       {"id", spec.addr().str()},

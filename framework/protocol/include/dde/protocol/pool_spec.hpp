@@ -119,6 +119,10 @@ nlohmann::json to_json(const pool_spec& spec);
 /// The pool as a deploy body: what parse_pool_spec reads back into the same spec (remote workers are
 /// spawned with it).
 nlohmann::json to_deploy_body(const pool_spec& spec);
+/// The deploy body of a pool as `describe` showed it (to_json's form, plus what the host adds: workers,
+/// stats, its MQS): every field a deploy body has, so a pool deployed again from its description is the
+/// pool it was. `system` is the isolate system describe listed it under.
+nlohmann::json deploy_body_of_description(const std::string& system, const nlohmann::json& described);
 std::string_view to_string(strategy s);
 
 /// Why `value` of field `key` is not a valid name (it becomes part of queue names), or "".
