@@ -164,8 +164,7 @@ void plugin_source::swapped(std::chrono::milliseconds pause) {
   }
 }
 
-void plugin_source::proven() {
-  if (!proving_) return;
+void plugin_source::prove() {
   proving_ = false;
   auto running = pool_.running();
   if (!events_ || cache_.empty() || !running) return;

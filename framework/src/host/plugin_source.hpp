@@ -59,8 +59,11 @@ class plugin_source {
   /// messages for the swap.
   void swapped(std::chrono::milliseconds pause);
   void restarted(std::chrono::milliseconds pause) { last_pause_ms_ = pause.count(); }
-  /// A message was done by the running version: the first one proves it (once per version).
-  void proven();
+  /// A message was done by the running version: the first one proves it (once per version). Called
+  /// for every message done, so the check is inline.
+  void proven() {
+    if (proving_) prove();
+  }
   /// The pool stops: a download that comes back is dropped.
   void stop() { stopping_ = true; }
   /// "hotDeploy" for describe.
@@ -70,6 +73,8 @@ class plugin_source {
 
  private:
   std::filesystem::path running_file() const;
+  /// The running version finished its first message: keep a copy of it, tell the activator.
+  void prove();
   void fetch(fetch_done on_strand_done);
   void on_fetched(fetch_result fetched);
   void note_fetch_error(const std::string& error);

@@ -64,8 +64,7 @@ bool router::renew_slot(std::size_t index) {
   s.error.clear();
   // A proxy's slot opens once its remote worker is spawned (worker_up).
   ledger_.set_alive(index, spec_.workers_paths[index] == "localhost", c->id());
-  guard_.forget(index);
-  guard_.active(index, clock_->now());
+  guard_.renew(index, clock_->now());
   c->start();
   return true;
 }

@@ -91,8 +91,7 @@ bool router::add_local_worker(std::size_t index) {
     ledger_.set_alive(index, true, c->id());
     ledger_.set_open(index, true);
   }
-  guard_.forget(index);
-  guard_.active(index, clock_->now());
+  guard_.renew(index, clock_->now());
   c->start();
   return true;
 }

@@ -27,6 +27,11 @@ class starvation_guard {
   void active(std::size_t slot, time_point now);
   /// The slot's instance was replaced or killed: its PING awaits nothing any more.
   void forget(std::size_t slot);
+  /// A fresh instance in the slot at `now`: no PING awaited, quiet from now.
+  void renew(std::size_t slot, time_point now) {
+    forget(slot);
+    active(slot, now);
+  }
 
   struct action {
     enum class kind { ping, replace };

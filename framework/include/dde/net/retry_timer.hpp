@@ -31,8 +31,6 @@ class retry_timer {
     });
     return delay;
   }
-  /// The un-jittered delay the next `schedule` starts from, for logs.
-  std::chrono::milliseconds delay() const { return backoff_.peek(); }
   /// The link is up: the next failure waits `initial` again.
   void reset() { backoff_.reset(); }
   void cancel() { timer_.cancel(); }
