@@ -42,6 +42,51 @@ amqp_table_entry_t bool_entry(const char* key, bool value) {
   return e;
 }
 
+/// The real connection: rabbitmq-c 0.11, plain TCP or TLS.
+class rabbitmq_session final : public amqp_session {
+ public:
+  explicit rabbitmq_session(amqp_connection_state_t state) : state_(state) {}
+  ~rabbitmq_session() override;
+
+  int fd() const override { return amqp_get_sockfd(state_); }
+  std::uint16_t channel_max() const override;
+  void mark_broken() override { broken_ = true; }
+  bool buffered() const override { return amqp_frames_enqueued(state_) || amqp_data_in_buffer(state_); }
+  bool plain() const override { return plain_; }
+  std::uint32_t frame_max() const override { return std::uint32_t(amqp_get_frame_max(state_)); }
+  std::string publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
+                      const publish_props& props, std::string_view body) override;
+  std::string ack(std::uint16_t channel, std::uint64_t tag, bool multiple) override;
+  std::string reject(std::uint16_t channel, std::uint64_t tag, bool requeue) override;
+  void release_buffers() override { amqp_maybe_release_buffers(state_); }
+  std::string write_frames(const std::string& bytes) override;
+  result open_channel(std::uint16_t channel) override;
+  result close_channel(std::uint16_t channel) override;
+  result confirm_select(std::uint16_t channel) override;
+  result qos(std::uint16_t channel, std::uint16_t prefetch) override;
+  result consume(std::uint16_t channel, const std::string& queue, const std::string& consumer_tag,
+                 bool no_ack) override;
+  result cancel(std::uint16_t channel, const std::string& consumer_tag) override;
+  result declare(std::uint16_t channel, const queue_spec& spec, bool passive) override;
+  result queue_depth(std::uint16_t channel, const std::string& queue, std::uint32_t& messages,
+                     std::uint32_t& consumers) override;
+  result declare_exchange(std::uint16_t channel, std::string_view name, const char* type, bool durable) override;
+  result declare_private_queue(std::uint16_t channel, std::string& name) override;
+  result bind(std::uint16_t channel, const std::string& queue, std::string_view exchange,
+              const std::string& routing_key) override;
+  int try_read_frame(amqp_frame_t& frame) override;
+  void reply_channel_close_ok(std::uint16_t channel) override;
+  void reply_connection_close_ok() override;
+
+  bool broken_ = false;
+  bool plain_ = false;
+
+ private:
+  result check(const amqp_rpc_reply_t& reply, std::uint16_t channel, const char* what);
+
+  amqp_connection_state_t state_;
+};
+
 }  // namespace
 
 std::string amqp_session::describe_close(const amqp_method_t& method) {
@@ -62,7 +107,7 @@ std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::st
     error = "out of memory";
     return nullptr;
   }
-  std::unique_ptr<amqp_session> s(new amqp_session(state));
+  auto s = std::make_unique<rabbitmq_session>(state);
   s->broken_ = true;  // until logged in, a destroy must not try to close politely
   amqp_socket_t* socket = p.tls ? amqp_ssl_socket_new(state) : amqp_tcp_socket_new(state);
   if (!socket) {
@@ -129,7 +174,7 @@ std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::st
   return s;
 }
 
-std::string amqp_session::write_frames(const std::string& bytes) {
+std::string rabbitmq_session::write_frames(const std::string& bytes) {
   const char* at = bytes.data();
   std::size_t left = bytes.size();
   int err = 0;
@@ -154,17 +199,17 @@ std::string amqp_session::write_frames(const std::string& bytes) {
   return std::string("send: ") + std::strerror(err);
 }
 
-amqp_session::~amqp_session() {
+rabbitmq_session::~rabbitmq_session() {
   if (!broken_) amqp_connection_close(state_, AMQP_REPLY_SUCCESS);
   amqp_destroy_connection(state_);
 }
 
-std::uint16_t amqp_session::channel_max() const {
+std::uint16_t rabbitmq_session::channel_max() const {
   int m = amqp_get_channel_max(state_);
   return m <= 0 || m > 65535 ? 65535 : static_cast<std::uint16_t>(m);
 }
 
-amqp_session::result amqp_session::check(const amqp_rpc_reply_t& reply, std::uint16_t channel,
+amqp_session::result rabbitmq_session::check(const amqp_rpc_reply_t& reply, std::uint16_t channel,
                                          const char* what) {
   result r;
   switch (reply.reply_type) {
@@ -194,52 +239,52 @@ amqp_session::result amqp_session::check(const amqp_rpc_reply_t& reply, std::uin
   return r;
 }
 
-amqp_session::result amqp_session::open_channel(std::uint16_t channel) {
+amqp_session::result rabbitmq_session::open_channel(std::uint16_t channel) {
   amqp_channel_open(state_, channel);
   return check(amqp_get_rpc_reply(state_), channel, "channel.open");
 }
 
-amqp_session::result amqp_session::close_channel(std::uint16_t channel) {
+amqp_session::result rabbitmq_session::close_channel(std::uint16_t channel) {
   return check(amqp_channel_close(state_, channel, AMQP_REPLY_SUCCESS), channel, "channel.close");
 }
 
-amqp_session::result amqp_session::confirm_select(std::uint16_t channel) {
+amqp_session::result rabbitmq_session::confirm_select(std::uint16_t channel) {
   amqp_confirm_select(state_, channel);
   return check(amqp_get_rpc_reply(state_), channel, "confirm.select");
 }
 
-amqp_session::result amqp_session::qos(std::uint16_t channel, std::uint16_t prefetch) {
+amqp_session::result rabbitmq_session::qos(std::uint16_t channel, std::uint16_t prefetch) {
   amqp_basic_qos(state_, channel, 0, prefetch, 0);
   return check(amqp_get_rpc_reply(state_), channel, "basic.qos");
 }
 
-amqp_session::result amqp_session::consume(std::uint16_t channel, const std::string& queue,
+amqp_session::result rabbitmq_session::consume(std::uint16_t channel, const std::string& queue,
                                            const std::string& consumer_tag, bool no_ack) {
   amqp_basic_consume(state_, channel, bytes_of(queue), bytes_of(consumer_tag), 0, no_ack, 0,
                      amqp_empty_table);
   return check(amqp_get_rpc_reply(state_), channel, "basic.consume");
 }
 
-amqp_session::result amqp_session::cancel(std::uint16_t channel, const std::string& consumer_tag) {
+amqp_session::result rabbitmq_session::cancel(std::uint16_t channel, const std::string& consumer_tag) {
   amqp_basic_cancel(state_, channel, bytes_of(consumer_tag));
   return check(amqp_get_rpc_reply(state_), channel, "basic.cancel");
 }
 
-amqp_session::result amqp_session::declare_exchange(std::uint16_t channel, std::string_view name,
+amqp_session::result rabbitmq_session::declare_exchange(std::uint16_t channel, std::string_view name,
                                                     const char* type, bool durable) {
   amqp_exchange_declare(state_, channel, amqp_bytes_t{name.size(), const_cast<char*>(name.data())},
                         amqp_cstring_bytes(type), 0, durable, 0, 0, amqp_empty_table);
   return check(amqp_get_rpc_reply(state_), channel, "exchange.declare");
 }
 
-amqp_session::result amqp_session::declare_private_queue(std::uint16_t channel, std::string& name) {
+amqp_session::result rabbitmq_session::declare_private_queue(std::uint16_t channel, std::string& name) {
   auto* ok = amqp_queue_declare(state_, channel, amqp_empty_bytes, 0, 0, 1, 1, amqp_empty_table);
   auto r = check(amqp_get_rpc_reply(state_), channel, "queue.declare (server-named)");
   if (r.ok() && ok) name = bytes_text(ok->queue);
   return r;
 }
 
-amqp_session::result amqp_session::bind(std::uint16_t channel, const std::string& queue,
+amqp_session::result rabbitmq_session::bind(std::uint16_t channel, const std::string& queue,
                                         std::string_view exchange, const std::string& routing_key) {
   amqp_queue_bind(state_, channel, bytes_of(queue),
                   amqp_bytes_t{exchange.size(), const_cast<char*>(exchange.data())}, bytes_of(routing_key),
@@ -247,7 +292,7 @@ amqp_session::result amqp_session::bind(std::uint16_t channel, const std::string
   return check(amqp_get_rpc_reply(state_), channel, "queue.bind");
 }
 
-amqp_session::result amqp_session::declare(std::uint16_t channel, const queue_spec& spec, bool passive) {
+amqp_session::result rabbitmq_session::declare(std::uint16_t channel, const queue_spec& spec, bool passive) {
   std::vector<amqp_table_entry_t> args;
   const std::string quorum = "quorum", empty;
   if (!passive) {
@@ -264,7 +309,7 @@ amqp_session::result amqp_session::declare(std::uint16_t channel, const queue_sp
   return check(amqp_get_rpc_reply(state_), channel, passive ? "queue.declare (passive)" : "queue.declare");
 }
 
-amqp_session::result amqp_session::queue_depth(std::uint16_t channel, const std::string& queue,
+amqp_session::result rabbitmq_session::queue_depth(std::uint16_t channel, const std::string& queue,
                                                std::uint32_t& messages, std::uint32_t& consumers) {
   auto* ok = amqp_queue_declare(state_, channel, bytes_of(queue), 1, 0, 0, 0, amqp_empty_table);
   auto r = check(amqp_get_rpc_reply(state_), channel, "queue.declare (passive)");
@@ -287,7 +332,7 @@ amqp_session::result amqp_session::declare_or_use(std::uint16_t channel, const q
   return r;
 }
 
-int amqp_session::try_read_frame(amqp_frame_t& frame) {
+int rabbitmq_session::try_read_frame(amqp_frame_t& frame) {
   struct timeval zero {
     0, 0
   };
@@ -298,18 +343,18 @@ int amqp_session::try_read_frame(amqp_frame_t& frame) {
   return rc < 0 ? rc : -1;
 }
 
-void amqp_session::reply_channel_close_ok(std::uint16_t channel) {
+void rabbitmq_session::reply_channel_close_ok(std::uint16_t channel) {
   amqp_channel_close_ok_t ok{};
   if (amqp_send_method(state_, channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK) broken_ = true;
 }
 
-void amqp_session::reply_connection_close_ok() {
+void rabbitmq_session::reply_connection_close_ok() {
   amqp_connection_close_ok_t ok{};
   amqp_send_method(state_, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
   broken_ = true;
 }
 
-std::string amqp_session::publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
+std::string rabbitmq_session::publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
                                   const publish_props& p, std::string_view body) {
   amqp_basic_properties_t props{};
   props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
@@ -337,16 +382,15 @@ std::string amqp_session::publish(std::uint16_t channel, std::string_view exchan
   return rc == AMQP_STATUS_OK ? std::string() : std::string("basic.publish: ") + amqp_error_string2(rc);
 }
 
-std::string amqp_session::ack(std::uint16_t channel, std::uint64_t tag, bool multiple) {
+std::string rabbitmq_session::ack(std::uint16_t channel, std::uint64_t tag, bool multiple) {
   int rc = amqp_basic_ack(state_, channel, tag, multiple);
   return rc == AMQP_STATUS_OK ? std::string() : std::string("basic.ack: ") + amqp_error_string2(rc);
 }
 
-std::string amqp_session::reject(std::uint16_t channel, std::uint64_t tag, bool requeue) {
+std::string rabbitmq_session::reject(std::uint16_t channel, std::uint64_t tag, bool requeue) {
   int rc = amqp_basic_reject(state_, channel, tag, requeue);
   return rc == AMQP_STATUS_OK ? std::string() : std::string("basic.reject: ") + amqp_error_string2(rc);
 }
 
-void amqp_session::release_buffers() { amqp_maybe_release_buffers(state_); }
 
 }  // namespace dde::mqs

@@ -1,16 +1,16 @@
 #pragma once
-// One AMQP connection over rabbitmq-c 0.11, with the few RPCs the MQS needs. rabbitmq-c blocks
-// and is not thread-safe: one thread (the enqueuer's or the dequeuer's) owns a session.
+// The MQS's AMQP connections: the interface its broker threads use, and what they are opened with.
 
 #include <amqp.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-#include <string_view>
 
 #include "dde/mqs/queue_spec.hpp"
 
@@ -30,6 +30,10 @@ struct broker_params {
   std::string key_file = {};
 };
 
+/// One AMQP connection: the few operations the MQS needs. The broker threads (enqueuer,
+/// dequeuer, queue inspector) see only this interface; `open` gives the real one over rabbitmq-c
+/// 0.11 (amqp_session.cpp), tests give a fake (tests/unit/fake_amqp_session.hpp). rabbitmq-c blocks
+/// and is not thread-safe: one thread owns a session.
 class amqp_session {
  public:
   /// Outcome of an RPC. When only the channel failed the broker closed it (close-ok is sent);
@@ -41,82 +45,88 @@ class amqp_session {
     bool ok() const { return error.empty(); }
     bool connection_lost() const { return !ok() && !channel_closed; }
   };
-
-  /// Connects and logs in; nullptr and `error` on failure.
-  static std::unique_ptr<amqp_session> open(const broker_params& params, std::string& error);
-  ~amqp_session();
-  amqp_session(const amqp_session&) = delete;
-  amqp_session& operator=(const amqp_session&) = delete;
-
-  int fd() const { return amqp_get_sockfd(state_); }
-  std::uint16_t channel_max() const;
-  /// The connection is dead: do not attempt a graceful close.
-  void mark_broken() { broken_ = true; }
-  /// True when a frame can be read without touching the socket.
-  bool buffered() const { return amqp_frames_enqueued(state_) || amqp_data_in_buffer(state_); }
-  /// Plain TCP (not amqps): whole frames encoded by the caller may be written to the socket.
-  bool plain() const { return plain_; }
-  std::uint32_t frame_max() const { return std::uint32_t(amqp_get_frame_max(state_)); }
   /// What basic.publish sends with a message (an empty field is left out).
   struct publish_props {
     std::uint8_t delivery_mode = 1;  ///< 2: persistent
     std::string_view content_type, message_id, app_id, expiration;
     const std::vector<std::pair<std::string, std::string>>* headers = nullptr;  ///< long-string values
   };
+
+  /// Connects to the broker over rabbitmq-c and logs in; nullptr and `error` on failure.
+  static std::unique_ptr<amqp_session> open(const broker_params& params, std::string& error);
+  amqp_session() = default;
+  virtual ~amqp_session() = default;
+  amqp_session(const amqp_session&) = delete;
+  amqp_session& operator=(const amqp_session&) = delete;
+
+  /// The socket to poll for reading (-1: none, e.g. a fake).
+  virtual int fd() const = 0;
+  virtual std::uint16_t channel_max() const = 0;
+  /// The connection is dead: do not attempt a graceful close.
+  virtual void mark_broken() = 0;
+  /// True when a frame can be read without touching the socket.
+  virtual bool buffered() const = 0;
+  /// Plain TCP (not amqps): whole frames encoded by the caller may be written with write_frames.
+  virtual bool plain() const = 0;
+  virtual std::uint32_t frame_max() const = 0;
   /// basic.publish of `body` to `exchange` ("" = the default one) with `routing_key`, without waiting
   /// for anything; why it failed (the connection is then broken) or empty.
-  std::string publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
-                      const publish_props& props, std::string_view body);
+  virtual std::string publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
+                              const publish_props& props, std::string_view body) = 0;
   /// basic.ack / basic.reject; why it failed (the connection is then broken) or empty.
-  std::string ack(std::uint16_t channel, std::uint64_t tag, bool multiple);
-  std::string reject(std::uint16_t channel, std::uint64_t tag, bool requeue);
-  /// What a rabbitmq-c status code (e.g. try_read_frame's) means.
-  static std::string status_text(int status) { return amqp_error_string2(status); }
-  /// Lets rabbitmq-c free the memory of frames already handled (between bursts).
-  void release_buffers();
+  virtual std::string ack(std::uint16_t channel, std::uint64_t tag, bool multiple) = 0;
+  virtual std::string reject(std::uint16_t channel, std::uint64_t tag, bool requeue) = 0;
+  /// Lets the connection free the memory of frames already handled (between bursts).
+  virtual void release_buffers() = 0;
   /// Writes `bytes` (whole frames) to a plain connection's socket, waiting while it is full; an
   /// error (the connection is then broken) or empty.
-  std::string write_frames(const std::string& bytes);
+  virtual std::string write_frames(const std::string& bytes) = 0;
 
-  result open_channel(std::uint16_t channel);
-  result close_channel(std::uint16_t channel);
-  result confirm_select(std::uint16_t channel);
-  result qos(std::uint16_t channel, std::uint16_t prefetch);
+  virtual result open_channel(std::uint16_t channel) = 0;
+  virtual result close_channel(std::uint16_t channel) = 0;
+  virtual result confirm_select(std::uint16_t channel) = 0;
+  virtual result qos(std::uint16_t channel, std::uint16_t prefetch) = 0;
   /// basic.consume; `no_ack`: the broker counts a message done as it sends it.
-  result consume(std::uint16_t channel, const std::string& queue, const std::string& consumer_tag,
-                 bool no_ack = false);
-  result cancel(std::uint16_t channel, const std::string& consumer_tag);
-  result declare(std::uint16_t channel, const queue_spec& spec, bool passive);
+  virtual result consume(std::uint16_t channel, const std::string& queue, const std::string& consumer_tag,
+                         bool no_ack = false) = 0;
+  virtual result cancel(std::uint16_t channel, const std::string& consumer_tag) = 0;
+  virtual result declare(std::uint16_t channel, const queue_spec& spec, bool passive) = 0;
   /// Passive queue.declare of `queue`: its ready messages and consumers. A missing queue closes `channel` (404).
-  result queue_depth(std::uint16_t channel, const std::string& queue, std::uint32_t& messages,
-                     std::uint32_t& consumers);
+  virtual result queue_depth(std::uint16_t channel, const std::string& queue, std::uint32_t& messages,
+                             std::uint32_t& consumers) = 0;
   /// Declares exchange `name` of `type` (not auto-deleted, not internal).
-  result declare_exchange(std::uint16_t channel, std::string_view name, const char* type, bool durable);
+  virtual result declare_exchange(std::uint16_t channel, std::string_view name, const char* type,
+                                  bool durable) = 0;
   /// Declares a server-named, exclusive, auto-delete queue; its name goes to `name`.
-  result declare_private_queue(std::uint16_t channel, std::string& name);
-  result bind(std::uint16_t channel, const std::string& queue, std::string_view exchange,
-              const std::string& routing_key);
+  virtual result declare_private_queue(std::uint16_t channel, std::string& name) = 0;
+  virtual result bind(std::uint16_t channel, const std::string& queue, std::string_view exchange,
+                      const std::string& routing_key) = 0;
   /// Declares `spec`; when the queue exists with other arguments (406) reopens `channel` and uses
   /// the queue as it is (passive declare), setting `used_existing`.
   result declare_or_use(std::uint16_t channel, const queue_spec& spec, bool& used_existing);
 
   /// Reads one frame if one is ready, without waiting (heartbeats are serviced here):
-  /// 1 read, 0 nothing ready, < 0 an AMQP status (the connection is broken).
-  int try_read_frame(amqp_frame_t& frame);
+  /// 1 read, 0 nothing ready, < 0 an AMQP status (the connection is broken). The frame's decoded
+  /// parts stay valid until the next read.
+  virtual int try_read_frame(amqp_frame_t& frame) = 0;
   /// Answers a channel.close / connection.close the broker sent.
-  void reply_channel_close_ok(std::uint16_t channel);
-  void reply_connection_close_ok();
+  virtual void reply_channel_close_ok(std::uint16_t channel) = 0;
+  virtual void reply_connection_close_ok() = 0;
 
+  /// What a rabbitmq-c status code (e.g. try_read_frame's) means.
+  static std::string status_text(int status) { return amqp_error_string2(status); }
   /// "320 CONNECTION_FORCED - ..." from a close method's arguments.
   static std::string describe_close(const amqp_method_t& method);
+};
 
- private:
-  explicit amqp_session(amqp_connection_state_t state) : state_(state) {}
-  result check(const amqp_rpc_reply_t& reply, std::uint16_t channel, const char* what);
+/// Opens the connections of a broker thread: `amqp_session::open`, or a test's fake broker.
+using session_opener = std::function<std::unique_ptr<amqp_session>(const broker_params&, std::string& error)>;
 
-  amqp_connection_state_t state_;
-  bool broken_ = false;
-  bool plain_ = false;
+/// What a broker thread connects with and reads the time from. The real ones by default; a test
+/// gives a fake broker and a clock it moves, and drives the thread's turns itself.
+struct broker_env {
+  session_opener open = &amqp_session::open;
+  std::function<std::chrono::steady_clock::time_point()> now = &std::chrono::steady_clock::now;
 };
 
 }  // namespace dde::mqs

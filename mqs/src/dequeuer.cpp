@@ -56,8 +56,8 @@ bool of_channel(amqp_bytes_t tag, const std::string& first) {
 
 }  // namespace
 
-dequeuer::dequeuer(const config& cfg, std::string mqs_id)
-    : cfg_(cfg), mqs_id_(std::move(mqs_id)), dispatcher_(*this, cfg.idle_timeout) {
+dequeuer::dequeuer(const config& cfg, std::string mqs_id, broker_env env)
+    : cfg_(cfg), mqs_id_(std::move(mqs_id)), env_(std::move(env)), dispatcher_(*this, cfg.idle_timeout) {
   params_ = broker_params{cfg.broker_host, cfg.broker_port, cfg.user,          cfg.password,
                           cfg.vhost,       cfg.heartbeat_s, "dde-mqs dequeuer"};
   params_.tls = cfg.broker_tls;
@@ -78,49 +78,51 @@ void dequeuer::stop() {
 }
 
 void dequeuer::run() {
-  for (;;) {
-    // One last turn after stop(): what hosts sent (acks above all) reaches the broker first.
-    bool last = thread_.stopping;
-    auto now = clock::now();
-    if (!main_.session && !last && now >= next_connect_) connect();
-    for (auto& cmd : inbox_.take()) handle(cmd, now);
-    if (now >= next_sweep_) {
-      // Each link is read once a second whatever poll said: rabbitmq-c sends and checks heartbeats
-      // when it reads, so a broker gone silent is noticed, and ours go out.
-      main_.readable = true;
-      for (auto& [topic, c] : consumers_) c.link.readable = true;
-      next_sweep_ = now + sweep_period;
-    }
-    if (main_.worth_reading()) read_frames(main_);
-    for (auto& [topic, c] : consumers_)
-      if (c.link.worth_reading()) read_frames(c.link);
-    if (main_.usable()) retry_governance(now);
-    if (main_.usable() && !last) retry_consumers(now);
-    if (main_.usable() && !last && now >= shrink_due_) shrink_due_ = shrink_quiet_consumers(now);
-    if (dispatcher_.blocked()) dispatcher_.retry_blocked();
-    if (now >= next_idle_check_) {
-      dispatcher_.expire_idle(now);
-      next_idle_check_ = now + idle_check_period;
-    }
-    flush();
-    if (!main_.failed.empty()) connection_lost();
-    for (auto& [topic, c] : consumers_)
-      if (!c.link.failed.empty()) link_lost(topic, c);
-    if (last) break;
-
-    auto wake_at = std::min(next_sweep_, main_.session ? clock::time_point::max() : next_connect_);
-    if (!consumers_.empty()) wake_at = std::min(wake_at, std::min(next_idle_check_, shrink_due_));
-    for (auto& [topic, c] : consumers_)
-      if (main_.session && !c.link.channel) wake_at = std::min(wake_at, c.retry_at);
-    if (main_.session && !main_.channel) wake_at = std::min(wake_at, governance_retry_at_);
-    // A host's send queue has no event when it drains: look again shortly.
-    if (dispatcher_.blocked()) wake_at = std::min(wake_at, clock::now() + blocked_poll);
-    wait(wake_at);
-  }
+  while (auto wake_at = turn()) wait(*wake_at);
   thread_.socket_fd = -1;
   consumers_.clear();  // each closes its connection: what it had buffered goes back to its queue
   main_.session.reset();
   thread_.exited.set();
+}
+
+std::optional<dequeuer::clock::time_point> dequeuer::turn() {
+  // One last turn after stop(): what hosts sent (acks above all) reaches the broker first.
+  bool last = thread_.stopping;
+  auto t = now();
+  if (!main_.session && !last && t >= next_connect_) connect();
+  for (auto& cmd : inbox_.take()) handle(cmd, t);
+  if (t >= next_sweep_) {
+    // Each link is read once a second whatever poll said: rabbitmq-c sends and checks heartbeats
+    // when it reads, so a broker gone silent is noticed, and ours go out.
+    main_.readable = true;
+    for (auto& [topic, c] : consumers_) c.link.readable = true;
+    next_sweep_ = t + sweep_period;
+  }
+  if (main_.worth_reading()) read_frames(main_);
+  for (auto& [topic, c] : consumers_)
+    if (c.link.worth_reading()) read_frames(c.link);
+  if (main_.usable()) retry_governance(t);
+  if (main_.usable() && !last) retry_consumers(t);
+  if (main_.usable() && !last && t >= shrink_due_) shrink_due_ = shrink_quiet_consumers(t);
+  if (dispatcher_.blocked()) dispatcher_.retry_blocked();
+  if (t >= next_idle_check_) {
+    dispatcher_.expire_idle(t);
+    next_idle_check_ = t + idle_check_period;
+  }
+  flush();
+  if (!main_.failed.empty()) connection_lost();
+  for (auto& [topic, c] : consumers_)
+    if (!c.link.failed.empty()) link_lost(topic, c);
+  if (last) return std::nullopt;
+
+  auto wake_at = std::min(next_sweep_, main_.session ? clock::time_point::max() : next_connect_);
+  if (!consumers_.empty()) wake_at = std::min(wake_at, std::min(next_idle_check_, shrink_due_));
+  for (auto& [topic, c] : consumers_)
+    if (main_.session && !c.link.channel) wake_at = std::min(wake_at, c.retry_at);
+  if (main_.session && !main_.channel) wake_at = std::min(wake_at, governance_retry_at_);
+  // A host's send queue has no event when it drains: look again shortly.
+  if (dispatcher_.blocked()) wake_at = std::min(wake_at, now() + blocked_poll);
+  return wake_at;
 }
 
 void dequeuer::wait(clock::time_point wake_at) {
@@ -129,26 +131,26 @@ void dequeuer::wait(clock::time_point wake_at) {
   auto watch = [&](broker_link& link) {
     link.readable = true;  // a link not watched (no connection yet) is read as soon as it has one
     if (!link.session) return;
-    if (link.session->buffered()) wake_at = clock::now();  // a frame is read without the socket
+    if (link.session->buffered()) wake_at = now();  // a frame is read without the socket
     fds.push_back({link.session->fd(), POLLIN, 0});
     watched.push_back(&link);
   };
   watch(main_);
   for (auto& [topic, c] : consumers_) watch(c.link);
   int timeout_ms = int(std::clamp<long long>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - clock::now()).count(), 0, 1000));
+      std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now()).count(), 0, 1000));
   if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return;  // EINTR: every link is read next turn
   for (std::size_t i = 0; i < watched.size(); ++i) watched[i]->readable = fds[i + 1].revents != 0;
 }
 
 void dequeuer::connect() {
   std::string error;
-  main_.session = amqp_session::open(params_, error);
+  main_.session = env_.open(params_, error);
   if (!main_.session) {
     auto delay = backoff_.next();
     log()->warn("cannot connect to the broker at {}:{}: {}; retrying in {} ms", params_.host, params_.port,
                 error, delay.count());
-    next_connect_ = clock::now() + delay;
+    next_connect_ = now() + delay;
     return;
   }
   if (ever_connected_) mqs_metrics::process().reconnected("consume");
@@ -172,7 +174,7 @@ void dequeuer::connection_lost() {
     dirty_channels_.erase(main_.epoch);
   }
   main_.reset_broken();
-  next_connect_ = clock::now() + delay;
+  next_connect_ = now() + delay;
 }
 
 void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
@@ -256,7 +258,7 @@ void dequeuer::read_frames(broker_link& link) {
     }
   }
   if (delivered)
-    if (auto* ch = channel_of(link)) ch->last_delivery = clock::now();
+    if (auto* ch = channel_of(link)) ch->last_traffic = now();
   if (link.usable()) link.session->release_buffers();
 }
 
@@ -321,6 +323,7 @@ void dequeuer::ack(const broker_ref& ref) {
   if (auto* ch = channel_for(ref)) {
     mqs_metrics::process().topic(ch->topic).acked.add();
     ch->acks.ack(ref.tag);
+    ch->last_traffic = now();
     dirty_channels_.insert(ref.epoch);
   }
 }
@@ -328,6 +331,7 @@ void dequeuer::ack(const broker_ref& ref) {
 void dequeuer::reject(const broker_ref& ref, bool requeue) {
   if (auto* ch = channel_for(ref)) {
     ch->acks.reject(ref.tag, requeue);
+    ch->last_traffic = now();
     dirty_channels_.insert(ref.epoch);
   }
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -48,15 +49,22 @@ struct dequeue_command {
 class dequeuer : private dispatcher_port {
  public:
   /// `mqs_id` names this MQS process: its own pauses coming back from the broker are skipped.
-  dequeuer(const config& cfg, std::string mqs_id);
+  dequeuer(const config& cfg, std::string mqs_id, broker_env env = {});
   ~dequeuer() override;
   void start();
   void stop();
   /// Thread-safe.
   void submit(std::vector<dequeue_command>&& commands) { inbox_.push(std::move(commands)); }
 
- private:
   using clock = std::chrono::steady_clock;
+  /// One turn of the thread's loop: connects and consumes when due, handles the hosts' commands,
+  /// reads every connection that may have frames, sends acks and deliveries. When to come back at
+  /// the latest (sooner if the inbox or a socket has something), or nothing after the last turn.
+  /// Tests call it themselves, without start(), on a fake broker and clock.
+  std::optional<clock::time_point> turn();
+
+ private:
+  clock::time_point now() const { return env_.now(); }
   struct consumer {
     delivery_mode mode = delivery_mode::at_least_once;
     std::uint32_t wanted = 1;  ///< broker consumers on its channel: one per worker of the hosts pulling it
@@ -75,8 +83,9 @@ class dequeuer : private dispatcher_port {
     std::string consumer_tag;  ///< of the first consumer; the others' are "<it>+<n>"
     std::vector<std::string> more_tags;  ///< the other consumers on the channel, one per extra host
     std::uint32_t next_more = 1;
-    /// When the last delivery arrived: extra consumers are cancelled only once the channel is quiet.
-    std::chrono::steady_clock::time_point last_delivery{};
+    /// When the last delivery arrived or the last ack or reject was settled (it makes room for
+    /// more): extra consumers are cancelled only once the channel is quiet both ways.
+    std::chrono::steady_clock::time_point last_traffic{};
     broker_link* link;  ///< the connection it lives on (its consumer's, or the main one)
     std::uint16_t channel;
     ack_batcher acks;
@@ -145,6 +154,7 @@ class dequeuer : private dispatcher_port {
 
   config cfg_;
   std::string mqs_id_;
+  broker_env env_;
   broker_params params_;
   inbox<dequeue_command> inbox_;
   broker_thread thread_;

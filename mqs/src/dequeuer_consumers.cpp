@@ -39,7 +39,7 @@ std::string dequeuer::setup(const std::string& topic, consumer& c) {
     std::string error;
     broker_params params = params_;
     params.connection_name += " " + topic;
-    link.session = amqp_session::open(params, error);
+    link.session = env_.open(params, error);
     if (!link.session) {
       link.failed = error;
       return {};
@@ -77,7 +77,7 @@ std::string dequeuer::setup(const std::string& topic, consumer& c) {
   c.retry.reset();
   c.reconnect.reset();
   log()->debug("consuming {} ({}) with prefetch {}", topic, to_string(c.mode), cfg_.prefetch);
-  match_consumers(topic, c, clock::now());  // after a reconnect: one per worker that still pulls
+  match_consumers(topic, c, now());  // after a reconnect: one per worker that still pulls
   return {};
 }
 
@@ -86,7 +86,7 @@ void dequeuer::set_consumers(const std::string& topic, std::uint32_t consumers) 
   if (it == consumers_.end()) return;
   it->second.wanted = std::clamp<std::uint32_t>(consumers, 1, max_consumers);
   if (it->second.link.channel)
-    shrink_due_ = std::min(shrink_due_, match_consumers(topic, it->second, clock::now()));
+    shrink_due_ = std::min(shrink_due_, match_consumers(topic, it->second, now()));
 }
 
 dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, consumer& c, clock::time_point now) {
@@ -98,8 +98,10 @@ dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, 
   // #3729): the message comes again marked redelivered, and the return counts towards its delivery
   // limit. So the consumers of a pool that scaled down stay while messages flow (the dispatcher
   // still shares deliveries by the hosts' credit; the MQS holds at most their prefetch more), and
-  // are cancelled once none came for shrink_quiet: then nothing is in transit to give back.
-  auto quiet_at = ch->last_delivery + shrink_quiet;
+  // are cancelled once the channel was quiet both ways for shrink_quiet: no delivery came, and no
+  // ack or reject went (each makes room for a delivery that may be on its way). What a cancelled
+  // consumer holds stays unacked on the channel, and is settled as usual.
+  auto quiet_at = ch->last_traffic + shrink_quiet;
   if (have() == c.wanted) return never;
   if (have() > c.wanted && now < quiet_at) return quiet_at;
   // basic.qos (global=false) set once on the channel applies to each consumer created on it.
@@ -111,7 +113,6 @@ dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, 
       r = c.link.session->consume(ch->channel, topic, tag);
       if (r.ok()) ch->more_tags.push_back(std::move(tag));
     } else {
-      // What the cancelled consumer holds stays unacked on the channel, and is acked as usual.
       r = c.link.session->cancel(ch->channel, ch->more_tags.back());
       if (r.ok()) ch->more_tags.pop_back();
     }
@@ -159,7 +160,7 @@ void dequeuer::link_lost(const std::string& topic, consumer& c) {
   c.link.reset_broken();
   mqs_metrics::process().topic(topic).consumers.set(0);
   dispatcher_.on_consumer_lost(topic);  // its delivery tags are void: the broker requeues them
-  c.retry_at = clock::now() + delay;
+  c.retry_at = now() + delay;
 }
 
 std::string dequeuer::start_consumer(const std::string& topic, delivery_mode mode) {
@@ -212,7 +213,7 @@ void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool cl
   if (governance) {  // its queue is gone with the channel (auto-delete): set up again shortly
     auto delay = governance_retry_.next();
     log()->warn("pause consumer lost: {}; consuming pauses again in {} ms", why, delay.count());
-    governance_retry_at_ = clock::now() + delay;
+    governance_retry_at_ = now() + delay;
     return;
   }
   if (why.empty()) return;
@@ -222,7 +223,7 @@ void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool cl
   dispatcher_.on_consumer_lost(topic);
   if (auto c = consumers_.find(topic); c != consumers_.end()) {
     if (c->second.link.usable()) c->second.link.session.reset();
-    c->second.retry_at = clock::now() + c->second.retry.next();
+    c->second.retry_at = now() + c->second.retry.next();
   }
 }
 

@@ -62,7 +62,7 @@ void dequeuer::on_governance_message(const std::string& body) {
   if (p.mqs == mqs_id_) return;  // our own, back from the broker: our hosts were told already
   auto remaining = remaining_time(p, epoch_ms_now());
   std::vector<pause_notice> notices;
-  if (pauses_.pause(p.topic, remaining, p.reason, p.origin, clock::now(), notices))
+  if (pauses_.pause(p.topic, remaining, p.reason, p.origin, now(), notices))
     log()->debug("pause of {} for {} ms from {}: told {} host(s)", p.topic, remaining.count(), p.origin,
                  notices.size());
   tell(notices);

@@ -31,7 +31,8 @@ std::shared_ptr<spdlog::logger> log() {
 
 }  // namespace
 
-enqueuer::enqueuer(const config& cfg, flow_control& flow) : cfg_(cfg), flow_(flow) {
+enqueuer::enqueuer(const config& cfg, flow_control& flow, broker_env env)
+    : cfg_(cfg), env_(std::move(env)), flow_(flow) {
   params_ = broker_params{cfg.broker_host, cfg.broker_port, cfg.user,          cfg.password,
                           cfg.vhost,       cfg.heartbeat_s, "dde-mqs enqueuer"};
   params_.tls = cfg.broker_tls;
@@ -52,37 +53,10 @@ void enqueuer::stop() {
 }
 
 void enqueuer::run() {
-  std::optional<clock::time_point> drain_until;
-  for (;;) {
-    bool stopping = thread_.stopping;
-    if (!session_ && !stopping && clock::now() >= next_connect_) connect();
-    take_inbox();
-    publish_pauses();  // first: a pause is urgent, and small
-    answer_depths();
-    take_due_retries();
-    if (session_) publish_some();
-    if (session_) read_frames();
-    flush_replies();
-    if (stopping) {
-      // What the hosts handed over is published and confirmed if the broker lets us, briefly.
-      if (!drain_until) drain_until = clock::now() + std::chrono::seconds(3);
-      bool drained = pending_confirmed_.empty() && pending_transient_.empty() && retry_.empty() &&
-                     unconfirmed_.size() == 0;
-      if (!session_ || drained || clock::now() >= *drain_until) break;
-    }
-    if (session_ && (can_publish() || session_->buffered())) continue;
-
-    int timeout_ms = stopping ? 50 : 1000;  // idle: still service heartbeats now and then
-    if (!retry_.empty())
-      timeout_ms = int(std::clamp<long long>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(retry_.front().first - clock::now()).count(), 0,
-          timeout_ms));
-    if (!session_)
-      timeout_ms = int(std::clamp<long long>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(next_connect_ - clock::now()).count(), 0,
-          1000));
+  while (auto wait = turn()) {
+    if (wait->count() == 0) continue;
     pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {session_ ? session_->fd() : -1, POLLIN, 0}};
-    ::poll(fds, session_ ? 2 : 1, timeout_ms);
+    ::poll(fds, session_ ? 2 : 1, int(wait->count()));
   }
   auto left = pending_confirmed_.size() + pending_transient_.size() + retry_.size() + unconfirmed_.size();
   if (left) log()->warn("stopping with {} message(s) not confirmed by the broker", left);
@@ -90,6 +64,35 @@ void enqueuer::run() {
   thread_.socket_fd = -1;
   session_.reset();
   thread_.exited.set();
+}
+
+std::optional<std::chrono::milliseconds> enqueuer::turn() {
+  bool stopping = thread_.stopping;
+  if (!session_ && !stopping && now() >= next_connect_) connect();
+  take_inbox();
+  publish_pauses();  // first: a pause is urgent, and small
+  answer_depths();
+  take_due_retries();
+  if (session_) publish_some();
+  if (session_) read_frames();
+  flush_replies();
+  if (stopping) {
+    // What the hosts handed over is published and confirmed if the broker lets us, briefly.
+    if (!drain_until_) drain_until_ = now() + std::chrono::seconds(3);
+    bool drained = pending_confirmed_.empty() && pending_transient_.empty() && retry_.empty() &&
+                   unconfirmed_.size() == 0;
+    if (!session_ || drained || now() >= *drain_until_) return std::nullopt;
+  }
+  if (session_ && (can_publish() || session_->buffered())) return std::chrono::milliseconds(0);
+
+  auto until = [&](clock::time_point t, long long cap) {
+    return std::chrono::milliseconds(std::clamp<long long>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(t - now()).count(), 0, cap));
+  };
+  auto timeout = std::chrono::milliseconds(stopping ? 50 : 1000);  // idle: still service heartbeats
+  if (!retry_.empty()) timeout = until(retry_.front().first, timeout.count());
+  if (!session_) timeout = until(next_connect_, 1000);
+  return timeout;
 }
 
 void enqueuer::publish_pauses() {
@@ -118,11 +121,12 @@ void enqueuer::answer_depths() {
 }
 
 void enqueuer::take_due_retries() {
-  auto now = clock::now();
-  while (!retry_.empty() && retry_.front().first <= now) {
-    pending_confirmed_.push_front(std::move(retry_.front().second));
-    retry_.pop_front();
-  }
+  // Due retries go before what waits, in the order they were nacked (a host's seqs in order).
+  auto t = now();
+  auto due = std::find_if(retry_.begin(), retry_.end(), [&](const auto& r) { return r.first > t; });
+  for (auto it = std::make_reverse_iterator(due); it != retry_.rend(); ++it)
+    pending_confirmed_.push_front(std::move(it->second));
+  retry_.erase(retry_.begin(), due);
 }
 
 bool enqueuer::can_publish() const {
@@ -141,7 +145,7 @@ void enqueuer::take_inbox() {
 
 void enqueuer::connect() {
   std::string error;
-  session_ = amqp_session::open(params_, error);
+  session_ = env_.open(params_, error);
   amqp_session::result r;
   if (session_) {
     r = session_->open_channel(confirm_channel);
@@ -155,7 +159,7 @@ void enqueuer::connect() {
     auto delay = backoff_.next();
     log()->warn("cannot connect to the broker at {}:{}: {}; retrying in {} ms", params_.host, params_.port,
                 error, delay.count());
-    next_connect_ = clock::now() + delay;
+    next_connect_ = now() + delay;
     return;
   }
   if (ever_connected_) mqs_metrics::process().reconnected("publish");
@@ -185,7 +189,7 @@ void enqueuer::lost(const std::string& why) {
   auto delay = backoff_.next();
   log()->warn("broker connection lost: {}; reconnecting in {} ms ({} messages to publish)", why, delay.count(),
               pending_confirmed_.size() + pending_transient_.size());
-  next_connect_ = clock::now() + delay;
+  next_connect_ = now() + delay;
 }
 
 void enqueuer::publish_some() {
@@ -255,8 +259,8 @@ bool enqueuer::refuse_front(delivery_mode mode, const std::string& error) {
 }
 
 bool enqueuer::ensure_declared(const outgoing_message& msg, std::string& error) {
-  auto now = clock::now();
-  if (auto it = declared_.find(msg.topic); it != declared_.end() && now < it->second) return true;
+  auto t = now();
+  if (auto it = declared_.find(msg.topic); it != declared_.end() && t < it->second) return true;
   std::vector<queue_spec> specs;
   if (auto dl = dead_letter_spec_for(msg.topic, msg.mode)) specs.push_back(*dl);
   specs.push_back(spec_for(msg.topic, msg.mode));
@@ -281,7 +285,7 @@ bool enqueuer::ensure_declared(const outgoing_message& msg, std::string& error) 
       log()->warn("queue {} exists with other arguments than the MQS would give it for {}: using it as it is",
                   spec.name, to_string(msg.mode));
   }
-  declared_[msg.topic] = now + redeclare_after;
+  declared_[msg.topic] = t + redeclare_after;
   return true;
 }
 
@@ -356,7 +360,7 @@ void enqueuer::read_frames() {
   });
   for (auto& m : nacked) {
     declared_.erase(m.topic);  // the queue may have gone: declare it again before the retry
-    retry_.emplace_back(clock::now() + std::chrono::milliseconds(200), std::move(m));
+    retry_.emplace_back(now() + std::chrono::milliseconds(200), std::move(m));
   }
 }
 

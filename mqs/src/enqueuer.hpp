@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -48,7 +49,7 @@ struct depth_query {
 
 class enqueuer {
  public:
-  enqueuer(const config& cfg, flow_control& flow);
+  enqueuer(const config& cfg, flow_control& flow, broker_env env = {});
   ~enqueuer();
   void start();
   /// Stops the thread; what is not yet confirmed stays unconfirmed (the hosts resend it).
@@ -67,9 +68,15 @@ class enqueuer {
     inbox_.wake();
   }
 
+  /// One turn of the thread's loop: connects when due, publishes, reads confirms, answers hosts.
+  /// How long the thread may then wait for its inbox or socket (0: go on at once), or nothing once
+  /// stopped and drained. Tests call it themselves, without start(), on a fake broker and clock.
+  std::optional<std::chrono::milliseconds> turn();
+
  private:
   using clock = std::chrono::steady_clock;
   void run();
+  clock::time_point now() const { return env_.now(); }
   void connect();
   void lost(const std::string& why);
   void take_inbox();
@@ -89,6 +96,7 @@ class enqueuer {
   void answer_depths();
 
   config cfg_;
+  broker_env env_;
   broker_params params_;
   flow_control& flow_;
   inbox<outgoing_message> inbox_;
@@ -103,6 +111,7 @@ class enqueuer {
   std::unique_ptr<publish_frames> batch_;
   bool ever_connected_ = false;
   clock::time_point next_connect_{};
+  std::optional<clock::time_point> drain_until_;  ///< stopping: how long confirms are waited for
   net::backoff backoff_{std::chrono::milliseconds(100), std::chrono::milliseconds(5000)};
   std::deque<outgoing_message> pending_confirmed_;  ///< at-least-once, waiting to be published
   std::deque<outgoing_message> pending_transient_;  ///< at-most-once and reply

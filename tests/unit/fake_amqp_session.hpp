@@ -1,0 +1,303 @@
+#pragma once
+// A fake broker for the MQS's broker threads, in the spirit of Beast's test::stream: the enqueuer
+// and the dequeuer open `fake_session`s through `fake_broker::opener()` and see the AMQP frames a
+// test queues (confirms, deliveries, closes, a dropped socket) exactly as rabbitmq-c would hand
+// them over; everything they send (publishes, acks, RPCs) is recorded for the test to check.
+// Time is the test's too (`fake_time`), so backoffs and retries are stepped, never slept.
+
+#include <amqp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <ostream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "amqp_session.hpp"
+#include "dde/protocol/mqs_records.hpp"
+#include "recording_connection.hpp"
+
+namespace dde::mqs::testing {
+
+/// A steady clock the test moves.
+struct fake_time {
+  std::chrono::steady_clock::time_point now{std::chrono::hours(1)};
+  void advance(std::chrono::milliseconds d) { now += d; }
+  std::function<std::chrono::steady_clock::time_point()> fn() {
+    return [this] { return now; };
+  }
+};
+
+class fake_session;
+
+/// The broker side: what it refuses, and the sessions opened to it (newest last).
+class fake_broker {
+ public:
+  /// While set, opening a connection fails with this error (a broker down, a wrong password).
+  std::string refuse_open;
+  /// Connection names of every open attempt, refused ones too.
+  std::vector<std::string> attempts;
+  std::vector<fake_session*> live;  ///< open sessions, in the order they were opened
+  /// The next RPC of any session whose text starts with the key gets this answer (once), e.g. a
+  /// connection-level 541 on the basic.consume of a connection not opened yet.
+  std::map<std::string, amqp_session::result> refuse_next;
+
+  session_opener opener();
+  /// The open session whose connection name ends with `suffix` ("" : the newest).
+  fake_session* find(const std::string& suffix = {}) const;
+};
+
+struct published_message {
+  std::uint16_t channel = 0;
+  std::string exchange, routing_key, body, message_id;
+  std::uint8_t delivery_mode = 0;
+};
+
+struct settlement {
+  std::uint16_t channel = 0;
+  std::uint64_t tag = 0;
+  bool flag = false;  ///< ack: multiple; reject: requeue
+  bool operator==(const settlement&) const = default;
+  friend void PrintTo(const settlement& s, std::ostream* os) {
+    *os << "{channel " << s.channel << ", tag " << s.tag << (s.flag ? ", true}" : ", false}");
+  }
+};
+
+class fake_session final : public amqp_session {
+ public:
+  fake_session(fake_broker& broker, std::string connection_name)
+      : name(std::move(connection_name)), broker_(broker) {
+    broker_.live.push_back(this);
+  }
+  ~fake_session() override {
+    broker_.live.erase(std::remove(broker_.live.begin(), broker_.live.end(), this), broker_.live.end());
+  }
+
+  const std::string name;  ///< the connection name it was opened with
+  std::vector<published_message> published;
+  std::vector<settlement> acks, rejects;
+  /// The RPCs in order, e.g. "channel.open 1", "basic.consume 1 q tag", "basic.cancel 1 tag".
+  std::vector<std::string> rpcs;
+  bool broken = false;
+  /// The next RPC whose text starts with the key gets this answer instead of ok (once).
+  std::map<std::string, result> refuse_next;
+  /// Ready messages of a queue as a passive declare reports them.
+  std::map<std::string, std::uint32_t> depth;
+
+  // --- frames the broker sends ---
+  void confirm(std::uint64_t tag, bool multiple) { method(1, AMQP_BASIC_ACK_METHOD).ack = {tag, multiple}; }
+  void nack(std::uint64_t tag, bool multiple) { method(1, AMQP_BASIC_NACK_METHOD).nack = {tag, multiple, 0}; }
+  /// basic.deliver + content header + one body frame (none for an empty body).
+  void deliver(std::uint16_t channel, const std::string& consumer_tag, std::uint64_t tag, const std::string& body,
+               bool redelivered = false, const std::string& message_id = {}) {
+    auto& d = method(channel, AMQP_BASIC_DELIVER_METHOD);
+    d.text1 = consumer_tag;
+    d.deliver = {bytes(d.text1), tag, redelivered, amqp_empty_bytes, amqp_empty_bytes};
+    auto& h = push(channel, AMQP_FRAME_HEADER);
+    h.text1 = message_id;
+    h.props._flags = message_id.empty() ? 0 : AMQP_BASIC_MESSAGE_ID_FLAG;
+    h.props.message_id = bytes(h.text1);
+    h.frame.payload.properties.class_id = AMQP_BASIC_CLASS;
+    h.frame.payload.properties.body_size = body.size();
+    h.frame.payload.properties.decoded = &h.props;
+    if (body.empty()) return;
+    auto& b = push(channel, AMQP_FRAME_BODY);
+    b.text1 = body;
+    b.frame.payload.body_fragment = bytes(b.text1);
+  }
+  void cancel_consumer(std::uint16_t channel, const std::string& consumer_tag) {
+    auto& f = method(channel, AMQP_BASIC_CANCEL_METHOD);
+    f.text1 = consumer_tag;
+    f.cancel = {bytes(f.text1), 0};
+  }
+  void close_channel_by_broker(std::uint16_t channel, std::uint16_t code, const std::string& text) {
+    auto& f = method(channel, AMQP_CHANNEL_CLOSE_METHOD);
+    f.text1 = text;
+    f.channel_close = {code, bytes(f.text1), 0, 0};
+  }
+  void close_connection_by_broker(std::uint16_t code, const std::string& text) {
+    auto& f = method(0, AMQP_CONNECTION_CLOSE_METHOD);
+    f.text1 = text;
+    f.connection_close = {code, bytes(f.text1), 0, 0};
+  }
+  /// The socket fails once the frames queued so far are read.
+  void drop() { push(0, 0).drop = true; }
+
+  // --- amqp_session ---
+  int fd() const override { return -1; }
+  std::uint16_t channel_max() const override { return 2047; }
+  void mark_broken() override { broken = true; }
+  bool buffered() const override { return !inbound_.empty(); }
+  bool plain() const override { return false; }  // every publish through publish(), none as raw frames
+  std::uint32_t frame_max() const override { return 131072; }
+  std::string publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
+                      const publish_props& props, std::string_view body) override {
+    if (broken) return "basic.publish: socket is closed";
+    published.push_back({channel, std::string(exchange), std::string(routing_key), std::string(body),
+                         std::string(props.message_id), props.delivery_mode});
+    return {};
+  }
+  std::string ack(std::uint16_t channel, std::uint64_t tag, bool multiple) override {
+    if (broken) return "basic.ack: socket is closed";
+    acks.push_back({channel, tag, multiple});
+    return {};
+  }
+  std::string reject(std::uint16_t channel, std::uint64_t tag, bool requeue) override {
+    if (broken) return "basic.reject: socket is closed";
+    rejects.push_back({channel, tag, requeue});
+    return {};
+  }
+  void release_buffers() override {}
+  std::string write_frames(const std::string&) override { return "write_frames: not on a fake"; }
+  result open_channel(std::uint16_t ch) override { return rpc("channel.open " + std::to_string(ch)); }
+  result close_channel(std::uint16_t ch) override { return rpc("channel.close " + std::to_string(ch)); }
+  result confirm_select(std::uint16_t ch) override { return rpc("confirm.select " + std::to_string(ch)); }
+  result qos(std::uint16_t ch, std::uint16_t prefetch) override {
+    return rpc("basic.qos " + std::to_string(ch) + " " + std::to_string(prefetch));
+  }
+  result consume(std::uint16_t ch, const std::string& queue, const std::string& tag, bool no_ack) override {
+    return rpc("basic.consume " + std::to_string(ch) + " " + queue + " " + tag + (no_ack ? " no-ack" : ""));
+  }
+  result cancel(std::uint16_t ch, const std::string& tag) override {
+    return rpc("basic.cancel " + std::to_string(ch) + " " + tag);
+  }
+  result declare(std::uint16_t ch, const queue_spec& spec, bool passive) override {
+    return rpc(std::string(passive ? "queue.declare-passive " : "queue.declare ") + std::to_string(ch) + " " +
+               spec.name);
+  }
+  result queue_depth(std::uint16_t ch, const std::string& queue, std::uint32_t& messages,
+                     std::uint32_t& consumers) override {
+    auto r = rpc("queue.declare-passive " + std::to_string(ch) + " " + queue);
+    messages = depth.count(queue) ? depth[queue] : 0;
+    consumers = 0;
+    return r;
+  }
+  result declare_exchange(std::uint16_t ch, std::string_view name, const char* type, bool) override {
+    return rpc("exchange.declare " + std::to_string(ch) + " " + std::string(name) + " " + type);
+  }
+  result declare_private_queue(std::uint16_t ch, std::string& queue) override {
+    queue = "amq.gen-" + std::to_string(rpcs.size());
+    return rpc("queue.declare-private " + std::to_string(ch));
+  }
+  result bind(std::uint16_t ch, const std::string& queue, std::string_view exchange,
+              const std::string& key) override {
+    return rpc("queue.bind " + std::to_string(ch) + " " + queue + " " + std::string(exchange) + " " + key);
+  }
+  int try_read_frame(amqp_frame_t& frame) override {
+    if (broken) return AMQP_STATUS_SOCKET_ERROR;
+    if (inbound_.empty()) return 0;
+    current_ = std::move(inbound_.front());
+    inbound_.pop_front();
+    if (current_->drop) {
+      broken = true;
+      return AMQP_STATUS_CONNECTION_CLOSED;
+    }
+    frame = current_->frame;
+    return 1;
+  }
+  void reply_channel_close_ok(std::uint16_t ch) override { rpcs.push_back("channel.close-ok " + std::to_string(ch)); }
+  void reply_connection_close_ok() override {
+    rpcs.push_back("connection.close-ok");
+    broken = true;
+  }
+
+  /// How many RPCs start with `prefix`.
+  std::size_t count(const std::string& prefix) const {
+    return std::size_t(std::count_if(rpcs.begin(), rpcs.end(),
+                                     [&](const std::string& r) { return r.rfind(prefix, 0) == 0; }));
+  }
+
+ private:
+  /// One frame and the storage its decoded parts point into.
+  struct inbound {
+    amqp_frame_t frame{};
+    bool drop = false;
+    std::string text1;
+    amqp_basic_ack_t ack{};
+    amqp_basic_nack_t nack{};
+    amqp_basic_deliver_t deliver{};
+    amqp_basic_cancel_t cancel{};
+    amqp_channel_close_t channel_close{};
+    amqp_connection_close_t connection_close{};
+    amqp_basic_properties_t props{};
+  };
+  static amqp_bytes_t bytes(std::string& s) { return amqp_bytes_t{s.size(), s.data()}; }
+  inbound& push(std::uint16_t channel, std::uint8_t type) {
+    inbound_.push_back(std::make_unique<inbound>());
+    auto& f = *inbound_.back();
+    f.frame.frame_type = type;
+    f.frame.channel = channel;
+    return f;
+  }
+  inbound& method(std::uint16_t channel, amqp_method_number_t id) {
+    auto& f = push(channel, AMQP_FRAME_METHOD);
+    f.frame.payload.method.id = id;
+    void* decoded = nullptr;
+    switch (id) {
+      case AMQP_BASIC_ACK_METHOD: decoded = &f.ack; break;
+      case AMQP_BASIC_NACK_METHOD: decoded = &f.nack; break;
+      case AMQP_BASIC_DELIVER_METHOD: decoded = &f.deliver; break;
+      case AMQP_BASIC_CANCEL_METHOD: decoded = &f.cancel; break;
+      case AMQP_CHANNEL_CLOSE_METHOD: decoded = &f.channel_close; break;
+      case AMQP_CONNECTION_CLOSE_METHOD: decoded = &f.connection_close; break;
+      default: break;
+    }
+    f.frame.payload.method.decoded = decoded;
+    return f;
+  }
+  result rpc(std::string what) {
+    rpcs.push_back(what);
+    if (broken) return {what + ": socket is closed"};
+    for (auto* refusals : {&refuse_next, &broker_.refuse_next})
+      for (auto it = refusals->begin(); it != refusals->end(); ++it) {
+        if (what.rfind(it->first, 0) != 0) continue;
+        auto r = it->second;
+        refusals->erase(it);
+        if (r.connection_lost()) broken = true;
+        return r;
+      }
+    return {};
+  }
+
+  fake_broker& broker_;
+  std::deque<std::unique_ptr<inbound>> inbound_;
+  std::unique_ptr<inbound> current_;  ///< the frame handed out last: its parts stay valid
+};
+
+inline session_opener fake_broker::opener() {
+  return [this](const broker_params& params, std::string& error) -> std::unique_ptr<amqp_session> {
+    attempts.push_back(params.connection_name);
+    if (!refuse_open.empty()) {
+      error = refuse_open;
+      return nullptr;
+    }
+    return std::make_unique<fake_session>(*this, params.connection_name);
+  };
+}
+
+inline fake_session* fake_broker::find(const std::string& suffix) const {
+  for (auto it = live.rbegin(); it != live.rend(); ++it) {
+    const auto& n = (*it)->name;
+    if (n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) return *it;
+  }
+  return nullptr;
+}
+
+/// The MQS records `conn` got since the last call, each with its body, as a host reads them.
+inline std::vector<std::pair<mqs_record, std::string>> mqs_records(dde::testing::recording_connection& conn) {
+  std::vector<std::pair<mqs_record, std::string>> out;
+  for (auto& r : conn.take()) {
+    auto parsed = parse_mqs_record(r.header);
+    EXPECT_TRUE(parsed) << (parsed ? "" : parsed.error());
+    if (parsed) out.emplace_back(parsed.value(), std::move(r.body));
+  }
+  return out;
+}
+
+}  // namespace dde::mqs::testing

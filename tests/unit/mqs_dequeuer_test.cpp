@@ -1,0 +1,273 @@
+// The dequeuer without a broker or a thread: its loop turns driven by the test over a fake broker
+// and a clock the test moves (a connection per topic, credit, acks with `multiple`, a topic's lost
+// connection and the consume that follows, broker cancels, one broker consumer per worker).
+#include <gtest/gtest.h>
+
+#include "dequeuer.hpp"
+#include "fake_amqp_session.hpp"
+
+namespace dde::mqs {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::fake_broker;
+using testing::fake_session;
+using testing::fake_time;
+using dde::testing::recording_connection;
+using testing::mqs_records;
+
+constexpr const char* topic = "s.consumer";
+
+struct delivery {
+  std::uint64_t tag = 0;  ///< the MQS's tag, which the host acks
+  std::string body;
+  bool redelivered = false;
+};
+
+class DequeuerTest : public ::testing::Test {
+ protected:
+  DequeuerTest() { cfg.prefetch = 8; }
+
+  dequeuer& start() {
+    deq = std::make_unique<dequeuer>(cfg, "mqs-test", broker_env{broker.opener(), time.fn()});
+    settle();
+    return *deq;
+  }
+  /// Turns the loop until nothing is left to read (the fake's frames are all handled).
+  void settle() {
+    for (int i = 0; i < 100; ++i) {
+      if (!deq->turn()) ADD_FAILURE() << "the dequeuer stopped";
+      bool more = false;
+      for (auto* s : broker.live) more = more || s->buffered();
+      if (!more) return;
+    }
+    ADD_FAILURE() << "frames left unread";
+  }
+  void command(dequeue_command cmd) {
+    cmd.conn = host;
+    std::vector<dequeue_command> batch;
+    batch.push_back(std::move(cmd));
+    deq->submit(std::move(batch));
+    settle();
+  }
+  void pull(std::uint32_t credit, std::uint32_t consumers = 1) {
+    dequeue_command c;
+    c.what = dequeue_command::kind::pull;
+    c.topic = topic;
+    c.mode = delivery_mode::at_least_once;
+    c.credit = credit;
+    c.consumers = consumers;
+    command(std::move(c));
+  }
+  void ack(std::vector<std::uint64_t> tags) {
+    dequeue_command c;
+    c.what = dequeue_command::kind::ack;
+    c.tags = std::move(tags);
+    command(std::move(c));
+  }
+  /// The topic's consuming connection.
+  fake_session* link() { return broker.find(std::string(" ") + topic); }
+  fake_session* main_link() { return broker.find("dequeuer"); }
+  /// The consumer tag of the topic's first consumer on `s`.
+  static std::string consumer_tag(const fake_session& s) {
+    for (auto& r : s.rpcs)
+      if (r.rfind("basic.consume 1 s.consumer ", 0) == 0) return r.substr(std::strlen("basic.consume 1 s.consumer "));
+    return {};
+  }
+  std::vector<delivery> deliveries() {
+    std::vector<delivery> out;
+    for (auto& [record, body] : mqs_records(*host)) {
+      if (auto* d = std::get_if<deliver_record>(&record)) out.push_back({d->tag, body, d->redelivered});
+      else ADD_FAILURE() << "a record other than a delivery";
+    }
+    return out;
+  }
+  static std::vector<std::string> bodies(const std::vector<delivery>& ds) {
+    std::vector<std::string> out;
+    for (auto& d : ds) out.push_back(d.body);
+    return out;
+  }
+
+  fake_time time;
+  fake_broker broker;
+  config cfg;
+  std::shared_ptr<recording_connection> host = std::make_shared<recording_connection>(3);
+  std::unique_ptr<dequeuer> deq;
+};
+
+TEST_F(DequeuerTest, TheMainConnectionConsumesPausesAndAPullConsumesItsTopicOnAConnectionOfItsOwn) {
+  start();
+  ASSERT_NE(main_link(), nullptr);
+  EXPECT_EQ(main_link()->count("exchange.declare"), 1u);
+  EXPECT_EQ(main_link()->count("basic.consume"), 1u) << "the pause consumer";
+  EXPECT_EQ(link(), nullptr) << "no topic is consumed before a host pulls";
+
+  pull(2);
+  auto* s = link();
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->name, "dde-mqs dequeuer s.consumer");
+  std::vector<std::string> expected{"channel.open 1", "queue.declare 1 dde.dead.s.consumer", "queue.declare 1 s.consumer",
+                                    "basic.qos 1 8"};
+  ASSERT_GE(s->rpcs.size(), 5u);
+  EXPECT_EQ(std::vector<std::string>(s->rpcs.begin(), s->rpcs.begin() + 4), expected);
+  EXPECT_FALSE(consumer_tag(*s).empty());
+  EXPECT_EQ(main_link()->count("basic.consume"), 1u) << "topics stay off the main connection";
+}
+
+TEST_F(DequeuerTest, AHostGetsNoMoreThanItsCreditAndTheRestWaitsForMore) {
+  start();
+  pull(2);
+  auto& s = *link();
+  auto tag = consumer_tag(s);
+  s.deliver(1, tag, 1, "a", false, "id-a");
+  s.deliver(1, tag, 2, "b");
+  s.deliver(1, tag, 3, "c");
+  settle();
+  auto got = deliveries();
+  EXPECT_EQ(bodies(got), (std::vector<std::string>{"a", "b"}));
+  pull(1);
+  EXPECT_EQ(bodies(deliveries()), (std::vector<std::string>{"c"}));
+}
+
+TEST_F(DequeuerTest, TheHostsAcksReachTheBrokerAsOneAckWithMultiple) {
+  start();
+  pull(3);
+  auto& s = *link();
+  auto tag = consumer_tag(s);
+  for (std::uint64_t t = 1; t <= 3; ++t) s.deliver(1, tag, t, "m" + std::to_string(t));
+  settle();
+  auto got = deliveries();
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_TRUE(s.acks.empty()) << "nothing is acked before the host is done";
+  ack({got[0].tag, got[1].tag, got[2].tag});
+  EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 3, true}}));
+}
+
+TEST_F(DequeuerTest, ALostTopicConnectionVoidsItsDeliveriesAndTheTopicIsConsumedAgainAfterABackoff) {
+  start();
+  pull(4);
+  auto* first = link();
+  auto first_tag = consumer_tag(*first);
+  first->deliver(1, first_tag, 1, "a");
+  first->deliver(1, first_tag, 2, "b");
+  settle();
+  auto before = deliveries();
+  ASSERT_EQ(before.size(), 2u);
+  auto* main = main_link();
+
+  first->drop();
+  settle();
+  EXPECT_EQ(link(), nullptr) << "the broken connection is closed";
+  EXPECT_EQ(main_link(), main) << "the main connection and other topics are not touched";
+  ack({before[0].tag});  // void now: the broker gives it back itself
+  EXPECT_EQ(broker.attempts.size(), 2u) << "no reconnect before the backoff";
+
+  time.advance(100ms);  // the first backoff is at most 100 ms
+  settle();
+  auto* second = link();
+  ASSERT_NE(second, nullptr);
+  auto second_tag = consumer_tag(*second);
+  EXPECT_NE(second_tag, first_tag) << "a new consumer";
+  second->deliver(1, second_tag, 1, "a", true);
+  second->deliver(1, second_tag, 2, "b", true);
+  settle();
+  auto again = deliveries();
+  ASSERT_EQ(again.size(), 2u) << "the credit the host had left, plus what the void deliveries held";
+  EXPECT_TRUE(again[0].redelivered);
+  ack({before[1].tag});
+  EXPECT_TRUE(second->acks.empty()) << "a void tag is never acked on the new connection";
+  ack({again[0].tag, again[1].tag});
+  EXPECT_EQ(second->acks, (std::vector<testing::settlement>{{1, 2, true}}));
+}
+
+TEST_F(DequeuerTest, AConnectionLevelRefusalOfConsumeIsRetriedOnAFreshConnectionNotRefusedToTheHost) {
+  start();
+  // RabbitMQ 3.10 answers a consume on a quorum queue still electing its leader with 541.
+  broker.refuse_next["basic.consume 1 s.consumer"] = {"basic.consume: 541 INTERNAL_ERROR", false, 541};
+  pull(1);
+  EXPECT_TRUE(mqs_records(*host).empty()) << "the host gets no error";
+  EXPECT_EQ(link(), nullptr);
+  time.advance(100ms);
+  settle();
+  auto* s = link();
+  ASSERT_NE(s, nullptr);
+  s->deliver(1, consumer_tag(*s), 1, "a");
+  settle();
+  EXPECT_EQ(bodies(deliveries()), (std::vector<std::string>{"a"}));
+}
+
+TEST_F(DequeuerTest, AChannelLevelRefusalOfConsumeIsAnErrorToTheHost) {
+  start();
+  broker.refuse_next["basic.consume 1 s.consumer"] = {"basic.consume: 403 ACCESS_REFUSED - no read access", true,
+                                                      403};
+  pull(1);
+  auto got = mqs_records(*host);
+  ASSERT_EQ(got.size(), 1u);
+  auto* e = std::get_if<error_record>(&got[0].first);
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(e->error.find("cannot consume s.consumer"), std::string::npos) << e->error;
+  EXPECT_NE(e->error.find("403"), std::string::npos) << e->error;
+}
+
+TEST_F(DequeuerTest, AConsumerTheBrokerCancelledIsConsumedAgainOnAFreshConnectionAfterAboutASecond) {
+  start();
+  pull(2);
+  auto* first = link();
+  first->cancel_consumer(1, consumer_tag(*first));
+  settle();
+  EXPECT_EQ(link(), nullptr) << "consumed again on a fresh connection";
+  time.advance(799ms);
+  settle();
+  EXPECT_EQ(link(), nullptr) << "not before the backoff (1 s, jittered down at most 20%)";
+  time.advance(201ms);
+  settle();
+  auto* second = link();
+  ASSERT_NE(second, nullptr);
+  second->deliver(1, consumer_tag(*second), 1, "a");
+  settle();
+  EXPECT_EQ(bodies(deliveries()), (std::vector<std::string>{"a"}));
+}
+
+TEST_F(DequeuerTest, EachWorkerGetsABrokerConsumerAndTheExtrasGoOnceNoDeliveryCameAndNoAckWentForASecond) {
+  start();
+  pull(4, 3);
+  auto& s = *link();
+  auto tag = consumer_tag(s);
+  EXPECT_EQ(s.count("basic.consume 1 s.consumer " + tag + "+"), 2u) << "one broker consumer per worker";
+  s.deliver(1, tag + "+1", 1, "a");
+  s.deliver(1, tag + "+2", 2, "b");
+  settle();
+  auto held = deliveries();
+  ASSERT_EQ(held.size(), 2u);
+
+  pull(0, 1);  // the pool scaled down to one worker
+  EXPECT_EQ(s.count("basic.cancel"), 0u) << "not while messages flow";
+  time.advance(900ms);
+  settle();
+  ack({held[0].tag});  // makes room: a delivery may be on its way to a consumer
+  time.advance(200ms);
+  settle();
+  EXPECT_EQ(s.count("basic.cancel"), 0u) << "not within a second of an ack: what it let out may be in transit";
+  time.advance(800ms);
+  settle();
+  EXPECT_EQ(s.count("basic.cancel 1 " + tag + "+"), 2u);
+  EXPECT_EQ(std::count(s.rpcs.begin(), s.rpcs.end(), "basic.cancel 1 " + tag), 0) << "the first one stays";
+  ack({held[1].tag});  // held by a cancelled consumer: still settled on the channel
+  EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 1, true}, {1, 2, true}}));
+}
+
+TEST_F(DequeuerTest, ALostMainConnectionIsOpenedAgainAfterABackoffAndConsumesPausesAgain) {
+  start();
+  auto* main = main_link();
+  main->drop();
+  settle();
+  EXPECT_EQ(main_link(), nullptr);
+  time.advance(100ms);
+  settle();
+  ASSERT_NE(main_link(), nullptr);
+  EXPECT_EQ(main_link()->count("basic.consume"), 1u) << "the pause consumer again";
+  EXPECT_EQ(broker.attempts, (std::vector<std::string>{"dde-mqs dequeuer", "dde-mqs dequeuer"}));
+}
+
+}  // namespace
+}  // namespace dde::mqs

@@ -1,0 +1,297 @@
+// The enqueuer without a broker or a thread: its loop turns driven by the test over a fake broker
+// and a clock the test moves (confirms, the confirm window, republishing after a lost connection,
+// nacks, refused declares, reconnect backoff, depth queries).
+#include <gtest/gtest.h>
+
+#include "enqueuer.hpp"
+#include "fake_amqp_session.hpp"
+
+namespace dde::mqs {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::fake_broker;
+using testing::fake_session;
+using testing::fake_time;
+using dde::testing::recording_connection;
+using testing::mqs_records;
+
+constexpr const char* topic = "s.consumer";
+
+class EnqueuerTest : public ::testing::Test {
+ protected:
+  EnqueuerTest() { cfg.confirm_window = 1000; }
+
+  enqueuer& start() {
+    enq = std::make_unique<enqueuer>(cfg, flow, broker_env{broker.opener(), time.fn()});
+    return *enq;
+  }
+  /// Turns the loop until it would wait (it has nothing to do before an event or a deadline).
+  std::chrono::milliseconds settle() {
+    for (int i = 0; i < 1000; ++i) {
+      auto wait = enq->turn();
+      if (!wait) ADD_FAILURE() << "the enqueuer stopped";
+      if (!wait || wait->count() > 0) return wait.value_or(0ms);
+    }
+    ADD_FAILURE() << "the enqueuer never went idle";
+    return 0ms;
+  }
+  void send(std::initializer_list<std::uint64_t> seqs, delivery_mode mode = delivery_mode::at_least_once) {
+    std::vector<outgoing_message> batch;
+    for (auto seq : seqs) {
+      outgoing_message m{host, topic, mode, seq, "m" + std::to_string(seq), {}};
+      m.props.message_id = "id-" + std::to_string(seq);
+      flow.add(1, m.body.size());
+      batch.push_back(std::move(m));
+    }
+    enq->submit(std::move(batch));
+  }
+  fake_session& session() {
+    auto* s = broker.find("enqueuer");
+    if (!s) throw std::runtime_error("no open session");
+    return *s;
+  }
+  /// Bodies published to `topic` on the confirm channel, in order.
+  std::vector<std::string> published(fake_session& s, std::uint16_t channel = 1) {
+    std::vector<std::string> out;
+    for (auto& p : s.published)
+      if (p.channel == channel && p.routing_key == topic) out.push_back(p.body);
+    return out;
+  }
+  std::vector<mqs_record> records() {
+    std::vector<mqs_record> out;
+    for (auto& [record, body] : mqs_records(*host)) out.push_back(record);
+    return out;
+  }
+  std::vector<std::uint64_t> confirmed() {
+    std::vector<std::uint64_t> out;
+    for (auto& r : records()) {
+      if (auto* c = std::get_if<confirm_record>(&r)) out.insert(out.end(), c->seqs.begin(), c->seqs.end());
+      else ADD_FAILURE() << "a record other than a confirm";
+    }
+    return out;
+  }
+
+  fake_time time;
+  fake_broker broker;
+  config cfg;
+  flow_control flow{100000, std::size_t(1) << 30};
+  std::shared_ptr<recording_connection> host = std::make_shared<recording_connection>(7);
+  std::unique_ptr<enqueuer> enq;
+};
+
+TEST_F(EnqueuerTest, ConnectsWithAConfirmChannelAndDeclaresTheQueuesBeforeTheFirstPublish) {
+  start();
+  send({1});
+  settle();
+  auto& s = session();
+  ASSERT_GE(s.rpcs.size(), 6u);
+  EXPECT_EQ(s.rpcs[0], "channel.open 1");
+  EXPECT_EQ(s.rpcs[1], "confirm.select 1");
+  EXPECT_EQ(s.rpcs[2], "channel.open 2");
+  EXPECT_EQ(s.rpcs[3], "channel.open 3");
+  EXPECT_EQ(s.count("queue.declare 3 dde.dead.s.consumer"), 1u);
+  EXPECT_EQ(s.count("queue.declare 3 s.consumer"), 1u);
+  ASSERT_EQ(s.published.size(), 1u);
+  EXPECT_EQ(s.published[0].delivery_mode, 2) << "at-least-once is persistent";
+  EXPECT_EQ(s.published[0].message_id, "id-1");
+  EXPECT_TRUE(enq->connected());
+}
+
+TEST_F(EnqueuerTest, AtLeastOnceIsConfirmedToTheHostOnlyOnceTheBrokerConfirms) {
+  start();
+  send({1, 2, 3});
+  settle();
+  auto& s = session();
+  EXPECT_EQ(published(s), (std::vector<std::string>{"m1", "m2", "m3"}));
+  EXPECT_TRUE(records().empty()) << "nothing is confirmed before the broker confirms";
+  EXPECT_EQ(flow.messages(), 3u);
+
+  s.confirm(2, true);  // broker tags 1 and 2
+  settle();
+  EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{1, 2}));
+  s.confirm(3, false);
+  settle();
+  EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{3}));
+  EXPECT_EQ(flow.messages(), 0u) << "a confirmed message leaves the backlog";
+  EXPECT_EQ(s.count("queue.declare 3 s.consumer"), 1u) << "a queue is declared once, not per message";
+}
+
+TEST_F(EnqueuerTest, NoMoreThanTheConfirmWindowIsUnconfirmedAtOnce) {
+  cfg.confirm_window = 2;
+  start();
+  send({1, 2, 3, 4, 5});
+  settle();
+  auto& s = session();
+  EXPECT_EQ(published(s).size(), 2u);
+  s.confirm(1, false);
+  settle();
+  EXPECT_EQ(published(s).size(), 3u) << "one confirm lets one more out";
+  s.confirm(3, true);
+  settle();
+  EXPECT_EQ(published(s), (std::vector<std::string>{"m1", "m2", "m3", "m4", "m5"}));
+  EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{1, 2, 3}));
+}
+
+/// How the first connection goes away in the republish test.
+enum class loss { socket, connection_close, channel_close };
+
+class EnqueuerLossTest : public EnqueuerTest, public ::testing::WithParamInterface<loss> {};
+
+TEST_P(EnqueuerLossTest, WhatTheBrokerHadNotConfirmedIsPublishedAgainInOrderOnTheNextConnection) {
+  start();
+  send({1, 2, 3, 4});
+  settle();
+  auto* first = &session();
+  first->confirm(1, false);
+  switch (GetParam()) {
+    case loss::socket: first->drop(); break;
+    case loss::connection_close: first->close_connection_by_broker(320, "CONNECTION_FORCED - broker restart"); break;
+    case loss::channel_close: first->close_channel_by_broker(1, 406, "PRECONDITION_FAILED - unknown delivery tag"); break;
+  }
+  auto wait = settle();
+  EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{1}));
+  EXPECT_FALSE(enq->connected());
+  EXPECT_EQ(broker.find("enqueuer"), nullptr) << "the lost connection is closed";
+  EXPECT_GE(wait, 80ms) << "reconnecting waits the first backoff (100 ms, jittered down at most 20%)";
+  EXPECT_LE(wait, 100ms);
+
+  send({5});  // sent while disconnected: queued behind the ones to publish again
+  time.advance(wait - 1ms);
+  settle();
+  EXPECT_EQ(broker.attempts.size(), 1u) << "no reconnect before the backoff";
+  time.advance(1ms);
+  settle();
+  ASSERT_EQ(broker.attempts.size(), 2u);
+  auto& second = session();
+  EXPECT_EQ(published(second), (std::vector<std::string>{"m2", "m3", "m4", "m5"}));
+  EXPECT_EQ(second.count("queue.declare 3 s.consumer"), 1u) << "declared again on the new connection";
+  second.confirm(4, true);
+  settle();
+  EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{2, 3, 4, 5}));
+  EXPECT_EQ(flow.messages(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Losses, EnqueuerLossTest,
+                         ::testing::Values(loss::socket, loss::connection_close, loss::channel_close));
+
+TEST_F(EnqueuerTest, NackedMessagesArePublishedAgainAfter200msInTheOrderTheyWereSent) {
+  start();
+  send({1, 2, 3, 4});
+  settle();
+  auto& s = session();
+  s.nack(3, true);  // a quorum queue without a leader refuses tags 1..3
+  auto wait = settle();
+  EXPECT_TRUE(records().empty()) << "a nack is not refused to the host: at-least-once does not drop";
+  EXPECT_EQ(wait, 200ms);
+  EXPECT_EQ(published(s).size(), 4u);
+  time.advance(199ms);
+  settle();
+  EXPECT_EQ(published(s).size(), 4u) << "not before the pause";
+  time.advance(1ms);
+  settle();
+  EXPECT_EQ(published(s), (std::vector<std::string>{"m1", "m2", "m3", "m4", "m1", "m2", "m3"}));
+  EXPECT_EQ(s.count("queue.declare 3 s.consumer"), 2u) << "the queue is declared again before the retry";
+  s.confirm(7, true);
+  settle();
+  EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{4, 1, 2, 3}));
+}
+
+TEST_F(EnqueuerTest, ARefusedQueueDeclareRejectsThatMessageToItsHostAndTheNextOneStillGoes) {
+  start();
+  settle();
+  auto& s = session();
+  s.refuse_next["queue.declare 3 s.consumer"] = {"queue.declare: 403 ACCESS_REFUSED - no configure access", true, 403};
+  send({1});
+  settle();
+  auto got = records();
+  ASSERT_EQ(got.size(), 1u);
+  auto* reject = std::get_if<reject_record>(&got[0]);
+  ASSERT_NE(reject, nullptr);
+  EXPECT_EQ(reject->seqs, (std::vector<std::uint64_t>{1}));
+  EXPECT_NE(reject->error.find("cannot declare queue s.consumer"), std::string::npos) << reject->error;
+  EXPECT_NE(reject->error.find("403"), std::string::npos) << reject->error;
+  EXPECT_EQ(s.count("channel.open 3"), 2u) << "the declaring channel is opened again";
+  EXPECT_EQ(flow.messages(), 0u);
+
+  send({2});
+  settle();
+  EXPECT_EQ(published(s), (std::vector<std::string>{"m2"}));
+  EXPECT_TRUE(enq->connected());
+}
+
+TEST_F(EnqueuerTest, ABrokerThatRefusesConnectionsIsTriedAgainAfterGrowingWaitsAndThenPublishes) {
+  broker.refuse_open = "login refused: 403 ACCESS_REFUSED";
+  start();
+  send({1});
+  std::vector<std::chrono::milliseconds> waits;
+  for (int i = 0; i < 4; ++i) {
+    auto wait = settle();
+    EXPECT_EQ(broker.attempts.size(), std::size_t(i + 1));
+    waits.push_back(wait);
+    time.advance(wait);
+  }
+  for (std::size_t i = 1; i < waits.size(); ++i) EXPECT_GT(waits[i], waits[i - 1]) << "waits grow";
+  EXPECT_LE(waits.back(), 800ms);
+  broker.refuse_open.clear();
+  settle();
+  EXPECT_EQ(published(session()), (std::vector<std::string>{"m1"}));
+  EXPECT_EQ(session().name, "dde-mqs enqueuer");
+}
+
+TEST_F(EnqueuerTest, AtMostOnceGoesOnTheTransientChannelAndLeavesTheBacklogWhenWritten) {
+  start();
+  send({0, 0}, delivery_mode::at_most_once);
+  settle();
+  auto& s = session();
+  auto transient = published(s, 2);
+  EXPECT_EQ(transient.size(), 2u);
+  for (auto& p : s.published) EXPECT_EQ(p.delivery_mode, 1) << "transient";
+  EXPECT_EQ(s.count("queue.declare 3 s.consumer"), 1u);
+  EXPECT_EQ(flow.messages(), 0u);
+  EXPECT_TRUE(records().empty()) << "no confirms for at-most-once";
+}
+
+TEST_F(EnqueuerTest, ADepthQueryIsAnsweredFromAPassiveDeclareOrWithWhyNot) {
+  start();
+  enq->ask_depth({{host, topic}});
+  settle();
+  auto got = records();  // asked in the turn that connects: answered from the broker
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_TRUE(std::holds_alternative<depth_record>(got[0]));
+  EXPECT_TRUE(std::get<depth_record>(got[0]).error.empty());
+  auto& s = session();
+  s.depth[topic] = 42;
+  enq->ask_depth({{host, topic}});
+  settle();
+  got = records();
+  ASSERT_EQ(got.size(), 1u);
+  auto* d = std::get_if<depth_record>(&got[0]);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->topic, topic);
+  EXPECT_EQ(d->messages, 42u);
+  EXPECT_TRUE(d->error.empty());
+
+  s.refuse_next["queue.declare-passive 3"] = {"queue.declare (passive): 404 NOT_FOUND - no queue", true, 404};
+  enq->ask_depth({{host, "s.other"}});
+  settle();
+  got = records();
+  ASSERT_EQ(got.size(), 1u);
+  d = std::get_if<depth_record>(&got[0]);
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->error.find("404"), std::string::npos) << d->error;
+  EXPECT_TRUE(enq->connected()) << "a missing queue costs the channel, not the connection";
+
+  s.drop();
+  settle();
+  enq->ask_depth({{host, topic}});
+  settle();
+  got = records();
+  ASSERT_EQ(got.size(), 1u);
+  d = std::get_if<depth_record>(&got[0]);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->error, "not connected to the broker");
+}
+
+}  // namespace
+}  // namespace dde::mqs
