@@ -48,12 +48,13 @@ void top_level::start() {
 void top_level::do_connect() {
   if (stopping_ && unconfirmed_.empty()) return;
   auto self = shared_from_this();
-  net::ws_connect(
-      io_, urls_[current_], self,
-      [self](const std::string& why) {
-        boost::asio::post(self->strand_, [self, why] { self->schedule_reconnect(why); });
-      },
-      net::cluster_link_options());
+  auto on_fail = [self](const std::string& why) {
+    boost::asio::post(self->strand_, [self, why] { self->schedule_reconnect(why); });
+  };
+  if (options_.connect)
+    options_.connect(urls_[current_], self, std::move(on_fail));
+  else
+    net::ws_connect(io_, urls_[current_], self, std::move(on_fail), net::cluster_link_options());
 }
 
 void top_level::schedule_reconnect(const std::string& why) {

@@ -34,6 +34,12 @@ struct top_level_options {
   std::string instance;          ///< this isolate-system instance's UUID
   std::size_t window = 4096;     ///< unconfirmed at-least-once messages before senders wait
   std::size_t reply_credit = 256;
+  /// Opens the WebSocket to an MQS (on success the handler's on_open runs, on failure only
+  /// `on_fail`): net::ws_connect with the cluster's options when empty; tests record the attempts
+  /// and open fake connections themselves.
+  std::function<void(const net::ws_url& url, std::shared_ptr<net::ws_handler> handler,
+                     std::function<void(const std::string&)> on_fail)>
+      connect;
 };
 
 /// Counters and the state of the MQS link, read for logs, tests, `/metrics` and `/health`.

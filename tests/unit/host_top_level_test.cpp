@@ -1,0 +1,280 @@
+// The top level (an isolate system's link to its MQS) without an MQS or sockets: the test opens
+// recording connections itself (the top level's connector only counts attempts), plays the MQS's
+// records into it, and reads back what the host sent: hello, resends after a reconnect, acks of the
+// current connection only, the outbound window, depth questions, a stop that waits for confirms.
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+
+#include "dde/protocol/mqs_records.hpp"
+#include "dde/protocol/mqs_request.hpp"
+#include "host/top_level.hpp"
+#include "recording_connection.hpp"
+
+namespace dde::host {
+namespace {
+
+using namespace std::chrono_literals;
+using dde::testing::recording_connection;
+
+constexpr const char* topic = "s.consumer";
+
+/// A pool as the link sees it: records what it is handed.
+class recording_sink : public topic_sink {
+ public:
+  struct delivery {
+    std::uint64_t generation, tag;
+    std::string body;
+  };
+  void deliver(std::uint64_t generation, std::uint64_t tag, bool, nlohmann::json, std::string body) override {
+    deliveries.push_back({generation, tag, std::move(body)});
+  }
+  void deliver_reply(envelope e) override { replies.push_back(std::move(e)); }
+  void on_connected() override { ++connected; }
+
+  std::vector<delivery> deliveries;
+  std::vector<envelope> replies;
+  int connected = 0;
+};
+
+class TopLevelTest : public ::testing::Test {
+ protected:
+  TopLevelTest() {
+    options.mqs_url = "ws://127.0.0.1:1/mqs";
+    options.system = "s";
+    options.instance = "0b1c2d3e-aaaa-bbbb-cccc-000000000001";
+    options.window = 4;
+    options.reply_credit = 16;
+    options.connect = [this](const net::ws_url& url, std::shared_ptr<net::ws_handler>,
+                             std::function<void(const std::string&)>) { attempts.push_back(url.port); };
+  }
+
+  std::shared_ptr<top_level> start() {
+    link = std::make_shared<top_level>(io, options);
+    link->start();
+    io.poll();
+    io.restart();
+    return link;
+  }
+  /// Runs what is ready (never waits).
+  void poll() {
+    io.poll();
+    io.restart();
+  }
+  std::shared_ptr<recording_connection> open(std::uint64_t id) {
+    auto c = std::make_shared<recording_connection>(id);
+    link->on_open(c);
+    poll();
+    return c;
+  }
+  void from_mqs(const std::shared_ptr<recording_connection>& c, const std::string& batch) {
+    link->on_message(c, batch, true);
+    poll();
+  }
+  static std::string welcome() {
+    std::string out;
+    mqs::append_welcome(out, "mqs-1");
+    return out;
+  }
+  static std::string confirm(std::vector<std::uint64_t> seqs) {
+    std::string out;
+    mqs::append_confirm(out, seqs);
+    return out;
+  }
+  /// What the host sent on `c` since the last call, as the MQS reads it.
+  static std::vector<mqs::request> requests(recording_connection& c, std::vector<std::string>* bodies = nullptr) {
+    std::vector<mqs::request> out;
+    for (auto& r : c.take()) {
+      auto parsed = mqs::parse_request(r.header);
+      EXPECT_TRUE(parsed.req) << parsed.error;
+      if (!parsed.req) continue;
+      out.push_back(*parsed.req);
+      if (bodies && std::holds_alternative<mqs::enqueue_request>(out.back())) bodies->push_back(r.body);
+    }
+    return out;
+  }
+  template <typename T>
+  static std::vector<T> only(const std::vector<mqs::request>& rs) {
+    std::vector<T> out;
+    for (auto& r : rs)
+      if (auto* t = std::get_if<T>(&r)) out.push_back(*t);
+    return out;
+  }
+  top_level_stats stats() {
+    top_level_stats out;
+    link->read_stats([&](const top_level_stats& s) { out = s; });
+    poll();
+    return out;
+  }
+  void enqueue(const std::string& body, delivery_mode mode = delivery_mode::at_least_once) {
+    link->enqueue(topic, mode, "", body);
+  }
+
+  boost::asio::io_context io;
+  top_level_options options;
+  std::vector<std::uint16_t> attempts;  ///< ports of the connect attempts
+  std::shared_ptr<top_level> link;
+};
+
+TEST_F(TopLevelTest, EachConnectionStartsWithHelloThenWhatWaitsThenThePullOfItsReplies) {
+  start();
+  EXPECT_EQ(attempts, (std::vector<std::uint16_t>{1}));
+  enqueue("a");
+  enqueue("b");
+  enqueue("x", delivery_mode::at_most_once);
+  poll();
+  auto c = open(1);
+  std::vector<std::string> bodies;
+  auto rs = requests(*c, &bodies);
+  ASSERT_EQ(rs.size(), 5u);
+  auto& hello = std::get<mqs::hello_request>(rs[0]);
+  EXPECT_EQ(hello.system, "s");
+  EXPECT_EQ(hello.instance, options.instance);
+  auto enqueues = only<mqs::enqueue_request>(rs);
+  ASSERT_EQ(enqueues.size(), 3u);
+  EXPECT_EQ(enqueues[0].seq, std::optional<std::uint64_t>(1));
+  EXPECT_EQ(enqueues[1].seq, std::optional<std::uint64_t>(2));
+  EXPECT_EQ(enqueues[2].mode, delivery_mode::at_most_once);
+  EXPECT_EQ(bodies, (std::vector<std::string>{"a", "b", "x"}));
+  auto pulls = only<mqs::pull_request>(rs);
+  ASSERT_EQ(pulls.size(), 1u);
+  EXPECT_EQ(pulls[0].topic, reply_topic(options.instance));
+  EXPECT_EQ(pulls[0].mode, delivery_mode::reply);
+  EXPECT_EQ(pulls[0].credit, 16u);
+  EXPECT_FALSE(stats().linked) << "not before the MQS's welcome";
+  from_mqs(c, welcome());
+  EXPECT_TRUE(stats().linked);
+}
+
+TEST_F(TopLevelTest, AfterALostLinkOnlyWhatTheMqsHadNotConfirmedIsSentAgainOnTheNextConnection) {
+  start();
+  auto c1 = open(1);
+  from_mqs(c1, welcome());
+  for (auto* b : {"a", "b", "c"}) enqueue(b);
+  poll();
+  EXPECT_EQ(only<mqs::enqueue_request>(requests(*c1)).size(), 3u);
+  from_mqs(c1, confirm({1, 3}));
+  EXPECT_EQ(stats().confirmed, 2u);
+
+  link->on_close(c1, "MQS went away");
+  poll();
+  auto s = stats();
+  EXPECT_FALSE(s.linked);
+  EXPECT_NE(s.link_error.find("MQS went away"), std::string::npos) << s.link_error;
+  // The reconnect comes after the backoff (100 ms at most): wait for that attempt, nothing else.
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (attempts.size() < 2 && std::chrono::steady_clock::now() < deadline) io.run_one_for(100ms);
+  io.restart();
+  ASSERT_EQ(attempts.size(), 2u) << "connects again";
+
+  auto c2 = open(2);
+  std::vector<std::string> bodies;
+  auto enqueues = only<mqs::enqueue_request>(requests(*c2, &bodies));
+  ASSERT_EQ(enqueues.size(), 1u);
+  EXPECT_EQ(enqueues[0].seq, std::optional<std::uint64_t>(2));
+  EXPECT_EQ(bodies, (std::vector<std::string>{"b"}));
+  s = stats();
+  EXPECT_EQ(s.resent, 1u);
+  EXPECT_EQ(s.reconnects, 1u);
+  from_mqs(c1, confirm({2}));  // a late record of the old connection: ignored
+  EXPECT_EQ(stats().confirmed, 2u);
+  from_mqs(c2, confirm({2}));
+  EXPECT_EQ(stats().confirmed, 3u);
+}
+
+TEST_F(TopLevelTest, DeliveriesGoToTheirPoolWithTheirGenerationAndOnlyTheCurrentGenerationsAcksGoOut) {
+  start();
+  auto sink = std::make_shared<recording_sink>();
+  link->attach(topic, sink);
+  auto c1 = open(1);
+  EXPECT_EQ(sink->connected, 1) << "a pool pulls again on each connection";
+  std::string batch;
+  mqs::append_deliver(batch, topic, 5, false, "m");
+  mqs::append_deliver(batch, "s.gone", 6, false, "n");  // no pool of that topic here
+  from_mqs(c1, batch);
+  ASSERT_EQ(sink->deliveries.size(), 1u);
+  EXPECT_EQ(sink->deliveries[0].generation, 1u);
+  EXPECT_EQ(sink->deliveries[0].tag, 5u);
+  EXPECT_EQ(sink->deliveries[0].body, "m");
+  auto nacks = only<mqs::nack_request>(requests(*c1));
+  ASSERT_EQ(nacks.size(), 1u) << "a message for a pool that is gone goes back";
+  EXPECT_EQ(nacks[0].tags, (std::vector<std::uint64_t>{6}));
+  EXPECT_TRUE(nacks[0].requeue);
+
+  link->on_close(c1, "dropped");
+  auto c2 = open(2);
+  EXPECT_EQ(sink->connected, 2);
+  requests(*c2);
+  link->ack(1, 5);  // the MQS gave that message back when the first link dropped
+  link->nack(1, 5, true);
+  poll();
+  EXPECT_TRUE(requests(*c2).empty()) << "a tag of an earlier connection never reaches the new one";
+  link->ack(2, 7);
+  link->ack(2, 8);
+  poll();
+  auto acks = only<mqs::ack_request>(requests(*c2));
+  ASSERT_EQ(acks.size(), 1u) << "acks of one turn go out together";
+  EXPECT_EQ(acks[0].tags, (std::vector<std::uint64_t>{7, 8}));
+}
+
+TEST_F(TopLevelTest, WritersHeldByTheWindowWakeOnceConfirmsBringItToHalf) {
+  start();
+  auto c = open(1);
+  from_mqs(c, welcome());
+  for (auto* b : {"a", "b", "c", "d"}) enqueue(b);
+  int woken = 0;
+  link->when_writable([&] { ++woken; });
+  poll();
+  EXPECT_EQ(woken, 0) << "4 unconfirmed fill a window of 4";
+  from_mqs(c, confirm({1}));
+  EXPECT_EQ(woken, 0) << "3 unconfirmed: not yet half";
+  from_mqs(c, confirm({2}));
+  EXPECT_EQ(woken, 1);
+}
+
+TEST_F(TopLevelTest, ADepthQuestionIsAnsweredByTheMqsOrAtOnceWithoutALinkOrWhenTheLinkDrops) {
+  start();
+  std::vector<std::string> answers;
+  auto ask = [&] {
+    link->queue_depth(topic, [&](std::uint64_t messages, std::uint64_t, std::string error) {
+      answers.push_back(error.empty() ? std::to_string(messages) : error);
+    });
+    poll();
+  };
+  ask();
+  EXPECT_EQ(answers, (std::vector<std::string>{"no MQS link"}));
+  auto c = open(1);
+  from_mqs(c, welcome());
+  requests(*c);
+  ask();
+  EXPECT_EQ(only<mqs::depth_request>(requests(*c)).size(), 1u);
+  std::string batch;
+  mqs::append_depth(batch, topic, 42, 1, "");
+  from_mqs(c, batch);
+  EXPECT_EQ(answers.back(), "42");
+  ask();
+  link->on_close(c, "dropped");
+  poll();
+  EXPECT_EQ(answers.back(), "the MQS link dropped before it answered");
+  EXPECT_EQ(answers.size(), 3u);
+}
+
+TEST_F(TopLevelTest, StopWaitsForTheLastConfirmThenClosesTheLink) {
+  start();
+  auto c = open(1);
+  from_mqs(c, welcome());
+  enqueue("a");
+  bool stopped = false;
+  link->stop(10s, [&] { stopped = true; });
+  poll();
+  EXPECT_TRUE(c->closed.empty()) << "not while a message is unconfirmed";
+  from_mqs(c, confirm({1}));
+  EXPECT_EQ(c->closed, "isolate system stopping");
+  EXPECT_FALSE(stopped) << "stopped once the link has closed";
+  link->on_close(c, "closed");
+  poll();
+  EXPECT_TRUE(stopped);
+}
+
+}  // namespace
+}  // namespace dde::host
