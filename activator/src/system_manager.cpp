@@ -3,13 +3,9 @@
 // pools after a crash, and stops them all. What is asked of their pools is in system_manager_pools.cpp.
 #include "system_manager.hpp"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <fstream>
 
 #include <boost/asio/post.hpp>
 
@@ -33,14 +29,6 @@ metric_cell& control_clients() {
 
 std::shared_ptr<spdlog::logger> log() { return logger("activator"); }
 
-bool pid_alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text;
-  if (!std::getline(stat, text)) return false;
-  auto close = text.rfind(')');
-  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
-}
-
 std::string exit_text(int status) {
   if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return std::string("was killed by signal ") + std::to_string(WTERMSIG(status));
@@ -49,8 +37,17 @@ std::string exit_text(int status) {
 
 }  // namespace
 
-system_manager::system_manager(boost::asio::io_context& io, manager_options options)
-    : io_(io), strand_(boost::asio::make_strand(io)), options_(std::move(options)), sigchld_(strand_, SIGCHLD) {}
+system_manager::system_manager(boost::asio::io_context& io, manager_options options,
+                               std::shared_ptr<process_table> processes)
+    : io_(io),
+      strand_(boost::asio::make_strand(io)),
+      options_(std::move(options)),
+      procs_(processes ? std::move(processes) : os_processes()),
+      sigchld_(strand_, SIGCHLD) {}
+
+void system_manager::child_exited(pid_t pid, int status) {
+  boost::asio::post(strand_, [self = shared_from_this(), pid, status] { self->on_child_exit(pid, status); });
+}
 
 void system_manager::start() {
   boost::asio::post(strand_, [self = shared_from_this()] { self->wait_children(); });
@@ -84,27 +81,8 @@ void system_manager::spawn(record& r) {
     args.push_back("--plugin-allow");
     args.push_back(allow);
   }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   std::string log_path = options_.log_dir + "/" + r.name + ".log";
-  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    // Child: only async-signal-safe calls until exec.
-    if (log_fd >= 0) {
-      ::dup2(log_fd, 1);
-      ::dup2(log_fd, 2);
-    }
-    ::syscall(SYS_close_range, 3u, ~0u, 0u);  // the activator's sockets stay with the activator
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::setpgid(0, 0);  // the activator decides when its systems stop, not the terminal
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  if (log_fd >= 0) ::close(log_fd);
+  pid_t pid = procs_->spawn(args, log_path);
   if (pid < 0) {
     log()->error("cannot start isolate system {}: fork failed", r.name);
     r.state = "failed";
@@ -269,7 +247,7 @@ void system_manager::on_close(const std::shared_ptr<net::ws_connection>& conn, c
 void system_manager::watch_adopted(const std::string& name, pid_t pid, int checks_left) {
   auto it = systems_.find(name);
   if (it == systems_.end() || it->second.pid != pid || it->second.control) return;  // gone or back
-  if (!pid_alive(pid)) return on_lost(it->second, "is gone (pid " + std::to_string(pid) + ")");
+  if (!procs_->alive(pid)) return on_lost(it->second, "is gone (pid " + std::to_string(pid) + ")");
   if (checks_left <= 0) return;
   auto timer = std::make_shared<boost::asio::steady_timer>(strand_, std::chrono::milliseconds(100));
   timer->async_wait([self = shared_from_this(), timer, name, pid, checks_left](boost::system::error_code ec) {
@@ -355,7 +333,7 @@ void system_manager::stop_all(std::function<void()> done) {
       r.stopping = true;
       if (r.timer) r.timer->cancel();
       if (r.pid > 0) pids.push_back(r.pid);
-      if (r.pid > 0) ::kill(r.pid, SIGTERM);
+      if (r.pid > 0) self->procs_->signal(r.pid, SIGTERM);
     }
     // Give them time to drain, then make sure.
     auto timer = std::make_shared<boost::asio::steady_timer>(self->strand_, std::chrono::seconds(25));
@@ -363,10 +341,10 @@ void system_manager::stop_all(std::function<void()> done) {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(25);
     *poll = [self, pids, done, timer, poll, deadline] {
       bool any = false;
-      for (auto pid : pids) any = any || pid_alive(pid);
+      for (auto pid : pids) any = any || self->procs_->alive(pid);
       if (!any || std::chrono::steady_clock::now() > deadline) {
         for (auto pid : pids)
-          if (pid_alive(pid)) ::kill(pid, SIGKILL);
+          if (self->procs_->alive(pid)) self->procs_->signal(pid, SIGKILL);
         *poll = nullptr;
         return done();
       }

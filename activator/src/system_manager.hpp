@@ -20,6 +20,7 @@
 
 #include "dde/net/ws.hpp"
 #include "dde/protocol/control_frames.hpp"
+#include "processes.hpp"
 
 namespace dde::activator {
 
@@ -48,9 +49,14 @@ using outcome_fn = std::function<void(outcome)>;
 
 class system_manager : public net::ws_handler, public std::enable_shared_from_this<system_manager> {
  public:
-  system_manager(boost::asio::io_context& io, manager_options options);
+  /// `processes`: how isolate systems are started and signalled (the operating system's by default).
+  system_manager(boost::asio::io_context& io, manager_options options,
+                 std::shared_ptr<process_table> processes = nullptr);
 
+  /// Starts reaping children (SIGCHLD).
   void start();
+  /// A child process ended with wait(2) `status` (SIGCHLD reports them; tests of a fake table too).
+  void child_exited(pid_t pid, int status);
   /// Stops every isolate system (their pools drain) and calls `done`.
   void stop_all(std::function<void()> done);
 
@@ -114,6 +120,7 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   boost::asio::io_context& io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   manager_options options_;
+  std::shared_ptr<process_table> procs_;
   boost::asio::signal_set sigchld_;
   std::map<std::string, record> systems_;
   std::map<std::uint64_t, pending> pending_;

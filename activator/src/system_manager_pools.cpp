@@ -68,7 +68,7 @@ void system_manager::shutdown(std::string system, std::string isolate, outcome_f
     if (isolate.empty()) {
       r.stopping = true;
       if (!r.control) {
-        if (r.pid > 0) ::kill(r.pid, SIGTERM);
+        if (r.pid > 0) self->procs_->signal(r.pid, SIGTERM);
         return done(outcome{});
       }
       self->request(r, protocol::control::shutdown{}, [done](const protocol::control_response&) { done(outcome{}); });
