@@ -12,7 +12,7 @@ build_dir="${DDE_SAN_BUILD_DIR:-$DDE_ROOT/build-san}"
 seconds="${DDE_FUZZ_SECONDS:-30}"
 fuzzers=(wire_fuzz envelope_fuzz registry_rest_fuzz registry_frames_fuzz protocol_fuzz)
 unit_tests=(framework_unittest mqs_unittest mqs_cores_unittest registry_unittest workers_unittest protocol_unittest
-  host_unittest activator_unittest)
+  host_unittest activator_unittest runtime_unittest)
 
 command -v clang++ >/dev/null || dde_die "clang++ is missing (deploy/install-deps.sh installs it)"
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$DDE_ROOT}"
