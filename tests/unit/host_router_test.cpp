@@ -12,6 +12,7 @@
 #include "manual_clock.hpp"
 
 #include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 
@@ -304,28 +305,31 @@ TEST_F(RouterTest, ARateLimitedWorkerPausesThePoolAndTellsTheReplicas) {
 TEST_F(RouterTest, AKilledWorkerTakesNothingMoreAndRestartBringsItBack) {
   auto r = start_pool(2, {{"credits", 2}});
   auto victim = describe(*r)["workers"][1]["id"].get<std::string>();
-  std::string answer = "unset";
-  std::vector<std::string> ids;
-  r->kill_workers(victim, [&](std::string e, std::vector<std::string> killed) {
-    answer = std::move(e);
-    ids = std::move(killed);
-  });
+  std::optional<kill_result> answer;
+  r->kill_workers(victim, [&](kill_result killed) { answer = std::move(killed); });
   settle();
-  EXPECT_EQ(answer, "");
-  EXPECT_EQ(ids, std::vector<std::string>{victim});
+  ASSERT_TRUE(answer && *answer);
+  EXPECT_EQ(answer->value(), std::vector<std::string>{victim});
   auto d = describe(*r);
   EXPECT_EQ(d["workers"][1]["state"], "killed") << d.dump();
   for (int seq = 1; seq <= 4; ++seq) deliver(10 + seq, seq);
   d = describe(*r);
   EXPECT_EQ(d["workers"][0]["done"], 4);
   EXPECT_EQ(d["workers"][1]["done"], 0) << "a killed worker is given nothing";
-  r->kill_workers(victim, [&](std::string e, std::vector<std::string>) { answer = std::move(e); });
+  r->kill_workers(victim, [&](kill_result killed) { answer = std::move(killed); });
   settle();
-  EXPECT_NE(answer.find("already killed"), std::string::npos) << answer;
-  std::string restarted = "unset";
-  r->restart_workers([&](std::string e) { restarted = std::move(e); });
+  ASSERT_FALSE(*answer);
+  EXPECT_NE(answer->error().find("already killed"), std::string::npos) << answer->error();
+  EXPECT_EQ(http_status(*answer), 409);
+  r->kill_workers("no-such-worker", [&](kill_result killed) { answer = std::move(killed); });
   settle();
-  EXPECT_EQ(restarted, "");
+  ASSERT_FALSE(*answer);
+  EXPECT_EQ(answer->error().rfind("no worker \"no-such-worker\" in pool unit/pool", 0), 0u) << answer->error();
+  EXPECT_EQ(http_status(*answer), 404);
+  std::optional<op_result> restarted;
+  r->restart_workers([&](op_result done) { restarted = std::move(done); });
+  settle();
+  ASSERT_TRUE(restarted && *restarted);
   d = describe(*r);
   EXPECT_EQ(d["workers"][1]["state"], "running") << d.dump();
   EXPECT_NE(d["workers"][1]["id"], victim) << "a fresh instance";
@@ -336,18 +340,25 @@ TEST_F(RouterTest, AKilledWorkerTakesNothingMoreAndRestartBringsItBack) {
 TEST_F(RouterTest, KillWaitsForWhatTheWorkerHoldsAndRestartWaitsForInFlightMessages) {
   auto r = start_pool(1, {}, {}, {{"hang_on", {1}}});
   deliver(5, 1);  // never done
-  std::string answer = "unset";
-  r->kill_workers("", [&](std::string e, std::vector<std::string>) { answer = std::move(e); });
+  std::optional<kill_result> answer;
+  r->kill_workers("", [&](kill_result killed) { answer = std::move(killed); });
   settle();
-  EXPECT_EQ(answer, "");
+  ASSERT_TRUE(answer && *answer);
   EXPECT_EQ(describe(*r)["workers"][0]["state"], "killing") << "it still holds its message";
-  std::string restarted = "unset";
-  r->restart_workers([&](std::string e) { restarted = std::move(e); });
+  std::optional<op_result> restarted;
+  r->restart_workers([&](op_result done) { restarted = std::move(done); });
   settle();
-  EXPECT_EQ(restarted, "") << "the swap begins";
-  r->kill_workers("", [&](std::string e, std::vector<std::string>) { answer = std::move(e); });
+  ASSERT_TRUE(restarted && *restarted) << "the swap begins";
+  r->restart_workers([&](op_result done) { restarted = std::move(done); });
   settle();
-  EXPECT_NE(answer.find("is restarting"), std::string::npos) << answer;
+  ASSERT_FALSE(*restarted);
+  EXPECT_EQ(restarted->error(), "pool unit/pool is already restarting");
+  EXPECT_EQ(http_status(*restarted), 409);
+  r->kill_workers("", [&](kill_result killed) { answer = std::move(killed); });
+  settle();
+  ASSERT_FALSE(*answer);
+  EXPECT_NE(answer->error().find("is restarting"), std::string::npos) << answer->error();
+  EXPECT_EQ(http_status(*answer), 409);
   EXPECT_EQ(describe(*r)["stats"]["restarts"], 0) << "not before the message in flight finished";
 }
 

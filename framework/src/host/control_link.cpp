@@ -126,36 +126,31 @@ void control_link::handle(const replier& reply, protocol::control::add_isolate& 
   auto spec = parse_pool_spec(r.spec, options_.system);
   if (!spec) return reply(false, spec.error(), 400);
   auto isolate = spec.value().isolate;
-  controller_->add_pool(spec.value(), [reply, isolate, instance = options_.instance](std::string error) {
-    if (!error.empty()) return reply(false, error, error.find("already deployed") != std::string::npos ? 409 : 400);
+  controller_->add_pool(spec.value(), [reply, isolate, instance = options_.instance](op_result added) {
+    if (!added) return reply(false, added.error(), http_status(added));
     reply(true, {{"isolateName", isolate}, {"instance", instance}});
   });
 }
 
 void control_link::handle(const replier& reply, protocol::control::remove_isolate& r) {
-  controller_->remove_pool(r.isolate, [reply](std::string error) {
-    if (!error.empty()) return reply(false, error, 404);
+  controller_->remove_pool(r.isolate, [reply](op_result removed) {
+    if (!removed) return reply(false, removed.error(), http_status(removed));
     reply(true, nlohmann::json::object());
   });
 }
 
 void control_link::handle(const replier& reply, protocol::control::restart_isolate& r) {
-  controller_->restart_pool(r.isolate, [reply](std::string error) {
-    if (!error.empty()) return reply(false, error, error.find("no pool") != std::string::npos ? 404 : 409);
+  controller_->restart_pool(r.isolate, [reply](op_result restarted) {
+    if (!restarted) return reply(false, restarted.error(), http_status(restarted));
     reply(true, nlohmann::json::object());
   });
 }
 
 void control_link::handle(const replier& reply, protocol::control::kill_isolate& r) {
   controller_->kill_workers(r.isolate, r.worker_id.value_or(""),
-                            [reply](std::string error, std::vector<std::string> killed) {
-                              if (!error.empty())
-                                return reply(false, error,
-                                             error.find("no pool") != std::string::npos ||
-                                                     error.find("no worker") != std::string::npos
-                                                 ? 404
-                                                 : 409);
-                              reply(true, {{"killed", killed}});
+                            [reply](kill_result killed) {
+                              if (!killed) return reply(false, killed.error(), http_status(killed));
+                              reply(true, {{"killed", killed.value()}});
                             });
 }
 
@@ -167,9 +162,8 @@ void control_link::handle(const replier& reply, protocol::control::set_rate& r) 
   auto parsed = parse_pool_spec(probe, options_.system);
   if (!parsed) return reply(false, parsed.error(), 400);
   controller_->set_rate(r.isolate, parsed.value().rate_messages, parsed.value().rate_per, parsed.value().max_in_flight,
-                        [reply](std::string error) {
-                          if (!error.empty())
-                            return reply(false, error, error.find("no pool") != std::string::npos ? 404 : 409);
+                        [reply](op_result set) {
+                          if (!set) return reply(false, set.error(), http_status(set));
                           reply(true, nlohmann::json::object());
                         });
 }

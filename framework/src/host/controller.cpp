@@ -15,20 +15,22 @@ constexpr std::chrono::seconds drain_timeout{10};
 controller::controller(boost::asio::io_context& io, std::shared_ptr<top_level> top, std::string system)
     : io_(io), strand_(boost::asio::make_strand(io)), top_(std::move(top)), system_(std::move(system)) {}
 
-void controller::add_pool(pool_spec spec, std::function<void(std::string)> done) {
+void controller::add_pool(pool_spec spec, op_done done) {
   boost::asio::post(strand_, [self = shared_from_this(), spec = std::move(spec),
                               done = std::move(done)]() mutable {
-    if (self->stopped_) return done("isolate system " + self->system_ + " is stopping");
+    if (self->stopped_) return done(refused(refusal::bad_request, "isolate system " + self->system_ + " is stopping"));
     if (spec.system != self->system_)
-      return done("pool is for isolate system \"" + spec.system + "\" but this is \"" + self->system_ + "\"");
+      return done(refused(refusal::bad_request, "pool is for isolate system \"" + spec.system + "\" but this is \"" +
+                                                    self->system_ + "\""));
     if (self->routers_.count(spec.isolate) || self->starting_.count(spec.isolate))
-      return done("pool \"" + spec.addr().str() + "\" is already deployed here; shut it down first");
+      return done(refused(refusal::conflict,
+                          "pool \"" + spec.addr().str() + "\" is already deployed here; shut it down first"));
     for (auto* uri : {&spec.uri, &spec.router_uri}) {
       if (uri->empty()) continue;
-      if (auto refused = check_plugin_allowed(*uri, self->plugin_allow_); !refused.empty()) {
-        logger("host")->error("cannot deploy {}: {}", spec.addr().str(), refused);
+      if (auto why = check_plugin_allowed(*uri, self->plugin_allow_); !why.empty()) {
+        logger("host")->error("cannot deploy {}: {}", spec.addr().str(), why);
         count_plugin_load_failure(spec.system + "." + spec.isolate, plugin_failure::not_allowed);
-        return done(refused);
+        return done(refused(refusal::bad_request, why));
       }
     }
     auto r = std::make_shared<router>(self->io_, self->top_, spec);
@@ -54,10 +56,10 @@ void controller::start_pool(const std::string& isolate, result<bool> prepared) {
   if (!started) {
     logger("host")->error("cannot deploy {}: {}", r->spec().addr().str(), started.error());
     count_plugin_load_failure(r->spec().system + "." + r->spec().isolate, started.code<plugin_failure>());
-    return done(started.error());
+    return done(refused(refusal::bad_request, started.error()));
   }
   routers_[isolate] = std::move(r);
-  done({});
+  done(true);
 }
 
 void controller::set_fetch_options(fetch_options options) { fetch_options_ = std::move(options); }
@@ -67,41 +69,47 @@ void controller::set_events(std::function<void(nlohmann::json)> events, std::str
   plugin_cache_ = std::move(plugin_cache);
 }
 
-void controller::remove_pool(const std::string& isolate, std::function<void(std::string)> done) {
+namespace {
+op_result no_pool(const std::string& isolate, const std::string& system) {
+  return refused(refusal::not_found, "no pool \"" + isolate + "\" in isolate system " + system);
+}
+}  // namespace
+
+void controller::remove_pool(const std::string& isolate, op_done done) {
   boost::asio::post(strand_, [self = shared_from_this(), isolate, done = std::move(done)]() mutable {
     auto it = self->routers_.find(isolate);
-    if (it == self->routers_.end()) return done("no pool \"" + isolate + "\" in isolate system " + self->system_);
+    if (it == self->routers_.end()) return done(no_pool(isolate, self->system_));
     auto r = it->second;
     self->routers_.erase(it);
-    r->shutdown(drain_timeout, [r, done = std::move(done)] { done({}); });
+    r->shutdown(drain_timeout, [r, done = std::move(done)] { done(true); });
   });
 }
 
-void controller::restart_pool(const std::string& isolate, std::function<void(std::string)> done) {
+void controller::restart_pool(const std::string& isolate, op_done done) {
   boost::asio::post(strand_, [self = shared_from_this(), isolate, done = std::move(done)]() mutable {
     auto it = self->routers_.find(isolate);
-    if (it == self->routers_.end()) return done("no pool \"" + isolate + "\" in isolate system " + self->system_);
+    if (it == self->routers_.end()) return done(no_pool(isolate, self->system_));
     it->second->restart_workers(std::move(done));
   });
 }
 
 void controller::kill_workers(const std::string& isolate, std::string worker_id,
-                              std::function<void(std::string, std::vector<std::string>)> done) {
+                              kill_done done) {
   boost::asio::post(strand_, [self = shared_from_this(), isolate, worker_id = std::move(worker_id),
                               done = std::move(done)]() mutable {
     auto it = self->routers_.find(isolate);
     if (it == self->routers_.end())
-      return done("no pool \"" + isolate + "\" in isolate system " + self->system_, {});
+      return done(kill_result::failure_of(no_pool(isolate, self->system_)));
     it->second->kill_workers(std::move(worker_id), std::move(done));
   });
 }
 
 void controller::set_rate(const std::string& isolate, std::size_t messages, std::chrono::milliseconds per,
-                          std::size_t max_in_flight, std::function<void(std::string)> done) {
+                          std::size_t max_in_flight, op_done done) {
   boost::asio::post(strand_, [self = shared_from_this(), isolate, messages, per, max_in_flight,
                               done = std::move(done)]() mutable {
     auto it = self->routers_.find(isolate);
-    if (it == self->routers_.end()) return done("no pool \"" + isolate + "\" in isolate system " + self->system_);
+    if (it == self->routers_.end()) return done(no_pool(isolate, self->system_));
     it->second->set_rate(messages, per, max_in_flight, std::move(done));
   });
 }
@@ -130,7 +138,8 @@ void controller::shutdown(std::function<void()> done) {
     // Pools still downloading their plugin never start (their download is abandoned).
     auto starting = std::move(self->starting_);
     self->starting_.clear();
-    for (auto& [isolate, s] : starting) s.done("isolate system " + self->system_ + " is stopping");
+    for (auto& [isolate, s] : starting)
+      s.done(refused(refusal::bad_request, "isolate system " + self->system_ + " is stopping"));
     starting.clear();
     auto routers = std::move(self->routers_);
     self->routers_.clear();

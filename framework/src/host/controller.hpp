@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host/plugin_fetcher.hpp"
+#include "host/pool_ops.hpp"
 #include "dde/protocol/pool_spec.hpp"
 
 namespace dde::host {
@@ -29,20 +30,18 @@ class controller : public std::enable_shared_from_this<controller> {
   void set_fetch_options(fetch_options options);
   /// Plugins (and custom routers) may come only from these directories or URL prefixes (empty: anywhere).
   void set_plugin_allow(std::vector<std::string> allow) { plugin_allow_ = std::move(allow); }
-  /// Deploys a pool (after downloading its plugin, for an http(s) uri); `done` gets an empty string
-  /// on success, else what went wrong.
-  void add_pool(pool_spec spec, std::function<void(std::string)> done);
+  /// Deploys a pool (after downloading its plugin, for an http(s) uri).
+  void add_pool(pool_spec spec, op_done done);
   /// Stops one pool (its in-flight messages finish first).
-  void remove_pool(const std::string& isolate, std::function<void(std::string)> done);
+  void remove_pool(const std::string& isolate, op_done done);
   /// RESTART of every worker of one pool (after its in-flight messages finish).
-  void restart_pool(const std::string& isolate, std::function<void(std::string)> done);
-  /// KILL of one worker (`worker_id`) or of every worker ("") of one pool; `done` gets "" and the
-  /// ids of the workers being killed, or why not.
-  void kill_workers(const std::string& isolate, std::string worker_id,
-                    std::function<void(std::string, std::vector<std::string>)> done);
+  void restart_pool(const std::string& isolate, op_done done);
+  /// KILL of one worker (`worker_id`) or of every worker ("") of one pool; `done` gets the ids of
+  /// the workers being killed, or why not.
+  void kill_workers(const std::string& isolate, std::string worker_id, kill_done done);
   /// Changes a pool's rate/maxInFlight at run time.
   void set_rate(const std::string& isolate, std::size_t messages, std::chrono::milliseconds per,
-                std::size_t max_in_flight, std::function<void(std::string)> done);
+                std::size_t max_in_flight, op_done done);
   /// `{systemName: [pool, ...]}` as in thesis 3.2.2.
   void describe(std::function<void(nlohmann::json)> fn);
   /// Stops every pool.
@@ -59,7 +58,7 @@ class controller : public std::enable_shared_from_this<controller> {
   std::map<std::string, std::shared_ptr<router>> routers_;
   struct starting {
     std::shared_ptr<router> pool;
-    std::function<void(std::string)> done;
+    op_done done;
   };
   std::map<std::string, starting> starting_;  ///< pools whose plugin is being downloaded
   bool stopped_ = false;

@@ -77,13 +77,13 @@ std::uint16_t isolate_system::ops_port() const { return ops_ ? ops_->port() : 0;
 
 std::string isolate_system::add_pool(pool_spec spec) {
   std::promise<std::string> p;
-  controller_->add_pool(std::move(spec), [&p](std::string e) { p.set_value(std::move(e)); });
+  controller_->add_pool(std::move(spec), [&p](op_result r) { p.set_value(r ? std::string() : r.error()); });
   return p.get_future().get();
 }
 
 std::string isolate_system::remove_pool(const std::string& isolate) {
   std::promise<std::string> p;
-  controller_->remove_pool(isolate, [&p](std::string e) { p.set_value(std::move(e)); });
+  controller_->remove_pool(isolate, [&p](op_result r) { p.set_value(r ? std::string() : r.error()); });
   return p.get_future().get();
 }
 

@@ -9,53 +9,53 @@
 namespace dde::host {
 
 void router::set_rate(std::size_t messages, std::chrono::milliseconds per, std::size_t max_in_flight,
-                      std::function<void(std::string)> done) {
+                      op_done done) {
   boost::asio::post(strand_, [self = shared_from_this(), messages, per, max_in_flight, done = std::move(done)] {
-    if (self->stopping_) return done("pool " + self->spec_.addr().str() + " is stopped");
+    if (self->stopping_) return done(refused(refusal::conflict, "pool " + self->spec_.addr().str() + " is stopped"));
     self->spec_.rate_messages = messages;
     self->spec_.rate_per = per;
     self->spec_.max_in_flight = max_in_flight;
     logger("host.router")->info("{}: rate {} per {} ms, maxInFlight {} (0 = none)", self->spec_.addr().str(), messages,
                                 per.count(), max_in_flight);
     self->gate_->set(messages, per, max_in_flight);
-    done({});
+    done(true);
   });
 }
 
-void router::restart_workers(std::function<void(std::string)> done) {
+void router::restart_workers(op_done done) {
   boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
-    if (self->stopping_) return done("pool " + self->spec_.addr().str() + " is stopped");
-    if (self->swap_busy()) return done("pool " + self->spec_.addr().str() + " is already restarting");
-    if (!self->plugin_) return done("pool " + self->spec_.addr().str() + " has no local workers to restart");
+    auto pool = self->spec_.addr().str();
+    if (self->stopping_) return done(refused(refusal::conflict, "pool " + pool + " is stopped"));
+    if (self->swap_busy()) return done(refused(refusal::conflict, "pool " + pool + " is already restarting"));
+    if (!self->plugin_) return done(refused(refusal::conflict, "pool " + pool + " has no local workers to restart"));
     logger("host.router")->info("{}: RESTART of every worker", self->spec_.addr().str());
     auto swapped = self->begin_swap(self->plugin_, true, true);
-    done(swapped ? std::string() : swapped.error());
+    done(swapped ? op_result(true) : refused(refusal::conflict, swapped.error()));
   });
 }
 
-void router::kill_workers(std::string worker_id,
-                          std::function<void(std::string, std::vector<std::string>)> done) {
+void router::kill_workers(std::string worker_id, kill_done done) {
   boost::asio::post(
       strand_, [self = shared_from_this(), worker_id = std::move(worker_id), done = std::move(done)] {
         auto pool = self->spec_.addr().str();
-        if (self->stopping_) return done("pool " + pool + " is stopped", {});
-        if (self->swap_busy()) return done("pool " + pool + " is restarting; KILL it once it runs again", {});
+        auto no = [&](refusal why, std::string text) { done(kill_result::failure(std::move(text), why)); };
+        if (self->stopping_) return no(refusal::conflict, "pool " + pool + " is stopped");
+        if (self->swap_busy()) return no(refusal::conflict, "pool " + pool + " is restarting; KILL it once it runs again");
         std::vector<std::size_t> targets;
         if (worker_id.empty()) {
           for (std::size_t i = 0; i < self->slots_.size(); ++i)
             if (!self->kill_requested(i)) targets.push_back(i);
           if (targets.empty())
-            return done("every worker of pool " + pool + " is already killed; RESTART brings them back", {});
+            return no(refusal::conflict, "every worker of pool " + pool + " is already killed; RESTART brings them back");
         } else {
           std::size_t index = pool_ledger::npos;
           for (auto& w : self->ledger_.snapshot())
             if (w.id == worker_id) index = w.index;
           if (index == pool_ledger::npos)
-            return done("no worker \"" + worker_id + "\" in pool " + pool +
-                            " (GET /registry/system/{bootstrapperId} lists them)",
-                        {});
+            return no(refusal::not_found, "no worker \"" + worker_id + "\" in pool " + pool +
+                                              " (GET /registry/system/{bootstrapperId} lists them)");
           if (self->kill_requested(index))
-            return done("worker " + worker_id + " of pool " + pool + " is already killed", {});
+            return no(refusal::conflict, "worker " + worker_id + " of pool " + pool + " is already killed");
           targets.push_back(index);
         }
         std::vector<std::string> ids;
@@ -64,7 +64,7 @@ void router::kill_workers(std::string worker_id,
         logger("host.router")
             ->info("{}: KILL of {} worker(s); they finish what they hold first", pool, ids.size());
         for (auto i : targets) self->begin_kill(i);
-        done({}, std::move(ids));
+        done(std::move(ids));
       });
 }
 

@@ -65,7 +65,7 @@ void router::swap_in() {
     ledger_.set_alive(i, true, s.worker->id());
     ledger_.set_open(i, true);
     s.kill = kill_phase::none;  // a RESTART revives killed workers
-    guard_.forget(i);
+    guard_.renew(i, clock_->now());  // a fresh instance: quiet from now, as a started or respawned one
     s.worker->start();
   }
   plugin_ = std::move(swap_.next_plugin);
