@@ -18,7 +18,7 @@ protocol::ordered_json ordered(const nlohmann::json& j) { return protocol::order
 struct request_runner {
   system_manager& systems;
   outcome_fn answer;
-  void operator()(protocol::node::ping&) const { answer(outcome{}); }  // the registry's heartbeat: ok, {}
+  void operator()(protocol::node::ping&) const { answer(succeeded()); }  // the registry's heartbeat: ok, {}
   void operator()(protocol::node::deploy& r) const { systems.deploy(plain(r.body), answer); }
   void operator()(protocol::node::shutdown& r) const {
     systems.shutdown(std::move(r.system), r.isolate.value_or(""), answer);
@@ -153,11 +153,14 @@ void bootstrapper::serve(const std::shared_ptr<net::ws_connection>& conn, protoc
   auto id = request.id;
   std::string action(protocol::action_of(request.request));
   auto answer = [conn, id, action](outcome o) {
-    protocol::response_frame r{id, o.ok, nullptr, o.status, std::move(o.error)};
-    if (o.ok)
-      r.result = ordered(o.result);
-    else
+    protocol::response_frame r{id, bool(o), nullptr, 200, {}};
+    if (o) {
+      r.result = ordered(o.value());
+    } else {
+      r.status = http_status(o);
+      r.error = o.error();
       log()->warn("{} failed: {}", action, r.error);
+    }
     conn->send(protocol::encode(r), false);
   };
   std::visit(request_runner{*systems_, answer}, request.request);

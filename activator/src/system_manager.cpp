@@ -317,10 +317,10 @@ void system_manager::redeploy(const std::string& system) {
       body["crashReason"] = "the process " + it->second.last_exit;
     }
     add_pool(system, body, [system, isolate = isolate](outcome o) {
-      if (o.ok)
+      if (o)
         log()->info("redeployed {}/{}", system, isolate);
       else
-        log()->error("cannot redeploy {}/{}: {}", system, isolate, o.error);
+        log()->error("cannot redeploy {}/{}: {}", system, isolate, o.error());
     });
   }
 }

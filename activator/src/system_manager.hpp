@@ -20,6 +20,7 @@
 
 #include "dde/net/ws.hpp"
 #include "dde/protocol/control_frames.hpp"
+#include "dde/protocol/result.hpp"
 #include "processes.hpp"
 
 namespace dde::activator {
@@ -37,15 +38,13 @@ struct manager_options {
   std::vector<std::string> plugin_allow;  ///< handed to each isolate system as --plugin-allow
 };
 
-/// The outcome of a request: `ok` with `result`, or an error with an HTTP-like status.
-struct outcome {
-  bool ok = true;
-  nlohmann::json result = nlohmann::json::object();
-  int status = 200;
-  std::string error;
-  static outcome failure(int status, std::string error) { return {false, nullptr, status, std::move(error)}; }
-};
+/// The outcome of a request: its result, or why not with the HTTP status to answer as the code.
+using outcome = result<nlohmann::json>;
 using outcome_fn = std::function<void(outcome)>;
+/// Done, with `result` (an empty object: nothing to tell).
+inline outcome succeeded(nlohmann::json result = nlohmann::json::object()) { return outcome(std::move(result)); }
+/// Refused with HTTP `status` and why.
+inline outcome refused(int status, std::string why) { return http_failure<nlohmann::json>(status, std::move(why)); }
 
 class system_manager : public net::ws_handler, public std::enable_shared_from_this<system_manager> {
  public:

@@ -14,34 +14,32 @@ namespace dde::activator {
 
 void system_manager::add_pool(const std::string& system, nlohmann::json body, outcome_fn done) {
   auto it = systems_.find(system);
-  if (it == systems_.end()) return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
+  if (it == systems_.end()) return done(refused(404, "no isolate system \"" + system + "\" on this node"));
   request(it->second, protocol::control::add_isolate{body},
           [self = shared_from_this(), system, body, done](const protocol::control_response& resp) {
-            if (!resp.ok) return done(outcome::failure(resp.status, resp.error));
+            if (!resp.ok) return done(refused(resp.status, resp.error));
             auto it = self->systems_.find(system);
             if (it != self->systems_.end()) it->second.pools[body["isolateName"].get<std::string>()] = body;
-            outcome o;
-            o.result = {{"isolateSystemName", system},
-                        {"isolateName", body["isolateName"]},
-                        {"instance", it != self->systems_.end() ? it->second.instance : ""}};
-            done(o);
+            done(succeeded({{"isolateSystemName", system},
+                            {"isolateName", body["isolateName"]},
+                            {"instance", it != self->systems_.end() ? it->second.instance : ""}}));
           });
 }
 
 void system_manager::deploy(nlohmann::json body, outcome_fn done) {
   boost::asio::post(strand_, [self = shared_from_this(), body = std::move(body), done = std::move(done)]() mutable {
     auto spec = dde::parse_pool_spec(body);
-    if (!spec) return done(outcome::failure(400, spec.error()));
+    if (!spec) return done(refused(400, spec.error()));
     auto mqs = body.value("messageQueuingSystemServer", std::string());
     if (net::parse_ws_url_list(mqs).empty())
-      return done(outcome::failure(400, "field \"messageQueuingSystemServer\" must be a ws:// or wss:// URL (or a comma-separated list)"));
+      return done(refused(400, "field \"messageQueuingSystemServer\" must be a ws:// or wss:// URL (or a comma-separated list)"));
     auto name = spec.value().system;
     auto it = self->systems_.find(name);
     if (it != self->systems_.end() && it->second.mqs != mqs)
-      return done(outcome::failure(409, "isolate system \"" + name + "\" already runs on this node with MQS " +
+      return done(refused(409, "isolate system \"" + name + "\" already runs on this node with MQS " +
                                             it->second.mqs));
     if (it != self->systems_.end() && it->second.stopping)
-      return done(outcome::failure(409, "isolate system \"" + name + "\" is shutting down"));
+      return done(refused(409, "isolate system \"" + name + "\" is shutting down"));
     if (it == self->systems_.end()) {
       record r;
       r.name = name;
@@ -50,11 +48,11 @@ void system_manager::deploy(nlohmann::json body, outcome_fn done) {
       self->spawn(created);
       if (created.pid < 0) {
         self->systems_.erase(name);
-        return done(outcome::failure(500, "cannot start a process for isolate system \"" + name + "\""));
+        return done(refused(500, "cannot start a process for isolate system \"" + name + "\""));
       }
     }
     self->when_attached(name, [self, name, body, done](bool ok, std::string error) {
-      if (!ok) return done(outcome::failure(502, "isolate system \"" + name + "\" did not start: " + error));
+      if (!ok) return done(refused(502, "isolate system \"" + name + "\" did not start: " + error));
       self->add_pool(name, body, done);
     });
   });
@@ -63,25 +61,25 @@ void system_manager::deploy(nlohmann::json body, outcome_fn done) {
 void system_manager::shutdown(std::string system, std::string isolate, outcome_fn done) {
   boost::asio::post(strand_, [self = shared_from_this(), system, isolate, done = std::move(done)] {
     auto it = self->systems_.find(system);
-    if (it == self->systems_.end()) return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
+    if (it == self->systems_.end()) return done(refused(404, "no isolate system \"" + system + "\" on this node"));
     auto& r = it->second;
     if (isolate.empty()) {
       r.stopping = true;
       if (!r.control) {
         if (r.pid > 0) self->procs_->signal(r.pid, SIGTERM);
-        return done(outcome{});
+        return done(succeeded());
       }
-      self->request(r, protocol::control::shutdown{}, [done](const protocol::control_response&) { done(outcome{}); });
+      self->request(r, protocol::control::shutdown{}, [done](const protocol::control_response&) { done(succeeded()); });
       return;
     }
     if (!r.pools.count(isolate) && r.control == nullptr)
-      return done(outcome::failure(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\""));
+      return done(refused(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\""));
     self->request(r, protocol::control::remove_isolate{isolate},
                   [self, system, isolate, done](const protocol::control_response& resp) {
-                    if (!resp.ok) return done(outcome::failure(resp.status, resp.error));
+                    if (!resp.ok) return done(refused(resp.status, resp.error));
                     auto it = self->systems_.find(system);
                     if (it != self->systems_.end()) it->second.pools.erase(isolate);
-                    done(outcome{});
+                    done(succeeded());
                   });
   });
 }
@@ -91,7 +89,7 @@ void system_manager::describe(outcome_fn done) {
     auto result = std::make_shared<nlohmann::json>(nlohmann::json::object());
     auto remaining = std::make_shared<std::size_t>(1);
     auto finish = [result, remaining, done] {
-      if (--*remaining == 0) done(outcome{true, *result, 200, {}});
+      if (--*remaining == 0) done(succeeded(*result));
     };
     for (auto& [name, r] : self->systems_) {
       nlohmann::json facts = {{"state", r.state}, {"restarts", r.restarts}, {"pid", r.pid}};
@@ -130,18 +128,18 @@ void system_manager::migrate(std::string system, std::string isolate, nlohmann::
   boost::asio::post(strand_, [self = shared_from_this(), system, isolate, workers_paths, done = std::move(done)] {
     auto it = self->systems_.find(system);
     if (it == self->systems_.end() || !it->second.pools.count(isolate))
-      return done(outcome::failure(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\" here"));
+      return done(refused(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\" here"));
     auto old_body = it->second.pools[isolate];
     auto new_body = old_body;
     new_body["workersPaths"] = workers_paths;
     auto spec = dde::parse_pool_spec(new_body);
-    if (!spec) return done(outcome::failure(400, spec.error()));
+    if (!spec) return done(refused(400, spec.error()));
     // Stop the old workers (their messages finish; the rest wait in the broker), then start the new.
     self->request(it->second, protocol::control::remove_isolate{isolate},
                   [self, system, isolate, old_body, new_body, done](const protocol::control_response& resp) {
-                    if (!resp.ok) return done(outcome::failure(resp.status, resp.error));
+                    if (!resp.ok) return done(refused(resp.status, resp.error));
                     self->add_pool(system, new_body, [self, system, old_body, done](outcome o) {
-                      if (o.ok) return done(o);
+                      if (o) return done(std::move(o));
                       self->add_pool(system, old_body, [](outcome) {});  // put the old pool back
                       done(o);
                     });
@@ -153,11 +151,11 @@ void system_manager::restart(std::string system, std::string isolate, outcome_fn
   boost::asio::post(strand_, [self = shared_from_this(), system, isolate, done = std::move(done)] {
     auto it = self->systems_.find(system);
     if (it == self->systems_.end())
-      return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
+      return done(refused(404, "no isolate system \"" + system + "\" on this node"));
     self->request(it->second, protocol::control::restart_isolate{isolate},
                   [done](const protocol::control_response& resp) {
-                    if (!resp.ok) return done(outcome::failure(resp.status, resp.error));
-                    done(outcome{});
+                    if (!resp.ok) return done(refused(resp.status, resp.error));
+                    done(succeeded());
                   });
   });
 }
@@ -167,14 +165,12 @@ void system_manager::kill(std::string system, std::string isolate, nlohmann::jso
   boost::asio::post(strand_, [self = shared_from_this(), system, isolate, worker_id, done = std::move(done)] {
     auto it = self->systems_.find(system);
     if (it == self->systems_.end())
-      return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
+      return done(refused(404, "no isolate system \"" + system + "\" on this node"));
     protocol::control::kill_isolate req{isolate, std::nullopt};
     if (worker_id.is_string()) req.worker_id = worker_id.get<std::string>();
     self->request(it->second, req, [done](const protocol::control_response& resp) {
-      if (!resp.ok) return done(outcome::failure(resp.status, resp.error));
-      outcome o;
-      o.result = resp.result.is_null() ? nlohmann::json::object() : resp.result;
-      done(o);
+      if (!resp.ok) return done(refused(resp.status, resp.error));
+      done(succeeded(resp.result.is_null() ? nlohmann::json::object() : resp.result));
     });
   });
 }
@@ -183,13 +179,13 @@ void system_manager::set_rate(std::string system, std::string isolate, nlohmann:
   boost::asio::post(strand_, [self = shared_from_this(), system, isolate, limits, done = std::move(done)] {
     auto it = self->systems_.find(system);
     if (it == self->systems_.end())
-      return done(outcome::failure(404, "no isolate system \"" + system + "\" on this node"));
+      return done(refused(404, "no isolate system \"" + system + "\" on this node"));
     auto given = [&](const char* key) {
       return limits.contains(key) ? limits[key] : nlohmann::json(nlohmann::json::value_t::discarded);
     };
     protocol::control::set_rate req{isolate, given("rate"), given("maxInFlight")};
     self->request(it->second, req, [self, system, isolate, limits, done](const protocol::control_response& resp) {
-      if (!resp.ok) return done(outcome::failure(resp.status, resp.error));
+      if (!resp.ok) return done(refused(resp.status, resp.error));
       // A restarted isolate system keeps the new limits.
       auto it = self->systems_.find(system);
       if (it != self->systems_.end() && it->second.pools.count(isolate)) {
@@ -198,7 +194,7 @@ void system_manager::set_rate(std::string system, std::string isolate, nlohmann:
         body.erase("maxInFlight");
         body.update(limits);
       }
-      done(outcome{});
+      done(succeeded());
     });
   });
 }

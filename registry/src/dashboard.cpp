@@ -116,10 +116,10 @@ void dashboard::round(std::function<void()> then) {
     (*samples)[i].info = nodes[i];
     bool sent =
         nodes_.request(nodes[i].id, protocol::node::describe{}, [samples, i, finish](node_answer a) {
-          if (a.ok() && a.result.is_object())
-            (*samples)[i].describe = std::move(a.result);
+          if (a && a.value().is_object())
+            (*samples)[i].describe = std::move(a.value());
           else
-            (*samples)[i].error = a.ok() ? "describe answered with something other than an object" : a.error;
+            (*samples)[i].error = a ? "describe answered with something other than an object" : a.error();
           finish();
         });
     if (!sent) {

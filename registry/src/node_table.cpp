@@ -57,7 +57,7 @@ std::optional<std::string> node_table::remove(std::uint64_t conn, std::size_t* f
       continue;
     }
     failures.emplace_back(std::move(p->second.done),
-                          node_answer::failure(502, "node " + id + " disconnected"));
+                          http_failure<ordered_json>(502, "node " + id + " disconnected"));
     p = pending_.erase(p);
   }
   if (failed) *failed = failures.size();
@@ -111,9 +111,9 @@ std::optional<std::string> node_table::on_response(std::uint64_t conn, response_
   auto done = std::move(it->second.done);
   pending_.erase(it);
   if (response.ok)
-    done(node_answer{200, std::move(response.result), {}});
+    done(node_answer(std::move(response.result)));
   else
-    done(node_answer::failure(response.status, std::move(response.error)));
+    done(http_failure<ordered_json>(response.status, std::move(response.error)));
   return std::nullopt;
 }
 
@@ -127,7 +127,7 @@ std::size_t node_table::expire() {
     }
     failures.emplace_back(
         std::move(p->second.done),
-        node_answer::failure(504, "node " + p->second.node_id + " did not answer \"" + p->second.action +
+        http_failure<ordered_json>(504, "node " + p->second.node_id + " did not answer \"" + p->second.action +
                                       "\" within " + std::to_string(opts_.request_timeout.count()) + " ms"));
     p = pending_.erase(p);
   }

@@ -44,14 +44,9 @@ struct node_info {
 /// The thesis's list entry (bootstrapperId, ip, port) and DDE's additions, in that order.
 ordered_json to_json(const node_info& node);
 
-/// How a request to a node ended: its result, its error, a timeout (504) or a disconnect (502).
-struct node_answer {
-  int status = 200;     ///< 200, or the error's HTTP status
-  ordered_json result;  ///< when ok
-  std::string error;    ///< when not ok
-  bool ok() const { return status < 400; }
-  static node_answer failure(int status, std::string error) { return {status, nullptr, std::move(error)}; }
-};
+/// How a request to a node ended: its result, or its error with the HTTP status as the code (the
+/// node's own, 504 for a timeout, 502 for a disconnect; http_status() reads it).
+using node_answer = result<ordered_json>;
 
 class node_table {
  public:

@@ -55,7 +55,7 @@ void node_watch::tick() {
         auto it = watched_.find(id);
         if (it == watched_.end() || it->second.epoch != epoch) return;
         it->second.pinging = false;
-        if (a.status != 502 && a.status != 504) heard(id, epoch);
+        if (http_status(a) != 502 && http_status(a) != 504) heard(id, epoch);
       });
     }
     if (!w.describing) {
@@ -63,9 +63,9 @@ void node_watch::tick() {
         auto it = watched_.find(id);
         if (it == watched_.end() || it->second.epoch != epoch) return;
         it->second.describing = false;
-        if (!a.ok()) return;
+        if (!a) return;
         heard(id, epoch);
-        if (a.result.is_object()) it->second.pools = std::move(a.result);
+        if (a.value().is_object()) it->second.pools = std::move(a.value());
       });
     }
   }
@@ -126,17 +126,17 @@ void node_watch::fail_over(const std::string& id, const watched& lost, const std
         bool sent = nodes_.request(
             target.id, protocol::node::deploy{body.value()},
             [this, seq, index, slot, pool_id, target_id](node_answer a) {
-              if (a.ok())
+              if (a)
                 logger("registry")->info("failover: {} runs on node {} now", pool_id, target_id);
               else
                 logger("registry")->error("failover: deploying {} on node {} failed ({}): {}", pool_id, target_id,
-                                          a.status, a.error);
+                                          http_status(a), a.error());
               // The record may have been pushed out of the list meanwhile.
               for (auto& f : failovers_) {
                 if (f.value("failover", std::uint64_t(0)) != seq || index >= f["pools"].size()) continue;
                 auto& to = f["pools"][index]["to"][slot];
-                to["status"] = a.ok() ? "deployed" : "failed";
-                if (!a.ok()) to["error"] = a.error;
+                to["status"] = a ? "deployed" : "failed";
+                if (!a) to["error"] = a.error();
                 to["atMs"] = epoch_ms();
               }
             });

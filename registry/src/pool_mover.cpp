@@ -37,15 +37,15 @@ void do_shutdown(const std::shared_ptr<move>& m) {
   const auto& to = *m->req.to_bootstrapper_id;
   step(m, from, protocol::node::shutdown{m->req.system, m->req.isolate},
        [m, from, to](node_answer answer) {
-         if (!answer.ok())
-           return m->fail(answer.status, "pool " + m->what + " now runs on node " + to +
+         if (!answer)
+           return m->fail(http_status(answer), "pool " + m->what + " now runs on node " + to +
                                              ", but shutting it down on node " + from +
-                                             " failed: " + answer.error);
+                                             " failed: " + answer.error());
          registry_log()->info("migrate {} from node {} to node {}: ok", m->what, from, to);
          ordered_json body = {{"from", from},
                               {"to", to},
                               {"deploy", std::move(m->deploy_result)},
-                              {"shutdown", answer.result.is_null() ? ordered_json::object() : answer.result}};
+                              {"shutdown", answer.value().is_null() ? ordered_json::object() : answer.value()}};
          m->reply({200, std::move(body), {}});
        });
 }
@@ -53,21 +53,21 @@ void do_shutdown(const std::shared_ptr<move>& m) {
 void do_deploy(const std::shared_ptr<move>& m, const ordered_json& body) {
   const auto& to = *m->req.to_bootstrapper_id;
   step(m, to, protocol::node::deploy{body}, [m, to](node_answer answer) {
-    if (!answer.ok())
-      return m->fail(answer.status, "deploying " + m->what + " on node " + to +
-                                        " failed, nothing was shut down: " + answer.error);
-    m->deploy_result = answer.result.is_null() ? ordered_json::object() : std::move(answer.result);
+    if (!answer)
+      return m->fail(http_status(answer), "deploying " + m->what + " on node " + to +
+                                        " failed, nothing was shut down: " + answer.error());
+    m->deploy_result = answer.value().is_null() ? ordered_json::object() : std::move(answer.value());
     do_shutdown(m);
   });
 }
 
 void on_describe(const std::shared_ptr<move>& m, node_answer answer) {
   const auto& from = m->req.bootstrapper_id;
-  if (!answer.ok()) return m->fail(answer.status, "cannot describe node " + from + ": " + answer.error);
+  if (!answer) return m->fail(http_status(answer), "cannot describe node " + from + ": " + answer.error());
   const ordered_json* entry = nullptr;
-  if (answer.result.is_object()) {
-    auto system = answer.result.find(m->req.system);
-    if (system != answer.result.end() && system->is_array())
+  if (answer.value().is_object()) {
+    auto system = answer.value().find(m->req.system);
+    if (system != answer.value().end() && system->is_array())
       for (auto& pool : *system)
         if (pool.is_object() && pool.value("id", ordered_json()) == m->what) entry = &pool;
   }

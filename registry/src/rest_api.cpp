@@ -18,9 +18,9 @@ constexpr const char* endpoints =
 std::shared_ptr<spdlog::logger> registry_log() { return logger("registry"); }
 
 rest_reply from_answer(node_answer answer) {
-  if (!answer.ok()) return error_reply(answer.status, std::move(answer.error));
-  if (answer.result.is_null()) answer.result = ordered_json::object();
-  return {200, std::move(answer.result), {}};
+  if (!answer) return error_reply(http_status(answer), answer.error());
+  if (answer.value().is_null()) answer.value() = ordered_json::object();
+  return {200, std::move(answer.value()), {}};
 }
 
 }  // namespace
@@ -93,8 +93,8 @@ void rest_api::health(const reply_fn& reply) {
 
 void rest_api::show(const std::string& id, const reply_fn& reply) {
   bool sent = nodes_.request(id, protocol::node::describe{}, [reply, id](node_answer answer) {
-    if (answer.ok() && !answer.result.is_object()) {
-      registry_log()->warn("node {} answered describe with {}", id, answer.result.dump());
+    if (answer && !answer.value().is_object()) {
+      registry_log()->warn("node {} answered describe with {}", id, answer.value().dump());
       return reply(
           error_reply(502, "node " + id + " answered \"describe\" with something other than a JSON object"));
     }
@@ -115,12 +115,12 @@ void rest_api::deploy(const ordered_json& body, const reply_fn& reply) {
   bool sent = nodes_.request(id, protocol::node::deploy{d.body}, [reply, id, what](node_answer answer) {
     metrics_registry::process()
         .counter("dde_registry_deploys_total", "Deploys a node answered, by result (a plugin that does not load fails).",
-                 {{"result", answer.ok() ? "ok" : "failed"}})
+                 {{"result", answer ? "ok" : "failed"}})
         .add();
-    if (answer.ok())
-      registry_log()->info("deploy {} on node {}: ok {}", what, id, answer.result.dump());
+    if (answer)
+      registry_log()->info("deploy {} on node {}: ok {}", what, id, answer.value().dump());
     else
-      registry_log()->warn("deploy {} on node {} failed ({}): {}", what, id, answer.status, answer.error);
+      registry_log()->warn("deploy {} on node {} failed ({}): {}", what, id, http_status(answer), answer.error());
     reply(from_answer(std::move(answer)));
   });
   if (!sent) {
@@ -133,10 +133,10 @@ void rest_api::forward(const std::string& id, protocol::node_request request, co
                        const reply_fn& reply) {
   std::string action(protocol::action_of(request));
   bool sent = nodes_.request(id, std::move(request), [reply, id, action, what](node_answer answer) {
-    if (answer.ok())
+    if (answer)
       registry_log()->info("{} {} on node {}: ok", action, what, id);
     else
-      registry_log()->warn("{} {} on node {} failed ({}): {}", action, what, id, answer.status, answer.error);
+      registry_log()->warn("{} {} on node {} failed ({}): {}", action, what, id, http_status(answer), answer.error());
     reply(from_answer(std::move(answer)));
   });
   if (!sent) {

@@ -142,7 +142,7 @@ class SystemManager : public ::testing::Test {
     auto reqs = requests(*conn);
     EXPECT_EQ(reqs.size(), 1u);
     if (reqs.size() == 1) answer(conn, reqs[0].id, true);
-    EXPECT_TRUE(got && got->ok);
+    EXPECT_TRUE(got && *got);
     return conn;
   }
 
@@ -150,7 +150,7 @@ class SystemManager : public ::testing::Test {
     std::optional<outcome> got;
     manager->describe([&](outcome o) { got = o; });
     run_until([&] { return got.has_value(); });
-    return got ? got->result : nlohmann::json();
+    return got ? got->value() : nlohmann::json();
   }
 
   boost::asio::io_context io;
@@ -191,10 +191,10 @@ TEST_F(SystemManager, ADeployStartsTheSystemAndAddsThePoolOnceItsOwnInstanceSays
   EXPECT_FALSE(got);
   answer(conn, reqs[0].id, true);
   ASSERT_TRUE(got);
-  EXPECT_TRUE(got->ok);
-  EXPECT_EQ(got->result["isolateSystemName"], "sys");
-  EXPECT_EQ(got->result["isolateName"], "consumer");
-  EXPECT_EQ(got->result["instance"], proc.arg("--instance"));
+  EXPECT_TRUE(bool(*got));
+  EXPECT_EQ(got->value()["isolateSystemName"], "sys");
+  EXPECT_EQ(got->value()["isolateName"], "consumer");
+  EXPECT_EQ(got->value()["instance"], proc.arg("--instance"));
 }
 
 TEST_F(SystemManager, ASecondPoolGoesToTheRunningSystemAndAnotherMqsIsAConflict) {
@@ -207,16 +207,16 @@ TEST_F(SystemManager, ASecondPoolGoesToTheRunningSystemAndAnotherMqsIsAConflict)
   settle();
   EXPECT_EQ(procs->spawned.size(), 1u);
   ASSERT_TRUE(other_mqs);
-  EXPECT_EQ(other_mqs->status, 409);
-  EXPECT_NE(other_mqs->error.find("already runs on this node with MQS ws://127.0.0.1:9/mqs"), std::string::npos);
+  EXPECT_EQ(http_status(*other_mqs), 409);
+  EXPECT_NE(other_mqs->error().find("already runs on this node with MQS ws://127.0.0.1:9/mqs"), std::string::npos);
   auto reqs = requests(*conn);
   ASSERT_EQ(reqs.size(), 1u);
   // The host's refusal is the deploy's answer, status and all.
   answer(conn, reqs[0].id, false, nullptr, 400, "field \"uri\": no such plugin");
   ASSERT_TRUE(second);
-  EXPECT_FALSE(second->ok);
-  EXPECT_EQ(second->status, 400);
-  EXPECT_EQ(second->error, "field \"uri\": no such plugin");
+  EXPECT_FALSE(bool(*second));
+  EXPECT_EQ(http_status(*second), 400);
+  EXPECT_EQ(second->error(), "field \"uri\": no such plugin");
 }
 
 TEST_F(SystemManager, BadDeploysAreRefusedBeforeAnyProcessStarts) {
@@ -231,11 +231,11 @@ TEST_F(SystemManager, BadDeploysAreRefusedBeforeAnyProcessStarts) {
   manager->deploy(pool_body(), [&](outcome o) { got.push_back(o); });
   settle();
   ASSERT_EQ(got.size(), 3u);
-  EXPECT_EQ(got[0].status, 400);
-  EXPECT_NE(got[0].error.find("isolateName"), std::string::npos) << got[0].error;
-  EXPECT_EQ(got[1].status, 400);
-  EXPECT_NE(got[1].error.find("messageQueuingSystemServer"), std::string::npos);
-  EXPECT_EQ(got[2].status, 500);
+  EXPECT_EQ(http_status(got[0]), 400);
+  EXPECT_NE(got[0].error().find("isolateName"), std::string::npos) << got[0].error();
+  EXPECT_EQ(http_status(got[1]), 400);
+  EXPECT_NE(got[1].error().find("messageQueuingSystemServer"), std::string::npos);
+  EXPECT_EQ(http_status(got[2]), 500);
   EXPECT_TRUE(procs->spawned.empty());
   EXPECT_EQ(described(), nlohmann::json::object());  // nothing left behind
 }
@@ -248,8 +248,8 @@ TEST_F(SystemManager, ASystemThatDiesBeforeItsHelloFailsTheDeployAndIsNotRestart
   manager->child_exited(procs->spawned[0].pid, exit_status(127));
   settle();
   ASSERT_TRUE(got);
-  EXPECT_EQ(got->status, 502);
-  EXPECT_EQ(got->error, "isolate system \"sys\" did not start: the process exited with status 127");
+  EXPECT_EQ(http_status(*got), 502);
+  EXPECT_EQ(got->error(), "isolate system \"sys\" did not start: the process exited with status 127");
   EXPECT_EQ(described(), nlohmann::json::object());
   EXPECT_EQ(procs->spawned.size(), 1u);
 }
@@ -263,7 +263,7 @@ TEST_F(SystemManager, ACrashedSystemIsRestartedAfterItsBackoffAndGetsItsPoolsBac
   ASSERT_EQ(reqs.size(), 1u);
   ASSERT_TRUE(std::holds_alternative<protocol::control::set_rate>(reqs[0].request));
   answer(conn, reqs[0].id, true);
-  ASSERT_TRUE(rate && rate->ok);
+  ASSERT_TRUE(rate && *rate);
 
   auto first = procs->spawned[0];
   procs->running.erase(first.pid);
@@ -339,7 +339,7 @@ TEST_F(SystemManager, RestartsBackOffLongerWhileTheSystemKeepsCrashingAndAreCoun
   ASSERT_TRUE(spec);
   answer(conn, reqs[0].id, true, {{"sys", {to_json(spec.value())}}});
   ASSERT_TRUE(got);
-  auto facts = got->result["sys"];
+  auto facts = got->value()["sys"];
   ASSERT_EQ(facts.size(), 1u);
   EXPECT_EQ(facts[0]["restarts"], 3);
   EXPECT_EQ(facts[0]["lastExit"], "exited with status 1");
@@ -356,19 +356,19 @@ TEST_F(SystemManager, AClosedControlLinkAnswersItsPendingRequests) {
   manager->on_close(conn, "connection reset");
   settle();
   ASSERT_TRUE(restarted);
-  EXPECT_EQ(restarted->status, 503);
-  EXPECT_EQ(restarted->error, "isolate system sys closed its control link (connection reset)");
+  EXPECT_EQ(http_status(*restarted), 503);
+  EXPECT_EQ(restarted->error(), "isolate system sys closed its control link (connection reset)");
 
   // Not attached now: a request is refused at once with the system's state.
   manager->restart("sys", "consumer", [&](outcome o) { restarted = o; });
   settle();
-  EXPECT_EQ(restarted->status, 503);
-  EXPECT_EQ(restarted->error.rfind("isolate system sys is ", 0), 0u) << restarted->error;
+  EXPECT_EQ(http_status(*restarted), 503);
+  EXPECT_EQ(restarted->error().rfind("isolate system sys is ", 0), 0u) << restarted->error();
 
   manager->shutdown("sys", "", [&](outcome o) { shut = o; });
   settle();
   ASSERT_TRUE(shut);  // no link: signalled at once
-  EXPECT_TRUE(shut->ok);
+  EXPECT_TRUE(bool(*shut));
   ASSERT_EQ(procs->signals.size(), 1u);
   EXPECT_EQ(procs->signals[0], std::make_pair(procs->spawned[0].pid, SIGTERM));
   manager->child_exited(procs->spawned[0].pid, exit_status(0));
@@ -388,7 +388,7 @@ TEST_F(SystemManager, AShutdownOverTheLinkCountsTheLinkClosingAsItsAnswer) {
   manager->on_close(conn, "eof");
   settle();
   ASSERT_TRUE(shut);
-  EXPECT_TRUE(shut->ok);
+  EXPECT_TRUE(bool(*shut));
 }
 
 TEST_F(SystemManager, UnknownSystemsAndPoolsAreNotFound) {
@@ -402,9 +402,9 @@ TEST_F(SystemManager, UnknownSystemsAndPoolsAreNotFound) {
   settle();
   ASSERT_EQ(got.size(), 5u);
   for (auto& o : got) {
-    EXPECT_FALSE(o.ok);
-    EXPECT_EQ(o.status, 404);
-    EXPECT_NE(o.error.find("nosys"), std::string::npos) << o.error;
+    EXPECT_FALSE(bool(o));
+    EXPECT_EQ(http_status(o), 404);
+    EXPECT_NE(o.error().find("nosys"), std::string::npos) << o.error();
   }
 }
 

@@ -92,11 +92,11 @@ TEST(RegistryNodeTable, ResponsesAreMatchedToTheirRequestsById) {
   node.ok(requests[0]["id"].get<std::uint64_t>(), {{"sampleSystem", json::array()}});
   ASSERT_EQ(out.got.size(), 2u);
   EXPECT_EQ(out.got[0].first, "shutdown");
-  EXPECT_EQ(out.got[0].second.status, 404);
-  EXPECT_EQ(out.got[0].second.error, "no isolate system \"s\" on this node");
+  EXPECT_EQ(http_status(out.got[0].second), 404);
+  EXPECT_EQ(out.got[0].second.error(), "no isolate system \"s\" on this node");
   EXPECT_EQ(out.got[1].first, "describe");
-  EXPECT_TRUE(out.got[1].second.ok());
-  EXPECT_EQ(out.got[1].second.result, json({{"sampleSystem", json::array()}}));
+  EXPECT_TRUE(bool(out.got[1].second));
+  EXPECT_EQ(out.got[1].second.value(), json({{"sampleSystem", json::array()}}));
   EXPECT_EQ(table.pending(), 0u);
 }
 
@@ -139,8 +139,8 @@ TEST(RegistryNodeTable, ARequestNotAnsweredWithinTheTimeoutFailsWith504AndALateA
   EXPECT_EQ(table.expire(), 1u);
   ASSERT_EQ(out.got.size(), 1u);
   EXPECT_EQ(out.got[0].first, "first");
-  EXPECT_EQ(out.got[0].second.status, 504);
-  EXPECT_EQ(out.got[0].second.error, "node " + node.id + " did not answer \"describe\" within 1000 ms");
+  EXPECT_EQ(http_status(out.got[0].second), 504);
+  EXPECT_EQ(out.got[0].second.error(), "node " + node.id + " did not answer \"describe\" within 1000 ms");
   EXPECT_EQ(table.next_deadline(), clock.now + std::chrono::milliseconds(400));
 
   // The late answer changes nothing.
@@ -152,7 +152,7 @@ TEST(RegistryNodeTable, ARequestNotAnsweredWithinTheTimeoutFailsWith504AndALateA
 
   clock.now += std::chrono::milliseconds(400);
   EXPECT_EQ(table.expire(), 1u);
-  EXPECT_EQ(out.got[1].second.status, 504);
+  EXPECT_EQ(http_status(out.got[1].second), 504);
   EXPECT_FALSE(table.next_deadline());
 }
 
@@ -168,8 +168,8 @@ TEST(RegistryNodeTable, ADisconnectFailsThatNodesPendingRequestsWith502AndLeaves
   EXPECT_EQ(failed, 2u);
   ASSERT_EQ(out.got.size(), 2u);
   for (auto& [name, answer] : out.got) {
-    EXPECT_EQ(answer.status, 502);
-    EXPECT_EQ(answer.error, "node " + leaving.id + " disconnected");
+    EXPECT_EQ(http_status(answer), 502);
+    EXPECT_EQ(answer.error(), "node " + leaving.id + " disconnected");
   }
   EXPECT_EQ(table.pending(), 1u);
 }

@@ -59,4 +59,18 @@ class result {
   std::variant<T, error_info> v_;
 };
 
+/// A failure whose code is the HTTP status it is to be answered with: what the daemons' requests to
+/// each other (registry -> node -> isolate system) fail with.
+template <class T>
+result<T> http_failure(int status, std::string why) {
+  return result<T>(error_info{std::move(why), status});
+}
+/// The HTTP status of `r`: 200 when it holds a value, its code when that is one (400..599), else 500.
+template <class T>
+int http_status(const result<T>& r) {
+  if (r) return 200;
+  int code = r.error_code();
+  return code >= 400 && code <= 599 ? code : 500;
+}
+
 }  // namespace dde
