@@ -1,7 +1,7 @@
 #include "pool_mover.hpp"
 
 #include <memory>
-#include <set>
+#include <algorithm>
 
 #include "dde/log.hpp"
 
@@ -103,13 +103,12 @@ result<ordered_json> redeploy_body(const ordered_json& entry, const std::string&
                        {"isolateSystemName", system},
                        {"isolateName", id.substr(slash + 1)},
                        {"uri", *uri}};
-  // Then every other field the node reported (rates, supervision, ...), minus those that describe
-  // a running pool rather than its spec.
-  static const std::set<std::string> runtime_only = {"id",       "workerUri", "workersCount", "pluginMd5",
-                                                     "stats",    "state",     "instance",     "pid",
-                                                     "restarts", "lastExit",  "opsPort"};
+  // Then every other field of the spec the node reported (rates, supervision, ...), in its order; what
+  // describes the running pool rather than its spec (stats, state, workers, pid, ...) stays behind.
+  const auto& spec_fields = pool_spec_fields();
   for (auto& [key, value] : entry.items())
-    if (!runtime_only.count(key) && !body.contains(key)) body[key] = value;
+    if (std::binary_search(spec_fields.begin(), spec_fields.end(), key) && !body.contains(key) && !value.is_null())
+      body[key] = value;
   return body;
 }
 

@@ -1,5 +1,8 @@
 #include "rest_validation.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include "dde/names.hpp"
 #include "dde/net/ws.hpp"
 
@@ -49,9 +52,42 @@ result<ordered_json> parse_body(std::string_view text) {
   return body;
 }
 
+namespace {
+
+/// Why `body` has a field no deploy reads (a typo would otherwise be silently ignored), or "".
+std::string unknown_deploy_field(const ordered_json& body) {
+  static const std::vector<std::string> request_fields = {"action", "bootstrapperId", "messageQueuingSystemServer"};
+  const auto& spec_fields = pool_spec_fields();
+  auto known = [&](const std::string& key) {
+    return std::binary_search(spec_fields.begin(), spec_fields.end(), key) ||
+           std::find(request_fields.begin(), request_fields.end(), key) != request_fields.end();
+  };
+  auto lower = [](std::string s) {
+    for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  };
+  for (auto& [key, value] : body.items()) {
+    if (known(key)) continue;
+    std::string text = "unknown field \"" + key.substr(0, 100) + "\"";
+    std::string hint;
+    for (auto* list : {&spec_fields, &request_fields})
+      for (auto& candidate : *list)
+        if (lower(candidate) == lower(key)) hint = candidate;
+    if (!hint.empty()) return text + " (did you mean \"" + hint + "\"?)";
+    text += "; a deploy body has";
+    for (auto* list : {&request_fields, &spec_fields})
+      for (auto& candidate : *list) text += " " + candidate;
+    return text;
+  }
+  return {};
+}
+
+}  // namespace
+
 result<deploy_request> parse_deploy(const ordered_json& body) {
   using r = result<deploy_request>;
   if (!body.is_object()) return r::failure("body must be a JSON object");
+  if (auto unknown = unknown_deploy_field(body); !unknown.empty()) return r::failure(unknown);
   deploy_request out;
   if (auto e = string_field(body, "bootstrapperId", out.bootstrapper_id, "266393094"); !e.empty())
     return r::failure(e);

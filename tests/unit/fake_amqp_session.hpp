@@ -300,4 +300,8 @@ inline std::vector<std::pair<mqs_record, std::string>> mqs_records(dde::testing:
   return out;
 }
 
+/// The topic the cores' tests use.
+constexpr const char* topic = "s.consumer";
+using dde::testing::recording_connection;
+
 }  // namespace dde::mqs::testing

@@ -10,13 +10,7 @@ namespace dde::mqs {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::fake_broker;
-using testing::fake_session;
-using testing::fake_time;
-using dde::testing::recording_connection;
-using testing::mqs_records;
-
-constexpr const char* topic = "s.consumer";
+using namespace testing;  // the fake broker, session and clock, recording_connection, topic
 
 struct delivery {
   std::uint64_t tag = 0;  ///< the MQS's tag, which the host acks

@@ -2,6 +2,8 @@
 // (to_deploy_body, what a proxy sends to spawn a remote worker) reads back into the same spec.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "dde/protocol/pool_spec.hpp"
 
 namespace dde {
@@ -74,6 +76,23 @@ TEST(PoolSpec, APoolDeployedAgainFromItsDescriptionIsThePoolItWas) {
     ASSERT_TRUE(again) << again.error() << " in " << body.dump();
     EXPECT_EQ(to_deploy_body(again.value()), to_deploy_body(spec.value()));
   }
+}
+
+}  // namespace
+}  // namespace dde
+
+namespace dde {
+namespace {
+
+TEST(PoolSpec, ItsFieldsAreWhatADeployBodyCarriesAndTheParserReads) {
+  std::vector<std::string> expected = {"args",          "backoff",        "credits",      "deliveryMode",
+                                       "failover",      "hashKey",        "hotDeployment", "hotDeploymentIntervalMs",
+                                       "isolateName",   "isolateSystemName", "maxInFlight", "pingAfterMs",
+                                       "pongTimeoutMs", "rate",           "routerType",   "scale",
+                                       "sha256",        "subPools",       "supervision",  "tailChopDelayMs",
+                                       "uri",           "workersPaths"};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(pool_spec_fields(), expected);
 }
 
 }  // namespace

@@ -155,6 +155,24 @@ TEST_F(RegistryValidation, AnUnknownRouterTypeIsRefused) {
       "scatterGather, tailChopping, or the path of a custom router .so");
 }
 
+TEST_F(RegistryValidation, AnUnknownFieldIsRefusedByNameWithTheFieldItProbablyMeant) {
+  expect_deploy_refused(with("routertype", "random"), 400,
+                        "unknown field \"routertype\" (did you mean \"routerType\"?)");
+  auto r = post("/registry/deploy", with("workerCount", 3).dump());
+  EXPECT_EQ(r.status, 400);
+  auto error = r.body["error"].get<std::string>();
+  EXPECT_EQ(error.rfind("unknown field \"workerCount\"; a deploy body has action bootstrapperId "
+                        "messageQueuingSystemServer args backoff ", 0), 0u) << error;
+  EXPECT_NE(error.find(" workersPaths"), std::string::npos) << error;
+  // What only the activator adds to a redeploy is not for a user to send.
+  expect_deploy_refused(with("lastGoodCopy", "/tmp/x.so"), 400,
+                        "unknown field \"lastGoodCopy\"; a deploy body has action bootstrapperId "
+                        "messageQueuingSystemServer args backoff credits deliveryMode failover hashKey hotDeployment "
+                        "hotDeploymentIntervalMs isolateName isolateSystemName maxInFlight pingAfterMs pongTimeoutMs "
+                        "rate routerType scale sha256 subPools supervision tailChopDelayMs uri workersPaths");
+  EXPECT_TRUE(node.link->requests().empty());
+}
+
 TEST_F(RegistryValidation, AnMqsAddressThatIsNotAWebSocketUrlIsRefused) {
   for (const char* bad : {"http://127.0.0.1:42043/mqs", "ws://:42043/mqs", "ws://127.0.0.1:99999/mqs", "mqs"})
     expect_deploy_refused(with("messageQueuingSystemServer", bad), 400,

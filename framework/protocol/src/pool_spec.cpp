@@ -1,5 +1,6 @@
 #include "dde/protocol/pool_spec.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <type_traits>
 
@@ -305,9 +306,19 @@ nlohmann::json to_deploy_body(const pool_spec& spec) {
   return body;
 }
 
+const std::vector<std::string>& pool_spec_fields() {
+  static const std::vector<std::string> fields = [] {
+    std::vector<std::string> out;
+    const auto body = to_deploy_body(pool_spec{});
+    for (auto it = body.begin(); it != body.end(); ++it) out.push_back(it.key());
+    std::sort(out.begin(), out.end());
+    return out;
+  }();
+  return fields;
+}
+
 nlohmann::json deploy_body_of_description(const std::string& system, const nlohmann::json& described) {
   // The keys come from to_deploy_body itself: a field added to the spec cannot be forgotten here.
-  static const auto fields = to_deploy_body(pool_spec{});
   auto id = described.value("id", std::string());
   nlohmann::json body = {{"isolateSystemName", system},
                          {"isolateName", id.substr(id.find('/') + 1)},
@@ -316,7 +327,7 @@ nlohmann::json deploy_body_of_description(const std::string& system, const nlohm
     if (auto it = described.find(key); it != described.end() && !it->is_null() && !body.contains(key))
       body[key] = *it;
   };
-  for (auto& field : fields.items()) copy(field.key());
+  for (auto& field : pool_spec_fields()) copy(field);
   copy("messageQueuingSystemServer");  // describe names the pool's MQS when the host knows it
   return body;
 }

@@ -119,6 +119,9 @@ nlohmann::json to_json(const pool_spec& spec);
 /// The pool as a deploy body: what parse_pool_spec reads back into the same spec (remote workers are
 /// spawned with it).
 nlohmann::json to_deploy_body(const pool_spec& spec);
+/// The fields of a deploy body that describe the pool (to_deploy_body's keys: what parse_pool_spec
+/// reads back), sorted. A deploy from outside may carry only these and its request's own fields.
+const std::vector<std::string>& pool_spec_fields();
 /// The deploy body of a pool as `describe` showed it (to_json's form, plus what the host adds: workers,
 /// stats, its MQS): every field a deploy body has, so a pool deployed again from its description is the
 /// pool it was. `system` is the isolate system describe listed it under.
