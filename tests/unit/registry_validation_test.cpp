@@ -284,7 +284,12 @@ TEST(RegistryValidationCodec, ARedeployBodyKeepsTheSpecAndDropsRuntimeFields) {
                 {"stats", {{"handled", 10}}},
                 {"state", "running"},
                 {"pid", 1234},
-                {"restarts", 0}};
+                {"restarts", 0},
+                {"workers", {{{"id", "w1"}, {"state", "running"}}}},
+                {"pluginMd5", "0123"},
+                {"instance", "i-1"},
+                {"hashKey", nullptr},
+                {"someFutureRuntimeField", 1}};
   auto body = redeploy_body(entry, "sampleSystem", "12133208");
   ASSERT_TRUE(body) << body.error();
   EXPECT_EQ(body.value(), json({{"bootstrapperId", "12133208"},
