@@ -274,7 +274,9 @@ void system_manager::on_lost(record& r, const std::string& why) {
   for (auto& w : waiting) w(false, "the process " + why);
   if (r.stopping || stopping_all_ || never_ran) {
     log()->info("isolate system {} {}", name, why);
+    auto after_exit = std::move(r.after_exit);
     systems_.erase(name);
+    for (auto& fn : after_exit) fn();
     return;
   }
   auto uptime = std::chrono::steady_clock::now() - r.started;

@@ -94,6 +94,9 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
     std::chrono::milliseconds backoff{0};
     std::chrono::steady_clock::time_point started;
     int restarts = 0;
+    int deploying = 0;  ///< deploys waiting for it to attach or for their pool's answer
+    bool discarding = false;  ///< stopping because a failed deploy left it with no pool
+    std::vector<std::function<void()>> after_exit;  ///< deploys that came while it was being discarded
     std::string last_exit;
     std::shared_ptr<boost::asio::steady_timer> timer;
   };
@@ -114,6 +117,8 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   void watch_adopted(const std::string& name, pid_t pid, int checks_left);
   void redeploy(const std::string& system);
   void add_pool(const std::string& system, nlohmann::json body, outcome_fn done);
+  /// A deploy to `system` failed: stops the system when it runs no pool and no other deploy waits.
+  void deploy_failed(const std::string& system);
   void wait_children();
 
   boost::asio::io_context& io_;

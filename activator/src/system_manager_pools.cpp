@@ -28,6 +28,7 @@ void system_manager::add_pool(const std::string& system, nlohmann::json body, ou
 
 void system_manager::deploy(nlohmann::json body, outcome_fn done) {
   boost::asio::post(strand_, [self = shared_from_this(), body = std::move(body), done = std::move(done)]() mutable {
+    if (self->stopping_all_) return done(refused(503, "the activator is stopping"));
     auto spec = dde::parse_pool_spec(body);
     if (!spec) return done(refused(400, spec.error()));
     auto mqs = body.value("messageQueuingSystemServer", std::string());
@@ -35,6 +36,13 @@ void system_manager::deploy(nlohmann::json body, outcome_fn done) {
       return done(refused(400, "field \"messageQueuingSystemServer\" must be a ws:// or wss:// URL (or a comma-separated list)"));
     auto name = spec.value().system;
     auto it = self->systems_.find(name);
+    if (it != self->systems_.end() && it->second.discarding) {
+      // Stopping because an earlier deploy failed: this one starts it afresh once it is gone.
+      it->second.after_exit.push_back([self, body = std::move(body), done = std::move(done)]() mutable {
+        self->deploy(std::move(body), std::move(done));
+      });
+      return;
+    }
     if (it != self->systems_.end() && it->second.mqs != mqs)
       return done(refused(409, "isolate system \"" + name + "\" already runs on this node with MQS " +
                                             it->second.mqs));
@@ -51,11 +59,34 @@ void system_manager::deploy(nlohmann::json body, outcome_fn done) {
         return done(refused(500, "cannot start a process for isolate system \"" + name + "\""));
       }
     }
+    ++self->systems_[name].deploying;
     self->when_attached(name, [self, name, body, done](bool ok, std::string error) {
-      if (!ok) return done(refused(502, "isolate system \"" + name + "\" did not start: " + error));
-      self->add_pool(name, body, done);
+      if (!ok) {
+        self->deploy_failed(name);
+        return done(refused(502, "isolate system \"" + name + "\" did not start: " + error));
+      }
+      self->add_pool(name, body, [self, name, done](outcome o) {
+        if (!o) self->deploy_failed(name);
+        else if (auto it = self->systems_.find(name); it != self->systems_.end()) --it->second.deploying;
+        done(std::move(o));
+      });
     });
   });
+}
+
+void system_manager::deploy_failed(const std::string& system) {
+  auto it = systems_.find(system);
+  if (it == systems_.end()) return;
+  auto& r = it->second;
+  if (--r.deploying > 0 || !r.pools.empty() || r.stopping) return;
+  // A failed deploy leaves nothing behind: a system that runs no pool and waits for no other deploy stops.
+  logger("activator")->info("isolate system {} runs no pool after a failed deploy; stopping it", system);
+  r.stopping = true;
+  r.discarding = true;
+  if (r.control)
+    request(r, protocol::control::shutdown{}, [](const protocol::control_response&) {});
+  else if (r.pid > 0)
+    procs_->signal(r.pid, SIGTERM);
 }
 
 void system_manager::shutdown(std::string system, std::string isolate, outcome_fn done) {

@@ -240,6 +240,72 @@ TEST_F(SystemManager, BadDeploysAreRefusedBeforeAnyProcessStarts) {
   EXPECT_EQ(described(), nlohmann::json::object());  // nothing left behind
 }
 
+TEST_F(SystemManager, AFailedDeployLeavesNoEmptySystemBehindAndADeployMeanwhileStartsItAfresh) {
+  std::optional<outcome> got, again;
+  manager->deploy(pool_body(), [&](outcome o) { got = o; });
+  settle();
+  ASSERT_EQ(procs->spawned.size(), 1u);
+  auto conn = attach(procs->spawned[0], 1);
+  auto reqs = requests(*conn);
+  ASSERT_EQ(reqs.size(), 1u);
+  answer(conn, reqs[0].id, false, nullptr, 400, "cannot load /plugins/consumer.so: no such file");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(http_status(*got), 400);
+  EXPECT_EQ(got->error(), "cannot load /plugins/consumer.so: no such file");
+  reqs = requests(*conn);
+  ASSERT_EQ(reqs.size(), 1u) << "the system that runs nothing is told to stop";
+  EXPECT_TRUE(std::holds_alternative<protocol::control::shutdown>(reqs[0].request));
+
+  // A deploy while it stops waits for it to be gone, then starts it afresh.
+  manager->deploy(pool_body("fixed"), [&](outcome o) { again = o; });
+  settle();
+  EXPECT_FALSE(again);
+  EXPECT_EQ(procs->spawned.size(), 1u);
+  answer(conn, reqs[0].id, true);
+  manager->on_close(conn, "eof");
+  manager->child_exited(procs->spawned[0].pid, exit_status(0));
+  settle();
+  ASSERT_EQ(procs->spawned.size(), 2u);
+  auto conn2 = attach(procs->spawned[1], 2);
+  reqs = requests(*conn2);
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(std::get<protocol::control::add_isolate>(reqs[0].request).spec["isolateName"], "fixed");
+  answer(conn2, reqs[0].id, true);
+  ASSERT_TRUE(again && *again);
+}
+
+TEST_F(SystemManager, AFailedDeployToASystemThatRunsOtherPoolsLeavesItRunning) {
+  auto conn = deployed(pool_body());
+  std::optional<outcome> got;
+  manager->deploy(pool_body("broken"), [&](outcome o) { got = o; });
+  settle();
+  auto reqs = requests(*conn);
+  ASSERT_EQ(reqs.size(), 1u);
+  answer(conn, reqs[0].id, false, nullptr, 400, "no such plugin");
+  ASSERT_TRUE(got);
+  EXPECT_FALSE(*got);
+  EXPECT_TRUE(requests(*conn).empty()) << "no shutdown: it runs consumer";
+  EXPECT_TRUE(procs->signals.empty());
+}
+
+TEST_F(SystemManager, ASystemThatNeverSaysHelloFailsTheDeployAndIsStopped) {
+  manager_options options;
+  options.host_binary = "/bin/dde-isolate-system";
+  options.start_timeout = 20ms;
+  manager = std::make_shared<system_manager>(io, options, procs);
+  std::optional<outcome> got;
+  manager->deploy(pool_body(), [&](outcome o) { got = o; });
+  run_until([&] { return got.has_value(); });
+  ASSERT_TRUE(got);
+  EXPECT_EQ(http_status(*got), 502);
+  EXPECT_EQ(got->error(), "isolate system \"sys\" did not start: no hello within 20 ms");
+  ASSERT_EQ(procs->signals.size(), 1u);
+  EXPECT_EQ(procs->signals[0], std::make_pair(procs->spawned[0].pid, SIGTERM));
+  manager->child_exited(procs->spawned[0].pid, SIGTERM);
+  settle();
+  EXPECT_EQ(described(), nlohmann::json::object());
+}
+
 TEST_F(SystemManager, ASystemThatDiesBeforeItsHelloFailsTheDeployAndIsNotRestarted) {
   std::optional<outcome> got;
   manager->deploy(pool_body(), [&](outcome o) { got = o; });
