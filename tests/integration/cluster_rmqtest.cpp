@@ -210,6 +210,22 @@ TEST_F(Cluster, BadRequestsGetPreciseErrorsAndDisturbNothing) {
   EXPECT_EQ(rest("POST", registry.url() + "/registry/deploy", std::string(2 * 1024 * 1024, ' ')).status, 413);
   EXPECT_EQ(rest("GET", registry.url() + "/registry/system/424242").status, 404);
 
+  // A failed deploy into an isolate system of its own leaves no system behind, and the name is free.
+  auto lone = unique_system("lone");
+  auto lone_ghost = deploy_body(id, mqs.url(), lone, "ghost", "supplier", nlohmann::json::object());
+  lone_ghost["uri"] = "/nonexistent/libghost.so";
+  EXPECT_EQ(deploy(lone_ghost).status, 400);
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto shown = rest("GET", registry.url() + "/registry/system/" + id, {}, registry.token);
+        return shown.status == 200 && shown.json.is_object() && !shown.json.contains(lone);
+      },
+      long_wait))
+      << "the empty isolate system " << lone << " still runs";
+  r = deploy(deploy_body(id, mqs.url(), lone, "supplier", "supplier", nlohmann::json::object()));
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(pools_of(registry, id, lone).size(), 1u);
+
   // Nothing already deployed was touched, and the registry still serves.
   auto after = pools_of(registry, id, sys);
   ASSERT_EQ(after.size(), 1u) << after.dump();
