@@ -347,8 +347,10 @@ void system_manager::stop_all(std::function<void()> done) {
       if (!any || std::chrono::steady_clock::now() > deadline) {
         for (auto pid : pids)
           if (self->procs_->alive(pid)) self->procs_->signal(pid, SIGKILL);
+        // This lambda is *poll: letting it go destroys its captures (done included), so copy it out first.
+        auto finish = done;
         *poll = nullptr;
-        return done();
+        return finish();
       }
       timer->expires_after(std::chrono::milliseconds(50));
       timer->async_wait([poll](boost::system::error_code) {

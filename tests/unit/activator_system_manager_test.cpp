@@ -81,6 +81,17 @@ class SystemManager : public ::testing::Test {
     manager = std::make_shared<system_manager>(io, options, procs);
   }
 
+  /// Leaves nothing waiting on the manager (answers hold it, and it holds them): every link closes
+  /// (what it left unanswered fails), every system stops and its process ends.
+  ~SystemManager() override {
+    for (auto& conn : links) manager->on_close(conn, "test over");
+    bool stopped = false;
+    manager->stop_all([&] { stopped = true; });
+    run_until([&] { return stopped; });
+    for (auto& proc : procs->spawned) manager->child_exited(proc.pid, 0);
+    settle();
+  }
+
   /// Runs the manager's work until `done()` holds (or fails the test after 10 s).
   template <class Pred>
   void run_until(Pred done) {
@@ -99,6 +110,7 @@ class SystemManager : public ::testing::Test {
   /// A control link of the isolate system started as `proc`, which says hello.
   std::shared_ptr<recording_connection> attach(const fake_processes::started& proc, std::uint64_t id) {
     auto conn = std::make_shared<recording_connection>(id);
+    links.push_back(conn);
     manager->on_open(conn);
     protocol::control_hello hello;
     hello.system = proc.arg("--name");
@@ -156,6 +168,7 @@ class SystemManager : public ::testing::Test {
   boost::asio::io_context io;
   std::shared_ptr<fake_processes> procs = std::make_shared<fake_processes>();
   std::shared_ptr<system_manager> manager;
+  std::vector<std::shared_ptr<recording_connection>> links;  ///< every control link a test opened
 };
 
 TEST_F(SystemManager, ADeployStartsTheSystemAndAddsThePoolOnceItsOwnInstanceSaysHello) {
@@ -174,6 +187,7 @@ TEST_F(SystemManager, ADeployStartsTheSystemAndAddsThePoolOnceItsOwnInstanceSays
 
   // Another instance of the same name (one a former activator left behind) is told to stop.
   auto stranger = std::make_shared<recording_connection>(9);
+  links.push_back(stranger);
   protocol::control_hello other{"sys", "someone-else", 4242, "ws://127.0.0.1:9/mqs"};
   manager->on_message(stranger, protocol::encode(other), false);
   settle();
@@ -476,6 +490,7 @@ TEST_F(SystemManager, UnknownSystemsAndPoolsAreNotFound) {
 
 TEST_F(SystemManager, ASystemLeftByAnEarlierActivatorIsAdoptedWithItsPoolsAndRestartedWhenItDies) {
   auto conn = std::make_shared<recording_connection>(5);
+  links.push_back(conn);
   manager->on_open(conn);
   protocol::control_hello hello{"old", "inst-1", 777, "ws://127.0.0.1:9/mqs"};
   procs->running.insert(777);
