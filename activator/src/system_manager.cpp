@@ -6,7 +6,6 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"

@@ -117,8 +117,9 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   void watch_adopted(const std::string& name, pid_t pid, int checks_left);
   void redeploy(const std::string& system);
   void add_pool(const std::string& system, nlohmann::json body, outcome_fn done);
-  /// A deploy to `system` failed: stops the system when it runs no pool and no other deploy waits.
-  void deploy_failed(const std::string& system);
+  /// A deploy to `system` ended; after a failure the system stops when it runs no pool and no other
+  /// deploy waits for it.
+  void deploy_ended(const std::string& system, bool ok);
   void wait_children();
 
   boost::asio::io_context& io_;

@@ -59,26 +59,26 @@ void system_manager::deploy(nlohmann::json body, outcome_fn done) {
         return done(refused(500, "cannot start a process for isolate system \"" + name + "\""));
       }
     }
-    ++self->systems_[name].deploying;
+    ++self->systems_.at(name).deploying;
     self->when_attached(name, [self, name, body, done](bool ok, std::string error) {
       if (!ok) {
-        self->deploy_failed(name);
+        self->deploy_ended(name, false);
         return done(refused(502, "isolate system \"" + name + "\" did not start: " + error));
       }
       self->add_pool(name, body, [self, name, done](outcome o) {
-        if (!o) self->deploy_failed(name);
-        else if (auto it = self->systems_.find(name); it != self->systems_.end()) --it->second.deploying;
+        self->deploy_ended(name, bool(o));
         done(std::move(o));
       });
     });
   });
 }
 
-void system_manager::deploy_failed(const std::string& system) {
+void system_manager::deploy_ended(const std::string& system, bool ok) {
   auto it = systems_.find(system);
   if (it == systems_.end()) return;
   auto& r = it->second;
-  if (--r.deploying > 0 || !r.pools.empty() || r.stopping) return;
+  --r.deploying;
+  if (ok || r.deploying > 0 || !r.pools.empty() || r.stopping) return;
   // A failed deploy leaves nothing behind: a system that runs no pool and waits for no other deploy stops.
   logger("activator")->info("isolate system {} runs no pool after a failed deploy; stopping it", system);
   r.stopping = true;

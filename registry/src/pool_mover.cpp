@@ -1,7 +1,7 @@
 #include "pool_mover.hpp"
 
-#include <memory>
 #include <algorithm>
+#include <memory>
 
 #include "dde/log.hpp"
 

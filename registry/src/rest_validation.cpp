@@ -1,7 +1,8 @@
 #include "rest_validation.hpp"
 
 #include <algorithm>
-#include <cctype>
+
+#include <boost/algorithm/string/predicate.hpp>
 
 #include "dde/names.hpp"
 #include "dde/net/ws.hpp"
@@ -62,17 +63,14 @@ std::string unknown_deploy_field(const ordered_json& body) {
     return std::binary_search(spec_fields.begin(), spec_fields.end(), key) ||
            std::find(request_fields.begin(), request_fields.end(), key) != request_fields.end();
   };
-  auto lower = [](std::string s) {
-    for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
-  for (auto& [key, value] : body.items()) {
+  for (auto& field : body.items()) {
+    const auto& key = field.key();
     if (known(key)) continue;
     std::string text = "unknown field \"" + key.substr(0, 100) + "\"";
     std::string hint;
     for (auto* list : {&spec_fields, &request_fields})
       for (auto& candidate : *list)
-        if (lower(candidate) == lower(key)) hint = candidate;
+        if (boost::algorithm::iequals(candidate, key)) hint = candidate;
     if (!hint.empty()) return text + " (did you mean \"" + hint + "\"?)";
     text += "; a deploy body has";
     for (auto* list : {&request_fields, &spec_fields})

@@ -106,6 +106,17 @@ class WorkerCell : public ::testing::Test {
     return c;
   }
 
+  /// A started cell whose worker threw on message 1 (delivery 11) while `waiting` more (2, 3, ...,
+  /// deliveries 12, 13, ...) waited behind it: its mailbox is held until the test's directive.
+  std::shared_ptr<worker_cell> crashed_with_waiting(int waiting) {
+    auto c = started_cell();
+    c->post_message(msg(1, {"throw"}), 11);
+    for (int tag = 2; tag < 2 + waiting; ++tag) c->post_message(msg(tag, {"done"}), 10 + tag);
+    settle();
+    EXPECT_EQ(take(), (lines{"receive 1", "crashed 11: on_receive threw: thrown as asked"}));
+    return c;
+  }
+
   static message msg(int tag, nlohmann::json steps, std::string from = "src/pool") {
     envelope e;
     e.id = "m" + std::to_string(tag);
@@ -166,12 +177,8 @@ TEST_F(WorkerCell, DoneTwiceOrOutsideAMessageChangesNothing) {
 }
 
 TEST_F(WorkerCell, AThrowHoldsTheMailboxUntilResumedOnTheSameInstance) {
-  auto c = started_cell();
+  auto c = crashed_with_waiting(1);
   auto first = c->id();
-  c->post_message(msg(1, {"throw"}), 11);
-  c->post_message(msg(2, {"done"}), 12);
-  settle();
-  EXPECT_EQ(take(), (lines{"receive 1", "crashed 11: on_receive threw: thrown as asked"}));
   c->supervise(directive::resume, 0ms);
   settle();
   EXPECT_EQ(take(), (lines{"receive 2", "done 12"}));
@@ -179,12 +186,8 @@ TEST_F(WorkerCell, AThrowHoldsTheMailboxUntilResumedOnTheSameInstance) {
 }
 
 TEST_F(WorkerCell, RestartReplacesTheInstanceWhichThenTakesTheMailbox) {
-  auto c = started_cell();
+  auto c = crashed_with_waiting(1);
   auto first = c->id();
-  c->post_message(msg(1, {"throw"}), 11);
-  c->post_message(msg(2, {"done"}), 12);
-  settle();
-  take();
   c->supervise(directive::restart, 5ms);
   settle();
   EXPECT_TRUE(take().empty());  // not before its delay
@@ -201,12 +204,7 @@ TEST_F(WorkerCell, RestartReplacesTheInstanceWhichThenTakesTheMailbox) {
 }
 
 TEST_F(WorkerCell, StopGivesBackWhatWaitedAndTakesNothingMore) {
-  auto c = started_cell();
-  c->post_message(msg(1, {"throw"}), 11);
-  c->post_message(msg(2, {"done"}), 12);
-  c->post_message(msg(3, {"done"}), 13);
-  settle();
-  take();
+  auto c = crashed_with_waiting(2);
   c->supervise(directive::stop, 0ms);
   settle();
   EXPECT_EQ(take(), (lines{"kill", "failed 12: stopped by its supervisor", "failed 13: stopped by its supervisor",

@@ -94,13 +94,13 @@ class router : public cell_owner,
   void when_writable(std::function<void()> fn) override;
   const std::string& instance() const override;
   /// RESTART (thesis 3.4.2): fresh instances of every worker, after in-flight messages finish;
-  /// `done` gets "" once the swap has begun, or why it cannot.
+  /// `done` gets true once the swap has begun, or why it cannot.
   void restart_workers(op_done done);
   /// KILL (thesis 3.4.2) of one worker (`worker_id`) or of every worker (""): each finishes the
   /// messages it holds, runs before_kill and stays down until a RESTART; the router gives it nothing
-  /// more. `done` gets "" and the ids of the workers being killed, or why not.
+  /// more. `done` gets the ids of the workers being killed, or why not.
   void kill_workers(std::string worker_id, kill_done done);
-  /// Changes the pool's rate and in-flight limit at run time (0 = none); `done` gets "" or why not.
+  /// Changes the pool's rate and in-flight limit at run time (0 = none); `done` gets true or why not.
   void set_rate(std::size_t messages, std::chrono::milliseconds per, std::size_t max_in_flight, op_done done);
   /// Governance: a replica of this pool (through the MQS) was rate limited; no starts for `delay`.
   void on_pause(std::chrono::milliseconds delay, std::string reason, std::string origin);
