@@ -98,7 +98,7 @@ function renderNodes(snap) {
         el('strong', {}, s.name), ' ',
         el('span', { class: 'badge ' + (s.state === 'running' ? 'ok' : 'warn') }, s.state || '?'),
         s.pid ? el('span', { class: 'addr' }, ` pid ${s.pid}`) : null,
-        s.restarts ? el('span', { class: 'addr' }, ` restarts ${s.restarts}`) : null, ' ',
+        s.restarts ? el('span', { class: 'addr' }, ` process restarts ${s.restarts}`) : null, ' ',
         el('button', { class: 'danger shutdown-system', onclick: () => shutdown(node, s.name) }, 'Shut down')));
     }
     if (!node.systems || node.systems.length === 0) systems.append(el('li', { class: 'empty' }, 'no isolate system'));

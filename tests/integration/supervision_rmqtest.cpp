@@ -97,6 +97,48 @@ TEST_F(Supervision, TheRestartLimitStopsACrashLoop) {
   EXPECT_TRUE(wait_until([&] { return shared_broker().queue_depth(sys + ".faulty").value_or(0) >= 45u; }, 30s));
 }
 
+TEST_F(Supervision, APoisonMessageGoesToTheDeadLetterQueueWithItsFailureAndThePoolGoesOn) {
+  // Issue 19 (1): a message the worker always throws on no longer stops the pool.
+  auto sys = unique_system("suppoison");
+  auto id = run(sys, {{"throw_on", {42}}}, {{"strategy", "restart"}, {"maxFailures", 3}}, 100);
+  ASSERT_TRUE(wait_until([&] { return handled().unique.size() >= 99; }, long_wait));
+  ASSERT_TRUE(wait_until([&] { return shared_broker().queue_depth("dde.dead." + sys + ".faulty") == 1u; }, 30s));
+  EXPECT_EQ(handled().missing(100), std::vector<std::int64_t>{42});
+  auto dead = shared_broker().get("dde.dead." + sys + ".faulty");
+  ASSERT_TRUE(dead);
+  auto j = nlohmann::json::parse(*dead);
+  EXPECT_EQ(j["body"]["seq"], 42) << *dead;
+  EXPECT_EQ(j["deadLetter"]["attempts"], 3) << *dead;
+  EXPECT_EQ(j["deadLetter"]["reason"],
+            "failed 3 times (supervision.maxFailures 3); last failure: on_receive threw: asked to throw on 42");
+  auto p = faulty_pool(id, sys);
+  EXPECT_EQ(p["poolState"], "running") << p.dump();
+  EXPECT_EQ(p["stats"]["failed"], 3);
+  EXPECT_EQ(p["governance"]["deadLettered"], 1);
+}
+
+TEST_F(Supervision, AStoppedPoolStartsAgainWithRestartAndLosesNothing) {
+  auto sys = unique_system("suprevive");
+  // Four failures (each message throws once per process): the fourth stops the pool.
+  auto id = run(sys, {{"throw_once_on", {1, 2, 3, 4}}},
+                {{"strategy", "restart"}, {"maxRestarts", 3}, {"withinMs", 600000}, {"maxFailures", 0}}, 100);
+  auto state = [&] {
+    auto p = faulty_pool(id, sys);
+    return p.is_object() ? p.value("poolState", std::string()) : std::string();
+  };
+  ASSERT_TRUE(wait_until([&] { return state().rfind("stopped", 0) == 0; }, long_wait)) << state();
+  auto body = nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", sys}, {"isolateName", "faulty"}}.dump();
+  auto refused = rest("POST", registry.url() + "/registry/system/kill", body);
+  EXPECT_EQ(refused.status, 409) << refused.body;
+  EXPECT_NE(refused.body.find("RESTART starts it again"), std::string::npos) << refused.body;
+  auto r = rest("POST", registry.url() + "/registry/system/restart", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  // The messages it gave back when it stopped are handled now, each thrown once already.
+  ASSERT_TRUE(wait_until([&] { return handled().unique.size() >= 100; }, long_wait)) << faulty_pool(id, sys).dump();
+  EXPECT_TRUE(handled().missing(100).empty());
+  EXPECT_EQ(state(), "running");
+}
+
 TEST_F(Supervision, EscalateRestartsTheWholePool) {
   auto sys = unique_system("supesc");
   auto id = deploy_faulty(sys, {{"throw_once_on", {20}}}, {{"strategy", "escalate"}}, 2);

@@ -32,6 +32,50 @@ TEST(Supervisor, RestartsUntilTheLimitWithinTheWindowThenStopsThePool) {
   EXPECT_EQ(sup.stopped_state("boom"), "stopped: 3 restarts within 1000 ms; last failure: boom");
 }
 
+TEST(PoisonFilter, AMessageIsPoisonedOnceItFailedTheLimitAndThenForgotten) {
+  poison_filter f(3);
+  f.failed("m1", "first");
+  f.failed("m1", "second");
+  EXPECT_FALSE(f.poisoned("m1")) << "two failures of three";
+  f.failed("m1", "third");
+  auto v = f.poisoned("m1");
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->failures, 3);
+  EXPECT_EQ(v->last_failure, "third");
+  EXPECT_FALSE(f.poisoned("m1")) << "dead-lettered once: forgotten";
+  EXPECT_EQ(f.size(), 0u);
+}
+
+TEST(PoisonFilter, ADoneMessageIsForgottenAndWithoutAnIdOrALimitNothingIsCounted) {
+  poison_filter f(1);
+  f.failed("m1", "boom");
+  f.done("m1");
+  EXPECT_FALSE(f.poisoned("m1"));
+  f.failed("", "no id");
+  EXPECT_EQ(f.size(), 0u);
+  poison_filter off(0);
+  off.failed("m1", "boom");
+  EXPECT_FALSE(off.poisoned("m1"));
+}
+
+TEST(PoisonFilter, RemembersAtMostItsCapacityForgettingTheOldest) {
+  poison_filter f(1, 2);
+  f.failed("a", "x");
+  f.failed("b", "x");
+  f.failed("c", "x");
+  EXPECT_EQ(f.size(), 2u);
+  EXPECT_FALSE(f.poisoned("a")) << "the oldest was forgotten";
+  EXPECT_TRUE(f.poisoned("b"));
+  EXPECT_TRUE(f.poisoned("c"));
+  for (int i = 0; i < 100; ++i) {
+    f.failed("d" + std::to_string(i), "x");
+    f.done("d" + std::to_string(i));
+  }
+  f.failed("e", "x");
+  EXPECT_EQ(f.size(), 1u);
+  EXPECT_TRUE(f.poisoned("e"));
+}
+
 TEST(Supervisor, FailuresOlderThanTheWindowNoLongerCount) {
   supervisor sup(restart_spec(2, 1000ms, 0ms));
   EXPECT_EQ(sup.on_failure(t0).what, supervisor::action::restart_worker);

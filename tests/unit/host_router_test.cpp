@@ -208,6 +208,72 @@ TEST_F(RouterTest, ThePoolStopsAfterMaxRestartsWithinTheWindowAndStopsConsuming)
   EXPECT_EQ(d["stats"]["restarts"], 2);
 }
 
+TEST_F(RouterTest, AMessageThatFailedMaxFailuresTimesIsDeadLetteredWithItsFailureAndThePoolGoesOn) {
+  auto r = start_pool(1, {{"credits", 4}, {"supervision", {{"maxFailures", 3}}}}, {5});
+  deliver(1, 5);
+  deliver(2, 5, true);
+  deliver(3, 5, true);
+  EXPECT_EQ(link->nacks, (std::vector<std::pair<std::uint64_t, bool>>{{1, true}, {2, true}, {3, true}}));
+  EXPECT_TRUE(link->enqueued.empty()) << "three failures, each back to the queue";
+  deliver(4, 5, true);
+  EXPECT_EQ(link->nacks.size(), 3u) << "not handed to a worker a fourth time";
+  EXPECT_EQ(link->acks, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 4}}));
+  ASSERT_EQ(link->enqueued.size(), 1u);
+  EXPECT_EQ(link->enqueued[0].first, "dde.dead.unit.pool");
+  auto dead = nlohmann::json::parse(link->enqueued[0].second);
+  EXPECT_EQ(dead["deadLetter"]["attempts"], 3) << dead.dump();
+  EXPECT_EQ(dead["deadLetter"]["reason"],
+            "failed 3 times (supervision.maxFailures 3); last failure: on_receive threw: asked to throw on 5");
+  EXPECT_EQ(dead["body"], (nlohmann::json{{"seq", 5}})) << "the whole message, as it came";
+  deliver(5, 6);
+  EXPECT_EQ(link->acks.back(), (std::pair<std::uint64_t, std::uint64_t>{1, 5})) << "the pool goes on";
+  auto d = describe(*r);
+  EXPECT_EQ(d["poolState"], "running");
+  EXPECT_EQ(d["governance"]["deadLettered"], 1);
+  EXPECT_EQ(d["stats"]["failed"], 3);
+  EXPECT_EQ(d["stats"]["restarts"], 3);
+  EXPECT_EQ(link->credit_asked(), 4u + 5u) << "every message's credit came back, the dead-lettered one's too";
+}
+
+TEST_F(RouterTest, AMessageThatSucceedsOnARetryIsNotDeadLettered) {
+  // throw_once_on is once per process: a seq no other test uses.
+  auto r = start_pool(1, {{"supervision", {{"maxFailures", 2}}}}, {}, {{"throw_once_on", {905}}});
+  deliver(1, 905);
+  deliver(2, 905, true);
+  EXPECT_EQ(link->acks, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 2}}));
+  EXPECT_TRUE(link->enqueued.empty());
+}
+
+TEST_F(RouterTest, AStoppedPoolSaysHowToStartItAndRestartStartsItAgain) {
+  auto r = start_pool(1, {{"credits", 4}, {"supervision", {{"strategy", "restart"}, {"maxRestarts", 1}, {"maxFailures", 0}}}},
+                      {5, 6});
+  deliver(1, 5);
+  deliver(2, 6);
+  ASSERT_EQ(link->cancelled, std::vector<std::string>{"unit.pool"});
+  std::optional<op_result> answer;
+  r->set_rate(10, 1000ms, 0, [&](op_result done) { answer = std::move(done); });
+  settle();
+  ASSERT_TRUE(answer && !*answer);
+  EXPECT_EQ(answer->error(),
+            "pool unit/pool is stopped: 1 restarts within 60000 ms; RESTART starts it again (ddectl restart ID "
+            "unit pool, or POST /registry/system/restart)");
+  EXPECT_EQ(http_status(*answer), 409);
+  link->pulls.clear();
+  r->restart_workers([&](op_result done) { answer = std::move(done); });
+  settle();
+  ASSERT_TRUE(answer && *answer) << answer->error();
+  auto d = describe(*r);
+  EXPECT_EQ(d["poolState"], "running") << d.dump();
+  EXPECT_EQ(d["workers"][0]["state"], "running") << d.dump();
+  ASSERT_FALSE(link->pulls.empty()) << "it consumes again";
+  EXPECT_EQ(link->credit_asked(), 4u);
+  deliver(3, 7);
+  EXPECT_EQ(link->acks, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 3}}));
+  deliver(4, 5);
+  EXPECT_TRUE(link->cancelled.size() == 1u) << "a fresh restart budget: one restart allowed again";
+  EXPECT_EQ(describe(*r)["poolState"], "running");
+}
+
 TEST_F(RouterTest, AReconnectedLinkIsAskedForEveryCreditAgain) {
   auto r = start_pool(2, {{"credits", 3}});
   ASSERT_EQ(link->credit_asked(), 6u);

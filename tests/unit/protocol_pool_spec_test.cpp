@@ -27,7 +27,7 @@ TEST(PoolSpec, ADeployBodyWithEveryFieldReadsBackAsTheSameSpec) {
     "rate": {"messages": 5, "perMs": 100}, "maxInFlight": 3, "credits": 16, "deliveryMode": "at-most-once",
     "subPools": {"key": "tenant", "capacity": {"a": 2}, "defaultCapacity": 1},
     "supervision": {"strategy": "escalate", "maxRestarts": 3, "withinMs": 1000, "backoffMs": 5,
-                    "failedMessage": "dead-letter"},
+                    "failedMessage": "dead-letter", "maxFailures": 7},
     "backoff": {"retryLimit": 2, "maxDelayMs": 1000}, "failover": true, "pingAfterMs": 100,
     "pongTimeoutMs": 900, "hotDeployment": false, "args": {"x": [1, 2]}})");
   auto back = round_trip(body);
@@ -39,6 +39,7 @@ TEST(PoolSpec, ADeployBodyWithEveryFieldReadsBackAsTheSameSpec) {
   EXPECT_EQ(back["rate"], (nlohmann::json{{"messages", 5}, {"perMs", 100}}));
   EXPECT_EQ(back["subPools"]["capacity"]["a"], 2);
   EXPECT_EQ(back["supervision"]["failedMessage"], "dead-letter");
+  EXPECT_EQ(back["supervision"]["maxFailures"], 7);
   EXPECT_EQ(back["args"], (nlohmann::json{{"x", {1, 2}}}));
   EXPECT_FALSE(back.contains("id")) << "a deploy body, not a description";
 }

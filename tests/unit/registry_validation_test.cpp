@@ -125,6 +125,8 @@ TEST_F(RegistryValidation, EachMistypedDeployFieldIsNamed) {
                         "field \"deliveryMode\" must be \"at-least-once\" or \"at-most-once\"");
   expect_deploy_refused(with("credits", 0), 400, "field \"credits\" must be an integer from 1 to 4096");
   expect_deploy_refused(with("credits", "8"), 400, "field \"credits\" must be an integer from 1 to 4096");
+  expect_deploy_refused(with("supervision", {{"maxFailures", -1}}), 400,
+                        "supervision.maxFailures must be an integer from 0 to 1000 (0: no limit)");
 }
 
 TEST_F(RegistryValidation, AnActionOtherThanAddIsolateIsRefused) {

@@ -265,6 +265,11 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
         return r::failure("supervision.maxRestarts must be an integer from 0 to 100000");
       s.max_restarts = m->get<int>();
     }
+    if (auto m = sup->find("maxFailures"); m != sup->end()) {
+      if (!m->is_number_integer() || m->get<long long>() < 0 || m->get<long long>() > 1000)
+        return r::failure("supervision.maxFailures must be an integer from 0 to 1000 (0: no limit)");
+      s.max_failures = m->get<int>();
+    }
     auto sub_millis = [&](const char* key, std::chrono::milliseconds& out) -> std::string {
       auto it = sup->find(key);
       if (it == sup->end()) return {};
@@ -359,7 +364,8 @@ nlohmann::json to_json(const pool_spec& spec) {
         {"maxRestarts", spec.supervision.max_restarts},
         {"withinMs", spec.supervision.within.count()},
         {"backoffMs", spec.supervision.backoff.count()},
-        {"failedMessage", spec.supervision.dead_letter ? "dead-letter" : "retry"}}},
+        {"failedMessage", spec.supervision.dead_letter ? "dead-letter" : "retry"},
+        {"maxFailures", spec.supervision.max_failures}}},
       {"backoff", {{"retryLimit", spec.backoff.retry_limit}, {"maxDelayMs", spec.backoff.max_delay.count()}}},
       {"subPools", spec.sub_pools.key.empty()
                        ? nlohmann::json()

@@ -66,6 +66,8 @@ class plugin_source {
   }
   /// The pool stops: a download that comes back is dropped.
   void stop() { stopping_ = true; }
+  /// The stopped pool starts again (RESTART after supervision stopped it).
+  void resume() { stopping_ = false; }
   /// "hotDeploy" for describe.
   nlohmann::json describe() const;
   /// An error of a downloaded plugin, saying where it came from.

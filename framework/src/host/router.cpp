@@ -24,6 +24,11 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
       ledger_(spec_.router, std::size_t(spec_.credits)),
       subs_(spec_.sub_pools),
       supervisor_(spec_.supervision),
+      // Failed messages that go back to the queue are counted; raced copies and at-most-once ones are not.
+      poison_(spec_.mode == delivery_mode::at_least_once && !spec_.supervision.dead_letter &&
+                      !first_reply_wins(spec_.router)
+                  ? spec_.supervision.max_failures
+                  : 0),
       guard_(spec_.ping_after, spec_.pong_timeout),
       gate_(std::make_shared<rate_gate>(spec_.rate_messages, spec_.rate_per, spec_.max_in_flight)),
       source_(spec_, *this,
@@ -185,8 +190,12 @@ void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redeliver
                               body = std::move(body)]() mutable {
     self->ledger_.on_delivery();
     ++self->stats_.delivered;
-    if (redelivered) ++self->stats_.redelivered;
-    self->dispatch(generation, tag, to_message(join_envelope(props, self->topic_, std::move(body)), redelivered));
+    auto m = to_message(join_envelope(props, self->topic_, std::move(body)), redelivered);
+    if (redelivered) {
+      ++self->stats_.redelivered;
+      if (self->dead_letter_poison(generation, tag, m)) return;
+    }
+    self->dispatch(generation, tag, std::move(m));
   });
 }
 
@@ -222,6 +231,7 @@ bool router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg, 
   d.tag = tag;
   d.pending = targets;
   d.sub_key = std::move(sub_key);
+  if (poison_.enabled()) d.poison_id = msg.id();
   start_race(id, d, msg);
   for (std::size_t k = 0; k + 1 < targets.size(); ++k) hand_to(targets[k], msg, id);
   hand_to(targets.back(), std::move(msg), id);
@@ -266,6 +276,7 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
       else {
         top_->ack(d.generation, d.tag);
         ++stats_.acked;
+        if (!d.poison_id.empty()) poison_.done(d.poison_id);
       }
     }
     deliveries_.erase(it);

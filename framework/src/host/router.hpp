@@ -118,6 +118,7 @@ class router : public cell_owner,
     bool failed = false;
     std::string sub_key;  ///< its sub-pool
     int attempts = 0;     ///< times it was rate limited so far
+    std::string poison_id;  ///< its message id, when the pool counts failures per message
     // First-reply-wins pools (scatter-gather, tail-chopping):
     std::string message_id;                       ///< replies to it are claimed ("" = not raced)
     std::shared_ptr<const message> copy;          ///< tail-chopping: what the next worker gets
@@ -170,6 +171,12 @@ class router : public cell_owner,
   void arm_chop(std::uint64_t delivery_id, delivery& d);
   // Supervision and the starvation guard (router_supervision.cpp).
   void stop_pool(const std::string& why);
+  /// A pool stopped by supervision starts again (RESTART): fresh workers, a fresh restart budget.
+  void revive();
+  /// Why an operation is refused while the pool is stopped or shutting down, and what to do.
+  std::string stopped_text() const;
+  /// A redelivered message that failed too often goes to dde.dead.<queue> instead of a worker.
+  bool dead_letter_poison(std::uint64_t generation, std::uint64_t tag, const message& m);
   void restart_pool(const std::string& why);
   void watch_workers();
   void on_pong(std::size_t index, std::uint64_t ping, bool busy, std::chrono::milliseconds busy_for);
@@ -225,6 +232,7 @@ class router : public cell_owner,
   std::atomic<std::uint64_t> sent_{0};
   reply_race race_;
   supervisor supervisor_;
+  poison_filter poison_;
   starvation_guard guard_;
   std::unique_ptr<timer> guard_timer_;
   std::shared_ptr<rate_gate> gate_;  ///< the pool's rate, in-flight limit and governance pause
@@ -255,6 +263,7 @@ class router : public cell_owner,
   std::string last_error_;
   bool restarting_pool_ = false;
   bool stopping_ = false;
+  bool halted_ = false;  ///< stopped by supervision (a RESTART starts it again), not shut down
   std::function<void()> drained_;
   std::unique_ptr<timer> drain_timer_;
 };

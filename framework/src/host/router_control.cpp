@@ -11,7 +11,7 @@ namespace dde::host {
 void router::set_rate(std::size_t messages, std::chrono::milliseconds per, std::size_t max_in_flight,
                       op_done done) {
   boost::asio::post(strand_, [self = shared_from_this(), messages, per, max_in_flight, done = std::move(done)] {
-    if (self->stopping_) return done(refused(refusal::conflict, "pool " + self->spec_.addr().str() + " is stopped"));
+    if (self->stopping_) return done(refused(refusal::conflict, self->stopped_text()));
     self->spec_.rate_messages = messages;
     self->spec_.rate_per = per;
     self->spec_.max_in_flight = max_in_flight;
@@ -25,7 +25,11 @@ void router::set_rate(std::size_t messages, std::chrono::milliseconds per, std::
 void router::restart_workers(op_done done) {
   boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
     auto pool = self->spec_.addr().str();
-    if (self->stopping_) return done(refused(refusal::conflict, "pool " + pool + " is stopped"));
+    if (self->halted_) {
+      self->revive();
+      return done(true);
+    }
+    if (self->stopping_) return done(refused(refusal::conflict, "pool " + pool + " is shutting down"));
     if (self->swap_busy()) return done(refused(refusal::conflict, "pool " + pool + " is already restarting"));
     if (!self->plugin_) return done(refused(refusal::conflict, "pool " + pool + " has no local workers to restart"));
     logger("host.router")->info("{}: RESTART of every worker", self->spec_.addr().str());
@@ -39,7 +43,7 @@ void router::kill_workers(std::string worker_id, kill_done done) {
       strand_, [self = shared_from_this(), worker_id = std::move(worker_id), done = std::move(done)] {
         auto pool = self->spec_.addr().str();
         auto no = [&](refusal why, std::string text) { done(kill_result::failure(std::move(text), why)); };
-        if (self->stopping_) return no(refusal::conflict, "pool " + pool + " is stopped");
+        if (self->stopping_) return no(refusal::conflict, self->stopped_text());
         if (self->swap_busy()) return no(refusal::conflict, "pool " + pool + " is restarting; KILL it once it runs again");
         std::vector<std::size_t> targets;
         if (worker_id.empty()) {
@@ -66,6 +70,14 @@ void router::kill_workers(std::string worker_id, kill_done done) {
         for (auto i : targets) self->begin_kill(i);
         done(std::move(ids));
       });
+}
+
+std::string router::stopped_text() const {
+  auto pool = spec_.addr().str();
+  if (!halted_) return "pool " + pool + " is shutting down";
+  return "pool " + pool + " is " + state_.substr(0, state_.find(';')) +
+         "; RESTART starts it again (ddectl restart ID " + spec_.system + " " + spec_.isolate +
+         ", or POST /registry/system/restart)";
 }
 
 void router::begin_kill(std::size_t index) {

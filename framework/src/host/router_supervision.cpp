@@ -44,7 +44,12 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
   boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, what = std::move(what)] {
     ++self->stats_.failed;
     self->last_error_ = what;
-    if (delivery_id != 0) self->finish_one(index, delivery_id, true);
+    if (delivery_id != 0) {
+      // Counted against the message too: when it comes back too often, it is dead-lettered.
+      if (auto d = self->deliveries_.find(delivery_id); d != self->deliveries_.end() && !d->second.poison_id.empty())
+        self->poison_.failed(d->second.poison_id, what);
+      self->finish_one(index, delivery_id, true);
+    }
     if (self->stopping_ || index >= self->slots_.size()) return;
     auto& slot = self->slots_[index];
     auto decision = self->supervisor_.on_failure(self->clock_->now());
@@ -72,9 +77,22 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
   });
 }
 
+bool router::dead_letter_poison(std::uint64_t generation, std::uint64_t tag, const message& m) {
+  if (!poison_.enabled() || stopping_) return false;
+  auto verdict = poison_.poisoned(m.id());
+  if (!verdict) return false;
+  dead_letter(m, verdict->failures,
+              "failed " + std::to_string(verdict->failures) + " times (supervision.maxFailures " +
+                  std::to_string(poison_.limit()) + "); last failure: " + verdict->last_failure);
+  top_->ack(generation, tag);  // it is in the dead-letter queue now
+  request_credit();
+  return true;
+}
+
 void router::stop_pool(const std::string& why) {
   if (stopping_) return;
-  state_ = supervisor_.stopped_state(why);
+  halted_ = true;
+  state_ = supervisor_.stopped_state(why) + "; RESTART starts it again";
   logger("host.router")->error("{}: {}", spec_.addr().str(), state_);
   stopping_ = true;
   source_.stop();
@@ -85,6 +103,28 @@ void router::stop_pool(const std::string& why) {
     ledger_.set_alive(i, false);
     slots_[i].worker->kill([] {});
   }
+}
+
+void router::revive() {
+  logger("host.router")->info("{}: RESTART of the stopped pool", spec_.addr().str());
+  halted_ = false;
+  stopping_ = false;
+  supervisor_ = supervisor(spec_.supervision);
+  state_ = "running";
+  source_.resume();
+  // The old instances were killed when it stopped; what they held went back to the broker.
+  for (std::size_t k = 0; k < slots_.size(); ++k) {
+    if (parked(k)) continue;  // the autoscaler's choice stands
+    slots_[k].kill = kill_phase::none;
+    ledger_.set_open(k, true);
+    renew_slot(k);
+  }
+  ledger_.set_paused(false);
+  ledger_.reset_requested();  // the MQS forgot the credits when the pool cancelled its consumers
+  request_credit();
+  if (spec_.hot_deployment && plugin_) watch_plugin();
+  if (guard_.enabled()) watch_workers();
+  if (spec_.scale.enabled()) watch_scale();
 }
 
 void router::restart_pool(const std::string& why) {

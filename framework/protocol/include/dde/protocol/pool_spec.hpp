@@ -44,6 +44,10 @@ struct supervision_spec {
   std::chrono::milliseconds within{60000};  ///< ...after which the pool stops: no crash loop
   std::chrono::milliseconds backoff{0};     ///< delay before a restarted worker takes messages, doubling
   bool dead_letter = false;  ///< the failed message: false = back to the queue, true = to dde.dead.<queue>
+  /// A message that made a worker fail this often (at-least-once pools that requeue failed messages)
+  /// is not handed out again: it goes to dde.dead.<queue> with the last failure. 0: no limit here
+  /// (the queue's own delivery limit still dead-letters it, without the failure).
+  int max_failures = 3;
 };
 
 /// Rate-limit governance (a worker's `backoff` / `rate_limited`): how often a rate-limited message is
