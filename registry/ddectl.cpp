@@ -20,8 +20,12 @@ int main(int argc, char** argv) {
   dde::net::set_cluster_secret(inv.cluster_secret);
   // https to the registry and wss to an MQS (ask) use the same CA and client certificate.
   dde::net::set_default_client_tls(inv.tls);
+  std::map<std::string, std::string> headers;
+  if (!inv.token.empty()) headers["Authorization"] = "Bearer " + inv.token;
   if (inv.ask) {
-    auto outcome = dde::ctl::run_ask(*inv.ask, inv.timeout);
+    dde::ctl::ask_outcome outcome;
+    if (inv.ask->check_registry) outcome = dde::ctl::resolve_pool(*inv.ask, {inv.registry, headers}, inv.timeout);
+    if (outcome.status == 0) outcome = dde::ctl::run_ask(*inv.ask, inv.timeout);
     if (outcome.status == 0)
       std::fputs((outcome.text + "\n").c_str(), stdout);
     else
@@ -34,8 +38,6 @@ int main(int argc, char** argv) {
   }
   const auto& call = *inv.call;
   auto url = inv.registry + call.path;
-  std::map<std::string, std::string> headers;
-  if (!inv.token.empty()) headers["Authorization"] = "Bearer " + inv.token;
   auto res = dde::net::http_fetch(call.method, url, call.body, headers, inv.timeout);
   if (!res.answered()) {
     std::fprintf(stderr, "ddectl: cannot reach the registry at %s: %s\n", inv.registry.c_str(),

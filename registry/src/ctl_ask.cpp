@@ -8,6 +8,7 @@
 #include "dde/envelope.hpp"
 #include "dde/names.hpp"
 #include "dde/net/auth.hpp"
+#include "dde/net/http_client.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/protocol/mqs_request.hpp"
@@ -123,6 +124,55 @@ class ask_session : public net::ws_handler {
 };
 
 }  // namespace
+
+ask_outcome resolve_pool(ask_call& call, const registry_access& registry, std::chrono::milliseconds timeout) {
+  auto get = [&](const std::string& path, json& out) -> ask_outcome {
+    auto res = net::http_fetch("GET", registry.url + path, "", registry.headers, timeout);
+    if (!res.answered())
+      return {3, "cannot reach the registry at " + registry.url + " to find pool " + call.to + ": " + res.error +
+                     " (--no-registry asks without it)"};
+    out = json::parse(res.body, nullptr, false);
+    if (res.status >= 300) {
+      auto why = out.is_object() && out.contains("error") && out["error"].is_string() ? out["error"].get<std::string>()
+                                                                                      : res.body;
+      return {1, "the registry answered GET " + path + " with HTTP " + std::to_string(res.status) + ": " + why};
+    }
+    if (out.is_discarded()) return {1, "the registry answered GET " + path + " with something other than JSON"};
+    return {0, {}};
+  };
+  json nodes;
+  if (auto r = get("/registry/system/list", nodes); r.status != 0) return r;
+  if (!nodes.is_array()) return {1, "the registry answered GET /registry/system/list with something other than a list"};
+  std::string unanswered;
+  for (auto& node : nodes) {
+    auto id = node.is_object() ? node.value("bootstrapperId", std::string()) : std::string();
+    if (id.empty()) continue;
+    json described;
+    if (auto r = get("/registry/system/" + id, described); r.status != 0) {
+      unanswered += "; node " + id + " did not say what it runs (" + r.text + ")";
+      continue;
+    }
+    if (!described.is_object()) continue;
+    for (auto& [system, pools] : described.items()) {
+      if (!pools.is_array()) continue;
+      for (auto& pool : pools) {
+        if (!pool.is_object() || pool.value("id", std::string()) != call.to) continue;
+        auto mode = pool.value("deliveryMode", std::string("at-least-once"));
+        if (!call.mode.empty() && call.mode != mode)
+          return {1, "pool " + call.to + " is " + mode + " (on node " + id + "), not " + call.mode +
+                         "; leave --mode out"};
+        call.mode = mode;
+        if (call.mqs.empty()) call.mqs = pool.value("messageQueuingSystemServer", std::string());
+        if (call.mqs.empty()) return {1, "the registry does not say which MQS pool " + call.to + " uses; give --mqs"};
+        return {0, {}};
+      }
+    }
+  }
+  return {1, "no pool " + call.to + " is deployed on the " + std::to_string(nodes.size()) +
+                 " node(s) the registry knows; nothing was sent (ddectl list and ddectl show ID list the pools; "
+                 "--no-registry sends anyway)" +
+                 unanswered};
+}
 
 ask_outcome run_ask(const ask_call& call, std::chrono::milliseconds timeout) {
   auto url = net::parse_ws_url(call.mqs);

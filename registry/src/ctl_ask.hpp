@@ -4,16 +4,26 @@
 // a deployed pool from a shell.
 
 #include <chrono>
+#include <map>
 #include <string>
 
 namespace dde::ctl {
 
 /// What to ask, as parsed from the command line.
 struct ask_call {
-  std::string mqs;   ///< ws://host:port/mqs
+  std::string mqs;   ///< ws://host:port/mqs ("": the pool's, as the registry knows it)
   std::string to;    ///< the pool, system/isolate
   std::string body;  ///< JSON text
-  std::string mode;  ///< at-least-once or at-most-once: how the pool's queue is declared if new
+  std::string mode;  ///< at-least-once or at-most-once ("": the pool's, as the registry knows it)
+  /// Ask the registry first whether the pool is deployed (and where its MQS is): an unknown pool is an
+  /// error, and nothing reaches an MQS (which would declare its queues). --no-registry: false.
+  bool check_registry = true;
+};
+
+/// The registry ddectl asks, and how.
+struct registry_access {
+  std::string url;
+  std::map<std::string, std::string> headers;  ///< e.g. Authorization
 };
 
 /// How an ask ended. `status` is ddectl's exit status: 0 a reply came (`text`: its JSON body,
@@ -23,6 +33,11 @@ struct ask_outcome {
   int status = 0;
   std::string text;
 };
+
+/// Finds `call.to` among the pools of the nodes the registry knows and fills in its MQS and delivery
+/// mode where the call left them empty. Status 0: found; 1: no node runs it, or the registry
+/// answered an error, or --mode contradicts the pool; 3: the registry cannot be reached.
+ask_outcome resolve_pool(ask_call& call, const registry_access& registry, std::chrono::milliseconds timeout);
 
 /// Connects to the MQS, sends the message with a fresh reply queue and waits up to `timeout`.
 ask_outcome run_ask(const ask_call& call, std::chrono::milliseconds timeout);

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -106,12 +107,16 @@ ask_call ask_from(const std::vector<std::string>& a, const cli& c, std::istream&
   }
   if (json::parse(body, nullptr, false).is_discarded())
     throw usage_error("the message is not valid JSON: " + body);
-  const auto& mode = c.get("mode");
-  if (mode != "at-least-once" && mode != "at-most-once")
+  bool check = !c.enabled("no-registry");
+  auto mode = c.get("mode");
+  if (mode.empty() && !check) mode = "at-least-once";
+  if (!mode.empty() && mode != "at-least-once" && mode != "at-most-once")
     throw usage_error("--mode must be at-least-once or at-most-once, got \"" + mode + "\"");
-  if (c.get("mqs").rfind("ws://", 0) != 0 && c.get("mqs").rfind("wss://", 0) != 0)
-    throw usage_error("--mqs must be a ws:// or wss:// URL, got \"" + c.get("mqs") + "\"");
-  return {c.get("mqs"), to->str(), body, mode};
+  auto mqs = c.get("mqs");
+  if (mqs.empty() && !check) mqs = "ws://127.0.0.1:42043/mqs";
+  if (!mqs.empty() && mqs.rfind("ws://", 0) != 0 && mqs.rfind("wss://", 0) != 0)
+    throw usage_error("--mqs must be a ws:// or wss:// URL, got \"" + mqs + "\"");
+  return {mqs, to->str(), body, mode, check};
 }
 
 rest_call deploy_from_flags(const cli& c) {
@@ -237,13 +242,16 @@ const std::vector<command>& commands() {
        }},
       {"ask", "ADDRESS [JSON]",
        "Sends JSON (default {}; '-' = standard input) to pool ADDRESS (system/isolate) as an ask, through\n"
-       "the MQS at --mqs (not the registry), and prints the reply (exit 1 when none comes in time).",
+       "its MQS (not the registry), and prints the reply (exit 1 when none comes in time). The registry\n"
+       "is asked first where the pool runs: a pool no node runs is an error, and nothing is sent.",
        1, 2,
        [](cli& c) {
-         c.option("mqs", "ws://127.0.0.1:42043/mqs", "the dde-mqs to send through")
-             .option(
-                 "mode", "at-least-once",
-                 "how the pool's queue is declared if it does not exist yet: at-least-once or at-most-once");
+         c.option("mqs", "", "the dde-mqs to send through (default: the pool's, as the registry knows it)")
+             .option("mode", "",
+                     "at-least-once or at-most-once (default: the pool's; with --no-registry: at-least-once)")
+             .flag("no-registry",
+                   "send without asking the registry (the MQS declares the queue if it is new; --mqs default "
+                   "ws://127.0.0.1:42043/mqs)");
        },
        ask_from},
   };
@@ -298,12 +306,14 @@ std::string general_help() {
 
 invocation parse_invocation(const std::vector<std::string>& args, std::istream& stdin_for_dash) {
   invocation out;
-  // Every option takes a value except --help and --version, so positionals are what no option consumes.
+  // Every option takes a value except --help, --version and the flags, so positionals are what no
+  // option consumes.
+  static const std::set<std::string> flags = {"--help", "-h", "--version", "--no-registry"};
   std::vector<std::string> options, positionals;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     bool is_option = a.size() > 2 && a.compare(0, 2, "--") == 0;
-    if (a == "--help" || a == "-h" || a == "--version" || (is_option && a.find('=') != std::string::npos)) {
+    if (flags.count(a) || (is_option && a.find('=') != std::string::npos)) {
       options.push_back(a);
     } else if (is_option) {
       options.push_back(a);

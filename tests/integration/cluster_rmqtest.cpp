@@ -153,6 +153,26 @@ TEST_F(Cluster, ShuttingDownOnePoolLeavesTheRestAndShuttingDownASystemEndsItsPro
   EXPECT_EQ(pools_of(registry, id, s2).size(), 1u);
 }
 
+TEST_F(Cluster, DdectlAskFindsThePoolThroughTheRegistryAndAnUnknownPoolCreatesNothing) {
+  // Issue 19 (4): the registry says where the pool runs (its MQS, its delivery mode); a pool no node
+  // runs is an error before any MQS is reached, so no queue appears on the broker.
+  auto a = node("ask-a");
+  auto id = node_id(registry, "ask-a");
+  auto sys = unique_system("ctlask");
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "greeter", "supplier", nlohmann::json::object())).status, 200);
+  auto asked = run_tool("ddectl", {"ask", sys + "/greeter", R"({"name": "Ada"})", "--registry", registry.url()});
+  ASSERT_EQ(asked.exit, 0) << asked.err;
+  auto reply = nlohmann::json::parse(asked.out, nullptr, false);
+  ASSERT_TRUE(reply.is_object()) << asked.out;
+  EXPECT_EQ(reply["echo"], (nlohmann::json{{"name", "Ada"}})) << asked.out;
+
+  auto unknown = run_tool("ddectl", {"ask", sys + "/nopool", "{}", "--registry", registry.url()});
+  EXPECT_EQ(unknown.exit, 1) << unknown.err;
+  EXPECT_NE(unknown.err.find("no pool " + sys + "/nopool is deployed"), std::string::npos) << unknown.err;
+  EXPECT_FALSE(shared_broker().queue_depth(sys + ".nopool")) << "no queue declared for an unknown pool";
+  EXPECT_FALSE(shared_broker().queue_depth("dde.dead." + sys + ".nopool"));
+}
+
 TEST_F(Cluster, AKilledIsolateSystemIsRestartedWithItsPoolsAndLosesNothing) {
   auto a = node("crash-a");
   auto id = node_id(registry, "crash-a");

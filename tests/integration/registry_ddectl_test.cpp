@@ -1,6 +1,5 @@
 // ddectl against a real dde-registry process: output and exit codes.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <fstream>
 
@@ -10,31 +9,11 @@ namespace dde::registry::test {
 namespace {
 
 using namespace std::chrono_literals;
-using dde::test::bin_path;
-using dde::test::child_process;
 using dde::test::fresh_dir;
+using dde::test::tool_result;
 
-/// Runs ddectl; its exit status, standard output and standard error.
-struct ctl_result {
-  int exit = -1;
-  std::string out, err;
-};
-
-ctl_result ddectl(const std::vector<std::string>& args, const std::string& stdin_file = "/dev/null") {
-  auto dir = fresh_dir("ddectl");
-  // sh keeps stderr apart from stdout (child_process sends both to its log file).
-  std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" <\"$STDIN_FILE\" 2>\"$ERR_FILE\"",
-                                   bin_path("ddectl").string()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  child_process proc(argv, dir / "out.txt",
-                     {{"STDIN_FILE", stdin_file}, {"ERR_FILE", (dir / "err.txt").string()}});
-  auto status = proc.wait_exit(30s);
-  ctl_result r;
-  if (status && WIFEXITED(*status)) r.exit = WEXITSTATUS(*status);
-  r.out = proc.log();
-  std::ifstream err(dir / "err.txt");
-  r.err.assign(std::istreambuf_iterator<char>(err), {});
-  return r;
+tool_result ddectl(const std::vector<std::string>& args, const std::string& stdin_file = "/dev/null") {
+  return dde::test::run_tool("ddectl", args, stdin_file);
 }
 
 TEST(RegistryCtl, DdectlPrintsAnswersAsJsonAndExitsWithTheDocumentedCodes) {
@@ -66,6 +45,29 @@ TEST(RegistryCtl, DdectlPrintsAnswersAsJsonAndExitsWithTheDocumentedCodes) {
   auto again = run({"deploy", "-"}, file.string());
   EXPECT_EQ(again.exit, 1);
   EXPECT_EQ(again.err, "ddectl: pool \"sampleSystem/consumer\" already runs on this node (HTTP 409)\n");
+
+  // ask: the registry is asked first where the pool runs. An unknown pool is an error before any MQS
+  // is reached (which would declare its queues); a known one goes on to its MQS (here: none listens).
+  auto unknown = run({"ask", "nosys/nopool", "{}", "--mqs", "ws://127.0.0.1:1/mqs"});
+  EXPECT_EQ(unknown.exit, 1) << unknown.err;
+  EXPECT_EQ(unknown.err,
+            "ddectl: no pool nosys/nopool is deployed on the 1 node(s) the registry knows; nothing was sent "
+            "(ddectl list and ddectl show ID list the pools; --no-registry sends anyway)\n");
+  auto wrong_mode = run({"ask", "sampleSystem/printer", "--mode", "at-most-once"});
+  EXPECT_EQ(wrong_mode.exit, 1) << wrong_mode.err;
+  EXPECT_NE(wrong_mode.err.find("pool sampleSystem/printer is at-least-once (on node " + node.id() + "), not "
+                                "at-most-once"),
+            std::string::npos)
+      << wrong_mode.err;
+  auto known = run({"ask", "sampleSystem/printer", "{}", "--mqs", "ws://127.0.0.1:1/mqs", "--timeout-ms", "5000"});
+  EXPECT_EQ(known.exit, 3) << known.err;
+  EXPECT_EQ(known.err.rfind("ddectl: cannot reach the MQS at ws://127.0.0.1:1/mqs", 0), 0u) << known.err;
+  auto unchecked = run({"ask", "nosys/nopool", "--no-registry", "--mqs", "ws://127.0.0.1:1/mqs"});
+  EXPECT_EQ(unchecked.exit, 3) << "--no-registry goes straight to the MQS: " << unchecked.err;
+  auto no_registry = ddectl({"ask", "a/b", "--registry", "http://127.0.0.1:1"});
+  EXPECT_EQ(no_registry.exit, 3) << no_registry.err;
+  EXPECT_EQ(no_registry.err.rfind("ddectl: cannot reach the registry at http://127.0.0.1:1 to find pool a/b", 0), 0u)
+      << no_registry.err;
 
   auto shown = run({"show", node.id()});
   EXPECT_EQ(shown.exit, 0) << shown.err;

@@ -64,6 +64,16 @@ class child_process {
   std::filesystem::path log_file_;
 };
 
+/// How a command-line tool ended: its exit status (-1: killed or still running after 30 s), standard
+/// output and standard error apart.
+struct tool_result {
+  int exit = -1;
+  std::string out, err;
+};
+/// Runs build/bin/`tool` with `args` (standard input from `stdin_file`) and waits for it to end.
+tool_result run_tool(const std::string& tool, const std::vector<std::string>& args,
+                     const std::string& stdin_file = "/dev/null");
+
 /// A throw-away RabbitMQ node (own node name, ports, data directory under the build tree).
 class rabbitmq_node {
  public:

@@ -150,13 +150,19 @@ TEST(RegistryCtl, AskSendsItsMessageToAPoolThroughTheMqsNotTheRegistry) {
   EXPECT_EQ(inv.ask->to, "hello/greeter");
   EXPECT_EQ(json::parse(inv.ask->body), json({{"name", "Ada"}}));
   EXPECT_EQ(inv.ask->mqs, "ws://127.0.0.1:42999/mqs");
-  EXPECT_EQ(inv.ask->mode, "at-least-once");
+  EXPECT_EQ(inv.ask->mode, "") << "the pool's, as the registry knows it";
+  EXPECT_TRUE(inv.ask->check_registry);
 
-  auto defaults = parse({"ask", "hello/greeter", "--mode", "at-most-once"});
+  auto defaults = parse({"ask", "hello/greeter"});
   ASSERT_TRUE(defaults.ask) << defaults.error;
   EXPECT_EQ(defaults.ask->body, "{}");
-  EXPECT_EQ(defaults.ask->mqs, "ws://127.0.0.1:42043/mqs");
-  EXPECT_EQ(defaults.ask->mode, "at-most-once");
+  EXPECT_EQ(defaults.ask->mqs, "") << "the pool's, as the registry knows it";
+  auto unchecked = parse({"ask", "--no-registry", "hello/greeter"});
+  ASSERT_TRUE(unchecked.ask) << unchecked.error;
+  EXPECT_FALSE(unchecked.ask->check_registry);
+  EXPECT_EQ(unchecked.ask->mqs, "ws://127.0.0.1:42043/mqs");
+  EXPECT_EQ(unchecked.ask->mode, "at-least-once");
+  EXPECT_EQ(parse({"ask", "a/b", "--mode", "at-most-once"}).ask->mode, "at-most-once");
   EXPECT_EQ(json::parse(parse({"ask", "a/b", "-"}, "[1, 2]").ask->body), json({1, 2}));
 }
 
