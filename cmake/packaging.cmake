@@ -33,7 +33,7 @@ if(DDE_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_DAEMONS_PACKAGE_SHLIBDEPS ON)
 else()
   set(CPACK_DEBIAN_DAEMONS_PACKAGE_DEPENDS
-    "libc6, libgcc-s1, libstdc++6, librabbitmq4, libspdlog1.1, libfmt9, libssl3, libuuid1")
+    "libc6, libgcc-s1, libstdc++6, librabbitmq4, libspdlog1.1, libfmt9, libssl3, libuuid1, liburiparser1")
 endif()
 set(CPACK_DEBIAN_DAEMONS_PACKAGE_RECOMMENDS "rabbitmq-server")
 set(dde_conffiles "/etc/dde/registry.env\n/etc/dde/mqs.env\n/etc/dde/activator.env\n")
@@ -47,7 +47,7 @@ set(CPACK_DEBIAN_DEV_DESCRIPTION
 The worker API headers, the dde::core library and a CMake package: find_package(dde)
 and dde_add_worker(my_worker my_worker.cpp) build a plugin the isolate systems load.")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-  "nlohmann-json3-dev (>= 3.10), libboost-dev (>= 1.74), libspdlog-dev, uuid-dev")
+  "nlohmann-json3-dev (>= 3.10), libboost-dev (>= 1.74), libspdlog-dev, uuid-dev, liburiparser-dev")
 set(CPACK_DEBIAN_DEV_PACKAGE_RECOMMENDS "cmake (>= 3.20), g++")
 
 include(CPack)

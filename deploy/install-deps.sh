@@ -10,7 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # readelf for the SDK tests; chromium and nodejs: the dashboard's browser test (tests/browser);
 # gnuplot-nox: the benchmark plots (deploy/bench.sh).
 packages=(build-essential cmake ccache libboost-dev nlohmann-json3-dev uuid-dev libssl-dev libspdlog-dev
-  libgtest-dev libgmock-dev googletest librabbitmq-dev rabbitmq-server amqp-tools curl procps iproute2 python3
+  libgtest-dev libgmock-dev googletest librabbitmq-dev liburiparser-dev rabbitmq-server amqp-tools curl procps iproute2 python3
   dpkg-dev binutils clang libclang-rt-14-dev chromium nodejs gnuplot-nox)
 # Debian's nodejs comes without npm (a nodejs from elsewhere may bundle it).
 command -v npm >/dev/null 2>&1 || packages+=(npm)

@@ -317,7 +317,7 @@ void system_manager::redeploy(const std::string& system) {
       body["crashedMd5"] = v->second.swapping_md5;
       body["crashReason"] = "the process " + it->second.last_exit;
     }
-    add_pool(system, body, [system, isolate = isolate](outcome o) {
+    add_pool(system, body, false, [system, isolate = isolate](outcome o) {
       if (o)
         log()->info("redeployed {}/{}", system, isolate);
       else

@@ -32,6 +32,9 @@ struct manager_options {
   std::string log_level = "info";
   std::chrono::milliseconds start_timeout{15000};
   std::chrono::milliseconds request_timeout{15000};
+  /// A deploy (or a migration) is refused unless its isolate system is linked to its MQS within this
+  /// long (below request_timeout, so the system's answer comes first). Redeploys after a restart wait.
+  std::chrono::milliseconds mqs_link_timeout{10000};
   std::chrono::milliseconds orphan_timeout{120000};
   std::chrono::milliseconds restart_backoff{500};
   int host_threads = 2;
@@ -116,7 +119,9 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   void on_lost(record& r, const std::string& why);
   void watch_adopted(const std::string& name, pid_t pid, int checks_left);
   void redeploy(const std::string& system);
-  void add_pool(const std::string& system, nlohmann::json body, outcome_fn done);
+  /// `fresh`: a deploy or migration, refused when the system's MQS link is not up within
+  /// mqs_link_timeout; otherwise (a redeploy) it waits for the MQS however long it takes.
+  void add_pool(const std::string& system, nlohmann::json body, bool fresh, outcome_fn done);
   /// A deploy to `system` ended; after a failure the system stops when it runs no pool and no other
   /// deploy waits for it.
   void deploy_ended(const std::string& system, bool ok);

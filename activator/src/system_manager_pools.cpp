@@ -12,10 +12,12 @@
 
 namespace dde::activator {
 
-void system_manager::add_pool(const std::string& system, nlohmann::json body, outcome_fn done) {
+void system_manager::add_pool(const std::string& system, nlohmann::json body, bool fresh, outcome_fn done) {
   auto it = systems_.find(system);
   if (it == systems_.end()) return done(refused(404, "no isolate system \"" + system + "\" on this node"));
-  request(it->second, protocol::control::add_isolate{body},
+  std::optional<std::uint32_t> wait;
+  if (fresh) wait = std::uint32_t(options_.mqs_link_timeout.count());
+  request(it->second, protocol::control::add_isolate{body, wait},
           [self = shared_from_this(), system, body, done](const protocol::control_response& resp) {
             if (!resp.ok) return done(refused(resp.status, resp.error));
             auto it = self->systems_.find(system);
@@ -65,7 +67,7 @@ void system_manager::deploy(nlohmann::json body, outcome_fn done) {
         self->deploy_ended(name, false);
         return done(refused(502, "isolate system \"" + name + "\" did not start: " + error));
       }
-      self->add_pool(name, body, [self, name, done](outcome o) {
+      self->add_pool(name, body, true, [self, name, done](outcome o) {
         self->deploy_ended(name, bool(o));
         done(std::move(o));
       });
@@ -169,9 +171,9 @@ void system_manager::migrate(std::string system, std::string isolate, nlohmann::
     self->request(it->second, protocol::control::remove_isolate{isolate},
                   [self, system, isolate, old_body, new_body, done](const protocol::control_response& resp) {
                     if (!resp.ok) return done(refused(resp.status, resp.error));
-                    self->add_pool(system, new_body, [self, system, old_body, done](outcome o) {
+                    self->add_pool(system, new_body, true, [self, system, old_body, done](outcome o) {
                       if (o) return done(std::move(o));
-                      self->add_pool(system, old_body, [](outcome) {});  // put the old pool back
+                      self->add_pool(system, old_body, false, [](outcome) {});  // put the old pool back
                       done(o);
                     });
                   });

@@ -2,6 +2,7 @@
 
 #include "dde/log.hpp"
 #include "dde/protocol/node_frames.hpp"
+#include "dde/net/ws.hpp"
 
 namespace dde::registry {
 namespace {
@@ -69,7 +70,8 @@ void node_endpoint::on_register(std::uint64_t conn, connection& c, const ordered
   info.name = reg.name;
   // A node listening on every interface says so; it is reachable where its connection came from.
   bool any = reg.host.empty() || reg.host == "0.0.0.0" || reg.host == "::";
-  info.activator = std::string(reg.tls ? "wss://" : "ws://") + (any ? ip : reg.host) + ":" + std::to_string(reg.port) + "/activator";
+  info.activator = std::string(reg.tls ? "wss://" : "ws://") + net::host_port(any ? ip : reg.host, reg.port) +
+                   "/activator";
   info.connected_at = std::chrono::system_clock::now();
   auto id = nodes_.add(conn, c.link, std::move(info), reg.previous_id);
   c.link->send(protocol::encode(protocol::registered_frame{id}));

@@ -173,6 +173,36 @@ TEST_F(Cluster, DdectlAskFindsThePoolThroughTheRegistryAndAnUnknownPoolCreatesNo
   EXPECT_FALSE(shared_broker().queue_depth("dde.dead." + sys + ".nopool"));
 }
 
+TEST_F(Cluster, ADeployToAnUnreachableMqsIsRefusedAndAPoolThatLosesItsMqsSaysItIsNotConnected) {
+  // Issue 19 (2): no "running" for a pool that cannot get a message.
+  auto a = node("nolink-a");
+  auto id = node_id(registry, "nolink-a");
+  auto sys = unique_system("nolink");
+  auto r = deploy(deploy_body(id, "ws://127.0.0.1:1/mqs", sys, "p", "supplier", nlohmann::json::object()));
+  EXPECT_EQ(r.status, 504) << r.body;
+  EXPECT_NE(r.body.find("cannot deploy " + sys + "/p: no link to the MQS within 10000 ms (MQS ws://127.0.0.1:1/mqs "
+                        "unreachable: "),
+            std::string::npos)
+      << r.body;
+  EXPECT_TRUE(wait_until([&] { return !rest("GET", registry.url() + "/registry/system/" + id).json.contains(sys); }, 30s))
+      << "a refused deploy leaves no isolate system behind";
+
+  auto own = start_mqs(shared_broker(), dir / "own-mqs");
+  auto linked = unique_system("linked");
+  ASSERT_EQ(deploy(deploy_body(id, own.url(), linked, "p", "supplier", nlohmann::json::object())).status, 200);
+  auto pool = [&] {
+    auto pools = pools_of(registry, id, linked);
+    return pools.empty() ? nlohmann::json() : pools[0];
+  };
+  EXPECT_EQ(pool()["poolState"], "running") << pool().dump();
+  EXPECT_EQ(pool()["mqsLink"]["linked"], true) << pool().dump();
+  own.proc->stop();
+  ASSERT_TRUE(wait_until([&] { return pool().value("poolState", std::string()).rfind("not connected: ", 0) == 0; }, 30s))
+      << pool().dump();
+  EXPECT_EQ(pool()["mqsLink"]["linked"], false);
+  EXPECT_NE(pool()["mqsLink"]["error"].get<std::string>().find(own.url()), std::string::npos) << pool().dump();
+}
+
 TEST_F(Cluster, AKilledIsolateSystemIsRestartedWithItsPoolsAndLosesNothing) {
   auto a = node("crash-a");
   auto id = node_id(registry, "crash-a");

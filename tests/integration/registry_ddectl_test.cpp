@@ -106,5 +106,30 @@ TEST(RegistryCtl, DdectlPrintsAnswersAsJsonAndExitsWithTheDocumentedCodes) {
       << unreachable.err;
 }
 
+TEST(RegistryCtl, ARegistryOnIpv6LoopbackIsReachedByBracketedUrls) {
+  // Issue 19 (6): URLs are parsed by a library, so [::1] is a host and the port after it a port,
+  // for ddectl (http) and for a node (ws) alike.
+  registry_process registry({"--listen", "::1"});
+  auto url = "http://[::1]:" + std::to_string(registry.port());
+  auto dir = fresh_dir("v6-node");
+  dde::test::child_process node({dde::test::bin_path("dde-activator").string(), "--registry",
+                                 "ws://[::1]:" + std::to_string(registry.port()) + "/registry", "--listen", "::1",
+                                 "--port", std::to_string(dde::test::free_port()), "--name", "v6-node",
+                                 "--log-dir", dir.string()},
+                                dir / "activator.log");
+  tool_result listed;
+  ASSERT_TRUE(dde::test::wait_until(
+      [&] {
+        listed = ddectl({"--registry", url, "list"});
+        return listed.exit == 0 && listed.out.find("\"v6-node\"") != std::string::npos;
+      },
+      30s))
+      << listed.err << listed.out << node.log();
+  auto nodes = json::parse(listed.out);
+  EXPECT_EQ(nodes[0]["activator"].get<std::string>().rfind("ws://[::1]:", 0), 0u) << listed.out;
+  auto health = ddectl({"--registry", url + "/", "health"});
+  EXPECT_EQ(health.exit, 0) << health.err;
+}
+
 }  // namespace
 }  // namespace dde::registry::test

@@ -41,12 +41,12 @@ dpkg-deb -c "$deb" | awk '{print $6}' | grep -q '/usr/include/.' && fail "dde ho
 
 # --- control fields ---
 depends=$(dpkg-deb -f "$deb" Depends)
-for lib in libc6 libstdc++6 librabbitmq4 libssl3 libuuid1 libspdlog; do
+for lib in libc6 libstdc++6 librabbitmq4 libssl3 libuuid1 libspdlog liburiparser1; do
   grep -q "$lib" <<<"$depends" || fail "dde does not depend on $lib: Depends: $depends"
 done
 [[ $(dpkg-deb -f "$deb" Package) == dde && $(dpkg-deb -f "$dev" Package) == dde-dev ]] || fail "package names"
 dev_depends=$(dpkg-deb -f "$dev" Depends)
-for pkg in nlohmann-json3-dev libboost-dev libspdlog-dev uuid-dev; do
+for pkg in nlohmann-json3-dev libboost-dev libspdlog-dev uuid-dev liburiparser-dev; do
   grep -q "$pkg" <<<"$dev_depends" || fail "dde-dev does not depend on $pkg: Depends: $dev_depends"
 done
 conffiles=$(dpkg-deb -I "$deb" conffiles)

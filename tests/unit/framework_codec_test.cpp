@@ -9,6 +9,8 @@
 #include "dde/envelope.hpp"
 #include "dde/names.hpp"
 #include "dde/net/ws.hpp"
+#include "dde/net/http_client.hpp"
+#include "net/url.hpp"
 #include "dde/wire/record.hpp"
 
 namespace {
@@ -97,6 +99,38 @@ TEST(WsUrls, AListOfAlternativesParsesInOrderAndOneBadElementSpoilsIt) {
   EXPECT_TRUE(dde::net::parse_ws_url_list("").empty());
   EXPECT_TRUE(dde::net::parse_ws_url_list("ws://a:1/mqs,").empty());
   EXPECT_TRUE(dde::net::parse_ws_url_list("ws://a:1/mqs,http://b/").empty());
+}
+
+TEST(Urls, ABracketedIpv6HostIsAHostAndAPort) {
+  // Issue 19 (6): "--registry http://[::1]:8000" once failed with "cannot resolve [::1]:8000".
+  auto http = dde::net::parse_http_url("http://[::1]:8000/registry/health?x=1#top");
+  ASSERT_TRUE(http);
+  EXPECT_EQ(http->host, "::1");
+  EXPECT_EQ(http->port, 8000);
+  EXPECT_EQ(http->target, "/registry/health?x=1");
+  auto ws = dde::net::parse_ws_url("ws://[::1]:28000/registry");
+  ASSERT_TRUE(ws);
+  EXPECT_EQ(ws->host, "::1");
+  EXPECT_EQ(ws->port, 28000);
+  EXPECT_EQ(ws->path, "/registry");
+  auto secure = dde::net::parse_ws_url("wss://[2001:db8::7]/mqs");
+  ASSERT_TRUE(secure);
+  EXPECT_EQ(secure->port, 443);
+  EXPECT_TRUE(secure->tls);
+  EXPECT_EQ(dde::net::host_port("::1", 8000), "[::1]:8000");
+  EXPECT_EQ(dde::net::host_port("127.0.0.1", 8000), "127.0.0.1:8000");
+}
+
+TEST(Urls, DefaultsAndWhatIsNotAUrlWeTake) {
+  auto bare = dde::net::parse_http_url("HTTPS://Example.org");
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->port, 443);
+  EXPECT_EQ(bare->target, "/");
+  EXPECT_EQ(dde::net::parse_http_url("http://h?q=1")->target, "/?q=1");
+  EXPECT_EQ(dde::net::parse_ws_url("ws://h:1")->path, "/");
+  for (auto bad : {"http://[::1:8000/", "http://h:0/", "http://h:65536/", "http://h:80x/", "http:///x",
+                   "http://user@h/", "ftp://h/", "ws://a b/", "127.0.0.1:8000", ""})
+    EXPECT_FALSE(dde::net::parse_http_url(bad) || dde::net::parse_ws_url(bad)) << bad;
 }
 
 TEST(RecordCodec, ConcatenatedBatchesDecodeAsOne) {

@@ -276,5 +276,35 @@ TEST_F(TopLevelTest, StopWaitsForTheLastConfirmThenClosesTheLink) {
   EXPECT_TRUE(stopped);
 }
 
+TEST_F(TopLevelTest, AFreshDeployWaitsForTheLinkAndHearsWhenItIsUp) {
+  start();
+  std::optional<std::string> heard;
+  link->when_linked(60s, [&](std::string error) { heard = std::move(error); });
+  poll();
+  EXPECT_FALSE(heard) << "no MQS has welcomed this host yet";
+  auto c = open(1);
+  poll();
+  EXPECT_FALSE(heard) << "open, but not welcomed yet";
+  from_mqs(c, welcome());
+  ASSERT_TRUE(heard);
+  EXPECT_EQ(*heard, "");
+  std::optional<std::string> again;
+  link->when_linked(60s, [&](std::string error) { again = std::move(error); });
+  poll();
+  EXPECT_EQ(again, std::optional<std::string>("")) << "already linked: at once";
+}
+
+TEST_F(TopLevelTest, AFreshDeployHearsWhyWhenNoMqsWelcomesItInTime) {
+  start();
+  std::optional<std::string> heard;
+  link->when_linked(20ms, [&](std::string error) { heard = std::move(error); });
+  while (!heard) io.run_one();  // the timer's expiry is the event this waits for
+  io.restart();
+  EXPECT_EQ(*heard, "no link to the MQS within 20 ms (connecting to MQS ws://127.0.0.1:1/mqs)");
+  auto s = stats();
+  EXPECT_FALSE(s.linked);
+  EXPECT_FALSE(s.link_error.empty());
+}
+
 }  // namespace
 }  // namespace dde::host

@@ -31,7 +31,9 @@ T request_of(std::uint64_t id, T request) {
 
 TEST(ControlFrames, EveryRequestReadsBackAsTheActivatorSentIt) {
   json spec = {{"isolateName", "consumer"}, {"uri", "/x.so"}, {"credits", 16}};
-  EXPECT_EQ(request_of(1, control::add_isolate{spec}).spec, spec);
+  EXPECT_EQ(request_of(1, control::add_isolate{spec, std::nullopt}).spec, spec);
+  EXPECT_FALSE(request_of(1, control::add_isolate{spec, std::nullopt}).link_timeout_ms) << "a redeploy waits";
+  EXPECT_EQ(request_of(1, control::add_isolate{spec, 10000u}).link_timeout_ms, std::optional<std::uint32_t>(10000));
   EXPECT_EQ(request_of(2, control::remove_isolate{"consumer"}).isolate, "consumer");
   EXPECT_EQ(request_of(5, control::restart_isolate{"consumer"}).isolate, "consumer");
   auto one = request_of(7, control::kill_isolate{"consumer", std::string("w-3")});
@@ -63,6 +65,10 @@ TEST(ControlFrames, ARequestTheHostCannotDoIsAnsweredWithItsIdAndWhy) {
   auto bad = std::get<bad_request>(empty_worker.value());
   EXPECT_EQ(bad.id, 9u);
   EXPECT_EQ(bad.error, "field \"workerId\" must be a non-empty string (or absent: every worker)");
+
+  auto no_wait = parse_control_request(R"({"type":"request","id":3,"action":"addIsolate","spec":{},"mqsLinkTimeoutMs":0})");
+  ASSERT_TRUE(no_wait);
+  EXPECT_EQ(std::get<bad_request>(no_wait.value()).error, "field \"mqsLinkTimeoutMs\" must be an integer from 1 to 600000");
 
   auto unknown = parse_control_request(R"({"type":"request","id":4,"action":"explode"})");
   ASSERT_TRUE(unknown);

@@ -31,7 +31,13 @@ decoded decode(const std::string& action, const json& frame) {
   if (action == "addIsolate") {
     auto spec = field(frame, "spec");
     if (!spec || !spec->is_object()) return decoded::failure("field \"spec\" must be the pool spec, an object");
-    return control_request(control::add_isolate{*spec});
+    control::add_isolate add{*spec, std::nullopt};
+    if (auto t = field(frame, "mqsLinkTimeoutMs")) {
+      if (!t->is_number_unsigned() || t->get<std::uint64_t>() == 0 || t->get<std::uint64_t>() > 600000)
+        return decoded::failure("field \"mqsLinkTimeoutMs\" must be an integer from 1 to 600000");
+      add.link_timeout_ms = t->get<std::uint32_t>();
+    }
+    return control_request(std::move(add));
   }
   if (action != "removeIsolate" && action != "restartIsolate" && action != "killIsolate" && action != "setRate")
     return decoded::failure("unknown control action \"" + action + "\"");
@@ -53,7 +59,10 @@ decoded decode(const std::string& action, const json& frame) {
 
 struct field_writer {
   json& frame;
-  void operator()(const control::add_isolate& r) const { frame["spec"] = r.spec; }
+  void operator()(const control::add_isolate& r) const {
+    frame["spec"] = r.spec;
+    if (r.link_timeout_ms) frame["mqsLinkTimeoutMs"] = *r.link_timeout_ms;
+  }
   void operator()(const control::remove_isolate& r) const { frame["isolateName"] = r.isolate; }
   void operator()(const control::restart_isolate& r) const { frame["isolateName"] = r.isolate; }
   void operator()(const control::kill_isolate& r) const {

@@ -126,10 +126,15 @@ void control_link::handle(const replier& reply, protocol::control::add_isolate& 
   auto spec = parse_pool_spec(r.spec, options_.system);
   if (!spec) return reply(false, spec.error(), 400);
   auto isolate = spec.value().isolate;
-  controller_->add_pool(spec.value(), [reply, isolate, instance = options_.instance](op_result added) {
-    if (!added) return reply(false, added.error(), http_status(added));
-    reply(true, {{"isolateName", isolate}, {"instance", instance}});
-  });
+  std::optional<std::chrono::milliseconds> wait;
+  if (r.link_timeout_ms) wait = std::chrono::milliseconds(*r.link_timeout_ms);
+  controller_->add_pool(
+      spec.value(),
+      [reply, isolate, instance = options_.instance](op_result added) {
+        if (!added) return reply(false, added.error(), http_status(added));
+        reply(true, {{"isolateName", isolate}, {"instance", instance}});
+      },
+      wait);
 }
 
 void control_link::handle(const replier& reply, protocol::control::remove_isolate& r) {

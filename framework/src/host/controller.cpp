@@ -15,9 +15,9 @@ constexpr std::chrono::seconds drain_timeout{10};
 controller::controller(boost::asio::io_context& io, std::shared_ptr<top_level> top, std::string system)
     : io_(io), strand_(boost::asio::make_strand(io)), top_(std::move(top)), system_(std::move(system)) {}
 
-void controller::add_pool(pool_spec spec, op_done done) {
-  boost::asio::post(strand_, [self = shared_from_this(), spec = std::move(spec),
-                              done = std::move(done)]() mutable {
+void controller::add_pool(pool_spec spec, op_done done, std::optional<std::chrono::milliseconds> link_timeout) {
+  boost::asio::post(strand_, [self = shared_from_this(), spec = std::move(spec), done = std::move(done),
+                              link_timeout]() mutable {
     if (self->stopped_) return done(refused(refusal::bad_request, "isolate system " + self->system_ + " is stopping"));
     if (spec.system != self->system_)
       return done(refused(refusal::bad_request, "pool is for isolate system \"" + spec.system + "\" but this is \"" +
@@ -37,13 +37,35 @@ void controller::add_pool(pool_spec spec, op_done done) {
     r->set_events(self->events_, self->plugin_cache_);
     r->set_fetch_options(self->fetch_options_);
     self->starting_[spec.isolate] = {r, std::move(done)};
-    // Weak: the callback may wait inside the router's own fetcher.
-    r->prepare([weak = std::weak_ptr<controller>(self), isolate = spec.isolate](result<bool> prepared) {
-      if (auto c = weak.lock())
-        boost::asio::post(c->strand_, [c, isolate, prepared = std::move(prepared)]() mutable {
-          c->start_pool(isolate, std::move(prepared));
-        });
+    if (!link_timeout) return self->prepare_pool(spec.isolate);
+    // A fresh deploy: only once the MQS link is up, so that a deploy to an MQS nobody can reach is
+    // an error rather than a pool that shows "running" and never gets a message.
+    self->top_->when_linked(*link_timeout, [weak = std::weak_ptr<controller>(self), isolate = spec.isolate,
+                                           what = spec.addr().str()](std::string error) {
+      auto c = weak.lock();
+      if (!c) return;
+      boost::asio::post(c->strand_, [c, isolate, what, error] {
+        if (error.empty()) return c->prepare_pool(isolate);
+        auto it = c->starting_.find(isolate);
+        if (it == c->starting_.end()) return;  // the isolate system stopped meanwhile
+        auto done = std::move(it->second.done);
+        c->starting_.erase(it);
+        logger("host")->error("cannot deploy {}: {}", what, error);
+        done(refused(refusal::gateway_timeout, "cannot deploy " + what + ": " + error));
+      });
     });
+  });
+}
+
+void controller::prepare_pool(const std::string& isolate) {
+  auto it = starting_.find(isolate);
+  if (it == starting_.end()) return;
+  // Weak: the callback may wait inside the router's own fetcher.
+  it->second.pool->prepare([weak = std::weak_ptr<controller>(shared_from_this()), isolate](result<bool> prepared) {
+    if (auto c = weak.lock())
+      boost::asio::post(c->strand_, [c, isolate, prepared = std::move(prepared)]() mutable {
+        c->start_pool(isolate, std::move(prepared));
+      });
   });
 }
 
@@ -115,20 +137,25 @@ void controller::set_rate(const std::string& isolate, std::size_t messages, std:
 }
 
 void controller::describe(std::function<void(nlohmann::json)> fn) {
-  boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
-    auto pools = std::make_shared<nlohmann::json>(nlohmann::json::array());
-    auto remaining = std::make_shared<std::size_t>(self->routers_.size());
-    auto system = self->system_;
-    if (*remaining == 0) return fn({{system, *pools}});
-    auto strand = self->strand_;
-    for (auto& [name, r] : self->routers_) {
-      r->describe([strand, pools, remaining, fn, system](nlohmann::json j) {
-        boost::asio::post(strand, [pools, remaining, fn, system, j = std::move(j)]() mutable {
-          pools->push_back(std::move(j));
-          if (--*remaining == 0) fn({{system, *pools}});
+  top_->read_stats([self = shared_from_this(), fn = std::move(fn)](const top_level_stats& link) {
+    boost::asio::post(self->strand_, [self, fn, linked = link.linked, error = link.link_error] {
+      auto pools = std::make_shared<nlohmann::json>(nlohmann::json::array());
+      auto remaining = std::make_shared<std::size_t>(self->routers_.size());
+      auto system = self->system_;
+      if (*remaining == 0) return fn({{system, *pools}});
+      auto strand = self->strand_;
+      for (auto& [name, r] : self->routers_) {
+        r->describe([strand, pools, remaining, fn, system, linked, error](nlohmann::json j) {
+          boost::asio::post(strand, [pools, remaining, fn, system, linked, error, j = std::move(j)]() mutable {
+            // Not connected to its MQS: a running pool gets no message; say so where its state is read.
+            j["mqsLink"] = linked ? nlohmann::json{{"linked", true}} : nlohmann::json{{"linked", false}, {"error", error}};
+            if (!linked && j.value("poolState", std::string()) == "running") j["poolState"] = "not connected: " + error;
+            pools->push_back(std::move(j));
+            if (--*remaining == 0) fn({{system, *pools}});
+          });
         });
-      });
-    }
+      }
+    });
   });
 }
 

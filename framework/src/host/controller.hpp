@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,8 +31,9 @@ class controller : public std::enable_shared_from_this<controller> {
   void set_fetch_options(fetch_options options);
   /// Plugins (and custom routers) may come only from these directories or URL prefixes (empty: anywhere).
   void set_plugin_allow(std::vector<std::string> allow) { plugin_allow_ = std::move(allow); }
-  /// Deploys a pool (after downloading its plugin, for an http(s) uri).
-  void add_pool(pool_spec spec, op_done done);
+  /// Deploys a pool (after downloading its plugin, for an http(s) uri). With `link_timeout`, only once
+  /// the isolate system's MQS link is up: refused (504) when it is not within that time.
+  void add_pool(pool_spec spec, op_done done, std::optional<std::chrono::milliseconds> link_timeout = std::nullopt);
   /// Stops one pool (its in-flight messages finish first).
   void remove_pool(const std::string& isolate, op_done done);
   /// RESTART of every worker of one pool (after its in-flight messages finish).
@@ -52,6 +54,8 @@ class controller : public std::enable_shared_from_this<controller> {
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   std::shared_ptr<top_level> top_;
   std::string system_;
+  /// Gets the plugin of a pool in starting_ ready (downloads it), then starts it.
+  void prepare_pool(const std::string& isolate);
   /// Starts a prepared pool, on the strand.
   void start_pool(const std::string& isolate, result<bool> prepared);
 

@@ -12,7 +12,7 @@
 namespace dde::host {
 
 /// A refusal's kind; its value is the HTTP status it is answered with (http_status(); other: 500).
-enum class refusal { other = 0, bad_request = 400, not_found = 404, conflict = 409 };
+enum class refusal { other = 0, bad_request = 400, not_found = 404, conflict = 409, gateway_timeout = 504 };
 
 using op_result = result<bool>;
 using op_done = std::function<void(op_result)>;

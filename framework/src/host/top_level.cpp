@@ -13,6 +13,7 @@
 #include "dde/net/auth.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/protocol/mqs_request.hpp"
+#include "net/url.hpp"
 
 namespace dde::host {
 namespace {
@@ -38,7 +39,7 @@ top_level::top_level(boost::asio::io_context& io, top_level_options options)
 
 std::string top_level::current_url() const {
   auto& u = urls_[current_];
-  return (u.tls ? "wss://" : "ws://") + u.host + ":" + std::to_string(u.port) + u.path;
+  return (u.tls ? "wss://" : "ws://") + net::host_port(u.host, u.port) + u.path;
 }
 
 void top_level::start() {
@@ -157,6 +158,38 @@ void top_level::handle_record(const mqs::welcome_record& r) {
   stats_.link_error.clear();
   retry_.reset();
   log()->info("connected to MQS {} ({}), generation {}", current_url(), r.mqs, generation_);
+  answer_link_waiters({});
+}
+
+void top_level::when_linked(std::chrono::milliseconds timeout, std::function<void(std::string)> fn) {
+  boost::asio::post(strand_, [self = shared_from_this(), timeout, fn = std::move(fn)]() mutable {
+    if (self->conn_ && self->welcomed_) return fn({});
+    if (self->stopping_) return fn("the isolate system is stopping");
+    auto id = self->next_link_waiter_++;
+    auto timer = std::make_shared<boost::asio::steady_timer>(self->strand_, timeout);
+    self->link_waiters_.emplace(id, link_waiter{std::move(fn), timer});
+    timer->async_wait([self, id, timeout](boost::system::error_code ec) {
+      auto it = self->link_waiters_.find(id);
+      if (ec || it == self->link_waiters_.end()) return;
+      auto waiting = std::move(it->second.fn);
+      self->link_waiters_.erase(it);
+      waiting("no link to the MQS within " + std::to_string(timeout.count()) + " ms (" + self->link_error() + ")");
+    });
+  });
+}
+
+void top_level::answer_link_waiters(const std::string& error) {
+  auto waiters = std::move(link_waiters_);
+  link_waiters_.clear();
+  for (auto& [id, w] : waiters) {
+    w.timer->cancel();
+    w.fn(error);
+  }
+}
+
+std::string top_level::link_error() const {
+  if (conn_ && welcomed_) return {};
+  return stats_.link_error.empty() ? "connecting to MQS " + current_url() : stats_.link_error;
 }
 
 void top_level::handle_record(const mqs::error_record& r) {
@@ -194,8 +227,7 @@ void top_level::read_stats(std::function<void(const top_level_stats&)> fn) {
   boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
     auto stats = self->stats_;
     stats.linked = self->conn_ && self->welcomed_;
-    if (!stats.linked && stats.link_error.empty())
-      stats.link_error = "connecting to MQS " + self->current_url();
+    stats.link_error = self->link_error();
     fn(stats);
   });
 }
@@ -204,6 +236,7 @@ void top_level::stop(std::chrono::milliseconds timeout, std::function<void()> do
   boost::asio::post(strand_, [self = shared_from_this(), timeout, done = std::move(done)] {
     self->stopping_ = true;
     self->stopped_ = done;
+    self->answer_link_waiters("the isolate system is stopping");
     self->stop_timer_.expires_after(timeout);
     self->stop_timer_.async_wait([self](boost::system::error_code ec) {
       if (ec || !self->stopped_) return;

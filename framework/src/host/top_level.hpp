@@ -77,6 +77,8 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void when_writable(std::function<void()> fn) override;
   const std::string& instance() const override { return options_.instance; }
 
+  /// Runs `fn("")` once the link to an MQS is up (at once if it is), or `fn(why not)` after `timeout`.
+  void when_linked(std::chrono::milliseconds timeout, std::function<void(std::string error)> fn);
   /// Runs `fn` with the counters and the link's state, on the strand.
   void read_stats(std::function<void(const top_level_stats&)> fn);
 
@@ -149,6 +151,16 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   bool close_sent_ = false;  ///< stopping: the link's close is on its way
   std::function<void()> stopped_;
   boost::asio::steady_timer stop_timer_;
+  struct link_waiter {
+    std::function<void(std::string)> fn;
+    std::shared_ptr<boost::asio::steady_timer> timer;
+  };
+  std::map<std::uint64_t, link_waiter> link_waiters_;
+  std::uint64_t next_link_waiter_ = 0;
+  /// The link is up (error empty) or the top level stops: every waiter hears it.
+  void answer_link_waiters(const std::string& error);
+  /// Why there is no link now, for messages.
+  std::string link_error() const;
 };
 
 }  // namespace dde::host

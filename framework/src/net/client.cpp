@@ -4,37 +4,19 @@
 #include <charconv>
 
 #include "tls_context.hpp"
+#include "url.hpp"
 #include "ws_session.hpp"
 
 namespace dde::net {
 
 std::optional<ws_url> parse_ws_url(std::string_view url) {
-  constexpr std::string_view plain = "ws://", secure = "wss://";
+  auto parts = parse_url(url);
+  if (!parts || (parts->scheme != "ws" && parts->scheme != "wss")) return std::nullopt;
   ws_url out;
-  if (url.substr(0, secure.size()) == secure) {
-    url.remove_prefix(secure.size());
-    out.tls = true;
-    out.port = 443;
-  } else if (url.substr(0, plain.size()) == plain) {
-    url.remove_prefix(plain.size());
-  } else {
-    return std::nullopt;
-  }
-  auto slash = url.find('/');
-  auto hostport = url.substr(0, slash);
-  out.path = slash == std::string_view::npos ? "/" : std::string(url.substr(slash));
-  auto colon = hostport.rfind(':');
-  if (colon != std::string_view::npos) {
-    auto port = hostport.substr(colon + 1);
-    unsigned value = 0;
-    auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (ec != std::errc() || ptr != port.data() + port.size() || value == 0 || value > 65535)
-      return std::nullopt;
-    out.port = std::uint16_t(value);
-    hostport = hostport.substr(0, colon);
-  }
-  if (hostport.empty()) return std::nullopt;
-  out.host = std::string(hostport);
+  out.tls = parts->scheme == "wss";
+  out.port = parts->port.value_or(out.tls ? 443 : 80);
+  out.host = std::move(parts->host);
+  out.path = std::move(parts->target);
   return out;
 }
 
@@ -54,7 +36,7 @@ namespace {
 
 using on_fail_fn = std::function<void(const std::string&)>;
 
-std::string where(const ws_url& url) { return url.host + ":" + std::to_string(url.port); }
+std::string where(const ws_url& url) { return host_port(url.host, url.port); }
 
 /// TLS over the connected `tcp`, then the WebSocket handshake.
 void start_tls(std::shared_ptr<beast::tcp_stream> tcp, const ws_url& url, std::shared_ptr<ws_handler> handler,
@@ -97,13 +79,13 @@ void ws_connect(boost::asio::io_context& io, const ws_url& url, std::shared_ptr<
         stream->async_connect(
             results, [stream, url, handler, on_fail, options](beast::error_code ec, const tcp::endpoint&) {
               if (ec)
-                return on_fail("cannot connect to " + url.host + ":" + std::to_string(url.port) + ": " +
+                return on_fail("cannot connect to " + where(url) + ": " +
                                ec.message());
               if (url.tls) return start_tls(stream, url, handler, on_fail, options);
               auto session = std::make_shared<ws_session<beast::tcp_stream>>(
                   std::move(*stream), handler, options.max_ws_message, beast::role_type::client);
               session->set_handshake_headers(options.headers);
-              session->run_client(url.host + ":" + std::to_string(url.port), url.path, on_fail);
+              session->run_client(where(url), url.path, on_fail);
             });
       });
 }

@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "tls_context.hpp"
+#include "url.hpp"
 
 namespace dde::net {
 namespace {
@@ -199,7 +200,7 @@ class exchange {
     return describe(ec);
   }
 
-  std::string where() const { return url_.host + ":" + std::to_string(url_.port); }
+  std::string where() const { return host_port(url_.host, url_.port); }
   std::string describe(beast::error_code ec) const {
     if (cancelled_) return "cancelled";
     return ec == beast::error::timeout ? std::string("timed out") : ec.message();
@@ -227,31 +228,14 @@ class exchange {
 }  // namespace
 
 std::optional<http_url> parse_http_url(std::string_view url) {
+  auto parts = parse_url(url);
+  if (!parts || (parts->scheme != "http" && parts->scheme != "https")) return std::nullopt;
   http_url out;
-  for (auto [scheme, tls, port] : {std::tuple{std::string_view("http://"), false, std::uint16_t(80)},
-                                   std::tuple{std::string_view("https://"), true, std::uint16_t(443)}}) {
-    if (url.substr(0, scheme.size()) != scheme) continue;
-    url.remove_prefix(scheme.size());
-    out.tls = tls;
-    out.port = port;
-    auto slash = url.find('/');
-    auto hostport = url.substr(0, slash);
-    if (slash != std::string_view::npos) out.target = std::string(url.substr(slash));
-    auto colon = hostport.rfind(':');
-    if (colon != std::string_view::npos && hostport.find(']') == std::string_view::npos) {
-      auto digits = hostport.substr(colon + 1);
-      unsigned value = 0;
-      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-      if (ec != std::errc() || ptr != digits.data() + digits.size() || value == 0 || value > 65535)
-        return std::nullopt;
-      out.port = std::uint16_t(value);
-      hostport = hostport.substr(0, colon);
-    }
-    if (hostport.empty()) return std::nullopt;
-    out.host = std::string(hostport);
-    return out;
-  }
-  return std::nullopt;
+  out.tls = parts->scheme == "https";
+  out.port = parts->port.value_or(out.tls ? 443 : 80);
+  out.host = std::move(parts->host);
+  out.target = std::move(parts->target);
+  return out;
 }
 
 http_result http_fetch(std::string_view method, std::string_view url, std::string_view body,
@@ -269,7 +253,8 @@ http_result http_fetch(std::string_view method, std::string_view url, std::strin
   }
   http::request<http::string_body> req{verb, parsed->target, 11};
   bool default_port = parsed->port == (parsed->tls ? 443 : 80);
-  req.set(http::field::host, default_port ? parsed->host : parsed->host + ":" + std::to_string(parsed->port));
+  auto authority = host_port(parsed->host, parsed->port);
+  req.set(http::field::host, default_port ? authority.substr(0, authority.rfind(':')) : authority);
   req.set(http::field::user_agent, "dde");
   bool has_type = false;
   for (auto& [name, value] : headers) {

@@ -45,6 +45,9 @@ using control_response = basic_response_frame<nlohmann::json>;
 namespace control {
 struct add_isolate {
   nlohmann::json spec;  ///< the pool spec (a deploy body); the host parses it with parse_pool_spec
+  /// A fresh deploy: refused unless the system's MQS link is up within this long ("mqsLinkTimeoutMs").
+  /// Absent for a redeploy after a restart, which waits for the MQS however long it takes.
+  std::optional<std::uint32_t> link_timeout_ms;
 };
 struct remove_isolate {
   std::string isolate;
