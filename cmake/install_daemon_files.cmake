@@ -4,9 +4,12 @@
 # <prefix>/lib/systemd/system (systemd reads /usr/lib/... and /usr/local/lib/...).
 if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
   set(etc_dir /etc/dde)
+  set(logrotate_dir /etc/logrotate.d)
 else()
   set(etc_dir ${CMAKE_INSTALL_PREFIX}/etc/dde)
+  set(logrotate_dir ${CMAKE_INSTALL_PREFIX}/etc/logrotate.d)
 endif()
+file(INSTALL ${DDE_SOURCE_DIR}/deploy/systemd/dde.logrotate DESTINATION ${logrotate_dir} RENAME dde)
 string(MD5 prefix_key "${CMAKE_INSTALL_PREFIX}")
 set(staging ${DDE_BINARY_DIR}/CMakeFiles/dde-units-${prefix_key})
 file(MAKE_DIRECTORY ${staging})

@@ -36,7 +36,7 @@ else()
     "libc6, libgcc-s1, libstdc++6, librabbitmq4, libspdlog1.1, libfmt9, libssl3, libuuid1, liburiparser1")
 endif()
 set(CPACK_DEBIAN_DAEMONS_PACKAGE_RECOMMENDS "rabbitmq-server")
-set(dde_conffiles "/etc/dde/registry.env\n/etc/dde/mqs.env\n/etc/dde/activator.env\n")
+set(dde_conffiles "/etc/dde/registry.env\n/etc/dde/mqs.env\n/etc/dde/activator.env\n/etc/logrotate.d/dde\n")
 file(WRITE ${CMAKE_BINARY_DIR}/sdk/debian-daemons/conffiles "${dde_conffiles}")
 set(CPACK_DEBIAN_DAEMONS_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/sdk/debian-daemons/conffiles)
 

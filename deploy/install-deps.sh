@@ -8,9 +8,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # clang + libclang-rt-14-dev: the ASan/UBSan build and the libFuzzer targets (deploy/sanitize.sh).
 # dpkg-dev: dpkg-shlibdeps, which declares the .deb packages' dependencies (cpack); binutils: nm and
 # readelf for the SDK tests; chromium and nodejs: the dashboard's browser test (tests/browser);
-# gnuplot-nox: the benchmark plots (deploy/bench.sh).
+# gnuplot-nox: the benchmark plots (deploy/bench.sh); liburiparser-dev: URLs; shellcheck and
+# logrotate: the scripts' and the logrotate file's tests.
 packages=(build-essential cmake ccache libboost-dev nlohmann-json3-dev uuid-dev libssl-dev libspdlog-dev
-  libgtest-dev libgmock-dev googletest librabbitmq-dev liburiparser-dev rabbitmq-server amqp-tools curl procps iproute2 python3
+  libgtest-dev libgmock-dev googletest librabbitmq-dev liburiparser-dev shellcheck logrotate rabbitmq-server
+  amqp-tools curl procps iproute2 python3
   dpkg-dev binutils clang libclang-rt-14-dev chromium nodejs gnuplot-nox)
 # Debian's nodejs comes without npm (a nodejs from elsewhere may bundle it).
 command -v npm >/dev/null 2>&1 || packages+=(npm)

@@ -35,7 +35,9 @@ cluster=(--dir "$run/cluster" --prefetch "$prefetch" --registry-port "$(dde_free
 cleanup() { "$here/cluster.sh" down "${cluster[@]}" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 registry=$("$here/cluster.sh" up "${cluster[@]}")
+# shellcheck disable=SC1091  # written by cluster.sh up: registry=... mqs=...
 source "$run/cluster/urls"
+: "${mqs:?cluster.sh up did not name the MQS in $run/cluster/urls}"
 ddectl=("$build/bin/ddectl" --registry "$registry")
 node=$("${ddectl[@]}" list | grep -o '"bootstrapperId": *"[0-9]*"' | head -1 | grep -o '[0-9][0-9]*')
 [[ -n $node ]] || dde_die "no node registered with $registry"

@@ -50,7 +50,7 @@ for pkg in nlohmann-json3-dev libboost-dev libspdlog-dev uuid-dev liburiparser-d
   grep -q "$pkg" <<<"$dev_depends" || fail "dde-dev does not depend on $pkg: Depends: $dev_depends"
 done
 conffiles=$(dpkg-deb -I "$deb" conffiles)
-for f in /etc/dde/registry.env /etc/dde/mqs.env /etc/dde/activator.env; do
+for f in /etc/dde/registry.env /etc/dde/mqs.env /etc/dde/activator.env /etc/logrotate.d/dde; do
   grep -qx "$f" <<<"$conffiles" || fail "$f is not a conffile: $conffiles"
 done
 

@@ -17,10 +17,11 @@ struct ask_result {
   std::string output;
 };
 
-/// `ddectl ask TO BODY --mqs MQS`: its exit status and what it printed.
-ask_result ddectl_ask(const std::string& mqs, const std::string& to, const std::string& body,
+/// `ddectl --registry URL ask TO BODY`: its exit status and what it printed. The registry says
+/// where the pool runs (its MQS).
+ask_result ddectl_ask(const std::string& registry, const std::string& to, const std::string& body,
                       const std::filesystem::path& log) {
-  child_process ctl({bin_path("ddectl").string(), "ask", to, body, "--mqs", mqs, "--timeout-ms", "60000"},
+  child_process ctl({bin_path("ddectl").string(), "--registry", registry, "ask", to, body, "--timeout-ms", "60000"},
                     log);
   auto status = ctl.wait_exit(90s);
   return {status && WIFEXITED(*status) ? std::optional<int>(WEXITSTATUS(*status)) : std::nullopt, ctl.log()};
@@ -36,7 +37,7 @@ TEST_F(Cluster, TheOutOfTreeExampleBuiltAgainstTheInstalledSdkAnswersAnAsk) {
   auto deployed = deploy(body);
   ASSERT_EQ(deployed.status, 200) << deployed.body;
 
-  auto answer = ddectl_ask(mqs.url(), sys + "/echo", R"({"hello": "sdk", "n": 7})", dir / "ddectl-ask.log");
+  auto answer = ddectl_ask(registry.url(), sys + "/echo", R"({"hello": "sdk", "n": 7})", dir / "ddectl-ask.log");
   ASSERT_EQ(answer.status, 0) << answer.output;
   auto reply = nlohmann::json::parse(answer.output, nullptr, false);
   EXPECT_EQ(reply, (nlohmann::json{{"echo", {{"hello", "sdk"}, {"n", 7}}}, {"by", "out-of-tree"}}))
@@ -62,9 +63,15 @@ TEST_F(Cluster, AWorkerBuiltForAnotherAbiVersionIsRefusedNamingBothVersions) {
   EXPECT_TRUE(pools_of(registry, id, sys).empty());
 }
 
-TEST_F(Cluster, AskingAPoolNobodyServesTimesOutWithAClearError) {
-  child_process ctl({bin_path("ddectl").string(), "ask", unique_system("nobody") + "/here", "{}", "--mqs",
-                     mqs.url(), "--timeout-ms", "1500"},
+TEST_F(Cluster, AskingAPoolNobodyServesIsAClearError) {
+  auto nobody = unique_system("nobody") + "/here";
+  // The registry knows no such pool: refused before any MQS is reached.
+  auto unknown = ddectl_ask(registry.url(), nobody, "{}", dir / "ddectl-unknown.log");
+  EXPECT_EQ(unknown.status, std::optional<int>(1)) << unknown.output;
+  EXPECT_NE(unknown.output.find("no pool " + nobody + " is deployed"), std::string::npos) << unknown.output;
+  // Sent anyway (--no-registry): no worker answers, and ddectl gives up after its timeout.
+  child_process ctl({bin_path("ddectl").string(), "ask", nobody, "{}", "--no-registry", "--mqs", mqs.url(),
+                     "--timeout-ms", "1500"},
                     dir / "ddectl-nobody.log");
   auto status = ctl.wait_exit(30s);
   ASSERT_TRUE(status && WIFEXITED(*status)) << ctl.log();
