@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "suite/bench_cluster.hpp"
+#include "bench_cli.hpp"
 
 namespace {
 
@@ -71,7 +72,11 @@ void dde_point(rabbitmq_node& broker, point& p, long n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool quick = false;
+  if (auto code = dde::bench::bench_command_line(
+          argc, argv, "dde-bench-backbone",
+          "DDE end to end next to raw rabbitmq-c on one throw-away broker (see README, Benchmarks).", quick))
+    return *code;
   long n_fast = quick ? 20000 : 100000;
   long n_slow = quick ? 2000 : 10000;
   rabbitmq_node broker("bench");

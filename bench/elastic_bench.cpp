@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "cluster.hpp"
+#include "bench_cli.hpp"
 
 namespace {
 
@@ -139,7 +140,11 @@ std::string fmt(double ms) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int runs = argc > 1 && std::string(argv[1]) == "--quick" ? 1 : 3;
+  bool quick = false;
+  if (auto code = dde::bench::bench_command_line(argc, argv, "dde-bench-elastic",
+                                                 "Autoscaling: scale-up and scale-down times on a local cluster.", quick))
+    return *code;
+  const int runs = quick ? 1 : 3;
   rabbitmq_node broker("elastic");
   broker.start();
   std::vector<scale_run> scales;

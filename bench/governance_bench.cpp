@@ -14,6 +14,7 @@
 
 #include "api_server.hpp"
 #include "cluster.hpp"
+#include "bench_cli.hpp"
 
 namespace {
 
@@ -30,7 +31,11 @@ struct run_result {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  bool quick = false;
+  if (auto code = dde::bench::bench_command_line(
+          argc, argv, "dde-bench-governance",
+          "Rate-limit governance: violations and throughput against the test API server.", quick))
+    return *code;
   const int n = quick ? 120 : 400;
   const auto limit = 40;
   const auto budget = quick ? 60s : 120s;

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "cluster.hpp"
+#include "bench_cli.hpp"
 
 namespace {
 
@@ -24,7 +25,11 @@ double pct(std::vector<double> v, double p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int swaps = argc > 1 && std::string(argv[1]) == "--quick" ? 6 : 20;
+  bool quick = false;
+  if (auto code = dde::bench::bench_command_line(argc, argv, "dde-bench-hotswap",
+                                                 "The pause of a hot plugin swap under steady load.", quick))
+    return *code;
+  const int swaps = quick ? 6 : 20;
   const int rate = 2000;
   auto dir = fresh_dir("bench-hotswap");
   rabbitmq_node broker("hotswap");

@@ -38,7 +38,9 @@ endif()
 set(CPACK_DEBIAN_DAEMONS_PACKAGE_RECOMMENDS "rabbitmq-server")
 set(dde_conffiles "/etc/dde/registry.env\n/etc/dde/mqs.env\n/etc/dde/activator.env\n/etc/logrotate.d/dde\n")
 file(WRITE ${CMAKE_BINARY_DIR}/sdk/debian-daemons/conffiles "${dde_conffiles}")
-set(CPACK_DEBIAN_DAEMONS_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/sdk/debian-daemons/conffiles)
+# postinst: creates the daemons' user through systemd-sysusers (deploy/systemd/dde.sysusers).
+set(CPACK_DEBIAN_DAEMONS_PACKAGE_CONTROL_EXTRA
+  "${CMAKE_BINARY_DIR}/sdk/debian-daemons/conffiles;${CMAKE_SOURCE_DIR}/deploy/systemd/postinst")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME dde-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)

@@ -65,6 +65,8 @@ if [[ $(id -u) -eq 0 ]]; then
   dpkg --root="$root" -s dde | grep -qx "Status: install ok installed" || fail "dde is not installed in $root"
   dpkg --root="$root" -L dde | grep -qx /usr/bin/dde-registry || fail "dpkg -L dde does not list /usr/bin/dde-registry"
   dpkg --root="$root" -L dde-dev | grep -qx /usr/include/dde/worker.hpp || fail "dpkg -L dde-dev lacks worker.hpp"
+  # The postinst created the daemons' user, in that root.
+  grep -q '^dde:' "$root/etc/passwd" || fail "the postinst did not create the dde user: $(cat "$out/dpkg.log")"
 else
   echo "not root: unpacking with dpkg-deb -x instead of dpkg --root -i"
   dpkg-deb -x "$deb" "$root"
@@ -74,6 +76,9 @@ fi
 unit="$root/usr/lib/systemd/system/dde-registry.service"
 grep -qx 'ExecStart=/usr/bin/dde-registry $DDE_ARGS' "$unit" || fail "$unit: $(grep ExecStart "$unit")"
 grep -qx 'EnvironmentFile=-/etc/dde/registry.env' "$unit" || fail "$unit: $(grep EnvironmentFile "$unit")"
+grep -qx 'User=dde' "$unit" || fail "$unit does not run as dde"
+grep -q '^u dde ' "$root/usr/lib/sysusers.d/dde.conf" || fail "no sysusers.d/dde.conf"
+[[ -s $root/usr/share/doc/dde/README.md ]] || fail "no /usr/share/doc/dde/README.md (the units' Documentation=)"
 grep -q '^DDE_ARGS=".*--port 8000' "$root/etc/dde/registry.env" || fail "registry.env: $(cat "$root/etc/dde/registry.env")"
 
 help=$("$root/usr/bin/dde-registry" --help) || fail "the installed dde-registry --help failed"

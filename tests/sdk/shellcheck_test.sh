@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$1"
 command -v shellcheck >/dev/null || { echo "FAIL: shellcheck is not installed (deploy/install-deps.sh installs it)" >&2; exit 1; }
-mapfile -t scripts < <(git ls-files '*.sh' .ci/run 2>/dev/null || find . -name '*.sh' -not -path './build*')
+mapfile -t scripts < <(git ls-files '*.sh' .ci/run deploy/systemd/postinst 2>/dev/null || find . -name '*.sh' -not -path './build*')
 ((${#scripts[@]} >= 10)) || { echo "FAIL: only ${#scripts[@]} scripts found" >&2; exit 1; }
 shellcheck -x -S warning "${scripts[@]}"
 echo "PASS: shellcheck on ${#scripts[@]} scripts"
