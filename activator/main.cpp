@@ -77,8 +77,10 @@ int main(int argc, char** argv) {
   try {
     dde::activator::activator node(o);
     node.start();
+    dde::notify_ready("listening on port " + std::to_string(o.port));
     int sig = dde::wait_for_stop_signal();
     dde::logger("activator")->info("signal {} received: stopping the isolate systems", sig);
+    dde::notify_stopping();
     node.stop();
   } catch (const std::exception& e) {
     dde::logger("activator")->critical("{}", e.what());

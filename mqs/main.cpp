@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "dde/daemon.hpp"
 #include "dde/log.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/mqs_server.hpp"
@@ -46,11 +47,13 @@ int main(int argc, char** argv) {
     log->info("listening on {}://{}:{}/mqs (broker {}://{}:{} vhost {} as {}, prefetch {})",
               cfg.tls.enabled() ? "wss" : "ws", cfg.listen, server.port(), cfg.broker_tls ? "amqps" : "amqp",
               cfg.broker_host, cfg.broker_port, cfg.vhost, cfg.user, cfg.prefetch);
+    dde::notify_ready("listening on port " + std::to_string(server.port()));
 
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int sig) {
       if (ec) return;
       log->info("signal {}: stopping", sig);
+      dde::notify_stopping();
       server.stop_accepting();
       io.stop();
     });

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "dde/daemon.hpp"
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
 #include "registry_config.hpp"
@@ -43,10 +44,12 @@ int main(int argc, char** argv) {
         cfg.request_timeout.count(), cfg.tls.verify_client ? ", client certificates required" : "",
         cfg.admin_token.empty() ? "off" : (cfg.read_token.empty() ? "admin" : "admin+read"),
         cfg.cluster_secret.empty() ? "off" : "on");
+    dde::notify_ready("listening on port " + std::to_string(service.port()));
     boost::asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code& ec, int sig) {
       if (ec) return;
       log->info("signal {}: stopping", sig);
+      dde::notify_stopping();
       service.stop();
       io.stop();
     });

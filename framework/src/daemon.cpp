@@ -2,7 +2,12 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 #include "dde/log.hpp"
@@ -48,6 +53,24 @@ int wait_for_stop_signal() {
   int sig = 0;
   sigwait(&set, &sig);
   return sig;
+}
+
+bool notify_systemd(const std::string& state) {
+  const char* path = std::getenv("NOTIFY_SOCKET");
+  if (!path || !*path) return false;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::size_t length = std::strlen(path);
+  if (length >= sizeof addr.sun_path || (path[0] != '/' && path[0] != '@')) return false;
+  std::memcpy(addr.sun_path, path, length);
+  if (path[0] == '@') addr.sun_path[0] = '\0';  // an abstract socket
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  auto size = socklen_t(offsetof(sockaddr_un, sun_path) + length);
+  bool sent = ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&addr), size) ==
+              ssize_t(state.size());
+  ::close(fd);
+  return sent;
 }
 
 }  // namespace dde

@@ -80,8 +80,19 @@ std::optional<std::string> node_table::id_of(std::uint64_t conn) const {
   return it->second;
 }
 
-const node_info* node_table::find(const std::string& id) const {
-  auto it = nodes_.find(id);
+std::string node_table::resolve(const std::string& key) const {
+  if (nodes_.count(key)) return key;
+  std::string found;
+  for (auto& [id, n] : nodes_) {
+    if (n.info.name != key) continue;
+    if (!found.empty()) return {};  // two nodes share the name: it names neither
+    found = id;
+  }
+  return found;
+}
+
+const node_info* node_table::find(const std::string& key) const {
+  auto it = nodes_.find(resolve(key));
   return it == nodes_.end() ? nullptr : &it->second.info;
 }
 
@@ -94,11 +105,11 @@ std::vector<node_info> node_table::list() const {
   return out;
 }
 
-bool node_table::request(const std::string& id, protocol::node_request request, answer_fn done) {
-  auto it = nodes_.find(id);
+bool node_table::request(const std::string& key, protocol::node_request request, answer_fn done) {
+  auto it = nodes_.find(resolve(key));
   if (it == nodes_.end()) return false;
   auto request_id = next_request_++;
-  pending_[request_id] = {id, it->second.conn, std::string(protocol::action_of(request)),
+  pending_[request_id] = {it->first, it->second.conn, std::string(protocol::action_of(request)),
                           opts_.now() + opts_.request_timeout, std::move(done)};
   it->second.link->send(protocol::encode(protocol::request_frame{request_id, std::move(request)}));
   return true;

@@ -72,12 +72,16 @@ class node_table {
   void disconnect(const std::string& id, const std::string& reason);
 
   std::optional<std::string> id_of(std::uint64_t conn) const;
-  const node_info* find(const std::string& id) const;
+  /// The id of the node `key` names: its bootstrapperId, or the name of exactly one connected node
+  /// (`ddectl show node-a`); "" when none, or several nodes share that name.
+  std::string resolve(const std::string& key) const;
+  /// The node `key` names (an id or a unique name, see resolve).
+  const node_info* find(const std::string& key) const;
   /// Every node, oldest connection first.
   std::vector<node_info> list() const;
   std::size_t size() const { return nodes_.size(); }
 
-  /// Sends `request` to node `id`. `done` runs exactly once (later, never inside this call): with the
+  /// Sends `request` to node `id` (or a unique name, see resolve). `done` runs exactly once (later, never inside this call): with the
   /// node's answer, 504 after the request timeout, or 502 if the node disconnects. Returns false, and
   /// drops `done`, when no node has that id.
   bool request(const std::string& id, protocol::node_request request, answer_fn done);

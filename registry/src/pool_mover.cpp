@@ -117,7 +117,8 @@ void move_pool(node_table& nodes, const migrate_request& req, reply_fn reply) {
   if (!nodes.find(req.bootstrapper_id)) return reply(unknown_node_reply(req.bootstrapper_id));
   if (!nodes.find(to))
     return reply(error_reply(404, "unknown toBootstrapperId \"" + to +
-                                      "\": no such node is connected (GET /registry/system/list)"));
+                                      "\": no connected node has that id or that name, or several share the name (GET "
+                                      "/registry/system/list)"));
   auto m =
       std::make_shared<move>(move{nodes, req, std::move(reply), req.system + "/" + req.isolate, nullptr});
   step(m, req.bootstrapper_id, protocol::node::describe{},

@@ -31,7 +31,8 @@ rest_reply error_reply(int status, std::string message) {
 
 rest_reply unknown_node_reply(const std::string& id) {
   return error_reply(
-      404, "unknown bootstrapperId \"" + id + "\": no such node is connected (GET /registry/system/list)");
+      404, "unknown bootstrapperId \"" + id +
+               "\": no connected node has that id or that name, or several share the name (GET /registry/system/list)");
 }
 
 rest_api::rest_api(node_table& nodes, std::chrono::steady_clock::time_point started)

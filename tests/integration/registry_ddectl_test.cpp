@@ -71,6 +71,9 @@ TEST(RegistryCtl, DdectlPrintsAnswersAsJsonAndExitsWithTheDocumentedCodes) {
 
   auto shown = run({"show", node.id()});
   EXPECT_EQ(shown.exit, 0) << shown.err;
+  auto by_name = run({"show", "node-a"});
+  EXPECT_EQ(by_name.exit, 0) << "a node by its name as well as its id: " << by_name.err;
+  EXPECT_EQ(json::parse(by_name.out), json::parse(shown.out));
   auto pools = json::parse(shown.out)["sampleSystem"];
   ASSERT_EQ(pools.size(), 2u);
   EXPECT_EQ(pools[1]["id"], "sampleSystem/printer");

@@ -1,9 +1,12 @@
 // The REST API of a real dde-registry process (thesis 3.2.2 plus DDE's additions), with fake
 // nodes answering like real ones: the thesis's samples, every bad input, and pool migration.
 #include <arpa/inet.h>
+#include <cstring>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "registry_test_process.hpp"
@@ -140,10 +143,10 @@ TEST(RegistryRest, EveryBadInputGetsItsStatusAndMessageAndNothingDeployedIsTouch
        "field \"messageQueuingSystemServer\" is \"http://127.0.0.1:42043/mqs\": expected a WebSocket URL "
        "ws://host:port/path (or several, comma-separated, to fail over between)"},
       {"POST", "/registry/deploy", with("bootstrapperId", "12133208"), 404,
-       "unknown bootstrapperId \"12133208\": no such node is connected (GET /registry/system/list)"},
+       "unknown bootstrapperId \"12133208\": no connected node has that id or that name, or several share the name (GET /registry/system/list)"},
       {"POST", "/registry/deploy", std::string(5000, ' '), 413, "request body exceeds 4096 bytes"},
       {"GET", "/registry/system/12133208", "", 404,
-       "unknown bootstrapperId \"12133208\": no such node is connected (GET /registry/system/list)"},
+       "unknown bootstrapperId \"12133208\": no connected node has that id or that name, or several share the name (GET /registry/system/list)"},
       {"GET", "/registry/nodes", "", 404, "unknown path \"/registry/nodes\"; the registry serves..."},
       {"DELETE", "/registry/deploy", "", 405, "method DELETE is not allowed on /registry/deploy; use POST"},
       {"POST", "/registry/system/list", "{}", 405,
@@ -281,6 +284,31 @@ TEST(RegistryMigrate, APoolMovesWithinANodeAndBetweenNodes) {
   EXPECT_NE(registry.log().find("migrate sampleSystem/consumer from node " + a.id() + " to node " + b.id() +
                                 ": ok"),
             std::string::npos);
+}
+
+TEST(RegistryDaemon, TellsSystemdItIsReadyOnceItListens) {
+  // Type=notify in dde-registry.service: READY=1 on $NOTIFY_SOCKET once the port is open.
+  auto dir = dde::test::fresh_dir("notify");
+  auto path = (dir / "notify.sock").string();
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof addr.sun_path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
+  auto port = dde::test::free_port();
+  dde::test::child_process registry({dde::test::bin_path("dde-registry").string(), "--port", std::to_string(port)},
+                                    dir / "registry.log", {{"NOTIFY_SOCKET", path}});
+  pollfd p{fd, POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 30000), 1) << "no notification within 30 s:\n" << registry.log();
+  char buf[512] = {};
+  auto n = ::recv(fd, buf, sizeof buf - 1, 0);
+  ::close(fd);
+  ASSERT_GT(n, 0);
+  std::string state(buf, std::size_t(n));
+  EXPECT_EQ(state, "READY=1\nSTATUS=listening on port " + std::to_string(port));
+  EXPECT_TRUE(dde::test::port_open(port)) << "ready means it listens";
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ for daemon in registry mqs activator; do
   awk -v s="$score" 'BEGIN { exit !(s <= 5.0) }' || fail "dde-$daemon.service: exposure $score > 5.0"
   grep -qx 'User=dde' "$unit" || fail "dde-$daemon.service does not run as the dde user"
   grep -q '^Documentation=' "$unit" || fail "dde-$daemon.service has no Documentation="
-  for key in NoNewPrivileges=yes ProtectSystem=strict PrivateTmp=yes; do
+  for key in Type=notify NoNewPrivileges=yes ProtectSystem=strict PrivateTmp=yes; do
     grep -qx "$key" "$unit" || fail "dde-$daemon.service lacks $key"
   done
   grep -q '^ProtectHome=' "$unit" || fail "dde-$daemon.service lacks ProtectHome="

@@ -1,11 +1,15 @@
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "dde/daemon.hpp"
 #include "dde/envelope.hpp"
 #include "dde/names.hpp"
 #include "dde/net/ws.hpp"
@@ -131,6 +135,35 @@ TEST(Urls, DefaultsAndWhatIsNotAUrlWeTake) {
   for (auto bad : {"http://[::1:8000/", "http://h:0/", "http://h:65536/", "http://h:80x/", "http:///x",
                    "http://user@h/", "ftp://h/", "ws://a b/", "127.0.0.1:8000", ""})
     EXPECT_FALSE(dde::net::parse_http_url(bad) || dde::net::parse_ws_url(bad)) << bad;
+}
+
+TEST(SystemdNotify, NothingIsSentWithoutANotifySocket) {
+  ::unsetenv("NOTIFY_SOCKET");
+  EXPECT_FALSE(dde::notify_ready("listening"));
+  ::setenv("NOTIFY_SOCKET", "relative/path", 1);
+  EXPECT_FALSE(dde::notify_ready("listening")) << "only absolute or abstract (@) sockets";
+  ::unsetenv("NOTIFY_SOCKET");
+}
+
+TEST(SystemdNotify, ReadyGoesToAnAbstractSocketAsOneDatagram) {
+  int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  std::string name = "@dde-notify-test-" + std::to_string(::getpid());
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, name.data(), name.size());
+  addr.sun_path[0] = '\0';
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), socklen_t(offsetof(sockaddr_un, sun_path) + name.size())), 0);
+  ::setenv("NOTIFY_SOCKET", name.c_str(), 1);
+  EXPECT_TRUE(dde::notify_ready("listening on port 8000"));
+  EXPECT_TRUE(dde::notify_stopping());
+  ::unsetenv("NOTIFY_SOCKET");
+  char buf[256] = {};
+  auto n = ::recv(fd, buf, sizeof buf, 0);
+  EXPECT_EQ(std::string(buf, std::size_t(std::max<ssize_t>(n, 0))), "READY=1\nSTATUS=listening on port 8000");
+  n = ::recv(fd, buf, sizeof buf, 0);
+  EXPECT_EQ(std::string(buf, std::size_t(std::max<ssize_t>(n, 0))), "STOPPING=1");
+  ::close(fd);
 }
 
 TEST(RecordCodec, ConcatenatedBatchesDecodeAsOne) {

@@ -44,12 +44,13 @@ struct manual_clock {
 
 /// A node registered in a table, whose answers the test gives.
 struct scripted_node {
-  scripted_node(node_table& table, std::uint64_t conn, const std::string& wanted_id = {})
+  scripted_node(node_table& table, std::uint64_t conn, const std::string& wanted_id = {},
+                const std::string& name = {})
       : table(table), conn(conn) {
     node_info info;
     info.ip = "127.0.0.1";
     info.port = std::to_string(50000 + conn);
-    info.name = "node-" + std::to_string(conn);
+    info.name = name.empty() ? "node-" + std::to_string(conn) : name;
     info.activator = "ws://127.0.0.1:" + std::to_string(42000 + conn) + "/activator";
     id =
         table.add(conn, link, info, wanted_id.empty() ? std::nullopt : std::optional<std::string>(wanted_id));

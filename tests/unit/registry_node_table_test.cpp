@@ -73,6 +73,22 @@ TEST(RegistryNodeTable, TheListIsInRegistrationOrderAndANodeThatLeavesIsGone) {
   EXPECT_EQ(to_json(table.list()[0]).at("port"), "50010");
 }
 
+TEST(RegistryNodeTable, ANodeIsFoundByItsNameWhenNoOtherNodeHasThatName) {
+  node_table table{node_table::options{}};
+  scripted_node a(table, 10), b(table, 5);
+  EXPECT_EQ(table.resolve("node-10"), a.id);
+  EXPECT_EQ(table.resolve(b.id), b.id);
+  ASSERT_NE(table.find("node-5"), nullptr);
+  EXPECT_EQ(table.find("node-5")->id, b.id);
+  answers out;
+  EXPECT_TRUE(table.request("node-10", protocol::node::describe{}, out.slot("d")));
+  EXPECT_EQ(a.last()["action"], "describe") << "sent to the node of that name";
+  EXPECT_EQ(table.resolve("node-7"), "");
+  scripted_node twin(table, 7, {}, "node-10");
+  EXPECT_EQ(table.resolve("node-10"), "") << "two nodes of that name: it names neither";
+  EXPECT_EQ(table.resolve(a.id), a.id) << "ids still work";
+}
+
 TEST(RegistryNodeTable, ResponsesAreMatchedToTheirRequestsById) {
   manual_clock clock;
   node_table table{fake_time(clock)};

@@ -193,7 +193,8 @@ TEST_F(RegistryValidation, AWorkersPathThatIsNeitherLocalhostNorAnActivatorUrlIs
 TEST_F(RegistryValidation, AnUnknownBootstrapperIdIsA404AfterTheBodyIsValid) {
   expect_deploy_refused(
       with("bootstrapperId", "12133208"), 404,
-      "unknown bootstrapperId \"12133208\": no such node is connected (GET /registry/system/list)");
+      "unknown bootstrapperId \"12133208\": no connected node has that id or that name, or several share "
+      "the name (GET /registry/system/list)");
 }
 
 TEST_F(RegistryValidation, ShutdownBodiesAreChecked) {
