@@ -97,12 +97,17 @@ void system_manager::shutdown(std::string system, std::string isolate, outcome_f
     if (it == self->systems_.end()) return done(refused(404, "no isolate system \"" + system + "\" on this node"));
     auto& r = it->second;
     if (isolate.empty()) {
+      // What it stopped: the system and every pool it ran.
+      nlohmann::json pools = nlohmann::json::array();
+      for (auto& [name, body] : r.pools) pools.push_back(name);
+      auto stopped = succeeded({{"stopped", {{"isolateSystemName", system}, {"pools", pools}, {"pid", r.pid}}}});
       r.stopping = true;
       if (!r.control) {
         if (r.pid > 0) self->procs_->signal(r.pid, SIGTERM);
-        return done(succeeded());
+        return done(std::move(stopped));
       }
-      self->request(r, protocol::control::shutdown{}, [done](const protocol::control_response&) { done(succeeded()); });
+      self->request(r, protocol::control::shutdown{},
+                    [done, stopped](const protocol::control_response&) { done(stopped); });
       return;
     }
     if (!r.pools.count(isolate) && r.control == nullptr)
@@ -112,7 +117,7 @@ void system_manager::shutdown(std::string system, std::string isolate, outcome_f
                     if (!resp.ok) return done(refused(resp.status, resp.error));
                     auto it = self->systems_.find(system);
                     if (it != self->systems_.end()) it->second.pools.erase(isolate);
-                    done(succeeded());
+                    done(succeeded({{"stopped", {{"isolateSystemName", system}, {"pools", {isolate}}}}}));
                   });
   });
 }

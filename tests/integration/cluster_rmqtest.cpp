@@ -138,6 +138,7 @@ TEST_F(Cluster, ShuttingDownOnePoolLeavesTheRestAndShuttingDownASystemEndsItsPro
   auto shut = rest("POST", registry.url() + "/registry/system/shutdown",
                    nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", s1}, {"isolateName", "p1"}}.dump());
   ASSERT_EQ(shut.status, 200) << shut.body;
+  EXPECT_EQ(shut.json["stopped"]["pools"], nlohmann::json::array({"p1"})) << "it says what it stopped: " << shut.body;
   auto left = pools_of(registry, id, s1);
   ASSERT_EQ(left.size(), 1u) << left.dump();
   EXPECT_EQ(left[0]["id"], s1 + "/p2");
@@ -148,6 +149,8 @@ TEST_F(Cluster, ShuttingDownOnePoolLeavesTheRestAndShuttingDownASystemEndsItsPro
   shut = rest("POST", registry.url() + "/registry/system/shutdown",
               nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", s1}}.dump());
   ASSERT_EQ(shut.status, 200) << shut.body;
+  EXPECT_EQ(shut.json["stopped"]["isolateSystemName"], s1) << shut.body;
+  EXPECT_EQ(shut.json["stopped"]["pools"], nlohmann::json::array({"p2"})) << shut.body;
   EXPECT_TRUE(wait_until([&] { return !pid_running(pid); }, 30s));
   EXPECT_TRUE(wait_until([&] { return !rest("GET", registry.url() + "/registry/system/" + id).json.contains(s1); }, 10s));
   EXPECT_EQ(pools_of(registry, id, s2).size(), 1u);

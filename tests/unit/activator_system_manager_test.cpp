@@ -468,7 +468,9 @@ TEST_F(SystemManager, AShutdownOverTheLinkCountsTheLinkClosingAsItsAnswer) {
   manager->on_close(conn, "eof");
   settle();
   ASSERT_TRUE(shut);
-  EXPECT_TRUE(bool(*shut));
+  ASSERT_TRUE(bool(*shut));
+  EXPECT_EQ(shut->value()["stopped"]["isolateSystemName"], "sys") << "it says what it stopped";
+  EXPECT_EQ(shut->value()["stopped"]["pools"], nlohmann::json::array({"consumer"})) << shut->value().dump();
 }
 
 TEST_F(SystemManager, UnknownSystemsAndPoolsAreNotFound) {
