@@ -1,10 +1,17 @@
 #include "dde/metrics.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "dde/cli.hpp"
 
 namespace dde {
 namespace {
@@ -31,6 +38,33 @@ std::string render_value(double v) {
 }
 
 }  // namespace
+
+metric_histogram::metric_histogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), buckets_(new std::atomic<std::uint64_t>[bounds_.size() + 1]) {
+  std::sort(bounds_.begin(), bounds_.end());
+  for (std::size_t i = 0; i <= bounds_.size(); ++i) buckets_[i].store(0, std::memory_order_relaxed);
+}
+
+void metric_histogram::observe(double value) {
+  auto at = std::size_t(std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin());
+  buckets_[at].fetch_add(1, std::memory_order_relaxed);
+  auto sum = sum_.load(std::memory_order_relaxed);
+  while (!sum_.compare_exchange_weak(sum, sum + value, std::memory_order_relaxed)) {
+  }
+}
+
+std::vector<std::uint64_t> metric_histogram::cumulative() const {
+  std::vector<std::uint64_t> out(bounds_.size() + 1);
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i <= bounds_.size(); ++i) out[i] = total += buckets_[i].load(std::memory_order_relaxed);
+  return out;
+}
+
+const std::vector<double>& latency_buckets() {
+  static const std::vector<double> bounds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                             0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10, 30, 60};
+  return bounds;
+}
 
 std::string escape_label_value(const std::string& value) {
   std::string out;
@@ -71,6 +105,19 @@ metric_cell& metrics_registry::gauge(const std::string& name, const std::string&
   return cell(name, kind::gauge, help, labels);
 }
 
+metric_histogram& metrics_registry::histogram(const std::string& name, const std::string& help,
+                                              const std::vector<double>& bounds, const metric_labels& labels) {
+  std::lock_guard lock(mutex_);
+  auto& f = families_[name];
+  if (f.series.empty() && f.histograms.empty() && f.help.empty()) {
+    f.type = kind::histogram;
+    f.help = help;
+  }
+  auto& slot = f.histograms[render_labels(labels)];
+  if (!slot) slot = std::make_unique<metric_histogram>(bounds);
+  return *slot;
+}
+
 void metrics_registry::clear(const std::string& name) {
   std::lock_guard lock(mutex_);
   if (auto it = families_.find(name); it != families_.end()) it->second.series.clear();
@@ -91,10 +138,23 @@ std::string metrics_registry::render() {
   std::lock_guard lock(mutex_);
   std::string out;
   for (auto& [name, f] : families_) {
-    if (f.series.empty()) continue;
+    if (f.series.empty() && f.histograms.empty()) continue;
     out += "# HELP " + name + ' ' + f.help + '\n';
-    out += "# TYPE " + name + (f.type == kind::counter ? " counter\n" : " gauge\n");
+    out += "# TYPE " + name +
+           (f.type == kind::counter ? " counter\n" : f.type == kind::gauge ? " gauge\n" : " histogram\n");
     for (auto& [labels, c] : f.series) out += name + labels + ' ' + render_value(c->value()) + '\n';
+    for (auto& [labels, h] : f.histograms) {
+      // {pool="x"} becomes {pool="x",le="0.5"}; no labels, {le="0.5"}.
+      auto with_le = [&](const std::string& le) {
+        return labels.empty() ? "{le=\"" + le + "\"}" : labels.substr(0, labels.size() - 1) + ",le=\"" + le + "\"}";
+      };
+      auto counts = h->cumulative();
+      for (std::size_t i = 0; i < h->bounds().size(); ++i)
+        out += name + "_bucket" + with_le(render_bound(h->bounds()[i])) + ' ' + render_value(double(counts[i])) + '\n';
+      out += name + "_bucket" + with_le("+Inf") + ' ' + render_value(double(counts.back())) + '\n';
+      out += name + "_sum" + labels + ' ' + render_value(h->sum()) + '\n';
+      out += name + "_count" + labels + ' ' + render_value(double(counts.back())) + '\n';
+    }
   }
   return out;
 }
@@ -102,6 +162,42 @@ std::string metrics_registry::render() {
 metrics_registry& metrics_registry::process() {
   static metrics_registry registry;
   return registry;
+}
+
+void add_process_metrics(metrics_registry& registry) {
+  registry.gauge("dde_build_info", "DDE's version, as a label of a constant 1.", {{"version", version()}}).set(1);
+  registry.gauge("process_resident_memory_bytes", "Resident memory size in bytes.").set(double(resident_memory_bytes()));
+  // /proc/self/stat: after the command (in parentheses), field 14 utime, 15 stime, 22 starttime, 23 vsize.
+  std::ifstream stat_file("/proc/self/stat");
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), {});
+  auto close = stat.rfind(')');
+  if (close != std::string::npos) {
+    std::istringstream fields(stat.substr(close + 2));
+    std::vector<std::string> f((std::istream_iterator<std::string>(fields)), {});
+    const double ticks = double(::sysconf(_SC_CLK_TCK));
+    if (f.size() > 20 && ticks > 0) {
+      registry.counter("process_cpu_seconds_total", "User and system CPU time spent, in seconds.")
+          .set((std::stod(f[11]) + std::stod(f[12])) / ticks);
+      registry.gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.").set(std::stod(f[20]));
+      std::ifstream proc_stat("/proc/stat");
+      std::string key;
+      double boot = 0;
+      while (proc_stat >> key)
+        if (key == "btime" && (proc_stat >> boot)) break;
+      if (boot > 0)
+        registry.gauge("process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds.")
+            .set(boot + std::stod(f[19]) / ticks);
+    }
+  }
+  std::error_code ec;
+  double fds = 0;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec))
+    ++fds;
+  registry.gauge("process_open_fds", "Open file descriptors.").set(fds);
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0)
+    registry.gauge("process_max_fds", "The most file descriptors the process may open.").set(double(limit.rlim_cur));
 }
 
 std::uint64_t resident_memory_bytes() {

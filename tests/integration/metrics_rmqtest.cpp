@@ -75,6 +75,14 @@ TEST_F(Cluster, MetricsOfEveryDaemonParseAndCountTheMessagesSent) {
   EXPECT_EQ(m.value("dde_mqs_broker_connected"), 1) << raw;
   EXPECT_GE(m.value("dde_mqs_websocket_clients").value_or(0), 1) << raw;
   EXPECT_GT(m.value("process_resident_memory_bytes").value_or(0), 1e6) << raw;
+  // Per-pool handling time, the build and the standard process figures (issue 19).
+  EXPECT_EQ(m.types["dde_host_handling_seconds"], "histogram");
+  EXPECT_EQ(m.value("dde_host_handling_seconds_count", consumer), n) << raw;
+  EXPECT_EQ(m.value("dde_host_handling_seconds_bucket", {{"pool", sys + ".consumer"}, {"le", "+Inf"}}), n) << raw;
+  EXPECT_EQ(m.types["dde_build_info"], "gauge");
+  EXPECT_GT(m.value("process_cpu_seconds_total").value_or(0), 0) << raw;
+  EXPECT_GT(m.value("process_open_fds").value_or(0), 2) << raw;
+  EXPECT_GT(m.value("process_start_time_seconds").value_or(0), 1.7e9) << raw;
 
   // The registry's per-pool figures come from the routers (through the activator) and the MQS.
   auto r = scrape_until(registry.port, "dde_pool_messages_out_total", {{"pool", topic}}, n, raw);

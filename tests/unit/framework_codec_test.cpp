@@ -11,6 +11,8 @@
 
 #include "dde/daemon.hpp"
 #include "dde/envelope.hpp"
+#include "dde/metrics.hpp"
+#include "dde/cli.hpp"
 #include "dde/names.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/net/http_client.hpp"
@@ -164,6 +166,41 @@ TEST(SystemdNotify, ReadyGoesToAnAbstractSocketAsOneDatagram) {
   n = ::recv(fd, buf, sizeof buf, 0);
   EXPECT_EQ(std::string(buf, std::size_t(std::max<ssize_t>(n, 0))), "STOPPING=1");
   ::close(fd);
+}
+
+TEST(Metrics, AHistogramRendersCumulativeBucketsItsSumAndCount) {
+  dde::metrics_registry r;
+  auto& h = r.histogram("x_seconds", "Time of x.", {0.25, 1}, {{"pool", "a.b"}});
+  for (double v : {0.125, 0.25, 0.5, 3.0}) h.observe(v);  // exact in binary: the sum prints exactly
+  auto& bare = r.histogram("y_seconds", "Time of y.", {1});
+  bare.observe(2);
+  EXPECT_EQ(r.render(),
+            "# HELP x_seconds Time of x.\n"
+            "# TYPE x_seconds histogram\n"
+            "x_seconds_bucket{pool=\"a.b\",le=\"0.25\"} 2\n"
+            "x_seconds_bucket{pool=\"a.b\",le=\"1\"} 3\n"
+            "x_seconds_bucket{pool=\"a.b\",le=\"+Inf\"} 4\n"
+            "x_seconds_sum{pool=\"a.b\"} 3.875\n"
+            "x_seconds_count{pool=\"a.b\"} 4\n"
+            "# HELP y_seconds Time of y.\n"
+            "# TYPE y_seconds histogram\n"
+            "y_seconds_bucket{le=\"1\"} 0\n"
+            "y_seconds_bucket{le=\"+Inf\"} 1\n"
+            "y_seconds_sum 2\n"
+            "y_seconds_count 1\n");
+}
+
+TEST(Metrics, TheProcessFiguresAndTheBuildAreThere) {
+  dde::metrics_registry r;
+  dde::add_process_metrics(r);
+  auto text = r.render();
+  for (auto family : {"# TYPE process_cpu_seconds_total counter", "# TYPE process_resident_memory_bytes gauge",
+                      "# TYPE process_virtual_memory_bytes gauge", "# TYPE process_open_fds gauge",
+                      "# TYPE process_max_fds gauge", "# TYPE process_start_time_seconds gauge",
+                      "# TYPE dde_build_info gauge"})
+    EXPECT_NE(text.find(family), std::string::npos) << family << " in\n" << text;
+  EXPECT_NE(text.find(std::string("dde_build_info{version=\"") + dde::version() + "\"} 1\n"), std::string::npos)
+      << text;
 }
 
 TEST(RecordCodec, ConcatenatedBatchesDecodeAsOne) {

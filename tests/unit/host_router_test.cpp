@@ -160,8 +160,12 @@ TEST_F(RouterTest, AsksForAsManyMessagesAsItsWorkersHaveRoomForWithOneConsumerEa
 
 TEST_F(RouterTest, AnAtLeastOnceMessageIsAckedOnceDoneAndItsCreditAskedForAgain) {
   auto r = start_pool(2, {{"credits", 4}});
+  auto& handling = metrics_registry::process().histogram("dde_host_handling_seconds", "", latency_buckets(),
+                                                         {{"pool", "unit.pool"}});
+  auto handled_before = handling.cumulative().back();
   deliver(7, 1);
   deliver(8, 2);
+  EXPECT_EQ(handling.cumulative().back(), handled_before + 2) << "each message's handling time is observed";
   EXPECT_EQ(link->acks, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 7}, {1, 8}}));
   EXPECT_TRUE(link->nacks.empty());
   EXPECT_EQ(link->credit_asked(), 8u + 2u) << "each message done gives its credit back";

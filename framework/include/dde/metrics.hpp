@@ -34,13 +34,35 @@ class metric_cell {
   std::atomic<double> value_{0};
 };
 
+/// A histogram: how many observations fell at or below each bound, their sum and count. Lock-free;
+/// stable for the registry's lifetime, so a hot path may keep a reference.
+class metric_histogram {
+ public:
+  explicit metric_histogram(std::vector<double> bounds);
+  void observe(double value);
+  const std::vector<double>& bounds() const { return bounds_; }
+  /// Cumulative counts per bound, then the +Inf bucket (= count).
+  std::vector<std::uint64_t> cumulative() const;
+  double sum() const { return sum_.load(std::memory_order_relaxed); }
+
+ private:
+  std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> buckets_;  ///< per bound, then above the last
+  std::atomic<double> sum_{0};
+};
+
+/// Bounds in seconds from 100 µs to 60 s, for latencies (handling time, round trips).
+const std::vector<double>& latency_buckets();
+
 class metrics_registry {
  public:
-  enum class kind { counter, gauge };
+  enum class kind { counter, gauge, histogram };
 
   /// The cell of `name` with `labels`, created at 0. A family's type and help come from its first use.
   metric_cell& counter(const std::string& name, const std::string& help, const metric_labels& labels = {});
   metric_cell& gauge(const std::string& name, const std::string& help, const metric_labels& labels = {});
+  metric_histogram& histogram(const std::string& name, const std::string& help, const std::vector<double>& bounds,
+                              const metric_labels& labels = {});
   /// Forgets every series of gauge `name` (before setting a fresh set of them, e.g. per pool).
   void clear(const std::string& name);
   /// Runs `fn` at the start of every `render`, to refresh gauges that are read, not counted.
@@ -57,6 +79,7 @@ class metrics_registry {
     kind type = kind::counter;
     std::string help;
     std::map<std::string, std::unique_ptr<metric_cell>> series;  ///< by rendered label set
+    std::map<std::string, std::unique_ptr<metric_histogram>> histograms;  ///< by rendered label set
   };
   metric_cell& cell(const std::string& name, kind type, const std::string& help, const metric_labels& labels);
 
@@ -67,6 +90,10 @@ class metrics_registry {
 
 /// The resident set size of this process in bytes (from /proc/self/statm), 0 if unknown.
 std::uint64_t resident_memory_bytes();
+
+/// Sets the standard process_* gauges and counters (CPU seconds, resident and virtual memory, open
+/// and maximum file descriptors, start time) from /proc, and dde_build_info{version} = 1.
+void add_process_metrics(metrics_registry& registry);
 
 /// Escapes a label value for the text format (backslash, double quote, newline).
 std::string escape_label_value(const std::string& value);

@@ -43,7 +43,11 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
                 };
               }),
       deployed_paths_(spec_.workers_paths),
-      scaler_(spec_.scale) {}
+      scaler_(spec_.scale) {
+  handling_ = &metrics_registry::process().histogram(
+      "dde_host_handling_seconds", "Time from a message's hand-over to a worker to its done(), per pool.",
+      latency_buckets(), {{"pool", topic_}});
+}
 
 router::~router() = default;
 
@@ -232,6 +236,7 @@ bool router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg, 
   d.pending = targets;
   d.sub_key = std::move(sub_key);
   if (poison_.enabled()) d.poison_id = msg.id();
+  d.started = clock_->now();
   start_race(id, d, msg);
   for (std::size_t k = 0; k + 1 < targets.size(); ++k) hand_to(targets[k], msg, id);
   hand_to(targets.back(), std::move(msg), id);
@@ -279,6 +284,7 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
         if (!d.poison_id.empty()) poison_.done(d.poison_id);
       }
     }
+    if (!d.failed) handling_->observe(std::chrono::duration<double>(clock_->now() - d.started).count());
     deliveries_.erase(it);
   }
   if (ended && subs_.enabled()) {

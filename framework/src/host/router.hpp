@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dde/envelope.hpp"
+#include "dde/metrics.hpp"
 #include "dde/protocol/pool_spec.hpp"
 #include "host/clock.hpp"
 #include "host/mqs_link.hpp"
@@ -119,6 +120,7 @@ class router : public cell_owner,
     std::string sub_key;  ///< its sub-pool
     int attempts = 0;     ///< times it was rate limited so far
     std::string poison_id;  ///< its message id, when the pool counts failures per message
+    clock::time_point started;  ///< handed to its first worker: for the handling-time histogram
     // First-reply-wins pools (scatter-gather, tail-chopping):
     std::string message_id;                       ///< replies to it are claimed ("" = not raced)
     std::shared_ptr<const message> copy;          ///< tail-chopping: what the next worker gets
@@ -228,6 +230,8 @@ class router : public cell_owner,
   std::map<std::string, std::deque<waiting>> sub_waiting_;  ///< per key: waiting for room in its sub-pool
   std::size_t sub_held_ = 0;
   router_stats stats_;
+  /// dde_host_handling_seconds{pool}: from a message's hand-over to its worker(s) to its end (done).
+  metric_histogram* handling_ = nullptr;
   /// Messages the pool's workers sent: counted on the workers' strands, hence atomic.
   std::atomic<std::uint64_t> sent_{0};
   reply_race race_;

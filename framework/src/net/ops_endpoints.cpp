@@ -17,8 +17,7 @@ http_response health_response(std::string_view daemon, const readiness& state) {
 }
 
 http_response metrics_response(metrics_registry& registry) {
-  registry.gauge("process_resident_memory_bytes", "Resident memory size in bytes.")
-      .set(double(resident_memory_bytes()));
+  add_process_metrics(registry);
   http_response out;
   out.content_type = "text/plain; version=0.0.4; charset=utf-8";
   out.body = registry.render();
