@@ -37,6 +37,13 @@ std::string render_value(double v) {
   return buf;
 }
 
+/// A bucket's bound as people write it ("0.1", not "0.10000000000000001").
+std::string render_bound(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
 }  // namespace
 
 metric_histogram::metric_histogram(std::vector<double> bounds)
