@@ -150,7 +150,8 @@ std::string metrics_registry::render() {
     out += "# TYPE " + name +
            (f.type == kind::counter ? " counter\n" : f.type == kind::gauge ? " gauge\n" : " histogram\n");
     for (auto& [labels, c] : f.series) out += name + labels + ' ' + render_value(c->value()) + '\n';
-    for (auto& [labels, h] : f.histograms) {
+    for (auto& [rendered, h] : f.histograms) {
+      const std::string& labels = rendered;  // a lambda may not capture a structured binding (clang 14)
       // {pool="x"} becomes {pool="x",le="0.5"}; no labels, {le="0.5"}.
       auto with_le = [&](const std::string& le) {
         return labels.empty() ? "{le=\"" + le + "\"}" : labels.substr(0, labels.size() - 1) + ",le=\"" + le + "\"}";
@@ -183,8 +184,6 @@ void add_process_metrics(metrics_registry& registry) {
     std::vector<std::string> f((std::istream_iterator<std::string>(fields)), {});
     const double ticks = double(::sysconf(_SC_CLK_TCK));
     if (f.size() > 20 && ticks > 0) {
-      registry.counter("process_cpu_seconds_total", "User and system CPU time spent, in seconds.")
-          .set((std::stod(f[11]) + std::stod(f[12])) / ticks);
       registry.gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.").set(std::stod(f[20]));
       std::ifstream proc_stat("/proc/stat");
       std::string key;
@@ -195,6 +194,13 @@ void add_process_metrics(metrics_registry& registry) {
         registry.gauge("process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds.")
             .set(boot + std::stod(f[19]) / ticks);
     }
+  }
+  // getrusage, not /proc's clock ticks: a quiet daemon uses less than one 10 ms tick for a while.
+  rusage usage{};
+  if (::getrusage(RUSAGE_SELF, &usage) == 0) {
+    auto seconds = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+    registry.counter("process_cpu_seconds_total", "User and system CPU time spent, in seconds.")
+        .set(seconds(usage.ru_utime) + seconds(usage.ru_stime));
   }
   std::error_code ec;
   double fds = 0;
