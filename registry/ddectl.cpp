@@ -46,10 +46,7 @@ int main(int argc, char** argv) {
   }
   auto body = nlohmann::ordered_json::parse(res.body, nullptr, false);
   if (res.status >= 300) {
-    std::string error = res.body;
-    if (!body.is_discarded() && body.is_object() && body.contains("error") && body["error"].is_string())
-      error = body["error"].get<std::string>();
-    std::fprintf(stderr, "ddectl: %s (HTTP %d)\n", error.c_str(), res.status);
+    std::fprintf(stderr, "ddectl: %s (HTTP %d)\n", dde::ctl::registry_error_text(res.body).c_str(), res.status);
     return 1;
   }
   if (body.is_discarded())

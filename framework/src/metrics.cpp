@@ -89,15 +89,19 @@ std::string escape_label_value(const std::string& value) {
   return out;
 }
 
-metric_cell& metrics_registry::cell(const std::string& name, kind type, const std::string& help,
-                                    const metric_labels& labels) {
-  std::lock_guard lock(mutex_);
+metrics_registry::family& metrics_registry::family_of(const std::string& name, kind type, const std::string& help) {
   auto& f = families_[name];
-  if (f.series.empty() && f.help.empty()) {
+  if (f.series.empty() && f.histograms.empty() && f.help.empty()) {
     f.type = type;
     f.help = help;
   }
-  auto& slot = f.series[render_labels(labels)];
+  return f;
+}
+
+metric_cell& metrics_registry::cell(const std::string& name, kind type, const std::string& help,
+                                    const metric_labels& labels) {
+  std::lock_guard lock(mutex_);
+  auto& slot = family_of(name, type, help).series[render_labels(labels)];
   if (!slot) slot = std::make_unique<metric_cell>();
   return *slot;
 }
@@ -115,12 +119,7 @@ metric_cell& metrics_registry::gauge(const std::string& name, const std::string&
 metric_histogram& metrics_registry::histogram(const std::string& name, const std::string& help,
                                               const std::vector<double>& bounds, const metric_labels& labels) {
   std::lock_guard lock(mutex_);
-  auto& f = families_[name];
-  if (f.series.empty() && f.histograms.empty() && f.help.empty()) {
-    f.type = kind::histogram;
-    f.help = help;
-  }
-  auto& slot = f.histograms[render_labels(labels)];
+  auto& slot = family_of(name, kind::histogram, help).histograms[render_labels(labels)];
   if (!slot) slot = std::make_unique<metric_histogram>(bounds);
   return *slot;
 }

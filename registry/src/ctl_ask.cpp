@@ -1,4 +1,5 @@
 #include "ctl_ask.hpp"
+#include "ctl_commands.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -131,12 +132,10 @@ ask_outcome resolve_pool(ask_call& call, const registry_access& registry, std::c
     if (!res.answered())
       return {3, "cannot reach the registry at " + registry.url + " to find pool " + call.to + ": " + res.error +
                      " (--no-registry asks without it)"};
+    if (res.status >= 300)
+      return {1, "the registry answered GET " + path + " with HTTP " + std::to_string(res.status) + ": " +
+                     registry_error_text(res.body)};
     out = json::parse(res.body, nullptr, false);
-    if (res.status >= 300) {
-      auto why = out.is_object() && out.contains("error") && out["error"].is_string() ? out["error"].get<std::string>()
-                                                                                      : res.body;
-      return {1, "the registry answered GET " + path + " with HTTP " + std::to_string(res.status) + ": " + why};
-    }
     if (out.is_discarded()) return {1, "the registry answered GET " + path + " with something other than JSON"};
     return {0, {}};
   };

@@ -304,6 +304,12 @@ std::string general_help() {
   return out;
 }
 
+std::string registry_error_text(const std::string& body) {
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("error") && j["error"].is_string()) return j["error"].get<std::string>();
+  return body;
+}
+
 invocation parse_invocation(const std::vector<std::string>& args, std::istream& stdin_for_dash) {
   invocation out;
   // Every option takes a value except --help, --version and the flags, so positionals are what no

@@ -40,4 +40,7 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
 /// The text of `ddectl --help`.
 std::string general_help();
 
+/// What an error answer of the registry says: its `{"error": "..."}`, else the body as it came.
+std::string registry_error_text(const std::string& body);
+
 }  // namespace dde::ctl

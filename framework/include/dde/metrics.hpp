@@ -81,6 +81,8 @@ class metrics_registry {
     std::map<std::string, std::unique_ptr<metric_cell>> series;  ///< by rendered label set
     std::map<std::string, std::unique_ptr<metric_histogram>> histograms;  ///< by rendered label set
   };
+  /// Family `name`, created with `type` and `help` on its first use (under the lock).
+  family& family_of(const std::string& name, kind type, const std::string& help);
   metric_cell& cell(const std::string& name, kind type, const std::string& help, const metric_labels& labels);
 
   std::mutex mutex_;

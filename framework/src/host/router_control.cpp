@@ -29,7 +29,7 @@ void router::restart_workers(op_done done) {
       self->revive();
       return done(true);
     }
-    if (self->stopping_) return done(refused(refusal::conflict, "pool " + pool + " is shutting down"));
+    if (self->stopping_) return done(refused(refusal::conflict, self->stopped_text()));
     if (self->swap_busy()) return done(refused(refusal::conflict, "pool " + pool + " is already restarting"));
     if (!self->plugin_) return done(refused(refusal::conflict, "pool " + pool + " has no local workers to restart"));
     logger("host.router")->info("{}: RESTART of every worker", self->spec_.addr().str());
@@ -75,8 +75,7 @@ void router::kill_workers(std::string worker_id, kill_done done) {
 std::string router::stopped_text() const {
   auto pool = spec_.addr().str();
   if (!halted_) return "pool " + pool + " is shutting down";
-  return "pool " + pool + " is " + state_.substr(0, state_.find(';')) +
-         "; RESTART starts it again (ddectl restart ID " + spec_.system + " " + spec_.isolate +
+  return "pool " + pool + " is " + supervisor_.stop_reason() + "; RESTART starts it again (ddectl restart ID " + spec_.system + " " + spec_.isolate +
          ", or POST /registry/system/restart)";
 }
 

@@ -23,9 +23,13 @@ supervisor::decision supervisor::on_failure(time_point now) {
   return {spec_.kind == strategy::restart ? action::restart_worker : action::restart_pool, backoff};
 }
 
+std::string supervisor::stop_reason() const {
+  return "stopped: " + std::to_string(spec_.max_restarts) + " restarts within " + std::to_string(spec_.within.count()) +
+         " ms";
+}
+
 std::string supervisor::stopped_state(const std::string& last_failure) const {
-  return "stopped: " + std::to_string(spec_.max_restarts) + " restarts within " +
-         std::to_string(spec_.within.count()) + " ms; last failure: " + last_failure;
+  return stop_reason() + "; last failure: " + last_failure;
 }
 
 void poison_filter::failed(const std::string& id, const std::string& what) {

@@ -34,6 +34,8 @@ class supervisor {
   decision on_failure(time_point now);
   /// The pool's state once it stopped: why, with the last failure.
   std::string stopped_state(const std::string& last_failure) const;
+  /// Why it stopped, without the failure: "stopped: N restarts within M ms".
+  std::string stop_reason() const;
   /// Restarts counted in the window as of the last failure.
   std::size_t recent() const { return restarts_.size(); }
 
