@@ -43,7 +43,7 @@ trap cleanup EXIT
 dde_log "starting a local cluster (RabbitMQ, dde-registry, dde-mqs, dde-activator) in $run/cluster"
 registry=$("$here/cluster.sh" up "${cluster[@]}")
 ddectl=("$build/bin/ddectl" --registry "$registry")
-node=$("${ddectl[@]}" list | grep -o '"bootstrapperId": *"[0-9]*"' | head -1 | grep -o '[0-9][0-9]*')
+node=$("${ddectl[@]}" -o json list | grep -o '"bootstrapperId": *"[0-9]*"' | head -1 | grep -o '[0-9][0-9]*')
 [[ -n $node ]] || dde_die "no node registered with $registry"
 mqs="ws://127.0.0.1:$mqs_port/mqs"
 dde_log "registry $registry, node $node, MQS $mqs (prefetch $prefetch)"

@@ -39,7 +39,7 @@ registry=$("$here/cluster.sh" up "${cluster[@]}")
 source "$run/cluster/urls"
 : "${mqs:?cluster.sh up did not name the MQS in $run/cluster/urls}"
 ddectl=("$build/bin/ddectl" --registry "$registry")
-node=$("${ddectl[@]}" list | grep -o '"bootstrapperId": *"[0-9]*"' | head -1 | grep -o '[0-9][0-9]*')
+node=$("${ddectl[@]}" -o json list | grep -o '"bootstrapperId": *"[0-9]*"' | head -1 | grep -o '[0-9][0-9]*')
 [[ -n $node ]] || dde_die "no node registered with $registry"
 paths=$(printf '"localhost",%.0s' $(seq "$consumers")); paths="[${paths%,}]"
 workers="$build/lib/workers"

@@ -45,14 +45,17 @@ int main(int argc, char** argv) {
     return 3;
   }
   auto body = nlohmann::ordered_json::parse(res.body, nullptr, false);
+  // A failed apply still says what it did with each pool.
+  bool partial = inv.command == "apply" && body.is_object() && body.contains("pools");
+  if (res.status < 300 || partial) {
+    if (body.is_discarded())
+      std::fputs((res.body + "\n").c_str(), stdout);
+    else
+      std::fputs(dde::ctl::render(inv.command, inv.args, body, inv.output).c_str(), stdout);
+  }
   if (res.status >= 300) {
     std::fprintf(stderr, "ddectl: %s (HTTP %d)\n", dde::ctl::registry_error_text(res.body).c_str(), res.status);
     return 1;
   }
-  if (body.is_discarded())
-    std::fputs((res.body + "\n").c_str(), stdout);
-  else
-    std::fputs((body.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n").c_str(),
-               stdout);
   return 0;
 }

@@ -37,6 +37,7 @@ struct request_runner {
     systems.kill(std::move(r.system), std::move(r.isolate), r.worker_id ? nlohmann::json(*r.worker_id) : nlohmann::json(),
                  answer);
   }
+  void operator()(protocol::node::redeploy& r) const { systems.redeploy(plain(r.body), answer); }
   void operator()(protocol::node::migrate& r) const {
     systems.migrate(std::move(r.system), std::move(r.isolate), nlohmann::json(r.workers_paths), answer);
   }

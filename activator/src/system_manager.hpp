@@ -67,6 +67,9 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   void shutdown(std::string system, std::string isolate, outcome_fn done);
   void describe(outcome_fn done);
   void migrate(std::string system, std::string isolate, nlohmann::json workers_paths, outcome_fn done);
+  /// Replaces a running pool's spec with `body` (same system, pool and MQS); the old spec runs again
+  /// if the new one does not start.
+  void redeploy(nlohmann::json body, outcome_fn done);
   void restart(std::string system, std::string isolate, outcome_fn done);
   /// KILL of one worker (`worker_id` a string) or of every worker (null) of a pool.
   void kill(std::string system, std::string isolate, nlohmann::json worker_id, outcome_fn done);
@@ -79,6 +82,10 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   void on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) override;
 
  private:
+  /// On the strand: stops pool `isolate` of `system` and starts it with `new_body`, or with its old
+  /// body again if that fails.
+  void replace_pool(const std::string& system, const std::string& isolate, nlohmann::json new_body, outcome_fn done);
+
   struct record {
     std::string name, mqs, instance;
     pid_t pid = -1;

@@ -167,22 +167,49 @@ void system_manager::migrate(std::string system, std::string isolate, nlohmann::
     auto it = self->systems_.find(system);
     if (it == self->systems_.end() || !it->second.pools.count(isolate))
       return done(refused(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\" here"));
-    auto old_body = it->second.pools[isolate];
-    auto new_body = old_body;
+    auto new_body = it->second.pools[isolate];
     new_body["workersPaths"] = workers_paths;
-    auto spec = dde::parse_pool_spec(new_body);
-    if (!spec) return done(refused(400, spec.error()));
-    // Stop the old workers (their messages finish; the rest wait in the broker), then start the new.
-    self->request(it->second, protocol::control::remove_isolate{isolate},
-                  [self, system, isolate, old_body, new_body, done](const protocol::control_response& resp) {
-                    if (!resp.ok) return done(refused(resp.status, resp.error));
-                    self->add_pool(system, new_body, true, [self, system, old_body, done](outcome o) {
-                      if (o) return done(std::move(o));
-                      self->add_pool(system, old_body, false, [](outcome) {});  // put the old pool back
-                      done(o);
-                    });
-                  });
+    self->replace_pool(system, isolate, std::move(new_body), done);
   });
+}
+
+void system_manager::redeploy(nlohmann::json body, outcome_fn done) {
+  boost::asio::post(strand_, [self = shared_from_this(), body = std::move(body), done = std::move(done)]() mutable {
+    auto spec = dde::parse_pool_spec(body);
+    if (!spec) return done(refused(400, spec.error()));
+    const auto& system = spec.value().system;
+    const auto& isolate = spec.value().isolate;
+    auto it = self->systems_.find(system);
+    if (it == self->systems_.end() || !it->second.pools.count(isolate))
+      return done(refused(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\" here"));
+    auto mqs = body.value("messageQueuingSystemServer", it->second.mqs);
+    if (mqs != it->second.mqs)
+      return done(refused(409, "isolate system \"" + system + "\" runs with MQS " + it->second.mqs +
+                                   ", not " + mqs + "; a pool cannot change its system's MQS"));
+    body["messageQueuingSystemServer"] = mqs;
+    self->replace_pool(system, isolate, std::move(body), done);
+  });
+}
+
+void system_manager::replace_pool(const std::string& system, const std::string& isolate, nlohmann::json new_body,
+                                  outcome_fn done) {
+  auto it = systems_.find(system);
+  auto old_body = it->second.pools[isolate];
+  auto spec = dde::parse_pool_spec(new_body);
+  if (!spec) return done(refused(400, spec.error()));
+  // Stop the old workers (their messages finish; the rest wait in the broker), then start the new.
+  request(it->second, protocol::control::remove_isolate{isolate},
+          [self = shared_from_this(), system, isolate, old_body, new_body, done](const protocol::control_response& resp) {
+            if (!resp.ok) return done(refused(resp.status, resp.error));
+            self->add_pool(system, new_body, true, [self, system, old_body, done](outcome o) {
+              if (o) return done(std::move(o));
+              // Put the old pool back, and answer once it runs again.
+              self->add_pool(system, old_body, false, [o, done](outcome back) {
+                if (back) return done(o);
+                done(refused(http_status(o), o.error() + "; starting the old spec again failed too: " + back.error()));
+              });
+            });
+          });
 }
 
 void system_manager::restart(std::string system, std::string isolate, outcome_fn done) {

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -35,6 +36,7 @@ struct command {
 
 void common_options(cli& c) {
   c.option("registry", "http://127.0.0.1:8000", "the registry's base URL")
+      .option("output", "table", "-o: table (for people) or json (the registry's answer, for scripts)", "FORMAT")
       .option("timeout-ms", "30000", "give up on an answer after this long")
       .option("token-file", "", "file holding the registry's bearer token (default: $DDE_TOKEN)")
       .option("cluster-secret-file", "",
@@ -93,6 +95,25 @@ rest_call deploy_from_file(const std::string& file, std::istream& stdin_for_dash
   auto name = file == "-" ? std::string("standard input") : file;
   if (json::parse(text, nullptr, false).is_discarded()) throw usage_error(name + " is not valid JSON");
   return {"POST", "/registry/deploy", text};
+}
+
+/// `apply -f FILE`: the file as it is (an array of deploy bodies or {"pools": [...]}), marked as a
+/// dry run with --dry-run.
+rest_call apply_from(const std::vector<std::string>& a, const cli& c, std::istream& stdin_for_dash) {
+  auto file = c.get("filename");
+  if (!file.empty() && !a.empty()) throw usage_error("give the file once: -f FILE or FILE");
+  if (file.empty() && a.empty()) throw usage_error("apply needs -f FILE (a JSON array of deploy bodies, '-' = standard input)");
+  auto call = deploy_from_file(file.empty() ? a[0] : file, stdin_for_dash);
+  call.path = "/registry/apply";
+  auto body = json::parse(call.body);
+  if (!body.is_array() && !body.is_object())
+    throw usage_error("the file must hold a JSON array of deploy bodies or {\"pools\": [...]}");
+  if (c.enabled("dry-run")) {
+    if (body.is_array()) body = json{{"pools", body}};
+    body["dryRun"] = true;
+    call.body = body.dump(2);
+  }
+  return call;
 }
 
 /// `ask ADDRESS [JSON]`: checked here so that a bad address or body never reaches the MQS.
@@ -236,6 +257,24 @@ const std::vector<command>& commands() {
          if (!c.get("to").empty()) body["toBootstrapperId"] = c.get("to");
          return rest_call{"POST", "/registry/migrate", body.dump(2)};
        }},
+      {"status", "",
+       "Every pool of the cluster in one table: node, system, state, workers, messages in and out per\n"
+       "second, in flight, queue and dead-letter depth: GET /registry/status.",
+       0, 0, [](cli&) {},
+       [](auto&, auto&, auto&) {
+         return rest_call{"GET", "/registry/status", ""};
+       }},
+      {"apply", "-f FILE",
+       "Makes the cluster run the pools of FILE (a JSON array of deploy bodies; '-' = standard input):\n"
+       "deploys what is missing, changes what differs (a new rate at once; other fields by redeploying\n"
+       "the pool; another node by moving it), leaves what matches. Fields a body leaves out keep their\n"
+       "running values; applying twice changes nothing: POST /registry/apply.",
+       0, 1,
+       [](cli& c) {
+         c.option("filename", "", "-f: the JSON file of deploy bodies ('-' = standard input)", "FILE")
+             .flag("dry-run", "only say what would change");
+       },
+       apply_from},
       {"health", "", "Checks the registry: GET /registry/health.", 0, 0, [](cli&) {},
        [](auto&, auto&, auto&) {
          return rest_call{"GET", "/registry/health", ""};
@@ -279,9 +318,9 @@ void parse_options(cli& c, const std::vector<std::string>& options) {
 
 std::string general_help() {
   std::string out =
-      "usage: ddectl [--registry URL] [--timeout-ms MS] COMMAND [ARGS]\n"
-      "A command-line client of the DDE registry's REST API. Prints the answer as indented "
-      "JSON.\n\ncommands:\n";
+      "usage: ddectl [--registry URL] [--timeout-ms MS] [-o table|json] COMMAND [ARGS]\n"
+      "A command-line client of the DDE registry's REST API. Prints tables and sentences, or with\n"
+      "-o json the registry's answer as indented JSON.\n\ncommands:\n";
   for (auto& cmd : commands()) {
     std::string summary = cmd.summary;
     for (auto nl = summary.find('\n'); nl != std::string::npos; nl = summary.find('\n', nl + 1))
@@ -292,7 +331,8 @@ std::string general_help() {
   out +=
       "\noptions (before or after the command):\n"
       "  --registry URL              the registry's base URL (default: http://127.0.0.1:8000)\n"
-      "  --timeout-ms MS             give up on an answer after this long (default: 30000)\n"
+      "  --timeout-ms MS             give up on an answer after this long (default: 30000; apply: 300000)\n"
+      "  -o, --output FORMAT         table (default) or json: the registry's answer as it came\n"
       "  --token-file FILE           the registry's bearer token (default: $DDE_TOKEN)\n"
       "  --cluster-secret-file FILE  ask: the cluster secret for the MQS (default: $DDE_CLUSTER_SECRET)\n"
       "  --tls-ca FILE (or --ca)     https/wss: the CA the registry is verified against\n"
@@ -314,10 +354,12 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
   invocation out;
   // Every option takes a value except --help, --version and the flags, so positionals are what no
   // option consumes.
-  static const std::set<std::string> flags = {"--help", "-h", "--version", "--no-registry"};
+  static const std::set<std::string> flags = {"--help", "-h", "--version", "--no-registry", "--dry-run"};
+  static const std::map<std::string, std::string> short_options = {{"-o", "--output"}, {"-f", "--filename"}};
   std::vector<std::string> options, positionals;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto& a = args[i];
+    auto a = args[i];
+    if (auto s = short_options.find(a); s != short_options.end()) a = s->second;
     bool is_option = a.size() > 2 && a.compare(0, 2, "--") == 0;
     if (flags.count(a) || (is_option && a.find('=') != std::string::npos)) {
       options.push_back(a);
@@ -342,7 +384,7 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
         return out;
       }
       throw usage_error(
-          "missing command (list, show, deploy, shutdown, restart, kill, migrate, health, ask)");
+          "missing command (list, show, status, deploy, apply, shutdown, restart, kill, migrate, health, ask)");
     }
     const command* cmd = nullptr;
     for (auto& candidate : commands())
@@ -359,6 +401,11 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
       throw usage_error(std::string("usage: ddectl ") + cmd->name +
                         (*cmd->synopsis ? std::string(" ") + cmd->synopsis : "") + " (see ddectl " +
                         cmd->name + " --help)");
+    out.command = cmd->name;
+    out.args = positionals;
+    if (c.get("output") != "table" && c.get("output") != "json")
+      throw usage_error("-o/--output must be table or json, got \"" + c.get("output") + "\"");
+    out.output = c.get("output") == "json" ? output_format::json : output_format::table;
     out.registry = c.get("registry");
     while (!out.registry.empty() && out.registry.back() == '/') out.registry.pop_back();
     if (out.registry.rfind("http://", 0) != 0 && out.registry.rfind("https://", 0) != 0)
@@ -370,6 +417,8 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
       throw usage_error("--tls-cert and --tls-key go together");
     try {
       out.timeout = std::chrono::milliseconds(c.get_int("timeout-ms", 1, 3600 * 1000));
+      // An apply runs its pools' deploys one after another, each up to the node's request timeout.
+      if (out.command == "apply" && !c.is_set("timeout-ms")) out.timeout = std::chrono::milliseconds(300000);
     } catch (const std::invalid_argument& e) {
       throw usage_error(e.what());
     }

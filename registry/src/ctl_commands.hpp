@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ctl_ask.hpp"
+#include "ctl_output.hpp"
 #include "dde/net/tls.hpp"
 
 namespace dde::ctl {
@@ -30,6 +31,9 @@ struct invocation {
   std::string token;           ///< bearer token for the registry (empty: none)
   std::string cluster_secret;  ///< ask: sent to the MQS (empty: none)
   net::tls_options tls;  ///< https/wss: --tls-ca (--ca), --tls-cert, --tls-key
+  std::string command;            ///< e.g. "show" (what the answer is rendered as)
+  std::vector<std::string> args;  ///< the command's positional arguments
+  output_format output = output_format::table;  ///< -o table|json
   std::string help;   ///< print to stdout and exit 0 when not empty
   std::string error;  ///< usage error: print to stderr and exit 2 when not empty
 };

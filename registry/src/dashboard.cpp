@@ -61,6 +61,10 @@ bool dashboard::handle(const net::http_request& req, const std::function<void(ne
     answer_metrics(respond);
     return true;
   }
+  if (path == "/registry/status") {
+    answer_status(respond);
+    return true;
+  }
   const auto* asset = find_web_asset(path == "/" ? "/index.html" : path);
   if (!asset) return false;
   net::http_response out;
@@ -82,6 +86,22 @@ void dashboard::answer_metrics(const std::function<void(net::http_response)>& re
             {{"endpoint", "dashboard"}})
         .set(double(watchers_.size()));
     respond(net::metrics_response(r));
+  });
+}
+
+void dashboard::answer_status(const std::function<void(net::http_response)>& respond) {
+  auto send = [this, respond] {
+    net::http_response out;
+    out.content_type = "application/json";
+    out.body = monitor_.snapshot().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    respond(std::move(out));
+  };
+  // Rates are counted between two rounds: with no recent one, a second round a second later.
+  auto now = std::chrono::steady_clock::now();
+  bool recent = rounds_ > 0 && now - last_round_ < std::chrono::seconds(5);
+  round([this, send, recent] {
+    if (recent) return send();
+    schedule_(std::chrono::milliseconds(1000), [this, send] { round(send); });
   });
 }
 
@@ -134,6 +154,7 @@ void dashboard::finish_round(std::vector<node_sample> samples, std::map<std::str
                              std::string error) {
   running_ = false;
   ++rounds_;
+  last_round_ = std::chrono::steady_clock::now();
   monitor_.update(std::chrono::steady_clock::now(), std::move(samples), figures, error);
   if (!watchers_.empty()) {
     auto text = monitor_.snapshot().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

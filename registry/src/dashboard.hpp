@@ -29,7 +29,8 @@ class dashboard {
             std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now());
   ~dashboard();
 
-  /// Answers `/`, the static files, GET /metrics and GET /health (true); false for any other request.
+  /// Answers `/`, the static files, GET /metrics, GET /health and GET /registry/status (true); false for
+  /// any other request.
   bool handle(const net::http_request& req, const std::function<void(net::http_response)>& respond);
 
   /// A page opened the live feed: it gets the last snapshot now and every round's from then on.
@@ -44,6 +45,8 @@ class dashboard {
                     std::string error);
   void schedule_next();
   void answer_metrics(const std::function<void(net::http_response)>& respond);
+  /// GET /registry/status: the pools of every node with their rates (the live feed's snapshot).
+  void answer_status(const std::function<void(net::http_response)>& respond);
 
   node_table& nodes_;
   post_fn post_;
@@ -58,6 +61,7 @@ class dashboard {
   bool stopped_ = false;
   std::vector<std::function<void()>> waiting_;  ///< run when the running round ends
   std::uint64_t rounds_ = 0;
+  std::chrono::steady_clock::time_point last_round_{};
 };
 
 }  // namespace dde::registry

@@ -3,6 +3,7 @@
 #include "dde/log.hpp"
 #include "dde/metrics.hpp"
 #include "dde/net/target.hpp"
+#include "pool_applier.hpp"
 #include "pool_mover.hpp"
 #include "rest_validation.hpp"
 
@@ -12,7 +13,7 @@ namespace {
 constexpr const char* endpoints =
     "GET /registry/system/list, GET /registry/system/{bootstrapperId}, POST /registry/deploy, "
     "POST /registry/system/shutdown, POST /registry/system/restart, POST /registry/system/kill, "
-    "POST /registry/system/rate, POST /registry/migrate, GET /registry/health, GET / (the dashboard), GET /metrics, "
+    "POST /registry/system/rate, POST /registry/migrate, POST /registry/apply, GET /registry/status, GET /registry/health, GET / (the dashboard), GET /metrics, "
     "GET /health";
 
 std::shared_ptr<spdlog::logger> registry_log() { return logger("registry"); }
@@ -47,8 +48,8 @@ void rest_api::handle(const rest_request& req, reply_fn reply) {
     r.headers["Allow"] = method;
     reply(std::move(r));
   };
-  auto with_body = [&](auto&& run) {
-    auto body = parse_body(req.body);
+  auto with_body = [&](auto&& run, bool arrays_too = false) {
+    auto body = parse_body(req.body, arrays_too);
     if (!body) {
       registry_log()->info("{} {} from {} refused: {}", req.method, path, req.remote, body.error());
       return reply(error_reply(400, body.error()));
@@ -72,6 +73,10 @@ void rest_api::handle(const rest_request& req, reply_fn reply) {
     return only("POST", [&] { with_body([&](const ordered_json& b) { kill(b, reply); }); });
   if (path == "/registry/migrate")
     return only("POST", [&] { with_body([&](const ordered_json& b) { migrate(b, reply); }); });
+  // GET /registry/status is the dashboard's (its rounds measure the rates); other methods end here.
+  if (path == "/registry/status") return only("GET", [&] { reply(error_reply(500, "GET /registry/status reached the REST API")); });
+  if (path == "/registry/apply")
+    return only("POST", [&] { with_body([&](const ordered_json& b) { apply(b, reply); }, true); });
   constexpr std::string_view system_prefix = "/registry/system/";
   if (path.size() > system_prefix.size() && path.compare(0, system_prefix.size(), system_prefix) == 0 &&
       path.find('/', system_prefix.size()) == std::string::npos) {
@@ -213,6 +218,15 @@ void rest_api::migrate(const ordered_json& body, const reply_fn& reply) {
   if (m.to_bootstrapper_id) return move_pool(nodes_, m, reply);
   forward(m.bootstrapper_id, protocol::node::migrate{m.system, m.isolate, *m.workers_paths},
           m.system + "/" + m.isolate, reply);
+}
+
+void rest_api::apply(const ordered_json& body, const reply_fn& reply) {
+  auto parsed = parse_apply(body);
+  if (!parsed) {
+    registry_log()->info("apply refused: {}", parsed.error());
+    return reply(error_reply(400, parsed.error()));
+  }
+  apply_pools(nodes_, std::move(parsed.value()), reply);
 }
 
 }  // namespace dde::registry

@@ -57,6 +57,8 @@ class rest_api {
   /// Sends `request` to node `id` and answers with the node's answer, logging both.
   void forward(const std::string& id, protocol::node_request request, const std::string& what, const reply_fn& reply);
   void migrate(const ordered_json& body, const reply_fn& reply);
+  /// POST /registry/apply: makes the cluster run the pools of the body (see pool_applier).
+  void apply(const ordered_json& body, const reply_fn& reply);
   void health(const reply_fn& reply);
 
   node_table& nodes_;

@@ -36,7 +36,7 @@ std::string name_field(const ordered_json& body, const char* key, std::string& o
 
 }  // namespace
 
-result<ordered_json> parse_body(std::string_view text) {
+result<ordered_json> parse_body(std::string_view text, bool arrays_too) {
   using r = result<ordered_json>;
   ordered_json body;
   try {
@@ -49,7 +49,8 @@ result<ordered_json> parse_body(std::string_view text) {
       what = what.substr(end + 2);
     return r::failure("body is not valid JSON: " + what);
   }
-  if (!body.is_object()) return r::failure("body must be a JSON object");
+  if (!body.is_object() && !(arrays_too && body.is_array()))
+    return r::failure(arrays_too ? "body must be a JSON object or array" : "body must be a JSON object");
   return body;
 }
 

@@ -18,8 +18,9 @@ using protocol::ordered_json;
 /// The only deploy action of the thesis.
 inline constexpr std::string_view add_isolate_action = "action.addIsolate";
 
-/// Parses a request body: "body is not valid JSON: ..." or "body must be a JSON object".
-result<ordered_json> parse_body(std::string_view text);
+/// Parses a request body: "body is not valid JSON: ..." or "body must be a JSON object" (or array,
+/// with `arrays_too`).
+result<ordered_json> parse_body(std::string_view text, bool arrays_too = false);
 
 /// `POST /registry/deploy`.
 struct deploy_request {

@@ -156,6 +156,87 @@ TEST_F(Cluster, ShuttingDownOnePoolLeavesTheRestAndShuttingDownASystemEndsItsPro
   EXPECT_EQ(pools_of(registry, id, s2).size(), 1u);
 }
 
+TEST_F(Cluster, ApplyMakesTheClusterMatchAFileAndApplyingItTwiceChangesNothing) {
+  // Issue 19: `ddectl apply -f` deploys what is missing, changes what differs (a rate at once, other
+  // fields by redeploying), leaves what matches; the same file twice changes nothing.
+  auto a = node("apply-a");
+  auto id = node_id(registry, "apply-a");
+  auto sys = unique_system("apply");
+  auto file = dir / "pools.json";
+  auto consumer = deploy_body("apply-a", mqs.url(), sys, "consumer", "supplier", nlohmann::json::object());
+  auto other = deploy_body("apply-a", mqs.url(), sys, "other", "supplier", nlohmann::json::object());
+  auto apply = [&](std::vector<std::string> extra = {}) {
+    std::ofstream(file) << nlohmann::json::array({consumer, other}).dump(2);
+    std::vector<std::string> args = {"apply", "-f", file.string(), "--registry", registry.url()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_tool("ddectl", args);
+  };
+  auto actions = [](const tool_result& r) {
+    std::vector<std::string> out;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    if (j.is_object())
+      for (auto& line : j["pools"]) out.push_back(line.value("action", "") + ":" + line.value("result", ""));
+    return out;
+  };
+  auto worker_ids = [&](const std::string& pool) {
+    std::vector<std::string> out;
+    for (auto& p : pools_of(registry, id, sys))
+      if (p["id"] == sys + "/" + pool)
+        for (auto& w : p["workers"]) out.push_back(w["id"].get<std::string>());
+    return out;
+  };
+
+  auto created = apply({"-o", "json"});
+  ASSERT_EQ(created.exit, 0) << created.err << created.out;
+  EXPECT_EQ(actions(created), (std::vector<std::string>{"create:ok", "create:ok"})) << created.out;
+  auto workers = worker_ids("consumer");
+  ASSERT_EQ(workers.size(), 1u);
+
+  auto again = apply();
+  ASSERT_EQ(again.exit, 0) << again.err << again.out;
+  EXPECT_NE(again.out.find("\n2 unchanged\n"), std::string::npos) << "a table for people:\n" << again.out;
+  EXPECT_EQ(worker_ids("consumer"), workers) << "nothing was restarted";
+
+  consumer["rate"] = {{"messages", 100}, {"perMs", 1000}};
+  auto rated = apply({"-o", "json"});
+  ASSERT_EQ(rated.exit, 0) << rated.err << rated.out;
+  EXPECT_EQ(actions(rated), (std::vector<std::string>{"configure:ok", "unchanged:ok"})) << rated.out;
+  auto pools = pools_of(registry, id, sys);
+  EXPECT_EQ(pools[0]["rate"], (nlohmann::json{{"messages", 100}, {"perMs", 1000}})) << pools.dump();
+  EXPECT_EQ(worker_ids("consumer"), workers) << "a new rate keeps the workers";
+
+  consumer["routerType"] = "random";
+  consumer["workersPaths"] = {"localhost", "localhost"};
+  auto planned = apply({"--dry-run", "-o", "json"});
+  ASSERT_EQ(planned.exit, 0) << planned.err << planned.out;
+  EXPECT_EQ(actions(planned), (std::vector<std::string>{"redeploy:planned", "unchanged:planned"})) << planned.out;
+  EXPECT_EQ(worker_ids("consumer"), workers) << "a dry run changes nothing";
+
+  auto redeployed = apply({"-o", "json"});
+  ASSERT_EQ(redeployed.exit, 0) << redeployed.err << redeployed.out;
+  EXPECT_EQ(actions(redeployed), (std::vector<std::string>{"redeploy:ok", "unchanged:ok"})) << redeployed.out;
+  pools = pools_of(registry, id, sys);
+  ASSERT_EQ(pools.size(), 2u) << pools.dump();
+  EXPECT_EQ(pools[0]["routerType"], "random") << pools.dump();
+  EXPECT_EQ(pools[0]["workersCount"], 2);
+  EXPECT_EQ(pools[0]["rate"], (nlohmann::json{{"messages", 100}, {"perMs", 1000}})) << "kept through the redeploy";
+  auto asked = run_tool("ddectl", {"ask", sys + "/consumer", R"({"n": 1})", "--registry", registry.url()});
+  EXPECT_EQ(asked.exit, 0) << "the redeployed pool serves: " << asked.err;
+
+  auto settled = apply({"-o", "json"});
+  ASSERT_EQ(settled.exit, 0) << settled.err << settled.out;
+  EXPECT_EQ(actions(settled), (std::vector<std::string>{"unchanged:ok", "unchanged:ok"})) << settled.out;
+
+  consumer["uri"] = (dir / "libnothere.so").string();
+  auto broken = apply({"-o", "json"});
+  EXPECT_EQ(broken.exit, 1) << broken.out;
+  EXPECT_EQ(actions(broken), (std::vector<std::string>{"redeploy:failed", "unchanged:ok"})) << broken.out;
+  pools = pools_of(registry, id, sys);
+  ASSERT_EQ(pools.size(), 2u) << "a redeploy that fails puts the old spec back: " << pools.dump();
+  EXPECT_EQ(pools[0]["workerUri"], worker_path("supplier").string());
+  EXPECT_EQ(run_tool("ddectl", {"ask", sys + "/consumer", "{}", "--registry", registry.url()}).exit, 0);
+}
+
 TEST_F(Cluster, DdectlAskFindsThePoolThroughTheRegistryAndAnUnknownPoolCreatesNothing) {
   // Issue 19 (4): the registry says where the pool runs (its MQS, its delivery mode); a pool no node
   // runs is an error before any MQS is reached, so no queue appears on the broker.

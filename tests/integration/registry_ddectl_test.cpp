@@ -16,7 +16,7 @@ tool_result ddectl(const std::vector<std::string>& args, const std::string& stdi
   return dde::test::run_tool("ddectl", args, stdin_file);
 }
 
-TEST(RegistryCtl, DdectlPrintsAnswersAsJsonAndExitsWithTheDocumentedCodes) {
+TEST(RegistryCtl, DdectlPrintsTablesOrJsonAndExitsWithTheDocumentedCodes) {
   registry_process registry;
   fake_node node(registry.port(), named("node-a"));
   ASSERT_TRUE(node.wait_registered());
@@ -26,7 +26,11 @@ TEST(RegistryCtl, DdectlPrintsAnswersAsJsonAndExitsWithTheDocumentedCodes) {
     return ddectl(args, stdin_file);
   };
 
-  auto list = run({"list"});
+  auto table = run({"list"});
+  EXPECT_EQ(table.exit, 0) << table.err;
+  EXPECT_EQ(table.out.rfind("ID         NAME    ACTIVATOR", 0), 0u) << "a table for people by default:\n" << table.out;
+  EXPECT_NE(table.out.find("\n" + node.id() + "  node-a  ws://"), std::string::npos) << table.out;
+  auto list = run({"-o", "json", "list"});
   EXPECT_EQ(list.exit, 0) << list.err;
   EXPECT_EQ(json::parse(list.out)[0]["bootstrapperId"], node.id());
   EXPECT_NE(list.out.find("\n  {\n    \"bootstrapperId\""), std::string::npos) << "pretty-printed:\n"
@@ -36,7 +40,7 @@ TEST(RegistryCtl, DdectlPrintsAnswersAsJsonAndExitsWithTheDocumentedCodes) {
   std::ofstream(file) << thesis_deploy_body(node.id()).dump(2);
   auto deployed = run({"deploy", file.string()});
   EXPECT_EQ(deployed.exit, 0) << deployed.err;
-  EXPECT_EQ(json::parse(deployed.out)["isolateName"], "consumer");
+  EXPECT_EQ(deployed.out, "deployed pool sampleSystem/consumer\n");
 
   auto from_flags = run({"deploy", "--bootstrapper", node.id(), "--mqs", "ws://127.0.0.1:42043/mqs",
                          "--system", "sampleSystem", "--isolate", "printer", "--uri", "/w/libprinter.so",
@@ -69,9 +73,12 @@ TEST(RegistryCtl, DdectlPrintsAnswersAsJsonAndExitsWithTheDocumentedCodes) {
   EXPECT_EQ(no_registry.err.rfind("ddectl: cannot reach the registry at http://127.0.0.1:1 to find pool a/b", 0), 0u)
       << no_registry.err;
 
-  auto shown = run({"show", node.id()});
+  auto shown_table = run({"show", node.id()});
+  EXPECT_EQ(shown_table.exit, 0) << shown_table.err;
+  EXPECT_NE(shown_table.out.find("\nsampleSystem/printer  "), std::string::npos) << shown_table.out;
+  auto shown = run({"show", node.id(), "-o", "json"});
   EXPECT_EQ(shown.exit, 0) << shown.err;
-  auto by_name = run({"show", "node-a"});
+  auto by_name = run({"-o", "json", "show", "node-a"});
   EXPECT_EQ(by_name.exit, 0) << "a node by its name as well as its id: " << by_name.err;
   EXPECT_EQ(json::parse(by_name.out), json::parse(shown.out));
   auto pools = json::parse(shown.out)["sampleSystem"];
@@ -90,12 +97,13 @@ TEST(RegistryCtl, DdectlPrintsAnswersAsJsonAndExitsWithTheDocumentedCodes) {
 
   auto down = run({"shutdown", node.id(), "sampleSystem", "printer"});
   EXPECT_EQ(down.exit, 0) << down.err;
-  EXPECT_EQ(json::parse(down.out), json::object());
+  EXPECT_EQ(down.out, "stopped pool sampleSystem/printer\n");
   EXPECT_EQ(node.pools()["sampleSystem"].size(), 1u);
 
-  auto health = run({"health"});
+  auto health = run({"health", "-o", "json"});
   EXPECT_EQ(health.exit, 0);
   EXPECT_EQ(json::parse(health.out)["nodes"], 1);
+  EXPECT_EQ(run({"health"}).out.rfind("ok: 1 node(s) connected, up ", 0), 0u);
 
   auto usage = run({"shutdown", node.id()});
   EXPECT_EQ(usage.exit, 2);
@@ -123,7 +131,7 @@ TEST(RegistryCtl, ARegistryOnIpv6LoopbackIsReachedByBracketedUrls) {
   tool_result listed;
   ASSERT_TRUE(dde::test::wait_until(
       [&] {
-        listed = ddectl({"--registry", url, "list"});
+        listed = ddectl({"--registry", url, "list", "-o", "json"});
         return listed.exit == 0 && listed.out.find("\"v6-node\"") != std::string::npos;
       },
       30s))

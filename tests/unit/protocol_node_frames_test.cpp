@@ -83,11 +83,24 @@ TEST(NodeFrames, EveryRequestReadsBackAsItWasSent) {
   auto migrate = std::get<node::migrate>(
       round_trip(10, node::migrate{"s", "c", {"localhost", "ws://10.0.0.2:42042/activator"}}).request);
   EXPECT_EQ(migrate.workers_paths, (std::vector<std::string>{"localhost", "ws://10.0.0.2:42042/activator"}));
+
+  ordered_json spec = {{"isolateSystemName", "s"}, {"isolateName", "c"}, {"uri", "/w.so"}, {"routerType", "random"}};
+  EXPECT_EQ(std::get<node::redeploy>(round_trip(15, node::redeploy{spec}).request).body, spec);
+}
+
+TEST(NodeFrames, ARedeployWithoutABodyIsRefusedNamingTheField) {
+  auto decoded = parse_registry_frame(R"({"type":"request","id":6,"action":"redeploy","body":"x"})");
+  ASSERT_TRUE(decoded);
+  auto* bad = std::get_if<bad_request>(&decoded.value());
+  ASSERT_NE(bad, nullptr);
+  EXPECT_EQ(bad->id, 6u);
+  EXPECT_NE(bad->error.find("\"body\""), std::string::npos) << bad->error;
 }
 
 TEST(NodeFrames, EveryRequestTypeHasItsOwnAction) {
   std::vector<node_request> all = {node::deploy{}, node::shutdown{}, node::describe{}, node::ping{},
-                                   node::restart{}, node::kill{},     node::set_rate{}, node::migrate{}};
+                                   node::restart{}, node::kill{},     node::set_rate{}, node::migrate{},
+                                   node::redeploy{}};
   std::set<std::string_view> actions;
   for (auto& r : all) actions.insert(action_of(r));
   EXPECT_EQ(actions.size(), all.size());

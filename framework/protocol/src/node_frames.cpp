@@ -45,6 +45,11 @@ decoded decode(const std::string& action, const ordered_json& frame) {
     if (!body || !body->is_object()) return decoded::failure("field \"body\" must be the deploy body, an object");
     return node_request(node::deploy{*body});
   }
+  if (action == "redeploy") {
+    auto body = field(frame, "body");
+    if (!body || !body->is_object()) return decoded::failure("field \"body\" must be the deploy body, an object");
+    return node_request(node::redeploy{*body});
+  }
   if (action == "shutdown") {
     auto system = text(frame, "isolateSystemName");
     if (!system) return decoded::failure_of(system);
@@ -86,6 +91,7 @@ decoded decode(const std::string& action, const ordered_json& frame) {
 struct field_writer {
   ordered_json& frame;
   void operator()(const node::deploy& r) const { frame["body"] = r.body; }
+  void operator()(const node::redeploy& r) const { frame["body"] = r.body; }
   void operator()(const node::shutdown& r) const {
     frame["isolateSystemName"] = r.system;
     if (r.isolate) frame["isolateName"] = *r.isolate;
@@ -224,7 +230,7 @@ std::string encode(const error_frame& f) {
 
 std::string_view action_of(const node_request& r) {
   static constexpr std::string_view names[] = {"deploy", "shutdown", "describe", "ping",
-                                               "restart", "kill",     "setRate",  "migrate"};
+                                               "restart", "kill",     "setRate",  "migrate", "redeploy"};
   static_assert(std::size(names) == std::variant_size_v<node_request>, "a name for every request");
   return names[r.index()];
 }

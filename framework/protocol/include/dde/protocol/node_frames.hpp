@@ -99,13 +99,18 @@ struct migrate {
   std::string system, isolate;
   std::vector<std::string> workers_paths;
 };
+/// Replaces a running pool's spec with `body` (a deploy body naming the same system and pool): its
+/// workers finish what they hold, the new spec starts; if it fails, the old spec runs again.
+struct redeploy {
+  ordered_json body;
+};
 }  // namespace node
 
 using node_request = std::variant<node::deploy, node::shutdown, node::describe, node::ping, node::restart,
-                                  node::kill, node::set_rate, node::migrate>;
+                                  node::kill, node::set_rate, node::migrate, node::redeploy>;
 
-/// The `action` of a request: "deploy", "shutdown", "describe", "ping", "restart", "kill", "setRate"
-/// or "migrate".
+/// The `action` of a request: "deploy", "shutdown", "describe", "ping", "restart", "kill", "setRate",
+/// "migrate" or "redeploy".
 std::string_view action_of(const node_request& r);
 
 struct request_frame {
