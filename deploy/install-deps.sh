@@ -14,6 +14,9 @@ packages=(build-essential cmake ccache libboost-dev nlohmann-json3-dev uuid-dev 
   libgtest-dev libgmock-dev googletest librabbitmq-dev liburiparser-dev shellcheck logrotate rabbitmq-server
   amqp-tools curl procps iproute2 python3
   dpkg-dev binutils clang libclang-rt-14-dev chromium nodejs gnuplot-nox)
+# prometheus: its promtool, which metrics_rmqtest runs on every daemon's /metrics (`promtool check
+# metrics`); the policy-rc.d below keeps the package's own Prometheus service from starting.
+packages+=(prometheus)
 # Debian's nodejs comes without npm (a nodejs from elsewhere may bundle it).
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 

@@ -8,8 +8,9 @@
 
 #include <cerrno>
 #include <cstring>
-
 #include <vector>
+
+#include "dde/protocol/mqs_props.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -373,6 +374,13 @@ std::string rabbitmq_session::publish(std::uint16_t channel, std::string_view ex
     entries[i].key = bytes_of((*p.headers)[i].first);
     entries[i].value.kind = AMQP_FIELD_KIND_UTF8;
     entries[i].value.value.bytes = bytes_of((*p.headers)[i].second);
+  }
+  if (p.published_us) {
+    amqp_table_entry_t stamp{};
+    stamp.key = bytes_of(published_header);
+    stamp.value.kind = AMQP_FIELD_KIND_I64;
+    stamp.value.value.i64 = std::int64_t(p.published_us);
+    entries.push_back(stamp);
   }
   if (!entries.empty()) {
     props._flags |= AMQP_BASIC_HEADERS_FLAG;

@@ -14,8 +14,24 @@ namespace {
 
 std::string text_of(amqp_bytes_t b) { return std::string(static_cast<const char*>(b.bytes), b.len); }
 
-/// What a delivery's content header says that a host needs (the envelope's fields, mqs/PROTOCOL.md);
-/// headers of other kinds than strings are left out.
+/// The publish stamp of header `e` (x-dde-published-us as an integer), 0 when it is another header.
+std::uint64_t published_of(const amqp_table_entry_t& e) {
+  if (e.key.len != published_header.size() ||
+      !std::equal(published_header.begin(), published_header.end(), static_cast<const char*>(e.key.bytes)))
+    return 0;
+  switch (e.value.kind) {
+    case AMQP_FIELD_KIND_I64:
+      return e.value.value.i64 > 0 ? std::uint64_t(e.value.value.i64) : 0;
+    case AMQP_FIELD_KIND_U64:
+    case AMQP_FIELD_KIND_TIMESTAMP:
+      return e.value.value.u64;
+    default:
+      return 0;
+  }
+}
+
+/// What a delivery's content header says that a host needs (the envelope's fields, mqs/PROTOCOL.md,
+/// and the publish stamp); headers of other kinds than strings are left out.
 message_props props_of(const amqp_basic_properties_t* p) {
   message_props out;
   if (!p) return out;
@@ -27,6 +43,8 @@ message_props props_of(const amqp_basic_properties_t* p) {
       auto& e = p->headers.entries[i];
       if (e.value.kind == AMQP_FIELD_KIND_UTF8 || e.value.kind == AMQP_FIELD_KIND_BYTES)
         out.headers.emplace_back(text_of(e.key), text_of(e.value.value.bytes));
+      else if (auto stamp = published_of(e))
+        out.published_us = stamp;
     }
   return out;
 }
@@ -181,6 +199,8 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
   client_id id = cmd.conn->id();
   switch (cmd.what) {
     case dequeue_command::kind::pull: {
+      // The pool's counters exist (at 0) from its first pull on, not from its first message.
+      mqs_metrics::process().topic(cmd.topic);
       auto& cs = clients_[id];
       if (!cs.conn) cs.conn = cmd.conn;
       if (auto err = dispatcher_.pull(id, cmd.topic, cmd.mode, cmd.credit, now, cmd.consumers); !err.empty()) {

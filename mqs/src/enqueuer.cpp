@@ -193,6 +193,9 @@ void enqueuer::lost(const std::string& why) {
 }
 
 void enqueuer::publish_some() {
+  // One wall-clock reading per burst (at most publish_burst messages, written together), not one per message.
+  burst_wall_us_ = std::uint64_t(
+      std::chrono::duration_cast<std::chrono::microseconds>(env_.wall_now().time_since_epoch()).count());
   for (int n = 0; n < publish_burst && session_; ++n) {
     bool any = false;
     if (!pending_transient_.empty()) {
@@ -231,6 +234,9 @@ bool enqueuer::publish(outgoing_message& msg) {
   bool confirmed = msg.mode == delivery_mode::at_least_once;
   auto channel = confirmed ? confirm_channel : transient_channel;
   std::uint8_t persistence = confirmed ? 2 : 1;
+  // Stamped at its first publish: one published again (broker nack, reconnect) keeps its first time,
+  // so the receiver's time in queue includes those retries.
+  if (!msg.props.published_us) msg.props.published_us = burst_wall_us_;
   if (batch_) {  // plain TCP: sent with the rest of the burst, in one write
     if (!batch_->add(channel, msg.topic, persistence, msg.body, msg.props))
       return refuse_front(msg.mode, "a topic name is at most 255 bytes");
@@ -241,6 +247,7 @@ bool enqueuer::publish(outgoing_message& msg) {
     props.message_id = msg.props.message_id;
     props.app_id = msg.props.app_id;
     props.headers = &msg.props.headers;
+    props.published_us = msg.props.published_us;
     if (auto error = session_->publish(channel, {}, msg.topic, props, msg.body); !error.empty()) {
       lost(error);
       return false;

@@ -110,6 +110,8 @@ class enqueuer {
   /// The burst's publish frames on a plain connection (one write per burst, not three per message).
   std::unique_ptr<publish_frames> batch_;
   bool ever_connected_ = false;
+  std::uint64_t burst_wall_us_ =
+      0;  ///< the wall clock (µs since the epoch) as this burst began: the publish stamp
   clock::time_point next_connect_{};
   std::optional<clock::time_point> drain_until_;  ///< stopping: how long confirms are waited for
   net::backoff backoff_{std::chrono::milliseconds(100), std::chrono::milliseconds(5000)};

@@ -10,7 +10,9 @@ mqs_metrics& mqs_metrics::process() {
 topic_counters& mqs_metrics::topic(const std::string& name) {
   std::lock_guard lock(mutex_);
   if (auto it = topics_.find(name); it != topics_.end()) return it->second;
-  metric_labels l = {{"topic", name}};
+  // "pool", as the isolate systems' and the registry's per-pool series: a topic is a pool's address
+  // in topic form (system.isolate), the value they use too.
+  metric_labels l = {{"pool", name}};
   auto& r = registry_;
   return topics_
       .emplace(

@@ -26,6 +26,7 @@ class mqs_metrics {
   /// The MQS metrics of this process.
   static mqs_metrics& process();
 
+  /// The counters of topic `name` (label `pool`), created at 0 on first use.
   topic_counters& topic(const std::string& name);
   /// Every topic counted so far.
   std::vector<std::string> topics();

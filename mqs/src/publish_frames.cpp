@@ -82,12 +82,12 @@ bool publish_frames::add(std::uint16_t channel, std::string_view routing_key, st
   u64(body.size());
   std::uint16_t flags = delivery_mode_flag;
   if (!props.content_type.empty()) flags |= content_type_flag;
-  if (!props.headers.empty()) flags |= headers_flag;
+  if (!props.headers.empty() || props.published_us) flags |= headers_flag;
   if (!props.message_id.empty()) flags |= message_id_flag;
   if (!props.app_id.empty()) flags |= app_id_flag;
   u16(flags);
   if (!props.content_type.empty()) short_string(props.content_type);
-  if (!props.headers.empty()) {  // a field table of long strings
+  if (!props.headers.empty() || props.published_us) {  // a field table of long strings
     std::size_t table = out_.size();
     u32(0);
     for (auto& [name, value] : props.headers) {
@@ -95,6 +95,15 @@ bool publish_frames::add(std::uint16_t channel, std::string_view routing_key, st
       u8('S');
       u32(std::uint32_t(value.size()));
       out_.append(value);
+    }
+    if (props.published_us) {  // 'l': a signed 64-bit integer (RabbitMQ's field types), in one append
+      char entry[1 + published_header.size() + 1 + 8];
+      entry[0] = char(published_header.size());
+      published_header.copy(entry + 1, published_header.size());
+      entry[1 + published_header.size()] = 'l';
+      for (int i = 0; i < 8; ++i)
+        entry[sizeof entry - 8 + std::size_t(i)] = char(std::uint8_t(props.published_us >> (56 - 8 * i)));
+      out_.append(entry, sizeof entry);
     }
     fill_size(table);
   }

@@ -56,6 +56,7 @@ std::string encode_record(const mqs::mqs_record& rec, std::string_view body) {
         if constexpr (std::is_same_v<T, mqs::deliver_record>) {
           mqs::message_props props;
           if (!r.props.is_null() && !mqs::parse_props(r.props, props).empty()) return;
+          props.published_us = r.published_us;
           mqs::append_deliver(out, r.topic, r.tag, r.redelivered, body, props);
         } else if constexpr (std::is_same_v<T, mqs::confirm_record>) {
           mqs::append_confirm(out, r.seqs);

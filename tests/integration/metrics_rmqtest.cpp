@@ -1,9 +1,14 @@
 // GET /metrics and GET /health of every daemon, against a real cluster and real RabbitMQ nodes: the
-// Prometheus text parses strictly and its counters equal the messages the test sent; a daemon whose
-// broker, registry or MQS is gone says it is not ready, and why. An isolate system serves its own.
+// Prometheus text parses strictly, `promtool check metrics` finds nothing to say about it, and its
+// counters equal the messages the test sent; a daemon whose broker, registry or MQS is gone says it
+// is not ready, and why. An isolate system serves its own.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "cluster_fixture.hpp"
 #include "prometheus_text.hpp"
@@ -23,6 +28,36 @@ prom_text scrape(std::uint16_t port, std::string* raw = nullptr) {
     return failed;
   }
   return parse_prometheus(r.body);
+}
+
+/// promtool from the PATH, or "" when there is none.
+std::string promtool_path() {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string d; std::getline(dirs, d, ':');)
+    if (!d.empty() && ::access((d + "/promtool").c_str(), X_OK) == 0) return d + "/promtool";
+  return {};
+}
+
+/// What `promtool check metrics` says about the daemon's /metrics text (lint problems such as a
+/// missing HELP or a counter not ending in _total, and parse errors): "" when nothing. The test fails
+/// when promtool is not installed (deploy/install-deps.sh installs the Debian package prometheus).
+std::string promtool_problems(std::uint16_t port, const std::filesystem::path& dir) {
+  auto promtool = promtool_path();
+  if (promtool.empty())
+    return "promtool not found on the PATH: install the Debian package prometheus (deploy/install-deps.sh)";
+  auto r = rest("GET", http_base(port) + "/metrics");
+  if (r.status != 200) return "HTTP " + std::to_string(r.status) + ": " + r.body;
+  auto file = dir / ("metrics-" + std::to_string(port) + ".prom");
+  std::ofstream(file) << r.body;
+  std::string out;
+  FILE* p = ::popen((promtool + " check metrics < '" + file.string() + "' 2>&1").c_str(), "r");
+  if (!p) return "cannot run " + promtool;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  int status = ::pclose(p);
+  if (status != 0 && out.empty()) out = "promtool exited with status " + std::to_string(status);
+  return out.empty() ? out : out + "\n--- the text it checked:\n" + r.body;
 }
 
 /// Scrapes the daemon on `port` until series `name` with `labels` equals `expected` (30 s at most);
@@ -65,12 +100,13 @@ TEST_F(Cluster, MetricsOfEveryDaemonParseAndCountTheMessagesSent) {
   const std::string topic = sys + ".consumer";
   std::string raw;
   // The last acks reach the broker just after the consumers logged the messages.
-  auto m = scrape_until(mqs.port, "dde_mqs_acked_total", {{"topic", topic}}, n, raw);
+  // The MQS labels its per-topic series `pool`, with the value the isolate systems and the registry use.
+  auto m = scrape_until(mqs.port, "dde_mqs_acked_total", {{"pool", topic}}, n, raw);
   ASSERT_TRUE(m.ok()) << m.error << "\n" << raw;
   EXPECT_EQ(m.types["dde_mqs_published_total"], "counter");
-  EXPECT_EQ(m.value("dde_mqs_published_total", {{"topic", topic}}), n) << raw;
-  EXPECT_EQ(m.value("dde_mqs_consumed_total", {{"topic", topic}}), n) << raw;
-  EXPECT_EQ(m.value("dde_mqs_redelivered_total", {{"topic", topic}}), 0) << raw;
+  EXPECT_EQ(m.value("dde_mqs_published_total", {{"pool", topic}}), n) << raw;
+  EXPECT_EQ(m.value("dde_mqs_consumed_total", {{"pool", topic}}), n) << raw;
+  EXPECT_EQ(m.value("dde_mqs_redelivered_total", {{"pool", topic}}), 0) << raw;
   EXPECT_EQ(m.value("dde_mqs_queue_messages", {{"queue", topic}}), 0) << raw;
   EXPECT_EQ(m.value("dde_mqs_broker_connected"), 1) << raw;
   EXPECT_GE(m.value("dde_mqs_websocket_clients").value_or(0), 1) << raw;
@@ -99,6 +135,11 @@ TEST_F(Cluster, MetricsOfEveryDaemonParseAndCountTheMessagesSent) {
   ASSERT_TRUE(act.ok()) << act.error << "\n" << raw;
   EXPECT_EQ(act.value("dde_activator_websocket_clients", {{"endpoint", "control"}}), 1) << raw;
   EXPECT_GT(act.value("process_resident_memory_bytes").value_or(0), 1e6) << raw;
+
+  // promtool, Prometheus's own checker, has nothing to say about any daemon's text.
+  for (auto [daemon, port] : {std::pair{"dde-mqs", mqs.port}, std::pair{"dde-registry", registry.port},
+                              std::pair{"dde-activator", a.port}})
+    EXPECT_EQ(promtool_problems(port, dir), "") << daemon;
 }
 
 /// The port of `sys`'s own /metrics and /health, as GET /registry/system/{id} shows it (0 if never).
@@ -134,7 +175,29 @@ TEST_F(Cluster, AnIsolateSystemServesMetricsThatCountItsMessagesAndHealthThatFol
 
   const std::map<std::string, std::string> consumer = {{"pool", sys + ".consumer"}};
   const std::map<std::string, std::string> producer = {{"pool", sys + ".producer"}};
+  const std::map<std::string, std::string> idle = {{"pool", sys + ".idle"}};
   std::string raw;
+
+  // A pool that has had no message yet: every per-pool series is there at 0, in the isolate system and
+  // in the MQS it pulls from (before anything, the registry included, asked the MQS about it).
+  ASSERT_EQ(deploy_pool(id, sys, "idle", "consumer", nlohmann::json::object(), 1).status, 200);
+  auto zero = scrape_until(port, "dde_host_workers", idle, 1, raw);
+  ASSERT_TRUE(zero.ok()) << zero.error << "\n" << raw;
+  for (auto name :
+       {"dde_host_messages_received_total", "dde_host_messages_handled_total",
+        "dde_host_messages_failed_total", "dde_host_messages_dead_lettered_total",
+        "dde_host_messages_redelivered_total", "dde_host_queue_seconds_count",
+        "dde_host_handling_seconds_count", "dde_host_ask_seconds_count", "dde_host_ask_timeouts_total"})
+    EXPECT_EQ(zero.value(name, idle), 0) << name << "\n" << raw;
+  EXPECT_EQ(zero.value("dde_host_plugin_load_failures_total", {{"pool", sys + ".idle"}, {"reason", "abi"}}),
+            0)
+      << raw;
+  auto mqs_zero = scrape_until(mqs.port, "dde_mqs_topic_consumers", idle, 1, raw);
+  ASSERT_TRUE(mqs_zero.ok()) << mqs_zero.error << "\n" << raw;
+  for (auto name : {"dde_mqs_published_total", "dde_mqs_consumed_total", "dde_mqs_acked_total",
+                    "dde_mqs_redelivered_total"})
+    EXPECT_EQ(mqs_zero.value(name, idle), 0) << name << "\n" << raw;
+
   // The last ack is counted just after the consumer logged the message.
   auto m = scrape_until(port, "dde_host_messages_acked_total", consumer, n, raw);
   ASSERT_TRUE(m.ok()) << m.error << "\n" << raw;
@@ -156,7 +219,26 @@ TEST_F(Cluster, AnIsolateSystemServesMetricsThatCountItsMessagesAndHealthThatFol
   EXPECT_EQ(m.types["dde_host_handling_seconds"], "histogram");
   EXPECT_EQ(m.value("dde_host_handling_seconds_count", consumer), n) << raw;
   EXPECT_EQ(m.value("dde_host_handling_seconds_bucket", {{"pool", sys + ".consumer"}, {"le", "+Inf"}}), n) << raw;
+  // Time in queue (issue 19): every message came through the MQS, stamped when it published it.
+  EXPECT_EQ(m.types["dde_host_queue_seconds"], "histogram");
+  EXPECT_EQ(m.value("dde_host_queue_seconds_count", consumer), n) << raw;
+  EXPECT_GT(m.value("dde_host_queue_seconds_sum", consumer).value_or(0), 0) << raw;
+  EXPECT_LT(m.value("dde_host_queue_seconds_sum", consumer).value_or(1e9), n * 60.0) << raw;
   EXPECT_EQ(m.types["dde_build_info"], "gauge");
+
+  // Ask round trips (issue 19), in the system that asks, per asked pool.
+  const int asks = 40;
+  ASSERT_EQ(deploy_pool(id, sys, "supplier", "supplier", nlohmann::json::object(), 1).status, 200);
+  ASSERT_EQ(
+      deploy_pool(id, sys, "requester", "requester", {{"to", sys + "/supplier"}, {"count", asks}}, 1).status,
+      200);
+  const std::map<std::string, std::string> supplier = {{"pool", sys + ".supplier"}};
+  m = scrape_until(port, "dde_host_ask_seconds_count", supplier, asks, raw);
+  ASSERT_TRUE(m.ok()) << m.error << "\n" << raw;
+  EXPECT_EQ(m.types["dde_host_ask_seconds"], "histogram");
+  EXPECT_EQ(m.value("dde_host_ask_timeouts_total", supplier), 0) << raw;
+  EXPECT_GT(m.value("dde_host_ask_seconds_sum", supplier).value_or(0), 0) << raw;
+  EXPECT_EQ(promtool_problems(port, dir), "") << "the isolate system's /metrics";
 
   // Plugins that do not load, deployed into the running system: refused, and counted by reason.
   auto missing = deploy_body(id, mqs.url(), sys, "ghost", "consumer", nlohmann::json::object());

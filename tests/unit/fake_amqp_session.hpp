@@ -57,6 +57,7 @@ struct published_message {
   std::uint16_t channel = 0;
   std::string exchange, routing_key, body, message_id;
   std::uint8_t delivery_mode = 0;
+  std::uint64_t published_us = 0;  ///< its x-dde-published-us stamp
 };
 
 struct settlement {
@@ -94,8 +95,10 @@ class fake_session final : public amqp_session {
   void confirm(std::uint64_t tag, bool multiple) { method(1, AMQP_BASIC_ACK_METHOD).ack = {tag, multiple}; }
   void nack(std::uint64_t tag, bool multiple) { method(1, AMQP_BASIC_NACK_METHOD).nack = {tag, multiple, 0}; }
   /// basic.deliver + content header + one body frame (none for an empty body).
-  void deliver(std::uint16_t channel, const std::string& consumer_tag, std::uint64_t tag, const std::string& body,
-               bool redelivered = false, const std::string& message_id = {}) {
+  /// `published_us`: its x-dde-published-us header (0: none).
+  void deliver(std::uint16_t channel, const std::string& consumer_tag, std::uint64_t tag,
+               const std::string& body, bool redelivered = false, const std::string& message_id = {},
+               std::uint64_t published_us = 0) {
     auto& d = method(channel, AMQP_BASIC_DELIVER_METHOD);
     d.text1 = consumer_tag;
     d.deliver = {bytes(d.text1), tag, redelivered, amqp_empty_bytes, amqp_empty_bytes};
@@ -103,6 +106,13 @@ class fake_session final : public amqp_session {
     h.text1 = message_id;
     h.props._flags = message_id.empty() ? 0 : AMQP_BASIC_MESSAGE_ID_FLAG;
     h.props.message_id = bytes(h.text1);
+    if (published_us) {
+      h.stamp.key = amqp_cstring_bytes("x-dde-published-us");
+      h.stamp.value.kind = AMQP_FIELD_KIND_I64;
+      h.stamp.value.value.i64 = std::int64_t(published_us);
+      h.props._flags |= AMQP_BASIC_HEADERS_FLAG;
+      h.props.headers = amqp_table_t{1, &h.stamp};
+    }
     h.frame.payload.properties.class_id = AMQP_BASIC_CLASS;
     h.frame.payload.properties.body_size = body.size();
     h.frame.payload.properties.decoded = &h.props;
@@ -140,7 +150,7 @@ class fake_session final : public amqp_session {
                       const publish_props& props, std::string_view body) override {
     if (broken) return "basic.publish: socket is closed";
     published.push_back({channel, std::string(exchange), std::string(routing_key), std::string(body),
-                         std::string(props.message_id), props.delivery_mode});
+                         std::string(props.message_id), props.delivery_mode, props.published_us});
     return {};
   }
   std::string ack(std::uint16_t channel, std::uint64_t tag, bool multiple) override {
@@ -226,6 +236,7 @@ class fake_session final : public amqp_session {
     amqp_channel_close_t channel_close{};
     amqp_connection_close_t connection_close{};
     amqp_basic_properties_t props{};
+    amqp_table_entry_t stamp{};  ///< a content header's one header
   };
   static amqp_bytes_t bytes(std::string& s) { return amqp_bytes_t{s.size(), s.data()}; }
   inbound& push(std::uint16_t channel, std::uint8_t type) {

@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "host/ask_tracker.hpp"
 #include "host/pause_governor.hpp"
 #include "host/starvation_guard.hpp"
 #include "host/supervisor.hpp"
@@ -13,6 +14,42 @@ namespace dde::host {
 namespace {
 
 using namespace std::chrono_literals;
+
+TEST(AskTracker, AReplyEndsItsAskOnceWithItsRoundTripAndItsPool) {
+  ask_tracker asks(60s);
+  clock::time_point t0{1h};
+  asks.sent("a", "s.supplier", t0);
+  asks.sent("a", "s.other", t0 + 5ms);  // the same ask forwarded on: still the first
+  auto ended = asks.answered("a", t0 + 20ms);
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(ended->pool, "s.supplier");
+  EXPECT_DOUBLE_EQ(ended->seconds, 0.02);
+  EXPECT_FALSE(asks.answered("a", t0 + 30ms)) << "a second reply ends nothing";
+  EXPECT_FALSE(asks.answered("never-asked", t0));
+  EXPECT_EQ(asks.pending(), 0u);
+  EXPECT_FALSE(asks.next_deadline());
+}
+
+TEST(AskTracker, AsksTimeOutOldestFirstAndTooManyPendingEndTheOldest) {
+  ask_tracker asks(60s, 2);
+  clock::time_point t0{1h};
+  asks.sent("a", "s.x", t0);
+  asks.sent("b", "s.y", t0 + 10s);
+  EXPECT_EQ(asks.next_deadline(), t0 + 60s);
+  EXPECT_TRUE(asks.expire(t0 + 59s).empty());
+  auto ended = asks.expire(t0 + 60s);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].pool, "s.x");
+  EXPECT_DOUBLE_EQ(ended[0].seconds, 60);
+  asks.sent("c", "s.z", t0 + 61s);
+  asks.sent("d", "s.z", t0 + 62s);  // three pending, two allowed: "b" goes
+  EXPECT_TRUE(asks.over_limit());
+  ended = asks.expire(t0 + 62s);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].pool, "s.y");
+  EXPECT_EQ(asks.pending(), 2u);
+  EXPECT_EQ(asks.next_deadline(), t0 + 121s);
+}
 using time_point = std::chrono::steady_clock::time_point;
 const time_point t0{std::chrono::hours(10)};
 

@@ -5,16 +5,16 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
 
 #include "dde/protocol/pool_spec.hpp"
 #include "host/mqs_link.hpp"
+#include "host/ops_server.hpp"
 #include "host/router.hpp"
 #include "manual_clock.hpp"
-
-#include <cstdio>
-#include <optional>
-#include <filesystem>
-#include <fstream>
 
 namespace dde::host {
 namespace {
@@ -118,14 +118,25 @@ class RouterTest : public ::testing::Test {
   }
 
   /// A message from a DDE worker (with an id and a sender), or from outside DDE (`external`: no props).
-  void deliver(std::uint64_t tag, int seq, bool redelivered = false, bool external = false) {
+  /// `published_us`: the MQS's publish stamp (0: none).
+  void deliver(std::uint64_t tag, int seq, bool redelivered = false, bool external = false,
+               std::uint64_t published_us = 0) {
     auto s = link->sink.lock();
     ASSERT_TRUE(s) << "the router attached itself to the link";
     // A message id, as a producer's messages have (first-reply races need one).
     nlohmann::json props = {{"messageId", "m" + std::to_string(seq)}, {"appId", "unit-test"}};
     if (external) props = nullptr;
-    s->deliver(1, tag, redelivered, props, nlohmann::json{{"seq", seq}}.dump());
+    s->deliver(1, tag, redelivered, published_us, props, nlohmann::json{{"seq", seq}}.dump());
     settle();
+  }
+  /// The pool's clock's wall time, in µs since the epoch, moved by `offset`.
+  std::uint64_t wall_us(std::chrono::microseconds offset = {}) const {
+    return std::uint64_t(
+        std::chrono::duration_cast<std::chrono::microseconds>((clock->wall_now() + offset).time_since_epoch())
+            .count());
+  }
+  static metric_histogram& histogram(const std::string& name, const std::string& pool) {
+    return metrics_registry::process().histogram(name, "", latency_buckets(), {{"pool", pool}});
   }
 
   /// Moves the pool's clock on and runs whatever came due.
@@ -172,6 +183,117 @@ TEST_F(RouterTest, AnAtLeastOnceMessageIsAckedOnceDoneAndItsCreditAskedForAgain)
   auto d = describe(*r);
   EXPECT_EQ(d["stats"]["delivered"], 2);
   EXPECT_EQ(d["stats"]["acked"], 2);
+}
+
+TEST_F(RouterTest, TimeInQueueRunsFromTheMqsPublishStampToTheHandOverAndASkewedClockCountsAsZero) {
+  auto r = start_pool(1, {{"isolateName", "queued"}});
+  auto& queued = histogram("dde_host_queue_seconds", "unit.queued");
+  ASSERT_EQ(queued.cumulative().back(), 0u);
+  deliver(1, 1, false, false, wall_us(-250ms));
+  EXPECT_EQ(queued.cumulative().back(), 1u);
+  EXPECT_DOUBLE_EQ(queued.sum(), 0.25);
+  deliver(2, 2, false, false, wall_us(3s));  // the publishing MQS's clock is 3 s ahead of this one
+  EXPECT_EQ(queued.cumulative().back(), 2u);
+  EXPECT_DOUBLE_EQ(queued.sum(), 0.25) << "a stamp in the future is clamped to 0";
+  EXPECT_EQ(queued.cumulative().front(), 1u) << "in the first bucket";
+  deliver(3, 3);
+  EXPECT_EQ(queued.cumulative().back(), 2u) << "no stamp (not published through an MQS): not observed";
+}
+
+TEST_F(RouterTest, AnAsksRoundTripIsObservedPerAskedPoolWhenItsReplyComes) {
+  auto r = start_pool(1, {{"isolateName", "asker"}});
+  envelope ask;
+  ask.id = "ask-1";
+  ask.from = "unit/asker";
+  ask.to = "unit/answers";
+  ask.ask_instance = link->instance();
+  ask.ask_worker = "w-1";
+  r->enqueue("unit.answers", delivery_mode::at_least_once, ask);  // as a worker's ask() does
+  settle();
+  auto& round_trip = histogram("dde_host_ask_seconds", "unit.answers");
+  auto before = round_trip.cumulative().back();
+  auto sum_before = round_trip.sum();
+  advance(40ms);
+  envelope reply;
+  reply.id = "reply-1";
+  reply.to = "unit/asker";
+  reply.in_reply_to = "ask-1";
+  reply.to_worker = "w-1";
+  link->sink.lock()->deliver_reply(reply);
+  settle();
+  EXPECT_EQ(round_trip.cumulative().back(), before + 1);
+  EXPECT_DOUBLE_EQ(round_trip.sum() - sum_before, 0.04);
+  link->sink.lock()->deliver_reply(reply);  // the same reply again: the ask ended already
+  settle();
+  EXPECT_EQ(round_trip.cumulative().back(), before + 1);
+
+  envelope plain = ask;
+  plain.id = "send-1";
+  plain.ask_worker.clear();  // a send, not an ask
+  r->enqueue("unit.answers", delivery_mode::at_least_once, plain);
+  envelope forwarded = ask;
+  forwarded.id = "ask-of-another-pool";
+  forwarded.from = "unit/other";  // its asker's: this pool only passes it on
+  r->enqueue("unit.answers", delivery_mode::at_least_once, forwarded);
+  settle();
+  for (auto id : {"send-1", "ask-of-another-pool"}) {
+    reply.in_reply_to = id;
+    link->sink.lock()->deliver_reply(reply);
+  }
+  settle();
+  EXPECT_EQ(round_trip.cumulative().back(), before + 1) << "only this pool's own asks are timed";
+}
+
+TEST_F(RouterTest, AnAskWithoutAReplyFor60sTimesOutAndIsCountedSo) {
+  auto r = start_pool(1, {{"isolateName", "patient"}});
+  auto& round_trip = histogram("dde_host_ask_seconds", "unit.silent");
+  auto& timeouts =
+      metrics_registry::process().counter("dde_host_ask_timeouts_total", "", {{"pool", "unit.silent"}});
+  envelope ask;
+  ask.from = "unit/patient";
+  ask.to = "unit/silent";
+  ask.ask_instance = link->instance();
+  ask.ask_worker = "w-1";
+  ask.id = "ask-a";
+  r->enqueue("unit.silent", delivery_mode::at_least_once, ask);
+  settle();
+  advance(30s);
+  ask.id = "ask-b";
+  r->enqueue("unit.silent", delivery_mode::at_least_once, ask);
+  settle();
+  EXPECT_EQ(timeouts.value(), 0);
+  advance(30s);
+  EXPECT_EQ(timeouts.value(), 1) << "the first, 60 s after it was sent";
+  EXPECT_EQ(round_trip.cumulative().back(), 1u) << "observed with the time it waited";
+  EXPECT_DOUBLE_EQ(round_trip.sum(), 60);
+  envelope late;
+  late.in_reply_to = "ask-a";
+  late.to_worker = "w-1";
+  link->sink.lock()->deliver_reply(late);
+  settle();
+  EXPECT_EQ(round_trip.cumulative().back(), 1u) << "a reply after the timeout is not observed again";
+  advance(30s);
+  EXPECT_EQ(timeouts.value(), 2);
+}
+
+TEST_F(RouterTest, EveryPerPoolSeriesIsThereAtZeroBeforeTheFirstMessage) {
+  auto r = start_pool(2, {{"isolateName", "fresh"}});
+  metrics_registry figures;
+  add_host_metrics(figures, {{"unit", nlohmann::json::array({describe(*r)})}}, top_level_stats{});
+  auto text = figures.render() + metrics_registry::process().render();
+  for (auto name :
+       {"dde_host_messages_received_total", "dde_host_messages_handled_total",
+        "dde_host_messages_failed_total", "dde_host_messages_sent_total", "dde_host_messages_acked_total",
+        "dde_host_messages_redelivered_total", "dde_host_messages_dead_lettered_total",
+        "dde_host_worker_restarts_total", "dde_host_hot_swaps_total", "dde_host_in_flight",
+        "dde_host_queue_seconds_count", "dde_host_handling_seconds_count", "dde_host_ask_seconds_count",
+        "dde_host_ask_timeouts_total"})
+    EXPECT_NE(text.find(std::string(name) + "{pool=\"unit.fresh\"} 0\n"), std::string::npos) << name << "\n"
+                                                                                             << text;
+  EXPECT_NE(text.find("dde_host_plugin_load_failures_total{pool=\"unit.fresh\",reason=\"missing\"} 0\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("dde_host_workers{pool=\"unit.fresh\"} 2\n"), std::string::npos) << text;
 }
 
 TEST_F(RouterTest, ARedeliveredMessageIsCounted) {

@@ -25,9 +25,11 @@ class recording_sink : public topic_sink {
   struct delivery {
     std::uint64_t generation, tag;
     std::string body;
+    std::uint64_t published_us;
   };
-  void deliver(std::uint64_t generation, std::uint64_t tag, bool, nlohmann::json, std::string body) override {
-    deliveries.push_back({generation, tag, std::move(body)});
+  void deliver(std::uint64_t generation, std::uint64_t tag, bool, std::uint64_t published_us, nlohmann::json,
+               std::string body) override {
+    deliveries.push_back({generation, tag, std::move(body), published_us});
   }
   void deliver_reply(envelope e) override { replies.push_back(std::move(e)); }
   void on_connected() override { ++connected; }
@@ -189,13 +191,17 @@ TEST_F(TopLevelTest, DeliveriesGoToTheirPoolWithTheirGenerationAndOnlyTheCurrent
   auto c1 = open(1);
   EXPECT_EQ(sink->connected, 1) << "a pool pulls again on each connection";
   std::string batch;
-  mqs::append_deliver(batch, topic, 5, false, "m");
+  mqs::message_props stamped;
+  stamped.published_us = 1'790'000'000'000'001;
+  mqs::append_deliver(batch, topic, 5, false, "m", stamped);
   mqs::append_deliver(batch, "s.gone", 6, false, "n");  // no pool of that topic here
   from_mqs(c1, batch);
   ASSERT_EQ(sink->deliveries.size(), 1u);
   EXPECT_EQ(sink->deliveries[0].generation, 1u);
   EXPECT_EQ(sink->deliveries[0].tag, 5u);
   EXPECT_EQ(sink->deliveries[0].body, "m");
+  EXPECT_EQ(sink->deliveries[0].published_us, 1'790'000'000'000'001u)
+      << "the MQS's publish stamp goes with it";
   auto nacks = only<mqs::nack_request>(requests(*c1));
   ASSERT_EQ(nacks.size(), 1u) << "a message for a pool that is gone goes back";
   EXPECT_EQ(nacks[0].tags, (std::vector<std::uint64_t>{6}));

@@ -22,6 +22,16 @@ class manual_clock : public clock, public std::enable_shared_from_this<manual_cl
     return now_;
   }
 
+  /// Starts at 2026-09-21 and moves with advance(), or by move_wall() alone (a skewed clock).
+  std::chrono::system_clock::time_point wall_now() const override {
+    std::lock_guard lock(mutex_);
+    return wall_;
+  }
+  void move_wall(std::chrono::microseconds d) {
+    std::lock_guard lock(mutex_);
+    wall_ += d;
+  }
+
   std::unique_ptr<timer> make_timer(const strand_type& strand) override {
     return std::make_unique<manual_timer>(shared_from_this(), strand);
   }
@@ -32,6 +42,7 @@ class manual_clock : public clock, public std::enable_shared_from_this<manual_cl
     {
       std::lock_guard lock(mutex_);
       now_ += d;
+      wall_ += d;
       while (!pending_.empty() && pending_.begin()->first.first <= now_) {
         auto it = pending_.begin();
         due.emplace_back(it->second.strand, std::move(it->second.fn));
@@ -101,6 +112,7 @@ class manual_clock : public clock, public std::enable_shared_from_this<manual_cl
 
   mutable std::mutex mutex_;
   time_point now_{std::chrono::hours(1)};
+  std::chrono::system_clock::time_point wall_{std::chrono::seconds(1'790'000'000)};
   std::uint64_t next_ = 0;
   std::map<key, entry> pending_;
 };

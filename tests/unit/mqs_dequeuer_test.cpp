@@ -3,6 +3,7 @@
 // connection and the consume that follows, broker cancels, one broker consumer per worker).
 #include <gtest/gtest.h>
 
+#include "dde/metrics.hpp"
 #include "dequeuer.hpp"
 #include "fake_amqp_session.hpp"
 
@@ -16,6 +17,7 @@ struct delivery {
   std::uint64_t tag = 0;  ///< the MQS's tag, which the host acks
   std::string body;
   bool redelivered = false;
+  std::uint64_t published_us = 0;
 };
 
 class DequeuerTest : public ::testing::Test {
@@ -71,7 +73,8 @@ class DequeuerTest : public ::testing::Test {
   std::vector<delivery> deliveries() {
     std::vector<delivery> out;
     for (auto& [record, body] : mqs_records(*host)) {
-      if (auto* d = std::get_if<deliver_record>(&record)) out.push_back({d->tag, body, d->redelivered});
+      if (auto* d = std::get_if<deliver_record>(&record))
+        out.push_back({d->tag, body, d->redelivered, d->published_us});
       else ADD_FAILURE() << "a record other than a delivery";
     }
     return out;
@@ -121,6 +124,37 @@ TEST_F(DequeuerTest, AHostGetsNoMoreThanItsCreditAndTheRestWaitsForMore) {
   EXPECT_EQ(bodies(got), (std::vector<std::string>{"a", "b"}));
   pull(1);
   EXPECT_EQ(bodies(deliveries()), (std::vector<std::string>{"c"}));
+}
+
+TEST_F(DequeuerTest, ThePublishStampOfAMessageReachesItsHost) {
+  start();
+  pull(2);
+  auto& s = *link();
+  auto tag = consumer_tag(s);
+  s.deliver(1, tag, 1, "a", false, "id-a", 1'790'000'000'123'456);
+  s.deliver(1, tag, 2, "b");
+  settle();
+  auto got = deliveries();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].published_us, 1'790'000'000'123'456u);
+  EXPECT_EQ(got[1].published_us, 0u) << "no stamp (not published by an MQS): none reported";
+}
+
+TEST_F(DequeuerTest, APoolsCountersAreThereAtZeroFromItsFirstPullEvenBeforeItIsConsumed) {
+  start();
+  broker.refuse_open = "connection refused";  // the topic's own connection cannot open: no consumer yet
+  dequeue_command c;
+  c.what = dequeue_command::kind::pull;
+  c.topic = "fresh.pool";
+  c.mode = delivery_mode::at_least_once;
+  c.credit = 1;
+  c.consumers = 1;
+  command(std::move(c));
+  auto text = metrics_registry::process().render();
+  for (auto name : {"dde_mqs_published_total", "dde_mqs_consumed_total", "dde_mqs_acked_total",
+                    "dde_mqs_redelivered_total"})
+    EXPECT_NE(text.find(std::string(name) + "{pool=\"fresh.pool\"} 0\n"), std::string::npos) << name << "\n"
+                                                                                             << text;
 }
 
 TEST_F(DequeuerTest, TheHostsAcksReachTheBrokerAsOneAckWithMultiple) {

@@ -17,7 +17,8 @@ class EnqueuerTest : public ::testing::Test {
   EnqueuerTest() { cfg.confirm_window = 1000; }
 
   enqueuer& start() {
-    enq = std::make_unique<enqueuer>(cfg, flow, broker_env{broker.opener(), time.fn()});
+    enq = std::make_unique<enqueuer>(cfg, flow,
+                                     broker_env{broker.opener(), time.fn(), [this] { return wall; }});
     return *enq;
   }
   /// Turns the loop until it would wait (it has nothing to do before an event or a deadline).
@@ -67,6 +68,8 @@ class EnqueuerTest : public ::testing::Test {
   }
 
   fake_time time;
+  /// The wall clock publishes are stamped with.
+  std::chrono::system_clock::time_point wall{std::chrono::seconds(1'790'000'000)};
   fake_broker broker;
   config cfg;
   flow_control flow{100000, std::size_t(1) << 30};
@@ -189,6 +192,31 @@ TEST_F(EnqueuerTest, NackedMessagesArePublishedAgainAfter200msInTheOrderTheyWere
   s.confirm(7, true);
   settle();
   EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{4, 1, 2, 3}));
+}
+
+TEST_F(EnqueuerTest, EveryMessageIsStampedWithTheWallClockOfItsFirstPublishInMicroseconds) {
+  start();
+  send({1});
+  send({2}, delivery_mode::at_most_once);
+  settle();
+  auto& s = session();
+  ASSERT_EQ(s.published.size(), 2u);
+  EXPECT_EQ(s.published[0].published_us, 1'790'000'000'000'000u);
+  EXPECT_EQ(s.published[1].published_us, 1'790'000'000'000'000u) << "at-most-once too";
+
+  wall += std::chrono::microseconds(1500);
+  send({3});
+  settle();
+  EXPECT_EQ(s.published.back().published_us, 1'790'000'000'001'500u);
+  s.nack(3, true);  // tags 1 and 3 (the at-least-once ones) come back
+  settle();
+  wall += std::chrono::seconds(1);
+  time.advance(200ms);
+  settle();
+  ASSERT_EQ(s.published.size(), 5u);
+  EXPECT_EQ(s.published[3].body, "m1");
+  EXPECT_EQ(s.published[3].published_us, 1'790'000'000'000'000u) << "published again: its first stamp stays";
+  EXPECT_EQ(s.published[4].published_us, 1'790'000'000'001'500u);
 }
 
 TEST_F(EnqueuerTest, ARefusedQueueDeclareRejectsThatMessageToItsHostAndTheNextOneStillGoes) {

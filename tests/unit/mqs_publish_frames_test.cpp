@@ -71,6 +71,11 @@ std::vector<decoded_publish> decode(const std::string& bytes, std::uint32_t fram
       if (props->_flags & AMQP_BASIC_HEADERS_FLAG)
         for (int i = 0; i < props->headers.num_entries; ++i) {
           auto& e = props->headers.entries[i];
+          if (text(e.key) == published_header) {
+            EXPECT_EQ(e.value.kind, AMQP_FIELD_KIND_I64);
+            got.published_us = std::uint64_t(e.value.value.i64);
+            continue;
+          }
           EXPECT_EQ(e.value.kind, AMQP_FIELD_KIND_UTF8);
           got.headers.emplace_back(text(e.key), text(e.value.value.bytes));
         }
@@ -148,6 +153,22 @@ TEST(PublishFrames, PropertiesReadBackAsTheyWereGivenAndOnlyTheGivenOnesAreSet) 
   EXPECT_EQ(got[2].flags, AMQP_BASIC_DELIVERY_MODE_FLAG);
   EXPECT_TRUE(got[2].props.empty());
   EXPECT_EQ(got[2].body, "plain");
+}
+
+TEST(PublishFrames, ThePublishStampIsAnIntegerHeaderBesideTheStringOnes) {
+  publish_frames batch(131072);
+  message_props stamped;
+  stamped.headers = {{"replyTo", "sys/replies"}};
+  stamped.published_us = 1'790'000'000'123'456;
+  message_props only_stamp;
+  only_stamp.published_us = 42;
+  ASSERT_TRUE(batch.add(1, "sys.consumer", 2, "a", stamped));
+  ASSERT_TRUE(batch.add(1, "sys.consumer", 2, "b", only_stamp));
+  auto got = decode(batch.bytes(), 131072);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].props, stamped);
+  EXPECT_EQ(got[1].flags, AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_HEADERS_FLAG);
+  EXPECT_EQ(got[1].props, only_stamp);
 }
 
 TEST(PublishFrames, ARoutingKeyLongerThanAShortStringIsRefusedAndNothingIsWritten) {

@@ -163,6 +163,34 @@ TEST(MqsRecords, ADeliverReadsBackWithItsPropsAndBody) {
   auto plain = std::get<deliver_record>(read_record(out));
   EXPECT_FALSE(plain.redelivered);
   EXPECT_TRUE(plain.props.is_null());
+  EXPECT_EQ(plain.published_us, 0u) << "no publish stamp: none reported";
+}
+
+TEST(MqsRecords, ADeliverCarriesTheMqsPublishStampBesideItsProps) {
+  auto stamped = some_props();
+  stamped.published_us = 1'790'000'000'123'456;
+  std::string out;
+  append_deliver(out, "s.consumer", 5, false, "x", stamped);
+  auto d = std::get<deliver_record>(read_record(out));
+  EXPECT_EQ(d.published_us, 1'790'000'000'123'456u);
+  message_props props;
+  EXPECT_EQ(parse_props(d.props, props), "");
+  EXPECT_EQ(props, some_props()) << "the stamp is not one of the props";
+
+  message_props only_stamp;
+  only_stamp.published_us = 7;
+  out.clear();
+  append_deliver(out, "s.consumer", 6, false, "", only_stamp);
+  auto bare = std::get<deliver_record>(read_record(out));
+  EXPECT_EQ(bare.published_us, 7u);
+  EXPECT_TRUE(bare.props.is_null());
+}
+
+TEST(MqsProps, ASendersOwnPublishStampHeaderIsLeftOut) {
+  message_props props;
+  EXPECT_EQ(parse_props({{"headers", {{"x-dde-published-us", "1"}, {"x-dde-note", "kept"}}}}, props), "");
+  EXPECT_EQ(props.headers, (std::vector<std::pair<std::string, std::string>>{{"x-dde-note", "kept"}}));
+  EXPECT_EQ(props.published_us, 0u);
 }
 
 TEST(MqsRecords, ConfirmsAndRejectsReadBackWithEverySeq) {

@@ -41,6 +41,7 @@ std::string parse_props(const nlohmann::json& j, message_props& out) {
     const auto& v = value.get_ref<const std::string&>();
     bytes += name.size() + v.size();
     if (bytes > max_prop_headers_bytes) return "props.headers exceed 65536 bytes in all";
+    if (name == published_header) continue;  // the MQS's stamp, not a sender's
     out.headers.emplace_back(name, v);
   }
   return {};

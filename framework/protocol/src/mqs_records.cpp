@@ -37,7 +37,7 @@ void append_deliver(std::string& out, std::string_view topic, std::uint64_t tag,
                     std::string_view body, const message_props& props) {
   // The header is small; build it in place to avoid a JSON object per message.
   std::size_t start = out.size();
-  out.reserve(start + 64 + topic.size() + body.size());
+  out.reserve(start + 96 + topic.size() + body.size());
   put_u32(out, 0);  // patched below
   std::size_t hstart = out.size();
   out.append(R"({"action":"deliver","topic":")");
@@ -45,6 +45,10 @@ void append_deliver(std::string& out, std::string_view topic, std::uint64_t tag,
   out.append(R"(","tag":)");
   put_number(out, tag);
   out.append(redelivered ? R"(,"redelivered":true)" : R"(,"redelivered":false)");
+  if (props.published_us) {
+    out.append(R"(,"published":)");
+    put_number(out, props.published_us);
+  }
   append_props_field(out, props);
   out.push_back('}');
   std::size_t hsize = out.size() - hstart;
@@ -148,6 +152,7 @@ result<mqs_record> parse_mqs_record(nlohmann::json& header) {
     if (!read(header, "topic", r.topic)) return bad(action, "no \"topic\"");
     if (!read(header, "tag", r.tag)) return bad(action, "no \"tag\"");
     if (auto f = field(header, "redelivered"); f && f->is_boolean()) r.redelivered = f->get<bool>();
+    read(header, "published", r.published_us);
     if (auto it = header.find("props"); it != header.end()) r.props = std::move(*it);
     return mqs_record(std::move(r));
   }

@@ -16,14 +16,26 @@ std::string_view to_string(plugin_failure reason) {
   return i < std::size(labels) ? labels[i] : "other";
 }
 
+namespace {
+
+metric_cell& load_failures(const std::string& pool, plugin_failure reason) {
+  return metrics_registry::process().counter(
+      "dde_host_plugin_load_failures_total",
+      "Plugin loads refused: a deploy, hot swap, worker restart or added worker whose plugin is "
+      "missing, not ELF, has another ABI or SHA-256, lies outside --plugin-allow or throws in its "
+      "constructor.",
+      {{"pool", pool}, {"reason", std::string(to_string(reason))}});
+}
+
+}  // namespace
+
 void count_plugin_load_failure(const std::string& pool, plugin_failure reason) {
-  metrics_registry::process()
-      .counter("dde_host_plugin_load_failures_total",
-               "Plugin loads refused: a deploy, hot swap, worker restart or added worker whose plugin is "
-               "missing, not ELF, has another ABI or SHA-256, lies outside --plugin-allow or throws in its "
-               "constructor.",
-               {{"pool", pool}, {"reason", std::string(to_string(reason))}})
-      .add();
+  load_failures(pool, reason).add();
+}
+
+void touch_plugin_load_failures(const std::string& pool) {
+  for (std::size_t i = 0; i <= std::size_t(plugin_failure::not_allowed); ++i)
+    load_failures(pool, plugin_failure(i));
 }
 
 }  // namespace dde::runtime

@@ -30,6 +30,8 @@ class clock {
   using time_point = std::chrono::steady_clock::time_point;
   virtual ~clock() = default;
   virtual time_point now() const = 0;
+  /// The wall clock: compared with a publish stamp another process (or machine) took on its own.
+  virtual std::chrono::system_clock::time_point wall_now() const { return std::chrono::system_clock::now(); }
   virtual std::unique_ptr<timer> make_timer(const strand_type& strand) = 0;
 };
 

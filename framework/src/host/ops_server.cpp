@@ -103,6 +103,10 @@ void add_host_metrics(metrics_registry& out, const nlohmann::json& pools, const 
       auto hot = pool.value("hotDeploy", nlohmann::json::object());
       out.counter("dde_host_hot_swaps_total", "Plugin versions swapped in by hot deployment.", l)
           .set(double(number(hot, "swaps")));
+      out.counter("dde_host_messages_dead_lettered_total",
+                  "Messages the pool sent to dde.dead.<queue> (rate-limit retries spent, poison messages).",
+                  l)
+          .set(double(number(pool.value("governance", nlohmann::json::object()), "deadLettered")));
       std::uint64_t in_flight = 0, workers = 0;
       for (auto& w : pool.value("workers", nlohmann::json::array())) {
         in_flight += number(w, "inFlight");

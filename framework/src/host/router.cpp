@@ -11,6 +11,18 @@
 #include "host/proxy_cell.hpp"
 
 namespace dde::host {
+namespace {
+
+/// Seconds from `published_us` (another process's wall clock) to `now`; 0 when the clocks disagree
+/// so much that the stamp lies in the future.
+double seconds_since(std::uint64_t published_us, std::chrono::system_clock::time_point now) {
+  auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
+  return now_us > 0 && std::uint64_t(now_us) > published_us
+             ? double(std::uint64_t(now_us) - published_us) / 1e6
+             : 0.0;
+}
+
+}  // namespace
 
 router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_spec spec,
                std::shared_ptr<host::clock> clock)
@@ -44,9 +56,18 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
               }),
       deployed_paths_(spec_.workers_paths),
       scaler_(spec_.scale) {
-  handling_ = &metrics_registry::process().histogram(
-      "dde_host_handling_seconds", "Time from a message's hand-over to a worker to its done(), per pool.",
-      latency_buckets(), {{"pool", topic_}});
+  // Every per-pool series is there, at 0, from the pool's start: not only after its first message.
+  auto& metrics = metrics_registry::process();
+  handling_ = &metrics.histogram("dde_host_handling_seconds",
+                                 "Time from a message's hand-over to a worker to its done(), per pool.",
+                                 latency_buckets(), {{"pool", topic_}});
+  queue_ =
+      &metrics.histogram("dde_host_queue_seconds",
+                         "Time from a message's publishing by the MQS (its wall clock) to its hand-over to a "
+                         "worker (this host's wall clock), per pool.",
+                         latency_buckets(), {{"pool", topic_}});
+  ask_metrics(topic_);
+  touch_plugin_load_failures(topic_);
 }
 
 router::~router() = default;
@@ -139,6 +160,7 @@ void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> d
     self->source_.stop();
     if (self->plugin_timer_) self->plugin_timer_->cancel();
     if (self->guard_timer_) self->guard_timer_->cancel();
+    if (self->ask_timer_) self->ask_timer_->cancel();
     if (self->scaling_.sampler) self->scaling_.sampler->cancel();
     self->ledger_.set_paused(true);
     self->top_->cancel(self->topic_);
@@ -188,10 +210,10 @@ void router::request_credit() {
   if (n > 0) top_->pull(topic_, spec_.mode, n, ledger_.consumers());
 }
 
-void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, nlohmann::json props,
-                     std::string body) {
-  boost::asio::post(strand_, [self = shared_from_this(), generation, tag, redelivered, props = std::move(props),
-                              body = std::move(body)]() mutable {
+void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered,
+                     std::uint64_t published_us, nlohmann::json props, std::string body) {
+  boost::asio::post(strand_, [self = shared_from_this(), generation, tag, redelivered, published_us,
+                              props = std::move(props), body = std::move(body)]() mutable {
     self->ledger_.on_delivery();
     ++self->stats_.delivered;
     auto m = to_message(join_envelope(props, self->topic_, std::move(body)), redelivered);
@@ -199,40 +221,43 @@ void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redeliver
       ++self->stats_.redelivered;
       if (self->dead_letter_poison(generation, tag, m)) return;
     }
-    self->dispatch(generation, tag, std::move(m));
+    self->dispatch({generation, tag, published_us, std::move(m)});
   });
 }
 
-bool router::dispatch(std::uint64_t generation, std::uint64_t tag, message msg, bool front) {
+bool router::dispatch(waiting w, bool front) {
   std::string sub_key;
   if (subs_.enabled()) {
-    sub_key = subs_.key_of(msg);
+    sub_key = subs_.key_of(w.msg);
     if (!subs_.has_room(sub_key)) {
       // Its sub-pool is full: it waits for one of its key to finish while other keys go on. Held
       // messages use the pool's room, so the router never asks the MQS for more than it can hold.
-      sub_waiting_[sub_key].push_back({generation, tag, std::move(msg)});
+      sub_waiting_[sub_key].push_back(std::move(w));
       ledger_.set_held(++sub_held_);
       return true;
     }
   }
   if (busy()) {
-    waiting_.push_back({generation, tag, std::move(msg)});
+    waiting_.push_back(std::move(w));
     return false;
   }
-  std::vector<std::size_t> targets = routing_->pick(msg, ledger_);
+  std::vector<std::size_t> targets = routing_->pick(w.msg, ledger_);
   if (targets.empty()) {
     // No worker has room (for consistent-hash: the key's worker has none): hold it until one finishes.
     if (front)
-      waiting_.push_front({generation, tag, std::move(msg)});
+      waiting_.push_front(std::move(w));
     else
-      waiting_.push_back({generation, tag, std::move(msg)});
+      waiting_.push_back(std::move(w));
     return false;
   }
+  // Time in queue ends here, at the hand-over: held in this router counts as queued too.
+  if (w.published_us) queue_->observe(seconds_since(w.published_us, clock_->wall_now()));
+  auto& msg = w.msg;
   std::uint64_t id = next_delivery_++;
   if (subs_.enabled()) subs_.start(sub_key);
   auto& d = deliveries_[id];
-  d.generation = generation;
-  d.tag = tag;
+  d.generation = w.generation;
+  d.tag = w.tag;
   d.pending = targets;
   d.sub_key = std::move(sub_key);
   if (poison_.enabled()) d.poison_id = msg.id();
@@ -310,7 +335,7 @@ void router::flush_waiting() {
   while (!waiting_.empty() && !busy()) {
     auto w = std::move(waiting_.front());
     waiting_.pop_front();
-    if (!dispatch(w.generation, w.tag, std::move(w.msg), true)) break;
+    if (!dispatch(std::move(w), true)) break;
   }
 }
 
@@ -329,6 +354,7 @@ void router::give_back_held() {
 
 void router::deliver_reply(envelope e) {
   boost::asio::post(strand_, [self = shared_from_this(), e = std::move(e)]() mutable {
+    self->on_reply(e.in_reply_to);  // the round trip ends here, whether its worker is still there or not
     std::size_t index = self->ledger_.find(e.to_worker);
     if (index == pool_ledger::npos) {
       // The asking instance is gone (restarted or removed): the reply has nowhere to go.
@@ -357,6 +383,14 @@ void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
 
 void router::enqueue(std::string topic, delivery_mode mode, const envelope& e) {
   sent_.fetch_add(1, std::memory_order_relaxed);
+  // An ask of one of this pool's workers (local, or remote through its proxy): its reply comes back
+  // to this instance, to this router. Timed from here, on the worker's strand. A forwarded ask keeps
+  // its asker's `from` and id: it is timed by the asker's router, not by this one.
+  if (!e.ask_worker.empty() && e.in_reply_to.empty() && e.ask_instance == top_->instance() &&
+      e.from == shared_spec_->addr().str())
+    boost::asio::post(strand_, [self = shared_from_this(), id = e.id, pool = topic, at = clock_->now()] {
+      self->on_ask_sent(id, pool, at);
+    });
   auto m = split_envelope(e, topic);
   top_->enqueue(std::move(topic), mode, std::move(m.props), std::move(m.payload));
 }

@@ -10,6 +10,7 @@
 //   plugin_source    hot deployment: new versions, downloads, refusals (router_hot_swap.cpp swaps cells)
 //   pause_governor   rate-limit pauses of the pool and its replicas (router_governance.cpp)
 //   scale_policy     autoscaling by queue depth (router_scaling.cpp)
+//   ask_tracker      round trips of the asks its workers send (router_asks.cpp)
 // KILL/RESTART/setRate are in router_control.cpp, describe in router_describe.cpp. Everything runs on
 // the router's strand; timers come from a clock a test can drive (host/clock.hpp).
 
@@ -31,6 +32,7 @@
 #include "dde/envelope.hpp"
 #include "dde/metrics.hpp"
 #include "dde/protocol/pool_spec.hpp"
+#include "host/ask_tracker.hpp"
 #include "host/clock.hpp"
 #include "host/mqs_link.hpp"
 #include "host/pause_governor.hpp"
@@ -79,8 +81,8 @@ class router : public cell_owner,
 
   // Called from other strands; each posts to the router's strand.
   // topic_sink
-  void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, nlohmann::json props,
-               std::string body) override;
+  void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, std::uint64_t published_us,
+               nlohmann::json props, std::string body) override;
   void deliver_reply(envelope e) override;
   void on_connected() override;
   // cell_owner
@@ -108,6 +110,9 @@ class router : public cell_owner,
   /// Runs `fn` on the strand with the pool's description (thesis 3.2.2 shape plus counters).
   void describe(std::function<void(nlohmann::json)> fn);
 
+  /// An ask whose reply has not come after this long ends as timed out (60 s: the last latency bucket).
+  static constexpr std::chrono::seconds ask_timeout{60};
+
   const pool_spec& spec() const { return spec_; }
   const std::string& topic() const { return topic_; }
 
@@ -132,7 +137,13 @@ class router : public cell_owner,
   struct waiting {
     std::uint64_t generation;
     std::uint64_t tag;
+    std::uint64_t published_us;  ///< the MQS's publish stamp (0: none), for the time-in-queue histogram
     message msg;
+  };
+  /// The round-trip figures of asks to one pool (label `pool`: the asked pool's topic).
+  struct ask_series {
+    metric_histogram* seconds;
+    metric_cell* timeouts;
   };
   enum class kill_phase { none, draining, stopping, killed };
   /// One worker slot (its index is the worker's index in the ledger).
@@ -145,10 +156,10 @@ class router : public cell_owner,
   };
 
   // Dispatch and credits (router.cpp).
-  /// Hands `msg` to the workers the routing picks, or holds it (in its sub-pool's queue, or in the
+  /// Hands `w.msg` to the workers the routing picks, or holds it (in its sub-pool's queue, or in the
   /// router's queue: at its back, or at its `front` when it came from there). False when it went back
   /// to the router's queue.
-  bool dispatch(std::uint64_t generation, std::uint64_t tag, message msg, bool front = false);
+  bool dispatch(waiting w, bool front = false);
   /// Hands a message (or a raced copy) to the worker in slot `index`.
   void hand_to(std::size_t index, message msg, std::uint64_t delivery_id);
   /// `failed`: it goes back to the broker (nack) instead of being acked. `proven`: it counts as proof
@@ -164,6 +175,16 @@ class router : public cell_owner,
   /// Puts a fresh instance in slot `index` (made, not started); false (and the slot down) if it cannot.
   bool renew_slot(std::size_t index);
   void check_drained();
+  // Ask round trips (router_asks.cpp).
+  /// The figures of asks to `pool` (created at 0 on first use).
+  ask_series& ask_metrics(const std::string& pool);
+  void on_ask_sent(const std::string& id, const std::string& pool, clock::time_point at);
+  /// A reply came: the round trip of the ask it answers, if it is one of this pool's.
+  void on_reply(const std::string& in_reply_to);
+  /// Waits for the oldest pending ask's timeout (nothing when none is pending or the pool stops).
+  void arm_ask_timer();
+  /// Ends the asks that timed out, and waits for the next one to.
+  void expire_asks();
   bool busy() const { return stopping_ || swap_.swapping || restarting_pool_; }
   // First reply wins (router_first_reply.cpp).
   void start_race(std::uint64_t delivery_id, delivery& d, const message& msg);
@@ -232,6 +253,13 @@ class router : public cell_owner,
   router_stats stats_;
   /// dde_host_handling_seconds{pool}: from a message's hand-over to its worker(s) to its end (done).
   metric_histogram* handling_ = nullptr;
+  /// dde_host_queue_seconds{pool}: from the MQS's publish stamp to the hand-over (wall clocks).
+  metric_histogram* queue_ = nullptr;
+  /// The asks its workers sent and the replies still to come; per asked pool, their figures.
+  ask_tracker asks_{ask_timeout};
+  std::unordered_map<std::string, ask_series> ask_series_;
+  std::unique_ptr<timer> ask_timer_;
+  bool ask_timer_armed_ = false;
   /// Messages the pool's workers sent: counted on the workers' strands, hence atomic.
   std::atomic<std::uint64_t> sent_{0};
   reply_race race_;

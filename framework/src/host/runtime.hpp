@@ -22,6 +22,7 @@ using runtime::plugin_failure;
 using runtime::rate_gate;
 using runtime::router_plugin;
 using runtime::shared_object;
+using runtime::touch_plugin_load_failures;
 using runtime::worker_cell;
 using runtime::worker_plugin;
 

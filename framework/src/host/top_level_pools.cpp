@@ -53,7 +53,7 @@ void top_level::handle_deliver(mqs::deliver_record& r, std::string body) {
     schedule_flush();
     return;
   }
-  sink->deliver(generation_, r.tag, r.redelivered, std::move(r.props), std::move(body));
+  sink->deliver(generation_, r.tag, r.redelivered, r.published_us, std::move(r.props), std::move(body));
 }
 
 void top_level::handle_record(const mqs::pause_record& r) {

@@ -5,7 +5,9 @@
 /// Hosts put their envelope's fields here, so the AMQP body is the payload alone.
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,10 +15,19 @@
 
 namespace dde::mqs {
 
+/// The AMQP header in which the MQS stamps a message as it first publishes it: microseconds since
+/// the Unix epoch on the publishing MQS's wall clock, as a signed 64-bit integer (AMQP's own
+/// `timestamp` property is whole seconds). A host's string header of that name is left out.
+inline constexpr std::string_view published_header = "x-dde-published-us";
+
 struct message_props {
   std::string message_id, app_id, content_type;  ///< AMQP short strings: 255 bytes at most
   std::vector<std::pair<std::string, std::string>> headers;  ///< long-string values only
+  /// The `x-dde-published-us` header (0: none). Not part of the "props" object: a `deliver` record
+  /// reports it as its own field, `published`.
+  std::uint64_t published_us = 0;
 
+  /// Nothing a "props" object would show (`published_us` aside).
   bool empty() const { return message_id.empty() && app_id.empty() && content_type.empty() && headers.empty(); }
 };
 
@@ -27,7 +38,8 @@ constexpr std::size_t max_prop_headers_bytes = 65536;
 
 /// Reads the "props" object of an enqueue record into `out`: {"messageId"?, "appId"?,
 /// "contentType"? (strings of at most 255 bytes), "headers"? (an object of at most 32 string
-/// values, names of 1 to 128 bytes, 64 KiB in all)}. Returns why not, or "".
+/// values, names of 1 to 128 bytes, 64 KiB in all)}; a header named `published_header` is left
+/// out (only the MQS sets it). Returns why not, or "".
 std::string parse_props(const nlohmann::json& j, message_props& out);
 
 /// Appends `,"props":{...}` for a delivery's properties; nothing when `p` is empty.
@@ -37,7 +49,7 @@ std::string props_json(const message_props& p);
 
 inline bool operator==(const message_props& a, const message_props& b) {
   return a.message_id == b.message_id && a.app_id == b.app_id && a.content_type == b.content_type &&
-         a.headers == b.headers;
+         a.headers == b.headers && a.published_us == b.published_us;
 }
 
 }  // namespace dde::mqs

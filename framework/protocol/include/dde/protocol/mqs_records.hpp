@@ -20,6 +20,7 @@
 namespace dde::mqs {
 
 void append_welcome(std::string& out, std::string_view mqs_id);
+/// A `deliver` record: `props` as a "props" object, and its `published_us` (when set) as `published`.
 void append_deliver(std::string& out, std::string_view topic, std::uint64_t tag, bool redelivered,
                     std::string_view body, const message_props& props = {});
 void append_confirm(std::string& out, std::span<const std::uint64_t> seqs);
@@ -49,6 +50,9 @@ struct deliver_record {
   std::uint64_t tag = 0;
   bool redelivered = false;
   nlohmann::json props;  ///< the AMQP properties as JSON (parse_props reads them), null for none
+  /// When the MQS first published it (`x-dde-published-us`: µs since the epoch, the publishing
+  /// MQS's wall clock); 0 when it has no such header (e.g. published by something else).
+  std::uint64_t published_us = 0;
 };
 struct confirm_record {
   std::vector<std::uint64_t> seqs;

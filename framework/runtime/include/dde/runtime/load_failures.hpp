@@ -31,5 +31,7 @@ std::string_view to_string(plugin_failure reason);
 
 /// Adds one to `dde_host_plugin_load_failures_total{pool=<topic>, reason=to_string(reason)}`.
 void count_plugin_load_failure(const std::string& pool, plugin_failure reason);
+/// Creates `pool`'s series of every reason at 0 (a pool's counters are there from its start).
+void touch_plugin_load_failures(const std::string& pool);
 
 }  // namespace dde::runtime
