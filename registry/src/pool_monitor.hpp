@@ -1,7 +1,7 @@
 #pragma once
 // What the dashboard and GET /metrics show of the cluster: each round the service hands it every
 // node's describe answer and the MQS figures of the pools' topics; it computes per-pool rates
-// (messages in/out per second from the routers' counters) and keeps a short history of them.
+// (messages in, out and sent per second from the routers' counters) and keeps a short history of them.
 // Transport-free and single-threaded (the service calls it from its strand).
 
 #include <array>
@@ -53,9 +53,9 @@ class pool_monitor {
 
  private:
   struct pool_history {
-    double delivered = 0, done = 0;
+    double delivered = 0, done = 0, sent = 0;
     clock::time_point at{};
-    std::deque<std::array<double, 3>> samples;  ///< {seconds since start, in/s, out/s}
+    std::deque<std::array<double, 4>> samples;  ///< {seconds since start, in/s, out/s, sent/s}
     bool seen = false;
   };
 

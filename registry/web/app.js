@@ -39,7 +39,7 @@ function el(tag, attrs = {}, ...children) {
     else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
     else e.setAttribute(k, v === true ? '' : v);
   }
-  for (const c of children.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
+  for (const c of children.flat(Infinity)) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
   return e;
 }
 
@@ -72,6 +72,7 @@ function show(target, ok, text) {
 
 let snapshot = { nodes: [] };
 const poolRows = new Map();  // key "node/system/isolate" -> row
+let selectedKey = null;      // the pool whose details are shown
 
 function poolsOf(snap) {
   const out = [];
@@ -81,7 +82,62 @@ function poolsOf(snap) {
   return out;
 }
 
-const fmt = (v, digits = 0) => (v === undefined || v === null ? '–' : Number(v).toFixed(digits));
+const missing = (v) => v === undefined || v === null;
+const fmt = (v, digits = 0) => (missing(v) ? '-' : Number(v).toFixed(digits));
+const count = (v) => (missing(v) ? '-' : Number(v).toLocaleString('en-US'));
+/** A name that may wrap after its '/' and '.' rather than inside a word. */
+const breakable = (name) => String(name).split(/(?<=[/.])/).flatMap((part, i) => (i ? [el('wbr'), part] : [part]));
+const compact = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 1 });
+
+// ---- health: a pool's state, and the worst of its pools for its system and its node ----
+
+const rank = { ok: 0, warn: 1, bad: 2 };
+const worst = (a, b) => (rank[b] > rank[a] ? b : a);
+const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+/** ok: running; bad: stopped (by supervision), not connected (to its MQS) or failed; warn: the rest. */
+function severityOf(state) {
+  if (state === 'running') return 'ok';
+  if (/^(stopped|not connected|failed)/.test(state || '')) return 'bad';
+  return 'warn';
+}
+
+const poolStateOf = (pool, system) => pool.poolState || system.state || '';
+
+/** The words of a state before its reason ("stopped", "not connected"): what a badge shows. */
+function stateWord(state) {
+  const colon = state.indexOf(':');
+  return colon < 0 ? state : state.slice(0, colon);
+}
+
+/** What is wrong in a system: its process, then its pools by state ("2 pools stopped"). */
+function systemHealth(system) {
+  let severity = system.state && system.state !== 'running' ? severityOf(system.state) : 'ok';
+  const words = new Map();
+  for (const pool of system.pools || []) {
+    const state = poolStateOf(pool, system);
+    const s = severityOf(state);
+    if (s === 'ok') continue;
+    severity = worst(severity, s);
+    words.set(stateWord(state), (words.get(stateWord(state)) || 0) + 1);
+  }
+  const problems = [...words].map(([word, n]) => `${plural(n, 'pool')} ${word}`);
+  return { severity, problems };
+}
+
+/** A node's badge: unreachable, the problems of its systems, or healthy. */
+function nodeHealth(node) {
+  if (node.health !== 'ok') return { severity: 'bad', text: node.health || 'unknown' };
+  let severity = 'ok';
+  const problems = [];
+  for (const s of node.systems || []) {
+    const h = systemHealth(s);
+    severity = worst(severity, h.severity);
+    if (s.state && s.state !== 'running') problems.push(`${s.name} ${s.state}`);
+    problems.push(...h.problems);
+  }
+  return { severity, text: problems.length ? problems.join(', ') : 'healthy' };
+}
 
 function renderNodes(snap) {
   const box = $('#nodes');
@@ -91,20 +147,23 @@ function renderNodes(snap) {
     return;
   }
   for (const node of snap.nodes) {
-    const healthy = node.health === 'ok';
+    const health = nodeHealth(node);
     const systems = el('ul');
     for (const s of node.systems || []) {
-      systems.append(el('li', { 'data-system': s.name },
+      const h = systemHealth(s);
+      systems.append(el('li', { class: 'sev-' + h.severity, 'data-system': s.name, 'data-severity': h.severity },
         el('strong', {}, s.name), ' ',
-        el('span', { class: 'badge ' + (s.state === 'running' ? 'ok' : 'warn') }, s.state || '?'),
+        el('span', { class: 'badge ' + (s.state ? severityOf(s.state) : 'warn'), title: s.lastExit || '' }, s.state || '?'),
+        h.problems.length ? [' ', el('span', { class: 'badge problem ' + h.severity }, h.problems.join(', '))] : null,
         s.pid ? el('span', { class: 'addr' }, ` pid ${s.pid}`) : null,
         s.restarts ? el('span', { class: 'addr' }, ` process restarts ${s.restarts}`) : null, ' ',
         el('button', { class: 'danger shutdown-system', onclick: () => shutdown(node, s.name) }, 'Shut down')));
     }
     if (!node.systems || node.systems.length === 0) systems.append(el('li', { class: 'empty' }, 'no isolate system'));
-    box.append(el('div', { class: 'node', 'data-id': node.bootstrapperId, 'data-name': node.name || '' },
+    box.append(el('div', { class: 'node sev-' + health.severity, 'data-id': node.bootstrapperId,
+                           'data-name': node.name || '', 'data-severity': health.severity },
       el('h3', {}, node.name || node.bootstrapperId,
-        el('span', { class: 'badge ' + (healthy ? 'ok' : 'bad'), title: node.error || '' }, healthy ? 'healthy' : node.health)),
+        el('span', { class: 'badge status ' + health.severity, title: node.error || '' }, health.text)),
       el('div', { class: 'addr' }, `id ${node.bootstrapperId} · ${node.ip}:${node.port}`),
       node.activator ? el('div', { class: 'addr' }, node.activator) : null,
       node.error ? el('div', { class: 'error' }, node.error) : null,
@@ -112,21 +171,47 @@ function renderNodes(snap) {
   }
 }
 
+// ---- the pool table ----
+
+const columns = ['pool', 'setup', 'state', 'in', 'out', 'sent', 'inflight', 'queue', 'redelivered', 'dead', 'chart', 'actions'];
+const numeric = new Set(['in', 'out', 'sent', 'inflight', 'queue', 'redelivered', 'dead']);
+
 function poolRow(key) {
   let row = poolRows.get(key);
   if (row) return row;
-  row = el('tr', { 'data-key': key });
-  const names = ['pool', 'node', 'router', 'workers', 'delivery', 'plugin', 'state', 'in', 'out', 'inflight',
-                 'queue', 'redelivered', 'dead', 'chart', 'actions'];
-  const numeric = new Set(['in', 'out', 'inflight', 'queue', 'redelivered', 'dead']);
-  for (const n of names) row.append(el('td', { class: (numeric.has(n) ? 'num ' : '') + 'c-' + n }));
-  row.querySelector('.c-chart').append(el('canvas', { class: 'chart', width: 180, height: 40 }));
+  row = el('tr', { 'data-key': key, tabindex: 0 });
+  for (const n of columns) row.append(el('td', { class: (numeric.has(n) ? 'num ' : '') + 'c-' + n }));
+  row.querySelector('.c-chart').append(el('canvas', { class: 'chart', width: 160, height: 40 }));
+  const toggle = (ev) => {
+    if (ev.target.closest('button')) return;  // Shut down
+    select(selectedKey === key ? null : key);
+  };
+  row.addEventListener('click', toggle);
+  row.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); toggle(ev); } });
   poolRows.set(key, row);
   return row;
 }
 
 function cell(row, name, ...content) {
-  row.querySelector('.c-' + name).replaceChildren(...content.filter((c) => c !== null && c !== undefined));
+  row.querySelector('.c-' + name).replaceChildren(...content.flat().filter((c) => c !== null && c !== undefined));
+}
+
+/** A state as a badge (its first words) and its reason beneath, cut to three lines (whole in the details). */
+function stateCell(state, lastError) {
+  const word = stateWord(state);
+  const reason = state.slice(word.length).replace(/^:\s*/, '');
+  return [el('span', { class: 'badge ' + severityOf(state) }, word || '?'),
+    reason ? el('span', { class: 'sub clamp', title: state }, reason) : null,
+    lastError && !state.includes(lastError) ? el('span', { class: 'sub clamp error', title: lastError }, lastError) : null];
+}
+
+/** Dead letters: how many the pool dead-lettered, and how many wait in dde.dead.<queue>; red when not 0. */
+function deadCell(td, live) {
+  const dead = live.deadLettered, depth = live.deadLetterDepth;
+  const hot = (dead || 0) > 0 || (depth || 0) > 0;
+  td.classList.toggle('hot', hot);
+  return [el('span', { class: 'dead-count', title: 'messages the pool dead-lettered' }, count(dead)),
+    el('span', { class: 'sub dlq', title: 'messages in the dead-letter queue' }, 'DLQ ' + count(depth))];
 }
 
 function renderPools(snap) {
@@ -135,41 +220,48 @@ function renderPools(snap) {
   for (const { node, system, pool, key } of poolsOf(snap)) {
     seen.add(key);
     const row = poolRow(key);
-    const live = pool.live || {};
+    const live = pool.live || {}, stats = pool.stats || {};
     row.dataset.pool = pool.id;
     row.dataset.node = node.bootstrapperId;
+    row.classList.toggle('selected', key === selectedKey);
+    const state = poolStateOf(pool, system);
+    row.dataset.severity = severityOf(state);
     const hot = pool.hotDeploy;
     const hotText = pool.hotDeployment ? (hot ? hot.state : 'on') : 'off';
-    cell(row, 'pool', el('strong', {}, pool.id), el('span', { class: 'sub' }, `queue ${pool.topic}`));
-    cell(row, 'node', node.name || node.bootstrapperId);
-    cell(row, 'router', pool.routerType);
-    cell(row, 'workers', String(pool.workersCount),
-      el('span', { class: 'sub' }, (pool.workersPaths || []).join(', ')));
-    cell(row, 'delivery', pool.deliveryMode || '');
-    cell(row, 'plugin', el('code', { title: pool.pluginMd5 || '' }, (pool.pluginMd5 || '').slice(0, 8) || '–'),
-      el('span', { class: 'sub', title: (hot && (hot.error || hot.fetchError)) || '' },
-        `hot deploy: ${hotText}` + (hot && hot.swaps ? ` (${hot.swaps} swaps)` : '')),
-      hot && hot.error ? el('span', { class: 'sub error' }, hot.error) : null);
-    const state = pool.poolState || system.state || '';
-    cell(row, 'state', el('span', { class: 'badge ' + (state === 'running' ? 'ok' : 'warn') }, state),
-      pool.lastError ? el('span', { class: 'sub error', title: pool.lastError }, pool.lastError.slice(0, 120)) : null);
+    cell(row, 'pool', el('strong', { class: 'pool-name' }, breakable(pool.id)),
+      el('span', { class: 'sub' }, 'on ', el('span', { class: 'c-node' }, node.name || node.bootstrapperId)),
+      el('span', { class: 'sub' }, 'queue ', breakable(pool.topic)));
+    cell(row, 'setup',
+      el('span', { class: 'c-workers', title: (pool.workersPaths || []).join(', ') }, plural(pool.workersCount, 'worker')),
+      ' · ', el('span', { class: 'c-router' }, pool.routerType),
+      el('span', { class: 'sub c-delivery' }, pool.deliveryMode || ''),
+      el('span', { class: 'sub c-plugin', title: (hot && (hot.error || hot.fetchError)) || pool.pluginMd5 || '' },
+        el('code', {}, (pool.pluginMd5 || '').slice(0, 8) || '-'), ` hot deploy ${hotText}` + (hot && hot.swaps ? ` (${hot.swaps})` : '')),
+      hot && hot.error ? el('span', { class: 'sub clamp error' }, hot.error) : null);
+    cell(row, 'state', stateCell(state, pool.lastError));
     cell(row, 'in', fmt(live.in, 1));
     cell(row, 'out', fmt(live.out, 1));
+    cell(row, 'sent', el('span', { class: 'rate' }, fmt(live.sent, 1)),
+      el('span', { class: 'sub', title: 'messages the workers sent' }, missing(stats.sent) ? '' : compact.format(stats.sent)));
     cell(row, 'inflight', fmt(live.inFlight));
     cell(row, 'queue', fmt(live.queueDepth));
     cell(row, 'redelivered', fmt(live.redelivered));
-    cell(row, 'dead', fmt(live.deadLetterDepth ?? live.deadLettered));
+    const dead = row.querySelector('.c-dead');
+    cell(row, 'dead', deadCell(dead, live));
     cell(row, 'actions', el('button', { class: 'danger shutdown-pool',
       onclick: () => shutdown(node, system.name, pool.id.split('/')[1]) }, 'Shut down'));
-    drawChart(row.querySelector('canvas'), live.history || { t: [], in: [], out: [] });
+    drawChart(row.querySelector('canvas'), live.history);
     tbody.append(row);  // keeps snapshot order
   }
   for (const [key, row] of poolRows) if (!seen.has(key)) { row.remove(); poolRows.delete(key); }
   $('#no-pools').hidden = seen.size > 0;
 }
 
-/** Messages out (solid) and in (dashed) per second over the history, scaled to the largest value. */
-function drawChart(canvas, h) {
+/** Messages out (solid), in (dashed) and sent (dotted) per second over the history, scaled to the largest. */
+function drawChart(canvas, history) {
+  const h = history || { t: [], in: [], out: [] };
+  const sent = h.sent || [];
+  canvas.dataset.points = h.t.length;
   const ctx = canvas.getContext('2d');
   const w = canvas.width, ht = canvas.height;
   ctx.clearRect(0, 0, w, ht);
@@ -177,9 +269,10 @@ function drawChart(canvas, h) {
   ctx.fillRect(0, 0, w, ht);
   const n = h.t.length;
   if (n < 2) return;
-  const max = Math.max(1, ...h.in, ...h.out);
+  const max = Math.max(1, ...h.in, ...h.out, ...sent);
   const t0 = h.t[0], span = Math.max(1, h.t[n - 1] - t0);
   const line = (values, color, dash) => {
+    if (values.length !== n) return;
     ctx.beginPath();
     ctx.setLineDash(dash);
     ctx.strokeStyle = color;
@@ -191,11 +284,121 @@ function drawChart(canvas, h) {
     ctx.stroke();
   };
   line(h.in, '#94a3b8', [3, 2]);
+  line(sent, '#15803d', [1, 2]);
   line(h.out, '#2563eb', []);
   ctx.setLineDash([]);
   ctx.fillStyle = '#6b7280';
   ctx.font = '10px system-ui, sans-serif';
   ctx.fillText(`max ${max.toFixed(0)}/s · ${Math.round(span)} s`, 2, ht - 2);
+}
+
+// ---- one pool's details ----
+
+/** Shows the details of the pool `key` (null: none). */
+function select(key) {
+  selectedKey = key;
+  for (const [k, row] of poolRows) row.classList.toggle('selected', k === key);
+  renderDetail(snapshot);
+  if (key) $('#pool-detail').scrollIntoView({ block: 'nearest', behavior: 'smooth' });
+}
+
+function figure(name, label, value, sub, hot) {
+  return el('div', { class: 'figure' + (hot ? ' hot' : ''), 'data-figure': name },
+    el('span', { class: 'label' }, label), el('span', { class: 'value' }, value),
+    sub ? el('span', { class: 'sub' }, sub) : null);
+}
+
+/** The rows of the latency table: p50, p90, p99 in ms and the count, or "-" where the pool gave none. */
+function latencyRow(name, label, l) {
+  const ms = (v) => (missing(v) ? '-' : Number(v).toFixed(Number(v) < 10 ? 2 : 1));
+  return el('tr', { 'data-latency': name }, el('th', {}, label),
+    el('td', { class: 'num' }, ms(l && l.p50)), el('td', { class: 'num' }, ms(l && l.p90)),
+    el('td', { class: 'num' }, ms(l && l.p99)), el('td', { class: 'num' }, count(l && l.count)));
+}
+
+function workerState(state) {
+  if (state === 'running') return 'ok';
+  return state === 'down' || state === 'killed' ? 'bad' : 'warn';
+}
+
+function renderDetail(snap) {
+  const box = $('#pool-detail');
+  const found = selectedKey && poolsOf(snap).find((p) => p.key === selectedKey);
+  if (!found) {
+    box.hidden = true;
+    box.replaceChildren();
+    return;
+  }
+  const { node, system, pool } = found;
+  const live = pool.live || {}, stats = pool.stats || {}, gov = pool.governance || {};
+  const latency = pool.latency || {};
+  const state = poolStateOf(pool, system);
+  const rate = (v) => (missing(v) ? '-' : `${fmt(v, 1)}/s`);
+  const nonZero = (v) => (v || 0) > 0;
+  const dead = gov.deadLettered ?? live.deadLettered;
+  box.dataset.key = selectedKey;
+  box.dataset.pool = pool.id;
+  box.hidden = false;
+  const link = pool.mqsLink;
+  const facts = [
+    ['state', state],
+    ['last error', pool.lastError],
+    ['router', `${pool.routerType}, ${pool.deliveryMode || ''}`],
+    ['workers paths', (pool.workersPaths || []).join(', ')],
+    ['rate', pool.rate ? `${pool.rate.messages} per ${pool.rate.perMs} ms` : 'no limit'],
+    ['max in flight', pool.maxInFlight || 'no limit'],
+    ['governance', `${count(gov.retries)} retries, ${count(gov.rateLimited)} rate limited, ${count(gov.pauses)} pauses`],
+    ['paused', gov.pausedForMs ? `${gov.pausedForMs} ms more: ${gov.lastPauseReason || ''}` : null],
+    ['MQS', `${pool.messageQueuingSystemServer || '-'}` + (link ? (link.linked ? ' (linked)' : ` (not linked: ${link.error || '?'})`) : '')],
+    ['plugin', pool.pluginMd5 ? `md5 ${pool.pluginMd5}` : null],
+    ['hot deploy', pool.hotDeploy ? [pool.hotDeploy.state, pool.hotDeploy.error].filter(Boolean).join(': ') : null],
+  ].filter(([, v]) => !missing(v) && v !== '');
+  const workers = el('tbody');
+  for (const w of pool.workers || []) {
+    workers.append(el('tr', { 'data-worker': w.id },
+      el('td', {}, el('code', { title: w.id }, String(w.id).slice(0, 8))), el('td', { class: 'wrap' }, w.path || ''),
+      el('td', {}, el('span', { class: 'badge ' + workerState(w.state) }, w.state || '?')),
+      el('td', { class: 'num' }, count(w.inFlight)), el('td', { class: 'num' }, count(w.done)),
+      el('td', { class: 'wrap error' }, w.error || '')));
+  }
+  const chart = el('canvas', { class: 'chart wide', width: 640, height: 110 });
+  box.replaceChildren(
+    el('div', { class: 'detail-head' },
+      el('h3', {}, pool.id, ' ', el('span', { class: 'badge ' + severityOf(state) }, stateWord(state) || '?')),
+      el('span', { class: 'addr' }, `on ${node.name || node.bootstrapperId} · queue ${pool.topic}`),
+      el('button', { class: 'close', title: 'close the details', onclick: () => select(null) }, 'Close')),
+    el('div', { class: 'figures' },
+      figure('in', 'in', rate(live.in), `${count(stats.delivered)} received`),
+      figure('out', 'out', rate(live.out), `${count(stats.done)} done`),
+      figure('sent', 'sent', rate(live.sent), `${count(stats.sent)} sent`),
+      figure('acked', 'acked', count(stats.acked)),
+      figure('redelivered', 'redelivered', count(stats.redelivered),
+        missing(live.redelivered) ? null : `broker flag: ${count(live.redelivered)}`),
+      figure('deadLettered', 'dead-lettered', count(dead), null, nonZero(dead)),
+      figure('failed', 'failed', count(stats.failed), null, nonZero(stats.failed)),
+      figure('inFlight', 'in flight', count(live.inFlight)),
+      figure('queueDepth', 'queue depth', count(live.queueDepth)),
+      figure('deadLetterDepth', 'DLQ depth', count(live.deadLetterDepth), null, nonZero(live.deadLetterDepth)),
+      figure('restarts', 'worker restarts', count(stats.restarts), null, nonZero(stats.restarts))),
+    el('div', { class: 'detail-grid' },
+      el('div', {},
+        el('h4', {}, 'Latency (ms)'),
+        el('table', { class: 'latency' },
+          el('thead', {}, el('tr', {}, el('th', {}), el('th', { class: 'num' }, 'p50'), el('th', { class: 'num' }, 'p90'),
+            el('th', { class: 'num' }, 'p99'), el('th', { class: 'num' }, 'count'))),
+          el('tbody', {}, latencyRow('handling', 'handling', latency.handlingMs),
+            latencyRow('queue', 'time in queue', latency.queueMs)))),
+      el('div', {},
+        el('h4', {}, 'Throughput (5 min)'), chart,
+        el('p', { class: 'legend' }, el('span', { class: 'out' }, 'out'), el('span', { class: 'in' }, 'in'),
+          el('span', { class: 'sent' }, 'sent')))),
+    el('h4', {}, 'Workers'),
+    el('table', { class: 'workers' },
+      el('thead', {}, el('tr', {}, el('th', {}, 'id'), el('th', {}, 'path'), el('th', {}, 'state'),
+        el('th', { class: 'num' }, 'in flight'), el('th', { class: 'num' }, 'done'), el('th', {}, 'error'))),
+      workers),
+    el('dl', { class: 'facts' }, facts.map(([k, v]) => [el('dt', {}, k), el('dd', {}, String(v))])));
+  drawChart(chart, live.history);
 }
 
 function fillSelect(select, options, keepFirst = 0) {
@@ -221,9 +424,12 @@ function render(snap) {
   snapshot = snap;
   renderNodes(snap);
   renderPools(snap);
+  renderDetail(snap);
   renderForms(snap);
-  const pools = poolsOf(snap).length;
-  $('#summary').textContent = `${(snap.nodes || []).length} node(s), ${pools} pool(s)`;
+  const pools = poolsOf(snap);
+  const failing = pools.filter(({ pool, system }) => severityOf(poolStateOf(pool, system)) !== 'ok').length;
+  $('#summary').textContent = `${(snap.nodes || []).length} node(s), ${pools.length} pool(s)` +
+    (failing ? ` · ${failing} not running` : '');
   const err = $('#mqs-error');
   err.hidden = !snap.mqsError;
   err.textContent = snap.mqsError ? 'MQS figures unavailable: ' + snap.mqsError : '';

@@ -1,6 +1,7 @@
 // Starts a real local cluster (RabbitMQ, dde-mqs, dde-registry, one dde-activator), deploys a
-// consumer pool over REST, then runs dashboard_test.mjs (node + playwright-core + Debian's
-// chromium) against the registry's dashboard. Exit 77 (ctest SKIP) when chromium or node is absent.
+// consumer pool over REST, then runs dashboard_test.mjs (node + playwright-core + Debian's chromium)
+// against the registry's dashboard; the script deploys producer, faulty and consumer pools of its own.
+// Exit 77 (ctest SKIP) when chromium or node is absent.
 #include <unistd.h>
 
 #include <cstdio>
@@ -55,6 +56,8 @@ int main(int argc, char** argv) {
   try {
     auto dir = fresh_dir("dashboard");
     auto mqs = start_mqs(shared_broker(), dir, 16);
+    // The script stops this one to show a pool whose MQS went away.
+    auto spare_mqs = start_mqs(shared_broker(), dir / "spare-mqs", 16);
     auto registry = start_registry(dir);
     const std::string node_name = "dash-node";
     auto activator = start_activator(registry, dir, node_name);
@@ -71,9 +74,13 @@ int main(int argc, char** argv) {
     child_process test({node.string(), (tests_dir / "dashboard_test.mjs").string()}, dir / "browser.log",
                        {{"DDE_REGISTRY_URL", registry.url()},
                         {"DDE_MQS_URL", mqs.url()},
+                        {"DDE_SPARE_MQS_URL", spare_mqs.url()},
+                        {"DDE_SPARE_MQS_PID", std::to_string(spare_mqs.proc->pid())},
                         {"DDE_NODE_NAME", node_name},
                         {"DDE_SYSTEM", system},
                         {"DDE_PRODUCER_URI", worker_path("producer").string()},
+                        {"DDE_CONSUMER_URI", worker_path("consumer").string()},
+                        {"DDE_FAULTY_URI", worker_path("faulty").string()},
                         {"DDE_CHROMIUM", chromium.string()},
                         {"DDE_SCREENSHOT", screenshot.string()}});
     auto status = test.wait_exit(std::chrono::minutes(4));

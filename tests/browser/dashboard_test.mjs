@@ -1,8 +1,10 @@
 // The dashboard in Debian's headless Chromium, driven by playwright-core, against a real local
 // cluster started by dashboard_browsertest (which passes its addresses in the environment):
-// the page lists the node and the test's pool, the pool's rate rises while a producer runs, the
-// deploy form deploys a pool that appears, a bad form shows the API's own error, and shutdown
-// removes the pool. Saves a screenshot to $DDE_SCREENSHOT.
+// the page lists the node and the test's pool, the pool's rate rises while a producer runs and the
+// producer's sends show, the deploy form deploys a pool that appears, a stopped pool and a pool
+// without its MQS turn their system and node red, dead letters are counted per pool, a pool's
+// details open on a click, the page fits 1024 px, a bad form shows the API's own error, and
+// shutdown removes a pool. Saves screenshots to $DDE_SCREENSHOT (1600 px) and its -1024.png twin.
 import { chromium } from 'playwright-core';
 
 const env = process.env;
@@ -32,6 +34,11 @@ try {
     if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) problems.push('console error: ' + m.text());
   });
   page.on('dialog', (d) => d.accept());  // the shutdown confirmation
+  // The snapshots the page received, to compare what it shows with what the registry sent.
+  let lastFrame = null;
+  page.on('websocket', (ws) => ws.on('framereceived', (f) => {
+    try { lastFrame = JSON.parse(f.payload); } catch (_) { /* not a snapshot */ }
+  }));
   await page.goto(registry + '/');
 
   // The node and the pool the driver deployed.
@@ -49,6 +56,7 @@ try {
   check(/^[0-9a-f]{8}$/.test(await consumer.locator('.c-plugin code').textContent()), 'the pool shows its plugin md5');
   const outRate = async () => parseFloat(await consumer.locator('.c-out').textContent()) || 0;
   check(await outRate() === 0, 'the consumer pool is idle before the producer runs');
+  check(await node.getAttribute('data-severity') === 'ok', `node ${nodeName} is green while its pools run`);
 
   // Deploy a producer through the form.
   const form = page.locator('#deploy-form');
@@ -68,14 +76,120 @@ try {
   await producer.waitFor({ timeout });
   check(true, 'the deployed producer pool appears');
 
-  // The consumer's rate rises while the producer runs, and the chart has data.
-  const started = Date.now();
-  let rate = 0;
-  while ((rate = await outRate()) < 50 && Date.now() - started < timeout) await page.waitForTimeout(250);
+  // The consumer's rate rises while the producer runs, the producer's sends show, and the chart has data.
+  const consumerRow = `#pools tr[data-pool="${system}/consumer"]`, producerRow = `#pools tr[data-pool="${system}/producer"]`;
+  // Waits until the number shown at `sel` reaches `n` (the check after it says what was shown).
+  const reaches = (sel, n) => page.waitForFunction(([s, least]) =>
+    (parseFloat(document.querySelector(s)?.textContent) || 0) >= least, [sel, n], { timeout }).catch(() => {});
+  await reaches(consumerRow + ' .c-out', 50);
+  const rate = await outRate();
   check(rate >= 50, `the consumer pool's out rate rose to ${rate}/s while the producer runs`);
-  await page.waitForTimeout(6000);  // a few more points on the chart for the screenshot
+  await reaches(producerRow + ' .c-sent .rate', 50);
+  const sendRate = parseFloat(await producer.locator('.c-sent .rate').textContent());
+  const sentTotal = await producer.locator('.c-sent .sub').textContent();
+  check(sendRate >= 50 && /^[0-9.]+[KM]?$/.test(sentTotal),
+    `the producer pool shows its send rate ${sendRate}/s and its ${sentTotal} messages sent`);
+
+  // Two more isolate systems: one with a pool that stops at its first failure (supervision
+  // maxRestarts 0) and a pool that dead-letters a message that failed twice (maxFailures 2); one
+  // whose MQS goes away.
+  const sysF = system + 'f', sysX = system + 'x';
+  const deploy = async (sys, isolate, uri, args, extra = {}) => {
+    const res = await fetch(registry + '/registry/deploy', { method: 'POST', body: JSON.stringify({
+      bootstrapperId: nodeId, action: 'action.addIsolate', messageQueuingSystemServer: env.DDE_MQS_URL,
+      isolateSystemName: sys, isolateName: isolate, uri, workersPaths: ['localhost'], routerType: 'roundRobin',
+      hotDeployment: false, args, ...extra }) });
+    if (res.status !== 200) throw new Error(`deploying ${sys}/${isolate} failed: ${res.status} ${await res.text()}`);
+  };
+  const throwOnAll = Array.from({ length: 20 }, (_, i) => i);
+  await deploy(sysF, 'crashloop', env.DDE_FAULTY_URI, { throw_on: throwOnAll },
+    { supervision: { strategy: 'restart', maxRestarts: 0 } });
+  await deploy(sysF, 'poison', env.DDE_FAULTY_URI, { throw_on: [3] },
+    { supervision: { strategy: 'resume', maxFailures: 2 } });
+  await deploy(sysF, 'feedcrash', env.DDE_PRODUCER_URI, { to: `${sysF}/crashloop`, count: 20 });
+  await deploy(sysF, 'feedpoison', env.DDE_PRODUCER_URI, { to: `${sysF}/poison`, count: 20 });
+  await deploy(sysX, 'offline', env.DDE_CONSUMER_URI, {}, { messageQueuingSystemServer: env.DDE_SPARE_MQS_URL });
+  await page.locator(`#pools tr[data-pool="${sysX}/offline"]`).waitFor({ timeout });
+  process.kill(Number(env.DDE_SPARE_MQS_PID), 'SIGTERM');
+  const crashloop = page.locator(`#pools tr[data-pool="${sysF}/crashloop"]`);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.startsWith('stopped'),
+    `#pools tr[data-pool="${sysF}/crashloop"] .c-state .badge`, { timeout });
+  check(true, `the crash-looping pool shows "stopped": ${(await crashloop.locator('.c-state').innerText()).replace(/\n/g, ' / ')}`);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'not connected',
+    `#pools tr[data-pool="${sysX}/offline"] .c-state .badge`, { timeout });
+  check(true, 'the pool whose MQS went away shows "not connected"');
+  const system_ = (name) => node.locator(`li[data-system="${name}"]`);
+  const red = 'rgb(185, 28, 28)', green = 'rgb(21, 128, 61)';
+  const borderOf = (locator) => locator.evaluate((e) => getComputedStyle(e).borderLeftColor);
+  check(await system_(sysF).getAttribute('data-severity') === 'bad' && await borderOf(system_(sysF)) === red &&
+    /1 pool stopped/.test(await system_(sysF).locator('.badge.problem').textContent()),
+    `isolate system ${sysF} is red and says "1 pool stopped"`);
+  check(await system_(sysX).getAttribute('data-severity') === 'bad' && await borderOf(system_(sysX)) === red &&
+    /1 pool not connected/.test(await system_(sysX).locator('.badge.problem').textContent()),
+    `isolate system ${sysX} is red and says "1 pool not connected"`);
+  check(await system_(system).getAttribute('data-severity') === 'ok' && await borderOf(system_(system)) === green,
+    `isolate system ${system}, whose pools run, stays green`);
+  const status = node.locator('.badge.status');
+  check(await node.getAttribute('data-severity') === 'bad' && await borderOf(node) === red &&
+    (await status.getAttribute('class')).includes('bad') && /stopped/.test(await status.textContent()) &&
+    /not connected/.test(await status.textContent()),
+    `node ${nodeName} turns red: "${await status.textContent()}"`);
+
+  // Dead letters per pool, highlighted where there are some.
+  const poison = `#pools tr[data-pool="${sysF}/poison"]`;
+  await page.waitForFunction((sel) => document.querySelector(sel + ' .dead-count')?.textContent === '1' &&
+    document.querySelector(sel + ' .dlq')?.textContent === 'DLQ 1', poison, { timeout });
+  check(await page.locator(poison + ' .c-dead').evaluate((e) => e.classList.contains('hot') &&
+    getComputedStyle(e).backgroundColor !== getComputedStyle(e.parentElement).backgroundColor),
+    'the poison pool shows 1 dead-lettered and 1 in its DLQ, highlighted');
+  check(!(await consumer.locator('.c-dead').getAttribute('class')).includes('hot') &&
+    (await consumer.locator('.dead-count').textContent()) === '0',
+    'the consumer pool shows 0 dead letters, not highlighted');
+
+  // A pool's details: a click on its row.
+  await consumer.locator('.c-pool').click();
+  const detail = page.locator(`#pool-detail[data-pool="${system}/consumer"]`);
+  await detail.waitFor({ timeout });
+  const figureText = (name) => detail.locator(`[data-figure="${name}"] .value`).textContent();
+  for (const name of ['in', 'out', 'sent', 'acked', 'redelivered', 'deadLettered', 'failed', 'inFlight', 'queueDepth',
+                      'deadLetterDepth']) {
+    const text = await figureText(name);
+    check(/^[0-9][0-9,.]*(\/s)?$/.test(text), `the consumer's details show ${name}: ${text}`);
+  }
+  await page.waitForFunction((sel) => (parseFloat(document.querySelector(sel)?.textContent.replace(/,/g, '')) || 0) > 0,
+    `#pool-detail [data-figure="acked"] .value`, { timeout });
+  check(parseFloat(await figureText('out')) > 0 && /\/s$/.test(await figureText('out')), 'the details show the out rate');
+  const workerStates = await detail.locator('table.workers tbody tr td:nth-child(3)').allTextContents();
+  check(workerStates.length === 2 && workerStates.every((s) => s === 'running'),
+    `the details list the 2 workers with their state: ${workerStates.join(', ')}`);
+  const framePool = (lastFrame?.nodes || []).flatMap((n) => n.systems).flatMap((s) => s.pools)
+    .find((p) => p.id === `${system}/consumer`);
+  for (const [row, key] of [['handling', 'handlingMs'], ['queue', 'queueMs']]) {
+    const cells = await detail.locator(`tr[data-latency="${row}"] td`).allTextContents();
+    const given = framePool?.latency?.[key];
+    check(cells.length === 4 && (given ? cells.slice(0, 3).every((c) => /^[0-9.]+$/.test(c)) : cells.every((c) => c === '-')),
+      `the details show ${row} latency ${given ? 'percentiles' : '"-" (the pool gives none)'}: ${cells.join(' ')}`);
+  }
+
+  // Wait for a few points on the chart, then the screenshots: 1600 px, then 1024 px without
+  // horizontal scrolling and without text running out of its box.
+  await page.waitForFunction((sel) => Number(document.querySelector(sel)?.dataset.points) >= 8,
+    consumerRow + ' canvas', { timeout });
   await page.screenshot({ path: env.DDE_SCREENSHOT, fullPage: true });
   check(true, 'screenshot saved to ' + env.DDE_SCREENSHOT);
+  await page.setViewportSize({ width: 1024, height: 768 });
+  await page.waitForFunction(() => document.documentElement.clientWidth === 1024, null, { timeout });
+  const scrollWidth = await page.evaluate(() => document.documentElement.scrollWidth);
+  check(scrollWidth <= 1024, `at 1024 px the page needs no horizontal scrolling (scrollWidth ${scrollWidth})`);
+  const overflowing = await page.evaluate(() => [...document.querySelectorAll(
+    '#pools th, #pools td, .node, .node li, .figure, #pool-detail td, .facts dd, form label')]
+    .filter((e) => e.offsetParent && e.scrollWidth > e.clientWidth + 1)
+    .map((e) => `${e.tagName}.${e.className}: ${e.textContent.slice(0, 40)}`));
+  check(overflowing.length === 0, 'at 1024 px no text runs out of its cell or box: ' + overflowing.join('; '));
+  const narrow = env.DDE_SCREENSHOT.replace(/\.png$/, '-1024.png');
+  await page.screenshot({ path: narrow, fullPage: true });
+  check(true, 'screenshot saved to ' + narrow);
+  await page.setViewportSize({ width: 1600, height: 1000 });
 
   // Change the consumer's rate, then migrate it to one worker, from the "Manage a pool" form.
   const poolOf = async (isolate) => ((await (await fetch(`${registry}/registry/system/${nodeId}`)).json())[system] || [])
@@ -119,6 +233,31 @@ try {
   check(true, 'shutdown removed the producer pool from the page');
   const show = await (await fetch(`${registry}/registry/system/${nodeId}`)).json();
   check(!(show[system] || []).some((p) => p.id === `${system}/producer`), 'the registry no longer lists the producer pool');
+
+  // Shutting down the failing isolate systems from the node card turns the node green again.
+  for (const name of [sysF, sysX]) {
+    await system_(name).locator('button.shutdown-system').click();
+    await system_(name).waitFor({ state: 'detached', timeout });
+  }
+  await page.waitForFunction((sel) => document.querySelector(sel)?.dataset.severity === 'ok', `.node[data-name="${nodeName}"]`,
+    { timeout });
+  check(await status.textContent() === 'healthy', `with ${sysF} and ${sysX} shut down, node ${nodeName} is healthy again`);
+
+  // Latency as the isolate systems give it (one key may be missing): the last snapshot again, with
+  // the consumer's latency set, on a page whose live feed is that snapshot.
+  const fixture = structuredClone(lastFrame);
+  const fixturePool = fixture.nodes.flatMap((n) => n.systems).flatMap((s) => s.pools).find((p) => p.id === `${system}/consumer`);
+  fixturePool.latency = { handlingMs: { p50: 1.2, p90: 3.4, p99: 42.5, count: 1234 } };
+  const still = await browser.newPage({ viewport: { width: 1024, height: 768 } });
+  still.on('pageerror', (e) => problems.push('page error: ' + e.message));
+  await still.routeWebSocket(/\/dashboard\/live/, (ws) => ws.send(JSON.stringify(fixture)));
+  await still.goto(registry + '/');
+  await still.locator(`#pools tr[data-pool="${system}/consumer"] .c-pool`).click();
+  const handling = await still.locator('#pool-detail tr[data-latency="handling"] td').allTextContents();
+  const queue = await still.locator('#pool-detail tr[data-latency="queue"] td').allTextContents();
+  check(handling.join(' ') === '1.20 3.40 42.5 1,234' && queue.join(' ') === '- - - -',
+    `latency percentiles show in ms, and "-" where a key is missing: ${handling.join(' ')} / ${queue.join(' ')}`);
+  await still.close();
   check(problems.length === 0, 'no page errors: ' + problems.join('; '));
   await browser.close();
 } catch (e) {

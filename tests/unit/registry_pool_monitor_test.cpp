@@ -37,6 +37,27 @@ TEST(PoolMonitor, ComputesRatesFromTheCountersBetweenTwoRounds) {
   EXPECT_EQ(live["history"]["out"].size(), 2u);
 }
 
+TEST(PoolMonitor, ComputesAProducersSendRateFromItsSentCounter) {
+  pool_monitor m;
+  auto t0 = pool_monitor::clock::now();
+  auto producer = [](double sent) {
+    auto s = node_with_pool(0, 0, 0);
+    (*s.describe)["sys"][0]["stats"]["sent"] = sent;
+    return s;
+  };
+  m.update(t0, {producer(1000)}, {}, "");
+  EXPECT_EQ(m.snapshot()["nodes"][0]["systems"][0]["pools"][0]["live"]["sent"], 0)
+      << "no rate from a single round";
+  m.update(t0 + 2s, {producer(1800)}, {}, "");
+  auto live = m.snapshot()["nodes"][0]["systems"][0]["pools"][0]["live"];
+  EXPECT_DOUBLE_EQ(live["sent"].get<double>(), 400);
+  EXPECT_EQ(live["in"], 0) << "a producer receives nothing";
+  EXPECT_EQ(live["history"]["sent"], ordered_json::array({0, 400}));
+  m.update(t0 + 3s, {producer(5)}, {}, "");
+  EXPECT_EQ(m.snapshot()["nodes"][0]["systems"][0]["pools"][0]["live"]["sent"], 0)
+      << "a sent counter that went back is a restart, not a negative rate";
+}
+
 TEST(PoolMonitor, ACounterThatWentBackIsARestartNotANegativeRate) {
   pool_monitor m;
   auto t0 = pool_monitor::clock::now();
