@@ -73,6 +73,22 @@ const std::vector<double>& latency_buckets() {
   return bounds;
 }
 
+std::optional<double> quantile(const metric_histogram& h, double q) {
+  auto cum = h.cumulative();
+  const auto& bounds = h.bounds();
+  if (cum.empty() || cum.back() == 0) return std::nullopt;
+  double rank = std::clamp(q, 0.0, 1.0) * double(cum.back());
+  for (std::size_t i = 0; i < cum.size(); ++i) {
+    if (double(cum[i]) < rank || cum[i] == 0) continue;
+    if (i >= bounds.size()) return bounds.empty() ? 0.0 : bounds.back();
+    double lower = i == 0 ? 0.0 : bounds[i - 1], upper = bounds[i];
+    double below = i == 0 ? 0.0 : double(cum[i - 1]);
+    double in_bucket = double(cum[i]) - below;
+    return lower + (upper - lower) * (in_bucket > 0 ? (rank - below) / in_bucket : 1.0);
+  }
+  return bounds.empty() ? 0.0 : bounds.back();
+}
+
 std::string escape_label_value(const std::string& value) {
   std::string out;
   out.reserve(value.size());

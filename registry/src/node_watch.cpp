@@ -20,6 +20,37 @@ long long epoch_ms() {
 
 node_watch::node_watch(node_table& nodes, options opts) : nodes_(nodes), opts_(std::move(opts)) {}
 
+std::size_t node_watch::restore() {
+  if (!opts_.store) return 0;
+  auto now = opts_.now();
+  auto remembered = opts_.store->load();
+  for (auto& n : remembered) {
+    auto& w = watched_[n.info.id];
+    w.info = n.info;
+    w.pools = n.pools;
+    w.saved = n.pools;
+    w.last_heard = now;
+    w.gone_since = now;
+    w.patience = opts_.restore_grace;
+    logger("registry")->info("remembered node {} ({}) with {} isolate system(s): lost unless it registers within {} ms",
+                             n.info.id, n.info.name, n.pools.size(), opts_.restore_grace.count());
+  }
+  return remembered.size();
+}
+
+void node_watch::remember(const std::string& id, watched& w) {
+  if (!opts_.store) return;
+  auto pools = remembered_pools(w.pools);
+  if (pools == w.saved) return;
+  try {
+    opts_.store->save({w.info, pools});
+    w.saved = std::move(pools);
+  } catch (const std::exception& e) {
+    logger("registry")->error("node {}: {} (it is still watched; failover after a registry restart may miss it)", id,
+                              e.what());
+  }
+}
+
 void node_watch::heard(const std::string& id, std::uint64_t epoch) {
   auto it = watched_.find(id);
   if (it != watched_.end() && it->second.epoch == epoch) it->second.last_heard = opts_.now();
@@ -37,6 +68,7 @@ void node_watch::tick() {
       if (w.gone_since) logger("registry")->info("node {} ({}) is back", info.id, info.name);
       w.last_heard = now;
       w.gone_since.reset();
+      w.patience = std::chrono::milliseconds(0);
       w.pinging = w.describing = false;
       ++w.epoch;
     }
@@ -65,18 +97,24 @@ void node_watch::tick() {
         it->second.describing = false;
         if (!a) return;
         heard(id, epoch);
-        if (a.value().is_object()) it->second.pools = std::move(a.value());
+        if (!a.value().is_object()) return;
+        it->second.pools = std::move(a.value());
+        remember(id, it->second);
       });
     }
   }
   // Nodes whose connection ended: lost unless they register again within the timeout.
-  std::vector<std::string> gone;
+  std::vector<std::pair<std::string, bool>> gone;  // id, remembered from before a restart
   for (auto& [id, w] : watched_) {
     if (connected.count(id)) continue;
     if (!w.gone_since) w.gone_since = now;
-    if (now - *w.gone_since >= opts_.timeout) gone.push_back(id);
+    auto patience = w.patience.count() > 0 ? w.patience : opts_.timeout;
+    if (now - *w.gone_since >= patience) gone.emplace_back(id, w.patience.count() > 0);
   }
-  for (auto& id : gone) lose(id, "disconnected and not back within " + std::to_string(opts_.timeout.count()) + " ms");
+  for (auto& [id, restored] : gone)
+    lose(id, restored ? "remembered from before the registry restarted, and not back within " +
+                            std::to_string(opts_.restore_grace.count()) + " ms"
+                      : "disconnected and not back within " + std::to_string(opts_.timeout.count()) + " ms");
 }
 
 void node_watch::lose(const std::string& id, const std::string& why) {
@@ -88,6 +126,13 @@ void node_watch::lose(const std::string& id, const std::string& why) {
   // A hung node still connected is cut off: its isolate systems may live on, but it gets no requests.
   nodes_.disconnect(id, "lost: " + why);
   fail_over(id, lost, why);
+  if (opts_.store) {
+    try {
+      opts_.store->forget(id);
+    } catch (const std::exception& e) {
+      logger("registry")->error("node {}: {}", id, e.what());
+    }
+  }
 }
 
 void node_watch::fail_over(const std::string& id, const watched& lost, const std::string& why) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "node_table.hpp"
+#include "state_store.hpp"
 
 namespace dde::registry {
 
@@ -24,10 +25,17 @@ class node_watch {
     std::chrono::milliseconds heartbeat{1000};  ///< how often each node is pinged
     std::chrono::milliseconds timeout{3000};    ///< silent this long: the node is lost
     std::function<clock::time_point()> now = [] { return clock::now(); };
+    /// Where the watched nodes and their pools are remembered across restarts (null: nowhere).
+    state_store* store = nullptr;
+    /// After a restart, how long a remembered node has to register again before it is lost.
+    std::chrono::milliseconds restore_grace{15000};
   };
 
   node_watch(node_table& nodes, options opts);
 
+  /// Watches the nodes the store remembers as gone since now: each is lost (and failed over) unless
+  /// it registers again within the restore grace. Returns how many; throws when the store cannot be read.
+  std::size_t restore();
   /// One heartbeat: pings the nodes, refreshes what they run, finds lost ones and fails them over.
   void tick();
   /// `GET /registry/failover`: the watched nodes and the failovers so far.
@@ -38,13 +46,17 @@ class node_watch {
     node_info info;
     clock::time_point last_heard;
     std::optional<clock::time_point> gone_since;  ///< its connection ended then
+    std::chrono::milliseconds patience{0};        ///< how long it may stay gone (0: the timeout)
     ordered_json pools = ordered_json::object();  ///< its last describe
+    ordered_json saved;                           ///< what the store holds of it
     bool pinging = false;
     bool describing = false;
     std::uint64_t epoch = 0;  ///< bumped when it comes back, so old answers are ignored
   };
   void heard(const std::string& id, std::uint64_t epoch);
   void lose(const std::string& id, const std::string& why);
+  /// Remembers node `id`'s pools if they changed since the last save (errors are logged).
+  void remember(const std::string& id, watched& w);
   /// Deploys the lost node's failover pools on the connected nodes.
   void fail_over(const std::string& id, const watched& lost, const std::string& why);
 

@@ -62,6 +62,13 @@ cli make_cli() {
       .option("heartbeat-timeout-ms", std::to_string(d.heartbeat_timeout.count()),
               "a node that answers nothing for this long (or is disconnected this long) is lost: its pools "
               "with failover: true are deployed on the other nodes")
+      .option("state-file", d.state_file,
+              "SQLite file where the registry remembers each node and the pools it runs, so that after a "
+              "restart a node that does not come back is still failed over (empty: remember nothing)",
+              "FILE")
+      .option("restore-grace-ms", std::to_string(d.restore_grace.count()),
+              "after a start, how long a node remembered in --state-file has to register again before it is "
+              "lost and its failover pools are deployed elsewhere (nodes retry every 5 s at most)")
       .option("max-body", std::to_string(d.max_body),
               "largest REST request body in bytes; larger ones get 413")
       .option("dashboard-interval-ms", std::to_string(d.dashboard_interval.count()),
@@ -119,6 +126,8 @@ command_line parse_command_line(int argc, char** argv) {
     out.cfg.dashboard_interval = std::chrono::milliseconds(c.get_int("dashboard-interval-ms", 100, 3600 * 1000));
     out.cfg.heartbeat = std::chrono::milliseconds(c.get_int("heartbeat-ms", 0, 3600 * 1000));
     out.cfg.heartbeat_timeout = std::chrono::milliseconds(c.get_int("heartbeat-timeout-ms", 50, 24ll * 3600 * 1000));
+    out.cfg.state_file = c.get("state-file");
+    out.cfg.restore_grace = std::chrono::milliseconds(c.get_int("restore-grace-ms", 0, 24ll * 3600 * 1000));
     out.cfg.log_level = c.get("log-level");
     bool known = false;
     for (const char* level : {"trace", "debug", "info", "warn", "error", "critical", "off"})

@@ -21,6 +21,8 @@ struct registry_config {
   std::size_t max_body = 1024 * 1024;                ///< larger REST bodies get 413
   std::chrono::milliseconds heartbeat{1000};          ///< how often each node is pinged (0: off)
   std::chrono::milliseconds heartbeat_timeout{3000};  ///< a node silent this long is lost (failover)
+  std::string state_file;  ///< SQLite file remembering nodes and their pools across restarts ("": none)
+  std::chrono::milliseconds restore_grace{15000};  ///< a remembered node not back this long after a start is lost
   std::string log_level = "info";
   std::chrono::milliseconds dashboard_interval{1000};  ///< how often an open dashboard is refreshed
   std::string admin_token;             ///< bearer token for everything (empty: the API is open)

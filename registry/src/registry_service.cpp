@@ -37,6 +37,13 @@ net::http_response to_http(const rest_reply& reply) {
   return out;
 }
 
+node_watch::options watch_options(const registry_config& cfg, state_store* store) {
+  node_watch::options o{cfg.heartbeat, cfg.heartbeat_timeout};
+  o.store = store;
+  o.restore_grace = cfg.restore_grace;
+  return o;
+}
+
 }  // namespace
 
 struct registry_service::impl : std::enable_shared_from_this<impl> {
@@ -46,7 +53,8 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
         nodes(node_table::options{cfg.request_timeout}),
         endpoint(nodes),
         api(nodes),
-        watch(nodes, node_watch::options{cfg.heartbeat, cfg.heartbeat_timeout}),
+        store(cfg.state_file.empty() ? nullptr : open_sqlite_store(cfg.state_file)),
+        watch(nodes, watch_options(cfg, store.get())),
         timer(strand),
         heartbeat_timer(strand),
         board(
@@ -145,6 +153,7 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
   node_table nodes;
   node_endpoint endpoint;
   rest_api api;
+  std::unique_ptr<state_store> store;  ///< outlives watch, which writes to it
   node_watch watch;
   boost::asio::steady_timer timer;
   boost::asio::steady_timer heartbeat_timer;
@@ -224,6 +233,11 @@ registry_service::registry_service(boost::asio::io_context& io, registry_config 
 registry_service::~registry_service() { stop(); }
 
 std::error_code registry_service::start() {
+  // Remembered nodes are watched before any node registers (it is then "back", not new).
+  if (impl_->store) {
+    auto n = impl_->watch.restore();
+    logger("registry")->info("state file {}: {} node(s) remembered", impl_->cfg.state_file, n);
+  }
   auto ec = impl_->server->start();
   if (!ec && impl_->cfg.heartbeat.count() > 0) impl_->on_strand([](impl& self) { self.beat(); });
   return ec;

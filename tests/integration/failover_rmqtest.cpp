@@ -74,5 +74,57 @@ TEST_F(Failover, APoolOfALostNodeComesBackOnTheOthersAndNoMessageIsLost) {
   for (auto& to : f["pools"][0]["to"]) EXPECT_EQ(to["status"], "deployed") << f.dump();
 }
 
+TEST_F(Failover, ANodeLostWhileTheRegistryIsDownIsFailedOverOnceTheRegistryIsBackWithItsStateFile) {
+  // Issue 21 (6): the registry remembers each node and its pools in --state-file (SQLite). Node a dies
+  // while the registry is down; the restarted registry waits the restore grace for it, then deploys
+  // its failover pool on node b, and the stream loses nothing.
+  auto state = (dir / "registry.db").string();
+  const std::vector<std::string> remember = {"--state-file", state, "--restore-grace-ms", "6000"};
+  registry = start_registry(dir, 0, {}, {}, remember);
+  auto a = node("st-a-" + sys);
+  auto b = node("st-b-" + sys);
+  auto ida = node_id(registry, a.name), idb = node_id(registry, b.name);
+  ASSERT_FALSE(ida.empty() || idb.empty());
+  auto r = deploy_pool(ida, sys, "work", "consumer", {{"work_ms", 1}}, 2, {{"failover", true}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const int n = 4000;
+  r = deploy(deploy_body(idb, mqs.url(), sys + "p", "producer", "producer",
+                         {{"to", sys + "/work"}, {"count", n}, {"rate", 250}}));
+  ASSERT_EQ(r.status, 200) << r.body;
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 400; }, long_wait));
+  // The registry has described node a since the deploy (and so remembered its pool).
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto status = rest("GET", registry.url() + "/registry/failover");
+        for (auto& w : status.json["nodes"])
+          if (w["bootstrapperId"] == ida && w["pools"] == 1) return true;
+        return false;
+      },
+      30s));
+  int pid = pools_of(registry, ida, sys).at(0).value("pid", -1);
+  ASSERT_GT(pid, 0);
+
+  auto port = registry.port;
+  registry.proc->kill9();
+  a.proc->kill9();
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  registry = start_registry(dir, port, {}, {}, remember);
+  ASSERT_TRUE(wait_until([&] { return running_copies(registry, {idb}, sys, sys + "/work") == 1; }, long_wait, 100ms))
+      << rest("GET", registry.url() + "/registry/failover").body;
+  auto pools = pools_of(registry, idb, sys);
+  ASSERT_EQ(pools.size(), 1u);
+  EXPECT_EQ(pools[0].value("workersCount", 0), 2) << "both workers on the one survivor";
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait, 200ms))
+      << read_seq_logs(dir).missing(n).size() << " missing";
+  EXPECT_TRUE(read_seq_logs(dir).missing(n).empty());
+
+  auto status = rest("GET", registry.url() + "/registry/failover").json;
+  ASSERT_EQ(status["failovers"].size(), 1u) << status.dump();
+  EXPECT_EQ(status["failovers"][0]["node"], ida);
+  EXPECT_NE(status["failovers"][0]["reason"].get<std::string>().find("remembered from before the registry restarted"),
+            std::string::npos)
+      << status.dump();
+}
+
 }  // namespace
 }  // namespace dde::test

@@ -190,6 +190,17 @@ TEST(Metrics, AHistogramRendersCumulativeBucketsItsSumAndCount) {
             "y_seconds_count 1\n");
 }
 
+TEST(Metrics, AQuantileIsInterpolatedInsideItsBucketAsPrometheusDoes) {
+  dde::metric_histogram h({1, 2, 4});
+  EXPECT_FALSE(dde::quantile(h, 0.5)) << "nothing observed yet";
+  for (double v : {0.5, 1.5, 1.5, 3.0}) h.observe(v);
+  EXPECT_DOUBLE_EQ(*dde::quantile(h, 0.25), 1.0);   // rank 1: the top of the first bucket
+  EXPECT_DOUBLE_EQ(*dde::quantile(h, 0.5), 1.5);    // rank 2: halfway through (1, 2]
+  EXPECT_DOUBLE_EQ(*dde::quantile(h, 0.875), 3.0);  // rank 3.5: halfway through (2, 4]
+  h.observe(100);
+  EXPECT_DOUBLE_EQ(*dde::quantile(h, 1.0), 4.0) << "above the last bound: that bound";
+}
+
 TEST(Metrics, TheProcessFiguresAndTheBuildAreThere) {
   dde::metrics_registry r;
   dde::add_process_metrics(r);

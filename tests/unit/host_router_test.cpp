@@ -198,6 +198,12 @@ TEST_F(RouterTest, TimeInQueueRunsFromTheMqsPublishStampToTheHandOverAndASkewedC
   EXPECT_EQ(queued.cumulative().front(), 1u) << "in the first bucket";
   deliver(3, 3);
   EXPECT_EQ(queued.cumulative().back(), 2u) << "no stamp (not published through an MQS): not observed";
+  auto latency = describe(*r)["latency"];
+  ASSERT_TRUE(latency.contains("queueMs")) << latency.dump();
+  EXPECT_EQ(latency["queueMs"]["count"], 2);
+  EXPECT_EQ(latency["queueMs"]["p50"], 0.1) << "rank 1 of 2: the top of the first bucket (100 µs), in ms";
+  EXPECT_EQ(latency["queueMs"]["p99"], 247.0) << "rank 1.98: 98% through (100, 250] ms: " << latency.dump();
+  EXPECT_EQ(latency["handlingMs"]["count"], 3) << "every message handed over is timed";
 }
 
 TEST_F(RouterTest, AnAsksRoundTripIsObservedPerAskedPoolWhenItsReplyComes) {

@@ -3,6 +3,10 @@
 // that reconnects under its id within the timeout is not lost.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "node_watch.hpp"
 #include "registry_fakes.hpp"
 
@@ -120,6 +124,143 @@ TEST(RegistryNodeWatch, ADisconnectedNodeNotBackWithinTheTimeoutIsLost) {
   t.clock.now += 3s;  // the timeout runs from the first heartbeat that missed it
   t.beat(false);
   EXPECT_EQ(deploys(t.b).size() + deploys(t.c).size(), 2u);
+}
+
+}  // namespace
+}  // namespace dde::registry::test
+
+namespace dde::registry::test {
+namespace {
+
+/// A state_store in memory, counting its writes.
+struct memory_store : state_store {
+  std::map<std::string, remembered_node> rows;
+  int saves = 0;
+  std::vector<remembered_node> load() override {
+    std::vector<remembered_node> out;
+    for (auto& [id, n] : rows) out.push_back(n);
+    return out;
+  }
+  void save(const remembered_node& n) override {
+    ++saves;
+    rows[n.info.id] = n;
+  }
+  void forget(const std::string& id) override { rows.erase(id); }
+};
+
+TEST(RegistryNodeWatchStore, ANodesPoolsAreRememberedOnlyWhenTheyChange) {
+  memory_store store;
+  manual_clock clock;
+  node_table table{[&] {
+    node_table::options o;
+    o.now = clock.fn();
+    return o;
+  }()};
+  node_watch::options o{1000ms, 3000ms, clock.fn()};
+  o.store = &store;
+  node_watch watch{table, o};
+  scripted_node a{table, 1, "266393094", "node-a"};
+  std::size_t seen = 0;
+  json pools = {{"sys", json::array({pool_entry("sys/work", true, 2)})}};
+  pools["sys"][0]["stats"] = {{"delivered", 1}};
+  for (int beat = 0; beat < 3; ++beat) {
+    pools["sys"][0]["stats"]["delivered"] = beat * 100;  // counters change every beat
+    watch.tick();
+    answer_all(a, seen, pools);
+    clock.now += 1s;
+  }
+  EXPECT_EQ(store.saves, 1) << "counters are not what the store keeps";
+  auto& row = store.rows.at("266393094");
+  EXPECT_EQ(row.info.name, "node-a");
+  EXPECT_FALSE(row.pools["sys"][0].contains("stats"));
+  EXPECT_EQ(row.pools["sys"][0]["failover"], true);
+  EXPECT_EQ(row.pools["sys"][0]["workersCount"], 2);
+
+  pools["sys"][0]["rate"] = {{"messages", 5}, {"perMs", 1000}};
+  watch.tick();
+  answer_all(a, seen, pools);
+  EXPECT_EQ(store.saves, 2) << "a new rate is remembered";
+}
+
+TEST(RegistryNodeWatchStore, ARememberedNodeThatDoesNotComeBackAfterARestartIsFailedOver) {
+  memory_store store;
+  remembered_node lost;
+  lost.info.id = "266393094";
+  lost.info.name = "node-a";
+  lost.pools = remembered_pools(json{{"sys", json::array({pool_entry("sys/work", true, 2)})}});
+  store.rows[lost.info.id] = lost;
+  remembered_node back = lost;
+  back.info.id = "12133208";
+  back.info.name = "node-b";
+  back.pools = json::object();
+  store.rows[back.info.id] = back;
+
+  manual_clock clock;
+  node_table table{[&] {
+    node_table::options o;
+    o.now = clock.fn();
+    return o;
+  }()};
+  node_watch::options o{1000ms, 3000ms, clock.fn()};
+  o.store = &store;
+  o.restore_grace = 10s;
+  node_watch watch{table, o};
+  EXPECT_EQ(watch.restore(), 2u);
+  // Node b registers again under its id within the grace; node a never does.
+  scripted_node b{table, 2, "12133208", "node-b"};
+  std::size_t seen = 0;
+  for (int s = 0; s < 9; ++s) {
+    watch.tick();
+    answer_all(b, seen, json::object());
+    clock.now += 1s;
+  }
+  EXPECT_TRUE(deploys(b).empty()) << "not before the grace ends (well past the heartbeat timeout)";
+  clock.now += 1s;
+  watch.tick();
+  auto moved = deploys(b);
+  ASSERT_EQ(moved.size(), 1u) << "node a's failover pool runs on node b";
+  EXPECT_EQ(moved[0]["body"]["isolateName"], "work");
+  EXPECT_EQ(moved[0]["body"]["workersPaths"].size(), 2u);
+  EXPECT_EQ(moved[0]["body"]["uri"], "/w/libconsumer.so");
+  EXPECT_FALSE(store.rows.count("266393094")) << "a lost node is forgotten";
+  EXPECT_TRUE(store.rows.count("12133208"));
+  auto status = watch.status();
+  ASSERT_EQ(status["failovers"].size(), 1u);
+  EXPECT_NE(status["failovers"][0]["reason"].get<std::string>().find("remembered from before the registry restarted"),
+            std::string::npos);
+}
+
+TEST(RegistrySqliteStore, WhatIsSavedIsLoadedAgainAfterReopeningAndForgottenRowsStayGone) {
+  auto file = std::filesystem::temp_directory_path() / ("dde-store-" + std::to_string(::getpid()) + ".db");
+  std::filesystem::remove(file);
+  {
+    auto store = open_sqlite_store(file.string());
+    remembered_node n;
+    n.info = {"266393094", "127.0.0.1", "42042", "node-a", "ws://127.0.0.1:42042/activator", {}};
+    n.pools = {{"sys", json::array({{{"id", "sys/work"}, {"failover", true}}})}};
+    store->save(n);
+    n.info.id = "12133208";
+    store->save(n);
+    n.pools = json::object();
+    store->save(n);  // replaces its row
+    store->forget("266393094");
+  }
+  auto store = open_sqlite_store(file.string());
+  auto rows = store->load();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].info.id, "12133208");
+  EXPECT_EQ(rows[0].info.name, "node-a");
+  EXPECT_EQ(rows[0].info.activator, "ws://127.0.0.1:42042/activator");
+  EXPECT_EQ(rows[0].pools, json::object());
+  std::filesystem::remove(file);
+  for (auto suffix : {"-wal", "-shm"}) std::filesystem::remove(file.string() + suffix);
+
+  try {
+    open_sqlite_store("/nonexistent-dir/x.db");
+    ADD_FAILURE() << "a file that cannot be created is an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("cannot open state file /nonexistent-dir/x.db: ", 0), 0u) << e.what();
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +54,11 @@ class metric_histogram {
 
 /// Bounds in seconds from 100 µs to 60 s, for latencies (handling time, round trips).
 const std::vector<double>& latency_buckets();
+
+/// The `q`-quantile (0..1) of what `h` observed, interpolated linearly inside its bucket as
+/// Prometheus's histogram_quantile does (above the last bound: that bound); nullopt before any
+/// observation.
+std::optional<double> quantile(const metric_histogram& h, double q);
 
 class metrics_registry {
  public:

@@ -1,6 +1,7 @@
 // A pool's description (GET /registry/system/{id}, the dashboard, ddectl): the thesis 3.2.2 shape of
 // its spec, with the rate in force now, plus each worker's state and the pool's counters.
 #include <boost/asio/post.hpp>
+#include <cmath>
 
 #include "host/router.hpp"
 
@@ -58,6 +59,16 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
       j["workersCount"] = r.active_workers();
       j["scaling"] = r.describe_scaling();
     }
+    // Percentiles since the pool started in this process, from its histograms (also in /metrics).
+    nlohmann::json latency = nlohmann::json::object();
+    auto percentiles = [&](const char* key, const metric_histogram* h) {
+      if (!h || !quantile(*h, 0.5)) return;
+      auto ms = [&](double q) { return std::round(*quantile(*h, q) * 1e6) / 1e3; };
+      latency[key] = {{"p50", ms(0.5)}, {"p90", ms(0.9)}, {"p99", ms(0.99)}, {"count", h->cumulative().back()}};
+    };
+    percentiles("handlingMs", r.handling_);
+    percentiles("queueMs", r.queue_);
+    if (!latency.empty()) j["latency"] = std::move(latency);
     j["stats"] = {{"delivered", r.stats_.delivered},
                   {"done", r.stats_.done},
                   {"failed", r.stats_.failed},
