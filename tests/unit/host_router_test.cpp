@@ -325,6 +325,7 @@ TEST_F(RouterTest, WithTheDeadLetterOptionAFailedMessageIsNotRequeued) {
   auto r = start_pool(1, {{"supervision", {{"strategy", "resume"}, {"failedMessage", "dead-letter"}}}}, {5});
   deliver(11, 5);
   EXPECT_EQ(link->nacks, (std::vector<std::pair<std::uint64_t, bool>>{{11, false}}));
+  EXPECT_EQ(describe(*r)["governance"]["deadLettered"], 1) << "counted with the pool's other dead letters";
 }
 
 TEST_F(RouterTest, ThePoolStopsAfterMaxRestartsWithinTheWindowAndStopsConsuming) {

@@ -301,9 +301,10 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
     if (spec_.mode == delivery_mode::at_least_once && !d.acked) {
       // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
       // straight to dde.dead.<queue> when the pool says so.
-      if (d.failed)
+      if (d.failed) {
         top_->nack(d.generation, d.tag, !spec_.supervision.dead_letter);
-      else {
+        if (spec_.supervision.dead_letter) ++stats_.dead_lettered;  // the broker moves it to dde.dead.<queue>
+      } else {
         top_->ack(d.generation, d.tag);
         ++stats_.acked;
         if (!d.poison_id.empty()) poison_.done(d.poison_id);
