@@ -88,15 +88,6 @@ TEST(NodeFrames, EveryRequestReadsBackAsItWasSent) {
   EXPECT_EQ(std::get<node::redeploy>(round_trip(15, node::redeploy{spec}).request).body, spec);
 }
 
-TEST(NodeFrames, ARedeployWithoutABodyIsRefusedNamingTheField) {
-  auto decoded = parse_registry_frame(R"({"type":"request","id":6,"action":"redeploy","body":"x"})");
-  ASSERT_TRUE(decoded);
-  auto* bad = std::get_if<bad_request>(&decoded.value());
-  ASSERT_NE(bad, nullptr);
-  EXPECT_EQ(bad->id, 6u);
-  EXPECT_NE(bad->error.find("\"body\""), std::string::npos) << bad->error;
-}
-
 TEST(NodeFrames, EveryRequestTypeHasItsOwnAction) {
   std::vector<node_request> all = {node::deploy{}, node::shutdown{}, node::describe{}, node::ping{},
                                    node::restart{}, node::kill{},     node::set_rate{}, node::migrate{},
@@ -114,6 +105,9 @@ TEST(NodeFrames, ARequestWithABadFieldIsDecodedAsBadWithItsIdToAnswer) {
   ASSERT_NE(bad, nullptr);
   EXPECT_EQ(bad->id, 5u);
   EXPECT_EQ(bad->error, "field \"isolateName\" must be a string");
+  decoded = parse_registry_frame(R"({"type":"request","id":6,"action":"redeploy","body":"x"})");
+  ASSERT_TRUE(decoded);
+  EXPECT_EQ(std::get<bad_request>(decoded.value()).error, "field \"body\" must be the deploy body, an object");
 
   decoded = parse_registry_frame(R"({"type":"request","id":6,"action":"reboot"})");
   ASSERT_TRUE(decoded);

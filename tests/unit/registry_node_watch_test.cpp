@@ -148,18 +148,30 @@ struct memory_store : state_store {
   void forget(const std::string& id) override { rows.erase(id); }
 };
 
-TEST(RegistryNodeWatchStore, ANodesPoolsAreRememberedOnlyWhenTheyChange) {
-  memory_store store;
+/// A node table and a watch on a hand-moved clock, remembering in `store`.
+struct remembering_watch {
+  explicit remembering_watch(memory_store& store, std::chrono::milliseconds grace = 15s) : store(store) {
+    node_watch::options o{1000ms, 3000ms, clock.fn()};
+    o.store = &store;
+    o.restore_grace = grace;
+    watch = std::make_unique<node_watch>(table, o);
+  }
+  memory_store& store;
   manual_clock clock;
-  node_table table{[&] {
+  node_table table{[this] {
     node_table::options o;
     o.now = clock.fn();
     return o;
   }()};
-  node_watch::options o{1000ms, 3000ms, clock.fn()};
-  o.store = &store;
-  node_watch watch{table, o};
-  scripted_node a{table, 1, "266393094", "node-a"};
+  std::unique_ptr<node_watch> watch;
+};
+
+TEST(RegistryNodeWatchStore, ANodesPoolsAreRememberedOnlyWhenTheyChange) {
+  memory_store store;
+  remembering_watch t(store);
+  auto& clock = t.clock;
+  auto& watch = *t.watch;
+  scripted_node a{t.table, 1, "266393094", "node-a"};
   std::size_t seen = 0;
   json pools = {{"sys", json::array({pool_entry("sys/work", true, 2)})}};
   pools["sys"][0]["stats"] = {{"delivered", 1}};
@@ -195,19 +207,12 @@ TEST(RegistryNodeWatchStore, ARememberedNodeThatDoesNotComeBackAfterARestartIsFa
   back.pools = json::object();
   store.rows[back.info.id] = back;
 
-  manual_clock clock;
-  node_table table{[&] {
-    node_table::options o;
-    o.now = clock.fn();
-    return o;
-  }()};
-  node_watch::options o{1000ms, 3000ms, clock.fn()};
-  o.store = &store;
-  o.restore_grace = 10s;
-  node_watch watch{table, o};
+  remembering_watch t(store, 10s);
+  auto& clock = t.clock;
+  auto& watch = *t.watch;
   EXPECT_EQ(watch.restore(), 2u);
   // Node b registers again under its id within the grace; node a never does.
-  scripted_node b{table, 2, "12133208", "node-b"};
+  scripted_node b{t.table, 2, "12133208", "node-b"};
   std::size_t seen = 0;
   for (int s = 0; s < 9; ++s) {
     watch.tick();
