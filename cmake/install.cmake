@@ -45,8 +45,15 @@ install(TARGETS dde-registry dde-mqs dde-activator dde-isolate-system ddectl
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemons)
 install(TARGETS producer consumer requester supplier echo_v1 echo_v2 throttler api_caller
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/dde/workers COMPONENT daemons)
-# The units and flags name paths only known at install time (the prefix): a script writes them.
+# Their man pages (help2man; none without it), made at build time.
+include(cmake/man_pages.cmake)
+# The units, flags and man pages name paths only known at install time (the prefix): scripts write them.
+find_program(DDE_GZIP gzip REQUIRED)
 install(CODE "set(DDE_SOURCE_DIR \"${CMAKE_SOURCE_DIR}\")
   set(DDE_BINARY_DIR \"${CMAKE_BINARY_DIR}\")
-  set(DDE_INSTALL_BINDIR \"${CMAKE_INSTALL_BINDIR}\")" COMPONENT daemons)
+  set(DDE_INSTALL_BINDIR \"${CMAKE_INSTALL_BINDIR}\")
+  set(DDE_INSTALL_MANDIR \"${CMAKE_INSTALL_MANDIR}\")
+  set(DDE_MAN_PAGES \"${DDE_MAN_PAGES}\")
+  set(DDE_GZIP \"${DDE_GZIP}\")" COMPONENT daemons)
 install(SCRIPT cmake/install_daemon_files.cmake COMPONENT daemons)
+install(SCRIPT cmake/install_man_pages.cmake COMPONENT daemons)
