@@ -8,11 +8,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # clang + libclang-rt-14-dev: the ASan/UBSan build and the libFuzzer targets (deploy/sanitize.sh).
 # dpkg-dev: dpkg-shlibdeps, which declares the .deb packages' dependencies (cpack); binutils: nm and
 # readelf for the SDK tests; chromium and nodejs: the dashboard's browser test (tests/browser);
-# gnuplot-nox: the benchmark plots (deploy/bench.sh); liburiparser-dev: URLs; shellcheck and
-# logrotate: the scripts' and the logrotate file's tests; help2man: the executables' man pages (built
-# only when it is there); lintian: the .deb packages' test (tests/sdk/lintian_test.sh).
+# gnuplot-nox: the benchmark plots (deploy/bench.sh); liburiparser-dev: URLs; libsqlite3-dev: the
+# registry's --state-file; shellcheck and logrotate: the scripts' and the logrotate file's tests;
+# help2man: the executables' man pages (built only when it is there); lintian: the .deb packages'
+# test (tests/sdk/lintian_test.sh).
 packages=(build-essential cmake ccache libboost-dev nlohmann-json3-dev uuid-dev libssl-dev libspdlog-dev
-  libgtest-dev libgmock-dev googletest librabbitmq-dev liburiparser-dev shellcheck logrotate rabbitmq-server
+  libgtest-dev libgmock-dev googletest librabbitmq-dev liburiparser-dev libsqlite3-dev shellcheck logrotate rabbitmq-server
   amqp-tools curl procps iproute2 python3
   dpkg-dev binutils clang libclang-rt-14-dev chromium nodejs gnuplot-nox help2man lintian)
 # prometheus: its promtool, which metrics_rmqtest runs on every daemon's /metrics (`promtool check
