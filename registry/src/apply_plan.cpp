@@ -1,6 +1,7 @@
 #include "apply_plan.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace dde::registry {
@@ -15,28 +16,33 @@ bool is_request_field(const std::string& key) {
 
 bool is_rate_field(const std::string& key) { return key == "rate" || key == "maxInFlight"; }
 
-/// The deploy body of the pool as it runs (its description's spec, its MQS), or null when the
-/// description cannot be read back.
-ordered_json running_body(const described_pool& p) {
+/// A pool as it runs: its deploy body (its description's spec and its MQS) and that body parsed.
+struct running_pool {
+  ordered_json body;
+  dde::pool_spec spec;
+};
+
+/// The pool `p` describes, or nothing when its description cannot be read back.
+std::optional<running_pool> running_body(const described_pool& p) {
   auto body = deploy_body_of_description(p.system, nlohmann::json(p.entry));
-  if (!dde::parse_pool_spec(body)) return nullptr;
-  return ordered_json::parse(body.dump());
+  auto spec = dde::parse_pool_spec(body);
+  if (!spec) return std::nullopt;
+  return running_pool{ordered_json::parse(body.dump()), std::move(spec.value())};
 }
 
-/// The fields `want` gives that differ from `have` (both deploy bodies), in `want`'s order.
-std::vector<std::string> differences(const deploy_request& want, const ordered_json& have) {
+/// The fields `want` gives that differ from the running pool `have`, in `want`'s order.
+std::vector<std::string> differences(const deploy_request& want, const running_pool& have) {
   std::vector<std::string> out;
-  auto have_spec = dde::parse_pool_spec(nlohmann::json(have));
   auto want_norm = to_deploy_body(want.spec);
-  auto have_norm = to_deploy_body(have_spec.value());
+  auto have_norm = to_deploy_body(have.spec);
   for (auto& [key, value] : want.body.items()) {
     if (is_request_field(key)) continue;
     if (key == "messageQueuingSystemServer") {
-      if (have.value(key, std::string()) != want.mqs) out.push_back(key);
+      if (have.body.value(key, std::string()) != want.mqs) out.push_back(key);
       continue;
     }
     // An elastic pool's describe shows the workers it scaled to, not the paths it was given.
-    if (key == "workersPaths" && want.spec.scale.enabled() && have_spec.value().scale.enabled()) continue;
+    if (key == "workersPaths" && want.spec.scale.enabled() && have.spec.scale.enabled()) continue;
     if (!want_norm.contains(key)) continue;  // not part of the spec (parse_deploy refused unknown ones)
     auto theirs = have_norm.find(key);
     if (theirs == have_norm.end() || *theirs != want_norm[key]) out.push_back(key);
@@ -137,14 +143,10 @@ std::vector<apply_step> plan_apply(const std::vector<deploy_request>& desired,
       continue;
     }
     const auto& current = here ? *here : *elsewhere;
-    auto have = running_body(current);
-    if (have.is_null()) {
-      // A description that cannot be read back: deploy the file's pool over it.
-      step.changed = {"(unreadable description)"};
-      have = ordered_json::object();
-    } else {
-      step.changed = differences(want, have);
-    }
+    auto running = running_body(current);
+    // A description that cannot be read back: deploy the file's pool over it.
+    step.changed = running ? differences(want, *running) : std::vector<std::string>{"(unreadable description)"};
+    auto have = running ? std::move(running->body) : ordered_json::object();
     if (!here) {
       step.action = apply_action::move;
       step.from = current.node;
