@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # deploy/bench.sh --quick produces every result it promises: a CSV per experiment whose rows have the
 # header's columns and a positive number in every throughput/latency column (a 0 marks a point that
-# did not complete), summary.md with the targets and every table, and one PNG per thesis figure.
-# No throughput is asserted. Usage: bench_smoke_test.sh BUILD_DIR
+# did not complete), summary.md with the targets and every table, and one PNG per thesis figure;
+# every payload our producers sent is exactly the size asked for. No throughput is asserted.
+# Usage: bench_smoke_test.sh BUILD_DIR
 set -euo pipefail
 build=$1
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,9 +26,18 @@ for name in "${csvs[@]}"; do
     fail "$name.csv is not well formed"
 done
 
+# Our producers' `size` is the exact payload size the broker holds (the peeked first message).
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+  $col["payload_bytes"] != $col["size"] {
+    printf "exp2_message_size.csv line %d: size %s but payload_bytes %s\n", NR, $col["size"], $col["payload_bytes"]; bad = 1 }
+  END { exit bad }' "$out/exp2_message_size.csv" >&2 || fail "a payload is not the size asked for"
+
 summary="$out/summary.md"
 [[ -s $summary ]] || fail "summary.md is missing"
 grep -q '^## Targets' "$summary" || fail "summary.md has no targets section"
+grep -q '^| AMO consumption / best raw, prefetch 64, 64 B, 1 consumer |' "$summary" ||
+  fail "summary.md lacks the consumption target against the best raw client"
+grep -q '^| payload bytes at the broker .* | met |$' "$summary" || fail "the payload size target is not met"
 for name in "${csvs[@]}"; do grep -q "\`$name.csv\`" "$summary" || fail "summary.md lacks the $name table"; done
 
 plots=(exp1_consumers exp2_consume_size exp2_produce_size exp3_consume_mqs exp3_produce_mqs exp4_production

@@ -21,6 +21,7 @@ commands:
   consume   consume --count messages from --queue (declared first)
   rpc       --connections requesters ask --suppliers suppliers through --queue, one request in flight
             each (request-reply with reply-to queues); prints the rate and round-trip percentiles
+  peek      print the body size of the first message in --queue (it stays there)
   declare | purge | delete   manage --queue
 options (default):
   --host H (127.0.0.1)  --port P (5672)  --queue Q (required)
@@ -29,6 +30,7 @@ options (default):
   --count N (100000)  --size BYTES (64)  --persistent (off: delivery mode 1)
   --confirm-window W (0 = no publisher confirms; else at most W unconfirmed messages)
   --prefetch K (1)  --multiple-ack (off: ack each message; on: ack with multiple every K/2)
+  --ack-every N (K/2): with --multiple-ack, ack every N messages
   --connections C (1): produce/consume over C connections at once (the count is shared); rpc: requesters
   --suppliers S (1): rpc only
   --idle-timeout SECONDS (30): give up when nothing arrives for this long
@@ -65,6 +67,8 @@ options parse(int argc, char** argv) {
       o.prefetch = static_cast<std::uint16_t>(std::stoul(value()));
     else if (flag == "--multiple-ack")
       o.multiple_ack = true;
+    else if (flag == "--ack-every")
+      o.ack_every = std::stoull(value());
     else if (flag == "--connections")
       o.connections = std::stoi(value());
     else if (flag == "--suppliers")
@@ -184,7 +188,8 @@ void consume_on(const connection& c, const options& o, consume_tally& tally) {
                                               amqp_empty_bytes, 0, /*no_ack=*/0, 0, amqp_empty_table);
   c.rpc_ok("basic.consume");
   const std::string consumer_tag = text(consume_ok->consumer_tag);
-  const std::uint64_t ack_every = o.multiple_ack ? std::max<std::uint64_t>(1, o.prefetch / 2) : 1;
+  const std::uint64_t ack_every =
+      !o.multiple_ack ? 1 : o.ack_every > 0 ? o.ack_every : std::max<std::uint64_t>(1, o.prefetch / 2);
   std::uint64_t unacked = 0, last_tag = 0;
   auto last_progress = clock_type::now();
   while (!tally.finished) {
@@ -233,6 +238,21 @@ void consume(const options& o) {
   report("consume", tally.received, tally.size, tally.start, tally.end);
 }
 
+/// Prints the body size of the first message in the queue and gives it back (basic.get, basic.reject
+/// with requeue): what the broker holds of a message someone else published.
+void peek(const options& o) {
+  connection c(o);
+  amqp_rpc_reply_t r = amqp_basic_get(c.get(), channel, amqp_cstring_bytes(o.queue.c_str()), /*no_ack=*/0);
+  check(r, "basic.get " + o.queue);
+  if (r.reply.id == AMQP_BASIC_GET_EMPTY_METHOD) throw std::runtime_error("queue " + o.queue + " is empty");
+  const auto tag = static_cast<amqp_basic_get_ok_t*>(r.reply.decoded)->delivery_tag;
+  amqp_message_t message;
+  check(amqp_read_message(c.get(), channel, &message, 0), "read message");
+  std::printf("raw peek size=%zu\n", message.body.len);
+  amqp_destroy_message(&message);
+  check_status(amqp_basic_reject(c.get(), channel, tag, /*requeue=*/1), "basic.reject");
+}
+
 void manage(const options& o) {
   connection c(o);
   if (o.command == "declare") {
@@ -263,6 +283,8 @@ int main(int argc, char** argv) {
       consume(o);
     else if (o.command == "rpc")
       rpc(o);
+    else if (o.command == "peek")
+      peek(o);
     else if (o.command == "declare" || o.command == "purge" || o.command == "delete")
       manage(o);
     else

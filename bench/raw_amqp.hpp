@@ -26,6 +26,7 @@ struct options {
   bool persistent = false, multiple_ack = false;
   std::uint64_t confirm_window = 0;
   std::uint16_t prefetch = 1;
+  std::uint64_t ack_every = 0;  ///< with multiple_ack: ack after this many (0: prefetch / 2)
   int idle_timeout_s = 30;
   int connections = 1;  ///< produce/consume: parallel connections (one thread each); rpc: requesters
   int suppliers = 1;    ///< rpc: supplier connections

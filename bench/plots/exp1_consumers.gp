@@ -9,6 +9,6 @@ set ylabel "messages consumed per second"
 do for [m in modes] {
   set title m
   plot for [p in "1 4 8 16 64"] f using 3:((sel(m, 2) == p + 0) ? $5 : NaN) lw 2 lc color(p + 0) title "ours p=".p, \
-       for [p in "1 4 8 16 64"] f using 3:((sel(m, 2) == p + 0) ? $6 : NaN) dt 2 lc color(p + 0) title "raw p=".p
+       for [p in "1 4 8 16 64"] f using 3:((sel(m, 2) == p + 0) ? $6 : NaN) dt 2 lc color(p + 0) title "raw (multiple acks) p=".p
 }
 unset multiplot

@@ -7,7 +7,7 @@ set logscale x 2
 set logscale y
 set xlabel "message size (bytes)"
 set ylabel "messages consumed per second"
-plot f using 2:(sel("at-most-once", 4)) lw 2 lc 1 title "ours at-most-once", \
-     f using 2:(sel("at-most-once", 5)) dt 2 lc 1 title "raw at-most-once", \
-     f using 2:(sel("at-least-once", 4)) lw 2 lc 2 title "ours at-least-once", \
-     f using 2:(sel("at-least-once", 5)) dt 2 lc 2 title "raw at-least-once"
+plot f using 2:(sel("at-most-once", 5)) lw 2 lc 1 title "ours at-most-once", \
+     f using 2:(sel("at-most-once", 6)) dt 2 lc 1 title "raw at-most-once", \
+     f using 2:(sel("at-least-once", 5)) lw 2 lc 2 title "ours at-least-once", \
+     f using 2:(sel("at-least-once", 6)) dt 2 lc 2 title "raw at-least-once"

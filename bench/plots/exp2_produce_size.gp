@@ -7,7 +7,7 @@ set logscale x 2
 set logscale y
 set xlabel "message size (bytes)"
 set ylabel "messages enqueued per second"
-plot f using 2:(sel("at-most-once", 7)) lw 2 lc 1 title "ours at-most-once", \
-     f using 2:(sel("at-most-once", 8)) dt 2 lc 1 title "raw at-most-once", \
-     f using 2:(sel("at-least-once", 7)) lw 2 lc 2 title "ours at-least-once", \
-     f using 2:(sel("at-least-once", 8)) dt 2 lc 2 title "raw at-least-once"
+plot f using 2:(sel("at-most-once", 8)) lw 2 lc 1 title "ours at-most-once", \
+     f using 2:(sel("at-most-once", 9)) dt 2 lc 1 title "raw at-most-once", \
+     f using 2:(sel("at-least-once", 8)) lw 2 lc 2 title "ours at-least-once", \
+     f using 2:(sel("at-least-once", 9)) dt 2 lc 2 title "raw at-least-once"

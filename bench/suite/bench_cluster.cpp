@@ -97,7 +97,7 @@ std::map<std::string, double> run_raw(rabbitmq_node& broker, const std::vector<s
     } catch (const std::exception&) {
     }
   }
-  if (!result.count("rate")) {
+  if (out.rfind("raw ", 0) != 0 || (!result.count("rate") && args.front() != "peek")) {
     std::cerr << "[bench] dde-raw-amqp gave no rate for: " << cmd << "\n" << out;
     result.clear();
   }

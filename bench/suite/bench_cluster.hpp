@@ -61,8 +61,8 @@ class bench_cluster {
 /// publisher confirms as dde-mqs uses).
 std::vector<std::string> raw_mode_args(const std::string& mode);
 
-/// Runs dde-raw-amqp with `args` against `broker`; its result line as key -> number ("rate", "p50_us", ...).
-/// Empty when it failed (its stderr is echoed).
+/// Runs dde-raw-amqp with `args` against `broker`; its result line as key -> number ("rate", "p50_us",
+/// "size", ...). Empty when it failed (its stderr is echoed).
 std::map<std::string, double> run_raw(test::rabbitmq_node& broker, const std::vector<std::string>& args);
 
 /// A throughput of `n` messages over [first_us, last_us]; 0 when the interval is empty.

@@ -25,6 +25,7 @@ struct flow_point {
   production produced;
   double consumed = 0;
   raw_flow raw;
+  long payload_bytes = -1;  ///< of the first message our producers left in the queue
 };
 
 flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int prefetch, int mqs_count,
@@ -33,6 +34,7 @@ flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int pr
   auto s = ctx.next(mode, ctx.mqs(prefetch, mqs_count));
   flow_point f;
   f.produced = produce(c, s, n, producers, size, true);
+  f.payload_bytes = payload_bytes(c, s.system + ".consumer");
   if (consumers > 0) {
     const int used = start_consumers(c, s, consumers, std::max(8, prefetch));
     f.consumed = await_consumed(c, s, n / producers * producers);
@@ -47,8 +49,9 @@ flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int pr
 template <class Point>
 flow_point median_of_runs(int runs, Point point) {
   auto figures = [](flow_point& f) {
-    return std::array<double*, 6>{&f.produced.at_isolates, &f.produced.at_broker, &f.consumed,
-                                  &f.raw.produce,          &f.raw.produce_client, &f.raw.consume};
+    return std::array<double*, 7>{&f.produced.at_isolates, &f.produced.at_broker,  &f.consumed,
+                                  &f.raw.produce,          &f.raw.produce_client, &f.raw.consume,
+                                  &f.raw.consume_best};
   };
   std::vector<flow_point> all;
   for (int i = 0; i < runs; ++i) all.push_back(point());
@@ -59,6 +62,7 @@ flow_point median_of_runs(int runs, Point point) {
     std::sort(v.begin(), v.end());
     *figures(out)[k] = v[v.size() / 2];
   }
+  out.payload_bytes = all.front().payload_bytes;
   return out;
 }
 
@@ -82,8 +86,11 @@ setup suite_context::next(const std::string& mode, std::vector<std::string> urls
 
 table exp1_consumers(suite_context& ctx) {
   table t{"exp1_consumers",
-          "Thesis fig. 5.1: consumption throughput vs consumers, per prefetch (64 B)",
-          {"mode", "prefetch", "consumers", "messages", "ours_msg_s", "raw_msg_s", "ratio"}};
+          "Thesis fig. 5.1: consumption throughput vs consumers, per prefetch (64 B; raw_best acks with "
+          "`multiple` every prefetch/2 messages, raw_each acks each; with prefetch 64 each figure the median "
+          "of 3 alternating runs, 1 with --quick)",
+          {"mode", "prefetch", "consumers", "messages", "ours_msg_s", "raw_best_msg_s", "raw_each_msg_s",
+           "ratio_best", "ratio_each"}};
   const std::vector<int> consumers =
       ctx.quick ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8, 16, 32};
   const std::vector<int> prefetches = ctx.quick ? std::vector<int>{1, 64} : std::vector<int>{1, 4, 8, 16, 64};
@@ -91,15 +98,20 @@ table exp1_consumers(suite_context& ctx) {
     for (int p : prefetches)
       for (int n_consumers : consumers) {
         long n = consume_count(ctx, mode, p);
-        auto f = fill_then_consume(ctx, mode, p, 1, 1, n_consumers, 64, n);
+        // The issue-20 targets are at prefetch 64: one run's figures swing too much to judge by.
+        auto f = median_of_runs(p == 64 && !ctx.quick ? 3 : 1,
+                                [&] { return fill_then_consume(ctx, mode, p, 1, 1, n_consumers, 64, n); });
         t.add({mode, std::to_string(p), std::to_string(n_consumers), std::to_string(n), num(f.consumed),
-               num(f.raw.consume), ratio(f.consumed, f.raw.consume)});
+               num(f.raw.consume_best), num(f.raw.consume), ratio(f.consumed, f.raw.consume_best),
+               ratio(f.consumed, f.raw.consume)});
         auto key = "consume." + mode + ".p" + std::to_string(p) + ".c" + std::to_string(n_consumers);
         ctx.headline[key + ".ours"] = f.consumed;
-        ctx.headline[key + ".raw"] = f.raw.consume;
+        ctx.headline[key + ".raw"] = f.raw.consume_best;
+        ctx.headline[key + ".raw_each"] = f.raw.consume;
         ctx.clock.line("exp1 " + short_mode(mode) + " prefetch " + std::to_string(p) + " consumers " +
-                       std::to_string(n_consumers) + ": ours " + num(f.consumed) + " msg/s, raw " +
-                       num(f.raw.consume) + ", ratio " + ratio(f.consumed, f.raw.consume));
+                       std::to_string(n_consumers) + ": ours " + num(f.consumed) + " msg/s, raw best " +
+                       num(f.raw.consume_best) + ", raw acking each " + num(f.raw.consume) + ", ratio " +
+                       ratio(f.consumed, f.raw.consume_best));
       }
   return t;
 }
@@ -108,15 +120,19 @@ table exp2_message_size(suite_context& ctx) {
   table t{"exp2_message_size",
           "Thesis figs. 5.2/5.3: consumption (8 consumers, prefetch 8) and production (1 producer) vs "
           "message size",
-          {"mode", "size", "messages", "ours_consume", "raw_consume", "consume_ratio", "ours_produce",
-           "raw_produce", "produce_ratio"}};
+          {"mode", "size", "payload_bytes", "messages", "ours_consume", "raw_consume", "consume_ratio",
+           "ours_produce", "raw_produce", "produce_ratio"}};
   const std::vector<int> sizes = ctx.quick ? std::vector<int>{64, 4096, 65536}
                                            : std::vector<int>{64, 256, 512, 1024, 4096, 16384, 65536};
   for (auto& mode : delivery_modes)
     for (int size : sizes) {
       long n = consume_count(ctx, mode, 8, size);
       auto f = fill_then_consume(ctx, mode, 8, 1, 1, 8, size, n);
-      t.add({mode, std::to_string(size), std::to_string(n), num(f.consumed), num(f.raw.consume),
+      // payload_bytes: what the broker holds of one of our producers' messages of `size`.
+      if (f.payload_bytes != size) ctx.headline["size.mismatch"] += 1;
+      ctx.headline["size.checked"] += 1;
+      t.add({mode, std::to_string(size), std::to_string(f.payload_bytes), std::to_string(n), num(f.consumed),
+             num(f.raw.consume),
              ratio(f.consumed, f.raw.consume), num(f.produced.at_broker), num(f.raw.produce),
              ratio(f.produced.at_broker, f.raw.produce)});
       ctx.clock.line("exp2 " + short_mode(mode) + " size " + std::to_string(size) + ": consume ours " +
@@ -235,10 +251,11 @@ std::vector<table> exp6_7_request_reply(suite_context& ctx) {
         rtt.add({mode, std::to_string(r), std::to_string(s), num(ours.p50_ms, 2), num(ours.p90_ms, 2),
                  num(ours.p99_ms, 2), num(ours.max_ms, 2), num(raw.p50_ms, 2), num(raw.p90_ms, 2),
                  num(raw.p99_ms, 2), num(raw.max_ms, 2)});
-        if (r == 1 && s == 1) {
-          ctx.headline["rtt." + mode + ".p50"] = ours.p50_ms;
-          ctx.headline["rtt." + mode + ".p99"] = ours.p99_ms;
-        }
+        auto key = "rtt." + mode + ".r" + std::to_string(r) + ".s" + std::to_string(s);
+        ctx.headline[key + ".p50.ours"] = ours.p50_ms;
+        ctx.headline[key + ".p99.ours"] = ours.p99_ms;
+        ctx.headline[key + ".p50.raw"] = raw.p50_ms;
+        ctx.headline[key + ".p99.raw"] = raw.p99_ms;
         ctx.clock.line("exp6/7 " + short_mode(mode) + " " + std::to_string(r) + " requesters, " +
                        std::to_string(s) + " suppliers: ours " + num(ours.rate) + " msg/s (p50 " +
                        num(ours.p50_ms, 2) + " ms, p99 " + num(ours.p99_ms, 2) + " ms), raw " +

@@ -119,6 +119,11 @@ double await_consumed(bench_cluster& c, const setup& s, long n) {
   return rate(double(span.total - 1), span.first_us, span.last_us);
 }
 
+long payload_bytes(bench_cluster& c, const std::string& queue) {
+  auto peeked = run_raw(c.broker(), {"peek", "--queue", queue});
+  return peeked.count("size") ? long(peeked["size"]) : -1;
+}
+
 void stop_systems(bench_cluster& c, const std::string& system, int nodes, const std::string& queue) {
   for (int j = 0; j < nodes; ++j) c.shutdown(j, system);
   if (!queue.empty()) c.broker().delete_queue(queue);
@@ -203,6 +208,10 @@ raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, 
                         {"--connections", std::to_string(consumers), "--prefetch", std::to_string(prefetch)});
     auto consumed = run_raw(c.broker(), consume_args);
     f.consume = consumed.count("rate") ? consumed["rate"] : 0;
+    run_raw(c.broker(), produce_args);  // the same messages again, for the best consumer
+    consume_args.push_back("--multiple-ack");
+    auto best = run_raw(c.broker(), consume_args);
+    f.consume_best = best.count("rate") ? best["rate"] : 0;
   }
   c.broker().delete_queue(queue);
   return f;

@@ -34,6 +34,9 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
 int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits);
 /// Waits until the consumers handled `n` messages; their throughput from the first to the last, or 0.
 double await_consumed(bench_cluster& c, const setup& s, long n);
+/// The payload size of the first message in `queue` (left in it), as the broker holds it; -1 when
+/// the queue is empty or missing.
+long payload_bytes(bench_cluster& c, const std::string& queue);
 /// Shuts `system` down on nodes [0, nodes) and deletes `queue` (if given).
 void stop_systems(bench_cluster& c, const std::string& system, int nodes, const std::string& queue = "");
 
@@ -48,9 +51,11 @@ struct request_reply {
 request_reply ask(bench_cluster& c, const setup& s, int requesters, int suppliers, long asks);
 
 /// The raw baseline: `producers` connections publish `n` messages of `size` bytes to a fresh queue of
-/// the mode's kind; then (if consumers > 0) `consumers` connections with `prefetch` consume them.
+/// the mode's kind; then (if consumers > 0) `consumers` connections with `prefetch` consume them,
+/// acking each message (`consume`); then the same again, acking with `multiple` every prefetch/2
+/// messages (`consume_best`: the best a raw client does here).
 struct raw_flow {
-  double produce = 0, produce_client = 0, consume = 0;
+  double produce = 0, produce_client = 0, consume = 0, consume_best = 0;
 };
 raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, int size, int producers,
                              int consumers, int prefetch);

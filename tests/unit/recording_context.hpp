@@ -26,6 +26,10 @@ class recording_context : public worker_context {
     message m;
     std::string to;
   };
+  struct send_record {
+    nlohmann::json body;
+    std::string to;
+  };
   struct backoff_record {
     std::chrono::milliseconds delay;
     std::string reason;
@@ -36,7 +40,9 @@ class recording_context : public worker_context {
   const nlohmann::json& args() const override { return args_; }
   const std::string& self() const override { return self_; }
   const std::string& worker_id() const override { return id_; }
-  void send(nlohmann::json, std::string, bool, std::string_view, std::string_view) override {}
+  void send(nlohmann::json body, std::string, bool, std::string_view to, std::string_view) override {
+    sends.push_back({std::move(body), std::string(to)});
+  }
   void ask(nlohmann::json, std::string_view) override {}
   void reply(const message& to, nlohmann::json body) override { replies.push_back({to, std::move(body)}); }
   void done() override { ++dones; }
@@ -73,6 +79,7 @@ class recording_context : public worker_context {
 
   int dones = 0;
   std::vector<reply_record> replies;
+  std::vector<send_record> sends;
   std::vector<forward_record> forwards;
   std::vector<backoff_record> backoffs;
   std::vector<std::chrono::milliseconds> delays;

@@ -1,5 +1,7 @@
-// producer: sends `count` numbered messages of about `size` bytes to `to`, as fast as the
-// host's window allows or at `rate` messages per second.
+// producer: sends `count` numbered messages of `size` bytes to `to`, as fast as the host's window
+// allows or at `rate` messages per second. A message's payload (the AMQP body) is JSON text of
+// exactly `size` bytes, {"pad":"xx..","seq":N}, or the shortest such text when `size` is smaller
+// (17 bytes plus the digits of N, plus the key field's member).
 //   args: {"to": "sys/consumer", "count": 1000, "size": 64, "rate": 0, "start_seq": 0, "stats_dir": "",
 //          "key_field": "", "keys": []}
 // With key_field and keys, message seq also carries key_field: keys[seq % keys.size()] (for sub-pools).
@@ -23,8 +25,6 @@ class producer : public dde::worker {
       throw std::invalid_argument("producer: args.key_field needs a non-empty args.keys array");
     if (to_.empty()) throw std::invalid_argument("producer needs args.to, the address to send to");
     end_ = next_ + count_;
-    // {"seq":N,"pad":"..."}: pad so the JSON body is about `size` bytes.
-    pad_.assign(std::size_t(std::max<std::int64_t>(0, size_ - 30)), 'x');
   }
 
   void on_start() override {
@@ -43,9 +43,7 @@ class producer : public dde::worker {
     }
     int sent_now = 0;
     while (next_ < allowed && sent_now < 256) {
-      nlohmann::json body = {{"seq", next_}, {"pad", pad_}};
-      if (!key_field_.empty()) body[key_field_] = keys_[std::size_t(next_) % keys_.size()];
-      send(std::move(body), to_);
+      send(body_of(next_), to_);
       ++next_;
       ++sent_now;
     }
@@ -61,6 +59,21 @@ class producer : public dde::worker {
   }
 
   std::int64_t first_seq() const { return end_ - count_; }
+
+  /// Message `seq`: its pad makes the payload's JSON text `size_` bytes long.
+  nlohmann::json body_of(std::int64_t seq) const {
+    nlohmann::json body = {{"seq", seq}, {"pad", ""}};
+    // {"pad":"","seq":N} is 17 bytes and the digits of N (the payload is the body's compact dump).
+    std::size_t length = 17 + std::to_string(seq).size();
+    if (!key_field_.empty()) {
+      auto& key = keys_[std::size_t(seq) % keys_.size()];
+      body[key_field_] = key;
+      // ,"name":value
+      length += 2 + nlohmann::json(key_field_).dump().size() + key.dump().size();
+    }
+    if (std::int64_t(length) < size_) body["pad"] = std::string(std::size_t(size_) - length, 'x');
+    return body;
+  }
 
   void write_stats(bool final_write) {
     auto now = dde::samples::now_us();
@@ -78,7 +91,6 @@ class producer : public dde::worker {
   std::string stats_dir_;
   std::string key_field_;
   nlohmann::json keys_;
-  std::string pad_;
   std::int64_t started_us_ = 0, last_write_us_ = 0;
 };
 
