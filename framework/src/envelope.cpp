@@ -183,6 +183,7 @@ broker_message split_envelope(const envelope& e, std::string_view topic) {
   if (!e.ask_instance.empty()) header("askWorker", e.ask_worker);
   if (!e.dead_letter.is_null())
     header("deadLetter", e.dead_letter.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (e.attempt > 0) header("attempt", std::to_string(e.attempt));
   if (!headers.empty()) {
     m.props.append(",\"headers\":{");
     m.props.append(headers);
@@ -210,6 +211,9 @@ envelope join_envelope(const nlohmann::json& props, std::string_view topic, std:
       auto j = wire::parse_json(dl);
       if (j.is_object()) e.dead_letter = std::move(j);
     }
+    // A count this host wrote (1..10 retries); anything else is no count.
+    if (auto a = get_string(*h, "attempt"); a.size() == 1 || (a.size() == 2 && a == "10"))
+      if (a == "10" || (a[0] >= '1' && a[0] <= '9')) e.attempt = std::stoi(a);
   }
   if (e.to.empty()) e.to = address_of_topic(topic);
   if (get_string(props, "contentType") != octet_stream) {

@@ -44,6 +44,26 @@ std::string reply_topic(std::string_view instance_id) { return "dde.reply." + st
 
 std::string dead_letter_topic(std::string_view topic) { return "dde.dead." + std::string(topic); }
 
+std::string delay_topic(std::string_view topic, long long delay_ms) {
+  return "dde.delay-" + std::to_string(delay_ms) + "." + std::string(topic);
+}
+
+std::optional<delay_queue> parse_delay_topic(std::string_view name) {
+  constexpr std::string_view prefix = "dde.delay-";
+  if (name.substr(0, prefix.size()) != prefix) return std::nullopt;
+  auto rest = name.substr(prefix.size());
+  auto dot = rest.find('.');
+  if (dot == std::string_view::npos || dot == 0 || dot > 8) return std::nullopt;
+  long long ms = 0;
+  for (char c : rest.substr(0, dot)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    ms = ms * 10 + (c - '0');
+  }
+  auto topic = rest.substr(dot + 1);
+  if (ms < 1 || ms > 86400000 || !valid_topic(name) || !valid_topic(topic)) return std::nullopt;
+  return delay_queue{ms, std::string(topic)};
+}
+
 std::string_view to_string(delivery_mode mode) {
   switch (mode) {
     case delivery_mode::at_least_once: return "at-least-once";

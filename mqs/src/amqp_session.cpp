@@ -295,7 +295,7 @@ amqp_session::result rabbitmq_session::bind(std::uint16_t channel, const std::st
 
 amqp_session::result rabbitmq_session::declare(std::uint16_t channel, const queue_spec& spec, bool passive) {
   std::vector<amqp_table_entry_t> args;
-  const std::string quorum = "quorum", empty;
+  const std::string quorum = "quorum", empty, at_least_once = "at-least-once", reject_publish = "reject-publish";
   if (!passive) {
     if (spec.quorum) args.push_back(string_entry("x-queue-type", quorum));
     if (spec.delivery_limit) args.push_back(long_entry("x-delivery-limit", *spec.delivery_limit));
@@ -366,6 +366,11 @@ std::string rabbitmq_session::publish(std::uint16_t channel, std::string_view ex
     field = bytes_of(value);
   };
   set(p.content_type, AMQP_BASIC_CONTENT_TYPE_FLAG, props.content_type);
+    if (spec.message_ttl_ms) args.push_back(long_entry("x-message-ttl", *spec.message_ttl_ms));
+    if (spec.dead_letter_at_least_once) {
+      args.push_back(string_entry("x-dead-letter-strategy", at_least_once));
+      args.push_back(string_entry("x-overflow", reject_publish));
+    }
   set(p.message_id, AMQP_BASIC_MESSAGE_ID_FLAG, props.message_id);
   set(p.app_id, AMQP_BASIC_APP_ID_FLAG, props.app_id);
   set(p.expiration, AMQP_BASIC_EXPIRATION_FLAG, props.expiration);

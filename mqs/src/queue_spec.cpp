@@ -17,6 +17,13 @@ queue_spec dead_letter_queue(std::string name) {
 
 queue_spec spec_for(std::string_view topic, delivery_mode mode) {
   if (is_dead_letter_queue(topic)) return dead_letter_queue(std::string(topic));
+  if (auto delay = parse_delay_topic(topic)) {
+    queue_spec s = dead_letter_queue(std::string(topic));
+    s.message_ttl_ms = delay->delay_ms;
+    s.dead_letter_queue = delay->topic;
+    s.dead_letter_at_least_once = true;
+    return s;
+  }
   queue_spec s;
   s.name = std::string(topic);
   switch (mode) {
@@ -36,7 +43,8 @@ queue_spec spec_for(std::string_view topic, delivery_mode mode) {
 }
 
 std::optional<queue_spec> dead_letter_spec_for(std::string_view topic, delivery_mode mode) {
-  if (mode != delivery_mode::at_least_once || is_dead_letter_queue(topic)) return std::nullopt;
+  if (mode != delivery_mode::at_least_once || is_dead_letter_queue(topic) || parse_delay_topic(topic))
+    return std::nullopt;
   return dead_letter_queue(dead_letter_topic(topic));
 }
 

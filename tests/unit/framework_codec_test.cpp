@@ -96,6 +96,41 @@ TEST(Names, TopicsHaveTwoToFourValidParts) {
   EXPECT_FALSE(dde::valid_topic("a.b.c.d.e"));
 }
 
+TEST(Names, ADelayQueueNamesItsDelayAndTheTopicItsMessagesReturnTo) {
+  EXPECT_EQ(dde::delay_topic("sys.pool", 5000), "dde.delay-5000.sys.pool");
+  auto d = dde::parse_delay_topic("dde.delay-5000.sys.pool");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->delay_ms, 5000);
+  EXPECT_EQ(d->topic, "sys.pool");
+  EXPECT_TRUE(dde::valid_topic(dde::delay_topic("sys.pool", 86400000)));
+  for (auto other : {"sys.pool", "dde.dead.sys.pool", "dde.delay-.sys.pool", "dde.delay-0.sys.pool",
+                     "dde.delay-86400001.sys.pool", "dde.delay-5s.sys.pool", "dde.delay-5000.sys", "dde.delay-5000"})
+    EXPECT_FALSE(dde::parse_delay_topic(other)) << other;
+}
+
+TEST(Envelope, TheRetryAttemptTravelsInAHeader) {
+  dde::envelope e;
+  e.id = "m1";
+  e.from = "sys/producer";
+  e.to = "sys/pool";
+  e.body = {{"seq", 5}};
+  e.attempt = 2;
+  auto m = dde::split_envelope(e, "dde.delay-1000.sys.pool");
+  auto props = nlohmann::json::parse(m.props);
+  EXPECT_EQ(props["headers"]["attempt"], "2");
+  EXPECT_EQ(props["headers"]["to"], "sys/pool") << "a delay queue's name is not the pool's";
+  auto back = dde::join_envelope(props, "sys.pool", m.payload);
+  EXPECT_EQ(back.attempt, 2);
+  EXPECT_EQ(back.to, "sys/pool");
+  EXPECT_EQ(back.body, e.body);
+  e.attempt = 0;
+  EXPECT_FALSE(nlohmann::json::parse(dde::split_envelope(e, "sys.pool").props).contains("headers"));
+  for (auto bad : {"0", "-1", "11", "x", "1.5", ""}) {
+    props["headers"]["attempt"] = bad;
+    EXPECT_EQ(dde::join_envelope(props, "sys.pool", m.payload).attempt, 0) << bad;
+  }
+}
+
 TEST(WsUrls, AListOfAlternativesParsesInOrderAndOneBadElementSpoilsIt) {
   auto urls = dde::net::parse_ws_url_list("ws://a:1/mqs,ws://b:2/mqs");
   ASSERT_EQ(urls.size(), 2u);

@@ -177,6 +177,41 @@ TEST(PoolSpec, SaysExactlyWhatIsWrong) {
             std::string::npos);
 }
 
+TEST(PoolSpec, RetryDelaysAreReadCheckedAndRoundTrip) {
+  auto base = nlohmann::json{{"isolateSystemName", "s"}, {"isolateName", "c"}, {"uri", "/x.so"}};
+  auto with = [&](nlohmann::json patch) {
+    auto body = base;
+    body.merge_patch(patch);
+    return dde::parse_pool_spec(body);
+  };
+  auto spec = with({{"retry", {{"delays", {1000, 5000, 30000}}}}});
+  ASSERT_TRUE(spec) << spec.error();
+  EXPECT_EQ(spec.value().retry.delays,
+            (std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(1000), std::chrono::milliseconds(5000),
+                                                    std::chrono::milliseconds(30000)}));
+  auto j = dde::to_json(spec.value());
+  EXPECT_EQ(j["retry"], (nlohmann::json{{"delays", {1000, 5000, 30000}}}));
+  j.update({{"isolateSystemName", "s"}, {"isolateName", "c"}, {"uri", "/x.so"}});
+  auto again = dde::parse_pool_spec(j);
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_EQ(again.value().retry.delays, spec.value().retry.delays);
+  EXPECT_TRUE(dde::to_json(dde::parse_pool_spec(base).value())["retry"].is_null()) << "none unless given";
+  const std::string shape =
+      "field \"retry\" must be {\"delays\": [ms, ...]}: 1 to 10 delays, each an integer from 1 to 86400000 "
+      "(milliseconds)";
+  for (auto bad : {nlohmann::json(1000), nlohmann::json::object(), nlohmann::json{{"delays", nlohmann::json::array()}},
+                   nlohmann::json{{"delays", {0}}}, nlohmann::json{{"delays", {"1s"}}},
+                   nlohmann::json{{"delays", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}}})
+    EXPECT_EQ(with({{"retry", bad}}).error(), shape) << bad.dump();
+  EXPECT_NE(with({{"retry", {{"delays", {10}}}}, {"deliveryMode", "at-most-once"}}).error().find(
+                "needs deliveryMode at-least-once"),
+            std::string::npos);
+  EXPECT_NE(with({{"retry", {{"delays", {10}}}}, {"supervision", {{"failedMessage", "dead-letter"}}}})
+                .error()
+                .find("contradict each other"),
+            std::string::npos);
+}
+
 TEST(PoolSpec, GovernanceFieldsRoundTrip) {
   auto body = nlohmann::json::parse(R"({"isolateSystemName": "s", "isolateName": "c", "uri": "/x.so",
     "backoff": {"retryLimit": 3, "maxDelayMs": 60000},

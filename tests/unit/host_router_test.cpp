@@ -32,6 +32,10 @@ class fake_link : public mqs_link {
   void enqueue(std::string topic, delivery_mode, std::string, std::string body) override {
     enqueued.emplace_back(std::move(topic), std::move(body));
   }
+  void enqueue_then(std::string topic, std::string props, std::string body,
+                    std::function<void(bool)> settled) override {
+    held.push_back({std::move(topic), std::move(props), std::move(body), std::move(settled)});
+  }
   void pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers) override {
     pulls.push_back({topic, mode, credit, consumers});
   }
@@ -68,6 +72,12 @@ class fake_link : public mqs_link {
   std::vector<std::pair<std::uint64_t, bool>> nacks;          ///< (tag, requeue)
   std::vector<std::string> cancelled;
   std::vector<std::pair<std::string, std::string>> enqueued;
+  /// enqueue_then's, waiting for the test to settle them (as the MQS's confirm would).
+  struct held_enqueue {
+    std::string topic, props, body;
+    std::function<void(bool)> settled;
+  };
+  std::vector<held_enqueue> held;
   std::string attached;
   std::weak_ptr<topic_sink> sink;
   struct pause_call {
@@ -120,11 +130,12 @@ class RouterTest : public ::testing::Test {
   /// A message from a DDE worker (with an id and a sender), or from outside DDE (`external`: no props).
   /// `published_us`: the MQS's publish stamp (0: none).
   void deliver(std::uint64_t tag, int seq, bool redelivered = false, bool external = false,
-               std::uint64_t published_us = 0) {
+               std::uint64_t published_us = 0, int attempt = 0) {
     auto s = link->sink.lock();
     ASSERT_TRUE(s) << "the router attached itself to the link";
     // A message id, as a producer's messages have (first-reply races need one).
     nlohmann::json props = {{"messageId", "m" + std::to_string(seq)}, {"appId", "unit-test"}};
+    if (attempt > 0) props["headers"] = {{"attempt", std::to_string(attempt)}};
     if (external) props = nullptr;
     s->deliver(1, tag, redelivered, published_us, props, nlohmann::json{{"seq", seq}}.dump());
     settle();
@@ -366,6 +377,59 @@ TEST_F(RouterTest, AMessageThatFailedMaxFailuresTimesIsDeadLetteredWithItsFailur
   EXPECT_EQ(d["stats"]["failed"], 3);
   EXPECT_EQ(d["stats"]["restarts"], 3);
   EXPECT_EQ(link->credit_asked(), 4u + 5u) << "every message's credit came back, the dead-lettered one's too";
+}
+
+TEST_F(RouterTest, WithRetryDelaysAFailedMessageWaitsInTheDelayQueueOfEachDelayThenIsDeadLettered) {
+  auto r = start_pool(1, {{"credits", 4}, {"retry", {{"delays", {1000, 5000}}}}}, {5});
+  deliver(1, 5);
+  EXPECT_TRUE(link->nacks.empty()) << "not back to the queue at once";
+  EXPECT_TRUE(link->acks.empty()) << "acked only once the broker has the delayed copy";
+  ASSERT_EQ(link->held.size(), 1u);
+  EXPECT_EQ(link->held[0].topic, "dde.delay-1000.unit.pool");
+  auto props = nlohmann::json::parse(link->held[0].props);
+  EXPECT_EQ(props["headers"]["attempt"], "1");
+  EXPECT_EQ(props["messageId"], "m5") << "the same message, not a new one";
+  EXPECT_EQ(nlohmann::json::parse(link->held[0].body), (nlohmann::json{{"seq", 5}}));
+  link->held[0].settled(true);
+  settle();
+  EXPECT_EQ(link->acks, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 1}}));
+  // It comes back from the delay queue, fails again: the next delay.
+  deliver(2, 5, false, false, 0, 1);
+  ASSERT_EQ(link->held.size(), 2u);
+  EXPECT_EQ(link->held[1].topic, "dde.delay-5000.unit.pool");
+  EXPECT_EQ(nlohmann::json::parse(link->held[1].props)["headers"]["attempt"], "2");
+  link->held[1].settled(true);
+  // The delays spent, its third failure dead-letters it, whole, with why.
+  deliver(3, 5, false, false, 0, 2);
+  ASSERT_EQ(link->held.size(), 3u);
+  EXPECT_EQ(link->held[2].topic, "dde.dead.unit.pool");
+  auto dead = nlohmann::json::parse(link->held[2].body);
+  EXPECT_EQ(dead["deadLetter"]["attempts"], 3);
+  EXPECT_EQ(dead["deadLetter"]["reason"],
+            "failed 3 times (retry.delays spent); last failure: on_receive threw: asked to throw on 5");
+  EXPECT_EQ(dead["body"], (nlohmann::json{{"seq", 5}}));
+  link->held[2].settled(true);
+  settle();
+  EXPECT_EQ(link->acks, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 1}, {1, 2}, {1, 3}}));
+  EXPECT_TRUE(link->nacks.empty());
+  auto d = describe(*r);
+  EXPECT_EQ(d["governance"]["delayedRetries"], 2);
+  EXPECT_EQ(d["governance"]["deadLettered"], 1);
+  EXPECT_EQ(d["retry"], (nlohmann::json{{"delays", {1000, 5000}}}));
+}
+
+TEST_F(RouterTest, WithRetryDelaysACopyTheMqsRefusesSendsTheMessageBackToTheQueue) {
+  auto r = start_pool(1, {{"retry", {{"delays", {1000}}}}}, {5});
+  deliver(1, 5);
+  ASSERT_EQ(link->held.size(), 1u);
+  link->held[0].settled(false);
+  settle();
+  EXPECT_TRUE(link->acks.empty());
+  EXPECT_EQ(link->nacks, (std::vector<std::pair<std::uint64_t, bool>>{{1, true}}));
+  // A message that does not fail is acked at once, as in any pool.
+  deliver(2, 6);
+  EXPECT_EQ(link->acks, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 2}}));
+  EXPECT_EQ(link->held.size(), 1u);
 }
 
 TEST_F(RouterTest, AMessageThatSucceedsOnARetryIsNotDeadLettered) {

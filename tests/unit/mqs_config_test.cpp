@@ -118,6 +118,20 @@ TEST(QueueSpec, AtMostOnceAndReplyTopicsAreTransientClassicQueues) {
   EXPECT_FALSE(dead_letter_spec_for("sys.consumer", delivery_mode::at_most_once));
 }
 
+TEST(QueueSpec, ADelayQueueHoldsItsMessagesForItsDelayAndReturnsThemAtLeastOnce) {
+  for (auto mode : {delivery_mode::at_least_once, delivery_mode::at_most_once}) {
+    auto s = spec_for("dde.delay-1500.sys.consumer", mode);
+    EXPECT_TRUE(s.durable && s.quorum) << "it survives a broker restart";
+    EXPECT_EQ(s.message_ttl_ms, std::optional<std::int64_t>(1500));
+    EXPECT_EQ(s.dead_letter_queue, std::optional<std::string>("sys.consumer"));
+    EXPECT_TRUE(s.dead_letter_at_least_once);
+    EXPECT_FALSE(s.delivery_limit);
+    EXPECT_FALSE(dead_letter_spec_for("dde.delay-1500.sys.consumer", mode));
+  }
+  EXPECT_FALSE(spec_for("sys.consumer", delivery_mode::at_least_once).message_ttl_ms);
+  EXPECT_FALSE(spec_for("sys.consumer", delivery_mode::at_least_once).dead_letter_at_least_once);
+}
+
 TEST(QueueSpec, ADeadLetterTopicIsDeclaredLikeADeadLetterQueue) {
   auto s = spec_for("dde.dead.sys.consumer", delivery_mode::at_least_once);
   EXPECT_TRUE(s.durable && s.quorum);

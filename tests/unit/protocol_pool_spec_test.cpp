@@ -89,7 +89,7 @@ TEST(PoolSpec, ItsFieldsAreWhatADeployBodyCarriesAndTheParserReads) {
   std::vector<std::string> expected = {"args",          "backoff",        "credits",      "deliveryMode",
                                        "failover",      "hashKey",        "hotDeployment", "hotDeploymentIntervalMs",
                                        "isolateName",   "isolateSystemName", "maxInFlight", "pingAfterMs",
-                                       "pongTimeoutMs", "rate",           "routerType",   "scale",
+                                       "pongTimeoutMs", "rate",           "retry",        "routerType",   "scale",
                                        "sha256",        "subPools",       "supervision",  "tailChopDelayMs",
                                        "uri",           "workersPaths"};
   std::sort(expected.begin(), expected.end());

@@ -171,7 +171,7 @@ TEST_F(RegistryValidation, AnUnknownFieldIsRefusedByNameWithTheFieldItProbablyMe
                         "unknown field \"lastGoodCopy\"; a deploy body has action bootstrapperId "
                         "messageQueuingSystemServer args backoff credits deliveryMode failover hashKey hotDeployment "
                         "hotDeploymentIntervalMs isolateName isolateSystemName maxInFlight pingAfterMs pongTimeoutMs "
-                        "rate routerType scale sha256 subPools supervision tailChopDelayMs uri workersPaths");
+                        "rate retry routerType scale sha256 subPools supervision tailChopDelayMs uri workersPaths");
   EXPECT_TRUE(node.link->requests().empty());
 }
 

@@ -7,7 +7,7 @@
 // never done(). A seq in backoff_on is rate limited (`backoff`, or `throw dde::rate_limited` with
 // backoff_throw) its first backoff_times times in this process, each logged as "SEQ MICROS" to
 // log_dir/backoff-PID.log. Every message handled normally is appended as "SEQ MICROS" (its start) to
-// log_dir/faulty-PID.log before done().
+// log_dir/faulty-PID.log before done(); every one thrown on, to log_dir/thrown-PID.log before the throw.
 // A message {"action": "throw"|"crash"|"hang"} does the same on demand; others get {"ok": true}.
 #include <fcntl.h>
 #include <unistd.h>
@@ -35,7 +35,7 @@ struct shared_state {
   std::mutex mutex;
   std::set<std::int64_t> thrown, hung;
   std::map<std::int64_t, int> backed_off;
-  int log_fd = -1, backoff_fd = -1;
+  int log_fd = -1, backoff_fd = -1, thrown_fd = -1;
 };
 shared_state& state() {
   static shared_state s;
@@ -62,6 +62,8 @@ class faulty : public dde::worker {
       state().log_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       auto backoffs = dir + "/backoff-" + dde::samples::pid_text() + ".log";
       state().backoff_fd = ::open(backoffs.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      auto thrown = dir + "/thrown-" + dde::samples::pid_text() + ".log";
+      state().thrown_fd = ::open(thrown.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     }
   }
 
@@ -80,10 +82,18 @@ class faulty : public dde::worker {
         return backoff(std::chrono::milliseconds(backoff_ms_), why);
       }
     }
-    if (action == "throw" || throw_on_.count(seq)) throw std::runtime_error("asked to throw on " + std::to_string(seq));
+    auto thrown = [&] { append(state().thrown_fd, std::to_string(seq) + " " + std::to_string(started) + "\n"); };
+    if (action == "throw" || throw_on_.count(seq)) {
+      std::lock_guard lock(state().mutex);
+      thrown();
+      throw std::runtime_error("asked to throw on " + std::to_string(seq));
+    }
     if (throw_once_on_.count(seq)) {
       std::lock_guard lock(state().mutex);
-      if (state().thrown.insert(seq).second) throw std::runtime_error("asked to throw once on " + std::to_string(seq));
+      if (state().thrown.insert(seq).second) {
+        thrown();
+        throw std::runtime_error("asked to throw once on " + std::to_string(seq));
+      }
     }
     if (action == "crash" || crash_on_.count(seq)) std::abort();
     if (action == "hang" || hang_on_.count(seq)) return;

@@ -29,6 +29,8 @@ struct envelope {
   /// On a message in a dead-letter queue (`dde.dead.<topic>`): why it is there
   /// (`{"reason","attempts","pool","at"}`), null otherwise.
   nlohmann::json dead_letter;
+  /// Times the message failed before and came back through a delay queue (a pool's `retry`); 0 first.
+  int attempt = 0;
   bool is_bytes = false;
 };
 
@@ -45,7 +47,7 @@ envelope decode_envelope(std::string_view data);
 /// body as it is, and the rest goes in the properties, the common fields in the fixed ones
 /// (message-id = id, app-id = from, content-type application/octet-stream for bytes) and the rare
 /// ones in the headers table (to when the topic does not say it, replyTo, inReplyTo, toWorker,
-/// askInstance, askWorker, deadLetter).
+/// askInstance, askWorker, deadLetter, attempt).
 struct broker_message {
   std::string props;    ///< the record header's "props": a JSON object (mqs/PROTOCOL.md)
   std::string payload;  ///< the AMQP body: the body's JSON text, or the bytes as they are

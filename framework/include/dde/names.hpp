@@ -32,6 +32,16 @@ std::string reply_topic(std::string_view instance_id);
 /// The dead-letter queue of a topic.
 std::string dead_letter_topic(std::string_view topic);
 
+/// The delay queue of a pool's topic (`system.isolate`) for `delay_ms`: `dde.delay-<ms>.<topic>`. A
+/// message put there comes back to `topic` once it waited `delay_ms` (delayed retry, send_after).
+std::string delay_topic(std::string_view topic, long long delay_ms);
+/// The delay of a delay queue and the topic its messages return to; nullopt for any other name.
+struct delay_queue {
+  long long delay_ms = 0;
+  std::string topic;
+};
+std::optional<delay_queue> parse_delay_topic(std::string_view name);
+
 /// How a pool's messages are delivered.
 enum class delivery_mode { at_least_once, at_most_once, reply };
 

@@ -200,6 +200,21 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
       spec.backoff.max_delay = std::chrono::milliseconds(m->get<long long>());
     }
   }
+  if (auto rt = field(body, "retry")) {
+    auto delays = rt->is_object() ? rt->find("delays") : rt->end();
+    const char* shape =
+        "field \"retry\" must be {\"delays\": [ms, ...]}: 1 to 10 delays, each an integer from 1 to 86400000 "
+        "(milliseconds)";
+    if (!rt->is_object() || delays == rt->end() || !delays->is_array() || delays->empty() || delays->size() > 10)
+      return r::failure(shape);
+    for (auto& d : *delays) {
+      if (!d.is_number_integer() || d.get<long long>() < 1 || d.get<long long>() > 86400000) return r::failure(shape);
+      spec.retry.delays.emplace_back(d.get<long long>());
+    }
+    if (spec.mode != delivery_mode::at_least_once)
+      return r::failure("field \"retry\" needs deliveryMode at-least-once (a delayed message waits in a durable "
+                        "queue; an at-most-once message is acked when it is handed over)");
+  }
   if (auto sp = field(body, "subPools")) {
     auto key = sp->is_object() ? sp->find("key") : sp->end();
     if (!sp->is_object() || key == sp->end() || !key->is_string() || key->get_ref<const std::string&>().empty())
@@ -287,6 +302,9 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
       s.dead_letter = v == "dead-letter";
     }
   }
+  if (spec.retry.enabled() && spec.supervision.dead_letter)
+    return r::failure("field \"retry\" and supervision.failedMessage \"dead-letter\" contradict each other: a "
+                      "failed message is either retried after the delays or dead-lettered at once");
   return spec;
 }
 
@@ -367,6 +385,12 @@ nlohmann::json to_json(const pool_spec& spec) {
         {"failedMessage", spec.supervision.dead_letter ? "dead-letter" : "retry"},
         {"maxFailures", spec.supervision.max_failures}}},
       {"backoff", {{"retryLimit", spec.backoff.retry_limit}, {"maxDelayMs", spec.backoff.max_delay.count()}}},
+      {"retry", spec.retry.enabled() ? nlohmann::json{{"delays", [&] {
+                                          auto out = nlohmann::json::array();
+                                          for (auto d : spec.retry.delays) out.push_back(d.count());
+                                          return out;
+                                        }()}}
+                                     : nlohmann::json()},
       {"subPools", spec.sub_pools.key.empty()
                        ? nlohmann::json()
                        : nlohmann::json{{"key", spec.sub_pools.key},

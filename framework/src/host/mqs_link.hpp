@@ -46,6 +46,11 @@ class mqs_link {
 
   /// `props`: the record's AMQP properties as a JSON object ("" for none; see split_envelope).
   virtual void enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) = 0;
+  /// An at-least-once enqueue whose outcome `settled` hears on the link's strand: true once the broker
+  /// confirmed it, false when the MQS refused it. It is sent again after a reconnect, like any
+  /// at-least-once enqueue, and dies with the isolate system if that goes first.
+  virtual void enqueue_then(std::string topic, std::string props, std::string body,
+                            std::function<void(bool confirmed)> settled) = 0;
   /// `consumers`: the pool's workers that take messages (a broker consumer each); 0 leaves it as told.
   virtual void pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers = 0) = 0;
   virtual void ack(std::uint64_t generation, std::uint64_t tag) = 0;

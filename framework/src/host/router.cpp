@@ -37,8 +37,9 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
       subs_(spec_.sub_pools),
       supervisor_(spec_.supervision),
       // Failed messages that go back to the queue are counted; raced copies and at-most-once ones are not.
+      // A pool with retry delays counts failures in the message itself (the envelope's `attempt`).
       poison_(spec_.mode == delivery_mode::at_least_once && !spec_.supervision.dead_letter &&
-                      !first_reply_wins(spec_.router)
+                      !spec_.retry.enabled() && !first_reply_wins(spec_.router)
                   ? spec_.supervision.max_failures
                   : 0),
       guard_(spec_.ping_after, spec_.pong_timeout),
@@ -216,12 +217,14 @@ void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redeliver
                               props = std::move(props), body = std::move(body)]() mutable {
     self->ledger_.on_delivery();
     ++self->stats_.delivered;
-    auto m = to_message(join_envelope(props, self->topic_, std::move(body)), redelivered);
+    auto e = join_envelope(props, self->topic_, std::move(body));
+    const int earlier_failures = e.attempt;
+    auto m = to_message(std::move(e), redelivered);
     if (redelivered) {
       ++self->stats_.redelivered;
       if (self->dead_letter_poison(generation, tag, m)) return;
     }
-    self->dispatch({generation, tag, published_us, std::move(m)});
+    self->dispatch({generation, tag, published_us, std::move(m), earlier_failures});
   });
 }
 
@@ -261,6 +264,10 @@ bool router::dispatch(waiting w, bool front) {
   d.pending = targets;
   d.sub_key = std::move(sub_key);
   if (poison_.enabled()) d.poison_id = msg.id();
+  if (spec_.retry.enabled() && spec_.mode == delivery_mode::at_least_once) {
+    d.earlier_failures = w.earlier_failures;
+    d.retry_copy = std::make_shared<const message>(msg);
+  }
   d.started = clock_->now();
   start_race(id, d, msg);
   for (std::size_t k = 0; k + 1 < targets.size(); ++k) hand_to(targets[k], msg, id);
@@ -301,7 +308,9 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
     if (spec_.mode == delivery_mode::at_least_once && !d.acked) {
       // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
       // straight to dde.dead.<queue> when the pool says so.
-      if (d.failed) {
+      if (d.failed && d.retry_copy && !d.failure.empty()) {
+        retry_later(d);  // a worker failed it: it comes back after the pool's next retry delay
+      } else if (d.failed) {
         top_->nack(d.generation, d.tag, !spec_.supervision.dead_letter);
         if (spec_.supervision.dead_letter) ++stats_.dead_lettered;  // the broker moves it to dde.dead.<queue>
       } else {

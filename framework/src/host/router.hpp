@@ -54,6 +54,8 @@ struct router_stats {
   std::uint64_t redelivered = 0, acked = 0;
   // Rate-limit governance: messages a worker backed off, retries, dead letters.
   std::uint64_t rate_limited = 0, retries = 0, dead_lettered = 0;
+  // Delayed retry (`retry.delays`): failed messages put in a delay queue.
+  std::uint64_t delayed = 0;
 };
 
 class router : public cell_owner,
@@ -126,6 +128,10 @@ class router : public cell_owner,
     int attempts = 0;     ///< times it was rate limited so far
     std::string poison_id;  ///< its message id, when the pool counts failures per message
     clock::time_point started;  ///< handed to its first worker: for the handling-time histogram
+    // Delayed retry (a pool with `retry.delays`):
+    int earlier_failures = 0;                   ///< the envelope's `attempt`
+    std::shared_ptr<const message> retry_copy;  ///< what goes to the delay queue if it fails
+    std::string failure;                        ///< why a worker failed it (empty: given back unfinished)
     // First-reply-wins pools (scatter-gather, tail-chopping):
     std::string message_id;                       ///< replies to it are claimed ("" = not raced)
     std::shared_ptr<const message> copy;          ///< tail-chopping: what the next worker gets
@@ -139,6 +145,7 @@ class router : public cell_owner,
     std::uint64_t tag;
     std::uint64_t published_us;  ///< the MQS's publish stamp (0: none), for the time-in-queue histogram
     message msg;
+    int earlier_failures = 0;  ///< its envelope's `attempt` (delayed retry)
   };
   /// The round-trip figures of asks to one pool (label `pool`: the asked pool's topic).
   struct ask_series {
@@ -225,6 +232,9 @@ class router : public cell_owner,
   /// No message of the pool starts for `delay`; `broadcast` tells the other replicas.
   void pause_pool(std::chrono::milliseconds delay, const std::string& reason, bool broadcast);
   void dead_letter(const message& m, int attempts, const std::string& reason);
+  /// A failed message of a pool with `retry.delays`: into the delay queue of its next delay, or (the
+  /// delays spent) into dde.dead.<queue>; the delivery is acked once the broker has the copy.
+  void retry_later(delivery& d);
   // Autoscaling by queue depth (router_scaling.cpp).
   void watch_scale();
   void on_depth(std::uint64_t backlog, const std::string& error);

@@ -33,6 +33,7 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
                        {"rateLimited", r.stats_.rate_limited},
                        {"retries", r.stats_.retries},
                        {"deadLettered", r.stats_.dead_lettered},
+                       {"delayedRetries", r.stats_.delayed},
                        {"pauses", r.governor_.pauses()},
                        {"remotePauses", r.governor_.remote_pauses()}};
     if (r.subs_.enabled()) {

@@ -5,7 +5,9 @@
 
 #include <boost/asio/post.hpp>
 
+#include "dde/envelope.hpp"
 #include "dde/log.hpp"
+#include "dde/names.hpp"
 #include "dde/runtime/load_failures.hpp"
 #include "host/router.hpp"
 
@@ -46,8 +48,10 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
     self->last_error_ = what;
     if (delivery_id != 0) {
       // Counted against the message too: when it comes back too often, it is dead-lettered.
-      if (auto d = self->deliveries_.find(delivery_id); d != self->deliveries_.end() && !d->second.poison_id.empty())
-        self->poison_.failed(d->second.poison_id, what);
+      if (auto d = self->deliveries_.find(delivery_id); d != self->deliveries_.end()) {
+        if (!d->second.poison_id.empty()) self->poison_.failed(d->second.poison_id, what);
+        if (d->second.retry_copy) d->second.failure = what;
+      }
       self->finish_one(index, delivery_id, true);
     }
     if (self->stopping_ || index >= self->slots_.size()) return;
@@ -75,6 +79,47 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
         break;
     }
   });
+}
+
+void router::retry_later(delivery& d) {
+  const auto& delays = spec_.retry.delays;
+  const int failures = d.earlier_failures + 1;
+  std::string topic;
+  broker_message copy;
+  if (std::size_t(d.earlier_failures) < delays.size()) {
+    auto delay = delays[std::size_t(d.earlier_failures)];
+    auto e = to_envelope(*d.retry_copy);
+    e.attempt = failures;
+    topic = delay_topic(topic_, delay.count());
+    copy = split_envelope(e, topic);
+    ++stats_.delayed;
+    logger("host.router")->info("{}: message {} failed ({}); it comes back in {} ms (retry {} of {})",
+                                spec_.addr().str(), d.retry_copy->id(), d.failure, delay.count(), failures,
+                                delays.size());
+  } else {
+    auto e = to_envelope(*d.retry_copy);
+    auto at = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+    e.dead_letter = {{"reason", "failed " + std::to_string(failures) + " times (retry.delays spent); last failure: " +
+                                    d.failure},
+                     {"attempts", failures},
+                     {"pool", spec_.addr().str()},
+                     {"at", at.count()}};
+    topic = dead_letter_topic(topic_);
+    copy.payload = encode_envelope(e);  // whole, as the pool's other dead letters
+    ++stats_.dead_lettered;
+    logger("host.router")->error("{}: message {} dead-lettered to {}: {}", spec_.addr().str(), d.retry_copy->id(),
+                                 topic, e.dead_letter["reason"].get<std::string>());
+  }
+  // The original is acked only once the broker has the copy; refused, it goes back to the queue.
+  top_->enqueue_then(std::move(topic), std::move(copy.props), std::move(copy.payload),
+                     [self = shared_from_this(), generation = d.generation, tag = d.tag](bool confirmed) {
+                       boost::asio::post(self->strand_, [self, generation, tag, confirmed] {
+                         if (confirmed)
+                           self->top_->ack(generation, tag);
+                         else
+                           self->top_->nack(generation, tag, true);
+                       });
+                     });
 }
 
 bool router::dead_letter_poison(std::uint64_t generation, std::uint64_t tag, const message& m) {

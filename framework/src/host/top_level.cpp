@@ -140,14 +140,23 @@ void top_level::handle(wire::record& rec) {
       parsed.value());
 }
 
+void top_level::settle(std::uint64_t seq, bool confirmed) {
+  auto it = unconfirmed_.find(seq);
+  if (it == unconfirmed_.end()) return;
+  auto settled = std::move(it->second.settled);
+  unconfirmed_.erase(it);
+  ++(confirmed ? stats_.confirmed : stats_.rejected);
+  if (settled) settled(confirmed);
+}
+
 void top_level::handle_record(const mqs::confirm_record& r) {
-  for (auto seq : r.seqs) stats_.confirmed += unconfirmed_.erase(seq);
+  for (auto seq : r.seqs) settle(seq, true);
   check_writable();
   check_stopping();
 }
 
 void top_level::handle_record(const mqs::reject_record& r) {
-  for (auto seq : r.seqs) stats_.rejected += unconfirmed_.erase(seq);
+  for (auto seq : r.seqs) settle(seq, false);
   log()->error("MQS refused {} message(s): {}", r.seqs.size(), r.error);
   check_writable();
   check_stopping();

@@ -60,6 +60,8 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
 
   // mqs_link (thread-safe: each posts to the top level's strand).
   void enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) override;
+  void enqueue_then(std::string topic, std::string props, std::string body,
+                    std::function<void(bool)> settled) override;
   /// `consumers` is told to the MQS (a broker consumer each, so its prefetch is per worker).
   void pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers = 0) override;
   void ack(std::uint64_t generation, std::uint64_t tag) override;
@@ -90,10 +92,13 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) override;
 
  private:
+  /// An at-least-once enqueue is settled (confirmed or refused): forgotten, its callback told.
+  void settle(std::uint64_t seq, bool confirmed);
   struct unconfirmed {
     std::string topic;
     std::string props;
     std::string body;
+    std::function<void(bool)> settled;  ///< enqueue_then's
   };
   void do_connect();
   /// "ws://host:port/path" of the current URL, for logs.

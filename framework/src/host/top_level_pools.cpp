@@ -70,7 +70,7 @@ void top_level::append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery
 
 void top_level::enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) {
   boost::asio::post(strand_, [self = shared_from_this(),
-                              m = unconfirmed{std::move(topic), std::move(props), std::move(body)}, mode]() mutable {
+                              m = unconfirmed{std::move(topic), std::move(props), std::move(body), {}}, mode]() mutable {
     ++self->stats_.enqueued;
     if (mode == delivery_mode::at_least_once) {
       std::uint64_t seq = self->next_seq_++;
@@ -85,6 +85,18 @@ void top_level::enqueue(std::string topic, delivery_mode mode, std::string props
       }
       self->at_most_once_backlog_.push_back(std::move(m));
     }
+    self->schedule_flush();
+  });
+}
+
+void top_level::enqueue_then(std::string topic, std::string props, std::string body,
+                             std::function<void(bool)> settled) {
+  boost::asio::post(strand_, [self = shared_from_this(),
+                              m = unconfirmed{std::move(topic), std::move(props), std::move(body), std::move(settled)}]() mutable {
+    ++self->stats_.enqueued;
+    std::uint64_t seq = self->next_seq_++;
+    if (self->conn_) self->append_enqueue(seq, m, delivery_mode::at_least_once);
+    self->unconfirmed_.emplace(seq, std::move(m));
     self->schedule_flush();
   });
 }

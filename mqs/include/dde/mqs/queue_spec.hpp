@@ -19,6 +19,10 @@ struct queue_spec {
   std::optional<std::int64_t> delivery_limit;    ///< x-delivery-limit
   std::optional<std::string> dead_letter_queue;  ///< x-dead-letter-exchange "" + this routing key
   std::optional<std::int64_t> expires_ms;        ///< x-expires
+  std::optional<std::int64_t> message_ttl_ms;    ///< x-message-ttl
+  /// x-dead-letter-strategy at-least-once (with x-overflow reject-publish, which it needs): the
+  /// broker keeps a dead letter until the queue it goes to has confirmed it.
+  bool dead_letter_at_least_once = false;
 };
 
 /// Attempts before a quorum queue dead-letters a message that keeps coming back.
@@ -27,7 +31,9 @@ constexpr std::int64_t delivery_limit = 20;
 constexpr std::int64_t reply_queue_expiry_ms = 60000;
 
 /// The queue of `topic` for `mode`. A topic under `dde.dead.` is itself a dead-letter queue: durable
-/// quorum, with no dead-lettering of its own.
+/// quorum, with no dead-lettering of its own. A delay queue (`dde.delay-<ms>.<topic>`, see
+/// dde::delay_topic) is durable quorum with a message TTL of <ms>, dead-lettering at least once to
+/// <topic>: what waits there survives a broker restart and comes back to <topic> in order.
 queue_spec spec_for(std::string_view topic, delivery_mode mode);
 
 /// The dead-letter queue to declare beside `topic`'s queue, if it has one.

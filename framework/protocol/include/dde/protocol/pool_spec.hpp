@@ -57,6 +57,15 @@ struct backoff_spec {
   std::chrono::milliseconds max_delay{900000};
 };
 
+/// Delayed retry (`retry: {"delays": [1000, 5000, 30000]}`): a message that failed goes to a delay
+/// queue (dde::delay_topic) for delays[n] after its n+1-th failure, and comes back to the pool's queue
+/// when that passes; after the last delay its next failure dead-letters it. Empty: failed messages
+/// go back at once (supervision.failedMessage "retry").
+struct retry_spec {
+  std::vector<std::chrono::milliseconds> delays;
+  bool enabled() const { return !delays.empty(); }
+};
+
 /// Per-key sub-pools (the seed's poolSelector): a message whose JSON body has `key` = K is started
 /// only while fewer than `capacity[K]` (else `default_capacity`; 0 = no limit) messages of K are in
 /// flight in the pool; messages of a full sub-pool wait in the router while other keys go on.
@@ -104,6 +113,7 @@ struct pool_spec {
   std::chrono::milliseconds ping_after{0};      ///< starvation guard: PING a worker quiet this long (0: off)
   std::chrono::milliseconds pong_timeout{5000};  ///< no PONG within this: the worker is stuck, replace it
   backoff_spec backoff;
+  retry_spec retry;
   sub_pool_spec sub_pools;
   scale_spec scale;  ///< autoscaling by queue depth (off unless given)
   bool failover = false;  ///< the registry redeploys it on surviving nodes when its node is lost
