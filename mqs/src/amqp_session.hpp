@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "dde/mqs/dead_letter.hpp"
 #include "dde/mqs/queue_spec.hpp"
 
 namespace dde::mqs {
@@ -105,6 +106,19 @@ class amqp_session {
   /// Declares `spec`; when the queue exists with other arguments (406) reopens `channel` and uses
   /// the queue as it is (passive declare), setting `used_existing`.
   result declare_or_use(std::uint16_t channel, const queue_spec& spec, bool& used_existing);
+
+  // The dead-letter desk's operations (dead_letters.cpp). Not pure: the fakes of the other broker
+  // threads need not know them; the defaults fail.
+  /// basic.get of one message of `queue`, to be acked or rejected by its `out.tag`; `empty` when
+  /// the queue had none ready.
+  virtual result get_message(std::uint16_t channel, const std::string& queue, dead_message& out, bool& empty);
+  /// queue.purge: the ready messages of `queue` are dropped; how many goes to `count`.
+  virtual result purge(std::uint16_t channel, const std::string& queue, std::uint32_t& count);
+  /// basic.nack; why it failed (the connection is then broken) or empty.
+  virtual std::string nack(std::uint16_t channel, std::uint64_t tag, bool multiple, bool requeue);
+  /// Waits (at most `timeout`) until the broker confirmed every publish up to `last_seq` on a channel
+  /// in confirm mode; an error when it nacks one, closes the channel or stays silent.
+  virtual result wait_confirms(std::uint16_t channel, std::uint64_t last_seq, std::chrono::milliseconds timeout);
 
   /// Reads one frame if one is ready, without waiting (heartbeats are serviced here):
   /// 1 read, 0 nothing ready, < 0 an AMQP status (the connection is broken). The frame's decoded

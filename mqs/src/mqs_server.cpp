@@ -1,5 +1,6 @@
 #include "dde/mqs/mqs_server.hpp"
 
+#include "dead_letters.hpp"
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/net/ops_endpoints.hpp"
@@ -88,17 +89,64 @@ void answer_topics(const std::string& target, queue_inspector& inspector, respon
   });
 }
 
+/// GET /dlq, POST /dlq/replay, POST /dlq/purge (mqs/PROTOCOL.md, "Dead letters"). They show message
+/// bodies and move or drop messages: with a cluster secret configured they need it (X-DDE-Cluster-Secret),
+/// as the WebSocket links between daemons do.
+void answer_dlq(const net::http_request& req, const std::string& secret, dead_letter_desk& desk, respond_fn respond) {
+  auto reply = [&respond](int status, nlohmann::json body) {
+    net::http_response out;
+    out.status = status;
+    out.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    respond(std::move(out));
+  };
+  if (!secret.empty()) {
+    auto it = req.headers.find(std::string(net::cluster_secret_header));
+    if (it == req.headers.end() || !net::constant_time_equal(it->second, secret)) {
+      logger("mqs")->warn("refused {} {} from {}: {} cluster secret", req.method, net::target_path(req.target),
+                          req.remote, it == req.headers.end() ? "no" : "wrong");
+      return reply(401, {{"error", "the dead-letter endpoints need the cluster secret (header X-DDE-Cluster-Secret)"}});
+    }
+  }
+  const auto path = net::target_path(req.target);
+  dlq_action action;
+  result<dlq_request> parsed = result<dlq_request>::failure("");
+  const char* method = path == "/dlq" ? "GET" : "POST";
+  if (req.method != method)
+    return reply(405, {{"error", "method " + req.method + " is not allowed on " + std::string(path) + "; use " + method}});
+  if (path == "/dlq") {
+    action = dlq_action::list;
+    parsed = parse_dlq_query(req.target);
+  } else if (path == "/dlq/replay") {
+    action = dlq_action::replay;
+    parsed = parse_replay_body(req.body);
+  } else {
+    action = dlq_action::purge;
+    parsed = parse_purge_body(req.body);
+  }
+  if (!parsed) return reply(400, {{"error", parsed.error()}});
+  desk.ask(action, std::move(parsed.value()), [respond = std::move(respond)](dlq_answer a) {
+    net::http_response out;
+    out.status = a.status;
+    out.body = a.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    respond(std::move(out));
+  });
+}
+
+bool is_dlq_path(std::string_view path) { return path == "/dlq" || path == "/dlq/replay" || path == "/dlq/purge"; }
+
 }  // namespace
 
 struct mqs_server::impl {
   std::shared_ptr<service> svc;
   std::shared_ptr<queue_inspector> inspector;
+  std::shared_ptr<dead_letter_desk> desk;
   std::unique_ptr<net::server> server;
 };
 
 mqs_server::mqs_server(boost::asio::io_context& io, const config& cfg) : impl_(std::make_unique<impl>()) {
   impl_->svc = std::make_shared<service>(cfg);
   impl_->inspector = std::make_shared<queue_inspector>(cfg);
+  impl_->desk = std::make_shared<dead_letter_desk>(cfg);
   net::server_options options;
   options.host = cfg.listen;
   options.port = cfg.port;
@@ -108,12 +156,14 @@ mqs_server::mqs_server(boost::asio::io_context& io, const config& cfg) : impl_(s
   impl_->server = net::server::create(io, options);
   impl_->server->add_websocket("/mqs", impl_->svc);
   impl_->server->set_http_async([svc = std::weak_ptr<service>(impl_->svc),
-                                 inspector = std::weak_ptr<queue_inspector>(impl_->inspector)](
+                                 inspector = std::weak_ptr<queue_inspector>(impl_->inspector),
+                                 desk = std::weak_ptr<dead_letter_desk>(impl_->desk), secret = cfg.cluster_secret](
                                     const net::http_request& req, respond_fn respond) {
     auto s = svc.lock();
     auto i = inspector.lock();
+    auto d = desk.lock();
     net::http_response out;
-    if (!s || !i) {
+    if (!s || !i || !d) {
       out.status = 503;
       out.body = R"({"error": "the MQS is stopping"})";
     } else if (net::is_get(req, "/health")) {
@@ -122,9 +172,12 @@ mqs_server::mqs_server(boost::asio::io_context& io, const config& cfg) : impl_(s
       return answer_metrics(*s, *i, std::move(respond));
     } else if (net::is_get(req, "/topics")) {
       return answer_topics(req.target, *i, std::move(respond));
+    } else if (is_dlq_path(net::target_path(req.target))) {
+      return answer_dlq(req, secret, *d, std::move(respond));
     } else {
       out.status = 404;
-      out.body = R"({"error": "the MQS serves WebSocket /mqs and GET /health, /metrics, /topics?names=a,b"})";
+      out.body =
+          R"({"error": "the MQS serves WebSocket /mqs, GET /health, /metrics, /topics?names=a,b, /dlq?topic=T and POST /dlq/replay, /dlq/purge"})";
     }
     respond(std::move(out));
   });
@@ -144,6 +197,7 @@ void mqs_server::stop_accepting() { impl_->server->stop(); }
 void mqs_server::stop() {
   impl_->server->stop();
   impl_->inspector->stop();
+  impl_->desk->stop();
   impl_->svc->stop();
 }
 
