@@ -66,6 +66,7 @@ void router::dead_letter(const message& m, int attempts, const std::string& reas
   auto e = to_envelope(m);
   auto at = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
   e.dead_letter = {{"reason", reason}, {"attempts", attempts}, {"pool", spec_.addr().str()}, {"at", at.count()}};
+  if (plugin_) e.dead_letter["md5"] = plugin_->object().md5();  // the version that failed it (ddectl dlq list)
   ++stats_.dead_lettered;
   logger("host.router")->error("{}: message {} dead-lettered to dde.dead.{}: {}", spec_.addr().str(), m.id(), topic_,
                                reason);
