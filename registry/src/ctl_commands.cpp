@@ -116,6 +116,43 @@ rest_call apply_from(const std::vector<std::string>& a, const cli& c, std::istre
   return call;
 }
 
+/// `dlq list|show|replay|purge SYSTEM/POOL [ID...]`: the pool's dead letters (GET/POST /registry/dlq/...).
+rest_call dlq_from(const std::vector<std::string>& a, const cli& c, std::istream&) {
+  const auto& sub = a[0];
+  auto pool = dde::parse_address(a[1]);
+  if (!pool) throw usage_error("\"" + a[1] + "\" is not a pool address system/pool");
+  std::vector<std::string> ids(a.begin() + 2, a.end());
+  const std::string path = "/registry/dlq/" + pool->system + "/" + pool->isolate;
+  const bool all = c.enabled("all");
+  std::optional<int> limit;
+  if (!c.get("limit").empty()) {
+    try {
+      limit = int(c.get_int("limit", 1, 10000));
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(e.what());
+    }
+  }
+  if (sub == "list") {
+    if (!ids.empty() || all) throw usage_error("dlq list takes no ids (dlq show SYSTEM/POOL ID shows one)");
+    if (limit && *limit > 1000) throw usage_error("dlq list shows at most 1000 messages (--limit)");
+    return rest_call{"GET", path + (limit ? "?limit=" + std::to_string(*limit) : ""), ""};
+  }
+  if (sub == "show") {
+    if (ids.size() != 1 || all || limit) throw usage_error("usage: ddectl dlq show SYSTEM/POOL ID");
+    return rest_call{"GET", path + "/" + segment(ids[0]), ""};
+  }
+  if (sub == "replay" || sub == "purge") {
+    if (ids.empty() && !all) throw usage_error("dlq " + sub + " needs message ids or --all");
+    if (!ids.empty() && all) throw usage_error("dlq " + sub + " takes message ids or --all, not both");
+    if (limit && sub == "purge") throw usage_error("--limit goes with list and replay");
+    json body = json::object();
+    if (!ids.empty()) body["ids"] = ids;
+    if (limit) body["limit"] = *limit;
+    return rest_call{"POST", path + "/" + sub, body.dump(2)};
+  }
+  throw usage_error("dlq needs list, show, replay or purge, got \"" + sub + "\"");
+}
+
 /// `ask ADDRESS [JSON]`: checked here so that a bad address or body never reaches the MQS.
 ask_call ask_from(const std::vector<std::string>& a, const cli& c, std::istream& stdin_for_dash) {
   auto to = parse_address(a[0]);
@@ -279,6 +316,17 @@ const std::vector<command>& commands() {
        [](auto&, auto&, auto&) {
          return rest_call{"GET", "/registry/health", ""};
        }},
+      {"dlq", "(list | show | replay | purge) SYSTEM/POOL [ID...]",
+       "The dead letters of pool SYSTEM/POOL (queue dde.dead.SYSTEM.POOL): list them (why each was\n"
+       "dead-lettered, attempts, the plugin md5 that failed it, age, size), show one ID, replay IDs (or\n"
+       "--all) to the pool, e.g. once a fixed version is deployed, or purge IDs (or --all): GET\n"
+       "/registry/dlq/SYSTEM/POOL[/ID], POST /registry/dlq/SYSTEM/POOL/replay, POST .../purge.",
+       2, 10000,
+       [](cli& c) {
+         c.option("limit", "", "list: show at most this many (default 100, at most 1000); replay: move at most this many")
+             .flag("all", "replay or purge: every message (instead of IDs)");
+       },
+       dlq_from},
       {"ask", "ADDRESS [JSON]",
        "Sends JSON (default {}; '-' = standard input) to pool ADDRESS (system/isolate) as an ask, through\n"
        "its MQS (not the registry), and prints the reply (exit 1 when none comes in time). The registry\n"
@@ -354,7 +402,7 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
   invocation out;
   // Every option takes a value except --help, --version and the flags, so positionals are what no
   // option consumes.
-  static const std::set<std::string> flags = {"--help", "-h", "--version", "--no-registry", "--dry-run"};
+  static const std::set<std::string> flags = {"--help", "-h", "--version", "--no-registry", "--dry-run", "--all"};
   static const std::map<std::string, std::string> short_options = {{"-o", "--output"}, {"-f", "--filename"}};
   std::vector<std::string> options, positionals;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -384,7 +432,7 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
         return out;
       }
       throw usage_error(
-          "missing command (list, show, status, deploy, apply, shutdown, restart, kill, migrate, health, ask)");
+          "missing command (list, show, status, deploy, apply, shutdown, restart, kill, migrate, health, dlq, ask)");
     }
     const command* cmd = nullptr;
     for (auto& candidate : commands())

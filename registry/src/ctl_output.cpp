@@ -1,6 +1,7 @@
 #include "ctl_output.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -158,6 +159,46 @@ std::string apply_table(const json& body) {
   return out + "\n";
 }
 
+/// "42s", "7m", "3h", "2d": how long ago `at_ms` was.
+std::string age(const json& message, long long now_ms) {
+  auto it = message.find("at");
+  if (it == message.end() || !it->is_number_integer()) return "";
+  auto s = std::max(0LL, (now_ms - it->get<long long>()) / 1000);
+  if (s < 120) return std::to_string(s) + "s";
+  if (s < 7200) return std::to_string(s / 60) + "m";
+  if (s < 172800) return std::to_string(s / 3600) + "h";
+  return std::to_string(s / 86400) + "d";
+}
+
+/// A table cell of at most `n` characters ("..." where cut).
+std::string cut(std::string text, std::size_t n) {
+  if (text.size() <= n) return text;
+  text.resize(n - 3);
+  while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xc0) == 0x80) text.pop_back();
+  if (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xc0) == 0xc0) text.pop_back();  // a cut lead byte
+  return text + "...";
+}
+
+std::string dlq_show(const json& m) {
+  std::string out;
+  for (auto key : {"id", "pool", "source", "reason", "attempts", "md5", "at", "size", "encoding", "truncated"})
+    if (m.contains(key)) out += std::string(key) + ": " + field(m, key) + "\n";
+  return out + "body:\n" + field(m, "body") + "\n";
+}
+
+std::string dlq_sentence(const std::vector<std::string>& args, const json& body) {
+  auto pool = field(body, "pool").empty() ? (args.size() > 1 ? args[1] : "?") : field(body, "pool");
+  auto missing = strings(body.value("missing", json::array()));
+  std::string tail = missing.empty() ? "" : "; not found: " + join(missing);
+  auto asked = args.size() > 2 ? std::to_string(args.size() - 2) : "";
+  if (args[0] == "replay") {
+    auto n = field(body, "replayed");
+    return "replayed " + n + " of " + (asked.empty() ? n : asked) + " to " + pool + tail + "\n";
+  }
+  return "purged " + field(body, "purged") + (asked.empty() ? "" : " of " + asked) + " dead letter(s) of " + pool +
+         tail + "\n";
+}
+
 std::string arg(const std::vector<std::string>& args, std::size_t i) { return i < args.size() ? args[i] : "?"; }
 
 std::string sentence(const std::string& command, const std::vector<std::string>& args, const json& body) {
@@ -215,6 +256,19 @@ std::string table(const std::vector<std::string>& header, const std::vector<std:
   return out;
 }
 
+std::string dlq_table(const json& body, long long now_ms) {
+  std::vector<std::vector<std::string>> rows;
+  auto messages = body.value("messages", json::array());
+  for (auto& m : messages)
+    rows.push_back({field(m, "id"), cut(field(m, "reason"), 60), field(m, "attempts"), field(m, "md5").substr(0, 12),
+                    age(m, now_ms), field(m, "size")});
+  auto pool = field(body, "pool");
+  std::string head = std::to_string(messages.size()) + " of " + field(body, "depth") + " dead letter(s)" +
+                     (pool.empty() ? "" : " of " + pool) + "\n";
+  if (messages.empty()) return head;
+  return head + table({"ID", "REASON", "ATTEMPTS", "MD5", "AGE", "SIZE"}, rows);
+}
+
 std::string render(const std::string& command, const std::vector<std::string>& args, const json& body,
                    output_format format) {
   auto as_json = [&] { return body.dump(2, ' ', false, json::error_handler_t::replace) + "\n"; };
@@ -223,6 +277,12 @@ std::string render(const std::string& command, const std::vector<std::string>& a
   if (command == "show") return show_table(body);
   if (command == "status") return status_table(body);
   if (command == "apply") return apply_table(body);
+  if (command == "dlq" && !args.empty()) {
+    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+    if (args[0] == "list") return dlq_table(body, now.count());
+    if (args[0] == "show") return dlq_show(body);
+    return dlq_sentence(args, body);
+  }
   auto text = sentence(command, args, body);
   return text.empty() ? as_json() : text;
 }

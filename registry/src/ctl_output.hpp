@@ -14,6 +14,10 @@ enum class output_format { table, json };
 /// An aligned table: a header row and rows, columns two spaces apart; "" cells print as "-".
 std::string table(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows);
 
+/// `ddectl dlq list`'s table of a GET /registry/dlq answer: id, reason, attempts, md5, age (from
+/// `now_ms`, wall-clock ms since the Unix epoch) and size, under a line saying how many there are.
+std::string dlq_table(const nlohmann::ordered_json& body, long long now_ms);
+
 /// What ddectl prints to stdout for `command`'s answer `body` (e.g. "list", "show", "apply"); `args`
 /// are the command's positional arguments (for the sentences, e.g. the pool a restart named).
 std::string render(const std::string& command, const std::vector<std::string>& args,

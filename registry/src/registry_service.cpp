@@ -10,6 +10,7 @@
 #include "dashboard.hpp"
 #include "dde/log.hpp"
 #include "dde/net/ws.hpp"
+#include "mqs_http_client.hpp"
 #include "node_endpoint.hpp"
 #include "node_watch.hpp"
 #include "rest_api.hpp"
@@ -64,6 +65,12 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
             },
             cfg.dashboard_interval) {
     api.set_failover_status([this] { return watch.status(); });
+    // The dead-letter endpoints reach MQS processes over HTTP on mqs_http's thread; answers come back here.
+    api.set_mqs_http([this](mqs_call call, std::function<void(mqs_reply)> done) {
+      mqs_http.call(std::move(call), [this, done = std::move(done)](mqs_reply r) {
+        post([done, r = std::move(r)] { done(r); });
+      });
+    });
     net::server_options options;
     options.host = cfg.listen;
     options.port = cfg.port;
@@ -160,6 +167,8 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
   std::optional<node_table::clock::time_point> armed;
   std::unique_ptr<net::server> server;
   dashboard board;
+  /// Last: its thread (which posts to the strand) is joined before the other members go.
+  mqs_http_client mqs_http{cfg.cluster_secret};
 
   class socket_handler;
   class live_handler;

@@ -1,6 +1,7 @@
 #include "rest_api.hpp"
 
 #include "dde/log.hpp"
+#include "dlq_api.hpp"
 #include "dde/metrics.hpp"
 #include "dde/net/target.hpp"
 #include "pool_applier.hpp"
@@ -13,7 +14,8 @@ namespace {
 constexpr const char* endpoints =
     "GET /registry/system/list, GET /registry/system/{bootstrapperId}, POST /registry/deploy, "
     "POST /registry/system/shutdown, POST /registry/system/restart, POST /registry/system/kill, "
-    "POST /registry/system/rate, POST /registry/migrate, POST /registry/apply, GET /registry/status, GET /registry/health, GET / (the dashboard), GET /metrics, "
+    "POST /registry/system/rate, POST /registry/migrate, POST /registry/apply, GET /registry/status, GET /registry/health, "
+    "GET /registry/dlq/{system}/{pool}[/{id}], POST /registry/dlq/{system}/{pool}/replay|purge, GET / (the dashboard), GET /metrics, "
     "GET /health";
 
 std::shared_ptr<spdlog::logger> registry_log() { return logger("registry"); }
@@ -77,6 +79,7 @@ void rest_api::handle(const rest_request& req, reply_fn reply) {
   if (path == "/registry/status") return only("GET", [&] { reply(error_reply(500, "GET /registry/status reached the REST API")); });
   if (path == "/registry/apply")
     return only("POST", [&] { with_body([&](const ordered_json& b) { apply(b, reply); }, true); });
+  if (is_dlq_path(path)) return handle_dlq(nodes_, mqs_http_, req, std::move(reply));
   constexpr std::string_view system_prefix = "/registry/system/";
   if (path.size() > system_prefix.size() && path.compare(0, system_prefix.size(), system_prefix) == 0 &&
       path.find('/', system_prefix.size()) == std::string::npos) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "mqs_http.hpp"
 #include "node_table.hpp"
 
 namespace dde::registry {
@@ -43,6 +44,8 @@ class rest_api {
 
   /// What `GET /registry/failover` answers (the node watch's status).
   void set_failover_status(std::function<ordered_json()> fn) { failover_status_ = std::move(fn); }
+  /// How the dead-letter endpoints (/registry/dlq/...) reach an MQS; without it they answer 503.
+  void set_mqs_http(mqs_http_fn fn) { mqs_http_ = std::move(fn); }
   /// Handles `req`; `reply` runs exactly once, now or when the nodes asked have answered.
   void handle(const rest_request& req, reply_fn reply);
 
@@ -64,6 +67,7 @@ class rest_api {
   node_table& nodes_;
   std::chrono::steady_clock::time_point started_;
   std::function<ordered_json()> failover_status_;
+  mqs_http_fn mqs_http_;
 };
 
 }  // namespace dde::registry
