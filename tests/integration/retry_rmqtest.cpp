@@ -71,6 +71,26 @@ TEST_F(DelayedRetry, AFailedMessageComesBackAfterEachDelayThenGoesToTheDeadLette
     broker.delete_queue(q);
 }
 
+TEST_F(DelayedRetry, AWorkersSendAfterArrivesOnceItsDelayPassed) {
+  auto sys = unique_system("later");
+  auto n = node("later-node");
+  auto id = node_id(registry, "later-node");
+  auto r = deploy_pool(id, sys, "faulty", "faulty", nlohmann::json::object(), 1);
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto& broker = shared_broker();
+  // The pool's queue exists once its MQS consumes it for the pool.
+  ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(sys + ".faulty").value_or(0) >= 1; }, long_wait));
+  // From outside DDE: seq 99 asks the worker to send seq 100 to its own pool 700 ms later.
+  broker.publish(sys + ".faulty", {R"({"action": "later", "delay_ms": 700, "later_seq": 100, "seq": 99})"});
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir, "faulty-").unique.count(100) == 1; }, long_wait));
+  auto handled = times_by_seq(dir, "faulty-");
+  ASSERT_EQ(handled[99].size(), 1u);
+  ASSERT_EQ(handled[100].size(), 1u);
+  EXPECT_GE(handled[100][0] - handled[99][0], 700000) << "no sooner than its delay";
+  EXPECT_EQ(broker.queue_depth("dde.delay-700." + sys + ".faulty"), std::optional<std::uint32_t>(0));
+  broker.delete_queue("dde.delay-700." + sys + ".faulty");
+}
+
 // A message waiting in a delay queue when the broker restarts comes back after the restart: the delay
 // queue is a durable quorum queue, and its dead-lettering back to the pool is at least once.
 TEST(DelayedRetryRestart, AMessageWaitingInADelayQueueSurvivesABrokerRestart) {

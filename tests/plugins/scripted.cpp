@@ -2,7 +2,8 @@
 // A message's body {"steps": [...]} runs its steps in order:
 //   "done", "throw", "hold" (nothing), "reply" (to the current message), "rate_limited" (throws
 //   dde::rate_limited of 20 ms), {"backoff": ms}, {"send": "sys/pool"}, {"ask": "sys/pool"},
-//   {"forward": "sys/pool"}, {"later": ms, "steps": [...]} (after(), then goes on at once),
+//   {"forward": "sys/pool"}, {"send_after": ms, "to": "sys/pool"}, {"later": ms, "steps": [...]} (after(),
+//   then goes on at once),
 //   {"writable": [...]} (when_writable()).
 // Every message it receives, and its start and kill, are told to "probe/events" with send(), so the
 // test sees the worker's life through what the cell hands its owner. args: {"throw_on_start": true,
@@ -54,6 +55,9 @@ class scripted : public dde::worker {
         backoff(std::chrono::milliseconds(step["backoff"].get<int>()), "backed off as asked");
       } else if (step.contains("send")) {
         send({{"from_step", "send"}}, step["send"].get<std::string>());
+      } else if (step.contains("send_after")) {
+        send_after(std::chrono::milliseconds(step["send_after"].get<long long>()), {{"from_step", "send_after"}},
+                   step["to"].get<std::string>());
       } else if (step.contains("ask")) {
         ask({{"from_step", "ask"}}, step["ask"].get<std::string>());
       } else if (step.contains("forward")) {

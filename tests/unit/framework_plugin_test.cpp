@@ -29,6 +29,7 @@ class null_context : public dde::worker_context {
   void after(std::chrono::milliseconds, std::function<void()>) override {}
   void log(int, std::string_view) override {}
   void forward(const dde::message&, std::string_view) override {}
+  void send_after(std::chrono::milliseconds, nlohmann::json, std::string_view) override {}
 };
 
 TEST(PluginLoader, LoadsAWorkerAndCreatesInstances) {

@@ -42,6 +42,7 @@ class recording_context : public dde::worker_context {
   void after(std::chrono::milliseconds, std::function<void()>) override {}
   void log(int, std::string_view) override {}
   void forward(const dde::message&, std::string_view) override {}
+  void send_after(std::chrono::milliseconds, nlohmann::json, std::string_view) override {}
 };
 
 class typed_worker : public dde::worker {

@@ -56,6 +56,9 @@ class recording_context : public worker_context {
   }
   void log(int, std::string_view text) override { logs.emplace_back(text); }
   void forward(const message& m, std::string_view to) override { forwards.push_back({m, std::string(to)}); }
+  void send_after(std::chrono::milliseconds delay, nlohmann::json body, std::string_view to) override {
+    delayed_sends.push_back({delay, {std::move(body), std::string(to)}});
+  }
 
   /// Runs the earliest pending timer now, whatever its due time (a test with a fake API clock).
   void fire_next() {
@@ -80,6 +83,7 @@ class recording_context : public worker_context {
   int dones = 0;
   std::vector<reply_record> replies;
   std::vector<send_record> sends;
+  std::vector<std::pair<std::chrono::milliseconds, send_record>> delayed_sends;
   std::vector<forward_record> forwards;
   std::vector<backoff_record> backoffs;
   std::vector<std::chrono::milliseconds> delays;

@@ -278,6 +278,28 @@ TEST_F(WorkerCell, ABackoffPausesThePoolsGateSoTheNextMessageWaitsForIt) {
   EXPECT_EQ(take(), (lines{"receive 2", "done 12"}));
 }
 
+TEST_F(WorkerCell, SendAfterGoesToTheTargetsDelayQueueAtLeastOnce) {
+  auto c = started_cell();
+  c->post_message(msg(1, {{{"send_after", 1500}, {"to", "other/sink"}}, "done"}), 11);
+  settle();
+  EXPECT_EQ(take(), (lines{"receive 1", "send dde.delay-1500.other.sink", "done 11"}));
+  ASSERT_EQ(owner->sends.size(), 1u);
+  EXPECT_EQ(owner->sends[0].mode, delivery_mode::at_least_once) << "a delay queue is durable, whatever the pool";
+  EXPECT_EQ(owner->sends[0].e.to, "other/sink") << "where it goes when the delay passed";
+  EXPECT_EQ(owner->sends[0].e.body["from_step"], "send_after");
+  // A delay out of range, or a bad address, is the worker's error: the message fails.
+  c->post_message(msg(2, {{{"send_after", 0}, {"to", "other/sink"}}, "done"}), 12);
+  settle();
+  c->supervise(directive::resume, 0ms);
+  c->post_message(msg(3, {{{"send_after", 10}, {"to", "nowhere"}}, "done"}), 13);
+  settle();
+  auto seen = take();
+  ASSERT_EQ(seen.size(), 4u) << ::testing::PrintToString(seen);
+  EXPECT_EQ(seen[1], "crashed 12: on_receive threw: send_after: the delay must be from 1 ms to 24 h, not 0 ms");
+  EXPECT_EQ(seen[3], "crashed 13: on_receive threw: send_after: \"nowhere\" is not an address system/isolate");
+  EXPECT_EQ(owner->sends.size(), 1u);
+}
+
 TEST_F(WorkerCell, SendAskReplyAndForwardBuildTheirEnvelopes) {
   auto c = started_cell();
   c->post_message(msg(1, {{{"send", "other/sink"}}, {{"ask", "other/service"}}, "reply", {{"forward", "other/next"}},

@@ -9,6 +9,8 @@
 // log_dir/backoff-PID.log. Every message handled normally is appended as "SEQ MICROS" (its start) to
 // log_dir/faulty-PID.log before done(); every one thrown on, to log_dir/thrown-PID.log before the throw.
 // A message {"action": "throw"|"crash"|"hang"} does the same on demand; others get {"ok": true}.
+// {"action": "later", "delay_ms": D, "later_seq": S, "to": "sys/pool"} sends {"seq": S} to `to` (default:
+// this pool) with send_after(D), then is handled as any other message.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -96,6 +98,9 @@ class faulty : public dde::worker {
       }
     }
     if (action == "crash" || crash_on_.count(seq)) std::abort();
+    if (action == "later")
+      send_after(std::chrono::milliseconds(body.value("delay_ms", 1000)), {{"seq", body.value("later_seq", -1)}},
+                 body.value("to", self()));
     if (action == "hang" || hang_on_.count(seq)) return;
     if (hang_once_on_.count(seq)) {
       std::lock_guard lock(state().mutex);

@@ -17,9 +17,9 @@
 #include "dde/message.hpp"
 
 /// Version of the plugin ABI; the host refuses a plugin built against another. 2: worker_context
-/// gained backoff and forward.
+/// gained backoff and forward; 3: send_after.
 #ifndef DDE_ABI_VERSION
-#define DDE_ABI_VERSION 2
+#define DDE_ABI_VERSION 3
 #endif
 
 namespace dde {
@@ -57,6 +57,8 @@ class worker_context {
   virtual void log(int level, std::string_view text) = 0;
   /// Sends `m` on to `to` as it is: same id, sender, replyTo and asker (see `worker::forward`).
   virtual void forward(const message& m, std::string_view to) = 0;
+  /// Sends a JSON message to `to` that arrives after `delay` (see `worker::send_after`).
+  virtual void send_after(std::chrono::milliseconds delay, nlohmann::json body, std::string_view to) = 0;
 };
 
 namespace detail {
@@ -86,6 +88,13 @@ class worker {
   /// Sends a JSON message to the pool at `to` (`system/isolate`).
   void send(nlohmann::json body, std::string_view to, std::string_view reply_to = {}) {
     ctx_->send(std::move(body), {}, false, to, reply_to);
+  }
+  /// Sends a JSON message to the pool at `to` that reaches it once `delay` (1 ms to 24 h) has
+  /// passed: it waits in the broker, in the delay queue of `to` for that delay (a durable quorum queue
+  /// that gives it back at least once, so it survives a broker restart), not in this process. Each
+  /// distinct delay is a queue of its own: use a few fixed delays, not computed ones.
+  void send_after(std::chrono::milliseconds delay, nlohmann::json body, std::string_view to) {
+    ctx_->send_after(delay, std::move(body), to);
   }
   /// Sends raw bytes to the pool at `to`.
   void send_bytes(std::string bytes, std::string_view to, std::string_view reply_to = {}) {

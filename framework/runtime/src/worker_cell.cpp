@@ -244,6 +244,18 @@ void worker_cell::send(nlohmann::json body, std::string bytes, bool is_bytes, st
   publish(target->topic(), spec_->mode, std::move(e));
 }
 
+void worker_cell::send_after(std::chrono::milliseconds delay, nlohmann::json body, std::string_view to) {
+  auto target = parse_address(to);
+  if (!target) throw std::invalid_argument("send_after: \"" + std::string(to) + "\" is not an address system/isolate");
+  if (delay.count() < 1 || delay.count() > 86400000)
+    throw std::invalid_argument("send_after: the delay must be from 1 ms to 24 h, not " + std::to_string(delay.count()) +
+                                " ms");
+  envelope e = make_envelope(to);
+  e.body = std::move(body);
+  // The delay queue of the target dead-letters it back to the target's queue when the delay passed.
+  publish(delay_topic(target->topic(), delay.count()), delivery_mode::at_least_once, std::move(e));
+}
+
 void worker_cell::ask(nlohmann::json body, std::string_view to) {
   auto target = parse_address(to);
   if (!target) throw std::invalid_argument("ask: \"" + std::string(to) + "\" is not an address system/isolate");

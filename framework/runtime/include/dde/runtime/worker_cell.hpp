@@ -46,6 +46,7 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   const nlohmann::json& args() const override;
   const std::string& self() const override { return self_; }
   const std::string& worker_id() const override { return id_; }
+  void send_after(std::chrono::milliseconds delay, nlohmann::json body, std::string_view to) override;
   void send(nlohmann::json body, std::string bytes, bool is_bytes, std::string_view to,
             std::string_view reply_to) override;
   void ask(nlohmann::json body, std::string_view to) override;
