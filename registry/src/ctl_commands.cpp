@@ -13,6 +13,7 @@
 #include "dde/cli.hpp"
 #include "dde/names.hpp"
 #include "dde/net/auth.hpp"
+#include "dde/net/target.hpp"
 
 namespace dde::ctl {
 namespace {
@@ -48,21 +49,6 @@ void common_options(cli& c) {
       .option("tls-key", "", "PEM private key of --tls-cert");
 }
 
-/// Percent-encodes a path segment.
-std::string segment(const std::string& text) {
-  static const char* hex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += char(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
@@ -139,7 +125,7 @@ rest_call dlq_from(const std::vector<std::string>& a, const cli& c, std::istream
   }
   if (sub == "show") {
     if (ids.size() != 1 || all || limit) throw usage_error("usage: ddectl dlq show SYSTEM/POOL ID");
-    return rest_call{"GET", path + "/" + segment(ids[0]), ""};
+    return rest_call{"GET", path + "/" + net::percent_encode(ids[0]), ""};
   }
   if (sub == "replay" || sub == "purge") {
     if (ids.empty() && !all) throw usage_error("dlq " + sub + " needs message ids or --all");
@@ -219,7 +205,7 @@ const std::vector<command>& commands() {
       {"show", "ID", "Shows the isolate systems and pools of node ID: GET /registry/system/ID.", 1, 1,
        [](cli&) {},
        [](auto& a, auto&, auto&) {
-         return rest_call{"GET", "/registry/system/" + segment(a[0]), ""};
+         return rest_call{"GET", "/registry/system/" + net::percent_encode(a[0]), ""};
        }},
       {"deploy", "(FILE.json | --bootstrapper ID --mqs URL --system S --isolate I --uri U)",
        "Deploys a pool: POST /registry/deploy with a thesis deploy body from FILE.json ('-' = standard\n"

@@ -1,6 +1,5 @@
 #include "dlq_api.hpp"
 
-#include <cctype>
 #include <memory>
 #include <vector>
 
@@ -38,22 +37,6 @@ std::optional<std::string> decode_segment(std::string_view s) {
   return out;
 }
 
-/// The query string's escape of `text` (ids go into GET /dlq?id=).
-std::string escape(const std::string& text) {
-  static const char hex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += char(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
 /// What was asked: the pool, the operation and its MQS request (without the MQS's URL).
 struct dlq_op {
   std::string system, pool, op;  ///< op: list, show, replay, purge
@@ -85,7 +68,7 @@ result<dlq_op> parse_op(const rest_request& req, std::string_view path) {
     if (req.method != "GET") return R::failure("405 GET");
     op.op = "list";
     op.mqs_path = "/dlq?topic=" + topic;
-    if (auto limit = net::query_param(req.target, "limit")) op.mqs_path += "&limit=" + escape(*limit);
+    if (auto limit = net::query_param(req.target, "limit")) op.mqs_path += "&limit=" + net::percent_encode(*limit);
     return op;
   }
   if (req.method == "GET") {
@@ -93,7 +76,7 @@ result<dlq_op> parse_op(const rest_request& req, std::string_view path) {
     if (!id || id->empty()) return R::failure("400 the message id in the path is not well escaped");
     op.op = "show";
     op.id = *id;
-    op.mqs_path = "/dlq?topic=" + topic + "&id=" + escape(*id);
+    op.mqs_path = "/dlq?topic=" + topic + "&id=" + net::percent_encode(*id);
     return op;
   }
   if (req.method != "POST") return R::failure("405 GET, POST");
@@ -196,22 +179,6 @@ void forward(const std::shared_ptr<lookup>& l, const mqs_http_fn& http) {
 }
 
 }  // namespace
-
-std::optional<std::string> mqs_http_base(const std::string& mqs_ws_url) {
-  std::string scheme, rest;
-  if (mqs_ws_url.rfind("ws://", 0) == 0) {
-    scheme = "http://";
-    rest = mqs_ws_url.substr(5);
-  } else if (mqs_ws_url.rfind("wss://", 0) == 0) {
-    scheme = "https://";
-    rest = mqs_ws_url.substr(6);
-  } else {
-    return std::nullopt;
-  }
-  auto authority = rest.substr(0, rest.find('/'));
-  if (authority.empty()) return std::nullopt;
-  return scheme + authority;
-}
 
 bool is_dlq_path(std::string_view path) { return path.rfind(prefix, 0) == 0; }
 

@@ -11,12 +11,10 @@
 #include <string_view>
 
 #include "mqs_http.hpp"
+#include "mqs_stats_client.hpp"
 #include "rest_api.hpp"
 
 namespace dde::registry {
-
-/// The HTTP base URL (scheme and authority) of an MQS known by its `ws://host:port/mqs` (wss: https).
-std::optional<std::string> mqs_http_base(const std::string& mqs_ws_url);
 
 /// True for the paths under /registry/dlq/.
 bool is_dlq_path(std::string_view path);

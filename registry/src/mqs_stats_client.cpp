@@ -6,9 +6,8 @@
 
 namespace dde::registry {
 
-std::optional<std::string> topics_url(const std::string& mqs_ws_url, const std::set<std::string>& topics) {
-  std::string rest;
-  std::string scheme;
+std::optional<std::string> mqs_http_base(const std::string& mqs_ws_url) {
+  std::string scheme, rest;
   if (mqs_ws_url.rfind("ws://", 0) == 0) {
     scheme = "http://";
     rest = mqs_ws_url.substr(5);
@@ -20,9 +19,15 @@ std::optional<std::string> topics_url(const std::string& mqs_ws_url, const std::
   }
   auto authority = rest.substr(0, rest.find('/'));
   if (authority.empty()) return std::nullopt;
+  return scheme + authority;
+}
+
+std::optional<std::string> topics_url(const std::string& mqs_ws_url, const std::set<std::string>& topics) {
+  auto base = mqs_http_base(mqs_ws_url);
+  if (!base) return std::nullopt;
   std::string names;
   for (auto& t : topics) names += (names.empty() ? "" : ",") + t;
-  return scheme + authority + "/topics?names=" + names;
+  return *base + "/topics?names=" + names;
 }
 
 mqs_stats_client::mqs_stats_client() : thread_([this] { run(); }) {}

@@ -16,6 +16,8 @@
 namespace dde::registry {
 
 /// The HTTP URL of an MQS's GET /topics for a `ws://host:port/mqs` (or wss://) URL; nullopt if not one.
+/// The HTTP base URL (scheme and authority) of an MQS known by its `ws://host:port/mqs` (wss: https).
+std::optional<std::string> mqs_http_base(const std::string& mqs_ws_url);
 std::optional<std::string> topics_url(const std::string& mqs_ws_url, const std::set<std::string>& topics);
 
 class mqs_stats_client {

@@ -30,3 +30,17 @@ TEST(RequestTarget, AQueryParameterIsFoundByItsWholeNameAndPercentDecoded) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(RequestTarget, PercentEncodingKeepsUnreservedCharactersAndDecodesBack) {
+  using dde::net::percent_encode;
+  EXPECT_EQ(percent_encode("abc-XYZ_0.9~"), "abc-XYZ_0.9~");
+  EXPECT_EQ(percent_encode("a/b c&d=e?"), "a%2Fb%20c%26d%3De%3F");
+  EXPECT_EQ(percent_encode("\xc3\xa9"), "%C3%A9") << "each byte of UTF-8";
+  EXPECT_EQ(percent_encode(""), "");
+  const std::string id = "id with/odd&chars=%+é";
+  EXPECT_EQ(query_param("/dlq?id=" + percent_encode(id), "id"), id);
+}
+
+}  // namespace

@@ -27,6 +27,23 @@ std::string percent_decode(std::string_view s) {
 
 }  // namespace
 
+std::string percent_encode(std::string_view text) {
+  static const char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                            c == '_' || c == '.' || c == '~';
+    if (unreserved) {
+      out += char(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
 std::optional<std::string> query_param(std::string_view target, std::string_view name) {
   auto q = target.find('?');
   if (q == std::string_view::npos) return std::nullopt;

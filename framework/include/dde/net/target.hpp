@@ -15,4 +15,8 @@ constexpr std::string_view target_path(std::string_view target) { return target.
 /// space); nullopt when the query has no such parameter. The first occurrence wins.
 std::optional<std::string> query_param(std::string_view target, std::string_view name);
 
+/// `text` for a path segment or a query value: unreserved characters (RFC 3986: letters, digits,
+/// `-_.~`) as they are, every other byte as %XX.
+std::string percent_encode(std::string_view text);
+
 }  // namespace dde::net
