@@ -1,7 +1,10 @@
 // consumer: receives numbered messages (from `producer`), counts them, and optionally records each
 // sequence number so tests can check that none was lost.
 //   args: {"stats_dir": "", "log_dir": "", "work_ms": 0}
-//   stats_dir/consumer-PID.json: {"received","unique","duplicates","redelivered","sum","first_us","last_us"}
+//   stats_dir/consumer-PID.json: {"received","unique","duplicates","redelivered","sum","first_us","last_us",
+//                                 "max_gap_us","max_gap_from_us","max_gap_to_us"}
+//   (wall-clock µs; max_gap_*: the longest pause between two consecutive receipts in this process,
+//   from the receipt before it to the one after it: an outage's end is max_gap_to_us)
 //   log_dir/consumer-PID.log: one sequence number per line, written before the message is acked.
 #include <fcntl.h>
 
@@ -17,6 +20,7 @@ namespace {
 struct tally {
   std::mutex mutex;
   std::int64_t received = 0, unique = 0, duplicates = 0, redelivered = 0, sum = 0, first_us = 0, last_us = 0;
+  std::int64_t max_gap_us = 0, max_gap_from_us = 0, max_gap_to_us = 0;
   std::int64_t written_received = -1, last_write_us = 0;
   std::vector<bool> seen;
   int log_fd = -1;
@@ -24,7 +28,12 @@ struct tally {
   void record(std::int64_t seq, bool was_redelivered) {
     std::lock_guard lock(mutex);
     auto now = dde::samples::now_us();
-    if (received == 0) first_us = now;
+    if (received == 0) first_us = last_us = now;
+    if (now - last_us > max_gap_us) {
+      max_gap_us = now - last_us;
+      max_gap_from_us = last_us;
+      max_gap_to_us = now;
+    }
     last_us = now;
     ++received;
     if (was_redelivered) ++redelivered;
@@ -60,7 +69,10 @@ struct tally {
                                {"redelivered", redelivered},
                                {"sum", sum},
                                {"first_us", first_us},
-                               {"last_us", last_us}});
+                               {"last_us", last_us},
+                               {"max_gap_us", max_gap_us},
+                               {"max_gap_from_us", max_gap_from_us},
+                               {"max_gap_to_us", max_gap_to_us}});
   }
 };
 
