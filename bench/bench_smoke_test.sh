@@ -2,6 +2,7 @@
 # deploy/bench.sh --quick produces every result it promises: a CSV per experiment whose rows have the
 # header's columns and a positive number in every throughput/latency column (a 0 marks a point that
 # did not complete), summary.md with the targets and every table, and one PNG per thesis figure;
+# experiment 8 (recovery) resumed in every run and lost nothing;
 # every payload our producers sent is exactly the size asked for. No throughput is asserted.
 # Usage: bench_smoke_test.sh BUILD_DIR
 set -euo pipefail
@@ -13,7 +14,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 DDE_BUILD_DIR=$build "$root/deploy/bench.sh" --quick --no-build --out "$out" || fail "bench.sh --quick failed"
 
-csvs=(exp1_consumers exp2_message_size exp3_mqs_scaling exp4_production exp5_simultaneous exp6_request_reply exp7_rtt)
+csvs=(exp1_consumers exp2_message_size exp3_mqs_scaling exp4_production exp5_simultaneous exp6_request_reply exp7_rtt
+  exp8_recovery)
 for name in "${csvs[@]}"; do
   f="$out/$name.csv"
   [[ -s $f ]] || fail "$name.csv is missing or empty"
@@ -32,6 +34,12 @@ awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
     printf "exp2_message_size.csv line %d: size %s but payload_bytes %s\n", NR, $col["size"], $col["payload_bytes"]; bad = 1 }
   END { exit bad }' "$out/exp2_message_size.csv" >&2 || fail "a payload is not the size asked for"
 
+# Experiment 8 (recovery): at-least-once loses nothing across a broker restart or an MQS kill (the
+# resume columns are ours_*: a run that did not resume fails the check above).
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+  $col["lost"] != 0 { printf "exp8_recovery.csv line %d (%s): %s lost\n", NR, $col["scenario"], $col["lost"]; bad = 1 }
+  END { exit bad }' "$out/exp8_recovery.csv" >&2 || fail "messages were lost in a recovery"
+
 summary="$out/summary.md"
 [[ -s $summary ]] || fail "summary.md is missing"
 grep -q '^## Targets' "$summary" || fail "summary.md has no targets section"
@@ -39,6 +47,10 @@ grep -q '^| AMO consumption / best raw, prefetch 64, 64 B, 1 consumer |' "$summa
   fail "summary.md lacks the consumption target against the best raw client"
 grep -q '^| payload bytes at the broker .* | met |$' "$summary" || fail "the payload size target is not met"
 for name in "${csvs[@]}"; do grep -q "\`$name.csv\`" "$summary" || fail "summary.md lacks the $name table"; done
+for what in "a broker restart" "an MQS kill"; do
+  grep -q "^| consuming resumes after $what .* | \(met\|\*\*missed\*\*\) |\$" "$summary" ||
+    fail "summary.md's recovery target after $what is not measured"
+done
 
 plots=(exp1_consumers exp2_consume_size exp2_produce_size exp3_consume_mqs exp3_produce_mqs exp4_production
   exp5_one_mqs exp5_two_mqs exp6_request_reply exp7_rtt)

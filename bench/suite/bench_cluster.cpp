@@ -35,6 +35,23 @@ std::string bench_cluster::mqs_url(int prefetch, int index) {
   return it->second.url();
 }
 
+std::map<std::pair<int, int>, mqs_process>::iterator bench_cluster::find_mqs(const std::string& url) {
+  for (auto it = mqs_.begin(); it != mqs_.end(); ++it)
+    if (it->second.url() == url) return it;
+  throw std::runtime_error("no MQS of this cluster at " + url);
+}
+
+std::uint16_t bench_cluster::mqs_port(const std::string& url) { return find_mqs(url)->second.port; }
+
+void bench_cluster::kill_mqs(const std::string& url) { find_mqs(url)->second.proc->kill9(); }
+
+void bench_cluster::restart_mqs(const std::string& url) {
+  auto it = find_mqs(url);
+  auto port = it->second.port;
+  it->second.proc.reset();
+  it->second = start_mqs(broker_, dir_, it->first.first, port);
+}
+
 void bench_cluster::deploy(int node, const std::string& mqs_url, const pool_request& p) {
   auto body = deploy_body(node_ids_.at(std::size_t(node)), mqs_url, p.system, p.isolate, p.plugin, p.args,
                           std::vector<std::string>(std::size_t(p.workers), "localhost"));

@@ -37,6 +37,12 @@ class bench_cluster {
 
   /// The WebSocket URL of MQS number `index` among those with `prefetch` (started on first use).
   std::string mqs_url(int prefetch, int index = 0);
+  /// The port the MQS of `url` (one mqs_url gave) listens on.
+  std::uint16_t mqs_port(const std::string& url);
+  /// Kills the MQS of `url` (SIGKILL): its hosts and broker connections drop at once.
+  void kill_mqs(const std::string& url);
+  /// Starts a new MQS (same prefetch) on the port of `url`'s, killed before; returns once it listens.
+  void restart_mqs(const std::string& url);
   /// Deploys `pool` on node `node` attached to `mqs_url` (POST /registry/deploy); throws on failure.
   void deploy(int node, const std::string& mqs_url, const pool_request& pool);
   /// Stops isolate system `system` on node `node` (POST /registry/system/shutdown).
@@ -53,7 +59,8 @@ class bench_cluster {
   test::registry_process registry_;
   std::vector<test::activator_process> activators_;
   std::vector<std::string> node_ids_;
-  std::map<std::pair<int, int>, test::mqs_process> mqs_;
+  std::map<std::pair<int, int>, test::mqs_process> mqs_;  ///< by (prefetch, index)
+  std::map<std::pair<int, int>, test::mqs_process>::iterator find_mqs(const std::string& url);
   std::unique_ptr<test::detail::amqp_session> probe_;
 };
 

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <ctime>
+#include <functional>
+#include <thread>
 
 namespace dde::bench {
 namespace {
@@ -11,6 +15,17 @@ long consume_count(const suite_context& ctx, const std::string& mode, int prefet
   long n = prefetch <= 1 ? (mode == "at-least-once" ? 4000 : 8000) : prefetch <= 8 ? 24000 : 40000;
   if (size > 1024) n = std::max(2000L, n * 1024 / size * 4);
   return ctx.quick ? n / 2 : n;
+}
+
+/// The time of day of wall-clock µs as the daemons' logs show it (local time, HH:MM:SS.mmm).
+std::string time_of_day(std::int64_t us) {
+  const std::time_t t = std::time_t(us / 1000000);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char text[32];
+  const int ms = int(us / 1000 % 1000);
+  std::snprintf(text, sizeof text, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return text;
 }
 
 /// Runs of each production point in a full run: one run's figures swing by half between runs of the
@@ -263,6 +278,88 @@ std::vector<table> exp6_7_request_reply(suite_context& ctx) {
                        " ms)");
       }
   return {rr, rtt};
+}
+
+table exp8_recovery(suite_context& ctx) {
+  using namespace std::chrono_literals;
+  const int runs = ctx.quick ? 1 : 3;
+  constexpr double rate = 2000;  // msg/s
+  table t{"exp8_recovery",
+          "Recovery (issue 20): seconds from the broker (its first AMQP login) or a new MQS (its port) "
+          "accepting connections until the consumers get a message again (at-least-once, quorum queue; a "
+          "producer at 2,000 msg/s and 2 consumers in one isolate system; the broker is stopped and started, "
+          "the MQS killed and started again 2 s later; outage: the consumers' longest gap; median and "
+          "worst of " +
+              std::to_string(runs) + " run" + (runs > 1 ? "s" : "") + ")",
+          {"scenario", "runs", "messages", "ours_resume_s_median", "ours_resume_s_worst",
+           "ours_outage_s_median", "ours_outage_s_worst", "lost", "duplicates"}};
+  auto& c = ctx.cluster;
+  // An MQS of its own: killing it disturbs no other experiment's pools.
+  const auto url = c.mqs_url(64, 8);
+  struct scenario {
+    std::string name, key;
+    long count;  ///< enough to flow before, and to go on after the outage (the producer waits meanwhile)
+    std::function<std::int64_t()> inject;
+  };
+  const std::vector<scenario> scenarios{
+      {"broker restart", "broker", long(rate) * 20,
+       [&] {
+         auto& b = c.broker();
+         b.stop();
+         // Started before the broker: its first successful login is when the broker is back, to
+         // ~10 ms (start() itself looks only every 100 ms).
+         readiness_probe probe(
+             [&b] { return test::detail::can_login(b.host(), b.port(), b.user(), b.password(), 1s); }, 10ms);
+         b.start();
+         return probe.wait(60s);
+       }},
+      {"MQS kill -9", "mqs", long(rate) * 10,
+       [&] {
+         const auto port = c.mqs_port(url);
+         c.kill_mqs(url);
+         // Down for 2 s, as the packaged unit's RestartSec=2 keeps it: long enough for the hosts'
+         // reconnect delays to grow (restarted at once, it is back before their first retry).
+         std::this_thread::sleep_for(2s);
+         readiness_probe probe([port] { return test::port_open(port); }, 10ms);
+         c.restart_mqs(url);
+         return probe.wait(30s);
+       }},
+  };
+  for (auto& sc : scenarios) {
+    std::vector<double> resume, outage;
+    long lost = 0, duplicates = 0;
+    bool failed = false;
+    for (int i = 0; i < runs; ++i) {
+      auto r = measure_recovery(c, ctx.next("at-least-once", {url}), rate, sc.count, sc.inject);
+      lost += std::max(0L, r.count - r.unique);
+      duplicates += r.duplicates;
+      failed = failed || !r.resumed;
+      if (r.resumed) resume.push_back(r.resume_s), outage.push_back(r.outage_s);
+      ctx.clock.line("exp8 " + sc.name + " run " + std::to_string(i + 1) + ": " +
+                     (r.resumed ? "consuming resumed " + num(r.resume_s, 3) + " s after the repaired peer "
+                                  "accepted connections (outage " + num(r.outage_s, 2) + " s: last message " +
+                                  time_of_day(r.stopped_us) + ", ready " + time_of_day(r.ready_us) +
+                                  ", first message " + time_of_day(r.resumed_us) + ")"
+                                : std::string("consuming did NOT resume")) +
+                     ", " + std::to_string(r.unique) + " of " + std::to_string(r.count) + " consumed, " +
+                     std::to_string(r.duplicates) + " duplicates");
+    }
+    std::sort(resume.begin(), resume.end());
+    std::sort(outage.begin(), outage.end());
+    auto median = [](const std::vector<double>& v) { return v.empty() ? 0.0 : v[v.size() / 2]; };
+    auto worst = [](const std::vector<double>& v) { return v.empty() ? 0.0 : v.back(); };
+    // A run that did not resume leaves 0 in the resume columns: a point that did not complete.
+    t.add({sc.name, std::to_string(runs), std::to_string(sc.count), num(failed ? 0 : median(resume), 3),
+           num(failed ? 0 : worst(resume), 3), num(median(outage), 2), num(worst(outage), 2),
+           std::to_string(lost), std::to_string(duplicates)});
+    auto key = "recovery." + sc.key;
+    ctx.headline[key + ".runs"] = runs;
+    ctx.headline[key + ".failed"] = failed ? 1 : 0;
+    ctx.headline[key + ".median"] = median(resume);
+    ctx.headline[key + ".worst"] = worst(resume);
+    ctx.headline[key + ".lost"] = double(lost);
+  }
+  return t;
 }
 
 }  // namespace dde::bench

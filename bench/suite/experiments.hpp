@@ -1,5 +1,6 @@
 #pragma once
-// The experiments of thesis section 5.2, each a function filling one table (two for request-reply).
+// The experiments of thesis section 5.2, each a function filling one table (two for request-reply),
+// and issue 20's recovery experiment (8).
 #include <map>
 #include <string>
 #include <vector>
@@ -33,5 +34,7 @@ table exp4_production(suite_context& ctx);
 table exp5_simultaneous(suite_context& ctx);
 /// Request-reply throughput (exp 6) and, from the same runs, round-trip times (exp 7).
 std::vector<table> exp6_7_request_reply(suite_context& ctx);
+/// Recovery (issue 20): how soon consuming resumes after a broker restart and after an MQS kill.
+table exp8_recovery(suite_context& ctx);
 
 }  // namespace dde::bench

@@ -188,6 +188,86 @@ request_reply ask(bench_cluster& c, const setup& s, int requesters, int supplier
   return r;
 }
 
+readiness_probe::readiness_probe(std::function<bool()> ready, std::chrono::milliseconds period)
+    : thread_([this, ready = std::move(ready), period] {
+        while (!stop_) {
+          const auto attempt = now_us();
+          if (ready()) {
+            ready_us_ = attempt;
+            return;
+          }
+          std::this_thread::sleep_for(period);
+        }
+      }) {}
+
+readiness_probe::~readiness_probe() {
+  stop_ = true;
+  thread_.join();
+}
+
+std::int64_t readiness_probe::wait(std::chrono::milliseconds timeout) {
+  wait_until([&] { return ready_us_ > 0; }, timeout, 5ms);
+  return ready_us_;
+}
+
+recovery measure_recovery(bench_cluster& c, const setup& s, double rate, long count,
+                          const std::function<std::int64_t()>& inject) {
+  recovery r;
+  r.count = count;
+  const auto& url = s.mqs.front();
+  c.deploy(0, url, {s.system, "consumer", "consumer", {{"stats_dir", s.stats_dir}}, 2, s.mode, 64});
+  c.deploy(0, url,
+           {s.system,
+            "producer",
+            "producer",
+            {{"to", s.system + "/consumer"}, {"count", count}, {"rate", rate}, {"stats_dir", s.stats_dir}},
+            1,
+            s.mode,
+            8});
+  // The consumers run in one process (one isolate system): one stats file.
+  auto stats = [&] {
+    auto all = all_stats(s.stats_dir, "consumer-");
+    return all.size() == 1 ? all.front() : nlohmann::json::object();
+  };
+  auto field = [](const nlohmann::json& j, const char* name) { return j.value(name, std::int64_t(0)); };
+  auto finish = [&] {
+    stop_systems(c, s.system, 1, s.system + ".consumer");
+    c.broker().delete_queue(s.system + ".producer");
+    return r;
+  };
+  if (!wait_until([&] { return field(stats(), "received") >= std::int64_t(rate); }, 60s, 20ms)) {
+    std::cerr << "[bench] exp8: consumption did not start\n";
+    explain_stall(c, s);
+    return finish();
+  }
+  const auto ready_us = r.ready_us = inject();
+  if (ready_us == 0) {
+    std::cerr << "[bench] exp8: the repaired peer did not accept connections\n";
+    return finish();
+  }
+  // The stats go out every 200 ms while messages flow: this wait does not time the resumption.
+  r.resumed = wait_until([&] { return field(stats(), "max_gap_to_us") > ready_us; }, 120s, 20ms);
+  auto after = stats();
+  if (r.resumed) {
+    r.resume_s = double(field(after, "max_gap_to_us") - ready_us) / 1e6;
+    r.outage_s = double(field(after, "max_gap_us")) / 1e6;
+    r.stopped_us = field(after, "max_gap_from_us");
+    r.resumed_us = field(after, "max_gap_to_us");
+  } else {
+    std::cerr << "[bench] exp8: consuming did not resume within 120 s of the repair\n";
+    explain_stall(c, s);
+  }
+  wait_until([&] { return field(stats(), "unique") >= count; }, point_timeout, 50ms);
+  after = stats();
+  r.unique = long(field(after, "unique"));
+  r.duplicates = long(field(after, "duplicates"));
+  if (r.unique < count) {
+    std::cerr << "[bench] exp8: " << r.unique << " of " << count << " messages consumed\n";
+    explain_stall(c, s);
+  }
+  return finish();
+}
+
 raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, int size, int producers,
                              int consumers, int prefetch) {
   auto queue = unique_queue();

@@ -2,7 +2,10 @@
 // The measurements the experiments are made of, each on the real deployment path (pools deployed
 // through the registry on activator nodes, isolate systems talking to dde-mqs, dde-mqs to RabbitMQ),
 // and the matching raw rabbitmq-c measurement.
+#include <atomic>
+#include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_cluster.hpp"
@@ -49,6 +52,45 @@ struct request_reply {
   long late = 0;  ///< of those, answered later (within 10 s more): stalled, not lost
 };
 request_reply ask(bench_cluster& c, const setup& s, int requesters, int suppliers, long asks);
+
+/// Polls `ready` every `period` on a thread of its own, from construction until it holds once: a
+/// tight poll, so a recovery is timed from the moment the peer came back, not from a coarser wait's
+/// next look.
+class readiness_probe {
+ public:
+  readiness_probe(std::function<bool()> ready, std::chrono::milliseconds period);
+  ~readiness_probe();
+  readiness_probe(const readiness_probe&) = delete;
+  readiness_probe& operator=(const readiness_probe&) = delete;
+  /// Waits up to `timeout` for the first success; the wall-clock µs at which that attempt began
+  /// (the peer was accepting then), or 0.
+  std::int64_t wait(std::chrono::milliseconds timeout);
+
+ private:
+  std::atomic<std::int64_t> ready_us_{0};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+/// Experiment 8: how long consuming takes to resume after an outage. A producer pool (1 worker,
+/// `rate` msg/s, `count` messages) and a consumer pool (2 workers) in one isolate system on node 0,
+/// at-least-once, on `s.mqs.front()`. Once about a second of messages was consumed, `inject`
+/// breaks something, repairs it and returns the wall-clock µs from which the repaired peer accepted
+/// connections (0: it did not come back). Then waits until the consumers' longest gap ends after that
+/// moment (they resumed) and until they hold every sequence number.
+struct recovery {
+  bool resumed = false;
+  double resume_s = 0;   ///< from ready to the first message consumed after the longest gap
+  double outage_s = 0;   ///< the consumers' longest gap between two messages
+  long count = 0;        ///< messages the producer was asked for
+  long unique = 0;       ///< distinct sequence numbers consumed
+  long duplicates = 0;   ///< consumed more than once (at-least-once allows them)
+  /// Wall-clock µs, to read beside the daemons' logs: the last message before the longest gap,
+  /// the repaired peer accepting connections, the first message after the gap.
+  std::int64_t stopped_us = 0, ready_us = 0, resumed_us = 0;
+};
+recovery measure_recovery(bench_cluster& c, const setup& s, double rate, long count,
+                          const std::function<std::int64_t()>& inject);
 
 /// The raw baseline: `producers` connections publish `n` messages of `size` bytes to a fresh queue of
 /// the mode's kind; then (if consumers > 0) `consumers` connections with `prefetch` consume them,
