@@ -72,8 +72,8 @@ class dequeuer : private dispatcher_port {
     clock::time_point retry_at{};
     /// After the broker cancelled or closed the consumer (1 s, doubling to 30 s).
     net::backoff retry{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000)};
-    /// After its connection failed (a 541 on basic.consume, say): 100 ms, doubling to 5 s.
-    net::backoff reconnect{std::chrono::milliseconds(100), std::chrono::milliseconds(5000)};
+    /// After its connection failed (a 541 on basic.consume, say): 100 ms, doubling to 500 ms.
+    net::backoff reconnect{net::data_path_retry_initial, net::data_path_retry_max};
   };
   struct channel_state {
     channel_state(std::string t, std::uint64_t e, std::string tag, broker_link& l, std::uint16_t ch)
@@ -164,7 +164,7 @@ class dequeuer : private dispatcher_port {
   broker_link main_;  ///< consumes the pauses; topics connect while it is up (the broker is)
   bool ever_connected_ = false;
   clock::time_point next_connect_{};
-  net::backoff backoff_{std::chrono::milliseconds(100), std::chrono::milliseconds(5000)};
+  net::backoff backoff_{net::data_path_retry_initial, net::data_path_retry_max};
   std::map<std::string, consumer> consumers_;
   std::unordered_map<std::uint64_t, channel_state> channels_;  ///< by epoch
   std::unordered_set<std::uint64_t> dirty_channels_;           ///< epochs with acks to send

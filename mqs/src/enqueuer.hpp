@@ -114,7 +114,7 @@ class enqueuer {
       0;  ///< the wall clock (µs since the epoch) as this burst began: the publish stamp
   clock::time_point next_connect_{};
   std::optional<clock::time_point> drain_until_;  ///< stopping: how long confirms are waited for
-  net::backoff backoff_{std::chrono::milliseconds(100), std::chrono::milliseconds(5000)};
+  net::backoff backoff_{net::data_path_retry_initial, net::data_path_retry_max};
   std::deque<outgoing_message> pending_confirmed_;  ///< at-least-once, waiting to be published
   std::deque<outgoing_message> pending_transient_;  ///< at-most-once and reply
   /// At-least-once messages the broker nacked (e.g. a quorum queue still electing its leader): published

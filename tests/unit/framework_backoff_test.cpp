@@ -1,5 +1,5 @@
 // net::backoff: the one reconnect delay of every link (host, proxy, bootstrapper, control link, the
-// MQS's broker connections).
+// MQS's broker connections), and the data path's cap.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -38,6 +38,18 @@ TEST(Backoff, ClientsThatFailedTogetherDoNotRetryTogether) {
   std::set<long long> first_waits;
   for (std::uint32_t seed = 0; seed < 50; ++seed) first_waits.insert(backoff(1000ms, 5000ms, 0.2, seed).next().count());
   EXPECT_GT(first_waits.size(), 25u) << "50 clients should spread over the 200 ms of jitter";
+}
+
+TEST(Backoff, TheDataPathFindsAPeerThatCameBackWithinHalfASecond) {
+  // Issue 20: consuming resumes within 1 s of the broker or the MQS accepting connections again, so
+  // the MQS's broker connections and a host's MQS link never wait more than 500 ms between attempts
+  // (it was 5 s: 2-3.4 s of waiting on top of a broker restart).
+  EXPECT_LE(data_path_retry_max, 500ms);
+  EXPECT_LE(data_path_retry_initial, 100ms);
+  for (std::uint32_t seed = 0; seed < 20; ++seed) {
+    backoff b(data_path_retry_initial, data_path_retry_max, 0.2, seed);
+    for (int i = 0; i < 30; ++i) ASSERT_LE(b.next(), 500ms) << "seed " << seed << " step " << i;
+  }
 }
 
 TEST(Backoff, AMaxBelowInitialIsInitial) {

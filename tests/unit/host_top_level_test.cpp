@@ -184,6 +184,26 @@ TEST_F(TopLevelTest, AfterALostLinkOnlyWhatTheMqsHadNotConfirmedIsSentAgainOnThe
   EXPECT_EQ(stats().confirmed, 3u);
 }
 
+TEST_F(TopLevelTest, AnMqsThatStaysDownIsTriedAgainAtLeastEveryHalfSecond) {
+  // Every attempt fails at once, as a refused connect does; the times between them are the backoff.
+  std::vector<std::chrono::steady_clock::time_point> times;
+  options.connect = [&](const net::ws_url&, std::shared_ptr<net::ws_handler>,
+                        std::function<void(const std::string&)> fail) {
+    times.push_back(std::chrono::steady_clock::now());
+    fail("connection refused");
+  };
+  start();
+  // 100, 200, 400, then 500 ms (jittered down by up to 20%); it was 800 and 1600 ms before issue 20.
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (times.size() < 6 && std::chrono::steady_clock::now() < deadline) io.run_one_for(100ms);
+  io.restart();
+  ASSERT_GE(times.size(), 6u);
+  // Each wait is 500 ms at most; the slack is a loaded machine's timer lateness (the old 1600 ms wait
+  // was at least 1280 ms).
+  for (std::size_t i = 1; i < 6; ++i) EXPECT_LT(times[i] - times[i - 1], 1000ms) << "attempt " << i + 1;
+  EXPECT_FALSE(stats().linked);
+}
+
 TEST_F(TopLevelTest, DeliveriesGoToTheirPoolWithTheirGenerationAndOnlyTheCurrentGenerationsAcksGoOut) {
   start();
   auto sink = std::make_shared<recording_sink>();

@@ -224,6 +224,46 @@ TEST_F(DequeuerTest, AConnectionLevelRefusalOfConsumeIsRetriedOnAFreshConnection
   EXPECT_EQ(bodies(deliveries()), (std::vector<std::string>{"a"}));
 }
 
+TEST_F(DequeuerTest, ABrokerThatStaysDownIsTriedAgainAtLeastEveryHalfSecond) {
+  broker.refuse_open = "cannot connect to 127.0.0.1:5672: a socket error occurred";
+  start();
+  ASSERT_EQ(broker.attempts.size(), 1u);
+  // Issue 20: however long the broker is down, the delay stops growing at 500 ms.
+  for (int i = 0; i < 12; ++i) {
+    time.advance(500ms);
+    settle();
+    ASSERT_EQ(broker.attempts.size(), std::size_t(i + 2)) << "attempt " << i + 2 << " within 500 ms";
+  }
+  broker.refuse_open.clear();
+  time.advance(500ms);
+  settle();
+  EXPECT_NE(main_link(), nullptr) << "connected once the broker is back";
+}
+
+TEST_F(DequeuerTest, ATopicWhoseConsumeIsRefusedAgainAndAgainIsTriedAtLeastEveryHalfSecond) {
+  // A quorum queue electing its leader after a broker restart: 541 on basic.consume, for a while.
+  const std::string consume = "basic.consume 1 s.consumer";
+  const amqp_session::result refused{"basic.consume: 541 INTERNAL_ERROR", false, 541};
+  start();
+  broker.refuse_next[consume] = refused;
+  pull(1);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(broker.refuse_next.count(consume), 0u) << "consume " << i + 1 << " was tried";
+    EXPECT_EQ(link(), nullptr);
+    broker.refuse_next[consume] = refused;
+    time.advance(500ms);
+    settle();
+  }
+  ASSERT_EQ(broker.refuse_next.count(consume), 0u) << "the last refused consume was tried";
+  time.advance(500ms);
+  settle();
+  auto* s = link();
+  ASSERT_NE(s, nullptr) << "consumed within 500 ms of the queue accepting consumers";
+  s->deliver(1, consumer_tag(*s), 1, "a");
+  settle();
+  EXPECT_EQ(bodies(deliveries()), (std::vector<std::string>{"a"}));
+}
+
 TEST_F(DequeuerTest, AChannelLevelRefusalOfConsumeIsAnErrorToTheHost) {
   start();
   broker.refuse_next["basic.consume 1 s.consumer"] = {"basic.consume: 403 ACCESS_REFUSED - no read access", true,

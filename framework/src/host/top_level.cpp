@@ -18,8 +18,6 @@
 namespace dde::host {
 namespace {
 
-constexpr std::chrono::milliseconds max_backoff{5000};
-
 std::shared_ptr<spdlog::logger> log() { return logger("host.top"); }
 
 }  // namespace
@@ -28,7 +26,7 @@ top_level::top_level(boost::asio::io_context& io, top_level_options options)
     : io_(io),
       strand_(boost::asio::make_strand(io)),
       options_(std::move(options)),
-      retry_(strand_, std::chrono::milliseconds(100), max_backoff),
+      retry_(strand_, net::data_path_retry_initial, net::data_path_retry_max),
       writable_timer_(strand_),
       stop_timer_(strand_) {
   urls_ = net::parse_ws_url_list(options_.mqs_url);
