@@ -93,6 +93,7 @@ class fake_session final : public amqp_session {
 
   // --- frames the broker sends ---
   void confirm(std::uint64_t tag, bool multiple) { method(1, AMQP_BASIC_ACK_METHOD).ack = {tag, multiple}; }
+  using amqp_session::nack;  // the client's basic.nack stays visible beside this broker-side one
   void nack(std::uint64_t tag, bool multiple) { method(1, AMQP_BASIC_NACK_METHOD).nack = {tag, multiple, 0}; }
   /// basic.deliver + content header + one body frame (none for an empty body).
   /// `published_us`: its x-dde-published-us header (0: none).
