@@ -110,9 +110,12 @@ void router::retry_later(delivery& d) {
     logger("host.router")->error("{}: message {} dead-lettered to {}: {}", spec_.addr().str(), d.retry_copy->id(),
                                  topic, e.dead_letter["reason"].get<std::string>());
   }
-  // The original is acked only once the broker has the copy; refused, it goes back to the queue.
+  // The original is acked only once the broker has the copy; refused, it goes back to the queue. The
+  // link holds the callback until then: a weak reference, so a pool gone meanwhile is not kept alive.
   top_->enqueue_then(std::move(topic), std::move(copy.props), std::move(copy.payload),
-                     [self = shared_from_this(), generation = d.generation, tag = d.tag](bool confirmed) {
+                     [weak = weak_from_this(), generation = d.generation, tag = d.tag](bool confirmed) {
+                       auto self = weak.lock();
+                       if (!self) return;  // the pool is gone: its unacked original comes back from the queue too
                        boost::asio::post(self->strand_, [self, generation, tag, confirmed] {
                          if (confirmed)
                            self->top_->ack(generation, tag);
