@@ -1,4 +1,5 @@
 #include "amqp_session.hpp"
+#include "rabbitmq_session.hpp"
 
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
@@ -18,9 +19,7 @@
 namespace dde::mqs {
 namespace {
 
-std::string bytes_text(amqp_bytes_t b) { return std::string(static_cast<const char*>(b.bytes), b.len); }
 
-amqp_bytes_t bytes_of(std::string_view s) { return amqp_bytes_t{s.size(), const_cast<char*>(s.data())}; }
 
 amqp_table_entry_t string_entry(const char* key, const std::string& value) {
   amqp_table_entry_t e;
@@ -45,110 +44,6 @@ amqp_table_entry_t bool_entry(const char* key, bool value) {
   e.value.value.boolean = value;
   return e;
 }
-
-bool key_is(amqp_bytes_t key, std::string_view name) {
-  return key.len == name.size() && std::equal(name.begin(), name.end(), static_cast<const char*>(key.bytes));
-}
-
-/// An integer field of any width (the broker's headers use several); nullopt for other kinds.
-std::optional<std::int64_t> integer_of(const amqp_field_value_t& v) {
-  switch (v.kind) {
-    case AMQP_FIELD_KIND_I8: return v.value.i8;
-    case AMQP_FIELD_KIND_U8: return v.value.u8;
-    case AMQP_FIELD_KIND_I16: return v.value.i16;
-    case AMQP_FIELD_KIND_U16: return v.value.u16;
-    case AMQP_FIELD_KIND_I32: return v.value.i32;
-    case AMQP_FIELD_KIND_U32: return v.value.u32;
-    case AMQP_FIELD_KIND_I64: return v.value.i64;
-    case AMQP_FIELD_KIND_U64:
-    case AMQP_FIELD_KIND_TIMESTAMP: return std::int64_t(v.value.u64);
-    default: return std::nullopt;
-  }
-}
-
-/// The first entry of the broker's x-death array (the latest death): reason, queue, time, count.
-void read_death(const amqp_field_value_t& v, dead_message& out) {
-  if (v.kind != AMQP_FIELD_KIND_ARRAY || v.value.array.num_entries < 1) return;
-  auto& first = v.value.array.entries[0];
-  if (first.kind != AMQP_FIELD_KIND_TABLE) return;
-  auto& t = first.value.table;
-  for (int i = 0; i < t.num_entries; ++i) {
-    auto& e = t.entries[i];
-    bool text = e.value.kind == AMQP_FIELD_KIND_UTF8 || e.value.kind == AMQP_FIELD_KIND_BYTES;
-    if (key_is(e.key, "reason") && text) out.death_reason = bytes_text(e.value.value.bytes);
-    else if (key_is(e.key, "queue") && text) out.death_queue = bytes_text(e.value.value.bytes);
-    else if (key_is(e.key, "time")) out.death_time_s = integer_of(e.value).value_or(0);
-    else if (key_is(e.key, "count")) out.death_count = integer_of(e.value).value_or(0);
-  }
-}
-
-/// A basic.get's properties as a dead letter reads them: string headers, the stamp, the broker's counts.
-void read_properties(const amqp_basic_properties_t& p, dead_message& out) {
-  if (p._flags & AMQP_BASIC_MESSAGE_ID_FLAG) out.props.message_id = bytes_text(p.message_id);
-  if (p._flags & AMQP_BASIC_APP_ID_FLAG) out.props.app_id = bytes_text(p.app_id);
-  if (p._flags & AMQP_BASIC_CONTENT_TYPE_FLAG) out.props.content_type = bytes_text(p.content_type);
-  if (!(p._flags & AMQP_BASIC_HEADERS_FLAG)) return;
-  for (int i = 0; i < p.headers.num_entries; ++i) {
-    auto& e = p.headers.entries[i];
-    if (e.value.kind == AMQP_FIELD_KIND_UTF8 || e.value.kind == AMQP_FIELD_KIND_BYTES)
-      out.props.headers.emplace_back(bytes_text(e.key), bytes_text(e.value.value.bytes));
-    else if (key_is(e.key, "x-death"))
-      read_death(e.value, out);
-    else if (key_is(e.key, "x-delivery-count"))
-      out.delivery_count = integer_of(e.value).value_or(-1);
-    else if (key_is(e.key, published_header))
-      out.props.published_us = std::uint64_t(std::max<std::int64_t>(integer_of(e.value).value_or(0), 0));
-  }
-}
-
-/// The real connection: rabbitmq-c 0.11, plain TCP or TLS.
-class rabbitmq_session final : public amqp_session {
- public:
-  explicit rabbitmq_session(amqp_connection_state_t state) : state_(state) {}
-  ~rabbitmq_session() override;
-
-  int fd() const override { return amqp_get_sockfd(state_); }
-  std::uint16_t channel_max() const override;
-  void mark_broken() override { broken_ = true; }
-  bool buffered() const override { return amqp_frames_enqueued(state_) || amqp_data_in_buffer(state_); }
-  bool plain() const override { return plain_; }
-  std::uint32_t frame_max() const override { return std::uint32_t(amqp_get_frame_max(state_)); }
-  std::string publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
-                      const publish_props& props, std::string_view body) override;
-  std::string ack(std::uint16_t channel, std::uint64_t tag, bool multiple) override;
-  std::string reject(std::uint16_t channel, std::uint64_t tag, bool requeue) override;
-  void release_buffers() override { amqp_maybe_release_buffers(state_); }
-  std::string write_frames(const std::string& bytes) override;
-  result open_channel(std::uint16_t channel) override;
-  result close_channel(std::uint16_t channel) override;
-  result confirm_select(std::uint16_t channel) override;
-  result qos(std::uint16_t channel, std::uint16_t prefetch) override;
-  result consume(std::uint16_t channel, const std::string& queue, const std::string& consumer_tag,
-                 bool no_ack) override;
-  result cancel(std::uint16_t channel, const std::string& consumer_tag) override;
-  result declare(std::uint16_t channel, const queue_spec& spec, bool passive) override;
-  result queue_depth(std::uint16_t channel, const std::string& queue, std::uint32_t& messages,
-                     std::uint32_t& consumers) override;
-  result declare_exchange(std::uint16_t channel, std::string_view name, const char* type, bool durable) override;
-  result declare_private_queue(std::uint16_t channel, std::string& name) override;
-  result bind(std::uint16_t channel, const std::string& queue, std::string_view exchange,
-              const std::string& routing_key) override;
-  result get_message(std::uint16_t channel, const std::string& queue, dead_message& out, bool& empty) override;
-  result purge(std::uint16_t channel, const std::string& queue, std::uint32_t& count) override;
-  std::string nack(std::uint16_t channel, std::uint64_t tag, bool multiple, bool requeue) override;
-  result wait_confirms(std::uint16_t channel, std::uint64_t last_seq, std::chrono::milliseconds timeout) override;
-  int try_read_frame(amqp_frame_t& frame) override;
-  void reply_channel_close_ok(std::uint16_t channel) override;
-  void reply_connection_close_ok() override;
-
-  bool broken_ = false;
-  bool plain_ = false;
-
- private:
-  result check(const amqp_rpc_reply_t& reply, std::uint16_t channel, const char* what);
-
-  amqp_connection_state_t state_;
-};
 
 }  // namespace
 
@@ -465,108 +360,6 @@ std::string rabbitmq_session::ack(std::uint16_t channel, std::uint64_t tag, bool
 std::string rabbitmq_session::reject(std::uint16_t channel, std::uint64_t tag, bool requeue) {
   int rc = amqp_basic_reject(state_, channel, tag, requeue);
   return rc == AMQP_STATUS_OK ? std::string() : std::string("basic.reject: ") + amqp_error_string2(rc);
-}
-
-amqp_session::result amqp_session::get_message(std::uint16_t, const std::string&, dead_message&, bool&) {
-  return {"basic.get: not supported by this session"};
-}
-
-amqp_session::result amqp_session::purge(std::uint16_t, const std::string&, std::uint32_t&) {
-  return {"queue.purge: not supported by this session"};
-}
-
-std::string amqp_session::nack(std::uint16_t, std::uint64_t, bool, bool) { return "basic.nack: not supported"; }
-
-amqp_session::result amqp_session::wait_confirms(std::uint16_t, std::uint64_t, std::chrono::milliseconds) {
-  return {"confirms: not supported by this session"};
-}
-
-amqp_session::result rabbitmq_session::get_message(std::uint16_t channel, const std::string& queue,
-                                                   dead_message& out, bool& empty) {
-  empty = false;
-  auto reply = amqp_basic_get(state_, channel, bytes_of(queue), 0);
-  auto r = check(reply, channel, "basic.get");
-  if (!r.ok()) return r;
-  if (reply.reply.id == AMQP_BASIC_GET_EMPTY_METHOD) {
-    empty = true;
-    return r;
-  }
-  if (reply.reply.id != AMQP_BASIC_GET_OK_METHOD) {
-    broken_ = true;
-    return {"basic.get: unexpected method " + std::to_string(reply.reply.id)};
-  }
-  out = {};
-  auto* ok = static_cast<amqp_basic_get_ok_t*>(reply.reply.decoded);
-  out.tag = ok->delivery_tag;
-  out.remaining = ok->message_count;
-  amqp_message_t message;
-  r = check(amqp_read_message(state_, channel, &message, 0), channel, "basic.get (content)");
-  if (!r.ok()) return r;  // amqp_read_message frees what it read when it fails
-  read_properties(message.properties, out);
-  out.body = bytes_text(message.body);
-  amqp_destroy_message(&message);
-  amqp_maybe_release_buffers(state_);
-  return r;
-}
-
-amqp_session::result rabbitmq_session::purge(std::uint16_t channel, const std::string& queue, std::uint32_t& count) {
-  auto* ok = amqp_queue_purge(state_, channel, bytes_of(queue));
-  auto r = check(amqp_get_rpc_reply(state_), channel, "queue.purge");
-  if (r.ok() && ok) count = ok->message_count;
-  return r;
-}
-
-std::string rabbitmq_session::nack(std::uint16_t channel, std::uint64_t tag, bool multiple, bool requeue) {
-  int rc = amqp_basic_nack(state_, channel, tag, multiple, requeue);
-  if (rc == AMQP_STATUS_OK) return {};
-  broken_ = true;
-  return std::string("basic.nack: ") + amqp_error_string2(rc);
-}
-
-amqp_session::result rabbitmq_session::wait_confirms(std::uint16_t channel, std::uint64_t last_seq,
-                                                     std::chrono::milliseconds timeout) {
-  // rabbitmq-c 0.11 has no confirm helper: read basic.ack / basic.nack frames, honouring `multiple`.
-  std::vector<bool> confirmed(last_seq + 1, false);
-  std::uint64_t below = 1;  // every seq under this one is confirmed
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (below <= last_seq) {
-    auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return {"no publisher confirm within " + std::to_string(timeout.count()) + " ms"};
-    struct timeval tv {
-      static_cast<time_t>(left.count() / 1000000), static_cast<suseconds_t>(left.count() % 1000000)
-    };
-    amqp_frame_t frame;
-    int rc = amqp_simple_wait_frame_noblock(state_, &frame, &tv);
-    if (rc == AMQP_STATUS_TIMEOUT) continue;
-    if (rc != AMQP_STATUS_OK) {
-      broken_ = true;
-      return {std::string("waiting for confirms: ") + amqp_error_string2(rc)};
-    }
-    if (frame.frame_type != AMQP_FRAME_METHOD) continue;
-    auto& method = frame.payload.method;
-    if (method.id == AMQP_BASIC_ACK_METHOD && frame.channel == channel) {
-      auto* ack = static_cast<amqp_basic_ack_t*>(method.decoded);
-      auto upto = std::min<std::uint64_t>(ack->delivery_tag, last_seq);
-      if (ack->multiple)
-        for (auto s = below; s <= upto; ++s) confirmed[s] = true;
-      else if (ack->delivery_tag <= last_seq)
-        confirmed[ack->delivery_tag] = true;
-      while (below <= last_seq && confirmed[below]) ++below;
-    } else if (method.id == AMQP_BASIC_NACK_METHOD && frame.channel == channel) {
-      return {"the broker refused (basic.nack) publish " +
-              std::to_string(static_cast<amqp_basic_nack_t*>(method.decoded)->delivery_tag)};
-    } else if (method.id == AMQP_CHANNEL_CLOSE_METHOD) {
-      result r{"while waiting for confirms: " + describe_close(method), true,
-               static_cast<amqp_channel_close_t*>(method.decoded)->reply_code};
-      reply_channel_close_ok(frame.channel);
-      return r;
-    } else if (method.id == AMQP_CONNECTION_CLOSE_METHOD) {
-      result r{"while waiting for confirms: " + describe_close(method)};
-      reply_connection_close_ok();
-      return r;
-    }
-  }
-  return {};
 }
 
 }  // namespace dde::mqs
