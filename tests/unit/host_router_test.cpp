@@ -407,6 +407,7 @@ TEST_F(RouterTest, WithRetryDelaysAFailedMessageWaitsInTheDelayQueueOfEachDelayT
   EXPECT_EQ(dead["deadLetter"]["attempts"], 3);
   EXPECT_EQ(dead["deadLetter"]["reason"],
             "failed 3 times (retry.delays spent); last failure: on_receive threw: asked to throw on 5");
+  EXPECT_EQ(dead["deadLetter"]["md5"].get<std::string>().size(), 32u) << "the version that failed it, as any dead letter";
   EXPECT_EQ(dead["body"], (nlohmann::json{{"seq", 5}}));
   link->held[2].settled(true);
   settle();

@@ -232,6 +232,9 @@ class router : public cell_owner,
   /// No message of the pool starts for `delay`; `broadcast` tells the other replicas.
   void pause_pool(std::chrono::milliseconds delay, const std::string& reason, bool broadcast);
   void dead_letter(const message& m, int attempts, const std::string& reason);
+  /// What dead_letter sends to dde.dead.<queue> (the whole envelope with `deadLetter`: reason, attempts,
+  /// pool, at, the plugin's md5); counts and logs it.
+  std::string dead_letter_body(const message& m, int attempts, const std::string& reason);
   /// A failed message of a pool with `retry.delays`: into the delay queue of its next delay, or (the
   /// delays spent) into dde.dead.<queue>; the delivery is acked once the broker has the copy.
   void retry_later(delivery& d);

@@ -63,6 +63,10 @@ void router::on_pause(std::chrono::milliseconds delay, std::string reason, std::
 }
 
 void router::dead_letter(const message& m, int attempts, const std::string& reason) {
+  top_->enqueue(dead_letter_topic(topic_), delivery_mode::at_least_once, {}, dead_letter_body(m, attempts, reason));
+}
+
+std::string router::dead_letter_body(const message& m, int attempts, const std::string& reason) {
   auto e = to_envelope(m);
   auto at = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
   e.dead_letter = {{"reason", reason}, {"attempts", attempts}, {"pool", spec_.addr().str()}, {"at", at.count()}};
@@ -71,7 +75,7 @@ void router::dead_letter(const message& m, int attempts, const std::string& reas
   logger("host.router")->error("{}: message {} dead-lettered to dde.dead.{}: {}", spec_.addr().str(), m.id(), topic_,
                                reason);
   // Whole, as JSON in the body: whoever inspects a dead-letter queue sees every field in one place.
-  top_->enqueue("dde.dead." + topic_, delivery_mode::at_least_once, {}, encode_envelope(e));
+  return encode_envelope(e);
 }
 
 }  // namespace dde::host

@@ -97,18 +97,10 @@ void router::retry_later(delivery& d) {
                                 spec_.addr().str(), d.retry_copy->id(), d.failure, delay.count(), failures,
                                 delays.size());
   } else {
-    auto e = to_envelope(*d.retry_copy);
-    auto at = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
-    e.dead_letter = {{"reason", "failed " + std::to_string(failures) + " times (retry.delays spent); last failure: " +
-                                    d.failure},
-                     {"attempts", failures},
-                     {"pool", spec_.addr().str()},
-                     {"at", at.count()}};
     topic = dead_letter_topic(topic_);
-    copy.payload = encode_envelope(e);  // whole, as the pool's other dead letters
-    ++stats_.dead_lettered;
-    logger("host.router")->error("{}: message {} dead-lettered to {}: {}", spec_.addr().str(), d.retry_copy->id(),
-                                 topic, e.dead_letter["reason"].get<std::string>());
+    copy.payload = dead_letter_body(*d.retry_copy, failures,
+                                    "failed " + std::to_string(failures) +
+                                        " times (retry.delays spent); last failure: " + d.failure);
   }
   // The original is acked only once the broker has the copy; refused, it goes back to the queue. The
   // link holds the callback until then: a weak reference, so a pool gone meanwhile is not kept alive.
