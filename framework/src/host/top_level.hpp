@@ -100,6 +100,8 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
     std::string body;
     std::function<void(bool)> settled;  ///< enqueue_then's
   };
+  /// An at-least-once enqueue: numbered, sent if connected, kept until the MQS settles it (on the strand).
+  void hold_until_confirmed(unconfirmed m);
   void do_connect();
   /// "ws://host:port/path" of the current URL, for logs.
   std::string current_url() const;

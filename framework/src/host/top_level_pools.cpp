@@ -71,12 +71,9 @@ void top_level::append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery
 void top_level::enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) {
   boost::asio::post(strand_, [self = shared_from_this(),
                               m = unconfirmed{std::move(topic), std::move(props), std::move(body), {}}, mode]() mutable {
+    if (mode == delivery_mode::at_least_once) return self->hold_until_confirmed(std::move(m));
     ++self->stats_.enqueued;
-    if (mode == delivery_mode::at_least_once) {
-      std::uint64_t seq = self->next_seq_++;
-      if (self->conn_) self->append_enqueue(seq, m, mode);
-      self->unconfirmed_.emplace(seq, std::move(m));
-    } else if (self->conn_) {
+    if (self->conn_) {
       self->append_enqueue(0, m, mode);
     } else {
       if (self->at_most_once_backlog_.size() >= max_at_most_once_backlog) {
@@ -93,12 +90,16 @@ void top_level::enqueue_then(std::string topic, std::string props, std::string b
                              std::function<void(bool)> settled) {
   boost::asio::post(strand_, [self = shared_from_this(),
                               m = unconfirmed{std::move(topic), std::move(props), std::move(body), std::move(settled)}]() mutable {
-    ++self->stats_.enqueued;
-    std::uint64_t seq = self->next_seq_++;
-    if (self->conn_) self->append_enqueue(seq, m, delivery_mode::at_least_once);
-    self->unconfirmed_.emplace(seq, std::move(m));
-    self->schedule_flush();
+    self->hold_until_confirmed(std::move(m));
   });
+}
+
+void top_level::hold_until_confirmed(unconfirmed m) {
+  ++stats_.enqueued;
+  std::uint64_t seq = next_seq_++;
+  if (conn_) append_enqueue(seq, m, delivery_mode::at_least_once);
+  unconfirmed_.emplace(seq, std::move(m));
+  schedule_flush();
 }
 
 void top_level::pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers) {
