@@ -178,6 +178,11 @@ TEST_F(Cluster, ApplyMakesTheClusterMatchAFileAndApplyingItTwiceChangesNothing) 
       for (auto& line : j["pools"]) out.push_back(line.value("action", "") + ":" + line.value("result", ""));
     return out;
   };
+  auto consumer_of = [&](const nlohmann::json& pools) {
+    for (auto& p : pools)
+      if (p["id"] == sys + "/consumer") return p;
+    return nlohmann::json::object();
+  };
   auto worker_ids = [&](const std::string& pool) {
     std::vector<std::string> out;
     for (auto& p : pools_of(registry, id, sys))
@@ -202,7 +207,7 @@ TEST_F(Cluster, ApplyMakesTheClusterMatchAFileAndApplyingItTwiceChangesNothing) 
   ASSERT_EQ(rated.exit, 0) << rated.err << rated.out;
   EXPECT_EQ(actions(rated), (std::vector<std::string>{"configure:ok", "unchanged:ok"})) << rated.out;
   auto pools = pools_of(registry, id, sys);
-  EXPECT_EQ(pools[0]["rate"], (nlohmann::json{{"messages", 100}, {"perMs", 1000}})) << pools.dump();
+  EXPECT_EQ(consumer_of(pools)["rate"], (nlohmann::json{{"messages", 100}, {"perMs", 1000}})) << pools.dump();
   EXPECT_EQ(worker_ids("consumer"), workers) << "a new rate keeps the workers";
 
   consumer["routerType"] = "random";
@@ -217,9 +222,10 @@ TEST_F(Cluster, ApplyMakesTheClusterMatchAFileAndApplyingItTwiceChangesNothing) 
   EXPECT_EQ(actions(redeployed), (std::vector<std::string>{"redeploy:ok", "unchanged:ok"})) << redeployed.out;
   pools = pools_of(registry, id, sys);
   ASSERT_EQ(pools.size(), 2u) << pools.dump();
-  EXPECT_EQ(pools[0]["routerType"], "random") << pools.dump();
-  EXPECT_EQ(pools[0]["workersCount"], 2);
-  EXPECT_EQ(pools[0]["rate"], (nlohmann::json{{"messages", 100}, {"perMs", 1000}})) << "kept through the redeploy";
+  EXPECT_EQ(pools[0]["id"], sys + "/consumer") << "pools are listed by id, whichever was deployed last";
+  EXPECT_EQ(consumer_of(pools)["routerType"], "random") << pools.dump();
+  EXPECT_EQ(consumer_of(pools)["workersCount"], 2);
+  EXPECT_EQ(consumer_of(pools)["rate"], (nlohmann::json{{"messages", 100}, {"perMs", 1000}})) << "kept through the redeploy";
   auto asked = run_tool("ddectl", {"ask", sys + "/consumer", R"({"n": 1})", "--registry", registry.url()});
   EXPECT_EQ(asked.exit, 0) << "the redeployed pool serves: " << asked.err;
 
@@ -233,7 +239,7 @@ TEST_F(Cluster, ApplyMakesTheClusterMatchAFileAndApplyingItTwiceChangesNothing) 
   EXPECT_EQ(actions(broken), (std::vector<std::string>{"redeploy:failed", "unchanged:ok"})) << broken.out;
   pools = pools_of(registry, id, sys);
   ASSERT_EQ(pools.size(), 2u) << "a redeploy that fails puts the old spec back: " << pools.dump();
-  EXPECT_EQ(pools[0]["workerUri"], worker_path("supplier").string());
+  EXPECT_EQ(consumer_of(pools)["workerUri"], worker_path("supplier").string());
   EXPECT_EQ(run_tool("ddectl", {"ask", sys + "/consumer", "{}", "--registry", registry.url()}).exit, 0);
 }
 

@@ -1,5 +1,7 @@
 #include "host/controller.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
@@ -151,7 +153,12 @@ void controller::describe(std::function<void(nlohmann::json)> fn) {
             j["mqsLink"] = linked ? nlohmann::json{{"linked", true}} : nlohmann::json{{"linked", false}, {"error", error}};
             if (!linked && j.value("poolState", std::string()) == "running") j["poolState"] = "not connected: " + error;
             pools->push_back(std::move(j));
-            if (--*remaining == 0) fn({{system, *pools}});
+            if (--*remaining != 0) return;
+            // Routers answer in whatever order they finish; readers get the pools sorted by id.
+            std::sort(pools->begin(), pools->end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+              return a.value("id", std::string()) < b.value("id", std::string());
+            });
+            fn({{system, *pools}});
           });
         });
       }
