@@ -42,7 +42,7 @@ for fuzzer in "${fuzzers[@]}"; do
     dde_log "$fuzzer failed; its input is in $build_dir/fuzz/crash-$fuzzer-*"
     status=1
   else
-    grep -E "^stat::(number_of_executed_units|new_units_added)" "$work.log" | tr '\n' ' ' >&2
+    grep -aE "^stat::(number_of_executed_units|new_units_added)" "$work.log" | tr '\n' ' ' >&2
     echo >&2
   fi
 done
