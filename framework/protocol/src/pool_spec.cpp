@@ -264,6 +264,11 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
     s.cooldown = std::chrono::milliseconds(cooldown);
     s.sample = std::chrono::milliseconds(sample);
   }
+  if (auto canary = field(body, "canary")) {
+    if (auto e = parse_canary_spec(*canary, spec.canary); !e.empty()) return r::failure(e);
+    if (!spec.hot_deployment)
+      return r::failure("field \"canary\" needs \"hotDeployment\": true (a canary is how a new version is deployed)");
+  }
   if (auto sup = field(body, "supervision")) {
     if (!sup->is_object()) return r::failure("field \"supervision\" must be an object");
     auto& s = spec.supervision;
@@ -403,6 +408,7 @@ nlohmann::json to_json(const pool_spec& spec) {
                                                       {"sampleMs", spec.scale.sample.count()}}
                                      : nlohmann::json()},
       {"failover", spec.failover},
+      {"canary", spec.canary.enabled() ? to_json(spec.canary) : nlohmann::json()},
       {"args", spec.args}};
 }
 

@@ -164,6 +164,22 @@ void plugin_source::swapped(std::chrono::milliseconds pause) {
   }
 }
 
+void plugin_source::rolled_back(const std::string& md5, const std::string& why) {
+  refused_md5_ = md5;
+  state_ = "refused";
+  error_ = why;
+  if (!next_file_.empty()) {
+    // Its download is dropped; the validators stay, so the server's next answer is "not modified".
+    std::error_code ignored;
+    if (next_file_ != fetched_file_) std::filesystem::remove(next_file_, ignored);
+    next_file_.clear();
+  }
+  auto running = pool_.running();
+  logger("host.router")
+      ->error("{}: new plugin version {} refused, the running one ({}) keeps serving: {}", spec_.addr().str(), md5,
+              running ? running->object().md5() : "remote", why);
+}
+
 void plugin_source::prove() {
   proving_ = false;
   auto running = pool_.running();

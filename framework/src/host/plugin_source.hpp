@@ -59,6 +59,11 @@ class plugin_source {
   /// messages for the swap.
   void swapped(std::chrono::milliseconds pause);
   void restarted(std::chrono::milliseconds pause) { last_pause_ms_ = pause.count(); }
+  /// The new version it offered runs as a canary on some workers (state "canary").
+  void canary_started() { state_ = "canary"; }
+  /// The canary of version `md5` was rolled back: refused (as a version that does not load), not
+  /// tried again until the plugin changes.
+  void rolled_back(const std::string& md5, const std::string& why);
   /// A message was done by the running version: the first one proves it (once per version). Called
   /// for every message done, so the check is inline.
   void proven() {

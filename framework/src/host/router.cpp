@@ -82,7 +82,7 @@ std::shared_ptr<cell> router::make_cell(std::size_t index, const std::shared_ptr
 }
 
 bool router::renew_slot(std::size_t index) {
-  auto c = make_cell(index, plugin_);
+  auto c = make_cell(index, on_canary(index) ? canary_.plugin : plugin_);
   auto made = c->create();
   auto& s = slots_[index];
   if (!made) {
@@ -117,6 +117,7 @@ result<bool> router::start() {
     if (!plugin) return result<bool>::failure_of(plugin);
     plugin_ = plugin.value();
   }
+  init_version_metrics();
   auto routing = routing_policy::make(spec_);
   if (!routing) return result<bool>::failure_of(routing);
   routing_ = std::move(routing.value());
@@ -160,6 +161,7 @@ void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> d
     self->stopping_ = true;
     self->source_.stop();
     if (self->plugin_timer_) self->plugin_timer_->cancel();
+    if (self->canary_.window) self->canary_.window->cancel();
     if (self->guard_timer_) self->guard_timer_->cancel();
     if (self->ask_timer_) self->ask_timer_->cancel();
     if (self->scaling_.sampler) self->scaling_.sampler->cancel();
@@ -295,6 +297,8 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   if (!failed) ++slots_[index].done;
   if (!failed && proven && !swap_.swapping) source_.proven();
   auto& d = it->second;
+  count_version(index, failed);
+  d.canary_failed = d.canary_failed || (failed && on_canary(index));
   bool raced = !d.message_id.empty();
   if (raced)
     settle_copy(delivery_id, d, failed);
@@ -308,11 +312,13 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
     if (spec_.mode == delivery_mode::at_least_once && !d.acked) {
       // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
       // straight to dde.dead.<queue> when the pool says so.
-      if (d.failed && d.retry_copy && !d.failure.empty()) {
+      // A canary's failure sends it back to the queue: a bad version on trial costs no message a retry.
+      bool dead_letter = spec_.supervision.dead_letter && !d.canary_failed;
+      if (d.failed && d.retry_copy && !d.failure.empty() && !d.canary_failed) {
         retry_later(d);  // a worker failed it: it comes back after the pool's next retry delay
       } else if (d.failed) {
-        top_->nack(d.generation, d.tag, !spec_.supervision.dead_letter);
-        if (spec_.supervision.dead_letter) ++stats_.dead_lettered;  // the broker moves it to dde.dead.<queue>
+        top_->nack(d.generation, d.tag, !dead_letter);
+        if (dead_letter) ++stats_.dead_lettered;  // the broker moves it to dde.dead.<queue>
       } else {
         top_->ack(d.generation, d.tag);
         ++stats_.acked;

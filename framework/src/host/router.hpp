@@ -8,6 +8,7 @@
 //   supervisor       what a worker's failure does (router_supervision.cpp applies it)
 //   starvation_guard PING/PONG of quiet workers (router_supervision.cpp sends them)
 //   plugin_source    hot deployment: new versions, downloads, refusals (router_hot_swap.cpp swaps cells)
+//   canary_judge     canary hot deployment's verdict (router_canary.cpp runs the canary on some slots)
 //   pause_governor   rate-limit pauses of the pool and its replicas (router_governance.cpp)
 //   scale_policy     autoscaling by queue depth (router_scaling.cpp)
 //   ask_tracker      round trips of the asks its workers send (router_asks.cpp)
@@ -33,6 +34,7 @@
 #include "dde/metrics.hpp"
 #include "dde/protocol/pool_spec.hpp"
 #include "host/ask_tracker.hpp"
+#include "host/canary_judge.hpp"
 #include "host/clock.hpp"
 #include "host/mqs_link.hpp"
 #include "host/pause_governor.hpp"
@@ -132,6 +134,7 @@ class router : public cell_owner,
     int earlier_failures = 0;                   ///< the envelope's `attempt`
     std::shared_ptr<const message> retry_copy;  ///< what goes to the delay queue if it fails
     std::string failure;                        ///< why a worker failed it (empty: given back unfinished)
+    bool canary_failed = false;  ///< a canary worker failed it: back to the queue, whatever the pool says
     // First-reply-wins pools (scatter-gather, tail-chopping):
     std::string message_id;                       ///< replies to it are claimed ("" = not raced)
     std::shared_ptr<const message> copy;          ///< tail-chopping: what the next worker gets
@@ -212,15 +215,46 @@ class router : public cell_owner,
   void on_pong(std::size_t index, std::uint64_t ping, bool busy, std::chrono::milliseconds busy_for);
   void replace_stuck(std::size_t index);
   // Hot deployment and RESTART (router_hot_swap.cpp).
+  /// What a swap does: a new version everywhere, a RESTART, or a step of a canary.
+  enum class swap_kind { version, restart, canary_in, promote, roll_back };
   void watch_plugin();
-  bool swap_busy() const override { return swap_.swapping || restarting_pool_; }
+  /// A swap, a restart or a canary is under way: no new version now.
+  bool swap_busy() const override { return swap_.swapping || restarting_pool_ || canary_.judge; }
   std::shared_ptr<worker_plugin> running() const override { return plugin_; }
-  result<bool> swap_to(std::shared_ptr<worker_plugin> plugin) override { return begin_swap(std::move(plugin), false); }
+  result<bool> swap_to(std::shared_ptr<worker_plugin> plugin) override;
   /// Builds instances of `plugin` and starts swapping to them; an error (nothing changed) or success.
   /// Killed workers stay down through a new version or a restart unless `revive_killed` (RESTART).
-  result<bool> begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart, bool revive_killed = false);
+  /// `only` (when not empty): the slots to swap, the others keep their instances.
+  result<bool> begin_swap(std::shared_ptr<worker_plugin> plugin, swap_kind kind, bool revive_killed = false,
+                          std::vector<bool> only = {});
   void finish_swap();
   void swap_in();
+  // Canary hot deployment (router_canary.cpp).
+  /// The per-version series of the versions running at start, and dde_host_canaries_total.
+  void init_version_metrics();
+  /// A new version starts on the canary's share of the local slots (all of them when it cannot).
+  result<bool> begin_canary(std::shared_ptr<worker_plugin> plugin);
+  /// The canary's slots run the new version now: its window starts.
+  void canary_started();
+  /// Judges the canary (posted, so never in the middle of a message's end); promotes or rolls back.
+  void judge_canary();
+  /// The canary's last swap is done: it took the whole pool (`promoted`) or left it.
+  void end_canary(bool promoted);
+  /// Slot `index` runs the canary's version (from the canary's start to its end).
+  bool on_canary(std::size_t index) const {
+    return canary_.judge && index < canary_.slots.size() && canary_.slots[index];
+  }
+  /// Counts a message (or copy) that ended on slot `index` under its version's md5 (and for the canary).
+  void count_version(std::size_t index, bool failed);
+  struct version_series {
+    metric_cell* handled;
+    metric_cell* failed;
+  };
+  /// dde_host_version_messages_total{pool, md5, result}: created at 0 on first use.
+  version_series* version_metrics(const std::string& md5);
+  nlohmann::json describe_canary() const;
+  /// Why RESTART or KILL waits while a canary is under way.
+  std::string busy_text() const;
   // KILL (router_control.cpp): a slot drains (closed in the ledger), then its instance is stopped.
   void begin_kill(std::size_t index);
   void settle_kill(std::size_t index);
@@ -287,11 +321,26 @@ class router : public cell_owner,
   struct swap_state {
     bool swapping = false;
     bool killing = false;     ///< the old instances are being stopped
-    bool is_restart = false;  ///< a RESTART with the same plugin, not a new version
+    swap_kind kind = swap_kind::version;
     clock::time_point started;
     std::shared_ptr<worker_plugin> next_plugin;
     std::vector<std::shared_ptr<cell>> next_cells;
   } swap_;
+  struct canary_state {
+    std::unique_ptr<canary_judge> judge;    ///< null: no canary under way
+    std::shared_ptr<worker_plugin> plugin;  ///< the version it tries
+    std::vector<bool> slots;                ///< the slots that run it
+    version_series* series = nullptr;
+    std::unique_ptr<timer> window;
+    std::string ended;         ///< why it ended (the verdict), while its last swap runs
+    nlohmann::json last;       ///< the last canary's outcome, for describe
+    metric_cell* promoted = nullptr;  ///< dde_host_canaries_total{pool, outcome}
+    metric_cell* rolled_back = nullptr;
+  } canary_;
+  /// The per-version series of the running version and of remote workers (their md5 is not known here).
+  version_series* running_series_ = nullptr;
+  version_series* remote_series_ = nullptr;
+  std::unordered_map<std::string, version_series> version_series_;
   std::vector<std::string> deployed_paths_;  ///< workersPaths as deployed (the autoscaler adds slots)
   scale_policy scaler_;
   struct scaling_state {

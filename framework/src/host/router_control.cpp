@@ -30,10 +30,12 @@ void router::restart_workers(op_done done) {
       return done(true);
     }
     if (self->stopping_) return done(refused(refusal::conflict, self->stopped_text()));
-    if (self->swap_busy()) return done(refused(refusal::conflict, "pool " + pool + " is already restarting"));
+    if (self->swap_busy())
+      return done(refused(refusal::conflict,
+                          self->canary_.judge ? self->busy_text() : "pool " + pool + " is already restarting"));
     if (!self->plugin_) return done(refused(refusal::conflict, "pool " + pool + " has no local workers to restart"));
     logger("host.router")->info("{}: RESTART of every worker", self->spec_.addr().str());
-    auto swapped = self->begin_swap(self->plugin_, true, true);
+    auto swapped = self->begin_swap(self->plugin_, swap_kind::restart, true);
     done(swapped ? op_result(true) : refused(refusal::conflict, swapped.error()));
   });
 }
@@ -44,7 +46,8 @@ void router::kill_workers(std::string worker_id, kill_done done) {
         auto pool = self->spec_.addr().str();
         auto no = [&](refusal why, std::string text) { done(kill_result::failure(std::move(text), why)); };
         if (self->stopping_) return no(refusal::conflict, self->stopped_text());
-        if (self->swap_busy()) return no(refusal::conflict, "pool " + pool + " is restarting; KILL it once it runs again");
+        if (self->swap_busy()) return no(refusal::conflict, (self->canary_.judge ? self->busy_text() : "pool " + pool + " is restarting") +
+                                                    "; KILL it once it runs again");
         std::vector<std::size_t> targets;
         if (worker_id.empty()) {
           for (std::size_t i = 0; i < self->slots_.size(); ++i)

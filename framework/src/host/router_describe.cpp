@@ -20,11 +20,16 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
                               {"done", r.slots_[w.index].done},
                               {"state", r.worker_state(w.index)}};
       if (!r.slots_[w.index].error.empty()) entry["error"] = r.slots_[w.index].error;
+      if (r.on_canary(w.index)) entry["canary"] = true;
       workers.push_back(std::move(entry));
     }
     j["workers"] = workers;
     j["poolState"] = r.state_;
-    if (r.spec_.hot_deployment) j["hotDeploy"] = r.source_.describe();
+    if (r.spec_.hot_deployment) {
+      j["hotDeploy"] = r.source_.describe();
+      if (r.canary_.plugin) j["hotDeploy"]["canary"] = r.describe_canary();
+      if (!r.canary_.last.is_null()) j["hotDeploy"]["lastCanary"] = r.canary_.last;
+    }
     if (!r.last_error_.empty()) j["lastError"] = r.last_error_;
     auto paused_for = std::chrono::duration_cast<std::chrono::milliseconds>(r.gate_->paused_until() -
                                                                             std::chrono::steady_clock::now());

@@ -1,6 +1,7 @@
 // Hot deployment and RESTART on the worker slots: the plugin source polls for a new version and
 // offers it; the pool stops pulling, lets in-flight messages finish, stops the old instances
-// (before_kill runs), then starts the new ones. RESTART is the same swap with the running version.
+// (before_kill runs), then starts the new ones. RESTART is the same swap with the running version; a
+// canary's steps (router_canary.cpp) are swaps of some of the slots.
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
@@ -18,10 +19,12 @@ void router::watch_plugin() {
   });
 }
 
-result<bool> router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_restart, bool revive_killed) {
+result<bool> router::begin_swap(std::shared_ptr<worker_plugin> plugin, swap_kind kind, bool revive_killed,
+                               std::vector<bool> only) {
   std::vector<std::shared_ptr<cell>> fresh(slots_.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     if (spec_.workers_paths[i] != "localhost") continue;  // a remote worker loads its own copy when respawned
+    if (!only.empty() && (i >= only.size() || !only[i])) continue;
     if (kill_requested(i) && (!revive_killed || parked(i))) continue;  // parked slots stay parked
     auto c = make_cell(i, plugin);
     auto made = c->create();
@@ -30,7 +33,7 @@ result<bool> router::begin_swap(std::shared_ptr<worker_plugin> plugin, bool is_r
   }
   // RESTART (thesis 3.4.2): stop pulling, let in-flight messages finish, then swap.
   swap_.swapping = true;
-  swap_.is_restart = is_restart;
+  swap_.kind = kind;
   swap_.started = clock_->now();
   swap_.next_plugin = std::move(plugin);
   swap_.next_cells = std::move(fresh);
@@ -68,19 +71,35 @@ void router::swap_in() {
     guard_.renew(i, clock_->now());  // a fresh instance: quiet from now, as a started or respawned one
     s.worker->start();
   }
-  plugin_ = std::move(swap_.next_plugin);
+  auto next = std::move(swap_.next_plugin);
   swap_.next_cells.clear();
   swap_.swapping = false;
   swap_.killing = false;
   auto pause = std::chrono::duration_cast<std::chrono::milliseconds>(clock_->now() - swap_.started);
-  if (swap_.is_restart) {
-    ++stats_.restarts;
-    source_.restarted(pause);
-  } else {
-    source_.swapped(pause);
+  switch (swap_.kind) {
+    case swap_kind::restart:
+      ++stats_.restarts;
+      source_.restarted(pause);
+      break;
+    case swap_kind::canary_in:
+      canary_started();  // the old version keeps the other slots
+      break;
+    case swap_kind::roll_back:
+      end_canary(false);
+      break;
+    case swap_kind::promote:
+      end_canary(true);
+      [[fallthrough]];
+    case swap_kind::version:
+      plugin_ = std::move(next);
+      running_series_ = version_metrics(plugin_->object().md5());
+      source_.swapped(pause);
+      break;
   }
-  logger("host.router")->info("{}: now running plugin md5 {} ({}, paused {} ms)", spec_.addr().str(),
-                              plugin_->object().md5(), swap_.is_restart ? "restart" : "new version", pause.count());
+  if (swap_.kind != swap_kind::canary_in && swap_.kind != swap_kind::roll_back)
+    logger("host.router")->info("{}: now running plugin md5 {} ({}, paused {} ms)", spec_.addr().str(),
+                                plugin_->object().md5(), swap_.kind == swap_kind::restart ? "restart" : "new version",
+                                pause.count());
   ledger_.set_paused(false);
   flush_waiting();
   request_credit();

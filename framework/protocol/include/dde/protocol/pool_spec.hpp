@@ -86,6 +86,26 @@ struct scale_spec {
   bool enabled() const { return max > 0; }
 };
 
+/// Canary hot deployment (`canary: {"workers": 1 | "percent": N, "windowMs": 60000, "minMessages": 20,
+/// "maxFailureRateIncrease": 0.05}`): a new plugin version first runs on a share of the pool's local
+/// workers; once `window` passed and at least `min_messages` went to it, it takes the whole pool, or
+/// (its failure rate above the old version's by more than `max_increase`) is rolled back and refused.
+struct canary_spec {
+  std::size_t workers = 0;  ///< this many workers run the new version (0: `percent` of them)...
+  int percent = 0;          ///< ...or this share of them, rounded up (0 with workers 0: no canary)
+  std::chrono::milliseconds window{60000};
+  std::uint64_t min_messages = 20;
+  double max_increase = 0.05;  ///< canary failure rate minus the old version's, at most (0..1)
+  bool enabled() const { return workers > 0 || percent > 0; }
+  /// How many of `eligible` workers run the new version: at least 1, and one fewer than all while
+  /// there are two or more (the old version keeps a worker to compare with).
+  std::size_t share_of(std::size_t eligible) const;
+};
+/// Reads a pool's `canary` field into `out`; "" or a precise error.
+std::string parse_canary_spec(const nlohmann::json& field, canary_spec& out);
+/// The `canary` field as a deploy body carries it (what parse_canary_spec reads back).
+nlohmann::json to_json(const canary_spec& spec);
+
 struct pool_spec {
   std::string system;                 ///< isolateSystemName
   std::string isolate;                ///< isolateName
@@ -116,6 +136,7 @@ struct pool_spec {
   retry_spec retry;
   sub_pool_spec sub_pools;
   scale_spec scale;  ///< autoscaling by queue depth (off unless given)
+  canary_spec canary;  ///< with hot_deployment: new versions start as a canary (off unless given)
   bool failover = false;  ///< the registry redeploys it on surviving nodes when its node is lost
 
   address addr() const { return {system, isolate}; }
