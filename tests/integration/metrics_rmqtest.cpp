@@ -30,34 +30,12 @@ prom_text scrape(std::uint16_t port, std::string* raw = nullptr) {
   return parse_prometheus(r.body);
 }
 
-/// promtool from the PATH, or "" when there is none.
-std::string promtool_path() {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  for (std::string d; std::getline(dirs, d, ':');)
-    if (!d.empty() && ::access((d + "/promtool").c_str(), X_OK) == 0) return d + "/promtool";
-  return {};
-}
-
-/// What `promtool check metrics` says about the daemon's /metrics text (lint problems such as a
-/// missing HELP or a counter not ending in _total, and parse errors): "" when nothing. The test fails
-/// when promtool is not installed (deploy/install-deps.sh installs the Debian package prometheus).
+/// What `promtool check metrics` says about the daemon's /metrics text: "" when nothing. The test
+/// fails when promtool is not installed.
 std::string promtool_problems(std::uint16_t port, const std::filesystem::path& dir) {
-  auto promtool = promtool_path();
-  if (promtool.empty())
-    return "promtool not found on the PATH: install the Debian package prometheus (deploy/install-deps.sh)";
   auto r = rest("GET", http_base(port) + "/metrics");
   if (r.status != 200) return "HTTP " + std::to_string(r.status) + ": " + r.body;
-  auto file = dir / ("metrics-" + std::to_string(port) + ".prom");
-  std::ofstream(file) << r.body;
-  std::string out;
-  FILE* p = ::popen((promtool + " check metrics < '" + file.string() + "' 2>&1").c_str(), "r");
-  if (!p) return "cannot run " + promtool;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  int status = ::pclose(p);
-  if (status != 0 && out.empty()) out = "promtool exited with status " + std::to_string(status);
-  return out.empty() ? out : out + "\n--- the text it checked:\n" + r.body;
+  return test::promtool_problems(r.body, dir / ("metrics-" + std::to_string(port) + ".prom"));
 }
 
 /// Scrapes the daemon on `port` until series `name` with `labels` equals `expected` (30 s at most);

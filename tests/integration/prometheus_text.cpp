@@ -1,7 +1,11 @@
 #include "prometheus_text.hpp"
 
+#include <unistd.h>
+
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -167,6 +171,25 @@ prom_text parse_prometheus(const std::string& text) {
     out.samples.push_back(std::move(s));
   }
   return out;
+}
+
+std::string promtool_problems(const std::string& text, const std::filesystem::path& file) {
+  std::string promtool;
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  for (std::string d; promtool.empty() && std::getline(dirs, d, ':');)
+    if (!d.empty() && ::access((d + "/promtool").c_str(), X_OK) == 0) promtool = d + "/promtool";
+  if (promtool.empty())
+    return "promtool not found on the PATH: install the Debian package prometheus (deploy/install-deps.sh)";
+  std::ofstream(file) << text;
+  std::string out;
+  FILE* p = ::popen((promtool + " check metrics < '" + file.string() + "' 2>&1").c_str(), "r");
+  if (!p) return "cannot run " + promtool;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  int status = ::pclose(p);
+  if (status != 0 && out.empty()) out = "promtool exited with status " + std::to_string(status);
+  return out.empty() ? out : out + "\n--- the text it checked:\n" + text;
 }
 
 }  // namespace dde::test

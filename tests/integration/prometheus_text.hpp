@@ -3,6 +3,7 @@
 // line must be a well-formed comment, HELP, TYPE or sample; each family's TYPE comes before its
 // samples, which are contiguous; no series appears twice. Anything else is an error naming the line.
 
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -28,5 +29,10 @@ struct prom_text {
 };
 
 prom_text parse_prometheus(const std::string& text);
+
+/// What `promtool check metrics` says about `text` (lint problems such as a missing HELP or a counter
+/// not ending in _total, and parse errors), written to `file` first: "" when nothing. Says so when
+/// promtool is not installed (deploy/install-deps.sh installs the Debian package prometheus).
+std::string promtool_problems(const std::string& text, const std::filesystem::path& file);
 
 }  // namespace dde::test
