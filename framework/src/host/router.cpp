@@ -297,8 +297,10 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   if (!failed) ++slots_[index].done;
   if (!failed && proven && !swap_.swapping) source_.proven();
   auto& d = it->second;
-  count_version(index, failed);
-  d.canary_failed = d.canary_failed || (failed && on_canary(index));
+  if (proven) {  // not a message given back as the pool stops, or dead-lettered after rate limits
+    count_version(index, failed);
+    d.canary_failed = d.canary_failed || (failed && on_canary(index));
+  }
   bool raced = !d.message_id.empty();
   if (raced)
     settle_copy(delivery_id, d, failed);

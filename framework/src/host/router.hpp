@@ -172,8 +172,8 @@ class router : public cell_owner,
   bool dispatch(waiting w, bool front = false);
   /// Hands a message (or a raced copy) to the worker in slot `index`.
   void hand_to(std::size_t index, message msg, std::uint64_t delivery_id);
-  /// `failed`: it goes back to the broker (nack) instead of being acked. `proven`: it counts as proof
-  /// that the running plugin version works.
+  /// `failed`: it goes back to the broker (nack) instead of being acked. `proven`: the worker's version
+  /// handled or failed it (it proves the version, and counts under its md5), rather than the pool.
   void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven = true);
   /// Hands held messages to workers with room (not while the pool is stopping, swapping or restarting).
   void flush_waiting();
