@@ -169,8 +169,8 @@ TEST_F(RegistryValidation, AnUnknownFieldIsRefusedByNameWithTheFieldItProbablyMe
   // What only the activator adds to a redeploy is not for a user to send.
   expect_deploy_refused(with("lastGoodCopy", "/tmp/x.so"), 400,
                         "unknown field \"lastGoodCopy\"; a deploy body has action bootstrapperId "
-                        "messageQueuingSystemServer args backoff credits deliveryMode failover hashKey hotDeployment "
-                        "hotDeploymentIntervalMs isolateName isolateSystemName maxInFlight pingAfterMs pongTimeoutMs "
+                        "messageQueuingSystemServer args backoff canary credits deliveryMode failover hashKey "
+                        "hotDeployment hotDeploymentIntervalMs isolateName isolateSystemName maxInFlight pingAfterMs pongTimeoutMs "
                         "rate retry routerType scale sha256 subPools supervision tailChopDelayMs uri workersPaths");
   EXPECT_TRUE(node.link->requests().empty());
 }
