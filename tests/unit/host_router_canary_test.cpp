@@ -60,11 +60,12 @@ class CanaryTest : public HotSwapTest {
  protected:
   /// Four workers of echo_v1 (which never fails), polled each second; a canary of one worker judged
   /// after 10 s and `min_messages`. args.throw_on lists every seq: a faulty version fails all of them.
-  std::shared_ptr<router> start_canary_pool(const std::string& name, int min_messages = 4) {
+  std::shared_ptr<router> start_canary_pool(const std::string& name, int min_messages = 4,
+                                            std::size_t workers = 4) {
     replace_with(std::string(DDE_WORKER_DIR) + "/libecho_v1.so");
     std::vector<int> every_seq(200);
     for (int i = 0; i < 200; ++i) every_seq[std::size_t(i)] = i;
-    auto r = start_pool(4,
+    auto r = start_pool(workers,
                         {{"isolateName", name},
                          {"uri", plugin.string()},
                          {"hotDeployment", true},
@@ -189,6 +190,25 @@ TEST_F(CanaryTest, AfterTheWindowTheVerdictWaitsForMinMessagesAndComesWithTheLas
   deliver_range(8, 12);
   EXPECT_EQ(describe(*r)["pluginMd5"], md5)
       << "the third canary message brings the verdict, with no more time passing";
+}
+
+TEST_F(CanaryTest, AOneWorkerPoolTriesItOnItsOnlyWorkerAgainstTheOldVersionsFiguresBefore) {
+  auto r = start_canary_pool("canary-one", 3, 1);
+  deliver_range(0, 5);  // the old version's figures: 5 handled, none failed
+  auto md5 = new_version(*r, "libfaulty.so");
+  auto d = describe(*r);
+  EXPECT_EQ(d["hotDeploy"]["canary"]["workers"].size(), 1u);
+  deliver_range(5, 8);
+  EXPECT_EQ(requeued(), 3u);
+  d = describe(*r);
+  EXPECT_EQ(d["hotDeploy"]["canary"]["baselineBeforeCanary"], true);
+  EXPECT_EQ(d["hotDeploy"]["canary"]["baseline"]["handled"], 5);
+  advance(10000ms);
+  d = describe(*r);
+  EXPECT_EQ(d["pluginMd5"], old_md5) << d.dump();
+  EXPECT_EQ(d["hotDeploy"]["refusedMd5"], md5);
+  deliver_range(8, 10);
+  EXPECT_EQ(link->acks.size(), 5u + 2u) << "its only worker runs the old version again";
 }
 
 TEST_F(CanaryTest, RestartIsRefusedWhileACanaryRunsAndSaysWhy) {
