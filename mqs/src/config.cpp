@@ -98,6 +98,17 @@ const std::vector<option>& options() {
          if (err.empty()) c.idle_timeout = std::chrono::milliseconds(ms);
          return err;
        }},
+      {"lease-ms", "MS",
+       "renew a delivery held this long (a long job, or one waiting for credit) before the broker's "
+       "consumer_timeout takes it back; keep it below that timeout (RabbitMQ's default: 30 min). 0: never",
+       [](const config& c) { return std::to_string(c.lease.count()); },
+       [](config& c, const std::string& v) {
+         std::uint64_t ms = 0;
+         auto err = parse_unsigned(v, 0, 24ull * 3600 * 1000, ms);
+         if (err.empty() && ms != 0 && ms < 100) err = "must be 0 (never) or at least 100";
+         if (err.empty()) c.lease = std::chrono::milliseconds(ms);
+         return err;
+       }},
       {"confirm-window", "N", "at-least-once messages published and not yet confirmed by the broker, at most",
        [](const config& c) { return std::to_string(c.confirm_window); },
        number(&config::confirm_window, 1, 1000000)},

@@ -75,7 +75,7 @@ bool of_channel(amqp_bytes_t tag, const std::string& first) {
 }  // namespace
 
 dequeuer::dequeuer(const config& cfg, std::string mqs_id, broker_env env)
-    : cfg_(cfg), mqs_id_(std::move(mqs_id)), env_(std::move(env)), dispatcher_(*this, cfg.idle_timeout) {
+    : cfg_(cfg), mqs_id_(std::move(mqs_id)), env_(std::move(env)), dispatcher_(*this, cfg.idle_timeout, cfg.lease) {
   params_ = broker_params{cfg.broker_host, cfg.broker_port, cfg.user,          cfg.password,
                           cfg.vhost,       cfg.heartbeat_s, "dde-mqs dequeuer"};
   params_.tls = cfg.broker_tls;
@@ -127,14 +127,18 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
     dispatcher_.expire_idle(t);
     next_idle_check_ = t + idle_check_period;
   }
+  if (cfg_.lease.count() > 0 && t >= next_lease_check_) next_lease_check_ = dispatcher_.renew_leases(t);
   flush();
+  flush_own_messages();
   if (!main_.failed.empty()) connection_lost();
   for (auto& [topic, c] : consumers_)
     if (!c.link.failed.empty()) link_lost(topic, c);
   if (last) return std::nullopt;
 
   auto wake_at = std::min(next_sweep_, main_.session ? clock::time_point::max() : next_connect_);
-  if (!consumers_.empty()) wake_at = std::min(wake_at, std::min(next_idle_check_, shrink_due_));
+  if (!consumers_.empty())
+    wake_at = std::min({wake_at, next_idle_check_, shrink_due_,
+                        cfg_.lease.count() > 0 ? next_lease_check_ : clock::time_point::max()});
   for (auto& [topic, c] : consumers_)
     if (main_.session && !c.link.channel) wake_at = std::min(wake_at, c.retry_at);
   if (main_.session && !main_.channel) wake_at = std::min(wake_at, governance_retry_at_);
@@ -196,6 +200,8 @@ void dequeuer::connection_lost() {
 }
 
 void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
+  if (cmd.what == dequeue_command::kind::leased || cmd.what == dequeue_command::kind::dead_lettered)
+    return handle_lease_answer(cmd, now);
   client_id id = cmd.conn->id();
   switch (cmd.what) {
     case dequeue_command::kind::pull: {
@@ -235,6 +241,9 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
       tell(notices);
       break;
     }
+    case dequeue_command::kind::leased:
+    case dequeue_command::kind::dead_lettered:
+      break;  // answered above
   }
 }
 
@@ -290,6 +299,7 @@ void dequeuer::on_method(broker_link& link, amqp_frame_t& frame) {
       auto* m = static_cast<amqp_basic_deliver_t*>(method.decoded);
       if (!ch || !of_channel(m->consumer_tag, ch->consumer_tag)) break;  // stale
       ch->reading = true;
+      ch->lease_copy = !ch->lease_tag.empty() && equals(m->consumer_tag, ch->lease_tag);
       ch->ref = broker_ref{ch->epoch, frame.channel, m->delivery_tag};
       ch->redelivered = m->redelivered;
       if (!ch->governance) ch->acks.delivered(m->delivery_tag);  // the pause consumer acks nothing
@@ -328,8 +338,10 @@ void dequeuer::complete(channel_state& ch) {
   ch.reading = false;
   if (ch.governance)
     on_governance_message(ch.oversize ? std::string() : ch.body);
+  else if (ch.lease_copy)
+    on_lease_copy(ch);
   else
-    dispatcher_.on_delivery(ch.topic, ch.ref, ch.redelivered, std::move(ch.body), std::move(ch.props));
+    dispatcher_.on_delivery(ch.topic, ch.ref, ch.redelivered, std::move(ch.body), std::move(ch.props), now());
   ch.body = std::string();
   ch.props = message_props{};
 }
@@ -348,6 +360,14 @@ void dequeuer::ack(const broker_ref& ref) {
   }
 }
 
+void dequeuer::release(const broker_ref& ref) {
+  if (auto* ch = channel_for(ref)) {
+    ch->acks.ack(ref.tag);
+    ch->last_traffic = now();
+    dirty_channels_.insert(ref.epoch);
+  }
+}
+
 void dequeuer::reject(const broker_ref& ref, bool requeue) {
   if (auto* ch = channel_for(ref)) {
     ch->acks.reject(ref.tag, requeue);
@@ -357,7 +377,7 @@ void dequeuer::reject(const broker_ref& ref, bool requeue) {
 }
 
 void dequeuer::deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
-                       std::string&& body, const message_props& props) {
+                       const std::string& body, const message_props& props) {
   auto it = clients_.find(client);
   if (it == clients_.end()) return;
   auto& counted = mqs_metrics::process().topic(topic);

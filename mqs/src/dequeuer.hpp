@@ -20,6 +20,7 @@
 
 #include "dde/net/backoff.hpp"
 #include "broker_link.hpp"
+#include "enqueuer.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/dispatcher.hpp"
 #include "dde/mqs/pause_board.hpp"
@@ -31,7 +32,10 @@ namespace dde::mqs {
 
 /// A request of a host for the dequeuer thread.
 struct dequeue_command {
-  enum class kind { pull, ack, nack, cancel, disconnect, pause };
+  /// `leased` and `dead_lettered` come from the enqueuer (no `conn`): the broker confirmed (`requeue`
+  /// true) or refused a lease copy (`tags`: its delivery's id) or a dead-lettered copy (`tags`: the
+  /// copy's epoch, channel and tag).
+  enum class kind { pull, ack, nack, cancel, disconnect, pause, leased, dead_lettered };
   kind what = kind::pull;
   std::shared_ptr<net::ws_connection> conn;
   std::string topic;
@@ -55,6 +59,9 @@ class dequeuer : private dispatcher_port {
   void stop();
   /// Thread-safe.
   void submit(std::vector<dequeue_command>&& commands) { inbox_.push(std::move(commands)); }
+  /// Before start(): how the MQS's own messages (lease copies, dead-lettered copies) are published
+  /// (the enqueuer's submit, counted in its flow). Without it they are refused.
+  void set_publisher(std::function<void(std::vector<outgoing_message>&&)> publish) { publish_ = std::move(publish); }
 
   using clock = std::chrono::steady_clock;
   /// One turn of the thread's loop: connects and consumes when due, handles the hosts' commands,
@@ -90,6 +97,8 @@ class dequeuer : private dispatcher_port {
     std::uint16_t channel;
     ack_batcher acks;
     bool governance = false;  ///< the pause consumer (no-ack), not a topic's
+    std::string lease_tag;    ///< the consumer of the topic's lease queue (empty: none)
+    bool lease_copy = false;  ///< the delivery being read came from the lease queue
     bool oversize = false;    ///< a governance message too large to read: skipped
     // The delivery being read: method, then content header, then body frames.
     bool reading = false;
@@ -137,14 +146,29 @@ class dequeuer : private dispatcher_port {
   void stop_consumer(const std::string& topic) override;
   void set_consumers(const std::string& topic, std::uint32_t consumers) override;
   void ack(const broker_ref& ref) override;
+  void release(const broker_ref& ref) override;
+  void publish_lease(const std::string& topic, std::uint64_t id, const std::string& body,
+                     const message_props& props) override;
+  void dead_letter_copy(const std::string& topic, const std::string& body, const message_props& props,
+                        const broker_ref& ref) override;
   void reject(const broker_ref& ref, bool requeue) override;
   void deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
-               std::string&& body, const message_props& props) override;
+               const std::string& body, const message_props& props) override;
   bool can_deliver(client_id client) override;
 
   channel_state* channel_for(const broker_ref& ref);
   /// The records a host gets at the end of this turn.
   std::string& outbox(client_id client, client_state& cs);
+
+  // Leases (dequeuer_leases.cpp).
+  /// Declares and consumes `topic`'s lease queue on `link`'s channel (prefetch unlimited: every
+  /// copy is held, none waits to expire); its consumer tag, or empty when leases are off.
+  amqp_session::result consume_leases(const std::string& topic, consumer& c, std::uint16_t channel,
+                                      const std::string& tag, std::string& lease_tag);
+  void on_lease_copy(channel_state& ch);
+  void handle_lease_answer(const dequeue_command& cmd, clock::time_point now);
+  /// Hands what publish_lease and dead_letter_copy queued to the enqueuer.
+  void flush_own_messages();
 
   // Pauses (dequeuer_governance.cpp).
   void retry_governance(clock::time_point now);
@@ -179,6 +203,9 @@ class dequeuer : private dispatcher_port {
   clock::time_point governance_retry_at_{};
   net::backoff governance_retry_{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000)};
   std::uint64_t bad_broadcasts_ = 0;
+  std::function<void(std::vector<outgoing_message>&&)> publish_;
+  std::vector<outgoing_message> own_messages_;  ///< lease and dead-lettered copies, for publish_
+  clock::time_point next_lease_check_{};
 };
 
 }  // namespace dde::mqs

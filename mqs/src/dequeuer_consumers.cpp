@@ -64,13 +64,15 @@ std::string dequeuer::setup(const std::string& topic, consumer& c) {
   // RabbitMQ 3.10 may answer this with a connection-level 541 while a fresh quorum queue elects
   // its leader: only this topic's connection goes, and it is retried after a backoff.
   if (r.ok()) r = link.session->consume(topic_channel, topic, tag);
+  std::string lease_tag;
+  if (r.ok()) r = consume_leases(topic, c, topic_channel, tag, lease_tag);
   unwatch_rpcs();
   if (link.lost(r)) return {};
   if (!r.ok()) {
     link.session.reset();  // closes the connection (and the channel, if the broker left it open)
     return "cannot consume " + topic + ": " + r.error;
   }
-  channels_.try_emplace(epoch, topic, epoch, tag, link, topic_channel);
+  channels_.try_emplace(epoch, topic, epoch, tag, link, topic_channel).first->second.lease_tag = std::move(lease_tag);
   mqs_metrics::process().topic(topic).consumers.set(1);
   link.channel = topic_channel;
   link.epoch = epoch;

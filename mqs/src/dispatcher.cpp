@@ -6,9 +6,6 @@
 
 namespace dde::mqs {
 namespace {
-constexpr int settle_ack = 0;
-constexpr int settle_requeue = 1;
-constexpr int settle_drop = 2;
 // Credit beyond this is pointless (the prefetch bounds what can arrive) and would only overflow.
 constexpr std::uint64_t credit_cap = std::uint64_t(1) << 40;
 
@@ -77,14 +74,18 @@ void dispatcher::hand_over(topic_entry& topic, buffered_delivery&& d) {
     ts.ready.push_back(client);  // round-robin: next delivery goes to the next client with credit
 
   std::uint64_t tag = next_tag_++;
+  port_.deliver(client, topic.first, tag, d.redelivered, d.body, d.props);
   if (ts.mode == delivery_mode::at_least_once) {
-    inflight_.emplace(tag, inflight{client, &topic, d.ref});
+    auto& f = inflight_.emplace(tag, inflight{client, &topic, d.hold, {}, {}}).first->second;
+    if (lease_.count() > 0) {  // what a lease copies
+      f.body = std::move(d.body);
+      f.props = std::move(d.props);
+    }
     client_tags_[client].insert(tag);
     ++ts.in_flight;
   } else {
-    port_.ack(d.ref);  // at-most-once and reply: done once handed over
+    port_.ack(d.hold.ref);  // at-most-once and reply: done once handed over
   }
-  port_.deliver(client, topic.first, tag, d.redelivered, std::move(d.body), d.props);
 }
 
 bool dispatcher::retry_blocked() {
@@ -94,13 +95,14 @@ bool dispatcher::retry_blocked() {
 }
 
 void dispatcher::on_delivery(const std::string& topic, const broker_ref& ref, bool redelivered,
-                             std::string body, message_props props) {
+                             std::string body, message_props props, clock::time_point now) {
   auto it = topics_.find(topic);
   if (it == topics_.end()) {
     port_.reject(ref, true);
     return;
   }
-  it->second.buffer.push_back(buffered_delivery{ref, redelivered, std::move(body), std::move(props)});
+  holding hold{ref, next_hold_++, now, lease_phase::held, false};
+  it->second.buffer.push_back(buffered_delivery{hold, redelivered, std::move(body), std::move(props)});
   drain(*it);
 }
 
@@ -108,10 +110,7 @@ bool dispatcher::settle(client_id client, std::uint64_t tag, int how) {
   auto it = inflight_.find(tag);
   if (it == inflight_.end() || it->second.client != client) return false;
   auto& f = it->second;
-  if (how == settle_ack)
-    port_.ack(f.ref);
-  else
-    port_.reject(f.ref, how == settle_requeue);
+  settle_hold(*f.topic, f.hold, how, f.body, f.props);
   --f.topic->second.in_flight;
   if (auto ct = client_tags_.find(client); ct != client_tags_.end()) {
     ct->second.erase(tag);
@@ -206,17 +205,20 @@ void dispatcher::on_consumer_lost(const std::string& topic) {
   if (it == topics_.end()) return;
   it->second.buffer.clear();
   forget_inflight_of(&*it);
+  forget_orphans_of(&*it);
 }
 
 void dispatcher::on_broker_lost() {
   for (auto& [name, ts] : topics_) ts.buffer.clear();
   forget_inflight_of(nullptr);
+  forget_orphans_of(nullptr);
 }
 
 void dispatcher::expire_idle(clock::time_point now) {
   for (auto it = topics_.begin(); it != topics_.end();) {
     auto& ts = it->second;
-    if (ts.credits.empty() && ts.in_flight == 0 && now - ts.last_used >= idle_timeout_) {
+    bool awaited = std::any_of(orphans_.begin(), orphans_.end(), [&](auto& o) { return o.second.topic == &*it; });
+    if (ts.credits.empty() && ts.in_flight == 0 && !awaited && now - ts.last_used >= idle_timeout_) {
       // Buffered deliveries go back to the queue when the consumer's channel closes.
       std::string name = it->first;
       it = topics_.erase(it);

@@ -380,14 +380,23 @@ void enqueuer::flush_replies() {
   };
   std::unordered_map<net::ws_connection*, reply> by_conn;
   for (auto& m : confirmed_) {
-    mqs_metrics::process().topic(m.topic).published.add();
     flow_.remove(1, m.body.size());
+    if (m.settled) {
+      m.settled(true);
+      continue;
+    }
+    mqs_metrics::process().topic(m.topic).published.add();
     auto& r = by_conn[m.conn.get()];
     if (!r.conn) r.conn = m.conn;
     r.seqs.push_back(m.seq);
   }
   confirmed_.clear();
   for (auto& [m, error] : refused_) {
+    if (m.settled) {
+      log()->warn("could not publish to {}: {}", m.topic, error);
+      m.settled(false);
+      continue;
+    }
     auto& r = by_conn[m.conn.get()];
     if (!r.conn) r.conn = m.conn;
     std::uint64_t seq = m.seq;

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,9 @@ struct outgoing_message {
   std::uint64_t seq = 0;  ///< the host's number (at-least-once)
   std::string body;
   message_props props;
+  /// The MQS's own message (a lease copy, a dead letter; no `conn`): called on the enqueuer's
+  /// thread with true once the broker confirmed it, false if it was refused.
+  std::function<void(bool)> settled;
 };
 
 /// A host asked how many messages wait in `topic` (answered with a `depth` record on `conn`).

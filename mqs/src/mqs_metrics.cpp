@@ -24,7 +24,10 @@ topic_counters& mqs_metrics::topic(const std::string& name) {
               r.counter("dde_mqs_redelivered_total",
                         "Messages the broker delivered again (redelivered flag), per topic.", l),
               r.gauge("dde_mqs_topic_consumers",
-                      "Broker consumers this MQS holds on the topic's queue (one per worker pulling it).", l)})
+                      "Broker consumers this MQS holds on the topic's queue (one per worker pulling it).", l),
+              r.counter("dde_mqs_leases_renewed_total",
+                        "At-least-once deliveries held past --lease-ms and renewed through the lease queue, per topic.",
+                        l)})
       .first->second;
 }
 

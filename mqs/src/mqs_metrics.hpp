@@ -18,6 +18,7 @@ struct topic_counters {
   metric_cell& acked;        ///< acked to the broker after the host's ack
   metric_cell& redelivered;  ///< delivered with the broker's redelivered flag
   metric_cell& consumers;    ///< gauge: the broker consumers this MQS holds on the topic's queue
+  metric_cell& leases;       ///< deliveries held past --lease-ms, copied to the lease queue
 };
 
 class mqs_metrics {

@@ -13,7 +13,31 @@ queue_spec dead_letter_queue(std::string name) {
   return s;
 }
 
+constexpr std::string_view lease_prefix = "dde.lease-";
+constexpr std::int64_t max_lease_ms = 24ll * 3600 * 1000;
+
 }  // namespace
+
+std::string lease_topic(std::string_view mqs_id, std::int64_t ttl_ms, std::string_view topic) {
+  return std::string(lease_prefix) + std::to_string(ttl_ms) + "-" + std::string(mqs_id) + "." + std::string(topic);
+}
+
+std::optional<lease_queue> parse_lease_topic(std::string_view name) {
+  if (name.substr(0, lease_prefix.size()) != lease_prefix) return std::nullopt;
+  auto rest = name.substr(lease_prefix.size());
+  auto dash = rest.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash > 8) return std::nullopt;
+  std::int64_t ms = 0;
+  for (char c : rest.substr(0, dash)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    ms = ms * 10 + (c - '0');
+  }
+  auto dot = rest.find('.', dash);
+  if (dot == std::string_view::npos || dot == dash + 1) return std::nullopt;
+  auto topic = rest.substr(dot + 1);
+  if (ms < 1 || ms > max_lease_ms || !valid_topic(name) || !valid_topic(topic)) return std::nullopt;
+  return lease_queue{ms, std::string(topic)};
+}
 
 queue_spec spec_for(std::string_view topic, delivery_mode mode) {
   if (is_dead_letter_queue(topic)) return dead_letter_queue(std::string(topic));
@@ -22,6 +46,14 @@ queue_spec spec_for(std::string_view topic, delivery_mode mode) {
     s.message_ttl_ms = delay->delay_ms;
     s.dead_letter_queue = delay->topic;
     s.dead_letter_at_least_once = true;
+    return s;
+  }
+  if (auto lease = parse_lease_topic(topic)) {
+    queue_spec s = dead_letter_queue(std::string(topic));
+    s.message_ttl_ms = lease->ttl_ms;
+    s.dead_letter_queue = lease->topic;
+    s.dead_letter_at_least_once = true;
+    s.expires_ms = 2 * lease->ttl_ms + 60000;
     return s;
   }
   queue_spec s;
@@ -43,7 +75,8 @@ queue_spec spec_for(std::string_view topic, delivery_mode mode) {
 }
 
 std::optional<queue_spec> dead_letter_spec_for(std::string_view topic, delivery_mode mode) {
-  if (mode != delivery_mode::at_least_once || is_dead_letter_queue(topic) || parse_delay_topic(topic))
+  if (mode != delivery_mode::at_least_once || is_dead_letter_queue(topic) || parse_delay_topic(topic) ||
+      parse_lease_topic(topic))
     return std::nullopt;
   return dead_letter_queue(dead_letter_topic(topic));
 }

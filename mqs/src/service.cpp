@@ -29,7 +29,15 @@ service::service(const config& cfg)
       id_(new_uuid()),
       flow_(cfg.backlog_messages, cfg.backlog_bytes),
       enqueuer_(cfg, flow_),
-      dequeuer_(cfg, id_) {}
+      dequeuer_(cfg, id_) {
+  // Lease copies and dead-lettered copies: the MQS's own at-least-once messages.
+  dequeuer_.set_publisher([this](std::vector<outgoing_message>&& messages) {
+    std::size_t bytes = 0;
+    for (auto& m : messages) bytes += m.body.size();
+    flow_.add(messages.size(), bytes);
+    enqueuer_.submit(std::move(messages));
+  });
+}
 
 service::~service() { stop(); }
 
@@ -167,7 +175,7 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
               enqueued_bytes += e.body.size();
               enqueues.push_back(
                   outgoing_message{conn, std::move(q.topic), q.mode, q.seq.value_or(0), std::string(e.body),
-                                   std::move(q.props)});
+                                   std::move(q.props), {}});
             },
             [&](pull_request& p) {
               dequeue_command c;

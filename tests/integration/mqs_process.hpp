@@ -48,6 +48,8 @@ class mqs_process {
     for (auto at = l.find(text); at != std::string::npos; at = l.find(text, at + text.size())) ++n;
     return n;
   }
+  /// SIGKILL and wait: nothing is flushed or closed politely.
+  void kill9() { proc_->kill9(); }
   /// SIGTERM and wait: the MQS flushes what it accepted and closes its broker connections.
   int stop() { return proc_->running() ? proc_->stop(std::chrono::seconds(10)) : 0; }
 

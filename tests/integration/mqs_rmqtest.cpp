@@ -46,6 +46,9 @@ bool enqueue_confirmed(mqs_client& c, const std::string& topic, int n) {
 /// `ready` messages left in `topic`'s queue, and deletes it.
 void stop_and_expect_ready(mqs_process& mqs, rabbitmq_node& broker, const std::string& topic, std::uint32_t ready) {
   EXPECT_EQ(mqs.stop(), 0);
+  // The broker returns what a closed channel held asynchronously (a quorum queue's consumer goes
+  // through its Raft log): the count is right once it did, not at the moment the MQS exited.
+  wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(ready); }, 20s);
   EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(ready));
   delete_topic(broker, topic);
 }

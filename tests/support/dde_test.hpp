@@ -123,6 +123,9 @@ class rabbitmq_node {
   /// signed by that CA is refused. The plain listener stays (the AMQP helpers above use it).
   void enable_tls(const std::filesystem::path& ca, const std::filesystem::path& cert,
                   const std::filesystem::path& key, bool require_client_cert);
+  /// Before start: the broker takes back a delivery left unacknowledged for `timeout`
+  /// (consumer_timeout, 30 min by default), checked every second (channel_tick_interval).
+  void set_consumer_timeout(std::chrono::milliseconds timeout);
   /// The amqps port (0 until enable_tls).
   std::uint16_t tls_port() const { return tls_port_; }
 
@@ -147,6 +150,8 @@ class rabbitmq_node {
   std::uint16_t dist_port_ = 0;
   std::uint16_t tls_port_ = 0;
   std::string tls_config_;
+  std::string extra_config_;    ///< more rabbitmq.conf lines
+  std::string advanced_config_;  ///< advanced.config, when not empty
   std::filesystem::path dir_;
   std::unique_ptr<child_process> server_;
 };

@@ -60,7 +60,9 @@ rabbitmq_node::~rabbitmq_node() {
 
 void rabbitmq_node::write_config_files() const {
   std::filesystem::create_directories(dir_ / "home");
-  write_file(dir_ / "rabbitmq.conf", "listeners.tcp.1 = 127.0.0.1:" + std::to_string(port_) + "\n" + tls_config_);
+  write_file(dir_ / "rabbitmq.conf",
+             "listeners.tcp.1 = 127.0.0.1:" + std::to_string(port_) + "\n" + tls_config_ + extra_config_);
+  if (!advanced_config_.empty()) write_file(dir_ / "advanced.config", advanced_config_);
   write_file(dir_ / "enabled_plugins", "[].\n");
   write_file(dir_ / "rabbitmq-env.conf", "");
 }
@@ -78,8 +80,14 @@ void rabbitmq_node::enable_tls(const std::filesystem::path& ca, const std::files
   write_config_files();
 }
 
+void rabbitmq_node::set_consumer_timeout(std::chrono::milliseconds timeout) {
+  extra_config_ = "consumer_timeout = " + std::to_string(timeout.count()) + "\n";
+  advanced_config_ = "[{rabbit, [{channel_tick_interval, 1000}]}].\n";
+  write_config_files();
+}
+
 std::map<std::string, std::string> rabbitmq_node::environment() const {
-  return {
+  auto env = std::map<std::string, std::string>{
       {"RABBITMQ_NODENAME", node_name_},
       {"RABBITMQ_NODE_PORT", std::to_string(port_)},
       {"RABBITMQ_DIST_PORT", std::to_string(dist_port_)},
@@ -97,6 +105,8 @@ std::map<std::string, std::string> rabbitmq_node::environment() const {
       {"ERL_CRASH_DUMP", (dir_ / "erl_crash.dump").string()},
       {"HOME", (dir_ / "home").string()},  // the Erlang cookie, shared with rabbitmqctl
   };
+  if (!advanced_config_.empty()) env["RABBITMQ_ADVANCED_CONFIG_FILE"] = (dir_ / "advanced.config").string();
+  return env;
 }
 
 void rabbitmq_node::start(std::chrono::milliseconds timeout) {

@@ -132,6 +132,28 @@ TEST(QueueSpec, ADelayQueueHoldsItsMessagesForItsDelayAndReturnsThemAtLeastOnce)
   EXPECT_FALSE(spec_for("sys.consumer", delivery_mode::at_least_once).dead_letter_at_least_once);
 }
 
+TEST(QueueSpec, ALeaseQueueIsNamedByItsMqsAndReturnsWhatItHoldsToThePoolWithinItsTtlOnceUnheld) {
+  const std::string id = "3f0c5e1a-8b2d-4c6e-9a7f-0d1e2f3a4b5c";
+  auto name = lease_topic(id, 1500, "sys.consumer");
+  EXPECT_EQ(name, "dde.lease-1500-" + id + ".sys.consumer");
+  EXPECT_TRUE(valid_topic(name)) << "the enqueuer publishes to it as to any topic";
+  auto parsed = parse_lease_topic(name);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->ttl_ms, 1500);
+  EXPECT_EQ(parsed->topic, "sys.consumer");
+  auto s = spec_for(name, delivery_mode::at_least_once);
+  EXPECT_TRUE(s.durable && s.quorum);
+  EXPECT_EQ(s.message_ttl_ms, std::optional<std::int64_t>(1500));
+  EXPECT_EQ(s.dead_letter_queue, std::optional<std::string>("sys.consumer"));
+  EXPECT_TRUE(s.dead_letter_at_least_once);
+  EXPECT_EQ(s.expires_ms, std::optional<std::int64_t>(63000)) << "gone once unused, after its copies went back";
+  EXPECT_FALSE(s.delivery_limit);
+  EXPECT_FALSE(dead_letter_spec_for(name, delivery_mode::at_least_once));
+  for (auto other : {"dde.lease-.x.sys.consumer", "dde.lease-12a-x.sys.consumer", "dde.lease-0-x.sys.consumer",
+                     "dde.lease-1000-.sys.consumer", "dde.lease-1000-x.consumer", "sys.consumer"})
+    EXPECT_FALSE(parse_lease_topic(other)) << other;
+}
+
 TEST(QueueSpec, ADeadLetterTopicIsDeclaredLikeADeadLetterQueue) {
   auto s = spec_for("dde.dead.sys.consumer", delivery_mode::at_least_once);
   EXPECT_TRUE(s.durable && s.quorum);

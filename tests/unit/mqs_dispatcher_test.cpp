@@ -4,6 +4,7 @@
 #include <set>
 
 #include "dde/mqs/dispatcher.hpp"
+#include "mqs_fake_port.hpp"
 #include "dde/protocol/mqs_request.hpp"
 
 namespace dde::mqs {
@@ -11,43 +12,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using clock_type = dispatcher::clock;
-
-struct delivered {
-  client_id client;
-  std::string topic;
-  std::uint64_t tag;
-  bool redelivered;
-  std::string body;
-};
-
-/// Records what the dispatcher asks of the broker and the hosts.
-class fake_port : public dispatcher_port {
- public:
-  std::string start_consumer(const std::string& topic, delivery_mode) override {
-    started.push_back(topic);
-    return refuse_start;
-  }
-  void stop_consumer(const std::string& topic) override { stopped.push_back(topic); }
-  void ack(const broker_ref& ref) override { acked.push_back(ref); }
-  void reject(const broker_ref& ref, bool requeue) override { (requeue ? requeued : dropped).push_back(ref); }
-  void deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
-               std::string&& body, const message_props&) override {
-    deliveries.push_back({client, topic, tag, redelivered, std::move(body)});
-  }
-  bool can_deliver(client_id client) override { return !full.count(client); }
-  void set_consumers(const std::string& topic, std::uint32_t n) override { consumers.emplace_back(topic, n); }
-
-  std::vector<std::string> started, stopped;
-  std::vector<broker_ref> acked, requeued, dropped;
-  std::vector<delivered> deliveries;
-  std::string refuse_start;
-  std::set<client_id> full;  ///< hosts whose send queue is full
-  std::vector<std::pair<std::string, std::uint32_t>> consumers;  ///< set_consumers calls
-};
-
-broker_ref ref(std::uint64_t tag, std::uint16_t channel = 1, std::uint64_t epoch = 1) {
-  return {epoch, channel, tag};
-}
+using testing::fake_port;
+using testing::ref;
 
 class Dispatcher : public ::testing::Test {
  protected:

@@ -34,7 +34,7 @@ class EnqueuerTest : public ::testing::Test {
   void send(std::initializer_list<std::uint64_t> seqs, delivery_mode mode = delivery_mode::at_least_once) {
     std::vector<outgoing_message> batch;
     for (auto seq : seqs) {
-      outgoing_message m{host, topic, mode, seq, "m" + std::to_string(seq), {}};
+      outgoing_message m{host, topic, mode, seq, "m" + std::to_string(seq), {}, {}};
       m.props.message_id = "id-" + std::to_string(seq);
       flow.add(1, m.body.size());
       batch.push_back(std::move(m));

@@ -24,6 +24,10 @@ struct config {
   std::string vhost = "/";
   std::uint16_t prefetch = 1;
   std::chrono::milliseconds idle_timeout{10000};
+  /// A delivery held this long (waiting for credit or with a host) is renewed before the broker's
+  /// consumer_timeout (30 min by default) takes it back: at-least-once ones through a lease queue,
+  /// at-most-once ones by acking them early (mqs/PROTOCOL.md "Leases"). 0: never.
+  std::chrono::milliseconds lease{600000};
   std::uint32_t confirm_window = 1000;
   std::size_t max_message = 4 * 1024 * 1024;
   std::size_t max_frame = 16 * 1024 * 1024;

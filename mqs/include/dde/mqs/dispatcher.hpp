@@ -47,10 +47,24 @@ class dispatcher_port {
     (void)consumers;
   }
   virtual void ack(const broker_ref& ref) = 0;
+  /// Acks `ref` for a lease (renewed, or acked early): not a host's ack.
+  virtual void release(const broker_ref& ref) { ack(ref); }
   virtual void reject(const broker_ref& ref, bool requeue) = 0;
   /// Hands a message to a host.
   virtual void deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
-                       std::string&& body, const message_props& props) = 0;
+                       const std::string& body, const message_props& props) = 0;
+  /// Leases (mqs/PROTOCOL.md): publishes a copy of held delivery `id` of at-least-once `topic` to
+  /// the topic's lease queue, `id` in its header; the answer comes as dispatcher::lease_published.
+  virtual void publish_lease(const std::string& topic, std::uint64_t id, const std::string& body,
+                             const message_props& props) {
+    (void)topic, (void)id, (void)body, (void)props;
+  }
+  /// A host dropped a delivery that is a lease copy (whose queue dead-letters to `topic`, not to
+  /// dde.dead.<topic>): publishes it to dde.dead.<topic>, then acks `ref`.
+  virtual void dead_letter_copy(const std::string& topic, const std::string& body, const message_props& props,
+                                const broker_ref& ref) {
+    (void)topic, (void)body, (void)props, (void)ref;
+  }
   /// False while a host's send queue is full (it does not read its socket): deliveries wait in
   /// the MQS, bounded by the prefetch, and the rest in the broker, until `retry_blocked`.
   virtual bool can_deliver(client_id) { return true; }
@@ -60,8 +74,10 @@ class dispatcher {
  public:
   using clock = std::chrono::steady_clock;
 
-  dispatcher(dispatcher_port& port, std::chrono::milliseconds idle_timeout)
-      : port_(port), idle_timeout_(idle_timeout) {}
+  /// `lease`: how long a delivery is held before it is renewed (0: never; see renew_leases).
+  dispatcher(dispatcher_port& port, std::chrono::milliseconds idle_timeout,
+             std::chrono::milliseconds lease = std::chrono::milliseconds(0))
+      : port_(port), idle_timeout_(idle_timeout), lease_(lease) {}
 
   /// `client` can take `credit` more messages of `topic`, and consumes it with `consumers` workers
   /// (0: as it last said, or 1). An error text when refused.
@@ -77,9 +93,24 @@ class dispatcher {
   /// `client` is gone: the same for every topic.
   void disconnect(client_id client, clock::time_point now);
 
-  /// A message arrived from the broker for `topic`.
+  /// A message arrived from the broker for `topic` (at `now`, from which its lease counts).
   void on_delivery(const std::string& topic, const broker_ref& ref, bool redelivered, std::string body,
-                   message_props props = {});
+                   message_props props = {}, clock::time_point now = {});
+
+  // Leases: RabbitMQ takes back a delivery unacknowledged for its consumer_timeout (closing the
+  // channel, so every delivery of it). A delivery held for the lease (waiting for credit, or with
+  // a host) is renewed before: an at-least-once one is copied to the topic's lease queue
+  // (publish_lease); once the broker confirmed the copy the old delivery is acked, and the copy,
+  // delivered to this MQS in turn, stands for it. The host sees nothing of it. An at-most-once one
+  // is acked at once (from then on the MQS's alone, as once handed over).
+  /// Renews what is due; when the next lease falls due (the latest to call again).
+  clock::time_point renew_leases(clock::time_point now);
+  /// The broker confirmed (`ok`) or refused the copy of delivery `id`.
+  void lease_published(std::uint64_t id, bool ok, clock::time_point now);
+  /// A copy arrived from `topic`'s lease queue with delivery `id` in its header.
+  void on_lease_copy(const std::string& topic, const broker_ref& ref, std::uint64_t id, clock::time_point now);
+  /// Deliveries whose copy is under way or awaited: at least one lease was taken.
+  std::size_t renewing() const;
   /// The consumer of `topic` died (channel closed): its deliveries are void (the broker requeues them).
   void on_consumer_lost(const std::string& topic);
   /// The broker connection dropped: every delivery is void.
@@ -105,8 +136,27 @@ class dispatcher {
   std::uint32_t consumers(const std::string& topic) const;
 
  private:
+  // How a host settled a delivery.
+  static constexpr int settle_ack = 0;
+  static constexpr int settle_requeue = 1;
+  static constexpr int settle_drop = 2;
+  static constexpr int settle_release = 3;  ///< a lease copy left over: acked, not counted as the host's
+
+  enum class lease_phase : std::uint8_t {
+    held,        ///< `ref` holds it
+    publishing,  ///< `ref` holds it; its copy is being published
+    moved,       ///< `ref` was acked (it is void); the copy is on its way from the lease queue
+  };
+  /// A delivery the MQS holds and what stands for it at the broker.
+  struct holding {
+    broker_ref ref;  ///< void (epoch 0) while moved, or once an at-most-once one was acked early
+    std::uint64_t id = 0;
+    clock::time_point since{};  ///< when `ref` was taken
+    lease_phase phase = lease_phase::held;
+    bool copy = false;  ///< `ref` is a delivery of the topic's lease queue
+  };
   struct buffered_delivery {
-    broker_ref ref;
+    holding hold;
     bool redelivered = false;
     std::string body;
     message_props props;
@@ -125,7 +175,16 @@ class dispatcher {
   struct inflight {
     client_id client = 0;
     topic_entry* topic = nullptr;
-    broker_ref ref;
+    holding hold;
+    std::string body;  ///< kept for a lease copy (only when leases are on)
+    message_props props;
+  };
+  /// A delivery the host settled while its copy was under way: the copy is settled as it comes.
+  struct orphan {
+    topic_entry* topic = nullptr;
+    int how = 0;  ///< settle_*: what to do with the copy
+    std::string body;
+    message_props props;
   };
 
   void hand_over(topic_entry& topic, buffered_delivery&& d);
@@ -136,13 +195,24 @@ class dispatcher {
   /// Settles an in-flight delivery: ack, or reject (requeue or not). false if `tag` is not `client`'s.
   bool settle(client_id client, std::uint64_t tag, int how);
   void forget_inflight_of(const topic_entry* topic);
+  /// Settles `h` at the broker as the host asked (`how`, settle_*); see dispatcher_leases.cpp.
+  void settle_hold(topic_entry& topic, holding& h, int how, std::string& body, message_props& props);
+  /// Settles a lease copy at the broker: acked, back to its topic, or dead-lettered.
+  void settle_copy(const std::string& topic, const broker_ref& ref, int how, const std::string& body,
+                   const message_props& props);
+  /// The held delivery `id` and its topic, or nullptr.
+  holding* find_hold(std::uint64_t id, topic_entry** topic = nullptr);
+  void forget_orphans_of(const topic_entry* topic);
 
   dispatcher_port& port_;
   std::chrono::milliseconds idle_timeout_;
   std::map<std::string, topic_state> topics_;
   std::unordered_map<std::uint64_t, inflight> inflight_;
   std::unordered_map<client_id, std::unordered_set<std::uint64_t>> client_tags_;
+  std::chrono::milliseconds lease_;
+  std::unordered_map<std::uint64_t, orphan> orphans_;
   std::uint64_t next_tag_ = 1;
+  std::uint64_t next_hold_ = 1;
   bool blocked_ = false;
 };
 

@@ -33,8 +33,21 @@ constexpr std::int64_t reply_queue_expiry_ms = 60000;
 /// The queue of `topic` for `mode`. A topic under `dde.dead.` is itself a dead-letter queue: durable
 /// quorum, with no dead-lettering of its own. A delay queue (`dde.delay-<ms>.<topic>`, see
 /// dde::delay_topic) is durable quorum with a message TTL of <ms>, dead-lettering at least once to
-/// <topic>: what waits there survives a broker restart and comes back to <topic> in order.
+/// <topic>: what waits there survives a broker restart and comes back to <topic> in order. A lease
+/// queue (lease_topic) likewise.
 queue_spec spec_for(std::string_view topic, delivery_mode mode);
+
+/// The lease queue of MQS `mqs_id` for at-least-once `topic`: `dde.lease-<ttl_ms>-<mqs_id>.<topic>`.
+/// Durable quorum, message TTL <ttl_ms>, dead-lettering at least once to <topic>, deleted by the
+/// broker once unused for 2 TTLs and a minute: a copy the MQS no longer holds (it died) is back in
+/// <topic> within one TTL. See mqs/PROTOCOL.md "Leases".
+std::string lease_topic(std::string_view mqs_id, std::int64_t ttl_ms, std::string_view topic);
+struct lease_queue {
+  std::int64_t ttl_ms = 0;
+  std::string topic;
+};
+/// The TTL and pool topic of a lease queue's name; nullopt for any other name.
+std::optional<lease_queue> parse_lease_topic(std::string_view name);
 
 /// The dead-letter queue to declare beside `topic`'s queue, if it has one.
 std::optional<queue_spec> dead_letter_spec_for(std::string_view topic, delivery_mode mode);

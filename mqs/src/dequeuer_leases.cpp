@@ -1,0 +1,126 @@
+// The dequeuer's side of leases (mqs/PROTOCOL.md "Leases"): each at-least-once topic's channel
+// also consumes the topic's lease queue, and the MQS's own messages (lease copies, dead-lettered
+// copies) go out through the enqueuer, whose confirms come back through the inbox.
+#include <charconv>
+
+#include "dde/log.hpp"
+#include "dde/mqs/queue_spec.hpp"
+#include "dequeuer.hpp"
+#include "mqs_metrics.hpp"
+
+namespace dde::mqs {
+namespace {
+
+/// The header of a lease copy naming the delivery it stands for.
+constexpr std::string_view lease_header = "x-dde-lease";
+
+std::shared_ptr<spdlog::logger> log() {
+  static auto l = dde::logger("mqs.dequeuer");
+  return l;
+}
+
+std::optional<std::uint64_t> lease_id_of(const message_props& props) {
+  for (auto& [key, value] : props.headers) {
+    if (key != lease_header) continue;
+    std::uint64_t id = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), id);
+    if (ec == std::errc() && end == value.data() + value.size() && id != 0) return id;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+amqp_session::result dequeuer::consume_leases(const std::string& topic, consumer& c, std::uint16_t channel,
+                                              const std::string& tag, std::string& lease_tag) {
+  amqp_session::result r;
+  if (cfg_.lease.count() <= 0 || c.mode != delivery_mode::at_least_once) return r;
+  auto queue = lease_topic(mqs_id_, cfg_.lease.count(), topic);
+  bool existing = false;
+  r = c.link.session->declare_or_use(channel, spec_for(queue, c.mode), existing);
+  // basic.qos (global=false) applies to the consumers created after it: none for this one, the
+  // topic's prefetch again for those that follow.
+  if (r.ok()) r = c.link.session->qos(channel, 0);
+  if (r.ok()) r = c.link.session->consume(channel, queue, tag + "+lease");
+  if (r.ok()) r = c.link.session->qos(channel, cfg_.prefetch);
+  if (r.ok()) lease_tag = tag + "+lease";
+  return r;
+}
+
+void dequeuer::on_lease_copy(channel_state& ch) {
+  ch.lease_copy = false;
+  auto id = lease_id_of(ch.props);
+  if (!id) {
+    // Not one of ours: the lease queue gives it to the topic's queue.
+    log()->warn("a message in the lease queue of {} names no delivery: returned to {}", ch.topic, ch.topic);
+    reject(ch.ref, false);
+    return;
+  }
+  dispatcher_.on_lease_copy(ch.topic, ch.ref, *id, now());
+}
+
+void dequeuer::publish_lease(const std::string& topic, std::uint64_t id, const std::string& body,
+                             const message_props& props) {
+  mqs_metrics::process().topic(topic).leases.add();
+  outgoing_message m;
+  m.topic = lease_topic(mqs_id_, cfg_.lease.count(), topic);
+  m.mode = delivery_mode::at_least_once;
+  m.body = body;
+  m.props = props;
+  m.props.headers.emplace_back(std::string(lease_header), std::to_string(id));
+  m.settled = [this, id](bool ok) {
+    dequeue_command answer;
+    answer.what = dequeue_command::kind::leased;
+    answer.tags = {id};
+    answer.requeue = ok;
+    std::vector<dequeue_command> batch;
+    batch.push_back(std::move(answer));
+    submit(std::move(batch));
+  };
+  own_messages_.push_back(std::move(m));
+}
+
+void dequeuer::dead_letter_copy(const std::string& topic, const std::string& body, const message_props& props,
+                                const broker_ref& ref) {
+  outgoing_message m;
+  m.topic = dead_letter_topic(topic);
+  m.mode = delivery_mode::at_least_once;
+  m.body = body;
+  m.props = props;
+  m.settled = [this, ref](bool ok) {
+    dequeue_command answer;
+    answer.what = dequeue_command::kind::dead_lettered;
+    answer.tags = {ref.epoch, ref.channel, ref.tag};
+    answer.requeue = ok;
+    std::vector<dequeue_command> batch;
+    batch.push_back(std::move(answer));
+    submit(std::move(batch));
+  };
+  own_messages_.push_back(std::move(m));
+}
+
+void dequeuer::handle_lease_answer(const dequeue_command& cmd, clock::time_point now) {
+  bool ok = cmd.requeue;
+  if (cmd.what == dequeue_command::kind::leased) {
+    if (cmd.tags.size() != 1) return;
+    dispatcher_.lease_published(cmd.tags[0], ok, now);
+    if (!ok) next_lease_check_ = std::min(next_lease_check_, now + std::chrono::seconds(1));
+    return;
+  }
+  if (cmd.tags.size() != 3) return;
+  broker_ref ref{cmd.tags[0], std::uint16_t(cmd.tags[1]), cmd.tags[2]};
+  if (ok)
+    ack(ref);  // dead-lettered: the copy goes
+  else
+    reject(ref, false);  // not dead-lettered: back to the topic's queue rather than lost
+}
+
+void dequeuer::flush_own_messages() {
+  if (own_messages_.empty()) return;
+  auto out = std::move(own_messages_);
+  own_messages_.clear();
+  if (publish_) return publish_(std::move(out));
+  for (auto& m : out) m.settled(false);  // no enqueuer (a test without one): refused
+}
+
+}  // namespace dde::mqs

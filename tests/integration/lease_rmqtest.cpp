@@ -1,0 +1,142 @@
+// Leases against a real RabbitMQ whose consumer_timeout is 3 s (issue 21, part 1): a host that holds
+// an at-least-once message far longer finishes it with one delivery and no duplicate, while an MQS
+// without leases, on the same broker at the same time, has it taken back; an MQS killed while a
+// renewed message is held loses nothing.
+#include <gtest/gtest.h>
+
+#include "dde/net/http_client.hpp"
+#include "dde_test.hpp"
+#include "mqs_client.hpp"
+#include "mqs_process.hpp"
+#include "prometheus_text.hpp"
+
+namespace dde::mqs::test {
+namespace {
+
+using dde::test::rabbitmq_node;
+using namespace std::chrono_literals;
+
+constexpr auto consumer_timeout = 3000ms;
+constexpr auto lease = 1000ms;
+
+class Leases : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    broker_ = new rabbitmq_node("leases");
+    broker_->set_consumer_timeout(consumer_timeout);
+    broker_->start();
+  }
+  static void TearDownTestSuite() {
+    delete broker_;
+    broker_ = nullptr;
+  }
+  static rabbitmq_node& broker() { return *broker_; }
+
+  static std::vector<std::string> leased_mqs() { return {"--lease-ms", std::to_string(lease.count())}; }
+  /// A host on `mqs` pulling `topic` at-least-once with credit 2: a delivery the broker took back
+  /// would come again as a second one.
+  static std::unique_ptr<mqs_client> host(mqs_process& mqs, const std::string& topic, std::string& mqs_id) {
+    auto c = std::make_unique<mqs_client>(mqs.port());
+    if (!c->hello()) return nullptr;
+    mqs_id = c->records("welcome").at(0).header.at("mqs").get<std::string>();
+    c->pull(topic, "at-least-once", 2);
+    return c;
+  }
+  static bool enqueue_one(mqs_process& mqs, const std::string& topic, const std::string& body) {
+    mqs_client producer(mqs.port());
+    if (!producer.hello("producer")) return false;
+    producer.enqueue(topic, "at-least-once", 1, body);
+    return producer.wait_for([&] { return producer.confirmed_seqs().size() == 1; }, 20s);
+  }
+  /// dde_mqs_leases_renewed_total of `topic` on `mqs` (0 before the first).
+  static double renewals(mqs_process& mqs, const std::string& topic) {
+    auto r = net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(mqs.port()) + "/metrics");
+    if (r.status != 200) return -1;
+    return dde::test::parse_prometheus(r.body).value("dde_mqs_leases_renewed_total", {{"pool", topic}}).value_or(0);
+  }
+  static std::string lease_queue(const std::string& mqs_id, const std::string& topic) {
+    return "dde.lease-" + std::to_string(lease.count()) + "-" + mqs_id + "." + topic;
+  }
+
+ private:
+  static inline rabbitmq_node* broker_ = nullptr;
+};
+
+TEST_F(Leases, AJobHeldFarLongerThanTheConsumerTimeoutIsDeliveredOnceWhileWithoutLeasesItIsTakenBack) {
+  mqs_process leased(broker(), leased_mqs());
+  mqs_process plain(broker(), {"--lease-ms", "0"});
+  auto long_topic = unique_topic("long");
+  auto control_topic = unique_topic("control");
+  std::string leased_id, plain_id;
+  auto worker = host(leased, long_topic, leased_id);
+  auto control = host(plain, control_topic, plain_id);
+  ASSERT_TRUE(worker && control);
+  ASSERT_TRUE(enqueue_one(leased, long_topic, "a long job"));
+  ASSERT_TRUE(enqueue_one(plain, control_topic, "a long job"));
+  ASSERT_TRUE(worker->wait_for([&] { return worker->count("deliver") == 1; }, 20s));
+  ASSERT_TRUE(control->wait_for([&] { return control->count("deliver") == 1; }, 20s));
+
+  // Neither host acks. The broker takes the control's message back (3 s, checked each second) and
+  // delivers it again.
+  ASSERT_TRUE(control->wait_for([&] { return control->count("deliver") == 2; }, 60s))
+      << "without leases the broker should take the message back:\n" << plain.log();
+  EXPECT_TRUE(control->records("deliver").at(1).header.value("redelivered", false));
+  EXPECT_NE(plain.log().find("timed out"), std::string::npos) << plain.log();
+
+  // Held as long again and more (several leases, each renewed in the lease queue), still one delivery.
+  ASSERT_TRUE(dde::test::wait_until([&] { return renewals(leased, long_topic) >= 6; }, 60s))
+      << leased.log();
+  EXPECT_EQ(worker->count("deliver"), 1u) << "no redelivery, no duplicate:\n" << leased.log();
+  EXPECT_EQ(leased.log().find("timed out"), std::string::npos) << leased.log();
+  EXPECT_EQ(leased.log().find("closed by the broker"), std::string::npos) << leased.log();
+  auto delivered = worker->records("deliver").at(0);
+  EXPECT_EQ(delivered.body, "a long job");
+
+  worker->ack({delivered.header.at("tag").get<std::uint64_t>()});
+  control->ack({control->records("deliver").at(1).header.at("tag").get<std::uint64_t>()});
+  // Once the MQS has let go (a stop closes its consumers: anything unacked would go back), nothing
+  // of the job is left: not in the pool's queue, not in the lease queue.
+  worker->close();
+  control->close();
+  EXPECT_EQ(leased.stop(), 0);
+  EXPECT_EQ(plain.stop(), 0);
+  EXPECT_EQ(broker().queue_depth(long_topic), std::optional<std::uint32_t>(0));
+  EXPECT_EQ(broker().queue_depth(lease_queue(leased_id, long_topic)), std::optional<std::uint32_t>(0));
+  EXPECT_EQ(broker().queue_depth(control_topic), std::optional<std::uint32_t>(0));
+  EXPECT_FALSE(broker().queue_depth(lease_queue(plain_id, control_topic))) << "no lease queue without leases";
+  for (auto& t : {long_topic, control_topic}) delete_topic(broker(), t);
+  broker().delete_queue(lease_queue(leased_id, long_topic));
+}
+
+TEST_F(Leases, AnMqsKilledWhileARenewedJobIsHeldLosesNothingTheJobComesBackWithinALease) {
+  auto topic = unique_topic("killed");
+  std::string first_id;
+  {
+    mqs_process mqs(broker(), leased_mqs());
+    auto worker = host(mqs, topic, first_id);
+    ASSERT_TRUE(worker);
+    ASSERT_TRUE(enqueue_one(mqs, topic, "survives"));
+    ASSERT_TRUE(worker->wait_for([&] { return worker->count("deliver") == 1; }, 20s));
+    // Renewed twice: the original was acked, the message lives only as a copy in the lease queue.
+    ASSERT_TRUE(dde::test::wait_until([&] { return renewals(mqs, topic) >= 2; }, 30s)) << mqs.log();
+    mqs.kill9();
+  }
+  mqs_process again(broker(), leased_mqs());
+  std::string second_id;
+  auto worker = host(again, topic, second_id);
+  ASSERT_TRUE(worker);
+  ASSERT_TRUE(worker->wait_for([&] { return worker->count("deliver") == 1; }, 30s))
+      << "the copy left in the dead MQS's lease queue returns to the pool's queue:\n" << again.log();
+  auto d = worker->records("deliver").at(0);
+  EXPECT_EQ(d.body, "survives");
+  worker->ack({d.header.at("tag").get<std::uint64_t>()});
+  worker->close();
+  EXPECT_EQ(again.stop(), 0);
+  EXPECT_EQ(broker().queue_depth(topic), std::optional<std::uint32_t>(0));
+  EXPECT_EQ(broker().queue_depth(lease_queue(first_id, topic)), std::optional<std::uint32_t>(0));
+  delete_topic(broker(), topic);
+  broker().delete_queue(lease_queue(first_id, topic));
+}
+
+}  // namespace
+}  // namespace dde::mqs::test
