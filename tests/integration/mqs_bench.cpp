@@ -1,5 +1,7 @@
 // Throughput and latency of dde-mqs against a real broker (not a ctest test):
 //   mqs_bench [messages] [body-bytes] [prefetch] [extra dde-mqs flags...]
+//   mqs_bench [messages] [body-bytes] raw-quorum   (the broker alone)
+//   mqs_bench [messages] [body-bytes] leases       (what leases cost; mqs/PROTOCOL.md "Leases")
 // Starts its own broker and dde-mqs per prefetch, prefills a topic through the MQS, then pulls it
 // with a large credit, acking each received batch; compares with raw rabbitmq-c consuming.
 #include <amqp.h>
@@ -9,8 +11,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <fstream>
+#include <mutex>
 #include <numeric>
+#include <sstream>
 
+#include "dde/net/http_client.hpp"
 #include "dde_test.hpp"
 #include "mqs_client.hpp"
 
@@ -142,6 +148,101 @@ double raw_consume(dde::test::rabbitmq_node& broker, const std::string& queue, i
   return rate;
 }
 
+/// dde_mqs_leases_renewed_total of `topic` on the MQS at `port`.
+double renewals(std::uint16_t port, const std::string& topic) {
+  auto r = dde::net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(port) + "/metrics");
+  auto key = "dde_mqs_leases_renewed_total{pool=\"" + topic + "\"} ";
+  auto at = r.body.find(key);
+  return at == std::string::npos ? 0 : std::atof(r.body.c_str() + at + key.size());
+}
+
+/// CPU seconds (user + system) process `pid` used so far.
+double cpu_seconds(int pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string skip;
+  for (int i = 3; i < 14; ++i) fields >> skip;  // state .. cmajflt
+  double utime = 0, stime = 0;
+  fields >> utime >> stime;
+  return (utime + stime) / double(::sysconf(_SC_CLK_TCK));
+}
+
+/// What leases cost (mqs/PROTOCOL.md "Leases"): at-least-once consumption with leases off and on
+/// (on, the MQS keeps each body until the host acks), and the renewals of `held` messages that
+/// a host keeps, next to raw rabbitmq-c's confirmed publishing on the same broker (each renewal is
+/// a confirmed publish, a delivery and an ack).
+int lease_bench(dde::test::rabbitmq_node& broker, int n, const std::string& body) {
+  std::vector<double> off, on;
+  for (int round = 0; round < 3; ++round)
+    for (auto lease : {"0", "600000"}) {
+      extra_flags = {"--lease-ms", lease};
+      mqs_child mqs(broker, 64);
+      mqs_client c(mqs.port);
+      c.hello("bench");
+      auto topic = topic_name(std::string("lease") + lease + "_" + std::to_string(round));
+      prefill(c, topic, "at-least-once", n, body);
+      (std::string(lease) == "0" ? off : on).push_back(consume(c, topic, "at-least-once", n));
+      broker.delete_queue(topic);
+      broker.delete_queue("dde.dead." + topic);
+    }
+  std::sort(off.begin(), off.end());
+  std::sort(on.begin(), on.end());
+  std::printf("at-least-once consume, prefetch 64, median of 3: leases off %7.0f msg/s, leases on (none due) %7.0f "
+              "msg/s (%.2f)\n",
+              off[1], on[1], on[1] / off[1]);
+
+  const int held = std::min(n, 2000);
+  extra_flags = {"--lease-ms", "200"};
+  mqs_child mqs(broker, held);
+  mqs_client c(mqs.port);
+  c.hello("bench");
+  auto topic = topic_name("renewed");
+  prefill(c, topic, "at-least-once", held, body);
+  std::vector<std::uint64_t> tags;
+  std::mutex m;
+  c.on_batch([&](std::vector<dde::wire::record>& records) {
+    std::lock_guard lock(m);
+    for (auto& r : records)
+      if (r.header.value("action", "") == "deliver") tags.push_back(r.header["tag"].get<std::uint64_t>());
+    records.clear();
+  });
+  c.pull(topic, "at-least-once", std::uint32_t(held));
+  c.wait_for([&] { std::lock_guard lock(m); return tags.size() >= std::size_t(held); }, 60s);
+  // From the end of the first round of renewals, over five more.
+  dde::test::wait_until([&] { return renewals(mqs.port, topic) >= held; }, 60s, 5ms);
+  auto t1 = steady_clock::now();
+  double r1 = renewals(mqs.port, topic), cpu1 = cpu_seconds(mqs.proc->pid());
+  dde::test::wait_until([&] { return renewals(mqs.port, topic) >= r1 + 5 * held; }, 120s, 5ms);
+  auto t2 = steady_clock::now();
+  double r2 = renewals(mqs.port, topic), cpu2 = cpu_seconds(mqs.proc->pid());
+  {
+    std::lock_guard lock(m);
+    c.ack(tags);
+  }
+  dde::test::wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(0); }, 60s);
+  c.close();
+  double rate = (r2 - r1) / duration<double>(t2 - t1).count();
+  std::printf("lease renewals, %d messages held, --lease-ms 200: %7.0f renewals/s, dde-mqs CPU %.0f us per renewal\n",
+              held, rate, (cpu2 - cpu1) * 1e6 / std::max(1.0, r2 - r1));
+
+  auto raw = dde::test::bin_path("dde-raw-amqp").string() + " produce --port " + std::to_string(broker.port()) +
+             " --queue " + topic_name("rawconfirm") + " --queue-type quorum --persistent --confirm-window 1000" +
+             " --count 20000 --size " + std::to_string(body.size());
+  std::string line;
+  if (auto* p = ::popen(raw.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) line += buf;
+    ::pclose(p);
+  }
+  auto at = line.find("rate=");
+  std::printf("raw rabbitmq-c confirmed publish, quorum queue, window 1000: %s msg/s\n",
+              at == std::string::npos ? "?" : line.substr(at + 5, line.find(' ', at) - at - 5).c_str());
+  broker.delete_queue(topic_name("rawconfirm"));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -151,6 +252,11 @@ int main(int argc, char** argv) {
   broker.start();
   broker_ = &broker;
   std::printf("%d messages of %zu bytes\n", n, body.size());
+  if (argc > 3 && std::string(argv[3]) == "leases") {
+    int status = lease_bench(broker, n, body);
+    broker.stop();
+    return status;
+  }
   if (argc > 3 && std::string(argv[3]) == "raw-quorum") {
     // The broker alone: a quorum queue (as at-least-once topics are) consumed by rabbitmq-c.
     for (int prefetch : {1, 8, 64}) {
