@@ -2,6 +2,7 @@
 //   mqs_bench [messages] [body-bytes] [prefetch] [extra dde-mqs flags...]
 //   mqs_bench [messages] [body-bytes] raw-quorum   (the broker alone)
 //   mqs_bench [messages] [body-bytes] leases       (what leases cost; mqs/PROTOCOL.md "Leases")
+//   mqs_bench [messages] [body-bytes] delays       (delayed retry's path through a delay queue)
 // Starts its own broker and dde-mqs per prefetch, prefills a topic through the MQS, then pulls it
 // with a large credit, acking each received batch; compares with raw rabbitmq-c consuming.
 #include <amqp.h>
@@ -16,6 +17,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "dde/names.hpp"
 #include "dde/net/http_client.hpp"
 #include "dde_test.hpp"
 #include "mqs_client.hpp"
@@ -169,6 +171,24 @@ double cpu_seconds(int pid) {
   return (utime + stime) / double(::sysconf(_SC_CLK_TCK));
 }
 
+/// Raw rabbitmq-c publishing 20,000 messages of `size` bytes with confirms (window 1000) to a quorum
+/// queue on `broker`: its rate, as dde-raw-amqp prints it.
+std::string raw_confirmed(dde::test::rabbitmq_node& broker, std::size_t size) {
+  auto queue = topic_name("rawconfirm");
+  auto raw = dde::test::bin_path("dde-raw-amqp").string() + " produce --port " + std::to_string(broker.port()) +
+             " --queue " + queue + " --queue-type quorum --persistent --confirm-window 1000 --count 20000 --size " +
+             std::to_string(size);
+  std::string line;
+  if (auto* p = ::popen(raw.c_str(), "r")) {
+    char buf[512];
+    while (std::fgets(buf, sizeof buf, p)) line += buf;
+    ::pclose(p);
+  }
+  broker.delete_queue(queue);
+  auto at = line.find("rate=");
+  return at == std::string::npos ? "?" : line.substr(at + 5, line.find(' ', at) - at - 5);
+}
+
 /// What leases cost (mqs/PROTOCOL.md "Leases"): at-least-once consumption with leases off and on
 /// (on, the MQS keeps each body until the host acks), and the renewals of `held` messages that
 /// a host keeps, next to raw rabbitmq-c's confirmed publishing on the same broker (each renewal is
@@ -227,20 +247,134 @@ int lease_bench(dde::test::rabbitmq_node& broker, int n, const std::string& body
   std::printf("lease renewals, %d messages held, --lease-ms 200: %7.0f renewals/s, dde-mqs CPU %.0f us per renewal\n",
               held, rate, (cpu2 - cpu1) * 1e6 / std::max(1.0, r2 - r1));
 
-  auto raw = dde::test::bin_path("dde-raw-amqp").string() + " produce --port " + std::to_string(broker.port()) +
-             " --queue " + topic_name("rawconfirm") + " --queue-type quorum --persistent --confirm-window 1000" +
-             " --count 20000 --size " + std::to_string(body.size());
-  std::string line;
-  if (auto* p = ::popen(raw.c_str(), "r")) {
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) line += buf;
-    ::pclose(p);
-  }
-  auto at = line.find("rate=");
   std::printf("raw rabbitmq-c confirmed publish, quorum queue, window 1000: %s msg/s\n",
-              at == std::string::npos ? "?" : line.substr(at + 5, line.find(' ', at) - at - 5).c_str());
-  broker.delete_queue(topic_name("rawconfirm"));
+              raw_confirmed(broker, body.size()).c_str());
   return 0;
+}
+
+amqp_table_entry_t text_entry(const char* key, const std::string& value) {
+  amqp_table_entry_t e;
+  e.key = amqp_cstring_bytes(key);
+  e.value.kind = AMQP_FIELD_KIND_UTF8;
+  e.value.value.bytes = amqp_cstring_bytes(value.c_str());
+  return e;
+}
+
+/// The same path without DDE: rabbitmq-c declares a quorum delay queue as the MQS does (TTL,
+/// at-least-once dead-lettering to `target`), publishes `n` messages to it with confirms (batches
+/// of 500) and the broker counts them back in `target`; messages per second from the first publish
+/// to the last arrival, less the delay.
+double raw_delay(dde::test::rabbitmq_node& broker, int n, std::size_t size, int delay_ms) {
+  auto target = topic_name("rawdelayed");
+  auto queue = dde::delay_topic(target, delay_ms);
+  broker.declare_queue(target, true);
+  amqp_connection_state_t conn = amqp_new_connection();
+  amqp_socket_t* socket = amqp_tcp_socket_new(conn);
+  amqp_socket_open(socket, "127.0.0.1", broker.port());
+  amqp_login(conn, "/", 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, "guest", "guest");
+  amqp_channel_open(conn, 1);
+  std::vector<amqp_table_entry_t> args{text_entry("x-queue-type", "quorum"),
+                                       text_entry("x-dead-letter-exchange", ""),
+                                       text_entry("x-dead-letter-routing-key", target),
+                                       text_entry("x-dead-letter-strategy", "at-least-once"),
+                                       text_entry("x-overflow", "reject-publish")};
+  amqp_table_entry_t ttl;
+  ttl.key = amqp_cstring_bytes("x-message-ttl");
+  ttl.value.kind = AMQP_FIELD_KIND_I64;
+  ttl.value.value.i64 = delay_ms;
+  args.push_back(ttl);
+  amqp_queue_declare(conn, 1, amqp_cstring_bytes(queue.c_str()), 0, 1, 0, 0,
+                     amqp_table_t{int(args.size()), args.data()});
+  amqp_confirm_select(conn, 1);
+  std::string body(size, 'x');
+  amqp_basic_properties_t props;
+  props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
+  props.delivery_mode = 2;
+  auto t0 = steady_clock::now();
+  std::uint64_t published = 0, confirmed = 0;
+  while (confirmed < std::uint64_t(n)) {
+    while (published < std::uint64_t(n) && published < confirmed + 1000) {
+      amqp_basic_publish(conn, 1, amqp_empty_bytes, amqp_cstring_bytes(queue.c_str()), 0, 0, &props,
+                         amqp_bytes_t{body.size(), body.data()});
+      ++published;
+    }
+    amqp_frame_t frame;
+    if (amqp_simple_wait_frame(conn, &frame) != AMQP_STATUS_OK) break;
+    if (frame.frame_type == AMQP_FRAME_METHOD && frame.payload.method.id == AMQP_BASIC_ACK_METHOD) {
+      auto* ack = static_cast<amqp_basic_ack_t*>(frame.payload.method.decoded);
+      confirmed = std::max<std::uint64_t>(confirmed, ack->multiple ? ack->delivery_tag : confirmed + 1);
+    }
+  }
+  dde::test::wait_until([&] { return broker.queue_depth(target) >= std::optional<std::uint32_t>(n); }, 300s, 5ms);
+  double rate = n / (duration<double>(steady_clock::now() - t0).count() - delay_ms / 1000.0);
+  amqp_channel_close(conn, 1, AMQP_REPLY_SUCCESS);
+  amqp_connection_close(conn, AMQP_REPLY_SUCCESS);
+  amqp_destroy_connection(conn);
+  broker.delete_queue(queue);
+  broker.delete_queue(target);
+  return rate;
+}
+
+/// Delayed retry's path (a pool's `retry.delays`, a worker's send_after): `n` messages enqueued
+/// through the MQS to `dde.delay-<ms>.<topic>` come back to `topic` after <ms>; how late, and how
+/// many per second, next to raw rabbitmq-c's confirmed publishing on the same broker.
+int delay_bench(dde::test::rabbitmq_node& broker, int n, std::size_t size) {
+  constexpr int delay_ms = 1000;
+  mqs_child mqs(broker, 64);
+  mqs_client c(mqs.port);
+  c.hello("bench");
+  auto topic = topic_name("delayed");
+  auto delay_topic = dde::delay_topic(topic, delay_ms);
+  std::mutex m;
+  std::vector<double> late_ms;
+  auto origin = steady_clock::now();
+  auto now_us = [&] { return duration_cast<microseconds>(steady_clock::now() - origin).count(); };
+  std::atomic<std::size_t> confirms{0};
+  c.on_batch([&](std::vector<dde::wire::record>& records) {
+    std::vector<std::uint64_t> tags;
+    auto at = now_us();
+    std::lock_guard lock(m);
+    for (auto& r : records) {
+      auto action = r.header.value("action", "");
+      if (action == "confirm") confirms += r.header["seqs"].size();
+      if (action != "deliver") continue;
+      tags.push_back(r.header["tag"].get<std::uint64_t>());
+      late_ms.push_back((at - std::atoll(r.body.c_str())) / 1000.0 - delay_ms);
+    }
+    if (!tags.empty()) c.ack(tags);
+    records.clear();
+  });
+  c.pull(topic, "at-least-once", std::uint32_t(std::min(n, 65535)));
+  auto t0 = steady_clock::now();
+  for (int i = 0; i < n; i += 500) {
+    std::string batch;
+    for (int j = i; j < std::min(n, i + 500); ++j) {
+      auto body = std::to_string(now_us());
+      body.resize(std::max(size, body.size() + 1), ' ');
+      dde::wire::append_record(batch, {{"action", "enqueue"}, {"topic", delay_topic}, {"mode", "at-least-once"},
+                                       {"seq", j + 1}},
+                               body);
+    }
+    c.send(std::move(batch));
+    c.wait_for([&] { return confirms + 20000 >= std::size_t(i); }, 60s);
+  }
+  c.wait_for([&] { std::lock_guard lock(m); return late_ms.size() >= std::size_t(n); }, 300s);
+  double seconds = duration<double>(steady_clock::now() - t0).count() - delay_ms / 1000.0;
+  std::lock_guard lock(m);
+  std::sort(late_ms.begin(), late_ms.end());
+  if (late_ms.size() < std::size_t(n)) std::printf("only %zu of %d came back\n", late_ms.size(), n);
+  if (late_ms.empty()) return 1;
+  std::printf("delayed retry path, %d messages through a %d ms delay queue: %7.0f msg/s; late by p50 %.1f ms, "
+              "p99 %.1f ms, max %.1f ms\n",
+              n, delay_ms, late_ms.size() / seconds, late_ms[late_ms.size() / 2], late_ms[late_ms.size() * 99 / 100],
+              late_ms.back());
+  std::printf("raw rabbitmq-c through the same kind of delay queue:                %7.0f msg/s\n",
+              raw_delay(broker, n, size, delay_ms));
+  std::printf("raw rabbitmq-c confirmed publish, quorum queue, window 1000: %s msg/s\n", raw_confirmed(broker, size).c_str());
+  broker.delete_queue(topic);
+  broker.delete_queue(delay_topic);
+  broker.delete_queue("dde.dead." + topic);
+  return late_ms.size() == std::size_t(n) ? 0 : 1;
 }
 
 }  // namespace
@@ -254,6 +388,11 @@ int main(int argc, char** argv) {
   std::printf("%d messages of %zu bytes\n", n, body.size());
   if (argc > 3 && std::string(argv[3]) == "leases") {
     int status = lease_bench(broker, n, body);
+    broker.stop();
+    return status;
+  }
+  if (argc > 3 && std::string(argv[3]) == "delays") {
+    int status = delay_bench(broker, n, body.size());
     broker.stop();
     return status;
   }
