@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A throw-away RabbitMQ node for demos and benchmarks, everything under one directory.
-#   rabbitmq.sh start --dir D --port P [--name N]   start (or keep) the node, wait until AMQP logins work
+#   rabbitmq.sh start --dir D --port P [--name N]   start (or keep) the node (named dde-P unless --name),
+#                                                    wait until AMQP logins work
 #   rabbitmq.sh stop --dir D                         stop exactly the node started in D
 #   rabbitmq.sh status --dir D                       exit 0 and print details when running, else exit 3
 # D/node.env records node name, ports and paths; restarting a stopped D keeps data, name and ports.
@@ -8,16 +9,18 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() { sed -n '2,6s/^# \{0,1\}//p' "$0"; exit 2; }
+usage() { sed -n '2,7s/^# \{0,1\}//p' "$0"; exit "${1:-2}"; }
 
-command="${1:-}"; [[ -n $command ]] || usage; shift
+command="${1:-}"
+case "$command" in -h|--help) usage 0 ;; "") usage ;; esac
+shift
 dir="" port="" name=""
 while (($#)); do
   case "$1" in
     --dir) dir="$2"; shift 2 ;;
     --port) port="$2"; shift 2 ;;
     --name) name="$2"; shift 2 ;;
-    -h|--help) usage ;;
+    -h|--help) usage 0 ;;
     *) dde_die "unknown argument $1" ;;
   esac
 done
@@ -99,7 +102,9 @@ start() {
   else
     local dist_port
     while dist_port=$(dde_free_port) && [[ $dist_port == "$port" ]]; do :; done
-    write_env "$port" "$dist_port" "${name:-dde}"
+    # Named by its port unless told: two nodes on one machine (a demo and a test run, say) never
+    # share a node name, which Erlang refuses.
+    write_env "$port" "$dist_port" "${name:-dde-$port}"
   fi
   load_env
   dde_port_open "$port" && dde_die "port $port is already in use"
