@@ -13,6 +13,7 @@
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/tls_flags.hpp"
+#include "dde/trace.hpp"
 
 int main(int argc, char** argv) {
   char hostname[HOST_NAME_MAX + 1] = "node";
@@ -38,6 +39,10 @@ int main(int argc, char** argv) {
           "cluster-secret-file", "",
           "file holding the cluster secret: required of /activator and /control links, sent to the registry "
           "and handed to the isolate systems through their environment (default: $DDE_CLUSTER_SECRET)")
+      .option("trace-log", "",
+              "span log (README \"Traces\") of this node's remote workers and, through DDE_TRACE_LOG, of the "
+              "isolate systems it starts (default: $DDE_TRACE_LOG, else none)")
+      .option("trace-node", "", "the node named in the span log (default: $DDE_TRACE_NODE, else the host name)")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
   dde::add_tls_flags(args, true);
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-activator")) return *exit_code;
@@ -63,6 +68,10 @@ int main(int argc, char** argv) {
     if (::access(o.manager.host_binary.c_str(), X_OK) != 0)
       throw std::invalid_argument("--host-binary " + o.manager.host_binary + " is not an executable");
     std::filesystem::create_directories(o.manager.log_dir);
+    // The isolate systems it spawns inherit these through the environment.
+    if (!args.get("trace-log").empty()) ::setenv("DDE_TRACE_LOG", args.get("trace-log").c_str(), 1);
+    if (!args.get("trace-node").empty()) ::setenv("DDE_TRACE_NODE", args.get("trace-node").c_str(), 1);
+    dde::trace::open_span_log({}, {});
   } catch (const std::exception& e) {
     std::cerr << "dde-activator: " << e.what() << "\n";
     return 2;

@@ -9,6 +9,7 @@
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/tls_flags.hpp"
+#include "dde/trace.hpp"
 #include "host/isolate_system.hpp"
 
 namespace {
@@ -57,6 +58,11 @@ int main(int argc, char** argv) {
           "cluster-secret-file", "",
           "file holding the cluster secret sent on the links to the MQS, the activator and remote workers "
           "(default: $DDE_CLUSTER_SECRET, else none)")
+      .option("trace-log", "",
+              "append a JSON line per span (a message handled, README \"Traces\") to this file and start a "
+              "trace for messages sent outside one (default: $DDE_TRACE_LOG, else no span log; traceparent "
+              "headers that arrive are carried on either way)")
+      .option("trace-node", "", "the node named in the span log (default: $DDE_TRACE_NODE, else the host name)")
       .option("log-level", "info", "trace, debug, info, warn, error or off");
   dde::add_tls_flags(args, false);
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-isolate-system")) return *exit_code;
@@ -77,6 +83,7 @@ int main(int argc, char** argv) {
     dde::net::set_cluster_secret(
         dde::net::load_secret(args.get("cluster-secret-file"), dde::net::cluster_secret_env));
     if (const char* env = std::getenv("DDE_CA_FILE"); options.ca_file.empty() && env) options.ca_file = env;
+    dde::trace::open_span_log(args.get("trace-log"), args.get("trace-node"));
     if (!args.get("ops-port").empty()) options.ops_port = int(args.get_int("ops-port", 0, 65535));
     options.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
     // wss:// links (MQS, activator control, remote isolate deployers): the activator hands its

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "dde/trace.hpp"
 #include "dde/wire/fast_json.hpp"
 
 namespace dde {
@@ -17,6 +18,13 @@ std::string get_string(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_string()) return {};
   return it->get<std::string>();
+}
+
+// A traceparent as read, or empty when it is malformed (the message then starts no trace of its own
+// here: the worker handling it starts a new one if this process traces).
+std::string valid_traceparent(std::string tp) {
+  if (!tp.empty() && !trace::parse(tp)) tp.clear();
+  return tp;
 }
 
 }  // namespace
@@ -85,6 +93,7 @@ std::string encode_envelope(const envelope& e) {
   if (!e.ask_instance.empty()) j["ask"] = {{"instance", e.ask_instance}, {"worker", e.ask_worker}};
   set_if(j, "inReplyTo", e.in_reply_to);
   set_if(j, "toWorker", e.to_worker);
+  set_if(j, "traceparent", e.traceparent);
   if (!e.dead_letter.is_null()) j["deadLetter"] = e.dead_letter;
   if (e.is_bytes)
     j["bin"] = base64_encode(e.bytes);
@@ -114,6 +123,7 @@ envelope decode_envelope(std::string_view data) {
   e.reply_to = get_string(j, "replyTo");
   e.in_reply_to = get_string(j, "inReplyTo");
   e.to_worker = get_string(j, "toWorker");
+  e.traceparent = valid_traceparent(get_string(j, "traceparent"));
   // An ask names the asking instance; without one there is nobody to answer (found by envelope_fuzz:
   // a worker without an instance did not survive a re-encode).
   if (auto ask = j.find("ask"); ask != j.end() && ask->is_object()) {
@@ -184,6 +194,7 @@ broker_message split_envelope(const envelope& e, std::string_view topic) {
   if (!e.dead_letter.is_null())
     header("deadLetter", e.dead_letter.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (e.attempt > 0) header("attempt", std::to_string(e.attempt));
+  header("traceparent", e.traceparent);
   if (!headers.empty()) {
     m.props.append(",\"headers\":{");
     m.props.append(headers);
@@ -214,6 +225,7 @@ envelope join_envelope(const nlohmann::json& props, std::string_view topic, std:
     // A count this host wrote (1..10 retries); anything else is no count.
     if (auto a = get_string(*h, "attempt"); a.size() == 1 || (a.size() == 2 && a == "10"))
       if (a == "10" || (a[0] >= '1' && a[0] <= '9')) e.attempt = std::stoi(a);
+    e.traceparent = valid_traceparent(get_string(*h, "traceparent"));
   }
   if (e.to.empty()) e.to = address_of_topic(topic);
   if (get_string(props, "contentType") != octet_stream) {
@@ -240,6 +252,7 @@ message to_message(envelope e, bool redelivered) {
   m.ask_instance_ = std::move(e.ask_instance);
   m.ask_worker_ = std::move(e.ask_worker);
   m.redelivered_ = redelivered;
+  m.traceparent_ = std::move(e.traceparent);
   return m;
 }
 
@@ -254,6 +267,7 @@ envelope to_envelope(const message& m) {
   e.in_reply_to = m.in_reply_to_;
   e.ask_instance = m.ask_instance_;
   e.ask_worker = m.ask_worker_;
+  e.traceparent = m.traceparent_;
   return e;
 }
 

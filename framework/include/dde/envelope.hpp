@@ -4,7 +4,7 @@
 /// At the broker (split_envelope): the AMQP body is the payload alone and the rest goes in AMQP
 /// properties (mqs/PROTOCOL.md, "props"). Whole, as JSON (encode_envelope: remote workers, dead
 /// letters, older senders): {"id","from","to","replyTo"?,"ask"?:{"instance","worker"},"inReplyTo"?,
-/// "toWorker"?, "body"? | "bin"? (base64), "deadLetter"?}. A body that is neither is read as a plain payload.
+/// "toWorker"?, "traceparent"?, "body"? | "bin"? (base64), "deadLetter"?}. A body that is neither is read as a plain payload.
 
 #include <string>
 #include <string_view>
@@ -31,6 +31,8 @@ struct envelope {
   nlohmann::json dead_letter;
   /// Times the message failed before and came back through a delay queue (a pool's `retry`); 0 first.
   int attempt = 0;
+  /// The W3C traceparent (dde/trace.hpp); empty when untraced. A malformed one is dropped when read.
+  std::string traceparent;
   bool is_bytes = false;
 };
 
@@ -47,7 +49,7 @@ envelope decode_envelope(std::string_view data);
 /// body as it is, and the rest goes in the properties, the common fields in the fixed ones
 /// (message-id = id, app-id = from, content-type application/octet-stream for bytes) and the rare
 /// ones in the headers table (to when the topic does not say it, replyTo, inReplyTo, toWorker,
-/// askInstance, askWorker, deadLetter, attempt).
+/// askInstance, askWorker, deadLetter, attempt, traceparent).
 struct broker_message {
   std::string props;    ///< the record header's "props": a JSON object (mqs/PROTOCOL.md)
   std::string payload;  ///< the AMQP body: the body's JSON text, or the bytes as they are

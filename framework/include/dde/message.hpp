@@ -55,6 +55,11 @@ class message {
   bool redelivered() const { return redelivered_; }
   /// True when the sender asked (`ask`), so a reply reaches that exact worker instance.
   bool is_ask() const { return !ask_instance_.empty(); }
+  /// The W3C trace id (32 hex digits) of the trace this message belongs to, for your own logs; empty
+  /// when it carries none (README, "Traces").
+  std::string_view trace_id() const {
+    return traceparent_.size() >= 35 ? std::string_view(traceparent_).substr(3, 32) : std::string_view();
+  }
 
   // Filled in by the host; plugin code reads them through the accessors above.
   nlohmann::json body_;
@@ -67,6 +72,7 @@ class message {
   std::string ask_instance_;
   std::string ask_worker_;
   bool redelivered_ = false;
+  std::string traceparent_;  ///< the W3C traceparent it came with (validated), or empty
 };
 
 }  // namespace dde

@@ -17,9 +17,9 @@
 #include "dde/message.hpp"
 
 /// Version of the plugin ABI; the host refuses a plugin built against another. 2: worker_context
-/// gained backoff and forward; 3: send_after.
+/// gained backoff and forward; 3: send_after; 4: message carries its traceparent.
 #ifndef DDE_ABI_VERSION
-#define DDE_ABI_VERSION 3
+#define DDE_ABI_VERSION 4
 #endif
 
 namespace dde {

@@ -78,7 +78,7 @@ void worker_cell::kill(std::function<void()> done) {
       if (self->busy_) owner->worker_failed(self->index_, self->current_delivery_, "worker stopped", {});
       for (auto& queued : self->mailbox_) owner->worker_failed(self->index_, queued.second, "worker stopped", {});
     }
-    if (self->busy_) self->end_delivery();
+    if (self->busy_) self->end_delivery("worker stopped");
     self->mailbox_.clear();
     done();
   });
@@ -112,26 +112,40 @@ void worker_cell::run_next() {
   busy_ = true;
   busy_since_ = std::chrono::steady_clock::now();
   current_delivery_ = id;
+  hop_ = begin_hop(m);
   invoke(m, true);
 }
 
 void worker_cell::invoke(const message& m, bool is_delivery) {
   // A reply is handled in the middle of a delivery: keep that delivery's message as "current".
   message previous;
-  if (!is_delivery) previous = worker_access::current(*worker_);
+  hop previous_hop;
+  if (!is_delivery) {
+    previous = worker_access::current(*worker_);
+    // An answer is a hop of its own (its span ends when on_receive returns); the delivery's resumes.
+    previous_hop = std::exchange(hop_, begin_hop(m));
+  }
   worker_access::set_current(*worker_, m);
+  std::string error;
   try {
     worker_->on_receive(m);
   } catch (const rate_limited& e) {
+    if (!is_delivery) {
+      end_hop(hop_, "reply", e.what());
+      hop_ = std::move(previous_hop);
+    }
     if (is_delivery || busy_) backoff(e.delay(), e.what());
     return;
   } catch (const std::exception& e) {
-    crashed(std::string("on_receive threw: ") + e.what());
-    return;
+    error = std::string("on_receive threw: ") + e.what();
   } catch (...) {
-    crashed("on_receive threw a non-standard exception");
-    return;
+    error = "on_receive threw a non-standard exception";
   }
+  if (!is_delivery) {
+    end_hop(hop_, "reply", error);
+    hop_ = std::move(previous_hop);
+  }
+  if (!error.empty()) return crashed(error);
   if (!is_delivery && worker_) worker_access::set_current(*worker_, std::move(previous));
 }
 
@@ -139,7 +153,7 @@ void worker_cell::crashed(const std::string& what) {
   if (suspended_ || dead_) return;
   logger("host.worker")->error("{} worker {}: {}", self_, id_, what);
   std::uint64_t failed = busy_ ? current_delivery_ : 0;
-  if (busy_) end_delivery();
+  if (busy_) end_delivery(what);
   suspended_ = true;  // nothing runs until the owner decides
   if (auto owner = owner_.lock()) owner->worker_crashed(index_, failed, what);
 }
@@ -221,6 +235,7 @@ envelope worker_cell::make_envelope(std::string_view to) {
   e.id = new_uuid();
   e.from = self_;
   e.to.assign(to);
+  e.traceparent = outgoing_traceparent(e.id);
   return e;
 }
 
@@ -294,14 +309,18 @@ void worker_cell::forward(const message& m, std::string_view to) {
   envelope e = to_envelope(m);
   e.to.assign(to);
   if (e.id.empty()) e.id = new_uuid();  // a plain AMQP payload has none
+  // Forwarded while handling it (or anything else): the next hop of this worker's trace. Forwarded
+  // later: it keeps its own.
+  if (hop_.active || e.traceparent.empty()) e.traceparent = outgoing_traceparent(e.id);
   // A forwarded answer is a plain message for the target, not an answer to one of its asks.
   e.in_reply_to.clear();
   e.to_worker.clear();
   publish(target->topic(), spec_->mode, std::move(e));
 }
 
-void worker_cell::end_delivery() {
+void worker_cell::end_delivery(std::string_view error) {
   busy_ = false;
+  end_hop(hop_, "receive", error);
   if (gate_) gate_->finished();
 }
 
@@ -317,7 +336,7 @@ void worker_cell::backoff(std::chrono::milliseconds delay, std::string_view reas
   // The pool's gate pauses at once, so no sibling starts a message while the router hears of it.
   if (gate_ && delay.count() > 0)
     gate_->pause_until(rate_gate::clock::now() + std::min(delay, spec_->backoff.max_delay));
-  end_delivery();
+  end_delivery(reason.empty() ? std::string_view("rate limited") : reason);
   if (auto r = owner_.lock())
     r->worker_rate_limited(index_, current_delivery_, delay, std::string(reason), worker_access::current(*worker_));
   boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });

@@ -11,6 +11,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "dde/envelope.hpp"
+#include "dde/trace.hpp"
 #include "dde/worker.hpp"
 #include "dde/runtime/cell.hpp"
 #include "dde/runtime/rate_gate.hpp"
@@ -60,13 +61,32 @@ class worker_cell : public cell, public worker_context, public std::enable_share
 
  private:
   void run_next();
-  void end_delivery();
+  /// Ends the delivery being handled; `error` empty: it succeeded (its span's status).
+  void end_delivery(std::string_view error = {});
   void invoke(const message& m, bool is_delivery);
   void crashed(const std::string& what);
   void replace_instance();
   void stop_for_good(const std::string& why);
   void publish(std::string topic, delivery_mode mode, envelope e);
   envelope make_envelope(std::string_view to);
+  /// The traceparent for a message sent now: the current hop's trace, else a new trace (and its root
+  /// span) when this process traces, else none.
+  std::string outgoing_traceparent(std::string_view message_id);
+
+  /// The span of the message being handled (trace_cell.cpp).
+  struct hop {
+    bool active = false;                ///< a traced message is being handled
+    trace::context ctx;                 ///< its trace, with this hop's span id
+    std::array<char, 16> parent{};      ///< the sender's span id
+    bool has_parent = false;
+    std::int64_t start_us = 0;
+    std::string message_id;
+    bool redelivered = false;
+  };
+  /// Starts the hop of `m` (continuing its trace, or a new one when this process traces).
+  hop begin_hop(const message& m) const;
+  /// Writes `h`'s span (when this process traces) with kind `kind` and, when failed, `error`.
+  void end_hop(hop& h, std::string_view kind, std::string_view error);
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   std::weak_ptr<cell_owner> owner_;
@@ -85,6 +105,7 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   std::shared_ptr<rate_gate> gate_;
   bool gate_wait_ = false;  ///< refused by the gate; a timer or a finishing message wakes it
   std::uint64_t epoch_ = 0;  ///< bumped per instance, so callbacks of a dead instance are dropped
+  hop hop_;  ///< the trace of what is handled now (a delivery, or a reply in the middle of one)
 };
 
 }  // namespace dde::runtime
