@@ -3,8 +3,10 @@
 // system B on node B, which replies; each node's isolate systems write spans to their own file
 // (DDE_TRACE_LOG, which an activator hands its children). The three spans (A's ask, sent while
 // handling nothing, so a root; B handling it; A handling the answer) share one trace id, and each
-// names the one before as its parent.
+// names the one before as its parent. A delayed retry is another span of the same trace, with the
+// same parent as the attempt that failed.
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -77,6 +79,47 @@ TEST_F(Traces, OneAskIsFollowedAcrossTwoSystemsOnTwoNodesThroughTheirSpanLogs) {
   EXPECT_LE((*root)["startUs"].get<std::int64_t>(), (*answered)["endUs"].get<std::int64_t>());
   std::set<std::string> ids{(*root)["spanId"], (*asked)["spanId"], (*answered)["spanId"]};
   EXPECT_EQ(ids.size(), 3u) << "three distinct spans";
+}
+
+
+TEST_F(Traces, ADelayedRetryIsAnotherSpanOfTheSameTraceWithTheSameParent) {
+  auto sys = unique_system("traceretry");
+  auto spans = dir / "spans.jsonl";
+  const std::map<std::string, std::string> env{{"DDE_TRACE_LOG", spans.string()}, {"DDE_TRACE_NODE", "retry-node"}};
+  auto faulty = pool(sys, "faulty", "faulty", {{"throw_once_on", {3}}, {"log_dir", dir}});
+  faulty["retry"] = {{"delays", {300}}};
+  faulty["supervision"] = {{"strategy", "resume"}};
+  auto host = start_host(sys, mqs.url(), {faulty}, dir / "host-faulty.log", env);
+  auto producer = start_host(sys, mqs.url(), {pool(sys, "producer", "producer", {{"to", sys + "/faulty"}, {"count", 5}})},
+                             dir / "host-producer.log", env);
+  // The failed attempt and the retry: two spans of the pool for one message id.
+  std::vector<nlohmann::json> attempts;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        std::map<std::string, std::vector<nlohmann::json>> by_message;
+        for (auto& s : read_spans(spans))
+          if (s["kind"] == "receive") by_message[s["messageId"].get<std::string>()].push_back(s);
+        for (auto& [id, list] : by_message)
+          if (list.size() == 2) attempts = list;
+        return attempts.size() == 2;
+      },
+      long_wait))
+      << host->log();
+  std::optional<nlohmann::json> root;
+  for (auto& s : read_spans(spans))
+    if (s["kind"] == "send" && s["messageId"] == attempts[0]["messageId"]) root = s;
+  ASSERT_TRUE(root) << "the producer's send of that message";
+  EXPECT_EQ(attempts[0]["status"], "error") << attempts[0].dump();
+  EXPECT_EQ(attempts[1]["status"], "ok") << attempts[1].dump();
+  for (auto& a : attempts) {
+    EXPECT_EQ(a["traceId"], (*root)["traceId"]) << a.dump();
+    EXPECT_EQ(a["parentSpanId"], (*root)["spanId"]) << "the retry kept the message's traceparent";
+    EXPECT_EQ(a["name"], sys + "/faulty");
+  }
+  EXPECT_NE(attempts[0]["spanId"], attempts[1]["spanId"]);
+  EXPECT_EQ(producer->stop(), 0);
+  EXPECT_EQ(host->stop(), 0) << host->log();
+  shared_broker().delete_queue("dde.delay-300." + sys + ".faulty");
 }
 
 }  // namespace
