@@ -1,6 +1,8 @@
 // dde-mqs against a real RabbitMQ: bad input, and a host that does not read its socket.
 #include <gtest/gtest.h>
 
+#include "dde/wire/record.hpp"
+
 #include <fstream>
 
 #include "mqs_rmq_support.hpp"
@@ -9,15 +11,10 @@
 namespace dde::mqs::test {
 namespace {
 
+/// A record whose header is `header` as it is (valid JSON or not).
 std::string raw_record(std::string_view header, std::string_view body = {}) {
   std::string out;
-  auto put = [&](std::size_t v) {
-    for (int i = 0; i < 4; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
-  };
-  put(header.size());
-  out += header;
-  put(body.size());
-  out += body;
+  dde::wire::append_raw_record(out, header, body);
   return out;
 }
 

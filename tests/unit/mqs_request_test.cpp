@@ -143,15 +143,10 @@ TEST(MqsRequest, HelloCarriesProtocolSystemAndInstance) {
             std::string::npos);
 }
 
+/// A record whose header is `header` as it is (valid JSON or not).
 std::string raw(std::string_view header, std::string_view body = {}) {
   std::string out;
-  auto put = [&](std::size_t v) {
-    for (int i = 0; i < 4; ++i) out.push_back(char((v >> (8 * i)) & 0xff));
-  };
-  put(header.size());
-  out += header;
-  put(body.size());
-  out += body;
+  dde::wire::append_raw_record(out, header, body);
   return out;
 }
 
