@@ -354,18 +354,18 @@ dequeuer::channel_state* dequeuer::channel_for(const broker_ref& ref) {
 void dequeuer::ack(const broker_ref& ref) {
   if (auto* ch = channel_for(ref)) {
     mqs_metrics::process().topic(ch->topic).acked.add();
-    ch->acks.ack(ref.tag);
-    ch->last_traffic = now();
-    dirty_channels_.insert(ref.epoch);
+    queue_ack(*ch, ref);
   }
 }
 
 void dequeuer::release(const broker_ref& ref) {
-  if (auto* ch = channel_for(ref)) {
-    ch->acks.ack(ref.tag);
-    ch->last_traffic = now();
-    dirty_channels_.insert(ref.epoch);
-  }
+  if (auto* ch = channel_for(ref)) queue_ack(*ch, ref);
+}
+
+void dequeuer::queue_ack(channel_state& ch, const broker_ref& ref) {
+  ch.acks.ack(ref.tag);
+  ch.last_traffic = now();
+  dirty_channels_.insert(ref.epoch);
 }
 
 void dequeuer::reject(const broker_ref& ref, bool requeue) {

@@ -157,6 +157,8 @@ class dequeuer : private dispatcher_port {
   bool can_deliver(client_id client) override;
 
   channel_state* channel_for(const broker_ref& ref);
+  /// Queues an ack of `ref` on `ch` (sent at the end of the turn): ack() counts it, release() not.
+  void queue_ack(channel_state& ch, const broker_ref& ref);
   /// The records a host gets at the end of this turn.
   std::string& outbox(client_id client, client_state& cs);
 
