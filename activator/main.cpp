@@ -20,7 +20,10 @@ int main(int argc, char** argv) {
   ::gethostname(hostname, sizeof hostname);
   auto self_dir = std::filesystem::canonical("/proc/self/exe").parent_path();
   dde::cli args("dde-activator", "A DDE node: System Bootstrapper + Isolate Deployer (thesis 3.2.4).");
-  args.option("registry", "ws://127.0.0.1:8000/registry", "WebSocket URL of the registry")
+  args.option("registry", "ws://127.0.0.1:8000/registry",
+              "WebSocket URL of the registry; a comma-separated list for a registry pair on a shared store "
+              "(README \"Two registries\"): the node registers with the one that is active, and moves on to the "
+              "next when its link ends or a standby refuses it")
       .option("listen", "127.0.0.1", "address to listen on")
       .option("port", "42042", "port of /activator (remote workers) and /control (local isolate systems)")
       .option("name", hostname, "this node's name in the registry")
@@ -62,8 +65,7 @@ int main(int argc, char** argv) {
     o.manager.host_threads = int(args.get_int("host-threads", 1, 256));
     o.manager.plugin_allow = args.all("plugin-allow");
     o.cluster_secret = dde::net::load_secret(args.get("cluster-secret-file"), dde::net::cluster_secret_env);
-    if (!dde::net::parse_ws_url(o.registry))
-      throw std::invalid_argument("--registry must be a ws:// or wss:// URL");
+    dde::activator::parse_registry_urls(o.registry);  // throws naming a bad one
     o.tls = dde::apply_tls_flags(args);
     if (::access(o.manager.host_binary.c_str(), X_OK) != 0)
       throw std::invalid_argument("--host-binary " + o.manager.host_binary + " is not an executable");

@@ -19,6 +19,10 @@ packages=(build-essential cmake ccache libboost-dev nlohmann-json3-dev uuid-dev 
 # prometheus: its promtool, which metrics_rmqtest runs on every daemon's /metrics (`promtool check
 # metrics`); the policy-rc.d below keeps the package's own Prometheus service from starting.
 packages+=(prometheus)
+# libpq-dev and pkg-config: the registry's --state-url (PostgreSQL, the store of a registry pair);
+# postgresql: the throw-away server of its tests (tests/support/postgres_server.cpp), whose
+# package-made cluster the policy-rc.d below keeps from starting.
+packages+=(libpq-dev pkg-config postgresql)
 # Debian's nodejs comes without npm (a nodejs from elsewhere may bundle it).
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "ctl_ask.hpp"
 #include "ctl_commands.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/net/http_client.hpp"
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   dde::net::set_default_client_tls(inv.tls);
   std::map<std::string, std::string> headers;
   if (!inv.token.empty()) headers["Authorization"] = "Bearer " + inv.token;
+  inv.registry = dde::ctl::choose_registry(inv.registry, headers, inv.timeout);
   if (inv.ask) {
     dde::ctl::ask_outcome outcome;
     if (inv.ask->check_registry) outcome = dde::ctl::resolve_pool(*inv.ask, {inv.registry, headers}, inv.timeout);

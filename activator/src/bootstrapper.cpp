@@ -10,6 +10,8 @@ namespace dde::activator {
 namespace {
 std::shared_ptr<spdlog::logger> log() { return logger("activator.bootstrapper"); }
 
+std::string url_text(const net::ws_url& u) { return (u.tls ? "wss://" : "ws://") + net::host_port(u.host, u.port) + u.path; }
+
 /// The node's JSON (nlohmann::json) of the registry's (ordered) JSON, and back.
 nlohmann::json plain(const protocol::ordered_json& j) { return nlohmann::json(j); }
 protocol::ordered_json ordered(const nlohmann::json& j) { return protocol::ordered_json(j); }
@@ -51,9 +53,15 @@ bootstrapper::bootstrapper(boost::asio::io_context& io, std::shared_ptr<system_m
       systems_(std::move(systems)),
       options_(std::move(options)),
       retry_(strand_, std::chrono::milliseconds(100), std::chrono::milliseconds(5000)) {
-  auto url = net::parse_ws_url(options_.registry_url);
-  if (!url) throw std::invalid_argument("bad --registry URL \"" + options_.registry_url + "\": expected ws://host:port/registry");
-  url_ = *url;
+  urls_ = parse_registry_urls(options_.registry_url);
+}
+
+std::vector<net::ws_url> parse_registry_urls(const std::string& list) {
+  auto urls = net::parse_ws_url_list(list);
+  if (urls.empty())
+    throw std::invalid_argument("bad --registry \"" + list +
+                                "\": expected ws://host:port/registry, or a comma-separated list of such URLs");
+  return urls;
 }
 
 void bootstrapper::start() {
@@ -80,7 +88,7 @@ void bootstrapper::do_connect() {
   if (stopped_) return;
   auto self = shared_from_this();
   net::ws_connect(
-      io_, url_, self,
+      io_, urls_[current_], self,
       [self](const std::string& why) {
         boost::asio::post(self->strand_, [self, why] { self->link_down(why); });
       },
@@ -93,8 +101,11 @@ void bootstrapper::link_down(const std::string& why) {
     registration_.reset();
   }
   if (stopped_) return;
+  auto left = url_text(urls_[current_]);
+  // With a registry pair, the next one: it may be the active one now (or the same one, back).
+  current_ = (current_ + 1) % urls_.size();
   auto delay = retry_.schedule([self = shared_from_this()] { self->do_connect(); });
-  log()->warn("registry {} unavailable: {}; retrying in {} ms", options_.registry_url, why, delay.count());
+  log()->warn("registry {} unavailable: {}; trying {} in {} ms", left, why, url_text(urls_[current_]), delay.count());
 }
 
 void bootstrapper::on_open(const std::shared_ptr<net::ws_connection>& conn) {
@@ -138,7 +149,7 @@ void bootstrapper::on_message(const std::shared_ptr<net::ws_connection>& conn, s
         self->registration_ = self->id_;
       }
       self->retry_.reset();
-      log()->info("registered with {} as bootstrapper {}", self->options_.registry_url, self->id_);
+      log()->info("registered with {} as bootstrapper {}", url_text(self->urls_[self->current_]), self->id_);
     } else if (auto* request = std::get_if<protocol::request_frame>(&frame.value())) {
       self->serve(conn, std::move(*request));
     } else if (auto* bad = std::get_if<protocol::bad_request>(&frame.value())) {

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -20,8 +21,12 @@
 
 namespace dde::activator {
 
+/// The URLs of a --registry list ("ws://a:8000/registry,ws://b:8000/registry"), in order; throws
+/// std::invalid_argument naming the one that is not a ws:// or wss:// URL, or an empty list.
+std::vector<net::ws_url> parse_registry_urls(const std::string& list);
+
 struct bootstrapper_options {
-  std::string registry_url;  ///< ws://127.0.0.1:8000/registry
+  std::string registry_url;  ///< ws://127.0.0.1:8000/registry, or a comma-separated list of them
   std::string name;          ///< this node's name
   std::string host;          ///< where this activator is reachable
   std::uint16_t port = 42042;
@@ -51,7 +56,8 @@ class bootstrapper : public net::ws_handler, public std::enable_shared_from_this
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   std::shared_ptr<system_manager> systems_;
   bootstrapper_options options_;
-  net::ws_url url_;
+  std::vector<net::ws_url> urls_;  ///< the --registry list
+  std::size_t current_ = 0;        ///< the one tried or linked now
   std::shared_ptr<net::ws_connection> conn_;
   std::string id_;
   net::retry_timer retry_;

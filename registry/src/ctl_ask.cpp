@@ -183,4 +183,23 @@ ask_outcome run_ask(const ask_call& call, std::chrono::milliseconds timeout) {
   return session->outcome();
 }
 
+std::string choose_registry(const std::string& list, const std::map<std::string, std::string>& headers,
+                            std::chrono::milliseconds timeout) {
+  if (list.find(',') == std::string::npos) return list;
+  std::vector<std::string> urls;
+  for (std::size_t start = 0; start <= list.size();) {
+    auto comma = std::min(list.find(',', start), list.size());
+    if (comma > start) urls.push_back(list.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (urls.empty()) return list;
+  std::string answered;
+  for (auto& url : urls) {
+    auto res = net::http_fetch("GET", url + "/registry/health", "", headers, timeout);
+    if (res.answered() && res.status == 200) return url;
+    if (res.answered() && answered.empty()) answered = url;
+  }
+  return answered.empty() ? urls.front() : answered;
+}
+
 }  // namespace dde::ctl

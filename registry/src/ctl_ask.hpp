@@ -26,6 +26,13 @@ struct registry_access {
   std::map<std::string, std::string> headers;  ///< e.g. Authorization
 };
 
+/// The registry ddectl talks to. `list` is --registry: one base URL, returned as it is; or a
+/// comma-separated list (a registry pair on a shared store), of which the first that answers
+/// GET /registry/health with 200 is the active one. When none does, the first that answered at all
+/// (a standby: its error then names the active one), else the first of the list.
+std::string choose_registry(const std::string& list, const std::map<std::string, std::string>& headers,
+                            std::chrono::milliseconds timeout);
+
 /// How an ask ended. `status` is ddectl's exit status: 0 a reply came (`text`: its JSON body,
 /// indented, or its raw bytes), 1 the MQS refused the message or no reply came in time, 3 the MQS
 /// cannot be reached (`text`: why, for both).

@@ -33,7 +33,8 @@ struct command {
 };
 
 void common_options(cli& c) {
-  c.option("registry", "http://127.0.0.1:8000", "the registry's base URL")
+  c.option("registry", "http://127.0.0.1:8000",
+           "the registry's base URL; a comma-separated list for a registry pair: the active one is used")
       .option("output", "table", "-o: table (for people) or json (the registry's answer, for scripts)", "FORMAT")
       .option("timeout-ms", "30000", "give up on an answer after this long")
       .option("token-file", "", "file holding the registry's bearer token (default: $DDE_TOKEN)")

@@ -36,6 +36,8 @@ class node_watch {
   /// Watches the nodes the store remembers as gone since now: each is lost (and failed over) unless
   /// it registers again within the restore grace. Returns how many; throws when the store cannot be read.
   std::size_t restore();
+  /// Stops watching every node, failing none over (the registry stepped down: another leads now).
+  void clear() { watched_.clear(); }
   /// One heartbeat: pings the nodes, refreshes what they run, finds lost ones and fails them over.
   void tick();
   /// `GET /registry/failover`: the watched nodes and the failovers so far.

@@ -1,5 +1,7 @@
 #include "registry_config.hpp"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -42,6 +44,17 @@ std::string apply_config_file(cli& c, const std::string& path) {
   return {};
 }
 
+/// http(s)://<listen address, or the host name when it listens on every address>:<port>.
+std::string default_advertise(const registry_config& cfg) {
+  std::string host = cfg.listen;
+  if (host == "0.0.0.0" || host == "::" || host.empty()) {
+    char name[256] = {};
+    host = ::gethostname(name, sizeof name - 1) == 0 ? name : "localhost";
+  }
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return (cfg.tls.enabled() ? "https://" : "http://") + host + ":" + std::to_string(cfg.port);
+}
+
 }  // namespace
 
 cli make_cli() {
@@ -66,6 +79,18 @@ cli make_cli() {
               "SQLite file where the registry remembers each node and the pools it runs, so that after a "
               "restart a node that does not come back is still failed over (empty: remember nothing)",
               "FILE")
+      .option("state-url", d.state_url,
+              "PostgreSQL database (libpq URI, e.g. postgresql://dde@db:5432/dde) that the registries of a "
+              "cluster share: one leads and acts, the others stand by (REST answers 503 naming the active "
+              "one) and take over within --standby-poll-ms of its end. Instead of --state-file",
+              "URL")
+      .option("standby-poll-ms", std::to_string(d.standby_poll.count()),
+              "with --state-url: how often a standby tries to take the lead, and the active registry checks "
+              "that it still holds it")
+      .option("advertise", "",
+              "how this registry names itself to the others on a shared store (default: "
+              "http(s)://<host name>:<port>)",
+              "URL")
       .option("restore-grace-ms", std::to_string(d.restore_grace.count()),
               "after a start, how long a node remembered in --state-file has to register again before it is "
               "lost and its failover pools are deployed elsewhere (nodes retry every 5 s at most)")
@@ -128,6 +153,11 @@ command_line parse_command_line(int argc, char** argv) {
     out.cfg.heartbeat_timeout = std::chrono::milliseconds(c.get_int("heartbeat-timeout-ms", 50, 24ll * 3600 * 1000));
     out.cfg.state_file = c.get("state-file");
     out.cfg.restore_grace = std::chrono::milliseconds(c.get_int("restore-grace-ms", 0, 24ll * 3600 * 1000));
+    out.cfg.state_url = c.get("state-url");
+    if (!out.cfg.state_url.empty() && !out.cfg.state_file.empty())
+      throw std::invalid_argument("--state-file and --state-url exclude each other: one store remembers the cluster");
+    out.cfg.standby_poll = std::chrono::milliseconds(c.get_int("standby-poll-ms", 50, 3600 * 1000));
+    out.cfg.advertise = c.get("advertise");
     out.cfg.log_level = c.get("log-level");
     bool known = false;
     for (const char* level : {"trace", "debug", "info", "warn", "error", "critical", "off"})
@@ -146,6 +176,7 @@ command_line parse_command_line(int argc, char** argv) {
       throw std::invalid_argument("a read-only token needs an admin token too (--admin-token-file)");
     out.cfg.cluster_secret = net::load_secret(c.get("cluster-secret-file"), net::cluster_secret_env);
     out.cfg.tls = apply_tls_flags(c);
+    if (out.cfg.advertise.empty()) out.cfg.advertise = default_advertise(out.cfg);
   } catch (const std::invalid_argument& e) {
     out.error = e.what();
   }

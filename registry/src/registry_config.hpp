@@ -22,6 +22,9 @@ struct registry_config {
   std::chrono::milliseconds heartbeat{1000};          ///< how often each node is pinged (0: off)
   std::chrono::milliseconds heartbeat_timeout{3000};  ///< a node silent this long is lost (failover)
   std::string state_file;  ///< SQLite file remembering nodes and their pools across restarts ("": none)
+  std::string state_url;  ///< PostgreSQL store shared by the registries of a cluster ("": none)
+  std::chrono::milliseconds standby_poll{1000};  ///< on a shared store: how often the lock is tried or checked
+  std::string advertise;  ///< how this registry names itself to the others (default http(s)://host:port)
   std::chrono::milliseconds restore_grace{15000};  ///< a remembered node not back this long after a start is lost
   std::string log_level = "info";
   std::chrono::milliseconds dashboard_interval{1000};  ///< how often an open dashboard is refreshed

@@ -9,10 +9,12 @@
 #include "access_control.hpp"
 #include "dashboard.hpp"
 #include "dde/log.hpp"
+#include "dde/net/target.hpp"
 #include "dde/net/ws.hpp"
 #include "mqs_http_client.hpp"
 #include "node_endpoint.hpp"
 #include "node_watch.hpp"
+#include "registry_role.hpp"
 #include "rest_api.hpp"
 
 namespace dde::registry {
@@ -38,6 +40,19 @@ net::http_response to_http(const rest_reply& reply) {
   return out;
 }
 
+std::unique_ptr<state_store> open_store(const registry_config& cfg) {
+  if (!cfg.state_url.empty()) return open_postgres_store(cfg.state_url, cfg.advertise);
+  if (!cfg.state_file.empty()) return open_sqlite_store(cfg.state_file);
+  return nullptr;
+}
+
+/// What a standby still answers: whether it lives, its figures, and the dashboard's files.
+bool standby_serves(const std::string& method, std::string_view path) {
+  if (method != "GET" && method != "HEAD") return false;
+  return path == "/health" || path == "/registry/health" || path == "/metrics" || path == "/" ||
+         path.ends_with(".html") || path.ends_with(".js") || path.ends_with(".css");
+}
+
 node_watch::options watch_options(const registry_config& cfg, state_store* store) {
   node_watch::options o{cfg.heartbeat, cfg.heartbeat_timeout};
   o.store = store;
@@ -54,10 +69,12 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
         nodes(node_table::options{cfg.request_timeout}),
         endpoint(nodes),
         api(nodes),
-        store(cfg.state_file.empty() ? nullptr : open_sqlite_store(cfg.state_file)),
+        store(open_store(cfg)),
         watch(nodes, watch_options(cfg, store.get())),
+        role(store.get(), {[this] { take_over(); }, [this](const std::string& why) { step_down(why); }}),
         timer(strand),
         heartbeat_timer(strand),
+        role_timer(strand),
         board(
             nodes, [this](std::function<void()> fn) { post(std::move(fn)); },
             [this](std::chrono::milliseconds delay, std::function<void()> fn) {
@@ -132,6 +149,7 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
     rest_request in{req.method, req.target, req.body, req.remote};
     on_strand([req, in = std::move(in), respond](impl& self) {
       try {
+        if (!self.role.active()) return self.answer_standby(req, respond);
         // The dashboard's page, /metrics and /health; everything else is the REST API.
         if (self.board.handle(req, respond)) return;
         self.api.handle(in, [respond](rest_reply reply) { respond(to_http(reply)); });
@@ -142,6 +160,47 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
     });
   }
 
+  /// A standby answers 503 naming the active registry, but says whether it lives (/health: 503 with
+  /// its role, for load balancers) and serves its metrics and the dashboard's files.
+  void answer_standby(const net::http_request& req, const std::function<void(net::http_response)>& respond) {
+    std::string path(net::target_path(req.target));
+    if (path == "/health" || path == "/registry/health") {
+      auto body = role.status();
+      body["status"] = "standby";
+      body["error"] = role.standby_reason();
+      return respond(to_http({503, std::move(body), {}}));
+    }
+    if (standby_serves(req.method, path) && board.handle(req, respond)) return;
+    respond(to_http(error_reply(503, role.standby_reason())));
+  }
+
+  /// Took the store's lock (or started with a store of its own): the remembered nodes are watched
+  /// before any node registers (it is then "back", not new).
+  void take_over() {
+    if (!store) return;
+    auto n = watch.restore();
+    logger("registry")->info("{}: {} node(s) remembered", store->name(), n);
+  }
+
+  /// Lost the store's lock: another registry may lead by now. The nodes go to it.
+  void step_down(const std::string& why) {
+    endpoint.close_all("this registry stepped down (" + why + "); the active registry takes the nodes");
+    watch.clear();
+  }
+
+  /// On a shared store: every --standby-poll-ms, take the lead or check it is still held.
+  void poll_role() {
+    role_timer.expires_after(cfg.standby_poll);
+    role_timer.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self) return;
+      self->on_strand([](impl& s) {
+        s.role.poll();
+        s.poll_role();
+      });
+    });
+  }
+
   /// Every heartbeat: the node watch pings, refreshes, and fails over lost nodes.
   void beat() {
     heartbeat_timer.expires_after(cfg.heartbeat);
@@ -149,7 +208,7 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
       auto self = weak.lock();
       if (ec || !self) return;
       self->on_strand([](impl& s) {
-        s.watch.tick();
+        if (s.role.active()) s.watch.tick();
         s.beat();
       });
     });
@@ -162,8 +221,10 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
   rest_api api;
   std::unique_ptr<state_store> store;  ///< outlives watch, which writes to it
   node_watch watch;
+  registry_role role;
   boost::asio::steady_timer timer;
   boost::asio::steady_timer heartbeat_timer;
+  boost::asio::steady_timer role_timer;
   std::optional<node_table::clock::time_point> armed;
   std::unique_ptr<net::server> server;
   dashboard board;
@@ -183,6 +244,11 @@ class registry_service::impl::socket_handler : public net::ws_handler {
   void on_open(const std::shared_ptr<net::ws_connection>& conn) override {
     if (auto s = service_.lock())
       s->on_strand([conn](impl& self) {
+        if (!self.role.active()) {
+          // The node's activator goes on to the next registry of its --registry list.
+          conn->send(protocol::encode(protocol::error_frame{self.role.standby_reason()}), false);
+          return conn->close("standby");
+        }
         self.endpoint.on_open(conn->id(), conn->remote(), std::make_shared<ws_link>(conn));
       });
   }
@@ -242,13 +308,13 @@ registry_service::registry_service(boost::asio::io_context& io, registry_config 
 registry_service::~registry_service() { stop(); }
 
 std::error_code registry_service::start() {
-  // Remembered nodes are watched before any node registers (it is then "back", not new).
-  if (impl_->store) {
-    auto n = impl_->watch.restore();
-    logger("registry")->info("state file {}: {} node(s) remembered", impl_->cfg.state_file, n);
-  }
+  // Active at once with a store of its own (its remembered nodes watched before any registers);
+  // on a shared store, active only if no other registry holds the lock.
+  impl_->role.poll();
   auto ec = impl_->server->start();
-  if (!ec && impl_->cfg.heartbeat.count() > 0) impl_->on_strand([](impl& self) { self.beat(); });
+  if (ec) return ec;
+  if (impl_->cfg.heartbeat.count() > 0) impl_->on_strand([](impl& self) { self.beat(); });
+  if (impl_->role.polls()) impl_->on_strand([](impl& self) { self.poll_role(); });
   return ec;
 }
 
@@ -261,6 +327,7 @@ void registry_service::stop() {
     self.board.stop();
     self.timer.cancel();
     self.heartbeat_timer.cancel();
+    self.role_timer.cancel();
   });
 }
 

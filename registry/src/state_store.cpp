@@ -39,20 +39,8 @@ class sqlite_store : public state_store {
     auto s = prepare("SELECT id, info, pools FROM nodes ORDER BY saved_at, id");
     std::vector<remembered_node> out;
     int rc;
-    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW) {
-      auto info = ordered_json::parse(column(s, 1), nullptr, false);
-      auto pools = ordered_json::parse(column(s, 2), nullptr, false);
-      if (!info.is_object() || !pools.is_object())
-        throw std::runtime_error("state file " + path_ + ": the row of node " + column(s, 0) + " is not JSON");
-      remembered_node n;
-      n.info.id = column(s, 0);
-      n.info.name = info.value("name", "");
-      n.info.ip = info.value("ip", "");
-      n.info.port = info.value("port", "");
-      n.info.activator = info.value("activator", "");
-      n.pools = std::move(pools);
-      out.push_back(std::move(n));
-    }
+    while ((rc = sqlite3_step(s.get())) == SQLITE_ROW)
+      out.push_back(decode_node({column(s, 0), column(s, 1), column(s, 2)}, name()));
     if (rc != SQLITE_DONE) fail("cannot read", rc);
     return out;
   }
@@ -60,13 +48,14 @@ class sqlite_store : public state_store {
   void save(const remembered_node& node) override {
     auto s = prepare("INSERT INTO nodes (id, info, pools, saved_at) VALUES (?1, ?2, ?3, strftime('%s','now')) "
                      "ON CONFLICT(id) DO UPDATE SET info = excluded.info, pools = excluded.pools, saved_at = excluded.saved_at");
-    ordered_json info = {{"name", node.info.name}, {"ip", node.info.ip}, {"port", node.info.port},
-                         {"activator", node.info.activator}};
-    bind(s, 1, node.info.id);
-    bind(s, 2, info.dump());
-    bind(s, 3, node.pools.dump(-1, ' ', false, ordered_json::error_handler_t::replace));
+    auto row = encode_node(node);
+    bind(s, 1, row.id);
+    bind(s, 2, row.info);
+    bind(s, 3, row.pools);
     if (int rc = sqlite3_step(s.get()); rc != SQLITE_DONE) fail("cannot write", rc);
   }
+
+  std::string name() const override { return "state file " + path_; }
 
   void forget(const std::string& id) override {
     auto s = prepare("DELETE FROM nodes WHERE id = ?1");
@@ -108,6 +97,27 @@ class sqlite_store : public state_store {
 
 std::unique_ptr<state_store> open_sqlite_store(const std::string& path) {
   return std::make_unique<sqlite_store>(path);
+}
+
+node_row encode_node(const remembered_node& node) {
+  ordered_json info = {{"name", node.info.name}, {"ip", node.info.ip}, {"port", node.info.port},
+                       {"activator", node.info.activator}};
+  return {node.info.id, info.dump(), node.pools.dump(-1, ' ', false, ordered_json::error_handler_t::replace)};
+}
+
+remembered_node decode_node(const node_row& row, const std::string& store) {
+  auto info = ordered_json::parse(row.info, nullptr, false);
+  auto pools = ordered_json::parse(row.pools, nullptr, false);
+  if (!info.is_object() || !pools.is_object())
+    throw std::runtime_error(store + ": the row of node " + row.id + " is not JSON");
+  remembered_node n;
+  n.info.id = row.id;
+  n.info.name = info.value("name", "");
+  n.info.ip = info.value("ip", "");
+  n.info.port = info.value("port", "");
+  n.info.activator = info.value("activator", "");
+  n.pools = std::move(pools);
+  return n;
 }
 
 ordered_json remembered_pools(const ordered_json& describe) {

@@ -31,6 +31,7 @@ registry_process::~registry_process() {
 std::string registry_process::log() const { return proc_->log(); }
 bool registry_process::running() { return proc_->running(); }
 int registry_process::stop() { return proc_->stop(5s); }
+void registry_process::kill9() { proc_->kill9(); }
 
 answer registry_process::call(const std::string& method, const std::string& path, const std::string& body,
                               const std::string& token) {

@@ -37,6 +37,7 @@ class registry_process {
   std::string log() const;
   bool running();
   int stop();
+  void kill9();
 
   /// One REST call (with `token` as `Authorization: Bearer`, if not empty); throws if no HTTP answer came.
   answer call(const std::string& method, const std::string& path, const std::string& body = "",

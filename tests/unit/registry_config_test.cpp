@@ -50,5 +50,18 @@ TEST_F(RegistryConfig, BadValuesInTheConfigFileAreNamed) {
   EXPECT_EQ(ok.cfg.heartbeat.count(), 0);
 }
 
+TEST_F(RegistryConfig, OneStoreRemembersTheClusterAndARegistryNamesItselfByItsAddress) {
+  EXPECT_EQ(parse("{}", {"--state-file", "/tmp/r.db", "--state-url", "postgresql://dde@db/dde"}).error,
+            "--state-file and --state-url exclude each other: one store remembers the cluster");
+  auto pair = parse(R"({"state-url": "postgresql://dde@db/dde", "port": 8001, "listen": "10.0.0.5"})");
+  ASSERT_EQ(pair.error, "");
+  EXPECT_EQ(pair.cfg.state_url, "postgresql://dde@db/dde");
+  EXPECT_EQ(pair.cfg.advertise, "http://10.0.0.5:8001");
+  EXPECT_EQ(pair.cfg.standby_poll.count(), 1000);
+  EXPECT_EQ(parse("{}", {"--advertise", "https://r1.example:8000"}).cfg.advertise, "https://r1.example:8000");
+  EXPECT_EQ(parse("{}", {"--listen", "::1", "--port", "9"}).cfg.advertise, "http://[::1]:9");
+  EXPECT_NE(parse("{}", {"--standby-poll-ms", "10"}).error, "") << "below the 50 ms floor";
+}
+
 }  // namespace
 }  // namespace dde::registry

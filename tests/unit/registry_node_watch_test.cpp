@@ -146,6 +146,7 @@ struct memory_store : state_store {
     rows[n.info.id] = n;
   }
   void forget(const std::string& id) override { rows.erase(id); }
+  std::string name() const override { return "memory store"; }
 };
 
 /// A node table and a watch on a hand-moved clock, remembering in `store`.
