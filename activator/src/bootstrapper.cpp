@@ -156,7 +156,11 @@ void bootstrapper::on_message(const std::shared_ptr<net::ws_connection>& conn, s
       log()->warn("bad request from the registry: {}", bad->error);
       conn->send(protocol::encode(protocol::response_frame{bad->id, false, nullptr, 400, bad->error}), false);
     } else if (auto* error = std::get_if<protocol::error_frame>(&frame.value())) {
-      log()->error("the registry refused this node: {}", error->error);
+      // A standby of a registry pair sends its nodes on to the active one: expected, not an error.
+      if (error->error.starts_with("this registry is a standby"))
+        log()->info("{}: trying the next registry", error->error);
+      else
+        log()->error("the registry refused this node: {}", error->error);
     }
   });
 }

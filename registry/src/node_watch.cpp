@@ -112,7 +112,7 @@ void node_watch::tick() {
     if (now - *w.gone_since >= patience) gone.emplace_back(id, w.patience.count() > 0);
   }
   for (auto& [id, restored] : gone)
-    lose(id, restored ? "remembered from before the registry restarted, and not back within " +
+    lose(id, restored ? "remembered from before this registry started or took over, and not back within " +
                             std::to_string(opts_.restore_grace.count()) + " ms"
                       : "disconnected and not back within " + std::to_string(opts_.timeout.count()) + " ms");
 }

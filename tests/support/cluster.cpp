@@ -60,7 +60,13 @@ registry_process start_registry(const fs::path& dir, std::uint16_t port,
   std::vector<std::string> argv{bin_path("dde-registry").string(), "--port", std::to_string(r.port)};
   for (auto& list : {tls.args(), extra_args}) argv.insert(argv.end(), list.begin(), list.end());
   r.proc = std::make_unique<child_process>(argv, dir / ("registry-" + std::to_string(r.port) + ".log"), env);
-  if (!wait_until([&] { return rest("GET", r.url() + "/registry/health", {}, r.token).status == 200; }, 20s))
+  // Up: active (200), or a standby of a registry pair (503 with its role).
+  auto up = [&] {
+    auto health = rest("GET", r.url() + "/registry/health", {}, r.token);
+    return health.status == 200 || (health.status == 503 && health.json.is_object() &&
+                                     health.json.value("role", "") == "standby");
+  };
+  if (!wait_until(up, 20s))
     throw std::runtime_error("dde-registry did not start:\n" + r.proc->log());
   return r;
 }

@@ -62,6 +62,7 @@ struct registry_process {
     return (tls ? "wss://" : "ws://") + std::string("127.0.0.1:") + std::to_string(port) + "/registry";
   }
 };
+/// Waits until it answers: active, or a standby of a registry pair (--state-url).
 /// `env` is added to its environment; its DDE_ADMIN_TOKEN, if any, becomes `token`.
 /// `extra_args` go last (e.g. --heartbeat-ms 0).
 registry_process start_registry(const std::filesystem::path& dir, std::uint16_t port = 0,

@@ -232,7 +232,7 @@ TEST(RegistryNodeWatchStore, ARememberedNodeThatDoesNotComeBackAfterARestartIsFa
   EXPECT_TRUE(store.rows.count("12133208"));
   auto status = watch.status();
   ASSERT_EQ(status["failovers"].size(), 1u);
-  EXPECT_NE(status["failovers"][0]["reason"].get<std::string>().find("remembered from before the registry restarted"),
+  EXPECT_NE(status["failovers"][0]["reason"].get<std::string>().find("remembered from before this registry started or took over"),
             std::string::npos);
 }
 
