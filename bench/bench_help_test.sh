@@ -9,7 +9,7 @@ fail() {
   exit 1
 }
 n=0
-for b in dde-bench-backbone dde-bench-elastic dde-bench-governance dde-bench-hotswap dde-bench-suite dde-raw-amqp; do
+for b in dde-bench-backbone dde-bench-elastic dde-bench-features dde-bench-governance dde-bench-hotswap dde-bench-suite dde-raw-amqp; do
   [[ -x $bin/$b ]] || continue
   out=$(timeout 10 "$bin/$b" --help 2>&1) || fail "$b --help exited $? (or ran past 10 s): $out"
   grep -q "^usage: $b" <<<"$out" || fail "$b --help printed no usage line: $out"

@@ -46,6 +46,10 @@ queue_spec spec_for(std::string_view topic, delivery_mode mode) {
     s.message_ttl_ms = delay->delay_ms;
     s.dead_letter_queue = delay->topic;
     s.dead_letter_at_least_once = true;
+    // Gone once unused: a delay queue has no consumer, and the enqueuer declares it again when it
+    // publishes 30 s or more after its last declaration, so it lives at least 2 delays + 30 s past
+    // its last message: every message has come back by then.
+    s.expires_ms = 2 * delay->delay_ms + 60000;
     return s;
   }
   if (auto lease = parse_lease_topic(topic)) {

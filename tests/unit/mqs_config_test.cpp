@@ -126,6 +126,8 @@ TEST(QueueSpec, ADelayQueueHoldsItsMessagesForItsDelayAndReturnsThemAtLeastOnce)
     EXPECT_EQ(s.dead_letter_queue, std::optional<std::string>("sys.consumer"));
     EXPECT_TRUE(s.dead_letter_at_least_once);
     EXPECT_FALSE(s.delivery_limit);
+    EXPECT_EQ(s.expires_ms, std::optional<std::int64_t>(2 * 1500 + 60000))
+        << "deleted once unused, not before its last message came back";
     EXPECT_FALSE(dead_letter_spec_for("dde.delay-1500.sys.consumer", mode));
   }
   EXPECT_FALSE(spec_for("sys.consumer", delivery_mode::at_least_once).message_ttl_ms);
