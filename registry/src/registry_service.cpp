@@ -188,30 +188,27 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
     watch.clear();
   }
 
-  /// On a shared store: every --standby-poll-ms, take the lead or check it is still held.
-  void poll_role() {
-    role_timer.expires_after(cfg.standby_poll);
-    role_timer.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+  /// Runs `job` on the strand every `interval` (on `timer`, a member) while the service lives.
+  void every(boost::asio::steady_timer& timer, std::chrono::milliseconds interval, void (*job)(impl&)) {
+    timer.expires_after(interval);
+    timer.async_wait([weak = weak_from_this(), &timer, interval, job](const boost::system::error_code& ec) {
       auto self = weak.lock();
       if (ec || !self) return;
-      self->on_strand([](impl& s) {
-        s.role.poll();
-        s.poll_role();
+      self->on_strand([&timer, interval, job](impl& s) {
+        job(s);
+        s.every(timer, interval, job);
       });
     });
   }
 
-  /// Every heartbeat: the node watch pings, refreshes, and fails over lost nodes.
-  void beat() {
-    heartbeat_timer.expires_after(cfg.heartbeat);
-    heartbeat_timer.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-      auto self = weak.lock();
-      if (ec || !self) return;
-      self->on_strand([](impl& s) {
+  /// Every heartbeat the node watch pings, refreshes, and fails over lost nodes; on a shared store,
+  /// every --standby-poll-ms the registry takes the lead or checks it still holds it.
+  void start_timers() {
+    if (cfg.heartbeat.count() > 0)
+      every(heartbeat_timer, cfg.heartbeat, [](impl& s) {
         if (s.role.active()) s.watch.tick();
-        s.beat();
       });
-    });
+    if (role.polls()) every(role_timer, cfg.standby_poll, [](impl& s) { s.role.poll(); });
   }
 
   registry_config cfg;
@@ -313,8 +310,7 @@ std::error_code registry_service::start() {
   impl_->role.poll();
   auto ec = impl_->server->start();
   if (ec) return ec;
-  if (impl_->cfg.heartbeat.count() > 0) impl_->on_strand([](impl& self) { self.beat(); });
-  if (impl_->role.polls()) impl_->on_strand([](impl& self) { self.poll_role(); });
+  impl_->on_strand([](impl& self) { self.start_timers(); });
   return ec;
 }
 

@@ -13,7 +13,11 @@ namespace dde::test {
 namespace {
 
 class Failover : public Cluster {
- protected:
+ public:
+  using Cluster::deploy;
+  using Cluster::deploy_pool;
+  using Cluster::dir;
+  using Cluster::mqs;
   std::string sys = unique_system("fo");
 };
 
@@ -75,6 +79,53 @@ TEST_F(Failover, APoolOfALostNodeComesBackOnTheOthersAndNoMessageIsLost) {
   for (auto& to : f["pools"][0]["to"]) EXPECT_EQ(to["status"], "deployed") << f.dump();
 }
 
+/// The stream of the remembering tests (issue 21 part 6): a 2-worker failover pool on node `ida`
+/// fed from node `idb` (4,000 messages at 250/s) through `registry`, running and remembered.
+/// Returns the pid of node a's isolate system (-1 when something failed: the test has failed).
+int stream_remembered_on(Failover& t, const registry_process& registry, const std::string& ida,
+                         const std::string& idb, int n) {
+  auto r = t.deploy_pool(ida, t.sys, "work", "consumer", {{"work_ms", 1}}, 2, {{"failover", true}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  r = t.deploy(deploy_body(idb, t.mqs.url(), t.sys + "p", "producer", "producer",
+                           {{"to", t.sys + "/work"}, {"count", n}, {"rate", 250}}));
+  EXPECT_EQ(r.status, 200) << r.body;
+  if (!wait_until([&] { return read_seq_logs(t.dir).unique.size() >= 400; }, long_wait)) return -1;
+  // The registry has described node a since the deploy (and so remembered its pool).
+  bool remembered = wait_until(
+      [&] {
+        auto status = rest("GET", registry.url() + "/registry/failover");
+        for (auto& w : status.json["nodes"])
+          if (w["bootstrapperId"] == ida && w["pools"] == 1) return true;
+        return false;
+      },
+      30s);
+  EXPECT_TRUE(remembered);
+  auto pools = pools_of(registry, ida, t.sys);
+  return remembered && !pools.empty() ? pools.at(0).value("pid", -1) : -1;
+}
+
+/// After node a was lost: `registry` runs its pool on node `idb` alone (both workers), every message
+/// arrives, and the failover names node a as remembered from the store.
+void expect_failed_over_remembered(Failover& t, const registry_process& registry, const std::string& ida,
+                                   const std::string& idb, int n) {
+  ASSERT_TRUE(
+      wait_until([&] { return running_copies(registry, {idb}, t.sys, t.sys + "/work") == 1; }, long_wait, 100ms))
+      << rest("GET", registry.url() + "/registry/failover").body;
+  auto pools = pools_of(registry, idb, t.sys);
+  ASSERT_EQ(pools.size(), 1u);
+  EXPECT_EQ(pools[0].value("workersCount", 0), 2) << "both workers on the one survivor";
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(t.dir).unique.size() >= std::size_t(n); }, long_wait, 200ms))
+      << read_seq_logs(t.dir).missing(n).size() << " missing";
+  EXPECT_TRUE(read_seq_logs(t.dir).missing(n).empty());
+  auto status = rest("GET", registry.url() + "/registry/failover").json;
+  ASSERT_EQ(status["failovers"].size(), 1u) << status.dump();
+  EXPECT_EQ(status["failovers"][0]["node"], ida);
+  EXPECT_NE(status["failovers"][0]["reason"].get<std::string>().find(
+                "remembered from before this registry started or took over"),
+            std::string::npos)
+      << status.dump();
+}
+
 TEST_F(Failover, ANodeLostWhileTheRegistryIsDownIsFailedOverOnceTheRegistryIsBackWithItsStateFile) {
   // Issue 21 (6): the registry remembers each node and its pools in --state-file (SQLite). Node a dies
   // while the registry is down; the restarted registry waits the restore grace for it, then deploys
@@ -86,23 +137,8 @@ TEST_F(Failover, ANodeLostWhileTheRegistryIsDownIsFailedOverOnceTheRegistryIsBac
   auto b = node("st-b-" + sys);
   auto ida = node_id(registry, a.name), idb = node_id(registry, b.name);
   ASSERT_FALSE(ida.empty() || idb.empty());
-  auto r = deploy_pool(ida, sys, "work", "consumer", {{"work_ms", 1}}, 2, {{"failover", true}});
-  ASSERT_EQ(r.status, 200) << r.body;
   const int n = 4000;
-  r = deploy(deploy_body(idb, mqs.url(), sys + "p", "producer", "producer",
-                         {{"to", sys + "/work"}, {"count", n}, {"rate", 250}}));
-  ASSERT_EQ(r.status, 200) << r.body;
-  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 400; }, long_wait));
-  // The registry has described node a since the deploy (and so remembered its pool).
-  ASSERT_TRUE(wait_until(
-      [&] {
-        auto status = rest("GET", registry.url() + "/registry/failover");
-        for (auto& w : status.json["nodes"])
-          if (w["bootstrapperId"] == ida && w["pools"] == 1) return true;
-        return false;
-      },
-      30s));
-  int pid = pools_of(registry, ida, sys).at(0).value("pid", -1);
+  int pid = stream_remembered_on(*this, registry, ida, idb, n);
   ASSERT_GT(pid, 0);
 
   auto port = registry.port;
@@ -110,21 +146,7 @@ TEST_F(Failover, ANodeLostWhileTheRegistryIsDownIsFailedOverOnceTheRegistryIsBac
   a.proc->kill9();
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
   registry = start_registry(dir, port, {}, {}, remember);
-  ASSERT_TRUE(wait_until([&] { return running_copies(registry, {idb}, sys, sys + "/work") == 1; }, long_wait, 100ms))
-      << rest("GET", registry.url() + "/registry/failover").body;
-  auto pools = pools_of(registry, idb, sys);
-  ASSERT_EQ(pools.size(), 1u);
-  EXPECT_EQ(pools[0].value("workersCount", 0), 2) << "both workers on the one survivor";
-  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait, 200ms))
-      << read_seq_logs(dir).missing(n).size() << " missing";
-  EXPECT_TRUE(read_seq_logs(dir).missing(n).empty());
-
-  auto status = rest("GET", registry.url() + "/registry/failover").json;
-  ASSERT_EQ(status["failovers"].size(), 1u) << status.dump();
-  EXPECT_EQ(status["failovers"][0]["node"], ida);
-  EXPECT_NE(status["failovers"][0]["reason"].get<std::string>().find("remembered from before this registry started or took over"),
-            std::string::npos)
-      << status.dump();
+  expect_failed_over_remembered(*this, registry, ida, idb, n);
 }
 
 TEST_F(Failover, WhenTheActiveRegistryAndANodeDieTogetherTheStandbyTakesOverAndFailsTheNodeOver) {
@@ -147,22 +169,8 @@ TEST_F(Failover, WhenTheActiveRegistryAndANodeDieTogetherTheStandbyTakesOverAndF
   auto b = start_activator(r1, dir, "ha-b-" + sys, 0, both);
   auto ida = node_id(r1, a.name), idb = node_id(r1, b.name);
   ASSERT_FALSE(ida.empty() || idb.empty());
-  auto r = deploy_pool(ida, sys, "work", "consumer", {{"work_ms", 1}}, 2, {{"failover", true}});
-  ASSERT_EQ(r.status, 200) << r.body;
   const int n = 4000;
-  r = deploy(deploy_body(idb, mqs.url(), sys + "p", "producer", "producer",
-                         {{"to", sys + "/work"}, {"count", n}, {"rate", 250}}));
-  ASSERT_EQ(r.status, 200) << r.body;
-  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 400; }, long_wait));
-  ASSERT_TRUE(wait_until(
-      [&] {
-        auto status = rest("GET", r1.url() + "/registry/failover");
-        for (auto& w : status.json["nodes"])
-          if (w["bootstrapperId"] == ida && w["pools"] == 1) return true;
-        return false;
-      },
-      30s));
-  int pid = pools_of(r1, ida, sys).at(0).value("pid", -1);
+  int pid = stream_remembered_on(*this, r1, ida, idb, n);
   ASSERT_GT(pid, 0);
 
   r1.proc->kill9();
@@ -177,15 +185,7 @@ TEST_F(Failover, WhenTheActiveRegistryAndANodeDieTogetherTheStandbyTakesOverAndF
   auto back = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed);
   std::cout << "registry pair: node a's pool ran on node b " << back.count()
             << " ms after registry r1 and node a were killed (grace 6000 ms)\n";
-  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait, 200ms))
-      << read_seq_logs(dir).missing(n).size() << " missing";
-  EXPECT_TRUE(read_seq_logs(dir).missing(n).empty());
-  auto status = rest("GET", r2.url() + "/registry/failover").json;
-  ASSERT_EQ(status["failovers"].size(), 1u) << status.dump();
-  EXPECT_EQ(status["failovers"][0]["node"], ida);
-  EXPECT_NE(status["failovers"][0]["reason"].get<std::string>().find("remembered from before this registry started or took over"),
-            std::string::npos)
-      << status.dump();
+  expect_failed_over_remembered(*this, r2, ida, idb, n);
 }
 
 }  // namespace
