@@ -38,6 +38,18 @@ class probe : public net::ws_handler, public first_outcome {
   }
 };
 
+/// A client that sends one message of `size` bytes once open and records why the connection ended.
+class oversize : public net::ws_handler, public first_outcome {
+ public:
+  explicit oversize(std::size_t size) : size_(size) {}
+  void on_open(const std::shared_ptr<net::ws_connection>& conn) override { conn->send(std::string(size_, 'z'), true); }
+  void on_message(const std::shared_ptr<net::ws_connection>&, std::string, bool) override {}
+  void on_close(const std::shared_ptr<net::ws_connection>&, const std::string& reason) override { settle(reason); }
+
+ private:
+  std::size_t size_;
+};
+
 class TlsTransport : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -65,9 +77,10 @@ class TlsTransport : public ::testing::Test {
     return {certs_->cert("server"), certs_->key("server"), certs_->ca(), verify_client};
   }
 
-  std::uint16_t start_server(net::tls_options tls) {
+  std::uint16_t start_server(net::tls_options tls, std::size_t max_ws_message = 16 * 1024 * 1024) {
     net::server_options o;
     o.tls = std::move(tls);
+    o.max_ws_message = max_ws_message;
     server_ = net::server::create(io_, o);
     server_->add_websocket("/echo", std::make_shared<echo>());
     server_->set_http([](const net::http_request& req) {
@@ -176,6 +189,26 @@ TEST_F(TlsTransport, PlainServersStillServeWs) {
   auto port = start_server({});
   EXPECT_EQ(exchange("ws://127.0.0.1:" + std::to_string(port) + "/echo", {}), "echo:ping");
   EXPECT_EQ(exchange(wss(port), {"", "", certs_->ca(), false}).rfind("fail:", 0), 0u);
+}
+
+TEST_F(TlsTransport, AMessageOverTheLimitIsRefusedWith1009AndThePeerReadsWhyWhileStillWriting) {
+  // The server drains the rest of the message in the close handshake; a reset instead (Beast's own
+  // limit, whose teardown stops after one read) lost the close frame of a peer still writing.
+  for (bool tls : {false, true}) {
+    auto port = start_server(tls ? server_tls(false) : net::tls_options{}, 64 * 1024);
+    auto url = (tls ? wss(port) : "ws://127.0.0.1:" + std::to_string(port) + "/echo");
+    for (int i = 0; i < 5; ++i) {
+      auto client = std::make_shared<oversize>(4 * 1024 * 1024);  // 64 times the limit
+      auto outcome = client->outcome();
+      net::client_options o;
+      if (tls) o.tls = {"", "", certs_->ca(), false};
+      net::ws_connect(
+          io_, *net::parse_ws_url(url), client, [client](const std::string& why) { client->settle("fail:" + why); }, o);
+      ASSERT_EQ(outcome.wait_for(30s), std::future_status::ready);
+      EXPECT_EQ(outcome.get(), "closed by peer: a message over 65536 bytes") << (tls ? "wss" : "ws") << " try " << i;
+    }
+    server_->stop();
+  }
 }
 
 TEST_F(TlsTransport, UnusableCertificateFilesAreAPreciseStartupError) {

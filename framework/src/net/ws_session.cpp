@@ -29,6 +29,7 @@ ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<ws_handler> hand
     : anchor_(std::move(anchor)),
       ws_(std::move(stream)),
       handler_(std::move(handler)),
+      max_message_(max_message),
       id_(next_connection_id()) {
   remote_ = endpoint_text(beast::get_lowest_layer(ws_).socket());
   beast::get_lowest_layer(ws_).expires_never();
@@ -37,7 +38,10 @@ ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<ws_handler> hand
   t.idle_timeout = idle_timeout;
   t.keep_alive_pings = true;
   ws_.set_option(t);
-  ws_.read_message_max(max_message);
+  // The message limit is ours (do_read), not Beast's read_message_max: Beast fails the connection
+  // over it, and its teardown (Boost 1.74) stops draining after one read, so a peer still writing
+  // its large message got a TCP reset and often never read the 1009 close frame.
+  ws_.read_message_max(0);
   ws_.auto_fragment(false);
   beast::error_code ec;
   beast::get_lowest_layer(ws_).socket().set_option(tcp::no_delay(true), ec);
@@ -83,7 +87,10 @@ template <class Stream>
 void ws_session<Stream>::do_read() {
   if (finished_ || paused_ || read_in_flight_) return;
   read_in_flight_ = true;
-  ws_.async_read(buffer_, beast::bind_front_handler(&ws_session<Stream>::on_read, shared_from_this()));
+  // A message is read in pieces, never more than one byte past the limit (0: Beast picks a size).
+  std::size_t room = max_message_ ? max_message_ + 1 - std::min(buffer_.size(), max_message_) : 0;
+  ws_.async_read_some(buffer_, room,
+                      beast::bind_front_handler(&ws_session<Stream>::on_read, shared_from_this()));
 }
 
 template <class Stream>
@@ -96,6 +103,8 @@ void ws_session<Stream>::on_read(beast::error_code ec, std::size_t) {
     finish(reason);
     return;
   }
+  if (max_message_ && buffer_.size() > max_message_) return refuse_too_big();
+  if (!ws_.is_message_done()) return do_read();
   std::string data = beast::buffers_to_string(buffer_.data());
   buffer_.consume(buffer_.size());
   bool binary = ws_.got_binary();
@@ -171,8 +180,20 @@ void ws_session<Stream>::close(std::string reason) {
 }
 
 template <class Stream>
+void ws_session<Stream>::refuse_too_big() {
+  buffer_.consume(buffer_.size());
+  closing_ = true;
+  close_code_ = websocket::close_code::too_big;
+  close_reason_ = "a message over " + std::to_string(max_message_) + " bytes";
+  // The close handshake (async_close) drains the rest of the message and waits for the peer's close,
+  // so the peer reads why. A write in flight starts it when done (on_write); finish drops the queue.
+  finish("The WebSocket message exceeded the locally configured limit");
+  if (!write_in_flight_) do_close();
+}
+
+template <class Stream>
 void ws_session<Stream>::do_close() {
-  websocket::close_reason cr(websocket::close_code::normal, close_reason_);
+  websocket::close_reason cr(close_code_, close_reason_);
   ws_.async_close(cr, [self = shared_from_this()](beast::error_code) { self->close_socket(); });
 }
 

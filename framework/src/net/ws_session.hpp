@@ -57,6 +57,8 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
   void do_write();
   void on_write(beast::error_code ec, std::size_t bytes);
   void finish(const std::string& reason);
+  /// A message over `max_message_`: the close handshake with 1009, draining the rest.
+  void refuse_too_big();
   void do_close();
   void close_socket();
 
@@ -73,7 +75,9 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
   bool paused_ = false;
   bool read_in_flight_ = false;
   bool closing_ = false;
+  std::size_t max_message_;  ///< largest message read (0: no limit)
   std::atomic<std::size_t> queued_{0};
+  websocket::close_code close_code_ = websocket::close_code::normal;
   std::string close_reason_;
   std::string remote_;
   std::uint64_t id_;
