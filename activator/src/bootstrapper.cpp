@@ -10,8 +10,6 @@ namespace dde::activator {
 namespace {
 std::shared_ptr<spdlog::logger> log() { return logger("activator.bootstrapper"); }
 
-std::string url_text(const net::ws_url& u) { return (u.tls ? "wss://" : "ws://") + net::host_port(u.host, u.port) + u.path; }
-
 /// The node's JSON (nlohmann::json) of the registry's (ordered) JSON, and back.
 nlohmann::json plain(const protocol::ordered_json& j) { return nlohmann::json(j); }
 protocol::ordered_json ordered(const nlohmann::json& j) { return protocol::ordered_json(j); }
@@ -101,11 +99,11 @@ void bootstrapper::link_down(const std::string& why) {
     registration_.reset();
   }
   if (stopped_) return;
-  auto left = url_text(urls_[current_]);
+  auto left = net::url_text(urls_[current_]);
   // With a registry pair, the next one: it may be the active one now (or the same one, back).
   current_ = (current_ + 1) % urls_.size();
   auto delay = retry_.schedule([self = shared_from_this()] { self->do_connect(); });
-  log()->warn("registry {} unavailable: {}; trying {} in {} ms", left, why, url_text(urls_[current_]), delay.count());
+  log()->warn("registry {} unavailable: {}; trying {} in {} ms", left, why, net::url_text(urls_[current_]), delay.count());
 }
 
 void bootstrapper::on_open(const std::shared_ptr<net::ws_connection>& conn) {
@@ -149,7 +147,7 @@ void bootstrapper::on_message(const std::shared_ptr<net::ws_connection>& conn, s
         self->registration_ = self->id_;
       }
       self->retry_.reset();
-      log()->info("registered with {} as bootstrapper {}", url_text(self->urls_[self->current_]), self->id_);
+      log()->info("registered with {} as bootstrapper {}", net::url_text(self->urls_[self->current_]), self->id_);
     } else if (auto* request = std::get_if<protocol::request_frame>(&frame.value())) {
       self->serve(conn, std::move(*request));
     } else if (auto* bad = std::get_if<protocol::bad_request>(&frame.value())) {

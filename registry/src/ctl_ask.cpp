@@ -1,5 +1,6 @@
 #include "ctl_ask.hpp"
 #include "ctl_commands.hpp"
+#include "ctl_requests.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -187,12 +188,11 @@ std::string choose_registry(const std::string& list, const std::map<std::string,
                             std::chrono::milliseconds timeout) {
   if (list.find(',') == std::string::npos) return list;
   std::vector<std::string> urls;
-  for (std::size_t start = 0; start <= list.size();) {
-    auto comma = std::min(list.find(',', start), list.size());
-    if (comma > start) urls.push_back(list.substr(start, comma - start));
-    start = comma + 1;
+  try {
+    urls = detail::split_list(list);
+  } catch (const detail::usage_error&) {
+    return list;  // only commas: reaching it fails with the list named
   }
-  if (urls.empty()) return list;
   std::string answered;
   for (auto& url : urls) {
     auto res = net::http_fetch("GET", url + "/registry/health", "", headers, timeout);

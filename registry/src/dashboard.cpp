@@ -54,6 +54,7 @@ bool dashboard::handle(const net::http_request& req, const std::function<void(ne
     auto up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_);
     net::readiness r;
     r.details = {{"nodes", nodes_.size()}, {"uptimeSeconds", up.count()}};
+    if (role_status_) r.details.update(nlohmann::json(role_status_()));
     respond(net::health_response("dde-registry", r));
     return true;
   }

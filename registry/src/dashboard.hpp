@@ -33,6 +33,9 @@ class dashboard {
   /// any other request.
   bool handle(const net::http_request& req, const std::function<void(net::http_response)>& respond);
 
+  /// Fields `GET /health` adds (the registry's role: active or standby, and its store).
+  void set_role_status(std::function<ordered_json()> fn) { role_status_ = std::move(fn); }
+
   /// A page opened the live feed: it gets the last snapshot now and every round's from then on.
   void watch(std::shared_ptr<net::ws_connection> conn);
   void unwatch(std::uint64_t conn_id);
@@ -53,6 +56,7 @@ class dashboard {
   schedule_fn schedule_;
   std::chrono::milliseconds interval_;
   std::chrono::steady_clock::time_point started_;
+  std::function<ordered_json()> role_status_;
   pool_monitor monitor_;
   std::unique_ptr<mqs_stats_client> mqs_;
   std::map<std::uint64_t, std::shared_ptr<net::ws_connection>> watchers_;

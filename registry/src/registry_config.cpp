@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "dde/net/auth.hpp"
+#include "dde/net/ws.hpp"
 #include "dde/tls_flags.hpp"
 
 namespace dde::registry {
@@ -51,8 +52,7 @@ std::string default_advertise(const registry_config& cfg) {
     char name[256] = {};
     host = ::gethostname(name, sizeof name - 1) == 0 ? name : "localhost";
   }
-  if (host.find(':') != std::string::npos) host = "[" + host + "]";
-  return (cfg.tls.enabled() ? "https://" : "http://") + host + ":" + std::to_string(cfg.port);
+  return (cfg.tls.enabled() ? "https://" : "http://") + net::host_port(host, cfg.port);
 }
 
 }  // namespace

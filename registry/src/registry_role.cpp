@@ -9,15 +9,13 @@ registry_role::registry_role(state_store* store, hooks h) : store_(store), hooks
 void registry_role::poll() {
   auto log = logger("registry");
   auto lead = store_ ? store_->lead() : lead_result{true, {}, {}};
+  bool news = lead.why != why_ || lead.leader != leader_;
+  why_ = std::move(lead.why);
+  leader_ = std::move(lead.leader);
   if (active_ == lead.leading) {
-    if (!active_ && (lead.why != why_ || lead.leader != leader_))
-      log->info("standby: {}{}", lead.why, lead.leader.empty() ? "" : " (" + lead.leader + ")");
-    why_ = lead.why;
-    leader_ = lead.leader;
+    if (!active_ && news) log->info("standby: {}{}", why_, leader_.empty() ? "" : " (" + leader_ + ")");
     return;
   }
-  why_ = lead.why;
-  leader_ = lead.leader;
   if (!lead.leading) {
     active_ = false;
     log->error("stepping down to standby: {}", why_);

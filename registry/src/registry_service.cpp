@@ -46,11 +46,11 @@ std::unique_ptr<state_store> open_store(const registry_config& cfg) {
   return nullptr;
 }
 
-/// What a standby still answers: whether it lives, its figures, and the dashboard's files.
+/// What a standby still answers beside its health: its figures and the dashboard's files.
 bool standby_serves(const std::string& method, std::string_view path) {
   if (method != "GET" && method != "HEAD") return false;
-  return path == "/health" || path == "/registry/health" || path == "/metrics" || path == "/" ||
-         path.ends_with(".html") || path.ends_with(".js") || path.ends_with(".css");
+  return path == "/metrics" || path == "/" || path.ends_with(".html") || path.ends_with(".js") ||
+         path.ends_with(".css");
 }
 
 node_watch::options watch_options(const registry_config& cfg, state_store* store) {
@@ -82,6 +82,8 @@ struct registry_service::impl : std::enable_shared_from_this<impl> {
             },
             cfg.dashboard_interval) {
     api.set_failover_status([this] { return watch.status(); });
+    api.set_role_status([this] { return role.status(); });
+    board.set_role_status([this] { return role.status(); });
     // The dead-letter endpoints reach MQS processes over HTTP on mqs_http's thread; answers come back here.
     api.set_mqs_http([this](mqs_call call, std::function<void(mqs_reply)> done) {
       mqs_http.call(std::move(call), [this, done = std::move(done)](mqs_reply r) {

@@ -97,7 +97,9 @@ void rest_api::list(const reply_fn& reply) {
 
 void rest_api::health(const reply_fn& reply) {
   auto up = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started_);
-  reply({200, {{"status", "ok"}, {"nodes", nodes_.size()}, {"uptimeSeconds", up.count()}}, {}});
+  ordered_json body = {{"status", "ok"}, {"nodes", nodes_.size()}, {"uptimeSeconds", up.count()}};
+  if (role_status_) body.update(role_status_());
+  reply({200, std::move(body), {}});
 }
 
 void rest_api::show(const std::string& id, const reply_fn& reply) {

@@ -44,6 +44,8 @@ class rest_api {
 
   /// What `GET /registry/failover` answers (the node watch's status).
   void set_failover_status(std::function<ordered_json()> fn) { failover_status_ = std::move(fn); }
+  /// Fields `GET /registry/health` adds (the registry's role: active or standby, and its store).
+  void set_role_status(std::function<ordered_json()> fn) { role_status_ = std::move(fn); }
   /// How the dead-letter endpoints (/registry/dlq/...) reach an MQS; without it they answer 503.
   void set_mqs_http(mqs_http_fn fn) { mqs_http_ = std::move(fn); }
   /// Handles `req`; `reply` runs exactly once, now or when the nodes asked have answered.
@@ -67,6 +69,7 @@ class rest_api {
   node_table& nodes_;
   std::chrono::steady_clock::time_point started_;
   std::function<ordered_json()> failover_status_;
+  std::function<ordered_json()> role_status_;
   mqs_http_fn mqs_http_;
 };
 

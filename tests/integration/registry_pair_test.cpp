@@ -31,6 +31,12 @@ class RegistryPair : public ::testing::Test {
 TEST_F(RegistryPair, TheStandbyRefusesNamingTheActiveAndTakesOverWithItsNodesWhenTheActiveDies) {
   auto r1 = registry();
   ASSERT_TRUE(wait_until([&] { return active(*r1); }, 30s)) << r1->log();
+  for (const char* path : {"/registry/health", "/health"}) {
+    auto up = r1->get(path);
+    EXPECT_EQ(up.status, 200) << path;
+    EXPECT_EQ(up.body["role"], "active") << path << " " << up.body.dump();
+    EXPECT_EQ(up.body["store"], "PostgreSQL store " + store.url()) << path;
+  }
   auto r2 = registry();
   // r2 waits: it lives (its log), but answers 503 naming r1, and refuses nodes.
   ASSERT_TRUE(wait_until([&] { return r2->get("/registry/health").body.value("leader", "") == r1->url(); }, 30s))

@@ -35,10 +35,7 @@ top_level::top_level(boost::asio::io_context& io, top_level_options options)
                                 "\": expected ws://host:port/path or wss://... (or several, comma-separated)");
 }
 
-std::string top_level::current_url() const {
-  auto& u = urls_[current_];
-  return (u.tls ? "wss://" : "ws://") + net::host_port(u.host, u.port) + u.path;
-}
+std::string top_level::current_url() const { return net::url_text(urls_[current_]); }
 
 void top_level::start() {
   boost::asio::post(strand_, [self = shared_from_this()] { self->do_connect(); });

@@ -61,4 +61,8 @@ std::string host_port(const std::string& host, std::uint16_t port) {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
+std::string url_text(const ws_url& url) {
+  return (url.tls ? "wss://" : "ws://") + host_port(url.host, url.port) + url.path;
+}
+
 }  // namespace dde::net

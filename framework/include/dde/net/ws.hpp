@@ -113,6 +113,8 @@ struct ws_url {
 std::optional<ws_url> parse_ws_url(std::string_view url);
 /// "host:port", with an IPv6 host in brackets ("[::1]:8000"): for a URL, a Host header or a message.
 std::string host_port(const std::string& host, std::uint16_t port);
+/// `url` written out again ("wss://[::1]:8000/registry"): for messages.
+std::string url_text(const ws_url& url);
 /// A comma-separated list of `ws://` or `wss://` URLs (alternatives to fail over between, in order of
 /// preference); empty when the list is empty or any element is not a valid URL.
 std::vector<ws_url> parse_ws_url_list(std::string_view list);
