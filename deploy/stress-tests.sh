@@ -4,16 +4,21 @@
 # test or in DDE. Uses the built tree as it is (deploy/build.sh first).
 #
 #   deploy/stress-tests.sh [-n ROUNDS] [-L LABEL] [-R REGEX] [-E EXCLUDE] [-j JOBS] [--no-burn]
+#                          [--continue]
 #
 # Defaults: 20 rounds of the rmq-labelled tests, ctest -j2, a burner per core. The packaging/SDK
 # tests that hold the build tree's lock are excluded unless -E says otherwise (they rebuild nothing
 # a stressed run could race on, but take minutes each). Each round's ctest output is kept in
-# <build>/stress/round-N.log; exits 1 when any test passed fewer than ROUNDS times.
+# <build>/stress/round-N.log, headed by the code it ran (a hash of every tracked file but the *.md
+# ones and this script) and the selection; exits 1 when any test passed fewer than ROUNDS times.
+# --continue keeps the rounds already in <build>/stress that ran the same code and selection and
+# runs only the rest, so a long proof can be spread over several sittings; without it, old rounds
+# are removed first.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-rounds=20 label=rmq regex="" exclude="readme_tutorial_test|sdk_example_rmqtest" jobs=2 burn=1
+rounds=20 label=rmq regex="" exclude="readme_tutorial_test|sdk_example_rmqtest" jobs=2 burn=1 resume=0
 while (($#)); do
   case $1 in
     -n) rounds=$2; shift 2 ;;
@@ -22,7 +27,8 @@ while (($#)); do
     -E) exclude=$2; shift 2 ;;
     -j) jobs=$2; shift 2 ;;
     --no-burn) burn=0; shift ;;
-    -h | --help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --continue) resume=1; shift ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "stress-tests.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -32,6 +38,17 @@ build_dir="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
 [[ -f $build_dir/CTestTestfile.cmake ]] || { echo "stress-tests.sh: no build in $build_dir (run deploy/build.sh)" >&2; exit 2; }
 out_dir="$build_dir/stress"
 mkdir -p "$out_dir"
+
+# What a round ran: the code (tracked files but docs and this script; uncommitted changes to them make
+# it "dirty", which --continue never resumes) and the tests chosen.
+code=$(git -C "$DDE_ROOT" ls-files -s -- . ':!:*.md' ':!:deploy/stress-tests.sh' | sha1sum | cut -c1-12)
+[[ -z $(git -C "$DDE_ROOT" status --porcelain -- . ':!:*.md' ':!:deploy/stress-tests.sh') ]] || code+=-dirty
+header="# stress round: code $code; -L '$label' -R '$regex' -E '$exclude' -j $jobs burn=$burn"
+if ((resume)); then
+  [[ $code != *-dirty ]] || dde_die "--continue: the checkout has uncommitted changes, so its rounds cannot be told apart"
+else
+  rm -f "$out_dir"/round-*.log
+fi
 
 burners=()
 # shellcheck disable=SC2317  # called by the EXIT trap
@@ -52,14 +69,21 @@ selection=(-L "$label")
 declare -A passed=() ran=()
 started=$SECONDS
 for ((round = 1; round <= rounds; round++)); do
-  log="$out_dir/round-$round.log"
-  ctest --test-dir "$build_dir" "${selection[@]}" -j"$jobs" --output-on-failure >"$log" 2>&1 || true
+  log="$out_dir/round-$round.log" kept=0
+  if [[ -f $log ]]; then
+    [[ $(head -n 1 "$log") == "$header" ]] ||
+      dde_die "$log ran other code or tests ($(head -n 1 "$log")); now: $header. Run without --continue to start again"
+    kept=1
+  else
+    { echo "$header"; ctest --test-dir "$build_dir" "${selection[@]}" -j"$jobs" --output-on-failure 2>&1; } >"$log" || true
+  fi
   # ctest's summary lines: " 3/21 Test  #7: backbone_rmqtest ...........   Passed  88.2 sec"
   while read -r name verdict; do
     ran[$name]=$((${ran[$name]:-0} + 1))
     [[ $verdict == Passed ]] && passed[$name]=$((${passed[$name]:-0} + 1))
   done < <(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+ *(\*\*\*)?([A-Za-z]+).*/\1 \3/p' "$log")
   failed_now=$(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+ *\*\*\*.*/\1/p' "$log" | tr '\n' ' ')
+  ((!kept)) || { dde_log "round $round/$rounds kept from an earlier run${failed_now:+; failed: $failed_now}"; continue; }
   dde_log "round $round/$rounds done after $(((SECONDS - started) / 60)) min${failed_now:+; failed: $failed_now (see $log)}"
 done
 
