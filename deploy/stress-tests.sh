@@ -49,6 +49,7 @@ if ((resume)); then
 else
   rm -f "$out_dir"/round-*.log
 fi
+rm -f "$out_dir"/round-*.log.part
 
 burners=()
 # shellcheck disable=SC2317  # called by the EXIT trap
@@ -75,7 +76,9 @@ for ((round = 1; round <= rounds; round++)); do
       dde_die "$log ran other code or tests ($(head -n 1 "$log")); now: $header. Run without --continue to start again"
     kept=1
   else
-    { echo "$header"; ctest --test-dir "$build_dir" "${selection[@]}" -j"$jobs" --output-on-failure 2>&1; } >"$log" || true
+    # Written aside and renamed when whole, so a round cut short is never kept.
+    { echo "$header"; ctest --test-dir "$build_dir" "${selection[@]}" -j"$jobs" --output-on-failure 2>&1; } >"$log.part" || true
+    mv "$log.part" "$log"
   fi
   # ctest's summary lines: " 3/21 Test  #7: backbone_rmqtest ...........   Passed  88.2 sec"
   while read -r name verdict; do
