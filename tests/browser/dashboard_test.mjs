@@ -119,6 +119,13 @@ try {
     `#pools tr[data-pool="${sysX}/offline"] .c-state .badge`, { timeout });
   check(true, 'the pool whose MQS went away shows "not connected"');
   const system_ = (name) => node.locator(`li[data-system="${name}"]`);
+  // The node tree is drawn from its own poll, not the pools table's: wait for each system's own badge.
+  const badgeSays = (name, text) => page.waitForFunction(([sel, re]) => {
+    const li = document.querySelector(sel);
+    return li?.getAttribute('data-severity') === 'bad' && new RegExp(re).test(li.querySelector('.badge.problem')?.textContent ?? '');
+  }, [`li[data-system="${name}"]`, text], { timeout });
+  await badgeSays(sysF, '1 pool stopped');
+  await badgeSays(sysX, '1 pool not connected');
   const red = 'rgb(185, 28, 28)', green = 'rgb(21, 128, 61)';
   const borderOf = (locator) => locator.evaluate((e) => getComputedStyle(e).borderLeftColor);
   check(await system_(sysF).getAttribute('data-severity') === 'bad' && await borderOf(system_(sysF)) === red &&

@@ -50,6 +50,40 @@ class oversize : public net::ws_handler, public first_outcome {
   std::size_t size_;
 };
 
+/// A server side that stops reading each connection as it opens (backpressure, as the MQS does when
+/// its enqueue backlog is full) and echoes once reading again.
+class pauser : public net::ws_handler {
+ public:
+  void on_open(const std::shared_ptr<net::ws_connection>& conn) override {
+    conn->pause_reading(true);
+    opened_.set_value(conn);
+  }
+  void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override {
+    conn->send(std::move(data), binary);
+  }
+  void on_close(const std::shared_ptr<net::ws_connection>&, const std::string&) override {}
+  std::future<std::shared_ptr<net::ws_connection>> opened() { return opened_.get_future(); }
+
+ private:
+  std::promise<std::shared_ptr<net::ws_connection>> opened_;
+};
+
+/// A client that sends nothing until told, and records the first echo or why it closed.
+class quiet : public net::ws_handler, public first_outcome {
+ public:
+  void on_open(const std::shared_ptr<net::ws_connection>& conn) override { opened_.set_value(conn); }
+  void on_message(const std::shared_ptr<net::ws_connection>&, std::string data, bool) override {
+    settle("echo:" + data);
+  }
+  void on_close(const std::shared_ptr<net::ws_connection>&, const std::string& reason) override {
+    settle("closed: " + reason);
+  }
+  std::future<std::shared_ptr<net::ws_connection>> opened() { return opened_.get_future(); }
+
+ private:
+  std::promise<std::shared_ptr<net::ws_connection>> opened_;
+};
+
 class TlsTransport : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -209,6 +243,33 @@ TEST_F(TlsTransport, AMessageOverTheLimitIsRefusedWith1009AndThePeerReadsWhyWhil
     }
     server_->stop();
   }
+}
+
+TEST_F(TlsTransport, APeerWhoseReadsArePausedLongerThanTheIdleTimeoutIsNotTakenForGone) {
+  // A host sending nothing back reads only pongs; while the MQS does not read (its backlog full),
+  // no pong comes, and the host's idle timer (20 s) closed the link and lost what it had sent.
+  net::server_options so;
+  server_ = net::server::create(io_, so);
+  auto paused = std::make_shared<pauser>();
+  auto server_side = paused->opened();
+  server_->add_websocket("/paused", paused);
+  ASSERT_FALSE(server_->start());
+  auto client = std::make_shared<quiet>();
+  auto client_side = client->opened();
+  auto outcome = client->outcome();
+  net::ws_connect(
+      io_, *net::parse_ws_url("ws://127.0.0.1:" + std::to_string(server_->port()) + "/paused"), client,
+      [client](const std::string& why) { client->settle("fail:" + why); }, net::client_options{});
+  ASSERT_EQ(server_side.wait_for(30s), std::future_status::ready);
+  ASSERT_EQ(client_side.wait_for(30s), std::future_status::ready);
+  auto server_conn = server_side.get();
+  auto client_conn = client_side.get();
+  // Past the idle timeout (20 s), with a margin: the link must still be up.
+  ASSERT_EQ(outcome.wait_for(26s), std::future_status::timeout) << outcome.get();
+  server_conn->pause_reading(false);
+  client_conn->send("still here", false);
+  ASSERT_EQ(outcome.wait_for(30s), std::future_status::ready);
+  EXPECT_EQ(outcome.get(), "echo:still here");
 }
 
 TEST_F(TlsTransport, UnusableCertificateFilesAreAPreciseStartupError) {

@@ -213,7 +213,29 @@ void ws_session<Stream>::pause_reading(bool paused) {
     self->ws_.get_option(t);
     t.idle_timeout = paused ? websocket::stream_base::none() : idle_timeout;
     self->ws_.set_option(t);
-    if (!paused && self->open_) self->do_read();
+    if (paused) {
+      self->ping_while_paused();
+    } else {
+      if (self->ping_timer_) self->ping_timer_->cancel();
+      if (self->open_) self->do_read();
+    }
+  });
+}
+
+template <class Stream>
+void ws_session<Stream>::ping_while_paused() {
+  // The peer pings after half its idle timeout without a byte from us and gives up after the other
+  // half: a ping every quarter keeps it sure we are there (backpressure can last, say while the
+  // broker is slow or down).
+  if (!ping_timer_) ping_timer_ = std::make_unique<boost::asio::steady_timer>(ws_.get_executor());
+  ping_timer_->expires_after(idle_timeout / 4);
+  ping_timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || !self->paused_ || !self->open_ || self->closing_ || self->finished_) return;
+    if (!self->ping_in_flight_) {  // one at a time: a peer that reads nothing completes none
+      self->ping_in_flight_ = true;
+      self->ws_.async_ping({}, [self](beast::error_code) { self->ping_in_flight_ = false; });
+    }
+    self->ping_while_paused();
   });
 }
 
@@ -221,6 +243,7 @@ template <class Stream>
 void ws_session<Stream>::finish(const std::string& reason) {
   if (finished_) return;
   finished_ = true;
+  if (ping_timer_) ping_timer_->cancel();
   queue_.clear();
   if (open_) handler_->on_close(shared_from_this(), reason);
 }

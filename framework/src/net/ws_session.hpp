@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -61,6 +62,9 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
   void refuse_too_big();
   void do_close();
   void close_socket();
+  /// While reads are paused: a ping now and then, so that the peer's idle timer, which only sees
+  /// bytes it reads, does not take us for gone (we read none of its pongs meanwhile).
+  void ping_while_paused();
 
   using std::enable_shared_from_this<ws_session<Stream>>::shared_from_this;
   std::shared_ptr<const void> anchor_;
@@ -75,6 +79,8 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
   bool paused_ = false;
   bool read_in_flight_ = false;
   bool closing_ = false;
+  bool ping_in_flight_ = false;
+  std::unique_ptr<boost::asio::steady_timer> ping_timer_;  ///< while paused (see ping_while_paused)
   std::size_t max_message_;  ///< largest message read (0: no limit)
   std::atomic<std::size_t> queued_{0};
   websocket::close_code close_code_ = websocket::close_code::normal;
