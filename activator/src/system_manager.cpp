@@ -12,6 +12,7 @@
 #include "dde/metrics.hpp"
 #include "dde/names.hpp"
 #include "dde/protocol/pool_spec.hpp"
+#include "dde/protocol/swap_marker.hpp"
 
 namespace dde::activator {
 namespace {
@@ -308,6 +309,15 @@ void system_manager::redeploy(const std::string& system) {
   for (auto& [isolate, pool_body] : it->second.pools) {
     auto body = pool_body;
     auto v = it->second.versions.find(isolate);
+    // The swap may have begun too shortly before the crash for its event to leave the process: its
+    // marker file says which version it was (dde/protocol/swap_marker.hpp).
+    auto marker = protocol::swap_marker_path(options_.log_dir + "/plugin-cache", system, isolate);
+    if (auto marked = protocol::read_swap_marker(marker); !marked.empty()) {
+      auto& known = it->second.versions[isolate];
+      if (marked != known.good_md5) known.swapping_md5 = marked;
+      v = it->second.versions.find(isolate);
+    }
+    protocol::remove_swap_marker(marker);
     if (v != it->second.versions.end() && !v->second.swapping_md5.empty() && !v->second.good_copy.empty()) {
       // A new version was being swapped in when the process died, before it finished a message:
       // start from the last version that worked and refuse that one (the uri is still watched).

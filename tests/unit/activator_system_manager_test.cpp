@@ -17,6 +17,7 @@
 
 #include "dde/protocol/control_frames.hpp"
 #include "dde/protocol/pool_spec.hpp"
+#include "dde/protocol/swap_marker.hpp"
 #include "recording_connection.hpp"
 #include "system_manager.hpp"
 
@@ -391,6 +392,29 @@ TEST_F(SystemManager, ASwapThatCrashedTheSystemIsRedeployedFromTheLastGoodVersio
   EXPECT_EQ(spec["lastGoodCopy"], "/cache/good.so");
   EXPECT_EQ(spec["crashedMd5"], "bad");
   EXPECT_EQ(spec["crashReason"], "the process was killed by signal 11");
+}
+
+TEST_F(SystemManager, ASwapWhoseEventNeverLeftTheCrashingSystemIsFoundByItsMarkerFile) {
+  auto conn = deployed(pool_body());
+  manager->on_message(conn,
+                      protocol::encode(protocol::control_event{
+                          {{"event", "pluginGood"}, {"isolateName", "consumer"}, {"md5", "good"}, {"path", "/cache/good.so"}}}),
+                      false);
+  settle();
+  // The process died 12 ms into the swap, its pluginSwapping event still queued: only the marker tells.
+  auto marker = protocol::swap_marker_path("/tmp/logs/plugin-cache", "sys", "consumer");
+  ASSERT_TRUE(protocol::write_swap_marker(marker, "bad"));
+  manager->on_close(conn, "eof");
+  manager->child_exited(procs->spawned[0].pid, SIGABRT);
+  run_until([&] { return procs->spawned.size() == 2; });
+  ASSERT_EQ(procs->spawned.size(), 2u);
+  auto conn2 = attach(procs->spawned[1], 2);
+  auto reqs = requests(*conn2);
+  ASSERT_EQ(reqs.size(), 1u);
+  auto& spec = std::get<protocol::control::add_isolate>(reqs[0].request).spec;
+  EXPECT_EQ(spec["lastGoodCopy"], "/cache/good.so");
+  EXPECT_EQ(spec["crashedMd5"], "bad");
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "read once: a later crash is not blamed on it";
 }
 
 TEST_F(SystemManager, RestartsBackOffLongerWhileTheSystemKeepsCrashingAndAreCounted) {

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "dde/protocol/pool_spec.hpp"
+#include "dde/protocol/swap_marker.hpp"
 #include "host/mqs_link.hpp"
 #include "host/ops_server.hpp"
 #include "host/router.hpp"
@@ -356,6 +357,22 @@ TEST_F(RouterTest, KillWaitsForWhatTheWorkerHoldsAndRestartWaitsForInFlightMessa
   EXPECT_NE(answer->error().find("is restarting"), std::string::npos) << answer->error();
   EXPECT_EQ(http_status(*answer), 409);
   EXPECT_EQ(describe(*r)["stats"]["restarts"], 0) << "not before the message in flight finished";
+}
+
+TEST_F(HotSwapTest, ASwapIsMarkedOnDiskForTheActivatorUntilTheNewVersionFinishesAMessage) {
+  auto r = start_pool(1, {{"uri", plugin.string()}, {"hotDeployment", true}, {"hotDeploymentIntervalMs", 1000}});
+  std::vector<std::string> events;
+  r->set_events([&](nlohmann::json e) { events.push_back(e.value("event", "")); }, (dir / "cache").string());
+  auto marker = protocol::swap_marker_path(dir / "cache", "unit", "pool");
+  replace_with(std::string(DDE_WORKER_DIR) + "/libconsumer.so");
+  advance(1000ms);
+  auto swapped_to = describe(*r)["pluginMd5"].get<std::string>();
+  EXPECT_EQ(protocol::read_swap_marker(marker), swapped_to)
+      << "on disk before the new version takes a message: a crash cannot lose it, as it can the event";
+  EXPECT_EQ(events, (std::vector<std::string>{"pluginSwapping"}));
+  deliver(1, 1);
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the version finished a message: no longer on trial";
+  EXPECT_EQ(events, (std::vector<std::string>{"pluginSwapping", "pluginGood"}));
 }
 
 TEST_F(HotSwapTest, ANewVersionIsSwappedInAtThePollAndABrokenOneRefused) {

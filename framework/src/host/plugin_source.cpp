@@ -1,3 +1,4 @@
+#include "dde/protocol/swap_marker.hpp"
 #include "host/plugin_source.hpp"
 
 #include "dde/log.hpp"
@@ -86,8 +87,13 @@ void plugin_source::check() {
 
 bool plugin_source::offer(const std::string& md5, std::shared_ptr<worker_plugin> plugin) {
   auto loaded_md5 = plugin->object().md5();
+  // Before the new version can take a message: if it kills the process, the activator learns which
+  // version did even when the pluginSwapping event below never leaves (dde/protocol/swap_marker.hpp).
+  auto marker = swap_marker();
+  if (!marker.empty()) protocol::write_swap_marker(marker, loaded_md5);
   auto swapped = pool_.swap_to(std::move(plugin));
   if (!swapped) {
+    if (!marker.empty()) protocol::remove_swap_marker(marker);
     refuse(md5, swapped.error(), swapped.code<plugin_failure>());
     return false;
   }
@@ -180,8 +186,13 @@ void plugin_source::rolled_back(const std::string& md5, const std::string& why) 
               running ? running->object().md5() : "remote", why);
 }
 
+std::filesystem::path plugin_source::swap_marker() const {
+  return cache_.empty() ? std::filesystem::path() : protocol::swap_marker_path(cache_, spec_.system, spec_.isolate);
+}
+
 void plugin_source::prove() {
   proving_ = false;
+  if (auto marker = swap_marker(); !marker.empty()) protocol::remove_swap_marker(marker);  // it finished one
   auto running = pool_.running();
   if (!events_ || cache_.empty() || !running) return;
   auto md5 = running->object().md5();

@@ -94,6 +94,8 @@ class plugin_source {
   on_strand bind_;
   std::function<void(nlohmann::json)> events_;
   std::string cache_;
+  /// Where a swap in progress is marked for the activator ("" without a plugin cache).
+  std::filesystem::path swap_marker() const;
   fetch_options fetch_options_;
   std::unique_ptr<plugin_fetcher> fetcher_;  ///< an http(s) uri's downloads, off the Asio threads
   std::string refused_md5_;                  ///< a version already refused is not tried again
