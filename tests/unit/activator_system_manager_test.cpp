@@ -373,45 +373,44 @@ TEST_F(SystemManager, ACrashedSystemIsRestartedAfterItsBackoffAndGetsItsPoolsBac
   EXPECT_FALSE(add->spec.contains("crashedMd5"));
 }
 
-TEST_F(SystemManager, ASwapThatCrashedTheSystemIsRedeployedFromTheLastGoodVersion) {
-  auto conn = deployed(pool_body());
-  auto event = [&](nlohmann::json fields) {
+/// A deployed system whose pool's version `good` proved itself: `before_crash` runs, then the process
+/// dies of `signal`; returns the pool spec the restarted system is asked to add.
+class SwapCrash : public SystemManager {
+ protected:
+  nlohmann::json redeployed_after(std::function<void(const std::shared_ptr<recording_connection>&)> before_crash,
+                                  int signal) {
+    auto conn = deployed(pool_body());
+    event(conn, {{"event", "pluginGood"}, {"isolateName", "consumer"}, {"md5", "good"}, {"path", "/cache/good.so"}});
+    before_crash(conn);
+    settle();
+    manager->on_close(conn, "eof");
+    manager->child_exited(procs->spawned[0].pid, signal);
+    run_until([&] { return procs->spawned.size() == 2; });
+    if (procs->spawned.size() != 2) return nullptr;
+    auto reqs = requests(*attach(procs->spawned[1], 2));
+    if (reqs.size() != 1) return nullptr;
+    return std::get<protocol::control::add_isolate>(reqs[0].request).spec;
+  }
+  void event(const std::shared_ptr<recording_connection>& conn, nlohmann::json fields) {
     manager->on_message(conn, protocol::encode(protocol::control_event{std::move(fields)}), false);
-  };
-  event({{"event", "pluginGood"}, {"isolateName", "consumer"}, {"md5", "good"}, {"path", "/cache/good.so"}});
-  event({{"event", "pluginSwapping"}, {"isolateName", "consumer"}, {"md5", "bad"}});
-  settle();
-  manager->on_close(conn, "eof");
-  manager->child_exited(procs->spawned[0].pid, SIGSEGV);
-  run_until([&] { return procs->spawned.size() == 2; });
-  ASSERT_EQ(procs->spawned.size(), 2u);
-  auto conn2 = attach(procs->spawned[1], 2);
-  auto reqs = requests(*conn2);
-  ASSERT_EQ(reqs.size(), 1u);
-  auto& spec = std::get<protocol::control::add_isolate>(reqs[0].request).spec;
+  }
+};
+
+TEST_F(SwapCrash, ASwapThatCrashedTheSystemIsRedeployedFromTheLastGoodVersion) {
+  auto spec = redeployed_after(
+      [&](auto& conn) { event(conn, {{"event", "pluginSwapping"}, {"isolateName", "consumer"}, {"md5", "bad"}}); },
+      SIGSEGV);
+  ASSERT_TRUE(spec.is_object()) << "the restarted system is asked to add its pool once";
   EXPECT_EQ(spec["lastGoodCopy"], "/cache/good.so");
   EXPECT_EQ(spec["crashedMd5"], "bad");
   EXPECT_EQ(spec["crashReason"], "the process was killed by signal 11");
 }
 
-TEST_F(SystemManager, ASwapWhoseEventNeverLeftTheCrashingSystemIsFoundByItsMarkerFile) {
-  auto conn = deployed(pool_body());
-  manager->on_message(conn,
-                      protocol::encode(protocol::control_event{
-                          {{"event", "pluginGood"}, {"isolateName", "consumer"}, {"md5", "good"}, {"path", "/cache/good.so"}}}),
-                      false);
-  settle();
+TEST_F(SwapCrash, ASwapWhoseEventNeverLeftTheCrashingSystemIsFoundByItsMarkerFile) {
   // The process died 12 ms into the swap, its pluginSwapping event still queued: only the marker tells.
   auto marker = protocol::swap_marker_path("/tmp/logs/plugin-cache", "sys", "consumer");
-  ASSERT_TRUE(protocol::write_swap_marker(marker, "bad"));
-  manager->on_close(conn, "eof");
-  manager->child_exited(procs->spawned[0].pid, SIGABRT);
-  run_until([&] { return procs->spawned.size() == 2; });
-  ASSERT_EQ(procs->spawned.size(), 2u);
-  auto conn2 = attach(procs->spawned[1], 2);
-  auto reqs = requests(*conn2);
-  ASSERT_EQ(reqs.size(), 1u);
-  auto& spec = std::get<protocol::control::add_isolate>(reqs[0].request).spec;
+  auto spec = redeployed_after([&](auto&) { ASSERT_TRUE(protocol::write_swap_marker(marker, "bad")); }, SIGABRT);
+  ASSERT_TRUE(spec.is_object()) << "the restarted system is asked to add its pool once";
   EXPECT_EQ(spec["lastGoodCopy"], "/cache/good.so");
   EXPECT_EQ(spec["crashedMd5"], "bad");
   EXPECT_FALSE(std::filesystem::exists(marker)) << "read once: a later crash is not blamed on it";
