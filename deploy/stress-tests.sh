@@ -9,8 +9,9 @@
 # Defaults: 20 rounds of the rmq-labelled tests, ctest -j2, a burner per core. The packaging/SDK
 # tests that hold the build tree's lock are excluded unless -E says otherwise (they rebuild nothing
 # a stressed run could race on, but take minutes each). Each round's ctest output is kept in
-# <build>/stress/round-N.log, headed by the code it ran (a hash of every tracked file but the *.md
-# ones and this script) and the selection; exits 1 when any test passed fewer than ROUNDS times.
+# <build>/stress/round-N.log (its tests' files in round-N-test-tmp when one failed), headed by the
+# code it ran (a hash of every tracked file but the *.md ones and this script) and the selection;
+# exits 1 when any test passed fewer than ROUNDS times.
 # --continue keeps the rounds already in <build>/stress that ran the same code and selection and
 # runs only the rest, so a long proof can be spread over several sittings; without it, old rounds
 # are removed first.
@@ -28,7 +29,7 @@ while (($#)); do
     -j) jobs=$2; shift 2 ;;
     --no-burn) burn=0; shift ;;
     --continue) resume=1; shift ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "stress-tests.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -47,7 +48,7 @@ header="# stress round: code $code; -L '$label' -R '$regex' -E '$exclude' -j $jo
 if ((resume)); then
   [[ $code != *-dirty ]] || dde_die "--continue: the checkout has uncommitted changes, so its rounds cannot be told apart"
 else
-  rm -f "$out_dir"/round-*.log
+  rm -rf "$out_dir"/round-*.log "$out_dir"/round-*-test-tmp
 fi
 rm -f "$out_dir"/round-*.log.part
 
@@ -86,8 +87,18 @@ for ((round = 1; round <= rounds; round++)); do
     [[ $verdict == Passed ]] && passed[$name]=$((${passed[$name]:-0} + 1))
   done < <(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+ *(\*\*\*)?([A-Za-z]+).*/\1 \3/p' "$log")
   failed_now=$(sed -nE 's/^ *[0-9]+\/[0-9]+ Test +#[0-9]+: ([^ ]+) \.+ *\*\*\*.*/\1/p' "$log" | tr '\n' ' ')
+  # Each test leaves its brokers' data under test-tmp (about 8 GB a round here): a passing round's goes,
+  # a failing round's is kept beside its log for the diagnosis.
+  if ((!kept)) && [[ -d $build_dir/test-tmp ]]; then
+    if [[ -n $failed_now ]]; then
+      rm -rf "$out_dir/round-$round-test-tmp"
+      mv "$build_dir/test-tmp" "$out_dir/round-$round-test-tmp"
+    else
+      rm -rf "$build_dir/test-tmp"
+    fi
+  fi
   ((!kept)) || { dde_log "round $round/$rounds kept from an earlier run${failed_now:+; failed: $failed_now}"; continue; }
-  dde_log "round $round/$rounds done after $(((SECONDS - started) / 60)) min${failed_now:+; failed: $failed_now (see $log)}"
+  dde_log "round $round/$rounds done after $(((SECONDS - started) / 60)) min${failed_now:+; failed: $failed_now (see $log and $out_dir/round-$round-test-tmp)}"
 done
 
 status=0
