@@ -74,7 +74,7 @@ void system_manager::spawn(record& r) {
                                    "--instance", r.instance,
                                    "--orphan-timeout-ms", std::to_string(options_.orphan_timeout.count()),
                                    "--threads", std::to_string(options_.host_threads),
-                                   "--plugin-cache", options_.log_dir + "/plugin-cache",
+                                   "--plugin-cache", plugin_cache(),
                                    "--ops-port", "0",
                                    "--log-level", options_.log_level};
   for (auto& allow : options_.plugin_allow) {
@@ -308,16 +308,14 @@ void system_manager::redeploy(const std::string& system) {
   if (it == systems_.end()) return;
   for (auto& [isolate, pool_body] : it->second.pools) {
     auto body = pool_body;
-    auto v = it->second.versions.find(isolate);
     // The swap may have begun too shortly before the crash for its event to leave the process: its
     // marker file says which version it was (dde/protocol/swap_marker.hpp).
-    auto marker = protocol::swap_marker_path(options_.log_dir + "/plugin-cache", system, isolate);
-    if (auto marked = protocol::read_swap_marker(marker); !marked.empty()) {
-      auto& known = it->second.versions[isolate];
-      if (marked != known.good_md5) known.swapping_md5 = marked;
-      v = it->second.versions.find(isolate);
-    }
+    auto marker = protocol::swap_marker_path(plugin_cache(), system, isolate);
+    auto marked = protocol::read_swap_marker(marker);
     protocol::remove_swap_marker(marker);
+    auto& versions = it->second.versions;
+    auto v = marked.empty() ? versions.find(isolate) : versions.try_emplace(isolate).first;
+    if (!marked.empty() && marked != v->second.good_md5) v->second.swapping_md5 = marked;
     if (v != it->second.versions.end() && !v->second.swapping_md5.empty() && !v->second.good_copy.empty()) {
       // A new version was being swapped in when the process died, before it finished a message:
       // start from the last version that worked and refuse that one (the uri is still watched).

@@ -117,6 +117,8 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   };
 
   void spawn(record& r);
+  /// Where the isolate systems keep copies of proven plugin versions and mark swaps in progress.
+  std::string plugin_cache() const { return options_.log_dir + "/plugin-cache"; }
   void when_attached(const std::string& system, std::function<void(bool, std::string)> fn);
   void request(record& r, protocol::control_request req,
                std::function<void(const protocol::control_response&)> on_response);

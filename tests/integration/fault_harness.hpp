@@ -73,10 +73,6 @@ inline std::size_t rss_kib(int pid) {
 
 class Fault : public ::testing::Test {
  protected:
-  static int next_test_number() {
-    static int n = 0;
-    return ++n;
-  }
   static constexpr int messages = 3000;
   static constexpr int rate = 300;  // per second: about 10 s of load
 
@@ -165,7 +161,7 @@ class Fault : public ::testing::Test {
   activator_process node_;
   std::string id;
   // Queues of their own per test: a redelivery left over from one test never reaches the next.
-  std::string consumers = unique_system("faultc") + "_" + std::to_string(next_test_number()),
+  std::string consumers = unique_test_system("faultc"),
               producers = consumers + "p";
   int count_ = messages;
 };

@@ -79,9 +79,7 @@ class HotDeploy : public Cluster {
     return n;
   }
 
-  /// Each test its own system and topics: a test that fails leaves nothing the next one would read.
-  std::string sys = unique_system("hot") + "_" + std::to_string(++tests_started_);
-  static inline int tests_started_ = 0;
+  std::string sys = unique_test_system("hot");
   std::string id;
   std::filesystem::path plugin;
   std::unique_ptr<activator_process> node_;

@@ -14,6 +14,11 @@ constexpr auto long_wait = 180s;
 
 /// Names unique to this test process, so tests sharing a broker never share a queue.
 inline std::string unique_system(const std::string& base) { return base + std::to_string(::getpid()); }
+/// A name unique to this test as well ("<base><pid>_<n>"): a test that fails leaves no queue the next reads.
+inline std::string unique_test_system(const std::string& base) {
+  static int tests = 0;
+  return unique_system(base) + "_" + std::to_string(++tests);
+}
 
 /// The pools of `system` on node `id`, as GET /registry/system/{id} reports them.
 inline nlohmann::json pools_of(const registry_process& registry, const std::string& id, const std::string& system) {

@@ -1,7 +1,7 @@
-#include "dde/protocol/swap_marker.hpp"
 #include "host/plugin_source.hpp"
 
 #include "dde/log.hpp"
+#include "dde/protocol/swap_marker.hpp"
 #include "dde/runtime/load_failures.hpp"
 
 namespace dde::host {
