@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -84,8 +86,40 @@ class quiet : public net::ws_handler, public first_outcome {
   std::promise<std::shared_ptr<net::ws_connection>> opened_;
 };
 
+/// A server side that reads slowly: after each message it stops reading for `pause` (shorter than a
+/// heartbeat), until hurried; it answers nothing but "last", which it echoes.
+class slow_reader : public net::ws_handler {
+ public:
+  slow_reader(boost::asio::io_context& io, std::chrono::milliseconds pause) : timer_(io), pause_(pause) {}
+  void on_open(const std::shared_ptr<net::ws_connection>&) override {}
+  void on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) override {
+    read_.fetch_add(1);
+    if (data == "last") return conn->send(std::move(data), binary);
+    if (hurried_.load()) return;
+    conn->pause_reading(true);
+    timer_.expires_after(pause_);
+    timer_.async_wait([conn](const boost::system::error_code& ec) {
+      if (ec != boost::asio::error::operation_aborted) conn->pause_reading(false);  // else: re-armed
+    });
+  }
+  void on_close(const std::shared_ptr<net::ws_connection>&, const std::string&) override {}
+  /// Messages read so far.
+  std::size_t read() const { return read_.load(); }
+  /// Reads at full speed from the next message on.
+  void hurry() { hurried_.store(true); }
+
+ private:
+  boost::asio::steady_timer timer_;
+  std::chrono::milliseconds pause_;
+  std::atomic<std::size_t> read_{0};
+  std::atomic<bool> hurried_{false};
+};
+
 class TlsTransport : public ::testing::Test {
  protected:
+  /// Short, so that outliving it takes a few seconds; heartbeats go every quarter of it.
+  static constexpr std::chrono::milliseconds idle_timeout{4000};
+
   static void SetUpTestSuite() {
     auto dir = fresh_dir("tls_transport");
     certs_ = new cluster_certificates(make_cluster_certificates(dir / "good", {"server", "client"}));
@@ -247,8 +281,9 @@ TEST_F(TlsTransport, AMessageOverTheLimitIsRefusedWith1009AndThePeerReadsWhyWhil
 
 TEST_F(TlsTransport, APeerWhoseReadsArePausedLongerThanTheIdleTimeoutIsNotTakenForGone) {
   // A host sending nothing back reads only pongs; while the MQS does not read (its backlog full),
-  // no pong comes, and the host's idle timer (20 s) closed the link and lost what it had sent.
+  // no pong comes, and the host's idle timer closed the link and lost what it had sent.
   net::server_options so;
+  so.ws_idle_timeout = idle_timeout;
   server_ = net::server::create(io_, so);
   auto paused = std::make_shared<pauser>();
   auto server_side = paused->opened();
@@ -257,19 +292,54 @@ TEST_F(TlsTransport, APeerWhoseReadsArePausedLongerThanTheIdleTimeoutIsNotTakenF
   auto client = std::make_shared<quiet>();
   auto client_side = client->opened();
   auto outcome = client->outcome();
+  net::client_options co;
+  co.ws_idle_timeout = idle_timeout;
   net::ws_connect(
       io_, *net::parse_ws_url("ws://127.0.0.1:" + std::to_string(server_->port()) + "/paused"), client,
-      [client](const std::string& why) { client->settle("fail:" + why); }, net::client_options{});
+      [client](const std::string& why) { client->settle("fail:" + why); }, co);
   ASSERT_EQ(server_side.wait_for(30s), std::future_status::ready);
   ASSERT_EQ(client_side.wait_for(30s), std::future_status::ready);
   auto server_conn = server_side.get();
   auto client_conn = client_side.get();
-  // Past the idle timeout (20 s), with a margin: the link must still be up.
-  ASSERT_EQ(outcome.wait_for(26s), std::future_status::timeout) << outcome.get();
+  // Three idle timeouts: the link must still be up.
+  ASSERT_EQ(outcome.wait_for(3 * idle_timeout), std::future_status::timeout) << outcome.get();
   server_conn->pause_reading(false);
   client_conn->send("still here", false);
   ASSERT_EQ(outcome.wait_for(30s), std::future_status::ready);
   EXPECT_EQ(outcome.get(), "echo:still here");
+}
+
+TEST_F(TlsTransport, APeerThatReadsSlowlyAndAnswersNothingIsNotTakenForGone) {
+  // The MQS reading a producing host at the broker's pace (backlog full, pauses shorter than a
+  // heartbeat): the host hears nothing but pongs, and its ping waits behind the megabytes it sent.
+  // Without the MQS's own heartbeat the host closed the link after its idle timeout and lost what
+  // it had queued (Backbone.StoppingAProducerHostHandsOverEveryAtMostOnceMessageItSent).
+  net::server_options so;
+  so.ws_idle_timeout = idle_timeout;
+  server_ = net::server::create(io_, so);
+  auto reader = std::make_shared<slow_reader>(io_, idle_timeout / 40);
+  server_->add_websocket("/slow", reader);
+  ASSERT_FALSE(server_->start());
+  auto client = std::make_shared<quiet>();
+  auto client_side = client->opened();
+  auto outcome = client->outcome();
+  net::client_options co;
+  co.ws_idle_timeout = idle_timeout;
+  net::ws_connect(
+      io_, *net::parse_ws_url("ws://127.0.0.1:" + std::to_string(server_->port()) + "/slow"), client,
+      [client](const std::string& why) { client->settle("fail:" + why); }, co);
+  ASSERT_EQ(client_side.wait_for(30s), std::future_status::ready);
+  auto conn = client_side.get();
+  // Text messages are not coalesced: the reader takes about two 1 KiB messages a pause, and what
+  // fills the socket buffers ahead of a ping takes longer than an idle timeout to read.
+  for (int i = 0; i < 20000; ++i) conn->send(std::string(1024, 'x'), false);
+  ASSERT_EQ(outcome.wait_for(3 * idle_timeout), std::future_status::timeout) << outcome.get();
+  EXPECT_GT(reader->read(), 0u);
+  reader->hurry();
+  conn->send("last", false);
+  ASSERT_EQ(outcome.wait_for(60s), std::future_status::ready);
+  EXPECT_EQ(outcome.get(), "echo:last");
+  EXPECT_EQ(reader->read(), 20001u);
 }
 
 TEST_F(TlsTransport, UnusableCertificateFilesAreAPreciseStartupError) {

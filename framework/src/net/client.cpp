@@ -57,7 +57,7 @@ void start_tls(std::shared_ptr<beast::tcp_stream> tcp, const ws_url& url, std::s
       return on_fail("TLS handshake with " + where(url) +
                      " failed: " + describe_tls_error(ec, stream->native_handle()));
     auto session = std::make_shared<ws_session<tls_stream>>(
-        std::move(*stream), handler, options.max_ws_message, beast::role_type::client, ctx);
+        std::move(*stream), handler, options.max_ws_message, beast::role_type::client, options.ws_idle_timeout, ctx);
     session->set_handshake_headers(options.headers);
     session->run_client(url.port == 443 ? url.host : where(url), url.path, on_fail);
   });
@@ -83,7 +83,8 @@ void ws_connect(boost::asio::io_context& io, const ws_url& url, std::shared_ptr<
                                ec.message());
               if (url.tls) return start_tls(stream, url, handler, on_fail, options);
               auto session = std::make_shared<ws_session<beast::tcp_stream>>(
-                  std::move(*stream), handler, options.max_ws_message, beast::role_type::client);
+                  std::move(*stream), handler, options.max_ws_message, beast::role_type::client,
+                  options.ws_idle_timeout);
               session->set_handshake_headers(options.headers);
               session->run_client(where(url), url.path, on_fail);
             });

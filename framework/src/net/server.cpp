@@ -118,7 +118,7 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
                      req.version());
       auto session =
           std::make_shared<ws_session<Stream>>(std::move(stream_), it->second, state_->options.max_ws_message,
-                                               beast::role_type::server, state_->tls);
+                                               beast::role_type::server, state_->options.ws_idle_timeout, state_->tls);
       session->run_server(std::move(req));
       return;
     }

@@ -19,23 +19,24 @@ std::string endpoint_text(const tcp::socket& s) {
   if (ec) return "?";
   return ep.address().to_string() + ":" + std::to_string(ep.port());
 }
-constexpr std::chrono::seconds idle_timeout{20};
-
 }  // namespace
 
 template <class Stream>
 ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<ws_handler> handler, std::size_t max_message,
-                               beast::role_type role, std::shared_ptr<const void> anchor)
+                               beast::role_type role, std::chrono::milliseconds idle_timeout,
+                               std::shared_ptr<const void> anchor)
     : anchor_(std::move(anchor)),
       ws_(std::move(stream)),
       handler_(std::move(handler)),
+      idle_timeout_(idle_timeout),
+      heartbeat_timer_(ws_.get_executor()),
       max_message_(max_message),
       id_(next_connection_id()) {
   remote_ = endpoint_text(beast::get_lowest_layer(ws_).socket());
   beast::get_lowest_layer(ws_).expires_never();
   websocket::stream_base::timeout t = websocket::stream_base::timeout::suggested(role);
-  // A peer that vanishes without a close is noticed: ping when idle, give up after 20 s.
-  t.idle_timeout = idle_timeout;
+  // A peer that vanishes without a close is noticed: ping when idle, give up after the timeout.
+  t.idle_timeout = idle_timeout_;
   t.keep_alive_pings = true;
   ws_.set_option(t);
   // The message limit is ours (do_read), not Beast's read_message_max: Beast fails the connection
@@ -81,6 +82,7 @@ void ws_session<Stream>::on_open() {
   handler_->on_open(shared_from_this());
   do_read();
   do_write();
+  heartbeat();
 }
 
 template <class Stream>
@@ -137,6 +139,7 @@ void ws_session<Stream>::do_write() {
     queue_.pop_front();
   }
   write_in_flight_ = true;
+  ++writes_;
   ws_.binary(binary);
   ws_.async_write(boost::asio::buffer(writing_),
                   beast::bind_front_handler(&ws_session<Stream>::on_write, shared_from_this()));
@@ -211,31 +214,33 @@ void ws_session<Stream>::pause_reading(bool paused) {
     // (backpressure, say while the broker is down) for a vanished one and close it after 20 s.
     websocket::stream_base::timeout t;
     self->ws_.get_option(t);
-    t.idle_timeout = paused ? websocket::stream_base::none() : idle_timeout;
+    // (The heartbeat goes on meanwhile, so the peer's timer keeps hearing from us.)
+    t.idle_timeout = paused ? websocket::stream_base::none() : websocket::stream_base::duration(self->idle_timeout_);
     self->ws_.set_option(t);
-    if (paused) {
-      self->ping_while_paused();
-    } else {
-      if (self->ping_timer_) self->ping_timer_->cancel();
-      if (self->open_) self->do_read();
-    }
+    if (!paused && self->open_) self->do_read();
   });
 }
 
 template <class Stream>
-void ws_session<Stream>::ping_while_paused() {
+void ws_session<Stream>::heartbeat() {
   // The peer pings after half its idle timeout without a byte from us and gives up after the other
-  // half: a ping every quarter keeps it sure we are there (backpressure can last, say while the
-  // broker is slow or down).
-  if (!ping_timer_) ping_timer_ = std::make_unique<boost::asio::steady_timer>(ws_.get_executor());
-  ping_timer_->expires_after(idle_timeout / 4);
-  ping_timer_->async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (ec || !self->paused_ || !self->open_ || self->closing_ || self->finished_) return;
-    if (!self->ping_in_flight_) {  // one at a time: a peer that reads nothing completes none
-      self->ping_in_flight_ = true;
-      self->ws_.async_ping({}, [self](beast::error_code) { self->ping_in_flight_ = false; });
+  // half. Its ping may not reach us in time: it waits behind the data it sends while we read slowly
+  // (a backlogged MQS reads a producing host at the broker's pace), or unread while we are paused.
+  // So the peer does not rely on our answers: every quarter we write something, if only a beat.
+  // The beat is an unsolicited pong (RFC 6455 5.5.3: a unidirectional heartbeat, not answered). A
+  // ping would be: Beast answers it from the peer's read, which then waits for the peer's write in
+  // flight, stuck while we read slowly, and reads nothing more meanwhile, so the peer timed out.
+  heartbeat_timer_.expires_after(idle_timeout_ / 4);
+  heartbeat_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || !self->open_ || self->closing_ || self->finished_) return;
+    // One beat at a time: a peer that reads nothing completes none.
+    if (self->writes_ == self->writes_at_beat_ && !self->beat_in_flight_) {
+      self->beat_in_flight_ = true;
+      ++self->writes_;
+      self->ws_.async_pong({}, [self](beast::error_code) { self->beat_in_flight_ = false; });
     }
-    self->ping_while_paused();
+    self->writes_at_beat_ = self->writes_;
+    self->heartbeat();
   });
 }
 
@@ -243,7 +248,7 @@ template <class Stream>
 void ws_session<Stream>::finish(const std::string& reason) {
   if (finished_) return;
   finished_ = true;
-  if (ping_timer_) ping_timer_->cancel();
+  heartbeat_timer_.cancel();
   queue_.clear();
   if (open_) handler_->on_close(shared_from_this(), reason);
 }

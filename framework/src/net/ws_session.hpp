@@ -34,8 +34,9 @@ template <class Stream>
 class ws_session : public ws_connection, public std::enable_shared_from_this<ws_session<Stream>> {
  public:
   /// `anchor` is kept alive as long as the session (the SSL context under a TLS stream).
+  /// `idle_timeout`: a peer heard from for none of it is taken for gone (see `heartbeat`).
   ws_session(Stream&& stream, std::shared_ptr<ws_handler> handler, std::size_t max_message, beast::role_type role,
-             std::shared_ptr<const void> anchor = nullptr);
+             std::chrono::milliseconds idle_timeout, std::shared_ptr<const void> anchor = nullptr);
 
   /// Server side: completes the upgrade of `req`, then reads.
   void run_server(http::request<http::string_body> req);
@@ -62,9 +63,11 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
   void refuse_too_big();
   void do_close();
   void close_socket();
-  /// While reads are paused: a ping now and then, so that the peer's idle timer, which only sees
-  /// bytes it reads, does not take us for gone (we read none of its pongs meanwhile).
-  void ping_while_paused();
+  /// Every quarter of the idle timeout: a beat (an unsolicited pong) when nothing else was written
+  /// since the last turn, so the peer, whose idle timer only sees bytes it reads, always hears from
+  /// us, even when it sends nothing we answer (its pings wait behind its data while we read slowly,
+  /// or unread while we are paused). AMQP's heartbeats work the same way.
+  void heartbeat();
 
   using std::enable_shared_from_this<ws_session<Stream>>::shared_from_this;
   std::shared_ptr<const void> anchor_;
@@ -79,8 +82,11 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
   bool paused_ = false;
   bool read_in_flight_ = false;
   bool closing_ = false;
-  bool ping_in_flight_ = false;
-  std::unique_ptr<boost::asio::steady_timer> ping_timer_;  ///< while paused (see ping_while_paused)
+  bool beat_in_flight_ = false;
+  std::uint64_t writes_ = 0;          ///< messages and beats started
+  std::uint64_t writes_at_beat_ = 0;  ///< `writes_` at the last heartbeat turn
+  std::chrono::milliseconds idle_timeout_;
+  boost::asio::steady_timer heartbeat_timer_;
   std::size_t max_message_;  ///< largest message read (0: no limit)
   std::atomic<std::size_t> queued_{0};
   websocket::close_code close_code_ = websocket::close_code::normal;

@@ -75,6 +75,9 @@ struct server_options {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;                          ///< 0 picks a free port
   std::size_t max_ws_message = 16 * 1024 * 1024;   ///< larger WebSocket messages close with 1009
+  /// A WebSocket peer heard from for none of this is taken for gone and closed. Each side pings every
+  /// quarter of it when it has written nothing else, so a live peer is always heard from.
+  std::chrono::milliseconds ws_idle_timeout{20000};
   std::size_t max_http_body = 1024 * 1024;         ///< larger bodies get 413
   /// With `tls.cert_file` set, every connection is https/wss (plain requests are refused).
   tls_options tls;
@@ -122,6 +125,7 @@ std::vector<ws_url> parse_ws_url_list(std::string_view list);
 struct client_options {
   std::size_t max_ws_message = 64 * 1024 * 1024;
   std::chrono::milliseconds connect_timeout{5000};
+  std::chrono::milliseconds ws_idle_timeout{20000};  ///< as in `server_options`
   /// For wss:// URLs: the CA to verify the server against and the client certificate to present
   /// (when cert and key are set); when it names neither a CA nor a certificate, the process's
   /// defaults (`set_default_client_tls`) apply. Unused for ws://.
