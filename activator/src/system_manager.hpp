@@ -117,6 +117,9 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   };
 
   void spawn(record& r);
+  /// `r`'s pools as deployed (their specs), each with `facts`: what describe says of a system that is
+  /// not attached or did not answer.
+  nlohmann::json pools_as_deployed(const record& r, const nlohmann::json& facts) const;
   /// Where the isolate systems keep copies of proven plugin versions and mark swaps in progress.
   std::string plugin_cache() const { return options_.log_dir + "/plugin-cache"; }
   void when_attached(const std::string& system, std::function<void(bool, std::string)> fn);

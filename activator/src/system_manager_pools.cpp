@@ -135,31 +135,43 @@ void system_manager::describe(outcome_fn done) {
       if (r.control && r.ops_port > 0) facts["opsPort"] = r.ops_port;
       if (!r.control) {
         // Not attached (starting or restarting): report what it will run.
-        auto& list = (*result)[name] = nlohmann::json::array();
-        for (auto& [isolate, body] : r.pools) {
-          auto spec = dde::parse_pool_spec(body);
-          if (!spec) continue;
-          auto entry = dde::to_json(spec.value());
-          entry.update(facts);
-          entry["messageQueuingSystemServer"] = r.mqs;
-          list.push_back(entry);
-        }
+        (*result)[name] = self->pools_as_deployed(r, facts);
         continue;
       }
       ++*remaining;
-      self->request(r, protocol::control::describe{}, [result, finish, facts, name = name](const protocol::control_response& resp) {
+      self->request(r, protocol::control::describe{},
+                    [self, result, finish, facts, name = name](const protocol::control_response& resp) mutable {
         auto& list = (*result)[name] = nlohmann::json::array();
-        if (resp.ok)
+        if (resp.ok) {
           for (auto& [system, pools] : resp.result.items())
             for (auto p : pools) {
               p.update(facts);
               list.push_back(p);
             }
+        } else if (auto it = self->systems_.find(name); it != self->systems_.end()) {
+          // Its pools as deployed, each saying why nothing more is known: an empty list read as a
+          // system running nothing (a dashboard showed a stopped pool's node green for a poll).
+          facts["poolState"] = "not answering: " + resp.error;
+          list = self->pools_as_deployed(it->second, facts);
+        }
         finish();
       });
     }
     finish();
   });
+}
+
+nlohmann::json system_manager::pools_as_deployed(const record& r, const nlohmann::json& facts) const {
+  auto list = nlohmann::json::array();
+  for (auto& [isolate, body] : r.pools) {
+    auto spec = dde::parse_pool_spec(body);
+    if (!spec) continue;
+    auto entry = dde::to_json(spec.value());
+    entry.update(facts);
+    entry["messageQueuingSystemServer"] = r.mqs;
+    list.push_back(entry);
+  }
+  return list;
 }
 
 void system_manager::migrate(std::string system, std::string isolate, nlohmann::json workers_paths, outcome_fn done) {

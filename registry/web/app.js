@@ -95,10 +95,11 @@ const rank = { ok: 0, warn: 1, bad: 2 };
 const worst = (a, b) => (rank[b] > rank[a] ? b : a);
 const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
-/** ok: running; bad: stopped (by supervision), not connected (to its MQS) or failed; warn: the rest. */
+/** ok: running; bad: stopped (by supervision), not connected (to its MQS), not answering (its isolate system
+ * did not describe itself) or failed; warn: the rest. */
 function severityOf(state) {
   if (state === 'running') return 'ok';
-  if (/^(stopped|not connected|failed)/.test(state || '')) return 'bad';
+  if (/^(stopped|not connected|not answering|failed)/.test(state || '')) return 'bad';
   return 'warn';
 }
 

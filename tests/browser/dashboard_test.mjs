@@ -136,11 +136,14 @@ try {
     `isolate system ${sysX} is red and says "1 pool not connected"`);
   check(await system_(system).getAttribute('data-severity') === 'ok' && await borderOf(system_(system)) === green,
     `isolate system ${system}, whose pools run, stays green`);
-  const status = node.locator('.badge.status');
-  check(await node.getAttribute('data-severity') === 'bad' && await borderOf(node) === red &&
-    (await status.getAttribute('class')).includes('bad') && /stopped/.test(await status.textContent()) &&
-    /not connected/.test(await status.textContent()),
-    `node ${nodeName} turns red: "${await status.textContent()}"`);
+  // The node's severity, border and badge read at once: a poll may redraw the node between reads.
+  const n = await node.evaluate((e) => {
+    const status = e.querySelector('.badge.status');
+    return { severity: e.getAttribute('data-severity'), border: getComputedStyle(e).borderLeftColor,
+             badge: status?.className ?? '', text: status?.textContent ?? '' };
+  });
+  check(n.severity === 'bad' && n.border === red && n.badge.includes('bad') && /stopped/.test(n.text) &&
+    /not connected/.test(n.text), `node ${nodeName} turns red: ${JSON.stringify(n)}`);
 
   // Dead letters per pool, highlighted where there are some.
   const poison = `#pools tr[data-pool="${sysF}/poison"]`;
@@ -248,7 +251,8 @@ try {
   }
   await page.waitForFunction((sel) => document.querySelector(sel)?.dataset.severity === 'ok', `.node[data-name="${nodeName}"]`,
     { timeout });
-  check(await status.textContent() === 'healthy', `with ${sysF} and ${sysX} shut down, node ${nodeName} is healthy again`);
+  const healthy = await node.evaluate((e) => e.querySelector('.badge.status')?.textContent);
+  check(healthy === 'healthy', `with ${sysF} and ${sysX} shut down, node ${nodeName} is healthy again: "${healthy}"`);
 
   // Latency as the isolate systems give it (one key may be missing): the last snapshot again, with
   // the consumer's latency set, on a page whose live feed is that snapshot.

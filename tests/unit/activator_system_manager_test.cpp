@@ -450,6 +450,25 @@ TEST_F(SystemManager, RestartsBackOffLongerWhileTheSystemKeepsCrashingAndAreCoun
   EXPECT_EQ(facts[0]["pid"], procs->spawned.back().pid);
 }
 
+TEST_F(SystemManager, ASystemThatFailsToDescribeItselfShowsItsPoolsAsNotAnswering) {
+  // An empty list read as a system running nothing: the dashboard drew a node with a stopped pool
+  // green for one poll.
+  auto conn = deployed(pool_body());
+  std::optional<outcome> got;
+  manager->describe([&](outcome o) { got = o; });
+  settle();
+  auto reqs = requests(*conn);
+  ASSERT_EQ(reqs.size(), 1u);
+  answer(conn, reqs[0].id, false, nlohmann::json::object(), 503, "busy");
+  ASSERT_TRUE(got && *got);
+  auto pools = got->value()["sys"];
+  ASSERT_EQ(pools.size(), 1u) << got->value();
+  EXPECT_EQ(pools[0]["id"], "sys/consumer");
+  EXPECT_EQ(pools[0]["poolState"], "not answering: busy");
+  EXPECT_EQ(pools[0]["state"], "running");
+  EXPECT_EQ(pools[0]["messageQueuingSystemServer"], "ws://127.0.0.1:9/mqs");
+}
+
 TEST_F(SystemManager, AClosedControlLinkAnswersItsPendingRequests) {
   auto conn = deployed(pool_body());
   std::optional<outcome> restarted, shut;

@@ -20,8 +20,16 @@ using namespace dde;
 
 std::string plugin(const std::string& name) { return std::string(DDE_WORKER_DIR) + "/lib" + name + ".so"; }
 
+/// A fresh directory `name` under this run's scratch root, which goes when the program ends.
 fs::path temp_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("dde-security-test-" + std::to_string(::getpid())) / name;
+  static const struct scratch {
+    fs::path root = fs::temp_directory_path() / ("dde-security-test-" + std::to_string(::getpid()));
+    ~scratch() {
+      std::error_code ignored;
+      fs::remove_all(root, ignored);
+    }
+  } scratch;
+  auto d = scratch.root / name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

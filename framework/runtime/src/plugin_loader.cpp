@@ -3,7 +3,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include <openssl/evp.h>
@@ -13,14 +15,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path copy_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("dde-plugins-" + std::to_string(::getpid()));
-    std::error_code ec;
-    fs::create_directories(d, ec);
-    return d;
-  }();
-  return dir;
+/// A fresh directory of our own for one plugin copy (mkdtemp: mode 0700, a name nobody could
+/// prepare in advance); empty path if none can be made.
+fs::path fresh_copy_dir() {
+  std::string name = (fs::temp_directory_path() / "dde-plugin-XXXXXX").string();
+  if (!::mkdtemp(name.data())) return {};
+  return name;
 }
 
 bool has_elf_magic(const fs::path& path) {
@@ -75,9 +75,22 @@ result<std::shared_ptr<shared_object>> shared_object::open(const fs::path& path,
     return r::failure("plugin " + path.string() + " is not an ELF shared object", plugin_failure::not_elf);
   auto so = std::shared_ptr<shared_object>(new shared_object());
   so->source_ = path;
-  static std::atomic<unsigned> counter{0};
-  so->copy_ = copy_dir() / (path.stem().string() + "-" + std::to_string(counter++) + ".so");
-  fs::copy_file(path, so->copy_, fs::copy_options::overwrite_existing, ec);
+  // The copy gets a directory of its own, removed with it right after dlopen, so nothing is left
+  // behind (a directory a process was the old way: one per isolate system ever started).
+  auto dir = fresh_copy_dir();
+  if (dir.empty())
+    return r::failure("cannot copy plugin " + path.string() + ": cannot make a directory in " +
+                          fs::temp_directory_path().string() + ": " + std::strerror(errno),
+                      plugin_failure::dlopen);
+  struct remove_dir {
+    fs::path dir;
+    ~remove_dir() {
+      std::error_code ignored;
+      fs::remove_all(dir, ignored);
+    }
+  } cleanup{dir};
+  so->copy_ = dir / path.filename();
+  fs::copy_file(path, so->copy_, ec);
   if (ec)
     return r::failure("cannot copy plugin " + path.string() + ": " + ec.message(), plugin_failure::dlopen);
   so->md5_ = file_md5(so->copy_);
@@ -86,15 +99,14 @@ result<std::shared_ptr<shared_object>> shared_object::open(const fs::path& path,
   if (!expected_sha256.empty()) {
     auto actual = file_sha256(so->copy_);
     if (actual != expected_sha256) {
-      fs::remove(so->copy_, ec);
       return r::failure("plugin " + path.string() + " has SHA-256 " + actual + ", not the " +
                             expected_sha256 + " the deploy asked for: refused, not loaded",
                         plugin_failure::checksum);
     }
   }
   so->handle_ = dlopen(so->copy_.c_str(), RTLD_NOW | RTLD_LOCAL);
-  // The mapping stays valid without the file; removing it now leaves nothing behind after a crash.
-  fs::remove(so->copy_, ec);
+  // The mapping stays valid without the file (removed with its directory on return), so a crash
+  // later leaves nothing behind.
   if (!so->handle_) {
     const char* err = dlerror();
     return r::failure("cannot load plugin " + path.string() + ": " + (err ? err : "unknown dlopen error"),
