@@ -174,6 +174,26 @@ class TlsTransport : public ::testing::Test {
     return outcome.get();
   }
 
+  /// A plain server (short idle timeout) whose one WebSocket path `server_side` handles, and a
+  /// `quiet` client of it, connected: the futures of the client's connection and of its outcome.
+  std::pair<std::future<std::shared_ptr<net::ws_connection>>, std::future<std::string>> quiet_client_of(
+      std::shared_ptr<net::ws_handler> server_side) {
+    net::server_options so;
+    so.ws_idle_timeout = idle_timeout;
+    server_ = net::server::create(io_, so);
+    server_->add_websocket("/link", std::move(server_side));
+    EXPECT_FALSE(server_->start());
+    auto client = std::make_shared<quiet>();
+    auto opened = client->opened();
+    auto outcome = client->outcome();
+    net::client_options co;
+    co.ws_idle_timeout = idle_timeout;
+    net::ws_connect(
+        io_, *net::parse_ws_url("ws://127.0.0.1:" + std::to_string(server_->port()) + "/link"), client,
+        [client](const std::string& why) { client->settle("fail:" + why); }, co);
+    return {std::move(opened), std::move(outcome)};
+  }
+
   std::string wss(std::uint16_t port) { return "wss://127.0.0.1:" + std::to_string(port) + "/echo"; }
 
   static cluster_certificates* certs_;
@@ -282,21 +302,9 @@ TEST_F(TlsTransport, AMessageOverTheLimitIsRefusedWith1009AndThePeerReadsWhyWhil
 TEST_F(TlsTransport, APeerWhoseReadsArePausedLongerThanTheIdleTimeoutIsNotTakenForGone) {
   // A host sending nothing back reads only pongs; while the MQS does not read (its backlog full),
   // no pong comes, and the host's idle timer closed the link and lost what it had sent.
-  net::server_options so;
-  so.ws_idle_timeout = idle_timeout;
-  server_ = net::server::create(io_, so);
   auto paused = std::make_shared<pauser>();
   auto server_side = paused->opened();
-  server_->add_websocket("/paused", paused);
-  ASSERT_FALSE(server_->start());
-  auto client = std::make_shared<quiet>();
-  auto client_side = client->opened();
-  auto outcome = client->outcome();
-  net::client_options co;
-  co.ws_idle_timeout = idle_timeout;
-  net::ws_connect(
-      io_, *net::parse_ws_url("ws://127.0.0.1:" + std::to_string(server_->port()) + "/paused"), client,
-      [client](const std::string& why) { client->settle("fail:" + why); }, co);
+  auto [client_side, outcome] = quiet_client_of(paused);
   ASSERT_EQ(server_side.wait_for(30s), std::future_status::ready);
   ASSERT_EQ(client_side.wait_for(30s), std::future_status::ready);
   auto server_conn = server_side.get();
@@ -314,20 +322,8 @@ TEST_F(TlsTransport, APeerThatReadsSlowlyAndAnswersNothingIsNotTakenForGone) {
   // heartbeat): the host hears nothing but pongs, and its ping waits behind the megabytes it sent.
   // Without the MQS's own heartbeat the host closed the link after its idle timeout and lost what
   // it had queued (Backbone.StoppingAProducerHostHandsOverEveryAtMostOnceMessageItSent).
-  net::server_options so;
-  so.ws_idle_timeout = idle_timeout;
-  server_ = net::server::create(io_, so);
   auto reader = std::make_shared<slow_reader>(io_, idle_timeout / 40);
-  server_->add_websocket("/slow", reader);
-  ASSERT_FALSE(server_->start());
-  auto client = std::make_shared<quiet>();
-  auto client_side = client->opened();
-  auto outcome = client->outcome();
-  net::client_options co;
-  co.ws_idle_timeout = idle_timeout;
-  net::ws_connect(
-      io_, *net::parse_ws_url("ws://127.0.0.1:" + std::to_string(server_->port()) + "/slow"), client,
-      [client](const std::string& why) { client->settle("fail:" + why); }, co);
+  auto [client_side, outcome] = quiet_client_of(reader);
   ASSERT_EQ(client_side.wait_for(30s), std::future_status::ready);
   auto conn = client_side.get();
   // Text messages are not coalesced: the reader takes about two 1 KiB messages a pause, and what
