@@ -236,7 +236,6 @@ void ws_session<Stream>::heartbeat() {
     // One beat at a time: a peer that reads nothing completes none.
     if (self->writes_ == self->writes_at_beat_ && !self->beat_in_flight_) {
       self->beat_in_flight_ = true;
-      ++self->writes_;
       self->ws_.async_pong({}, [self](beast::error_code) { self->beat_in_flight_ = false; });
     }
     self->writes_at_beat_ = self->writes_;

@@ -83,7 +83,7 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
   bool read_in_flight_ = false;
   bool closing_ = false;
   bool beat_in_flight_ = false;
-  std::uint64_t writes_ = 0;          ///< messages and beats started
+  std::uint64_t writes_ = 0;          ///< messages started
   std::uint64_t writes_at_beat_ = 0;  ///< `writes_` at the last heartbeat turn
   std::chrono::milliseconds idle_timeout_;
   boost::asio::steady_timer heartbeat_timer_;

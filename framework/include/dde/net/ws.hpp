@@ -75,8 +75,9 @@ struct server_options {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;                          ///< 0 picks a free port
   std::size_t max_ws_message = 16 * 1024 * 1024;   ///< larger WebSocket messages close with 1009
-  /// A WebSocket peer heard from for none of this is taken for gone and closed. Each side pings every
-  /// quarter of it when it has written nothing else, so a live peer is always heard from.
+  /// A WebSocket peer heard from for none of this is taken for gone and closed. Each side beats every
+  /// quarter of it (an unsolicited pong, never answered) when it has written nothing else, so a live
+  /// peer is always heard from.
   std::chrono::milliseconds ws_idle_timeout{20000};
   std::size_t max_http_body = 1024 * 1024;         ///< larger bodies get 413
   /// With `tls.cert_file` set, every connection is https/wss (plain requests are refused).
