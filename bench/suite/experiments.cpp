@@ -288,7 +288,8 @@ table exp8_recovery(suite_context& ctx) {
           "Recovery (issue 20): seconds from the broker (its first AMQP login) or a new MQS (its port) "
           "accepting connections until the consumers get a message again (at-least-once, quorum queue; a "
           "producer at 2,000 msg/s and 2 consumers in one isolate system; the broker is stopped and started, "
-          "the MQS killed and started again 2 s later; outage: the consumers' longest gap; median and "
+          "the MQS killed and started again 2 s later; outage: the consumers' longest gap that ended after the "
+          "fault; median and "
           "worst of " +
               std::to_string(runs) + " run" + (runs > 1 ? "s" : "") + ")",
           {"scenario", "runs", "messages", "ours_resume_s_median", "ours_resume_s_worst",

@@ -240,19 +240,30 @@ recovery measure_recovery(bench_cluster& c, const setup& s, double rate, long co
     explain_stall(c, s);
     return finish();
   }
+  const auto injected_us = now_us();
   const auto ready_us = r.ready_us = inject();
   if (ready_us == 0) {
     std::cerr << "[bench] exp8: the repaired peer did not accept connections\n";
     return finish();
   }
-  // The stats go out every 200 ms while messages flow: this wait does not time the resumption.
-  r.resumed = wait_until([&] { return field(stats(), "max_gap_to_us") > ready_us; }, 120s, 20ms);
+  // The stats go out every 200 ms while messages flow: this wait does not time the resumption. It
+  // waits for a message consumed after the repair; the outage is then the longest gap that ended
+  // after the fault began (not the run's longest: a loaded machine may have stalled the flow for
+  // longer before the fault). A probe that saw the peer ready late (its thread not scheduled) may
+  // put the first message before `ready_us`: resumed at once, 0 s.
+  r.resumed = wait_until([&] { return field(stats(), "last_us") > ready_us; }, 120s, 20ms);
   auto after = stats();
+  std::pair<std::int64_t, std::int64_t> outage{0, 0};
+  for (auto& gap : after.value("gaps", nlohmann::json::array()))
+    if (gap.is_array() && gap.size() == 2 && gap[1].get<std::int64_t>() > injected_us &&
+        gap[1].get<std::int64_t>() - gap[0].get<std::int64_t>() > outage.second - outage.first)
+      outage = {gap[0].get<std::int64_t>(), gap[1].get<std::int64_t>()};
+  r.resumed = r.resumed && outage.second > 0;
   if (r.resumed) {
-    r.resume_s = double(field(after, "max_gap_to_us") - ready_us) / 1e6;
-    r.outage_s = double(field(after, "max_gap_us")) / 1e6;
-    r.stopped_us = field(after, "max_gap_from_us");
-    r.resumed_us = field(after, "max_gap_to_us");
+    r.resume_s = double(std::max<std::int64_t>(0, outage.second - ready_us)) / 1e6;
+    r.outage_s = double(outage.second - outage.first) / 1e6;
+    r.stopped_us = outage.first;
+    r.resumed_us = outage.second;
   } else {
     std::cerr << "[bench] exp8: consuming did not resume within 120 s of the repair\n";
     explain_stall(c, s);

@@ -80,12 +80,12 @@ class readiness_probe {
 /// moment (they resumed) and until they hold every sequence number.
 struct recovery {
   bool resumed = false;
-  double resume_s = 0;   ///< from ready to the first message consumed after the longest gap
-  double outage_s = 0;   ///< the consumers' longest gap between two messages
+  double resume_s = 0;   ///< from ready to the first message consumed after the outage
+  double outage_s = 0;   ///< the consumers' longest gap between two messages that ended after the fault
   long count = 0;        ///< messages the producer was asked for
   long unique = 0;       ///< distinct sequence numbers consumed
   long duplicates = 0;   ///< consumed more than once (at-least-once allows them)
-  /// Wall-clock µs, to read beside the daemons' logs: the last message before the longest gap,
+  /// Wall-clock µs, to read beside the daemons' logs: the last message before the outage,
   /// the repaired peer accepting connections, the first message after the gap.
   std::int64_t stopped_us = 0, ready_us = 0, resumed_us = 0;
 };

@@ -2,13 +2,17 @@
 // sequence number so tests can check that none was lost.
 //   args: {"stats_dir": "", "log_dir": "", "work_ms": 0}
 //   stats_dir/consumer-PID.json: {"received","unique","duplicates","redelivered","sum","first_us","last_us",
-//                                 "max_gap_us","max_gap_from_us","max_gap_to_us"}
+//                                 "max_gap_us","max_gap_from_us","max_gap_to_us","gaps"}
 //   (wall-clock µs; max_gap_*: the longest pause between two consecutive receipts in this process,
-//   from the receipt before it to the one after it: an outage's end is max_gap_to_us)
+//   from the receipt before it to the one after it; "gaps": the longest few pauses, longest first, each
+//   [from_us, to_us]: an outage is the longest one that ends after it began, which is not always the
+//   longest of the whole run when a loaded machine stalled the flow for longer before)
 //   log_dir/consumer-PID.log: one sequence number per line, written before the message is acked.
 #include <fcntl.h>
 
+#include <algorithm>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "../common/sample_util.hpp"
@@ -21,6 +25,8 @@ struct tally {
   std::mutex mutex;
   std::int64_t received = 0, unique = 0, duplicates = 0, redelivered = 0, sum = 0, first_us = 0, last_us = 0;
   std::int64_t max_gap_us = 0, max_gap_from_us = 0, max_gap_to_us = 0;
+  static constexpr std::size_t kept_gaps = 8;
+  std::vector<std::pair<std::int64_t, std::int64_t>> gaps;  ///< [from, to], longest first
   std::int64_t written_received = -1, last_write_us = 0;
   std::vector<bool> seen;
   int log_fd = -1;
@@ -34,6 +40,7 @@ struct tally {
       max_gap_from_us = last_us;
       max_gap_to_us = now;
     }
+    keep_gap(last_us, now);
     last_us = now;
     ++received;
     if (was_redelivered) ++redelivered;
@@ -56,6 +63,13 @@ struct tally {
     }
   }
 
+  void keep_gap(std::int64_t from, std::int64_t to) {
+    auto longer = [](const auto& a, const auto& b) { return a.second - a.first > b.second - b.first; };
+    if (to <= from || (gaps.size() == kept_gaps && !longer(std::pair{from, to}, gaps.back()))) return;
+    if (gaps.size() == kept_gaps) gaps.pop_back();
+    gaps.insert(std::upper_bound(gaps.begin(), gaps.end(), std::pair{from, to}, longer), {from, to});
+  }
+
   void write(const std::string& dir, bool force) {
     std::lock_guard lock(mutex);
     auto now = dde::samples::now_us();
@@ -72,7 +86,8 @@ struct tally {
                                {"last_us", last_us},
                                {"max_gap_us", max_gap_us},
                                {"max_gap_from_us", max_gap_from_us},
-                               {"max_gap_to_us", max_gap_to_us}});
+                               {"max_gap_to_us", max_gap_to_us},
+                               {"gaps", gaps}});
   }
 };
 
