@@ -9,11 +9,13 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "dde/mqs/broker_props.hpp"
 #include "dde/protocol/mqs_props.hpp"
 
 namespace dde::mqs {
@@ -328,7 +330,11 @@ std::string rabbitmq_session::publish(std::uint16_t channel, std::string_view ex
     field = bytes_of(value);
   };
   set(p.content_type, AMQP_BASIC_CONTENT_TYPE_FLAG, props.content_type);
-  set(p.message_id, AMQP_BASIC_MESSAGE_ID_FLAG, props.message_id);
+  // The broker's form of the properties (broker_props.hpp): a compacted id, the stamp as `timestamp`.
+  std::array<char, 23> compact_id;
+  std::string_view message_id = p.message_id;
+  if (compact_message_id(message_id, compact_id)) message_id = std::string_view(compact_id.data(), compact_id.size());
+  set(message_id, AMQP_BASIC_MESSAGE_ID_FLAG, props.message_id);
   set(p.app_id, AMQP_BASIC_APP_ID_FLAG, props.app_id);
   set(p.expiration, AMQP_BASIC_EXPIRATION_FLAG, props.expiration);
   std::vector<amqp_table_entry_t> entries(p.headers ? p.headers->size() : 0);
@@ -338,11 +344,8 @@ std::string rabbitmq_session::publish(std::uint16_t channel, std::string_view ex
     entries[i].value.value.bytes = bytes_of((*p.headers)[i].second);
   }
   if (p.published_us) {
-    amqp_table_entry_t stamp{};
-    stamp.key = bytes_of(published_header);
-    stamp.value.kind = AMQP_FIELD_KIND_I64;
-    stamp.value.value.i64 = std::int64_t(p.published_us);
-    entries.push_back(stamp);
+    props._flags |= AMQP_BASIC_TIMESTAMP_FLAG;
+    props.timestamp = p.published_us;
   }
   if (!entries.empty()) {
     props._flags |= AMQP_BASIC_HEADERS_FLAG;

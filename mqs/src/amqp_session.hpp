@@ -51,7 +51,7 @@ class amqp_session {
     std::uint8_t delivery_mode = 1;  ///< 2: persistent
     std::string_view content_type, message_id, app_id, expiration;
     const std::vector<std::pair<std::string, std::string>>* headers = nullptr;  ///< long-string values
-    std::uint64_t published_us = 0;  ///< the x-dde-published-us header (0: none)
+    std::uint64_t published_us = 0;  ///< the publish stamp (0: none): the `timestamp` property (broker_props.hpp)
   };
 
   /// Connects to the broker over rabbitmq-c and logs in; nullptr and `error` on failure.
@@ -142,7 +142,7 @@ using session_opener = std::function<std::unique_ptr<amqp_session>(const broker_
 struct broker_env {
   session_opener open = &amqp_session::open;
   std::function<std::chrono::steady_clock::time_point()> now = &std::chrono::steady_clock::now;
-  /// The wall clock a publish is stamped with (x-dde-published-us): receivers in other processes,
+  /// The wall clock a publish is stamped with (the `timestamp` property): receivers in other processes,
   /// on other machines, compare it with theirs.
   std::function<std::chrono::system_clock::time_point()> wall_now = &std::chrono::system_clock::now;
 };

@@ -29,7 +29,7 @@ struct dlq_answer {
 };
 
 /// Does `action` for `request` over `session` (channels 1 and 2 are the desk's). `now_us` stamps
-/// replayed messages (x-dde-published-us). A broken session is marked so (the caller drops it).
+/// replayed messages (their `timestamp`). A broken session is marked so (the caller drops it).
 dlq_answer serve(amqp_session& session, dlq_action action, const dlq_request& request, std::uint64_t now_us);
 
 class dead_letter_desk {

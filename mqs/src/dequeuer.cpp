@@ -6,46 +6,18 @@
 
 #include "dde/log.hpp"
 #include "dde/mqs/queue_spec.hpp"
+#include "broker_props_amqp.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "mqs_metrics.hpp"
 
 namespace dde::mqs {
 namespace {
 
-std::string text_of(amqp_bytes_t b) { return std::string(static_cast<const char*>(b.bytes), b.len); }
-
-/// The publish stamp of header `e` (x-dde-published-us as an integer), 0 when it is another header.
-std::uint64_t published_of(const amqp_table_entry_t& e) {
-  if (e.key.len != published_header.size() ||
-      !std::equal(published_header.begin(), published_header.end(), static_cast<const char*>(e.key.bytes)))
-    return 0;
-  switch (e.value.kind) {
-    case AMQP_FIELD_KIND_I64:
-      return e.value.value.i64 > 0 ? std::uint64_t(e.value.value.i64) : 0;
-    case AMQP_FIELD_KIND_U64:
-    case AMQP_FIELD_KIND_TIMESTAMP:
-      return e.value.value.u64;
-    default:
-      return 0;
-  }
-}
-
 /// What a delivery's content header says that a host needs (the envelope's fields, mqs/PROTOCOL.md,
 /// and the publish stamp); headers of other kinds than strings are left out.
 message_props props_of(const amqp_basic_properties_t* p) {
   message_props out;
-  if (!p) return out;
-  if (p->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) out.message_id = text_of(p->message_id);
-  if (p->_flags & AMQP_BASIC_APP_ID_FLAG) out.app_id = text_of(p->app_id);
-  if (p->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG) out.content_type = text_of(p->content_type);
-  if (p->_flags & AMQP_BASIC_HEADERS_FLAG)
-    for (int i = 0; i < p->headers.num_entries; ++i) {
-      auto& e = p->headers.entries[i];
-      if (e.value.kind == AMQP_FIELD_KIND_UTF8 || e.value.kind == AMQP_FIELD_KIND_BYTES)
-        out.headers.emplace_back(text_of(e.key), text_of(e.value.value.bytes));
-      else if (auto stamp = published_of(e))
-        out.published_us = stamp;
-    }
+  if (p) read_broker_props(*p, out, [](const amqp_table_entry_t&) {});
   return out;
 }
 

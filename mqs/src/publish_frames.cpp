@@ -1,6 +1,9 @@
 #include "dde/mqs/publish_frames.hpp"
 
 #include <algorithm>
+#include <array>
+
+#include "dde/mqs/broker_props.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -18,6 +21,7 @@ constexpr std::uint16_t content_type_flag = 0x8000;
 constexpr std::uint16_t headers_flag = 0x2000;
 constexpr std::uint16_t delivery_mode_flag = 0x1000;
 constexpr std::uint16_t message_id_flag = 0x0080;
+constexpr std::uint16_t timestamp_flag = 0x0040;
 constexpr std::uint16_t app_id_flag = 0x0008;
 
 }  // namespace
@@ -80,14 +84,19 @@ bool publish_frames::add(std::uint16_t channel, std::string_view routing_key, st
   u16(basic_class);
   u16(0);  // weight
   u64(body.size());
+  // The broker's form of the properties (broker_props.hpp): a compacted id, the stamp as `timestamp`.
+  std::array<char, 23> compact_id;
+  std::string_view message_id = props.message_id;
+  if (compact_message_id(message_id, compact_id)) message_id = std::string_view(compact_id.data(), compact_id.size());
   std::uint16_t flags = delivery_mode_flag;
   if (!props.content_type.empty()) flags |= content_type_flag;
-  if (!props.headers.empty() || props.published_us) flags |= headers_flag;
-  if (!props.message_id.empty()) flags |= message_id_flag;
+  if (!props.headers.empty()) flags |= headers_flag;
+  if (!message_id.empty()) flags |= message_id_flag;
+  if (props.published_us) flags |= timestamp_flag;
   if (!props.app_id.empty()) flags |= app_id_flag;
   u16(flags);
   if (!props.content_type.empty()) short_string(props.content_type);
-  if (!props.headers.empty() || props.published_us) {  // a field table of long strings
+  if (!props.headers.empty()) {  // a field table of long strings
     std::size_t table = out_.size();
     u32(0);
     for (auto& [name, value] : props.headers) {
@@ -96,19 +105,11 @@ bool publish_frames::add(std::uint16_t channel, std::string_view routing_key, st
       u32(std::uint32_t(value.size()));
       out_.append(value);
     }
-    if (props.published_us) {  // 'l': a signed 64-bit integer (RabbitMQ's field types), in one append
-      char entry[1 + published_header.size() + 1 + 8];
-      entry[0] = char(published_header.size());
-      published_header.copy(entry + 1, published_header.size());
-      entry[1 + published_header.size()] = 'l';
-      for (int i = 0; i < 8; ++i)
-        entry[sizeof entry - 8 + std::size_t(i)] = char(std::uint8_t(props.published_us >> (56 - 8 * i)));
-      out_.append(entry, sizeof entry);
-    }
     fill_size(table);
   }
   u8(delivery_mode);
-  if (!props.message_id.empty()) short_string(props.message_id);
+  if (!message_id.empty()) short_string(message_id);
+  if (props.published_us) u64(props.published_us);
   if (!props.app_id.empty()) short_string(props.app_id);
   end_frame(f);
 

@@ -7,31 +7,12 @@
 #include <optional>
 #include <string_view>
 
+#include "broker_props_amqp.hpp"
 #include "dde/protocol/mqs_props.hpp"
 #include "rabbitmq_session.hpp"
 
 namespace dde::mqs {
 namespace {
-
-bool key_is(amqp_bytes_t key, std::string_view name) {
-  return key.len == name.size() && std::equal(name.begin(), name.end(), static_cast<const char*>(key.bytes));
-}
-
-/// An integer field of any width (the broker's headers use several); nullopt for other kinds.
-std::optional<std::int64_t> integer_of(const amqp_field_value_t& v) {
-  switch (v.kind) {
-    case AMQP_FIELD_KIND_I8: return v.value.i8;
-    case AMQP_FIELD_KIND_U8: return v.value.u8;
-    case AMQP_FIELD_KIND_I16: return v.value.i16;
-    case AMQP_FIELD_KIND_U16: return v.value.u16;
-    case AMQP_FIELD_KIND_I32: return v.value.i32;
-    case AMQP_FIELD_KIND_U32: return v.value.u32;
-    case AMQP_FIELD_KIND_I64: return v.value.i64;
-    case AMQP_FIELD_KIND_U64:
-    case AMQP_FIELD_KIND_TIMESTAMP: return std::int64_t(v.value.u64);
-    default: return std::nullopt;
-  }
-}
 
 /// The first entry of the broker's x-death array (the latest death): reason, queue, time, count.
 void read_death(const amqp_field_value_t& v, dead_message& out) {
@@ -51,21 +32,12 @@ void read_death(const amqp_field_value_t& v, dead_message& out) {
 
 /// A basic.get's properties as a dead letter reads them: string headers, the stamp, the broker's counts.
 void read_properties(const amqp_basic_properties_t& p, dead_message& out) {
-  if (p._flags & AMQP_BASIC_MESSAGE_ID_FLAG) out.props.message_id = bytes_text(p.message_id);
-  if (p._flags & AMQP_BASIC_APP_ID_FLAG) out.props.app_id = bytes_text(p.app_id);
-  if (p._flags & AMQP_BASIC_CONTENT_TYPE_FLAG) out.props.content_type = bytes_text(p.content_type);
-  if (!(p._flags & AMQP_BASIC_HEADERS_FLAG)) return;
-  for (int i = 0; i < p.headers.num_entries; ++i) {
-    auto& e = p.headers.entries[i];
-    if (e.value.kind == AMQP_FIELD_KIND_UTF8 || e.value.kind == AMQP_FIELD_KIND_BYTES)
-      out.props.headers.emplace_back(bytes_text(e.key), bytes_text(e.value.value.bytes));
-    else if (key_is(e.key, "x-death"))
+  read_broker_props(p, out.props, [&](const amqp_table_entry_t& e) {
+    if (key_is(e.key, "x-death"))
       read_death(e.value, out);
     else if (key_is(e.key, "x-delivery-count"))
       out.delivery_count = integer_of(e.value).value_or(-1);
-    else if (key_is(e.key, published_header))
-      out.props.published_us = std::uint64_t(std::max<std::int64_t>(integer_of(e.value).value_or(0), 0));
-  }
+  });
 }
 
 }  // namespace

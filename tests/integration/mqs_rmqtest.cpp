@@ -11,6 +11,7 @@
 
 #include <fstream>
 
+#include "dde/names.hpp"
 #include "dde/net/http_client.hpp"
 #include "dde_test.hpp"
 #include "tcp_proxy.hpp"
@@ -20,6 +21,12 @@
 
 namespace dde::mqs::test {
 namespace {
+
+std::uint64_t wall_clock_us() {
+  return std::uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count());
+}
 
 TEST(MqsBroker, AHelloIsWelcomedAndAtLeastOnceMessagesAreConfirmedDeliveredAndAckedAway) {
   auto& broker = shared_broker();
@@ -71,27 +78,40 @@ TEST(MqsBroker, PropsGoToTheBrokerAsAmqpPropertiesAndComeBackWithTheDelivery) {
   auto topic = unique_topic("props");
   mqs_client c(mqs.port());
   ASSERT_TRUE(c.hello());
-  const nlohmann::json props = {{"messageId", "m-1"},
+  // A UUID id travels compacted on the broker and a stamp as its timestamp (dde/mqs/broker_props.hpp):
+  // both come back as they went, a plain id too.
+  const nlohmann::json props = {{"messageId", dde::new_uuid()},
                                 {"appId", "sys/producer"},
                                 {"contentType", "application/octet-stream"},
                                 {"headers", {{"replyTo", "sys/r"}, {"toWorker", "w \"1\""}}}};
   for (auto mode : {"at-least-once", "at-most-once"}) {
     SCOPED_TRACE(mode);
     auto q = topic + (mode[3] == 'l' ? "l" : "m");
+    auto plain_id = props;
+    plain_id["messageId"] = "m-1";
+    const auto sent_us = wall_clock_us();
     c.send_record({{"action", "enqueue"}, {"topic", q}, {"mode", mode}, {"seq", 1}, {"props", props}}, "payload");
     c.send_record({{"action", "enqueue"}, {"topic", q}, {"mode", mode}, {"seq", 2}}, "bare");
-    ASSERT_TRUE(wait_until([&] { return broker.queue_depth(q) == std::optional<std::uint32_t>(2); }, 30s)) << mqs.log();
+    c.send_record({{"action", "enqueue"}, {"topic", q}, {"mode", mode}, {"seq", 3}, {"props", plain_id}}, "plain");
+    ASSERT_TRUE(wait_until([&] { return broker.queue_depth(q) == std::optional<std::uint32_t>(3); }, 30s)) << mqs.log();
+    const auto queued_us = wall_clock_us();
     auto before = c.count("deliver");
     auto_ack(c);  // prefetch 1: the second delivery needs the first one's ack
-    c.pull(q, mode, 2);
-    ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= before + 2; }, 30s)) << mqs.log();
+    c.pull(q, mode, 3);
+    ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= before + 3; }, 30s)) << mqs.log();
     auto all = c.records("deliver");
-    ASSERT_EQ(all.size(), before + 2);
+    ASSERT_EQ(all.size(), before + 3);
     std::vector<wire::record> got(all.begin() + std::ptrdiff_t(before), all.end());
     EXPECT_EQ(got[0].header.at("props"), props);
     EXPECT_EQ(got[0].body, "payload");
+    // The MQS's publish stamp: µs on its wall clock, between the enqueue and the message in the queue.
+    const auto published = got[0].header.value("published", std::uint64_t(0));
+    EXPECT_GE(published, sent_us) << got[0].header.dump();
+    EXPECT_LE(published, queued_us) << got[0].header.dump();
     EXPECT_FALSE(got[1].header.contains("props")) << got[1].header.dump();
     EXPECT_EQ(got[1].body, "bare");
+    EXPECT_EQ(got[2].header.at("props"), plain_id);
+    EXPECT_EQ(got[2].body, "plain");
     ASSERT_TRUE(wait_until([&] { return broker.queue_depth(q) == std::optional<std::uint32_t>(0); }, 30s));
   }
   // Props the broker cannot carry are refused, by seq, before anything is published.

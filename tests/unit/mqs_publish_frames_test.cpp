@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "dde/mqs/broker_props.hpp"
 #include "dde/mqs/publish_frames.hpp"
 
 namespace dde::mqs {
@@ -19,7 +20,9 @@ struct decoded_publish {
   int delivery_mode = -1;
   std::string body;
   int body_frames = 0;
-  message_props props;  ///< what rabbitmq-c decoded of the properties
+  message_props props;  ///< what rabbitmq-c decoded of the properties, read back as the MQS does
+  std::string broker_message_id;  ///< the message id as the broker got it
+  std::size_t properties_bytes = 0;  ///< of the content header, after class, weight and body size
   amqp_flags_t flags = 0;
 };
 
@@ -38,6 +41,10 @@ std::vector<decoded_publish> decode(const std::string& bytes, std::uint32_t fram
   amqp_bytes_t left{bytes.size(), const_cast<char*>(bytes.data())};
   while (left.len > 0) {
     amqp_frame_t frame{};
+    // A frame's payload size is at bytes 3..6 of it (type, channel, size).
+    std::size_t payload_size = 0;
+    if (left.len >= 7)
+      for (int i = 3; i < 7; ++i) payload_size = payload_size << 8 | static_cast<unsigned char*>(left.bytes)[i];
     int used = amqp_handle_input(st, left, &frame);
     if (used < 0) {
       ADD_FAILURE() << "rabbitmq-c refused the bytes: " << amqp_error_string2(used);
@@ -61,21 +68,21 @@ std::vector<decoded_publish> decode(const std::string& bytes, std::uint32_t fram
       EXPECT_EQ(frame.channel, out.back().channel);
       EXPECT_EQ(frame.payload.properties.class_id, AMQP_BASIC_CLASS);
       out.back().body_size = frame.payload.properties.body_size;
+      out.back().properties_bytes = payload_size - 12;
       auto* props = static_cast<amqp_basic_properties_t*>(frame.payload.properties.decoded);
       out.back().flags = props->_flags;
       out.back().delivery_mode = props->delivery_mode;
       auto& got = out.back().props;
-      if (props->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) got.message_id = text(props->message_id);
+      if (props->_flags & AMQP_BASIC_MESSAGE_ID_FLAG) {
+        out.back().broker_message_id = text(props->message_id);
+        got.message_id = host_message_id(out.back().broker_message_id);
+      }
+      if (props->_flags & AMQP_BASIC_TIMESTAMP_FLAG) got.published_us = stamp_of_timestamp(props->timestamp);
       if (props->_flags & AMQP_BASIC_APP_ID_FLAG) got.app_id = text(props->app_id);
       if (props->_flags & AMQP_BASIC_CONTENT_TYPE_FLAG) got.content_type = text(props->content_type);
       if (props->_flags & AMQP_BASIC_HEADERS_FLAG)
         for (int i = 0; i < props->headers.num_entries; ++i) {
           auto& e = props->headers.entries[i];
-          if (text(e.key) == published_header) {
-            EXPECT_EQ(e.value.kind, AMQP_FIELD_KIND_I64);
-            got.published_us = std::uint64_t(e.value.value.i64);
-            continue;
-          }
           EXPECT_EQ(e.value.kind, AMQP_FIELD_KIND_UTF8);
           got.headers.emplace_back(text(e.key), text(e.value.value.bytes));
         }
@@ -155,20 +162,42 @@ TEST(PublishFrames, PropertiesReadBackAsTheyWereGivenAndOnlyTheGivenOnesAreSet) 
   EXPECT_EQ(got[2].body, "plain");
 }
 
-TEST(PublishFrames, ThePublishStampIsAnIntegerHeaderBesideTheStringOnes) {
+TEST(PublishFrames, ThePublishStampIsTheTimestampPropertyInMicroseconds) {
   publish_frames batch(131072);
   message_props stamped;
   stamped.headers = {{"replyTo", "sys/replies"}};
   stamped.published_us = 1'790'000'000'123'456;
   message_props only_stamp;
-  only_stamp.published_us = 42;
+  only_stamp.published_us = 1'790'000'000'000'042;
   ASSERT_TRUE(batch.add(1, "sys.consumer", 2, "a", stamped));
   ASSERT_TRUE(batch.add(1, "sys.consumer", 2, "b", only_stamp));
   auto got = decode(batch.bytes(), 131072);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].props, stamped);
-  EXPECT_EQ(got[1].flags, AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_HEADERS_FLAG);
+  EXPECT_EQ(got[1].flags, AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_TIMESTAMP_FLAG) << "no header table for it";
   EXPECT_EQ(got[1].props, only_stamp);
+}
+
+TEST(PublishFrames, AUuidMessageIdTravelsCompactedSoADdeMessageStaysWithinTheBrokersInlineLimit) {
+  // RabbitMQ keeps properties of at most 64 bytes on the queue's heap (broker_props.hpp): a DDE
+  // message's id, sender and publish stamp fit, with a sender address of up to 28 characters.
+  publish_frames batch(131072);
+  message_props dde;
+  dde.message_id = "5f0c2a8e-1b7d-4c7e-9a51-3f6d2b9e8c11";
+  dde.app_id = "sampleSystem/producer-pool1";  // 27 characters
+  dde.published_us = 1'790'000'000'123'456;
+  message_props foreign;
+  foreign.message_id = "5F0C2A8E-1B7D-4C7E-9A51-3F6D2B9E8C11";  // not the lowercase form: as it is
+  ASSERT_TRUE(batch.add(1, "sys.consumer", 1, "{\"seq\":1}", dde));
+  ASSERT_TRUE(batch.add(1, "sys.consumer", 1, "x", foreign));
+  auto got = decode(batch.bytes(), 131072);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].broker_message_id.size(), 23u) << got[0].broker_message_id;
+  EXPECT_EQ(got[0].broker_message_id[0], '~');
+  EXPECT_EQ(got[0].props, dde) << "read back as it was given";
+  EXPECT_LE(got[0].properties_bytes, 64u);
+  EXPECT_EQ(got[1].broker_message_id, foreign.message_id);
+  EXPECT_EQ(got[1].props, foreign);
 }
 
 TEST(PublishFrames, ARoutingKeyLongerThanAShortStringIsRefusedAndNothingIsWritten) {

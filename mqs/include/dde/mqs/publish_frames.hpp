@@ -19,8 +19,8 @@ class publish_frames {
 
   /// Appends a basic.publish of `body` to the default exchange with `routing_key` (at most 255
   /// bytes: false and nothing appended otherwise), delivery-mode 1 (transient) or 2 (persistent),
-  /// and `props` (as parse_props checked them; a `published_us` becomes the header
-  /// `x-dde-published-us`).
+  /// and `props` (as parse_props checked them) in the broker's form (broker_props.hpp: a UUID
+  /// message id compacted, `published_us` as the `timestamp` property).
   bool add(std::uint16_t channel, std::string_view routing_key, std::uint8_t delivery_mode, std::string_view body,
            const message_props& props = {});
 

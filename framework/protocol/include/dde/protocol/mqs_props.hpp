@@ -15,16 +15,17 @@
 
 namespace dde::mqs {
 
-/// The AMQP header in which the MQS stamps a message as it first publishes it: microseconds since
-/// the Unix epoch on the publishing MQS's wall clock, as a signed 64-bit integer (AMQP's own
-/// `timestamp` property is whole seconds). A host's string header of that name is left out.
+/// The AMQP header in which MQSs before 2026-11-26 stamped a message as they first published it
+/// (microseconds since the Unix epoch, a signed 64-bit integer); the MQS still reads it. The stamp is
+/// now the `timestamp` property (dde/mqs/broker_props.hpp). A host's string header of that name is
+/// left out.
 inline constexpr std::string_view published_header = "x-dde-published-us";
 
 struct message_props {
   std::string message_id, app_id, content_type;  ///< AMQP short strings: 255 bytes at most
   std::vector<std::pair<std::string, std::string>> headers;  ///< long-string values only
-  /// The `x-dde-published-us` header (0: none). Not part of the "props" object: a `deliver` record
-  /// reports it as its own field, `published`.
+  /// The MQS's publish stamp, µs (0: none; mqs/PROTOCOL.md *Publish stamp*). Not part of the
+  /// "props" object: a `deliver` record reports it as its own field, `published`.
   std::uint64_t published_us = 0;
 
   /// Nothing a "props" object would show (`published_us` aside).

@@ -50,8 +50,8 @@ struct deliver_record {
   std::uint64_t tag = 0;
   bool redelivered = false;
   nlohmann::json props;  ///< the AMQP properties as JSON (parse_props reads them), null for none
-  /// When the MQS first published it (`x-dde-published-us`: µs since the epoch, the publishing
-  /// MQS's wall clock); 0 when it has no such header (e.g. published by something else).
+  /// When the MQS first published it (µs since the epoch, the publishing MQS's wall clock:
+  /// mqs/PROTOCOL.md *Publish stamp*); 0 when it has no stamp (e.g. published by something else).
   std::uint64_t published_us = 0;
 };
 struct confirm_record {

@@ -1,0 +1,49 @@
+// The MQS's broker form of message ids and publish stamps (dde/mqs/broker_props.hpp).
+#include <gtest/gtest.h>
+
+#include "dde/mqs/broker_props.hpp"
+#include "dde/names.hpp"
+
+namespace dde::mqs {
+namespace {
+
+TEST(BrokerProps, EveryUuidIdComesBackAsItWentAndTravelsIn23Characters) {
+  for (int i = 0; i < 2000; ++i) {
+    auto id = new_uuid();
+    auto broker = broker_message_id(id);
+    ASSERT_EQ(broker.size(), 23u) << id;
+    ASSERT_EQ(broker[0], '~') << id;
+    ASSERT_EQ(broker.find_first_not_of("~ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
+              std::string::npos)
+        << broker;
+    ASSERT_EQ(host_message_id(broker), id);
+  }
+  // All bits, both ends of the alphabet.
+  for (auto id : {"00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff",
+                  "0123abcd-4567-89ef-0123-456789abcdef"})
+    EXPECT_EQ(host_message_id(broker_message_id(id)), id);
+  EXPECT_EQ(broker_message_id("00000000-0000-0000-0000-000000000000"), "~AAAAAAAAAAAAAAAAAAAAAA");
+  EXPECT_EQ(broker_message_id("ffffffff-ffff-ffff-ffff-ffffffffffff"), "~_____________________w");
+}
+
+TEST(BrokerProps, AnyOtherIdIsLeftAsItIsBothWays) {
+  for (std::string id : {"", "order-17", "5F0C2A8E-1B7D-4C7E-9A51-3F6D2B9E8C11",  // uppercase
+                         "5f0c2a8e1b7d4c7e9a513f6d2b9e8c11",                       // no dashes
+                         "5f0c2a8e-1b7d-4c7e-9a51-3f6d2b9e8c1g",                   // not hex
+                         "5f0c2a8e-1b7d-4c7e-9a51+3f6d2b9e8c11"})                  // a dash missing
+    EXPECT_EQ(broker_message_id(id), id);
+  // Another publisher's ids that are not a compacted UUID: wrong length, no mark, a character
+  // outside base64url, padding bits set.
+  for (std::string id : {"~AAAAAAAAAAAAAAAAAAAAA", "~AAAAAAAAAAAAAAAAAAAAAAA", "xAAAAAAAAAAAAAAAAAAAAAA",
+                         "~AAAAAAAAAAAAAAAAAAAAA+", "~AAAAAAAAAAAAAAAAAAAAAB", "shortuuid-22-chars-abc"})
+    EXPECT_EQ(host_message_id(id), id);
+}
+
+TEST(BrokerProps, ATimestampInSecondsIsAnotherPublishersAndReadInMicroseconds) {
+  EXPECT_EQ(stamp_of_timestamp(0), 0u);
+  EXPECT_EQ(stamp_of_timestamp(1'790'000'000), 1'790'000'000'000'000u);  // seconds (AMQP's convention)
+  EXPECT_EQ(stamp_of_timestamp(1'790'000'000'123'456), 1'790'000'000'123'456u);  // an MQS's µs
+}
+
+}  // namespace
+}  // namespace dde::mqs
