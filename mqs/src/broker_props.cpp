@@ -90,8 +90,12 @@ std::string host_message_id(std::string_view broker_id) {
 }
 
 std::uint64_t stamp_of_timestamp(std::uint64_t timestamp) {
-  constexpr std::uint64_t seconds_below = 1'000'000'000'000;  // year 33658 in seconds, 1970 in µs
-  return timestamp < seconds_below ? timestamp * 1'000'000 : timestamp;
+  // Each bound is year 33658 in the smaller unit and 1970 + 11.6 days or 31.7 years in the larger:
+  // no stamp of these times is ambiguous.
+  constexpr std::uint64_t seconds_below = 1'000'000'000'000, milliseconds_below = 1'000'000'000'000'000;
+  if (timestamp < seconds_below) return timestamp * 1'000'000;
+  if (timestamp < milliseconds_below) return timestamp * 1'000;
+  return timestamp;
 }
 
 }  // namespace dde::mqs

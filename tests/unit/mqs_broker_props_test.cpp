@@ -39,9 +39,10 @@ TEST(BrokerProps, AnyOtherIdIsLeftAsItIsBothWays) {
     EXPECT_EQ(host_message_id(id), id);
 }
 
-TEST(BrokerProps, ATimestampInSecondsIsAnotherPublishersAndReadInMicroseconds) {
+TEST(BrokerProps, ATimestampInSecondsOrMillisecondsIsAnotherPublishersAndReadInMicroseconds) {
   EXPECT_EQ(stamp_of_timestamp(0), 0u);
   EXPECT_EQ(stamp_of_timestamp(1'790'000'000), 1'790'000'000'000'000u);  // seconds (AMQP's convention)
+  EXPECT_EQ(stamp_of_timestamp(1'790'000'000'123), 1'790'000'000'123'000u);  // milliseconds
   EXPECT_EQ(stamp_of_timestamp(1'790'000'000'123'456), 1'790'000'000'123'456u);  // an MQS's µs
 }
 

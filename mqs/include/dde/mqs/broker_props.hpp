@@ -12,9 +12,9 @@
 /// - a message id that is a lowercase canonical UUID travels as `~` and its 16 bytes in 22 characters
 ///   of base64url (RFC 4648 section 5), and is read back as the same UUID text;
 /// - the publish stamp is AMQP's `timestamp` property (8 bytes), in microseconds since the epoch.
-/// Read back, a `timestamp` below 10^12 is another publisher's whole seconds (AMQP's convention),
-/// and an integer `x-dde-published-us` header (`published_header`: an older MQS's stamp) is read as
-/// before.
+/// Read back, a `timestamp` below 10^12 is another publisher's whole seconds (AMQP's convention), one
+/// below 10^15 milliseconds, and an integer `x-dde-published-us` header (`published_header`: an
+/// older MQS's stamp) is read as before.
 
 #include <array>
 #include <cstdint>
@@ -35,7 +35,8 @@ std::string broker_message_id(std::string_view id);
 std::string host_message_id(std::string_view broker_id);
 
 /// The publish stamp in microseconds from an AMQP `timestamp`: values below 10^12 are whole seconds
-/// (another publisher's, by AMQP's convention), larger ones an MQS's microseconds.
+/// (another publisher's, by AMQP's convention), below 10^15 milliseconds (some clients send those),
+/// larger ones an MQS's microseconds.
 std::uint64_t stamp_of_timestamp(std::uint64_t timestamp);
 
 }  // namespace dde::mqs
