@@ -99,14 +99,20 @@ inline std::uint32_t declare(const connection& c, const options& o) {
 
 using clock_type = std::chrono::steady_clock;
 
-/// Prints the one result line; `extra` ("key=value ...") goes after the rate.
+/// Prints the one result line; `extra` ("key=value ...") goes after the rate. first_us and last_us:
+/// start and end on the wall clock (µs since the epoch), to read other processes' figures over the
+/// same span (the benchmark suite's broker CPU).
 inline void report(const char* what, std::uint64_t count, std::size_t size, clock_type::time_point start,
                    clock_type::time_point end, const std::string& extra = "") {
   const double seconds = std::chrono::duration<double>(end - start).count();
-  std::printf("raw %s count=%llu size=%zu seconds=%.3f rate=%.0f msg/s%s%s\n", what,
+  auto wall_us = [now = clock_type::now(), wall = std::chrono::system_clock::now()](clock_type::time_point t) {
+    return static_cast<long long>(
+        std::chrono::duration_cast<std::chrono::microseconds>((wall - (now - t)).time_since_epoch()).count());
+  };
+  std::printf("raw %s count=%llu size=%zu seconds=%.3f rate=%.0f msg/s first_us=%lld last_us=%lld%s%s\n", what,
               static_cast<unsigned long long>(count), size, seconds,
-              seconds > 0 ? static_cast<double>(count) / seconds : 0.0, extra.empty() ? "" : " ",
-              extra.c_str());
+              seconds > 0 ? static_cast<double>(count) / seconds : 0.0, wall_us(start), wall_us(end),
+              extra.empty() ? "" : " ", extra.c_str());
   std::fflush(stdout);
 }
 

@@ -39,6 +39,7 @@ std::string short_mode(const std::string& mode) { return mode == "at-least-once"
 struct flow_point {
   production produced;
   double consumed = 0;
+  double broker_us = 0;  ///< the broker's CPU µs per message while ours consumed
   raw_flow raw;
   long payload_bytes = -1;  ///< of the first message our producers left in the queue
 };
@@ -51,8 +52,11 @@ flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int pr
   f.produced = produce(c, s, n, producers, size, true);
   f.payload_bytes = payload_bytes(c, s.system + ".consumer");
   if (consumers > 0) {
+    cpu_meter broker_cpu(c.broker().vm_pid());
     const int used = start_consumers(c, s, consumers, std::max(8, prefetch));
     f.consumed = await_consumed(c, s, n / producers * producers);
+    auto span = read_span(s.stats_dir, "consumer-", "received");
+    if (n > 0) f.broker_us = broker_cpu.between(span.first_us, span.last_us) * 1e6 / double(n);
     stop_systems(c, s.system, used);
   }
   c.broker().delete_queue(s.system + ".consumer");
@@ -64,9 +68,9 @@ flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int pr
 template <class Point>
 flow_point median_of_runs(int runs, Point point) {
   auto figures = [](flow_point& f) {
-    return std::array<double*, 7>{&f.produced.at_isolates, &f.produced.at_broker,  &f.consumed,
+    return std::array<double*, 9>{&f.produced.at_isolates, &f.produced.at_broker,  &f.consumed,
                                   &f.raw.produce,          &f.raw.produce_client, &f.raw.consume,
-                                  &f.raw.consume_best};
+                                  &f.raw.consume_best,     &f.broker_us,          &f.raw.broker_us_best};
   };
   std::vector<flow_point> all;
   for (int i = 0; i < runs; ++i) all.push_back(point());
@@ -103,9 +107,10 @@ table exp1_consumers(suite_context& ctx) {
   table t{"exp1_consumers",
           "Thesis fig. 5.1: consumption throughput vs consumers, per prefetch (64 B; raw_best acks with "
           "`multiple` every prefetch/2 messages, raw_each acks each; with prefetch 64 each figure the median "
-          "of 3 alternating runs, 1 with --quick)",
+          "of 3 alternating runs, 1 with --quick; broker_us_*: RabbitMQ's CPU µs per message while ours and the "
+          "best raw client consumed)",
           {"mode", "prefetch", "consumers", "messages", "ours_msg_s", "raw_best_msg_s", "raw_each_msg_s",
-           "ratio_best", "ratio_each"}};
+           "ratio_best", "ratio_each", "broker_us_ours", "broker_us_raw_best"}};
   const std::vector<int> consumers =
       ctx.quick ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8, 16, 32};
   const std::vector<int> prefetches = ctx.quick ? std::vector<int>{1, 64} : std::vector<int>{1, 4, 8, 16, 64};
@@ -118,7 +123,7 @@ table exp1_consumers(suite_context& ctx) {
                                 [&] { return fill_then_consume(ctx, mode, p, 1, 1, n_consumers, 64, n); });
         t.add({mode, std::to_string(p), std::to_string(n_consumers), std::to_string(n), num(f.consumed),
                num(f.raw.consume_best), num(f.raw.consume), ratio(f.consumed, f.raw.consume_best),
-               ratio(f.consumed, f.raw.consume)});
+               ratio(f.consumed, f.raw.consume), num(f.broker_us, 1), num(f.raw.broker_us_best, 1)});
         auto key = "consume." + mode + ".p" + std::to_string(p) + ".c" + std::to_string(n_consumers);
         ctx.headline[key + ".ours"] = f.consumed;
         ctx.headline[key + ".raw"] = f.raw.consume_best;
@@ -126,7 +131,8 @@ table exp1_consumers(suite_context& ctx) {
         ctx.clock.line("exp1 " + short_mode(mode) + " prefetch " + std::to_string(p) + " consumers " +
                        std::to_string(n_consumers) + ": ours " + num(f.consumed) + " msg/s, raw best " +
                        num(f.raw.consume_best) + ", raw acking each " + num(f.raw.consume) + ", ratio " +
-                       ratio(f.consumed, f.raw.consume_best));
+                       ratio(f.consumed, f.raw.consume_best) + "; broker CPU " + num(f.broker_us, 1) +
+                       " µs/msg (raw best " + num(f.raw.broker_us_best, 1) + ")");
       }
   return t;
 }

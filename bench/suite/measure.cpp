@@ -1,10 +1,13 @@
 #include "measure.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <sstream>
 
 #include "mqs_stats_client.hpp"
 
@@ -279,6 +282,55 @@ recovery measure_recovery(bench_cluster& c, const setup& s, double rate, long co
   return finish();
 }
 
+namespace {
+
+double cpu_seconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  // After the command's closing parenthesis: state is field 3; utime and stime are fields 14 and 15.
+  std::istringstream fields(text.substr(close + 2));
+  std::string f;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i)
+    if (i >= 14) ticks += std::stod(f);
+  return ticks / double(::sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace
+
+cpu_meter::cpu_meter(int pid) : pid_(pid) {
+  thread_ = std::thread([this] {
+    while (!stop_) {
+      samples_.push_back({now_us(), cpu_seconds(pid_)});
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+}
+
+cpu_meter::~cpu_meter() { stop(); }
+
+void cpu_meter::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+double cpu_meter::between(std::int64_t from_us, std::int64_t to_us) {
+  stop();
+  if (samples_.empty()) return 0;
+  // The last sample at or before an instant (the first one if none is).
+  auto at = [&](std::int64_t t) {
+    double cpu = samples_.front().cpu_s;
+    for (auto& s : samples_) {
+      if (s.wall_us > t) break;
+      cpu = s.cpu_s;
+    }
+    return cpu;
+  };
+  return std::max(0.0, at(to_us) - at(from_us));
+}
+
 raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, int size, int producers,
                              int consumers, int prefetch) {
   auto queue = unique_queue();
@@ -301,8 +353,11 @@ raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, 
     f.consume = consumed.count("rate") ? consumed["rate"] : 0;
     run_raw(c.broker(), produce_args);  // the same messages again, for the best consumer
     consume_args.push_back("--multiple-ack");
+    cpu_meter broker_cpu(c.broker().vm_pid());
     auto best = run_raw(c.broker(), consume_args);
     f.consume_best = best.count("rate") ? best["rate"] : 0;
+    if (best.count("first_us") && best.count("last_us") && n > 0)
+      f.broker_us_best = broker_cpu.between(std::int64_t(best["first_us"]), std::int64_t(best["last_us"])) * 1e6 / double(n);
   }
   c.broker().delete_queue(queue);
   return f;

@@ -98,6 +98,31 @@ recovery measure_recovery(bench_cluster& c, const setup& s, double rate, long co
 /// messages (`consume_best`: the best a raw client does here).
 struct raw_flow {
   double produce = 0, produce_client = 0, consume = 0, consume_best = 0;
+  double broker_us_best = 0;  ///< the broker's CPU µs per message while the best client consumed
+};
+
+/// The CPU time (user + system) of process `pid`, sampled every 5 ms from its construction until
+/// `between` is first called: what it used per span of wall-clock time, so a figure covers only
+/// the messages' flow and not what was set up around it.
+class cpu_meter {
+ public:
+  explicit cpu_meter(int pid);
+  ~cpu_meter();
+  cpu_meter(const cpu_meter&) = delete;
+  cpu_meter& operator=(const cpu_meter&) = delete;
+  /// CPU seconds used between two wall-clock instants (µs since the epoch); stops sampling.
+  double between(std::int64_t from_us, std::int64_t to_us);
+
+ private:
+  void stop();
+  struct sample {
+    std::int64_t wall_us;
+    double cpu_s;
+  };
+  int pid_;
+  std::atomic<bool> stop_{false};
+  std::vector<sample> samples_;
+  std::thread thread_;
 };
 raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, int size, int producers,
                              int consumers, int prefetch);
