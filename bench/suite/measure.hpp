@@ -106,10 +106,8 @@ struct raw_flow {
 /// the messages' flow and not what was set up around it.
 class cpu_meter {
  public:
-  explicit cpu_meter(int pid);
+  explicit cpu_meter(int pid);  // not copyable: it owns its sampling thread
   ~cpu_meter();
-  cpu_meter(const cpu_meter&) = delete;
-  cpu_meter& operator=(const cpu_meter&) = delete;
   /// CPU seconds used between two wall-clock instants (µs since the epoch); stops sampling.
   double between(std::int64_t from_us, std::int64_t to_us);
 
