@@ -332,8 +332,7 @@ std::string rabbitmq_session::publish(std::uint16_t channel, std::string_view ex
   set(p.content_type, AMQP_BASIC_CONTENT_TYPE_FLAG, props.content_type);
   // The broker's form of the properties (broker_props.hpp): a compacted id, the stamp as `timestamp`.
   std::array<char, 23> compact_id;
-  std::string_view message_id = p.message_id;
-  if (compact_message_id(message_id, compact_id)) message_id = std::string_view(compact_id.data(), compact_id.size());
+  std::string_view message_id = broker_message_id(p.message_id, compact_id);
   set(message_id, AMQP_BASIC_MESSAGE_ID_FLAG, props.message_id);
   set(p.app_id, AMQP_BASIC_APP_ID_FLAG, props.app_id);
   set(p.expiration, AMQP_BASIC_EXPIRATION_FLAG, props.expiration);

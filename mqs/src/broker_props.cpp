@@ -25,6 +25,8 @@ int alphabet_value(char c) {
 
 }  // namespace
 
+namespace {
+
 bool compact_message_id(std::string_view id, std::array<char, compact_text>& out) {
   if (id.size() != uuid_text) return false;
   std::array<std::uint8_t, 16> bytes{};
@@ -56,9 +58,15 @@ bool compact_message_id(std::string_view id, std::array<char, compact_text>& out
   return true;
 }
 
+}  // namespace
+
+std::string_view broker_message_id(std::string_view id, std::array<char, compact_text>& storage) {
+  return compact_message_id(id, storage) ? std::string_view(storage.data(), storage.size()) : id;
+}
+
 std::string broker_message_id(std::string_view id) {
-  std::array<char, compact_text> compact;
-  return compact_message_id(id, compact) ? std::string(compact.data(), compact.size()) : std::string(id);
+  std::array<char, compact_text> storage;
+  return std::string(broker_message_id(id, storage));
 }
 
 std::string host_message_id(std::string_view broker_id) {

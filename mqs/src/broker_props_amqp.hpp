@@ -40,7 +40,8 @@ inline std::optional<std::int64_t> integer_of(const amqp_field_value_t& v) {
 /// that is neither a string nor the stamp goes to `other` (the dead-letter desk reads x-death).
 template <class OtherHeader>
 void read_broker_props(const amqp_basic_properties_t& p, message_props& out, OtherHeader&& other) {
-  if (p._flags & AMQP_BASIC_MESSAGE_ID_FLAG) out.message_id = host_message_id(text_of(p.message_id));
+  if (p._flags & AMQP_BASIC_MESSAGE_ID_FLAG)
+    out.message_id = host_message_id({static_cast<const char*>(p.message_id.bytes), p.message_id.len});
   if (p._flags & AMQP_BASIC_APP_ID_FLAG) out.app_id = text_of(p.app_id);
   if (p._flags & AMQP_BASIC_CONTENT_TYPE_FLAG) out.content_type = text_of(p.content_type);
   if (p._flags & AMQP_BASIC_TIMESTAMP_FLAG) out.published_us = stamp_of_timestamp(p.timestamp);

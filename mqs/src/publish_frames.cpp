@@ -86,8 +86,7 @@ bool publish_frames::add(std::uint16_t channel, std::string_view routing_key, st
   u64(body.size());
   // The broker's form of the properties (broker_props.hpp): a compacted id, the stamp as `timestamp`.
   std::array<char, 23> compact_id;
-  std::string_view message_id = props.message_id;
-  if (compact_message_id(message_id, compact_id)) message_id = std::string_view(compact_id.data(), compact_id.size());
+  std::string_view message_id = broker_message_id(props.message_id, compact_id);
   std::uint16_t flags = delivery_mode_flag;
   if (!props.content_type.empty()) flags |= content_type_flag;
   if (!props.headers.empty()) flags |= headers_flag;

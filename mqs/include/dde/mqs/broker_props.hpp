@@ -23,11 +23,11 @@
 
 namespace dde::mqs {
 
-/// A lowercase canonical UUID compacted into `out` (true); false for anything else.
-bool compact_message_id(std::string_view id, std::array<char, 23>& out);
+/// The message id as the broker gets it: a lowercase canonical UUID compacted into `storage` (23
+/// characters; the view points there), anything else `id` itself.
+std::string_view broker_message_id(std::string_view id, std::array<char, 23>& storage);
 
-/// The message id as the broker gets it: a lowercase canonical UUID compacted (23 characters),
-/// anything else unchanged.
+/// The same, as a string.
 std::string broker_message_id(std::string_view id);
 
 /// The inverse: `~` and 22 base64url characters of 16 bytes back to the UUID text; anything else
