@@ -25,19 +25,17 @@ int alphabet_value(char c) {
 
 }  // namespace
 
-namespace {
-
-bool compact_message_id(std::string_view id, std::array<char, compact_text>& out) {
-  if (id.size() != uuid_text) return false;
+std::string_view broker_message_id(std::string_view id, std::array<char, compact_text>& out) {
+  if (id.size() != uuid_text) return id;
   std::array<std::uint8_t, 16> bytes{};
   std::size_t n = 0;
   for (std::size_t i = 0; i < id.size(); ++i) {
     if (is_dash_at(i)) {
-      if (id[i] != '-') return false;
+      if (id[i] != '-') return id;
       continue;
     }
     int v = hex_value(id[i]);
-    if (v < 0) return false;
+    if (v < 0) return id;
     bytes[n / 2] = std::uint8_t(bytes[n / 2] | (n % 2 == 0 ? v << 4 : v));
     ++n;
   }
@@ -55,13 +53,7 @@ bool compact_message_id(std::string_view id, std::array<char, compact_text>& out
     }
   }
   out[at] = alphabet[(acc << (6 - bits)) & 63];
-  return true;
-}
-
-}  // namespace
-
-std::string_view broker_message_id(std::string_view id, std::array<char, compact_text>& storage) {
-  return compact_message_id(id, storage) ? std::string_view(storage.data(), storage.size()) : id;
+  return std::string_view(out.data(), out.size());
 }
 
 std::string broker_message_id(std::string_view id) {
