@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 #include <system_error>
 
 #include "dde_test.hpp"
@@ -101,6 +102,24 @@ TEST(Helpers, FreePortIsClosedAndPortOpenSeesAListener) {
   EXPECT_TRUE(wait_until([&] { return port_open(port); }, 10s)) << listener.log();
   listener.kill9();
   EXPECT_TRUE(wait_until([&] { return !port_open(port); }, 10s));
+}
+
+TEST(Helpers, FreePortStaysBelowTheEphemeralRangeAndNeverRepeatsInAProcess) {
+  // Outgoing connections take their source ports from the ephemeral range: a port picked there can
+  // be taken by a neighbour's connect() before the daemon it was meant for binds it.
+  unsigned first = 0, last = 0;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> first >> last;
+  ASSERT_GT(first, 0u);
+  const auto [low, high] = listen_port_range();
+  ASSERT_NE(low, 0) << "this machine's ephemeral range " << first << "-" << last << " leaves no room";
+  EXPECT_LT(high, first);
+  std::set<std::uint16_t> seen;
+  for (int i = 0; i < 300; ++i) {
+    const auto port = free_port();
+    EXPECT_GE(port, low);
+    EXPECT_LE(port, high);
+    EXPECT_TRUE(seen.insert(port).second) << "port " << port << " handed out twice";
+  }
 }
 
 TEST(Helpers, FreshDirIsEmptyAndUnique) {

@@ -22,8 +22,13 @@ using namespace std::chrono_literals;
 bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout,
                 std::chrono::milliseconds poll = 20ms);
 
-/// A TCP port on 127.0.0.1 that was free a moment ago.
+/// A TCP port on 127.0.0.1 that was free a moment ago, picked at random below the kernel's ephemeral
+/// range (where outgoing connections take their source ports) and never twice in one process.
 std::uint16_t free_port();
+
+/// The ports free_port picks from ({0, 0}: none, it asks the kernel): the machine's ports below the
+/// ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), from 15000.
+std::pair<std::uint16_t, std::uint16_t> listen_port_range();
 
 /// A fresh, empty directory under the build tree's test area, named after `name` and the pid.
 std::filesystem::path fresh_dir(const std::string& name);

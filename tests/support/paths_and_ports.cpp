@@ -5,6 +5,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
 #include <stdexcept>
 #include <system_error>
 #include <thread>
@@ -44,7 +48,17 @@ bool wait_until(const std::function<bool()>& condition, std::chrono::millisecond
   }
 }
 
-std::uint16_t free_port() {
+namespace {
+
+/// True when nothing holds 127.0.0.1:port, not even a connection in TIME_WAIT (no SO_REUSEADDR).
+bool bindable(std::uint16_t port) {
+  tcp_socket sock;
+  auto addr = loopback(port);
+  return ::bind(sock.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+}
+
+/// The kernel's own pick (port 0): the last resort, since it comes from the ephemeral range.
+std::uint16_t kernel_port() {
   tcp_socket sock;
   auto addr = loopback(0);
   if (::bind(sock.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
@@ -53,6 +67,41 @@ std::uint16_t free_port() {
   if (::getsockname(sock.fd(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
     throw std::system_error(errno, std::generic_category(), "getsockname");
   return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+std::pair<std::uint16_t, std::uint16_t> listen_port_range() {
+  // The ephemeral range is where every outgoing connection (of any test running beside) takes its
+  // source port, and where bind(port 0) picks from: a port found free there can be taken by a
+  // connect() before the daemon it was meant for binds it. Below it, only listeners compete.
+  unsigned first = 32768, last = 60999;
+  if (std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range"); in) in >> first >> last;
+  constexpr unsigned lowest = 15000, enough = 2000;
+  if (first > lowest + enough) return {lowest, static_cast<std::uint16_t>(first - 1)};
+  if (last + enough < 65535) return {static_cast<std::uint16_t>(last + 1), 65535};
+  return {0, 0};
+}
+
+std::uint16_t free_port() {
+  static std::mutex mutex;
+  static std::set<std::uint16_t> given;  // never the same port twice in one test process
+  static std::mt19937 random(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
+  const auto [low, high] = listen_port_range();
+  std::lock_guard lock(mutex);
+  if (low != 0) {
+    std::uniform_int_distribution<unsigned> pick(low, high);
+    for (int attempt = 0; attempt < 500; ++attempt) {
+      const auto port = static_cast<std::uint16_t>(pick(random));
+      if (!given.contains(port) && bindable(port)) {
+        given.insert(port);
+        return port;
+      }
+    }
+  }
+  const auto port = kernel_port();
+  given.insert(port);
+  return port;
 }
 
 std::filesystem::path fresh_dir(const std::string& name) {
