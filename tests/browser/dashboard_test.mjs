@@ -118,32 +118,43 @@ try {
   await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'not connected',
     `#pools tr[data-pool="${sysX}/offline"] .c-state .badge`, { timeout });
   check(true, 'the pool whose MQS went away shows "not connected"');
-  const system_ = (name) => node.locator(`li[data-system="${name}"]`);
-  // The node tree is drawn from its own poll, not the pools table's: wait for each system's own badge.
-  const badgeSays = (name, text) => page.waitForFunction(([sel, re]) => {
-    const li = document.querySelector(sel);
-    return li?.getAttribute('data-severity') === 'bad' && new RegExp(re).test(li.querySelector('.badge.problem')?.textContent ?? '');
-  }, [`li[data-system="${name}"]`, text], { timeout });
-  await badgeSays(sysF, '1 pool stopped');
-  await badgeSays(sysX, '1 pool not connected');
+  // The node tree is drawn from its own poll, not the pools table's, and redrawn on each: a snapshot
+  // taken while a system's describe timed out says "not answering" for a moment. So each check waits
+  // until the element shows all it should in one frame (severity, border and badge read together)
+  // and, failing that, prints what it showed last.
   const red = 'rgb(185, 28, 28)', green = 'rgb(21, 128, 61)';
-  const borderOf = (locator) => locator.evaluate((e) => getComputedStyle(e).borderLeftColor);
-  check(await system_(sysF).getAttribute('data-severity') === 'bad' && await borderOf(system_(sysF)) === red &&
-    /1 pool stopped/.test(await system_(sysF).locator('.badge.problem').textContent()),
-    `isolate system ${sysF} is red and says "1 pool stopped"`);
-  check(await system_(sysX).getAttribute('data-severity') === 'bad' && await borderOf(system_(sysX)) === red &&
-    /1 pool not connected/.test(await system_(sysX).locator('.badge.problem').textContent()),
-    `isolate system ${sysX} is red and says "1 pool not connected"`);
-  check(await system_(system).getAttribute('data-severity') === 'ok' && await borderOf(system_(system)) === green,
-    `isolate system ${system}, whose pools run, stays green`);
-  // The node's severity, border and badge read at once: a poll may redraw the node between reads.
-  const n = await node.evaluate((e) => {
-    const status = e.querySelector('.badge.status');
-    return { severity: e.getAttribute('data-severity'), border: getComputedStyle(e).borderLeftColor,
-             badge: status?.className ?? '', text: status?.textContent ?? '' };
+  // One reader, defined in the page, for the wait and for the report.
+  await page.evaluate(() => {
+    window.ddeTestState = (e, badgeSel) => {
+      const badge = e.querySelector(badgeSel);
+      return { severity: e.getAttribute('data-severity'), border: getComputedStyle(e).borderLeftColor,
+               badge: badge?.className ?? '', text: badge?.textContent ?? '' };
+    };
   });
-  check(n.severity === 'bad' && n.border === red && n.badge.includes('bad') && /stopped/.test(n.text) &&
-    /not connected/.test(n.text), `node ${nodeName} turns red: ${JSON.stringify(n)}`);
+  // want: { severity, border, badgeSel, badge (regexp source on its class), text: [regexp sources] }.
+  const shows = async (selector, want, what) => {
+    const ok = await page.waitForFunction(([sel, w]) => {
+      const e = document.querySelector(sel);
+      if (!e) return false;
+      const s = window.ddeTestState(e, w.badgeSel);
+      return s.severity === w.severity && s.border === w.border && new RegExp(w.badge ?? '').test(s.badge) &&
+        (w.text ?? []).every((re) => new RegExp(re).test(s.text));
+    }, [selector, want], { timeout }).then(() => true, () => false);
+    const last = await page.locator(selector).evaluate((e, b) => window.ddeTestState(e, b), want.badgeSel)
+      .catch((e) => 'unreadable: ' + e.message);
+    check(ok, `${what}: ${JSON.stringify(last)}`);
+  };
+  const system_ = (name) => node.locator(`li[data-system="${name}"]`);
+  const systemSel = (name) => `.node[data-name="${nodeName}"] li[data-system="${name}"]`;
+  await shows(systemSel(sysF), { severity: 'bad', border: red, badgeSel: '.badge.problem', text: ['1 pool stopped'] },
+    `isolate system ${sysF} is red and says "1 pool stopped"`);
+  await shows(systemSel(sysX), { severity: 'bad', border: red, badgeSel: '.badge.problem', text: ['1 pool not connected'] },
+    `isolate system ${sysX} is red and says "1 pool not connected"`);
+  await shows(systemSel(system), { severity: 'ok', border: green, badgeSel: '.badge.problem' },
+    `isolate system ${system}, whose pools run, stays green`);
+  await shows(`.node[data-name="${nodeName}"]`, { severity: 'bad', border: red, badgeSel: '.badge.status', badge: 'bad',
+    text: ['stopped', 'not connected'] },
+    `node ${nodeName} turns red`);
 
   // Dead letters per pool, highlighted where there are some.
   const poison = `#pools tr[data-pool="${sysF}/poison"]`;
