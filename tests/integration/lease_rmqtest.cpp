@@ -4,6 +4,8 @@
 // renewed message is held loses nothing.
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include "dde/net/http_client.hpp"
 #include "dde_test.hpp"
 #include "mqs_client.hpp"
@@ -125,11 +127,35 @@ TEST_F(Leases, AnMqsKilledWhileARenewedJobIsHeldLosesNothingTheJobComesBackWithi
   std::string second_id;
   auto worker = host(again, topic, second_id);
   ASSERT_TRUE(worker);
-  ASSERT_TRUE(worker->wait_for([&] { return worker->count("deliver") == 1; }, 30s))
+  ASSERT_TRUE(worker->wait_for([&] { return worker->count("deliver") >= 1; }, 30s))
       << "the copy left in the dead MQS's lease queue returns to the pool's queue:\n" << again.log();
-  auto d = worker->records("deliver").at(0);
-  EXPECT_EQ(d.body, "survives");
-  worker->ack({d.header.at("tag").get<std::uint64_t>()});
+  // A lease is 1 s here, so the kill may fall inside a renewal: the new copy confirmed, the old one
+  // not yet acked. Then both expire back to the topic and the job comes twice, as at-least-once
+  // allows (mqs/PROTOCOL.md "Leases"); never more. The host acks whatever comes until nothing of the
+  // job is left anywhere: not ready, not unacked, not on its way from the lease queue to the topic.
+  std::size_t acked = 0;
+  auto ack_new = [&] {
+    auto all = worker->records("deliver");
+    for (; acked < all.size(); ++acked) worker->ack({all[acked].header.at("tag").get<std::uint64_t>()});
+  };
+  auto gone = [&](const std::string& queue) {
+    auto totals = broker().queue_totals(queue);
+    return !totals || totals->messages == 0;
+  };
+  auto settled = [&] {
+    ack_new();
+    // The cheap reads first: nothing ready (passive declares); then the broker's full count.
+    if (broker().queue_depth(topic).value_or(1) != 0) return false;
+    if (broker().queue_depth(lease_queue(first_id, topic)).value_or(0) != 0) return false;
+    return gone(lease_queue(first_id, topic)) && gone(topic) && gone(lease_queue(second_id, topic)) &&
+           acked == worker->count("deliver");
+  };
+  EXPECT_TRUE(dde::test::wait_until(settled, 60s, 200ms)) << again.log();
+  const auto deliveries = worker->records("deliver");
+  EXPECT_GE(deliveries.size(), 1u);
+  EXPECT_LE(deliveries.size(), 2u) << "one copy per lease at most, and a renewal overlaps two";
+  for (auto& d : deliveries) EXPECT_EQ(d.body, "survives");
+  std::cout << "[   INFO   ] the job came " << deliveries.size() << " time(s)\n";
   worker->close();
   EXPECT_EQ(again.stop(), 0);
   EXPECT_EQ(broker().queue_depth(topic), std::optional<std::uint32_t>(0));

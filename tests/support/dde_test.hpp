@@ -111,12 +111,25 @@ class rabbitmq_node {
   /// Consumers of `queue` (passive declare), or nullopt if the queue does not exist.
   std::optional<std::uint32_t> queue_consumers(const std::string& queue);
   void delete_queue(const std::string& queue);
+  /// All a quorum queue still holds, as its Ra state machine counts it now (`messages`): ready,
+  /// unacknowledged, and dead-lettered at-least-once but not yet confirmed by the target (`dlx`, of
+  /// those: a passive declare counts them nowhere). Asked through rabbitmqctl eval (about a second);
+  /// nullopt if the queue does not exist; throws when rabbitmqctl fails or the queue is not a quorum
+  /// queue.
+  struct queue_totals_t {
+    std::uint64_t messages = 0;
+    std::uint64_t dlx = 0;
+  };
+  std::optional<queue_totals_t> queue_totals(const std::string& queue);
   /// Publishes `bodies` to `queue` through the default exchange (persistent if asked).
   void publish(const std::string& queue, const std::vector<std::string>& bodies, bool persistent = true);
   /// Gets one message from `queue` (basic.get, acked), or nullopt when empty.
   std::optional<std::string> get(const std::string& queue);
   /// Declares a durable queue: a quorum queue (x-queue-type=quorum) or a classic one.
   void declare_queue(const std::string& queue, bool quorum);
+  /// The same with more x-arguments: strings (e.g. x-overflow) and integers (e.g. x-message-ttl).
+  void declare_queue(const std::string& queue, bool quorum, const std::map<std::string, std::string>& strings,
+                     const std::map<std::string, std::int64_t>& integers);
   /// Waits until every quorum queue of the node is in Ra's on-disk name registry (names.dets);
   /// false on timeout. RabbitMQ 3.10 (Ra 2.2) writes it about 1 s after a declare: a kill -9
   /// before that loses the queue for good (it comes back empty and leaderless). Call it
@@ -146,6 +159,11 @@ class rabbitmq_node {
   std::optional<std::pair<std::uint32_t, std::uint32_t>> queue_counts(const std::string& queue);
   /// Runs rabbitmqctl against this node (same HOME, hence the same cookie); its exit status.
   int rabbitmqctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout);
+  /// Runs rabbitmqctl; what it printed when it exited 0, otherwise nullopt.
+  std::optional<std::string> rabbitmqctl_output(const std::vector<std::string>& args,
+                                                std::chrono::milliseconds timeout);
+  int run_ctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout,
+              const std::filesystem::path& log);
   std::string log_tail() const;
 
   std::string name_;

@@ -1,7 +1,10 @@
 // rabbitmq_node: a throw-away rabbitmq-server run as our child; shared_broker().
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <stdexcept>
 
@@ -128,6 +131,27 @@ void rabbitmq_node::start(std::chrono::milliseconds timeout) {
 }
 
 int rabbitmq_node::rabbitmqctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
+  return run_ctl(args, timeout, dir_ / "rabbitmqctl.log");
+}
+
+std::optional<std::string> rabbitmq_node::rabbitmqctl_output(const std::vector<std::string>& args,
+                                                             std::chrono::milliseconds timeout) {
+  static std::atomic<int> counter{0};
+  const auto out = dir_ / ("rabbitmqctl-" + std::to_string(counter++) + ".out");
+  const int status = run_ctl(args, timeout, out);
+  std::string text;
+  if (std::ifstream in(out, std::ios::binary); in) text.assign(std::istreambuf_iterator<char>(in), {});
+  if (status != 0) {
+    std::ofstream(dir_ / "rabbitmqctl.log", std::ios::app) << text;
+    std::filesystem::remove(out);
+    return std::nullopt;
+  }
+  std::filesystem::remove(out);
+  return text;
+}
+
+int rabbitmq_node::run_ctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout,
+                           const std::filesystem::path& log) {
   std::vector<std::string> argv{ctl_script, "-n", node_name_};
   argv.insert(argv.end(), args.begin(), args.end());
   auto env = environment();
@@ -136,10 +160,31 @@ int rabbitmq_node::rabbitmqctl(const std::vector<std::string>& args, std::chrono
   const auto cli_port = std::to_string(free_port());
   env["RABBITMQ_CTL_DIST_PORT_MIN"] = cli_port;
   env["RABBITMQ_CTL_DIST_PORT_MAX"] = cli_port;
-  child_process ctl(argv, dir_ / "rabbitmqctl.log", env);
+  child_process ctl(argv, log, env);
   const auto status = ctl.wait_exit(timeout);
   if (!status) ctl.kill9();
   return status.value_or(-1);
+}
+
+std::optional<rabbitmq_node::queue_totals_t> rabbitmq_node::queue_totals(const std::string& queue) {
+  // list_queues knows no dead-lettered count, and its `messages` of a quorum queue lags (a metrics
+  // table refreshed every few seconds); the queue's Ra state machine answers at once.
+  std::string quoted;
+  for (char c : queue) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    quoted += c;
+  }
+  const auto expr =
+      "case rabbit_amqqueue:lookup(rabbit_misc:r(<<\"/\">>, queue, <<\"" + quoted +
+      "\"/utf8>>)) of {ok, Q} -> {ok, {_, M}, _} = ra:local_query(amqqueue:get_pid(Q), fun rabbit_fifo:overview/1),"
+      " [maps:get(num_messages, M), maps:get(num_discarded, M) + maps:get(num_discard_checked_out, M)];"
+      " _ -> missing end.";
+  const auto out = rabbitmqctl_output({"-q", "eval", expr}, 60s);
+  if (!out) throw std::runtime_error("rabbitmqctl eval failed on " + node_name_ + " (see rabbitmqctl.log)");
+  if (out->find("missing") != std::string::npos) return std::nullopt;
+  unsigned long long messages = 0, dlx = 0;  // "[3,0]"
+  if (std::sscanf(out->c_str(), " [%llu,%llu]", &messages, &dlx) == 2) return queue_totals_t{messages, dlx};
+  throw std::runtime_error("rabbitmqctl eval on " + node_name_ + " answered '" + *out + "' for queue " + queue);
 }
 
 void rabbitmq_node::stop() {

@@ -1,6 +1,8 @@
 // rabbitmq_node's AMQP helpers: each opens its own short connection.
 #include <amqp.h>
 
+#include <vector>
+
 #include "amqp_session.hpp"
 #include "dde_test.hpp"
 
@@ -75,12 +77,34 @@ void rabbitmq_node::delete_queue(const std::string& queue) {
   session.check_last_rpc("queue.delete " + queue);
 }
 
-void rabbitmq_node::declare_queue(const std::string& queue, bool quorum) {
+void rabbitmq_node::declare_queue(const std::string& queue, bool quorum) { declare_queue(queue, quorum, {}, {}); }
+
+void rabbitmq_node::declare_queue(const std::string& queue, bool quorum,
+                                  const std::map<std::string, std::string>& strings,
+                                  const std::map<std::string, std::int64_t>& integers) {
   amqp_session session(host_, port_, user(), password());
-  amqp_table_entry_t type{amqp_cstring_bytes("x-queue-type"), {}};
-  type.value.kind = AMQP_FIELD_KIND_UTF8;
-  type.value.value.bytes = amqp_cstring_bytes("quorum");
-  const amqp_table_t args = quorum ? amqp_table_t{1, &type} : amqp_empty_table;
+  std::vector<amqp_table_entry_t> entries;
+  auto add = [&](const std::string& key) {
+    entries.push_back({amqp_cstring_bytes(key.c_str()), {}});
+    return &entries.back().value;
+  };
+  entries.reserve(1 + strings.size() + integers.size());
+  if (quorum) {
+    auto* v = add("x-queue-type");
+    v->kind = AMQP_FIELD_KIND_UTF8;
+    v->value.bytes = amqp_cstring_bytes("quorum");
+  }
+  for (auto& [key, text] : strings) {
+    auto* v = add(key);
+    v->kind = AMQP_FIELD_KIND_UTF8;
+    v->value.bytes = amqp_cstring_bytes(text.c_str());
+  }
+  for (auto& [key, number] : integers) {
+    auto* v = add(key);
+    v->kind = AMQP_FIELD_KIND_I64;
+    v->value.i64 = number;
+  }
+  const amqp_table_t args{static_cast<int>(entries.size()), entries.data()};
   amqp_queue_declare(session.connection(), session.channel, amqp_cstring_bytes(queue.c_str()), 0,
                      /*durable=*/1, 0, 0, args);
   session.check_last_rpc("queue.declare " + queue);

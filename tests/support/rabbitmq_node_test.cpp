@@ -51,6 +51,34 @@ TEST(RabbitmqNode, StartsPublishesAndReportsQueueDepth) {
   EXPECT_FALSE(port_open(node.port()));
 }
 
+TEST(RabbitmqNode, QueueTotalsCountUnackedAndDeadLetteredNotYetConfirmed) {
+  rabbitmq_node node("totals");
+  node.start();
+  EXPECT_EQ(node.queue_totals("totals.missing"), std::nullopt);
+  node.declare_queue("totals.plain", /*quorum=*/true);
+  node.publish("totals.plain", {"a", "b"});
+  auto plain = node.queue_totals("totals.plain");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->messages, 2u);
+  EXPECT_EQ(plain->dlx, 0u);
+  // A queue whose messages expire at once towards a queue that does not exist: dead-lettered
+  // at-least-once, they wait in the source, ready nowhere.
+  node.declare_queue("totals.expiring", /*quorum=*/true,
+                     {{"x-overflow", "reject-publish"}, {"x-dead-letter-exchange", ""},
+                      {"x-dead-letter-routing-key", "totals.nowhere"}, {"x-dead-letter-strategy", "at-least-once"}},
+                     {{"x-message-ttl", 1}});
+  node.publish("totals.expiring", {"x", "y", "z"});
+  std::optional<rabbitmq_node::queue_totals_t> seen;
+  EXPECT_TRUE(wait_until([&] {
+    seen = node.queue_totals("totals.expiring");
+    return seen && seen->dlx == 3;
+  }, 30s, 200ms)) << "dlx " << (seen ? seen->dlx : 0);
+  ASSERT_TRUE(seen);
+  EXPECT_EQ(seen->messages, 3u) << "still held";
+  EXPECT_EQ(node.queue_depth("totals.expiring"), 0u) << "but not ready";
+  EXPECT_EQ(node.queue_depth("totals.nowhere"), std::nullopt);
+}
+
 TEST(RabbitmqNode, DurableQueueSurvivesKill9AndRestart) {
   rabbitmq_node node("kill9");
   node.start();
