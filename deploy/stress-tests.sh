@@ -4,7 +4,7 @@
 # test or in DDE. Uses the built tree as it is (deploy/build.sh first).
 #
 #   deploy/stress-tests.sh [-n ROUNDS] [-L LABEL] [-R REGEX] [-E EXCLUDE] [-j JOBS] [--no-burn]
-#                          [--continue]
+#                          [--continue] [--record]
 #
 # Defaults: 20 rounds of the rmq-labelled tests, ctest -j2, a burner per core. The packaging/SDK
 # tests that hold the build tree's lock are excluded unless -E says otherwise (they rebuild nothing
@@ -14,12 +14,14 @@
 # exits 1 when any test passed fewer than ROUNDS times.
 # --continue keeps the rounds already in <build>/stress that ran the same code and selection and
 # runs only the rest, so a long proof can be spread over several sittings; without it, old rounds
-# are removed first.
+# are removed first. --record keeps the round logs in tests/stress/rounds instead, to be committed:
+# a proof then spans sessions and fresh clones (the code hash leaves that folder out), and its logs
+# are the evidence. A failed round's test files stay in <build>/stress either way.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-rounds=20 label=rmq regex="" exclude="readme_tutorial_test|sdk_example_rmqtest" jobs=2 burn=1 resume=0
+rounds=20 label=rmq regex="" exclude="readme_tutorial_test|sdk_example_rmqtest" jobs=2 burn=1 resume=0 record=0
 while (($#)); do
   case $1 in
     -n) rounds=$2; shift 2 ;;
@@ -29,7 +31,8 @@ while (($#)); do
     -j) jobs=$2; shift 2 ;;
     --no-burn) burn=0; shift ;;
     --continue) resume=1; shift ;;
-    -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --record) record=1; shift ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "stress-tests.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -37,18 +40,21 @@ done
 
 build_dir="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
 [[ -f $build_dir/CTestTestfile.cmake ]] || { echo "stress-tests.sh: no build in $build_dir (run deploy/build.sh)" >&2; exit 2; }
-out_dir="$build_dir/stress"
-mkdir -p "$out_dir"
+tmp_dir="$build_dir/stress"
+out_dir=$tmp_dir
+((record)) && out_dir="$DDE_ROOT/tests/stress/rounds"
+mkdir -p "$out_dir" "$tmp_dir"
 
-# What a round ran: the code (tracked files but docs and this script; uncommitted changes to them make
-# it "dirty", which --continue never resumes) and the tests chosen.
-code=$(git -C "$DDE_ROOT" ls-files -s -- . ':!:*.md' ':!:deploy/stress-tests.sh' | sha1sum | cut -c1-12)
-[[ -z $(git -C "$DDE_ROOT" status --porcelain -- . ':!:*.md' ':!:deploy/stress-tests.sh') ]] || code+=-dirty
+# What a round ran: the code (tracked files but docs, this script and the recorded rounds; uncommitted
+# changes to them make it "dirty", which --continue never resumes) and the tests chosen.
+not_code=(':!:*.md' ':!:deploy/stress-tests.sh' ':!:tests/stress')
+code=$(git -C "$DDE_ROOT" ls-files -s -- . "${not_code[@]}" | sha1sum | cut -c1-12)
+[[ -z $(git -C "$DDE_ROOT" status --porcelain -- . "${not_code[@]}") ]] || code+=-dirty
 header="# stress round: code $code; -L '$label' -R '$regex' -E '$exclude' -j $jobs burn=$burn"
 if ((resume)); then
   [[ $code != *-dirty ]] || dde_die "--continue: the checkout has uncommitted changes, so its rounds cannot be told apart"
 else
-  rm -rf "$out_dir"/round-*.log "$out_dir"/round-*-test-tmp
+  rm -rf "$out_dir"/round-*.log "$tmp_dir"/round-*-test-tmp
 fi
 rm -f "$out_dir"/round-*.log.part
 
@@ -78,7 +84,7 @@ for ((round = 1; round <= rounds; round++)); do
     kept=1
   else
     # Written aside and renamed when whole, so a round cut short is never kept.
-    { echo "$header"; ctest --test-dir "$build_dir" "${selection[@]}" -j"$jobs" --output-on-failure 2>&1; } >"$log.part" || true
+    { echo "$header"; echo "# started $(date -u '+%F %T') UTC on $(hostname) ($(nproc) cores)"; ctest --test-dir "$build_dir" "${selection[@]}" -j"$jobs" --output-on-failure 2>&1; } >"$log.part" || true
     mv "$log.part" "$log"
   fi
   # ctest's summary lines: " 3/21 Test  #7: backbone_rmqtest ...........   Passed  88.2 sec"
@@ -91,14 +97,14 @@ for ((round = 1; round <= rounds; round++)); do
   # a failing round's is kept beside its log for the diagnosis.
   if ((!kept)) && [[ -d $build_dir/test-tmp ]]; then
     if [[ -n $failed_now ]]; then
-      rm -rf "$out_dir/round-$round-test-tmp"
-      mv "$build_dir/test-tmp" "$out_dir/round-$round-test-tmp"
+      rm -rf "$tmp_dir/round-$round-test-tmp"
+      mv "$build_dir/test-tmp" "$tmp_dir/round-$round-test-tmp"
     else
       rm -rf "$build_dir/test-tmp"
     fi
   fi
   ((!kept)) || { dde_log "round $round/$rounds kept from an earlier run${failed_now:+; failed: $failed_now}"; continue; }
-  dde_log "round $round/$rounds done after $(((SECONDS - started) / 60)) min${failed_now:+; failed: $failed_now (see $log and $out_dir/round-$round-test-tmp)}"
+  dde_log "round $round/$rounds done after $(((SECONDS - started) / 60)) min${failed_now:+; failed: $failed_now (see $log and $tmp_dir/round-$round-test-tmp)}"
 done
 
 status=0
