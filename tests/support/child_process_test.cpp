@@ -122,6 +122,26 @@ TEST(Helpers, FreePortStaysBelowTheEphemeralRangeAndNeverRepeatsInAProcess) {
   }
 }
 
+TEST(Helpers, APortClaimedByALiveProcessIsNotHandedOutAndADeadOnesClaimIsTakenOver) {
+  const auto [low, high] = listen_port_range();
+  ASSERT_NE(low, 0);
+  const auto port = free_port();
+  EXPECT_FALSE(claim_port(port)) << "free_port claimed it for this process";
+  const auto ports = std::filesystem::path(DDE_TEST_TMP) / "ports";
+  // Another port, claimed by another (live) process, then by one that is gone.
+  std::uint16_t other = port == high ? low : static_cast<std::uint16_t>(port + 1);
+  while (std::filesystem::exists(ports / std::to_string(other))) other = other == high ? low : other + 1;
+  const auto dir = fresh_dir("claims");
+  child_process neighbour({"sleep", "60"}, dir / "sleep.log");
+  std::ofstream(ports / std::to_string(other)) << neighbour.pid();
+  EXPECT_FALSE(claim_port(other)) << "claimed by a live test process beside this one";
+  neighbour.kill9();
+  EXPECT_TRUE(claim_port(other)) << "its claimer is gone";
+  std::string holder;
+  std::ifstream(ports / std::to_string(other)) >> holder;
+  EXPECT_EQ(holder, std::to_string(::getpid()));
+}
+
 TEST(Helpers, FreshDirIsEmptyAndUnique) {
   const auto a = fresh_dir("same");
   const auto b = fresh_dir("same");

@@ -30,6 +30,13 @@ std::uint16_t free_port();
 /// ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), from 15000.
 std::pair<std::uint16_t, std::uint16_t> listen_port_range();
 
+/// Claims `port` among the test processes running beside this one (ctest -j): a file named after it
+/// in DDE_TEST_TMP/ports, created exclusively, holding this process's pid. Without it two processes
+/// could both find a port free and both start a daemon on it before either binds it. False while
+/// another live process holds the claim; a claim whose process is gone is taken over. When the folder
+/// cannot be used, true (the bind check alone decides). free_port claims every port it returns.
+bool claim_port(std::uint16_t port);
+
 /// A fresh, empty directory under the build tree's test area, named after `name` and the pid.
 std::filesystem::path fresh_dir(const std::string& name);
 

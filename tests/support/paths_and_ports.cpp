@@ -1,5 +1,7 @@
 // wait_until, free_port, fresh_dir, bin_path, worker_path, port_open.
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -83,6 +85,31 @@ std::pair<std::uint16_t, std::uint16_t> listen_port_range() {
   return {0, 0};
 }
 
+bool claim_port(std::uint16_t port) {
+  static const auto dir = [] {
+    auto d = std::filesystem::path(DDE_TEST_TMP) / "ports";
+    std::error_code ec;
+    std::filesystem::create_directories(d, ec);
+    return d;
+  }();
+  const auto file = (dir / std::to_string(port)).string();
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644); fd >= 0) {
+      const auto pid = std::to_string(::getpid());
+      const bool written = ::write(fd, pid.data(), pid.size()) == static_cast<ssize_t>(pid.size());
+      ::close(fd);
+      return written;
+    }
+    if (errno != EEXIST) return true;
+    long owner = 0;
+    std::ifstream in(file);
+    if (!(in >> owner) || owner <= 0) return false;  // being written by its claimer this very moment
+    if (::kill(static_cast<pid_t>(owner), 0) == 0 || errno == EPERM) return false;  // its claimer lives
+    ::unlink(file.c_str());  // its claimer is gone
+  }
+  return false;
+}
+
 std::uint16_t free_port() {
   static std::mutex mutex;
   static std::set<std::uint16_t> given;  // never the same port twice in one test process
@@ -93,7 +120,7 @@ std::uint16_t free_port() {
     std::uniform_int_distribution<unsigned> pick(low, high);
     for (int attempt = 0; attempt < 500; ++attempt) {
       const auto port = static_cast<std::uint16_t>(pick(random));
-      if (!given.contains(port) && bindable(port)) {
+      if (!given.contains(port) && bindable(port) && claim_port(port)) {
         given.insert(port);
         return port;
       }
