@@ -225,6 +225,26 @@ TEST(Router, SmallestMailboxPicksTheWorkerWithTheFewestMessages) {
   EXPECT_EQ(picked.size(), 3u);
 }
 
+TEST(Router, PeakInFlightIsTheMostAWorkerHeldAtOnceAndStartsAgainWithANewInstance) {
+  auto l = make(router_kind::smallest_mailbox, 2, 8);
+  EXPECT_EQ(l.peak_in_flight(0), 0u);
+  l.assign(0);
+  l.assign(0);
+  l.assign(0);
+  l.finish(0);
+  l.finish(0);
+  l.assign(0);
+  l.assign(1);
+  EXPECT_EQ(l.in_flight(0), 2u);
+  EXPECT_EQ(l.peak_in_flight(0), 3u) << "the most it held, not what it holds";
+  EXPECT_EQ(l.peak_in_flight(1), 1u);
+  l.set_alive(0, false);
+  l.set_alive(0, true, "w0-restarted");  // a restarted worker keeps its queued messages (none here)
+  EXPECT_EQ(l.peak_in_flight(0), 0u) << "a new instance starts its own peak";
+  l.assign(0);
+  EXPECT_EQ(l.peak_in_flight(0), 1u);
+}
+
 TEST(Router, ConsistentHashKeepsAKeyOnOneWorkerAndMovesAboutOneNthWhenOneIsAdded) {
   auto l = make(router_kind::consistent_hash, 4, 1000000);
   std::vector<std::size_t> before;

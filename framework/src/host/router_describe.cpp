@@ -17,6 +17,7 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
       nlohmann::json entry = {{"id", w.id},
                               {"path", w.path},
                               {"inFlight", w.in_flight},
+                              {"peakInFlight", r.ledger_.peak_in_flight(w.index)},
                               {"done", r.slots_[w.index].done},
                               {"state", r.worker_state(w.index)}};
       if (!r.slots_[w.index].error.empty()) entry["error"] = r.slots_[w.index].error;

@@ -52,7 +52,10 @@ void pool_ledger::set_alive(std::size_t index, bool alive, std::string id) {
   s.alive = alive;
   // A dead slot's messages are failed by its owner; a restarted one keeps its queued messages.
   if (!alive) s.in_flight = 0;
-  if (!id.empty()) s.id = std::move(id);
+  if (!id.empty()) {
+    s.id = std::move(id);
+    s.peak_in_flight = s.in_flight;  // a new instance
+  }
 }
 
 std::size_t pool_ledger::total_in_flight() const {
@@ -192,6 +195,7 @@ std::vector<std::size_t> pool_ledger::select_custom(const std::vector<std::size_
 void pool_ledger::assign(std::size_t index) {
   auto& s = slots_.at(index);
   if (s.in_flight++ == 0 && kind_ == router_kind::smallest_mailbox) s.busy_since = std::chrono::steady_clock::now();
+  s.peak_in_flight = std::max(s.peak_in_flight, s.in_flight);
 }
 
 void pool_ledger::finish(std::size_t index) {

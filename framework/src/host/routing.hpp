@@ -35,6 +35,9 @@ class pool_ledger {
   void set_open(std::size_t index, bool open) { slots_.at(index).open = open; }
   bool open(std::size_t index) const { return slots_[index].open; }
   std::size_t in_flight(std::size_t index) const { return slots_[index].in_flight; }
+  /// The most messages worker `index` has held at once since its instance started (for sizing
+  /// `credits`, and to check a smallest-mailbox choice afterwards).
+  std::size_t peak_in_flight(std::size_t index) const { return slots_[index].peak_in_flight; }
   std::size_t total_in_flight() const;
   /// Index of the alive worker with this id, or npos.
   std::size_t find(const std::string& id) const;
@@ -81,6 +84,7 @@ class pool_ledger {
     /// smallest-mailbox: when the message it is handling now started (roughly: when it got one while
     /// idle, or finished one with more waiting).
     std::chrono::steady_clock::time_point busy_since{};
+    std::size_t peak_in_flight = 0;
   };
   bool takes_messages(const slot& s) const { return s.alive && s.open; }
   bool has_room(const slot& s) const { return takes_messages(s) && s.in_flight < credits_; }
