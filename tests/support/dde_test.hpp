@@ -169,8 +169,9 @@ class rabbitmq_node {
   /// Runs rabbitmqctl; what it printed when it exited 0, otherwise nullopt.
   std::optional<std::string> rabbitmqctl_output(const std::vector<std::string>& args,
                                                 std::chrono::milliseconds timeout);
+  /// Runs rabbitmqctl with its output in `log`; its exit status, and what it printed in `output`.
   int run_ctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout,
-              const std::filesystem::path& log);
+              const std::filesystem::path& log, std::string* output = nullptr);
   std::string log_tail() const;
 
   std::string name_;

@@ -77,12 +77,15 @@ std::pair<std::uint16_t, std::uint16_t> listen_port_range() {
   // The ephemeral range is where every outgoing connection (of any test running beside) takes its
   // source port, and where bind(port 0) picks from: a port found free there can be taken by a
   // connect() before the daemon it was meant for binds it. Below it, only listeners compete.
-  unsigned first = 32768, last = 60999;
-  if (std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range"); in) in >> first >> last;
-  constexpr unsigned lowest = 15000, enough = 2000;
-  if (first > lowest + enough) return {lowest, static_cast<std::uint16_t>(first - 1)};
-  if (last + enough < 65535) return {static_cast<std::uint16_t>(last + 1), 65535};
-  return {0, 0};
+  static const auto range = []() -> std::pair<std::uint16_t, std::uint16_t> {
+    unsigned first = 32768, last = 60999;
+    if (std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range"); in) in >> first >> last;
+    constexpr unsigned lowest = 15000, enough = 2000;
+    if (first > lowest + enough) return {lowest, static_cast<std::uint16_t>(first - 1)};
+    if (last + enough < 65535) return {static_cast<std::uint16_t>(last + 1), 65535};
+    return {0, 0};
+  }();
+  return range;
 }
 
 bool claim_port(std::uint16_t port) {
@@ -112,7 +115,9 @@ bool claim_port(std::uint16_t port) {
 
 std::uint16_t free_port() {
   static std::mutex mutex;
-  static std::set<std::uint16_t> given;  // never the same port twice in one test process
+  // Never the same port twice in one test process: claim_port refuses a port this process claimed,
+  // but the kernel's pick (the last resort) and a claim folder that cannot be written are not claims.
+  static std::set<std::uint16_t> given;
   static std::mt19937 random(std::random_device{}() ^ static_cast<unsigned>(::getpid()));
   const auto [low, high] = listen_port_range();
   std::lock_guard lock(mutex);

@@ -138,20 +138,16 @@ std::optional<std::string> rabbitmq_node::rabbitmqctl_output(const std::vector<s
                                                              std::chrono::milliseconds timeout) {
   static std::atomic<int> counter{0};
   const auto out = dir_ / ("rabbitmqctl-" + std::to_string(counter++) + ".out");
-  const int status = run_ctl(args, timeout, out);
   std::string text;
-  if (std::ifstream in(out, std::ios::binary); in) text.assign(std::istreambuf_iterator<char>(in), {});
-  if (status != 0) {
-    std::ofstream(dir_ / "rabbitmqctl.log", std::ios::app) << text;
-    std::filesystem::remove(out);
-    return std::nullopt;
-  }
+  const int status = run_ctl(args, timeout, out, &text);
+  if (status != 0) std::ofstream(dir_ / "rabbitmqctl.log", std::ios::app) << text;
   std::filesystem::remove(out);
+  if (status != 0) return std::nullopt;
   return text;
 }
 
 int rabbitmq_node::run_ctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout,
-                           const std::filesystem::path& log) {
+                           const std::filesystem::path& log, std::string* output) {
   std::vector<std::string> argv{ctl_script, "-n", node_name_};
   argv.insert(argv.end(), args.begin(), args.end());
   auto env = environment();
@@ -163,6 +159,7 @@ int rabbitmq_node::run_ctl(const std::vector<std::string>& args, std::chrono::mi
   child_process ctl(argv, log, env);
   const auto status = ctl.wait_exit(timeout);
   if (!status) ctl.kill9();
+  if (output) *output = ctl.log();
   return status.value_or(-1);
 }
 
