@@ -105,6 +105,36 @@ TEST(Credits, RequestsNeverExceedTheRoomOfThePool) {
   EXPECT_EQ(l.take_credit_request(), 2u);  // one credit back per done
 }
 
+TEST(Credits, WhileSomeAreOutstandingCreditsGoBackInChunksOfHalfTheWindow) {
+  auto l = make(router_kind::round_robin, 2, 8);  // a window of 16
+  EXPECT_EQ(l.take_credit_request(), 16u);
+  for (int i = 0; i < 10; ++i) {
+    l.on_delivery();
+    l.assign(l.select()[0]);
+  }
+  for (int i = 0; i < 7; ++i) {
+    l.finish(std::size_t(i % 2));
+    EXPECT_EQ(l.take_credit_request(), 0u) << "6 asked are still to come; " << i + 1 << " back is less than 8";
+  }
+  l.finish(1);
+  EXPECT_EQ(l.take_credit_request(), 8u) << "half the window back: asked in one pull";
+  EXPECT_EQ(l.requested(), 14u);
+  for (int i = 0; i < 14; ++i) {
+    l.on_delivery();
+    l.assign(l.select()[0]);
+  }
+  EXPECT_EQ(l.room(), 0u);
+  l.finish(0);
+  EXPECT_EQ(l.take_credit_request(), 1u) << "nothing asked is left: the room is asked for at once, however small";
+  // A pool of one worker with one credit asks for each message.
+  auto one = make(router_kind::round_robin, 1, 1);
+  EXPECT_EQ(one.take_credit_request(), 1u);
+  one.on_delivery();
+  one.assign(0);
+  one.finish(0);
+  EXPECT_EQ(one.take_credit_request(), 1u);
+}
+
 TEST(Credits, AReconnectVoidsOutstandingRequestsButNotMessagesInFlight) {
   auto l = make(router_kind::round_robin, 1, 4);
   EXPECT_EQ(l.take_credit_request(), 4u);

@@ -46,10 +46,13 @@ TEST_F(RouterTest, AnAtLeastOnceMessageIsAckedOnceDoneAndItsCreditAskedForAgain)
   EXPECT_EQ(handling.cumulative().back(), handled_before + 2) << "each message's handling time is observed";
   EXPECT_EQ(link->acks, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 7}, {1, 8}}));
   EXPECT_TRUE(link->nacks.empty());
-  EXPECT_EQ(link->credit_asked(), 8u + 2u) << "each message done gives its credit back";
+  EXPECT_EQ(link->credit_asked(), 8u) << "2 back while 6 asked are still to come: less than half the window";
+  deliver(9, 3);
+  deliver(10, 4);
+  EXPECT_EQ(link->credit_asked(), 8u + 4u) << "half the window back: asked for again in one pull";
   auto d = describe(*r);
-  EXPECT_EQ(d["stats"]["delivered"], 2);
-  EXPECT_EQ(d["stats"]["acked"], 2);
+  EXPECT_EQ(d["stats"]["delivered"], 4);
+  EXPECT_EQ(d["stats"]["acked"], 4);
 }
 
 TEST_F(RouterTest, TimeInQueueRunsFromTheMqsPublishStampToTheHandOverAndASkewedClockCountsAsZero) {

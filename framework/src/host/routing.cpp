@@ -97,8 +97,19 @@ std::size_t pool_ledger::take_credit_request() {
   std::size_t r = room();
   if (r <= requested_) return 0;
   std::size_t ask = r - requested_;
+  // Credit goes back in chunks of half the pool's window, as the best AMQP consumers ack with
+  // `multiple` every prefetch/2: the MQS then hands over bigger batches, and every hop (its turn,
+  // the WebSocket frame, the broker's ack and refill, the host's read) carries more messages. While
+  // credit asked earlier is still outstanding the workers have messages coming; once none is, the
+  // room is asked for whatever it is, so a pool never waits for credit it did not ask for.
+  if (requested_ > 0 && ask < refill_chunk()) return 0;
   requested_ += ask;
   return ask;
+}
+
+std::size_t pool_ledger::refill_chunk() const {
+  const std::size_t window = kind_ == router_kind::broadcast ? credits_ : credits_ * consumers();
+  return std::max<std::size_t>(1, window / 2);
 }
 
 void pool_ledger::on_delivery() {

@@ -45,7 +45,8 @@ class pool_ledger {
 
   /// Room for more messages in the pool (broadcast: the least room of any worker).
   std::size_t room() const;
-  /// Credits to ask the MQS for now; counts them as requested.
+  /// Credits to ask the MQS for now (0 while what is asked and unused still covers all but less than
+  /// half the window); counts them as requested.
   std::size_t take_credit_request();
   /// Credits asked for and not yet used by a delivery.
   std::size_t requested() const { return requested_; }
@@ -88,6 +89,8 @@ class pool_ledger {
   };
   bool takes_messages(const slot& s) const { return s.alive && s.open; }
   bool has_room(const slot& s) const { return takes_messages(s) && s.in_flight < credits_; }
+  /// The least credit worth a pull while some asked earlier is unused: half the pool's window.
+  std::size_t refill_chunk() const;
 
   router_kind kind_;
   std::size_t credits_;
