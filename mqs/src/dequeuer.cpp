@@ -54,6 +54,7 @@ dequeuer::dequeuer(const config& cfg, std::string mqs_id, broker_env env)
   params_.ca_file = cfg.broker_ca;
   params_.cert_file = cfg.broker_cert;
   params_.key_file = cfg.broker_key;
+  turn_now_ = now();
 }
 
 dequeuer::~dequeuer() { stop(); }
@@ -79,6 +80,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   // One last turn after stop(): what hosts sent (acks above all) reaches the broker first.
   bool last = thread_.stopping;
   auto t = now();
+  turn_now_ = t;
   if (!main_.session && !last && t >= next_connect_) connect();
   for (auto& cmd : inbox_.take()) handle(cmd, t);
   if (t >= next_sweep_) {
@@ -259,7 +261,7 @@ void dequeuer::read_frames(broker_link& link) {
     }
   }
   if (delivered)
-    if (auto* ch = channel_of(link)) ch->last_traffic = now();
+    if (auto* ch = channel_of(link)) ch->last_traffic = turn_now_;
   if (link.usable()) link.session->release_buffers();
 }
 
@@ -313,7 +315,7 @@ void dequeuer::complete(channel_state& ch) {
   else if (ch.lease_copy)
     on_lease_copy(ch);
   else
-    dispatcher_.on_delivery(ch.topic, ch.ref, ch.redelivered, std::move(ch.body), std::move(ch.props), now());
+    dispatcher_.on_delivery(ch.topic, ch.ref, ch.redelivered, std::move(ch.body), std::move(ch.props), turn_now_);
   ch.body = std::string();
   ch.props = message_props{};
 }
@@ -325,7 +327,7 @@ dequeuer::channel_state* dequeuer::channel_for(const broker_ref& ref) {
 
 void dequeuer::ack(const broker_ref& ref) {
   if (auto* ch = channel_for(ref)) {
-    mqs_metrics::process().topic(ch->topic).acked.add();
+    counted_(ch->topic).acked.add();
     queue_ack(*ch, ref);
   }
 }
@@ -336,14 +338,14 @@ void dequeuer::release(const broker_ref& ref) {
 
 void dequeuer::queue_ack(channel_state& ch, const broker_ref& ref) {
   ch.acks.ack(ref.tag);
-  ch.last_traffic = now();
+  ch.last_traffic = turn_now_;
   dirty_channels_.insert(ref.epoch);
 }
 
 void dequeuer::reject(const broker_ref& ref, bool requeue) {
   if (auto* ch = channel_for(ref)) {
     ch->acks.reject(ref.tag, requeue);
-    ch->last_traffic = now();
+    ch->last_traffic = turn_now_;
     dirty_channels_.insert(ref.epoch);
   }
 }
@@ -352,7 +354,7 @@ void dequeuer::deliver(client_id client, const std::string& topic, std::uint64_t
                        const std::string& body, const message_props& props) {
   auto it = clients_.find(client);
   if (it == clients_.end()) return;
-  auto& counted = mqs_metrics::process().topic(topic);
+  auto& counted = counted_(topic);
   counted.consumed.add();
   if (redelivered) counted.redelivered.add();
   append_deliver(outbox(client, it->second), topic, tag, redelivered, body, props);

@@ -27,6 +27,7 @@
 #include "dde/net/ws.hpp"
 #include "exit_latch.hpp"
 #include "inbox.hpp"
+#include "mqs_metrics.hpp"
 
 namespace dde::mqs {
 
@@ -72,6 +73,9 @@ class dequeuer : private dispatcher_port {
 
  private:
   clock::time_point now() const { return env_.now(); }
+  /// When this turn started: the time stamped on what the turn reads and settles (one clock read a
+  /// turn rather than two a message).
+  clock::time_point turn_now_{};
   struct consumer {
     delivery_mode mode = delivery_mode::at_least_once;
     std::uint32_t wanted = 1;  ///< broker consumers on its channel: one per worker of the hosts pulling it
@@ -196,6 +200,7 @@ class dequeuer : private dispatcher_port {
   std::unordered_set<std::uint64_t> dirty_channels_;           ///< epochs with acks to send
   std::unordered_map<client_id, client_state> clients_;
   std::vector<client_id> dirty_clients_;
+  topic_counter_cache counted_;  ///< this thread's topic counters (every delivery and ack counts)
   std::uint64_t next_epoch_ = 1;
   std::uint16_t next_channel_ = 1;
   clock::time_point next_idle_check_{};

@@ -253,7 +253,7 @@ bool enqueuer::publish(outgoing_message& msg) {
       return false;
     }
   }
-  if (!confirmed) mqs_metrics::process().topic(msg.topic).published.add();  // at-least-once: when confirmed
+  if (!confirmed) counted_(msg.topic).published.add();  // at-least-once: when confirmed
   return true;
 }
 
@@ -385,7 +385,7 @@ void enqueuer::flush_replies() {
       m.settled(true);
       continue;
     }
-    mqs_metrics::process().topic(m.topic).published.add();
+    counted_(m.topic).published.add();
     auto& r = by_conn[m.conn.get()];
     if (!r.conn) r.conn = m.conn;
     r.seqs.push_back(m.seq);

@@ -28,6 +28,7 @@
 #include "dde/net/ws.hpp"
 #include "exit_latch.hpp"
 #include "inbox.hpp"
+#include "mqs_metrics.hpp"
 #include "pause_publisher.hpp"
 
 namespace dde::mqs {
@@ -128,6 +129,7 @@ class enqueuer {
   std::unordered_map<std::string, clock::time_point> declared_;  ///< topic -> redeclare after
   std::unordered_set<std::string> warned_;
   std::vector<outgoing_message> confirmed_;
+  topic_counter_cache counted_;  ///< this thread's topic counters (every publish counts)
   std::vector<std::pair<outgoing_message, std::string>> refused_;
 };
 

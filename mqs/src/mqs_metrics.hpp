@@ -41,4 +41,21 @@ class mqs_metrics {
   std::unordered_map<std::string, topic_counters> topics_;
 };
 
+/// One thread's lookups of topic counters, without the lock: a broker thread counts every message
+/// it moves, and mqs_metrics::topic() takes a mutex and hashes the name each time. The counters
+/// themselves are shared (atomic); topics are never forgotten, so the cached references stay valid.
+class topic_counter_cache {
+ public:
+  explicit topic_counter_cache(mqs_metrics& metrics = mqs_metrics::process()) : metrics_(metrics) {}
+  topic_counters& operator()(const std::string& topic) {
+    auto it = cache_.find(topic);
+    if (it == cache_.end()) it = cache_.emplace(topic, &metrics_.topic(topic)).first;
+    return *it->second;
+  }
+
+ private:
+  mqs_metrics& metrics_;
+  std::unordered_map<std::string, topic_counters*> cache_;
+};
+
 }  // namespace dde::mqs
