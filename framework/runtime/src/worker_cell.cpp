@@ -1,5 +1,6 @@
 #include "dde/runtime/worker_cell.hpp"
 
+#include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -42,7 +43,8 @@ void worker_cell::start() {
 }
 
 void worker_cell::post_message(message m, std::uint64_t delivery_id) {
-  boost::asio::post(strand_, [self = shared_from_this(), m = std::move(m), delivery_id]() mutable {
+  // defer: a hop of a message through the host (top_level.cpp, top_level::on_message).
+  boost::asio::defer(strand_, [self = shared_from_this(), m = std::move(m), delivery_id]() mutable {
     if (self->dead_) {
       // Handed over while this instance was being stopped: give it back rather than hold it forever.
       if (auto owner = self->owner_.lock()) owner->worker_failed(self->index_, delivery_id, "worker stopped", {});
@@ -54,7 +56,7 @@ void worker_cell::post_message(message m, std::uint64_t delivery_id) {
 }
 
 void worker_cell::post_reply(message m) {
-  boost::asio::post(strand_, [self = shared_from_this(), m = std::move(m)] {
+  boost::asio::defer(strand_, [self = shared_from_this(), m = std::move(m)] {
     if (self->dead_ || !self->worker_) return;
     self->invoke(m, false);
   });

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
@@ -215,7 +216,7 @@ void router::request_credit() {
 
 void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered,
                      std::uint64_t published_us, nlohmann::json props, std::string body) {
-  boost::asio::post(strand_, [self = shared_from_this(), generation, tag, redelivered, published_us,
+  boost::asio::defer(strand_, [self = shared_from_this(), generation, tag, redelivered, published_us,
                               props = std::move(props), body = std::move(body)]() mutable {
     self->ledger_.on_delivery();
     ++self->stats_.delivered;
@@ -371,7 +372,7 @@ void router::give_back_held() {
 }
 
 void router::deliver_reply(envelope e) {
-  boost::asio::post(strand_, [self = shared_from_this(), e = std::move(e)]() mutable {
+  boost::asio::defer(strand_, [self = shared_from_this(), e = std::move(e)]() mutable {
     self->on_reply(e.in_reply_to);  // the round trip ends here, whether its worker is still there or not
     std::size_t index = self->ledger_.find(e.to_worker);
     if (index == pool_ledger::npos) {
@@ -393,7 +394,7 @@ void router::on_connected() {
 }
 
 void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
-  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id] {
+  boost::asio::defer(strand_, [self = shared_from_this(), index, delivery_id] {
     ++self->stats_.done;
     self->finish_one(index, delivery_id, false);
   });

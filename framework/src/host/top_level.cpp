@@ -6,6 +6,7 @@
 
 #include <type_traits>
 
+#include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 
 #include "dde/envelope.hpp"
@@ -101,7 +102,15 @@ void top_level::on_message(const std::shared_ptr<net::ws_connection>& conn, std:
   }
   auto batch = wire::decode_batch(data, std::size_t(1) << 30);
   if (!batch.error.empty()) log()->error("bad batch from the MQS: {}", batch.error);
-  boost::asio::post(strand_, [self = shared_from_this(), conn, records = std::move(batch.records)]() mutable {
+  // A message's hops through the host (this strand, its router's, its worker cell's, back, the
+  // ack, the flush and the WebSocket write) are deferred, not posted: Asio runs a deferred handler
+  // on the thread that ran the current one, after it, instead of handing it to an idle thread (it
+  // still wakes one when more than one handler waits, so workers run in parallel when messages
+  // queue). A message then goes through the host in one go, and acks and credit leave in the same
+  // turn as the batch that came in. Measured 2026-11-27 (4 alternating runs, at-most-once, 1
+  // consumer, prefetch 64): 29,700-34,600 msg/s deferred against 23,700-28,600 posted, with less
+  // CPU in the host, the MQS and the broker alike.
+  boost::asio::defer(strand_, [self = shared_from_this(), conn, records = std::move(batch.records)]() mutable {
     if (self->conn_ != conn) return;  // late records of a replaced connection
     for (auto& rec : records) self->handle(rec);
   });
@@ -203,7 +212,7 @@ void top_level::handle_record(const mqs::error_record& r) {
 void top_level::schedule_flush() {
   if (flush_scheduled_) return;
   flush_scheduled_ = true;
-  boost::asio::post(strand_, [self = shared_from_this()] { self->flush(); });
+  boost::asio::defer(strand_, [self = shared_from_this()] { self->flush(); });
 }
 
 void top_level::flush() {

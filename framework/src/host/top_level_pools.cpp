@@ -4,6 +4,7 @@
 // stop) is in top_level.cpp.
 #include <limits>
 
+#include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 
 #include "dde/envelope.hpp"
@@ -69,7 +70,7 @@ void top_level::append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery
 }
 
 void top_level::enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) {
-  boost::asio::post(strand_, [self = shared_from_this(),
+  boost::asio::defer(strand_, [self = shared_from_this(),
                               m = unconfirmed{std::move(topic), std::move(props), std::move(body), {}}, mode]() mutable {
     if (mode == delivery_mode::at_least_once) return self->hold_until_confirmed(std::move(m));
     ++self->stats_.enqueued;
@@ -103,7 +104,7 @@ void top_level::hold_until_confirmed(unconfirmed m) {
 }
 
 void top_level::pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic, mode, credit, consumers] {
+  boost::asio::defer(strand_, [self = shared_from_this(), topic, mode, credit, consumers] {
     if (!self->conn_) return;  // on_open asks every router again
     auto& p = self->pulls_[topic];
     p.mode = mode;
@@ -114,7 +115,7 @@ void top_level::pull(const std::string& topic, delivery_mode mode, std::size_t c
 }
 
 void top_level::ack(std::uint64_t generation, std::uint64_t tag) {
-  boost::asio::post(strand_, [self = shared_from_this(), generation, tag] {
+  boost::asio::defer(strand_, [self = shared_from_this(), generation, tag] {
     // A tag of an earlier connection is void: the MQS already gave that message back.
     if (generation != self->generation_ || !self->conn_) return;
     self->acks_.push_back(tag);
@@ -123,7 +124,7 @@ void top_level::ack(std::uint64_t generation, std::uint64_t tag) {
 }
 
 void top_level::nack(std::uint64_t generation, std::uint64_t tag, bool requeue) {
-  boost::asio::post(strand_, [self = shared_from_this(), generation, tag, requeue] {
+  boost::asio::defer(strand_, [self = shared_from_this(), generation, tag, requeue] {
     if (generation != self->generation_ || !self->conn_) return;
     mqs::append(self->out_, mqs::nack_request{{tag}, requeue});
     self->schedule_flush();

@@ -1,5 +1,6 @@
 #include "ws_session.hpp"
 
+#include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 
 namespace dde::net {
@@ -117,7 +118,9 @@ void ws_session<Stream>::on_read(beast::error_code ec, std::size_t) {
 template <class Stream>
 void ws_session<Stream>::send(std::string data, bool binary) {
   queued_.fetch_add(data.size(), std::memory_order_relaxed);
-  boost::asio::post(ws_.get_executor(),
+  // defer, not post: called from a handler of the same io_context (a host's flush), the write
+  // continues that handler on its thread instead of waking another one (see top_level.cpp).
+  boost::asio::defer(ws_.get_executor(),
                     [self = shared_from_this(), data = std::move(data), binary]() mutable {
                       if (self->finished_ || self->closing_) {
                         self->queued_.fetch_sub(data.size(), std::memory_order_relaxed);
