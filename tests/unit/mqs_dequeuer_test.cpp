@@ -46,11 +46,11 @@ class DequeuerTest : public ::testing::Test {
     deq->submit(std::move(batch));
     settle();
   }
-  void pull(std::uint32_t credit, std::uint32_t consumers = 1) {
+  void pull(std::uint32_t credit, std::uint32_t consumers = 1, delivery_mode mode = delivery_mode::at_least_once) {
     dequeue_command c;
     c.what = dequeue_command::kind::pull;
     c.topic = topic;
-    c.mode = delivery_mode::at_least_once;
+    c.mode = mode;
     c.credit = credit;
     c.consumers = consumers;
     command(std::move(c));
@@ -169,6 +169,17 @@ TEST_F(DequeuerTest, TheHostsAcksReachTheBrokerAsOneAckWithMultiple) {
   EXPECT_TRUE(s.acks.empty()) << "nothing is acked before the host is done";
   ack({got[0].tag, got[1].tag, got[2].tag});
   EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 3, true}}));
+}
+
+TEST_F(DequeuerTest, AnAtMostOnceDeliveryIsAckedToTheBrokerInTheTurnItIsHandedOver) {
+  start();
+  pull(8, 1, delivery_mode::at_most_once);
+  auto& s = *link();
+  s.deliver(1, consumer_tag(s), 1, "m1");
+  settle();
+  ASSERT_EQ(deliveries().size(), 1u);
+  EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 1, true}}))
+      << "a hand-over's ack is never held back: the broker would deliver it again if the MQS died";
 }
 
 TEST_F(DequeuerTest, ALostTopicConnectionVoidsItsDeliveriesAndTheTopicIsConsumedAgainAfterABackoff) {
