@@ -33,6 +33,8 @@ options (default):
   --ack-every N (K/2): with --multiple-ack, ack every N messages
   --connections C (1): produce/consume over C connections at once (the count is shared); rpc: requesters
   --suppliers S (1): rpc only
+  --consumers-per-channel K (1): consume: K broker consumers (each with the prefetch) share each
+               connection's channel and its acks, as dde-mqs's consumers of one topic do
   --idle-timeout SECONDS (30): give up when nothing arrives for this long
 output: one line, e.g. "raw produce count=100000 size=64 seconds=1.234 rate=81037 msg/s client_rate=90000"
 )";
@@ -71,6 +73,8 @@ options parse(int argc, char** argv) {
       o.ack_every = std::stoull(value());
     else if (flag == "--connections")
       o.connections = std::stoi(value());
+    else if (flag == "--consumers-per-channel")
+      o.consumers_per_channel = std::stoi(value());
     else if (flag == "--suppliers")
       o.suppliers = std::stoi(value());
     else if (flag == "--idle-timeout")
@@ -82,8 +86,8 @@ options parse(int argc, char** argv) {
   if (o.queue_type != "classic" && o.queue_type != "quorum" && o.queue_type != "transient")
     throw std::invalid_argument("--queue-type must be classic, quorum or transient");
   if (o.prefetch == 0) throw std::invalid_argument("--prefetch must be at least 1");
-  if (o.connections < 1 || o.suppliers < 1)
-    throw std::invalid_argument("--connections/--suppliers must be >= 1");
+  if (o.connections < 1 || o.suppliers < 1 || o.consumers_per_channel < 1)
+    throw std::invalid_argument("--connections/--suppliers/--consumers-per-channel must be >= 1");
   return o;
 }
 
@@ -184,10 +188,13 @@ struct consume_tally {
 void consume_on(const connection& c, const options& o, consume_tally& tally) {
   amqp_basic_qos(c.get(), channel, 0, o.prefetch, /*global=*/0);
   c.rpc_ok("basic.qos");
-  const auto* consume_ok = amqp_basic_consume(c.get(), channel, amqp_cstring_bytes(o.queue.c_str()),
-                                              amqp_empty_bytes, 0, /*no_ack=*/0, 0, amqp_empty_table);
-  c.rpc_ok("basic.consume");
-  const std::string consumer_tag = text(consume_ok->consumer_tag);
+  std::vector<std::string> consumer_tags;
+  for (int k = 0; k < o.consumers_per_channel; ++k) {
+    const auto* consume_ok = amqp_basic_consume(c.get(), channel, amqp_cstring_bytes(o.queue.c_str()),
+                                                amqp_empty_bytes, 0, /*no_ack=*/0, 0, amqp_empty_table);
+    c.rpc_ok("basic.consume");
+    consumer_tags.push_back(text(consume_ok->consumer_tag));
+  }
   const std::uint64_t ack_every =
       !o.multiple_ack ? 1 : o.ack_every > 0 ? o.ack_every : std::max<std::uint64_t>(1, o.prefetch / 2);
   std::uint64_t unacked = 0, last_tag = 0;
@@ -222,7 +229,7 @@ void consume_on(const connection& c, const options& o, consume_tally& tally) {
     }
     last_progress = clock_type::now();
   }
-  amqp_basic_cancel(c.get(), channel, amqp_cstring_bytes(consumer_tag.c_str()));
+  for (auto& tag : consumer_tags) amqp_basic_cancel(c.get(), channel, amqp_cstring_bytes(tag.c_str()));
 }
 
 void consume(const options& o) {

@@ -30,6 +30,7 @@ struct options {
   int idle_timeout_s = 30;
   int connections = 1;  ///< produce/consume: parallel connections (one thread each); rpc: requesters
   int suppliers = 1;    ///< rpc: supplier connections
+  int consumers_per_channel = 1;  ///< consume: broker consumers on each connection's one channel
 };
 
 inline std::string text(amqp_bytes_t b) { return {static_cast<const char*>(b.bytes), b.len}; }

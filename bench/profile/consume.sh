@@ -1,0 +1,72 @@
+#!/bin/bash
+# Profile of DDE consumption on a quiet machine, beside the best raw rabbitmq-c client on the same broker.
+#   bench/profile/consume.sh BUILD OUT [MODE] [CONSUMERS] [N]
+# Starts a local cluster (deploy/cluster.sh) under OUT from BUILD's binaries, has the raw client
+# fill and consume N 64-byte messages (acks with `multiple`), then a producer pool fill the topic
+# and a consumer pool of CONSUMERS workers consume it (prefetch 64, credits 64). Prints both rates
+# and the CPU ticks (10 ms) of the broker, the MQS and the consuming isolate system.
+# Environment: PERF=1 (default) records `perf record -a -g` for 3 s into OUT/perf.data; EV=events
+# for `perf stat` of the host and the MQS for 2 s (OUT/host.stat, OUT/mqs.stat); STRACE=1 counts
+# their syscalls instead (OUT/*.strace); ROOT=dir takes deploy/ from another checkout (e.g. with
+# DDE_ACTIVATOR_ARGS added to its cluster.sh).
+set -uo pipefail
+build=$1 out=$2 mode=${3:-at-most-once} consumers=${4:-1} n=${5:-400000}
+root=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+mkdir -p "$out"; rm -rf "${out:?}"/*
+export DDE_BUILD_DIR=$build
+# Four distinct free ports at once (picked one by one, two could be the same).
+read -r rp mp ap rmq < <(python3 -c '
+import socket
+ss=[socket.socket() for _ in range(4)]
+for s in ss: s.bind(("127.0.0.1",0))
+print(*[s.getsockname()[1] for s in ss])')
+cl=(--dir "$out/cluster" --prefetch 64 --registry-port "$rp" --mqs-port "$mp" --activator-port "$ap" --rabbitmq-port "$rmq")
+trap '$root/deploy/cluster.sh down "${cl[@]}" >/dev/null 2>&1' EXIT
+registry=$($root/deploy/cluster.sh up "${cl[@]}") || exit 1
+ctl() { (set -a; source "$out/cluster/rabbitmq/node.env"; set +a; HOME=$out/cluster/rabbitmq/home /usr/lib/rabbitmq/bin/rabbitmqctl -q -n "$RABBITMQ_NODENAME" "$@"); }
+depth() { ctl list_queues name messages 2>/dev/null | awk -v q="$1" '$1==q{print $2}'; }
+beam=$(pgrep -f "beam.smp.*$out/cluster" | head -1)
+qt=transient; [[ $mode == at-least-once ]] && qt=quorum
+raw=$build/bin/dde-raw-amqp
+# raw best
+$raw produce --port $rmq --queue rawq --queue-type $qt --count $n --size 64 --confirm-window 256 >/dev/null
+b0=$(awk '{print $14+$15}' /proc/$beam/stat)
+$raw consume --port $rmq --queue rawq --queue-type $qt --count $n --prefetch 64 --multiple-ack --connections $consumers > "$out/raw.txt"
+b1=$(awk '{print $14+$15}' /proc/$beam/stat)
+echo "raw: $(cat $out/raw.txt) broker_ticks=$((b1-b0))"
+ddectl=("$build/bin/ddectl" --registry "$registry")
+node=$("${ddectl[@]}" -o json list | grep -o '"bootstrapperId": *"[0-9]*"' | head -1 | grep -o '[0-9][0-9]*')
+mkdir -p $out/stats
+"${ddectl[@]}" deploy - >/dev/null <<JSON
+{"bootstrapperId": "$node", "action": "action.addIsolate", "messageQueuingSystemServer": "ws://127.0.0.1:$mp/mqs",
+ "isolateSystemName": "pp", "isolateName": "producer", "uri": "$build/lib/workers/libproducer.so",
+ "workersPaths": ["localhost"], "routerType": "roundRobin", "hotDeployment": false,
+ "deliveryMode": "$mode", "args": {"to": "demo/consumer", "count": $n, "size": 64}}
+JSON
+until [[ $(depth demo.consumer) == "$n" ]]; do sleep 0.5; done
+echo "filled $n"
+paths=$(printf '"localhost",%.0s' $(seq "$consumers")); paths="[${paths%,}]"
+mqs=$(pgrep -f "dde-mqs --port $mp" | head -1)
+m0=$(awk '{print $14+$15}' /proc/$mqs/stat)
+b0=$(awk '{print $14+$15}' /proc/$beam/stat)
+"${ddectl[@]}" deploy - >/dev/null <<JSON
+{"bootstrapperId": "$node", "action": "action.addIsolate", "messageQueuingSystemServer": "ws://127.0.0.1:$mp/mqs",
+ "isolateSystemName": "demo", "isolateName": "consumer", "uri": "$build/lib/workers/libconsumer.so",
+ "workersPaths": $paths, "routerType": "roundRobin", "hotDeployment": false,
+ "deliveryMode": "$mode", "credits": 64, "args": {"stats_dir": "$out/stats"}}
+JSON
+until host=$(pgrep -f "dde-isolate-system.*demo" | head -1); [[ -n $host ]]; do sleep 0.1; done
+sleep 1
+if [[ ${PERF:-1} == 1 ]]; then
+  perf record -F 1999 -g -o $out/perf.data -a -- sleep 3 >/dev/null 2>&1
+fi
+if [[ ${STRACE:-0} == 1 ]]; then timeout 2 strace -c -f -p $host -o $out/host.strace >/dev/null 2>&1 & timeout 2 strace -c -f -p $mqs -o $out/mqs.strace > /dev/null 2>&1 & fi
+[[ ${STRACE:-0} == 1 ]] || perf stat -e ${EV:-context-switches,cpu-clock} -p $host -o $out/host.stat -- sleep 2 >/dev/null 2>&1 &
+[[ ${STRACE:-0} == 1 ]] || perf stat -e ${EV:-context-switches,cpu-clock} -p $mqs -o $out/mqs.stat -- sleep 2 >/dev/null 2>&1 &
+wait
+stat() { grep -ho "\"$1\":[0-9]*" $out/stats/consumer-*.json 2>/dev/null | cut -d: -f2 | sort -n; }
+until (( $(stat received | awk '{s+=$1} END{print s+0}') >= n )); do sleep 0.2; done
+b1=$(awk '{print $14+$15}' /proc/$beam/stat); m1=$(awk '{print $14+$15}' /proc/$mqs/stat); h1=$(awk '{print $14+$15}' /proc/$host/stat)
+f=$(stat first_us | head -1); l=$(stat last_us | tail -1)
+echo "dde: $n in $(( (l-f)/1000 )) ms: $(( n*1000000/(l-f) )) msg/s broker_ticks=$((b1-b0)) mqs_ticks=$((m1-m0)) host_ticks=$h1 (ticks of 10 ms; the host's since it started)"
+grep -E "context|cpu-clock|sys_enter|sched" $out/host.stat $out/mqs.stat
