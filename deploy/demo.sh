@@ -42,8 +42,7 @@ trap cleanup EXIT
 
 dde_log "starting a local cluster (RabbitMQ, dde-registry, dde-mqs, dde-activator) in $run/cluster"
 registry=$("$here/cluster.sh" up "${cluster[@]}")
-ddectl=("$build/bin/ddectl" --registry "$registry")
-node=$("${ddectl[@]}" -o json list | grep -o '"bootstrapperId": *"[0-9]*"' | head -1 | grep -o '[0-9][0-9]*')
+node=$(dde_first_node "$build/bin/ddectl" "$registry")
 [[ -n $node ]] || dde_die "no node registered with $registry"
 mqs="ws://127.0.0.1:$mqs_port/mqs"
 dde_log "registry $registry, node $node, MQS $mqs (prefetch $prefetch)"
@@ -51,18 +50,10 @@ dde_log "registry $registry, node $node, MQS $mqs (prefetch $prefetch)"
 paths=$(printf '"localhost",%.0s' $(seq "$consumers")); paths="[${paths%,}]"
 workers="$build/lib/workers"
 # Deployed through the registry's REST API (thesis 3.2.2), as a user would with curl or ddectl.
-"${ddectl[@]}" deploy - >/dev/null <<JSON
-{"bootstrapperId": "$node", "action": "action.addIsolate", "messageQueuingSystemServer": "$mqs",
- "isolateSystemName": "demo", "isolateName": "consumer", "uri": "$workers/libconsumer.so",
- "workersPaths": $paths, "routerType": "roundRobin", "hotDeployment": false,
- "deliveryMode": "$mode", "credits": $prefetch, "args": {"stats_dir": "$run/stats"}}
-JSON
-"${ddectl[@]}" deploy - >/dev/null <<JSON
-{"bootstrapperId": "$node", "action": "action.addIsolate", "messageQueuingSystemServer": "$mqs",
- "isolateSystemName": "demo", "isolateName": "producer", "uri": "$workers/libproducer.so",
- "workersPaths": ["localhost"], "routerType": "roundRobin", "hotDeployment": false,
- "deliveryMode": "$mode", "args": {"to": "demo/consumer", "count": $messages, "size": 64}}
-JSON
+dde_deploy_pool "$build/bin/ddectl" "$registry" "$node" "$mqs" demo consumer "$workers/libconsumer.so" "$paths" \
+  "$mode" "\"credits\": $prefetch, \"args\": {\"stats_dir\": \"$run/stats\"}"
+dde_deploy_pool "$build/bin/ddectl" "$registry" "$node" "$mqs" demo producer "$workers/libproducer.so" '["localhost"]' \
+  "$mode" "\"args\": {\"to\": \"demo/consumer\", \"count\": $messages, \"size\": 64}"
 dde_log "deployed demo/consumer ($consumers workers) and demo/producer: $messages messages of 64 bytes, $mode"
 
 consumer_stat() { grep -o "\"$1\":[0-9]*" "$run/stats/"consumer-*.json 2>/dev/null | head -1 | cut -d: -f2; }

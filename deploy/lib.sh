@@ -71,3 +71,20 @@ dde_daemon_stop() {
   rm -f "$dir/$name.pid"
 }
 dde_pid_gone() { ! dde_pid_alive "$1"; }
+
+# The first node registered with a registry: dde_first_node DDECTL REGISTRY_URL
+dde_first_node() {
+  "$1" --registry "$2" -o json list | grep -o '"bootstrapperId": *"[0-9]*"' | head -1 | grep -o '[0-9][0-9]*'
+}
+
+# Deploys one pool through the registry's REST API (thesis 3.2.2), as a user would with ddectl:
+#   dde_deploy_pool DDECTL REGISTRY_URL NODE MQS_URL SYSTEM POOL PLUGIN WORKERS_PATHS_JSON MODE EXTRA
+# EXTRA: more members of the body, e.g. '"credits": 64, "args": {"stats_dir": "/tmp/s"}'.
+dde_deploy_pool() {
+  "$1" --registry "$2" deploy - >/dev/null <<JSON
+{"bootstrapperId": "$3", "action": "action.addIsolate", "messageQueuingSystemServer": "$4",
+ "isolateSystemName": "$5", "isolateName": "$6", "uri": "$7",
+ "workersPaths": $8, "routerType": "roundRobin", "hotDeployment": false,
+ "deliveryMode": "$9", ${10}}
+JSON
+}

@@ -12,6 +12,9 @@
 set -uo pipefail
 build=$1 out=$2 mode=${3:-at-most-once} consumers=${4:-1} n=${5:-400000}
 root=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
+# shellcheck source=../../deploy/lib.sh
+source "$root/deploy/lib.sh"
+set +e  # lib.sh sets -e; this script checks what it needs itself
 mkdir -p "$out"; rm -rf "${out:?}"/*
 export DDE_BUILD_DIR=$build
 # Four distinct free ports at once (picked one by one, two could be the same).
@@ -34,27 +37,19 @@ b0=$(awk '{print $14+$15}' /proc/$beam/stat)
 $raw consume --port $rmq --queue rawq --queue-type $qt --count $n --prefetch 64 --multiple-ack --connections $consumers > "$out/raw.txt"
 b1=$(awk '{print $14+$15}' /proc/$beam/stat)
 echo "raw: $(cat $out/raw.txt) broker_ticks=$((b1-b0))"
-ddectl=("$build/bin/ddectl" --registry "$registry")
-node=$("${ddectl[@]}" -o json list | grep -o '"bootstrapperId": *"[0-9]*"' | head -1 | grep -o '[0-9][0-9]*')
+node=$(dde_first_node "$build/bin/ddectl" "$registry")
 mkdir -p $out/stats
-"${ddectl[@]}" deploy - >/dev/null <<JSON
-{"bootstrapperId": "$node", "action": "action.addIsolate", "messageQueuingSystemServer": "ws://127.0.0.1:$mp/mqs",
- "isolateSystemName": "pp", "isolateName": "producer", "uri": "$build/lib/workers/libproducer.so",
- "workersPaths": ["localhost"], "routerType": "roundRobin", "hotDeployment": false,
- "deliveryMode": "$mode", "args": {"to": "demo/consumer", "count": $n, "size": 64}}
-JSON
+dde_deploy_pool "$build/bin/ddectl" "$registry" "$node" "ws://127.0.0.1:$mp/mqs" pp producer \
+  "$build/lib/workers/libproducer.so" '["localhost"]' "$mode" \
+  "\"args\": {\"to\": \"demo/consumer\", \"count\": $n, \"size\": 64}"
 until [[ $(depth demo.consumer) == "$n" ]]; do sleep 0.5; done
 echo "filled $n"
 paths=$(printf '"localhost",%.0s' $(seq "$consumers")); paths="[${paths%,}]"
 mqs=$(pgrep -f "dde-mqs --port $mp" | head -1)
 m0=$(awk '{print $14+$15}' /proc/$mqs/stat)
 b0=$(awk '{print $14+$15}' /proc/$beam/stat)
-"${ddectl[@]}" deploy - >/dev/null <<JSON
-{"bootstrapperId": "$node", "action": "action.addIsolate", "messageQueuingSystemServer": "ws://127.0.0.1:$mp/mqs",
- "isolateSystemName": "demo", "isolateName": "consumer", "uri": "$build/lib/workers/libconsumer.so",
- "workersPaths": $paths, "routerType": "roundRobin", "hotDeployment": false,
- "deliveryMode": "$mode", "credits": 64, "args": {"stats_dir": "$out/stats"}}
-JSON
+dde_deploy_pool "$build/bin/ddectl" "$registry" "$node" "ws://127.0.0.1:$mp/mqs" demo consumer \
+  "$build/lib/workers/libconsumer.so" "$paths" "$mode" "\"credits\": 64, \"args\": {\"stats_dir\": \"$out/stats\"}"
 until host=$(pgrep -f "dde-isolate-system.*demo" | head -1); [[ -n $host ]]; do sleep 0.1; done
 sleep 1
 if [[ ${PERF:-1} == 1 ]]; then
