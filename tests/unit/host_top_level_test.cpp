@@ -184,6 +184,39 @@ TEST_F(TopLevelTest, AfterALostLinkOnlyWhatTheMqsHadNotConfirmedIsSentAgainOnThe
   EXPECT_EQ(stats().confirmed, 3u);
 }
 
+TEST_F(TopLevelTest, NoMessageToTheMqsComesNearItsMaxFrameNeitherABurstNorTheWindowReplayed) {
+  // The MQS closes a link whose WebSocket message is over --max-frame (16 MiB by default): big
+  // enqueues go out in messages of about a MiB, in order, after the hello.
+  const std::string big(512 * 1024, 'x');
+  start();
+  for (int i = 0; i < 40; ++i) enqueue(big + std::to_string(i));  // 20 MiB waiting for a link
+  poll();
+  auto c = open(1);
+  auto sizes = [](const recording_connection& conn) {
+    std::vector<std::size_t> out;
+    for (auto& m : conn.sent) out.push_back(m.size());
+    return out;
+  };
+  for (auto size : sizes(*c)) EXPECT_LT(size, 2u << 20) << "one WebSocket message of the replay";
+  std::vector<std::string> bodies;
+  auto rs = requests(*c, &bodies);
+  ASSERT_FALSE(rs.empty());
+  EXPECT_TRUE(std::holds_alternative<mqs::hello_request>(rs[0])) << "the hello first";
+  ASSERT_EQ(bodies.size(), 40u);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(bodies[std::size_t(i)], big + std::to_string(i));
+  from_mqs(c, welcome());
+
+  for (int i = 0; i < 40; ++i) enqueue(big + std::to_string(i), delivery_mode::at_most_once);  // one burst
+  poll();
+  auto burst = sizes(*c);
+  EXPECT_GE(burst.size(), 10u);
+  for (auto size : burst) EXPECT_LT(size, 2u << 20) << "one WebSocket message of the burst";
+  bodies.clear();
+  requests(*c, &bodies);
+  ASSERT_EQ(bodies.size(), 40u);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(bodies[std::size_t(i)], big + std::to_string(i));
+}
+
 TEST_F(TopLevelTest, AnMqsThatStaysDownIsTriedAgainAtLeastEveryHalfSecond) {
   // Every attempt fails at once, as a refused connect does; the times between them are the backoff.
   std::vector<std::chrono::steady_clock::time_point> times;

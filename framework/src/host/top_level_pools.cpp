@@ -19,6 +19,12 @@ namespace {
 constexpr std::size_t max_at_most_once_backlog = 100000;
 // Bytes queued on the MQS socket beyond which producers wait (they wake at half).
 constexpr std::size_t max_queued_bytes = 8 * 1024 * 1024;
+// What waits in out_ goes to the MQS as one WebSocket message, and the MQS closes a link whose
+// message is over its --max-frame (16 MiB by default). So out_ is sent as soon as it holds this
+// much, however many enqueues pile up before the next flush: a burst of large messages from a
+// producer, or the whole window replayed after a reconnect (4,096 messages of 64 KiB would be
+// 256 MiB: closed, replayed again, for ever).
+constexpr std::size_t flush_at_bytes = 1024 * 1024;
 // What the MQS accepts in a `pause` (mqs/PROTOCOL.md).
 constexpr std::chrono::milliseconds max_pause{mqs::max_pause_ms};
 
@@ -67,6 +73,10 @@ void top_level::handle_record(const mqs::pause_record& r) {
 void top_level::append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery_mode mode) {
   mqs::append_enqueue(out_, m.topic, mode, mode == delivery_mode::at_least_once ? std::optional(seq) : std::nullopt,
                       m.props, m.body);
+  if (conn_ && out_.size() >= flush_at_bytes) {
+    conn_->send(std::move(out_), true);
+    out_.clear();
+  }
 }
 
 void top_level::enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) {
