@@ -232,6 +232,10 @@ void top_level::flush() {
     mqs::append(out_, mqs::pull_request{topic, p.mode, credit, p.consumers});  // split above max_credit
   }
   pulls_.clear();
+  send_out();
+}
+
+void top_level::send_out() {
   if (!out_.empty()) conn_->send(std::move(out_), true);
   out_.clear();
 }

@@ -118,6 +118,8 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void fail_depths(const std::string& error);
   void schedule_flush();
   void flush();
+  /// Sends what waits in out_ to the MQS as one WebSocket message (conn_ must be set).
+  void send_out();
   /// Appends an enqueue to out_, and sends out_ at once when it holds flush_at_bytes (see there).
   void append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery_mode mode);
   bool writable() const;

@@ -73,10 +73,7 @@ void top_level::handle_record(const mqs::pause_record& r) {
 void top_level::append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery_mode mode) {
   mqs::append_enqueue(out_, m.topic, mode, mode == delivery_mode::at_least_once ? std::optional(seq) : std::nullopt,
                       m.props, m.body);
-  if (conn_ && out_.size() >= flush_at_bytes) {
-    conn_->send(std::move(out_), true);
-    out_.clear();
-  }
+  if (conn_ && out_.size() >= flush_at_bytes) send_out();
 }
 
 void top_level::enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) {
