@@ -1,5 +1,7 @@
 #include "dde/mqs/ack_batcher.hpp"
 
+#include <algorithm>
+
 namespace dde::mqs {
 
 void ack_batcher::delivered(std::uint64_t tag) {
@@ -16,12 +18,12 @@ ack_batcher::mark* ack_batcher::find(std::uint64_t tag) {
   return &marks_[tag - base_];
 }
 
-void ack_batcher::ack(std::uint64_t tag) {
+void ack_batcher::ack(std::uint64_t tag, std::optional<clock::time_point> now) {
   mark* m = find(tag);
   if (!m || *m != mark::open) return;
   *m = mark::ack;
   --outstanding_;
-  acks_.push_back(tag);
+  pending_.push_back({tag, now && hold_ > clock::duration::zero() ? *now + hold_ : clock::time_point::min()});
 }
 
 void ack_batcher::reject(std::uint64_t tag, bool requeue) {
@@ -32,7 +34,7 @@ void ack_batcher::reject(std::uint64_t tag, bool requeue) {
   rejects_.emplace_back(tag, requeue);
 }
 
-void ack_batcher::flush(ack_sink& sink) {
+void ack_batcher::flush(ack_sink& sink, clock::time_point now, bool all) {
   // Rejects go first: a later multiple ack must not cover them.
   for (auto [tag, requeue] : rejects_) sink.send_reject(channel_, tag, requeue);
   rejects_.clear();
@@ -43,14 +45,24 @@ void ack_batcher::flush(ack_sink& sink) {
     ++base_;
   }
   if (last) sink.send_ack(channel_, last, true);
-  for (auto tag : acks_) {
-    mark* m = find(tag);
-    if (m && *m == mark::ack) {
-      sink.send_ack(channel_, tag, false);
+  // What the multiple ack did not cover (behind a delivery still open) goes alone once due.
+  std::size_t kept = 0;
+  for (auto& p : pending_) {
+    mark* m = find(p.tag);
+    if (!m || *m != mark::ack) continue;  // covered by the multiple ack
+    if (all || p.due <= now) {
+      sink.send_ack(channel_, p.tag, false);
       *m = mark::settled;
+      continue;
     }
+    pending_[kept++] = p;
   }
-  acks_.clear();
+  pending_.resize(kept);
+}
+
+std::optional<ack_batcher::clock::time_point> ack_batcher::due() const {
+  if (pending_.empty()) return std::nullopt;
+  return std::min_element(pending_.begin(), pending_.end(), [](auto& a, auto& b) { return a.due < b.due; })->due;
 }
 
 }  // namespace dde::mqs

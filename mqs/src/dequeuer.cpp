@@ -102,7 +102,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
     next_idle_check_ = t + idle_check_period;
   }
   if (cfg_.lease.count() > 0 && t >= next_lease_check_) next_lease_check_ = dispatcher_.renew_leases(t);
-  flush();
+  flush(last);
   flush_own_messages();
   if (!main_.failed.empty()) connection_lost();
   for (auto& [topic, c] : consumers_)
@@ -118,7 +118,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   if (main_.session && !main_.channel) wake_at = std::min(wake_at, governance_retry_at_);
   // A host's send queue has no event when it drains: look again shortly.
   if (dispatcher_.blocked()) wake_at = std::min(wake_at, now() + blocked_poll);
-  return wake_at;
+  return std::min(wake_at, acks_due_);
 }
 
 void dequeuer::wait(clock::time_point wake_at) {
@@ -133,8 +133,9 @@ void dequeuer::wait(clock::time_point wake_at) {
   };
   watch(main_);
   for (auto& [topic, c] : consumers_) watch(c.link);
-  int timeout_ms = int(std::clamp<long long>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(wake_at - now()).count(), 0, 1000));
+  // Rounded up: a wake-up due in 0.4 ms waits 1 ms rather than polling without a timeout until then.
+  int timeout_ms =
+      int(std::clamp<long long>(std::chrono::ceil<std::chrono::milliseconds>(wake_at - now()).count(), 0, 1000));
   if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return;  // EINTR: every link is read next turn
   for (std::size_t i = 0; i < watched.size(); ++i) watched[i]->readable = fds[i + 1].revents != 0;
 }
@@ -337,7 +338,7 @@ void dequeuer::release(const broker_ref& ref) {
 }
 
 void dequeuer::queue_ack(channel_state& ch, const broker_ref& ref) {
-  ch.acks.ack(ref.tag);
+  ch.acks.ack(ref.tag, turn_now_);  // held only on an at-least-once topic's channel (see setup)
   ch.last_traffic = turn_now_;
   dirty_channels_.insert(ref.epoch);
 }
@@ -372,10 +373,26 @@ std::string& dequeuer::outbox(client_id client, client_state& cs) {
   return cs.out;
 }
 
-void dequeuer::flush() {
-  for (auto epoch : dirty_channels_)
-    if (auto it = channels_.find(epoch); it != channels_.end()) it->second.acks.flush(*it->second.link);
-  dirty_channels_.clear();
+void dequeuer::flush(bool all) {
+  acks_due_ = clock::time_point::max();
+  for (auto e = dirty_channels_.begin(); e != dirty_channels_.end();) {
+    auto it = channels_.find(*e);
+    if (it == channels_.end()) {
+      e = dirty_channels_.erase(e);
+      continue;
+    }
+    auto& acks = it->second.acks;
+    if (all)
+      acks.flush(*it->second.link);
+    else
+      acks.flush(*it->second.link, turn_now_);
+    if (auto due = acks.due()) {
+      acks_due_ = std::min(acks_due_, *due);
+      ++e;
+    } else {
+      e = dirty_channels_.erase(e);
+    }
+  }
   for (auto id : dirty_clients_) {
     auto it = clients_.find(id);
     if (it == clients_.end() || it->second.out.empty()) continue;

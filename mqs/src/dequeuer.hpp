@@ -87,8 +87,9 @@ class dequeuer : private dispatcher_port {
     net::backoff reconnect{net::data_path_retry_initial, net::data_path_retry_max};
   };
   struct channel_state {
-    channel_state(std::string t, std::uint64_t e, std::string tag, broker_link& l, std::uint16_t ch)
-        : topic(std::move(t)), epoch(e), consumer_tag(std::move(tag)), link(&l), channel(ch), acks(ch) {}
+    channel_state(std::string t, std::uint64_t e, std::string tag, broker_link& l, std::uint16_t ch,
+                  ack_batcher::clock::duration ack_hold = {})
+        : topic(std::move(t)), epoch(e), consumer_tag(std::move(tag)), link(&l), channel(ch), acks(ch, ack_hold) {}
     std::string topic;
     std::uint64_t epoch = 0;
     std::string consumer_tag;  ///< of the first consumer; the others' are "<it>+<n>"
@@ -141,7 +142,8 @@ class dequeuer : private dispatcher_port {
   void link_lost(const std::string& topic, consumer& c);
   void retry_consumers(clock::time_point now);
   std::uint16_t allocate_channel();
-  void flush();
+  /// Sends the acks due and what hosts are owed; `all`: every held ack too (the last turn).
+  void flush(bool all);
   /// Waits until the inbox or a connection has something, or `wake_at`.
   void wait(clock::time_point wake_at);
 
@@ -198,6 +200,7 @@ class dequeuer : private dispatcher_port {
   std::map<std::string, consumer> consumers_;
   std::unordered_map<std::uint64_t, channel_state> channels_;  ///< by epoch
   std::unordered_set<std::uint64_t> dirty_channels_;           ///< epochs with acks to send
+  clock::time_point acks_due_ = clock::time_point::max();      ///< when the first held ack must go
   std::unordered_map<client_id, client_state> clients_;
   std::vector<client_id> dirty_clients_;
   topic_counter_cache counted_;  ///< this thread's topic counters (every delivery and ack counts)

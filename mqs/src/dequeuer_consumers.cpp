@@ -15,6 +15,8 @@ namespace {
 constexpr std::uint16_t topic_channel = 1;
 // How long a channel goes without a delivery before the consumers a pool no longer needs go.
 constexpr auto shrink_quiet = std::chrono::milliseconds(1000);
+// How long an at-least-once ack behind an open delivery waits for a multiple ack to cover it.
+constexpr auto ack_hold = std::chrono::milliseconds(1);
 
 std::shared_ptr<spdlog::logger> log() {
   static auto l = dde::logger("mqs.dequeuer");
@@ -72,7 +74,11 @@ std::string dequeuer::setup(const std::string& topic, consumer& c) {
     link.session.reset();  // closes the connection (and the channel, if the broker left it open)
     return "cannot consume " + topic + ": " + r.error;
   }
-  channels_.try_emplace(epoch, topic, epoch, tag, link, topic_channel).first->second.lease_tag = std::move(lease_tag);
+  // Several consumers share the channel and their hosts settle out of order: an at-least-once
+  // topic's acks may wait a little for one multiple ack (ack_batcher); an at-most-once one's may not.
+  auto hold = c.mode == delivery_mode::at_least_once ? ack_hold : ack_batcher::clock::duration::zero();
+  channels_.try_emplace(epoch, topic, epoch, tag, link, topic_channel, hold).first->second.lease_tag =
+      std::move(lease_tag);
   mqs_metrics::process().topic(topic).consumers.set(1);
   link.channel = topic_channel;
   link.epoch = epoch;

@@ -45,10 +45,11 @@ class broker_thread {
   exit_latch exited;               ///< set by the thread as it ends
 
   void start(std::function<void()> run) { thread_ = std::thread(std::move(run)); }
-  /// Stops and joins the thread; false when its connection had to be shut down to free it.
+  /// Stops and joins the thread; false when its connection had to be shut down to free it. Without
+  /// a thread (tests turn the loop themselves) it only marks the next turn as the last.
   bool stop(const std::function<void()>& wake) {
-    if (!thread_.joinable()) return true;
     stopping = true;
+    if (!thread_.joinable()) return true;
     wake();
     bool clean = exited.wait_or_shutdown(std::chrono::seconds(10), socket_fd);
     thread_.join();

@@ -182,6 +182,52 @@ TEST_F(DequeuerTest, AnAtMostOnceDeliveryIsAckedToTheBrokerInTheTurnItIsHandedOv
       << "a hand-over's ack is never held back: the broker would deliver it again if the MQS died";
 }
 
+TEST_F(DequeuerTest, AtLeastOnceAcksOfConsumersThatFinishOutOfOrderGoAsOneMultipleAckOrAloneAfterAMillisecond) {
+  start();
+  pull(8, 2);  // two workers: two broker consumers on the topic's channel
+  auto& s = *link();
+  auto tag = consumer_tag(s);
+  for (std::uint64_t t = 1; t <= 4; ++t) s.deliver(1, t % 2 ? tag : tag + "+1", t, "m" + std::to_string(t));
+  settle();
+  auto got = deliveries();
+  ASSERT_EQ(got.size(), 4u);
+  ack({got[1].tag, got[3].tag});  // the second consumer's host is done first
+  EXPECT_TRUE(s.acks.empty()) << "behind delivery 1, still open: held";
+  auto wake = deq->turn();
+  ASSERT_TRUE(wake);
+  EXPECT_LE(*wake, time.now + 1ms) << "the dequeuer comes back when the hold is over";
+  ack({got[0].tag, got[2].tag});
+  EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 4, true}})) << "one frame for the four";
+
+  for (std::uint64_t t = 5; t <= 6; ++t) s.deliver(1, t % 2 ? tag : tag + "+1", t, "m" + std::to_string(t));
+  settle();
+  got = deliveries();
+  ASSERT_EQ(got.size(), 2u);
+  ack({got[1].tag});
+  time.advance(1ms);
+  settle();
+  EXPECT_EQ(s.acks.back(), (testing::settlement{1, 6, false})) << "no longer than the hold behind a slow delivery";
+  ack({got[0].tag});
+  EXPECT_EQ(s.acks.back(), (testing::settlement{1, 5, true}));
+}
+
+TEST_F(DequeuerTest, HeldAcksReachTheBrokerBeforeTheDequeuerStops) {
+  start();
+  pull(8, 2);
+  auto& s = *link();
+  auto tag = consumer_tag(s);
+  s.deliver(1, tag, 1, "m1");
+  s.deliver(1, tag + "+1", 2, "m2");
+  settle();
+  auto got = deliveries();
+  ASSERT_EQ(got.size(), 2u);
+  ack({got[1].tag});
+  ASSERT_TRUE(s.acks.empty());
+  deq->stop();  // no thread: marks the last turn
+  EXPECT_FALSE(deq->turn()) << "the last turn";
+  EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 2, false}})) << "the host's ack is not lost at a stop";
+}
+
 TEST_F(DequeuerTest, ALostTopicConnectionVoidsItsDeliveriesAndTheTopicIsConsumedAgainAfterABackoff) {
   start();
   pull(4);

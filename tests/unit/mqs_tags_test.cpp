@@ -79,6 +79,66 @@ TEST(AckBatcher, SettlingATagTwiceOrAnUnknownTagSendsNothing) {
   EXPECT_TRUE(s.out.empty());
 }
 
+TEST(AckBatcher, AHeldAckBehindAnOpenDeliveryGoesInTheMultipleAckThatClosesTheGap) {
+  using namespace std::chrono_literals;
+  ack_batcher b(1, 1ms);
+  recording_sink s;
+  ack_batcher::clock::time_point t0{std::chrono::hours(1)};
+  for (std::uint64_t t = 1; t <= 8; ++t) b.delivered(t);
+  // Four consumers share the channel; tags 2-4 and 6-8 are settled before 1 and 5.
+  for (std::uint64_t t : {2, 3, 4, 6, 7, 8}) b.ack(t, t0);
+  b.flush(s, t0);
+  EXPECT_TRUE(s.out.empty()) << "held while within the hold";
+  EXPECT_EQ(b.due(), t0 + 1ms);
+  b.ack(1, t0 + 500us);
+  b.flush(s, t0 + 500us);
+  EXPECT_EQ(s.out, (std::vector<sent>{{"ack+", 4}})) << "one frame for 1-4";
+  b.ack(5, t0 + 600us);
+  b.flush(s, t0 + 600us);
+  EXPECT_EQ(s.out, (std::vector<sent>{{"ack+", 4}, {"ack+", 8}}));
+  EXPECT_FALSE(b.due());
+  EXPECT_EQ(b.outstanding(), 0u);
+}
+
+TEST(AckBatcher, AHeldAckGoesAloneOnceItsHoldIsOverAndEveryHeldAckGoesAtAFullFlush) {
+  using namespace std::chrono_literals;
+  ack_batcher b(1, 1ms);
+  recording_sink s;
+  ack_batcher::clock::time_point t0{std::chrono::hours(1)};
+  for (std::uint64_t t = 1; t <= 4; ++t) b.delivered(t);
+  b.ack(2, t0);
+  b.ack(3, t0 + 400us);
+  b.flush(s, t0 + 999us);
+  EXPECT_TRUE(s.out.empty());
+  b.flush(s, t0 + 1ms);
+  EXPECT_EQ(s.out, (std::vector<sent>{{"ack", 2}})) << "a slow delivery ahead keeps it no longer than the hold";
+  EXPECT_EQ(b.due(), t0 + 1400us);
+  b.ack(4, t0 + 1100us);
+  b.flush(s);
+  EXPECT_EQ(s.out, (std::vector<sent>{{"ack", 2}, {"ack", 3}, {"ack", 4}})) << "before a channel closes";
+  EXPECT_FALSE(b.due());
+  b.ack(1, t0 + 2ms);
+  b.flush(s, t0 + 2ms);
+  EXPECT_EQ(s.out.back(), (sent{"ack+", 1})) << "the multiple ack names none of those sent alone again";
+}
+
+TEST(AckBatcher, AnAckWithoutATimeOrWithoutAHoldIsNeverHeld) {
+  using namespace std::chrono_literals;
+  ack_batcher::clock::time_point t0{std::chrono::hours(1)};
+  for (auto hold : {ack_batcher::clock::duration(1ms), ack_batcher::clock::duration::zero()}) {
+    ack_batcher b(1, hold);
+    recording_sink s;
+    for (std::uint64_t t = 1; t <= 3; ++t) b.delivered(t);
+    if (hold > ack_batcher::clock::duration::zero())
+      b.ack(2);  // at-most-once: no time, no hold
+    else
+      b.ack(2, t0);  // an at-most-once topic's channel: no hold
+    b.flush(s, t0);
+    EXPECT_EQ(s.out, (std::vector<sent>{{"ack", 2}}));
+    EXPECT_FALSE(b.due());
+  }
+}
+
 TEST(ConfirmTracker, TagsCountFromOneAndAMultipleAckSettlesEverythingUpToIt) {
   confirm_tracker<int> t;
   EXPECT_EQ(t.published(100), 1u);

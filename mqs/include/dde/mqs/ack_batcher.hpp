@@ -4,9 +4,18 @@
 /// possible: a run of acked deliveries from the oldest unsettled one on becomes one `basic.ack`
 /// with `multiple`. Broker delivery tags on a channel are consecutive from 1, so a deque indexed
 /// by tag holds the state. No AMQP here: the output goes through `ack_sink`.
+///
+/// An ack behind a delivery still open (several consumers share the channel and their hosts finish
+/// out of order) may be held for a while (`hold`) so that the multiple ack which closes the gap
+/// covers it, instead of going alone: with 4 consumers on a channel nearly every ack is out of
+/// order, and the broker pays for each frame. Only where a late ack costs nothing but a possible
+/// redelivery (at-least-once): an at-most-once delivery's ack must reach the broker in the turn it
+/// is handed over, so `ack(tag)` without a time never holds.
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <vector>
 
 namespace dde::mqs {
@@ -20,29 +29,48 @@ class ack_sink {
 
 class ack_batcher {
  public:
-  explicit ack_batcher(std::uint16_t channel) : channel_(channel) {}
+  using clock = std::chrono::steady_clock;
+  /// `hold`: how long an ack that may wait (see `ack`) waits behind an open delivery.
+  explicit ack_batcher(std::uint16_t channel, clock::duration hold = clock::duration::zero())
+      : channel_(channel), hold_(hold) {}
 
   /// The broker delivered `tag` on this channel.
   void delivered(std::uint64_t tag);
-  /// Settles `tag` (at the next flush).
-  void ack(std::uint64_t tag);
+  /// Settles `tag` at the next flush.
+  void ack(std::uint64_t tag) { ack(tag, std::nullopt); }
+  /// Settles `tag`, settled by its host at `now`: behind an open delivery it may wait until
+  /// `now + hold` for a multiple ack to cover it.
+  void ack(std::uint64_t tag, std::optional<clock::time_point> now);
   void reject(std::uint64_t tag, bool requeue);
-  /// Sends what was settled since the last flush: rejects first, then acks.
-  void flush(ack_sink& sink);
+  /// Sends what was settled, as of `now`: rejects first, then the multiple ack from the oldest
+  /// delivery, then each ack behind an open delivery that may not wait any longer.
+  void flush(ack_sink& sink, clock::time_point now) { flush(sink, now, false); }
+  /// Sends everything settled, held acks included (before a channel is closed, at a stop).
+  void flush(ack_sink& sink) { flush(sink, {}, true); }
 
-  /// Deliveries not yet settled towards the broker.
+  /// Deliveries not yet settled by their hosts.
   std::size_t outstanding() const { return outstanding_; }
-  bool has_pending() const { return !acks_.empty() || !rejects_.empty(); }
+  bool has_pending() const { return !pending_.empty() || !rejects_.empty(); }
+  /// When the oldest held ack must go (nothing when none is held).
+  std::optional<clock::time_point> due() const;
 
  private:
   enum class mark : std::uint8_t { open, ack, settled };
+  struct pending {
+    std::uint64_t tag;
+    clock::time_point due;  ///< min(): at the next flush
+  };
   mark* find(std::uint64_t tag);
+  void flush(ack_sink& sink, clock::time_point now, bool all);
 
   std::uint16_t channel_;
+  clock::duration hold_;
   std::uint64_t base_ = 0;  ///< tag of marks_.front()
   std::deque<mark> marks_;
   std::size_t outstanding_ = 0;
-  std::vector<std::uint64_t> acks_;
+  /// Acked and not sent, in the order settled (so each `due` is at least the one before it's,
+  /// but for those due at once).
+  std::vector<pending> pending_;
   std::vector<std::pair<std::uint64_t, bool>> rejects_;
 };
 
