@@ -79,12 +79,20 @@ TEST(AckBatcher, SettlingATagTwiceOrAnUnknownTagSendsNothing) {
   EXPECT_TRUE(s.out.empty());
 }
 
-TEST(AckBatcher, AHeldAckBehindAnOpenDeliveryGoesInTheMultipleAckThatClosesTheGap) {
-  using namespace std::chrono_literals;
-  ack_batcher b(1, 1ms);
+/// A channel whose acks may wait 1 ms behind an open delivery, with deliveries 1 to `n`.
+class HeldAcks : public ::testing::Test {
+ protected:
+  void deliver(std::uint64_t n) {
+    for (std::uint64_t t = 1; t <= n; ++t) b.delivered(t);
+  }
+  ack_batcher b{1, std::chrono::milliseconds(1)};
   recording_sink s;
-  ack_batcher::clock::time_point t0{std::chrono::hours(1)};
-  for (std::uint64_t t = 1; t <= 8; ++t) b.delivered(t);
+  const ack_batcher::clock::time_point t0{std::chrono::hours(1)};
+};
+
+TEST_F(HeldAcks, AHeldAckBehindAnOpenDeliveryGoesInTheMultipleAckThatClosesTheGap) {
+  using namespace std::chrono_literals;
+  deliver(8);
   // Four consumers share the channel; tags 2-4 and 6-8 are settled before 1 and 5.
   for (std::uint64_t t : {2, 3, 4, 6, 7, 8}) b.ack(t, t0);
   b.flush(s, t0);
@@ -100,12 +108,9 @@ TEST(AckBatcher, AHeldAckBehindAnOpenDeliveryGoesInTheMultipleAckThatClosesTheGa
   EXPECT_EQ(b.outstanding(), 0u);
 }
 
-TEST(AckBatcher, AHeldAckGoesAloneOnceItsHoldIsOverAndEveryHeldAckGoesAtAFullFlush) {
+TEST_F(HeldAcks, AHeldAckGoesAloneOnceItsHoldIsOverAndEveryHeldAckGoesAtAFullFlush) {
   using namespace std::chrono_literals;
-  ack_batcher b(1, 1ms);
-  recording_sink s;
-  ack_batcher::clock::time_point t0{std::chrono::hours(1)};
-  for (std::uint64_t t = 1; t <= 4; ++t) b.delivered(t);
+  deliver(4);
   b.ack(2, t0);
   b.ack(3, t0 + 400us);
   b.flush(s, t0 + 999us);
