@@ -1,7 +1,5 @@
 #include "dde/mqs/ack_batcher.hpp"
 
-#include <algorithm>
-
 namespace dde::mqs {
 
 void ack_batcher::delivered(std::uint64_t tag) {
@@ -18,12 +16,12 @@ ack_batcher::mark* ack_batcher::find(std::uint64_t tag) {
   return &marks_[tag - base_];
 }
 
-void ack_batcher::ack(std::uint64_t tag, std::optional<clock::time_point> now) {
+void ack_batcher::ack(std::uint64_t tag, clock::time_point now) {
   mark* m = find(tag);
   if (!m || *m != mark::open) return;
   *m = mark::ack;
   --outstanding_;
-  pending_.push_back({tag, now && hold_ > clock::duration::zero() ? *now + hold_ : clock::time_point::min()});
+  pending_.push_back({tag, hold_ > clock::duration::zero() ? now + hold_ : clock::time_point::min()});
 }
 
 void ack_batcher::reject(std::uint64_t tag, bool requeue) {
@@ -62,7 +60,7 @@ void ack_batcher::flush(ack_sink& sink, clock::time_point now, bool all) {
 
 std::optional<ack_batcher::clock::time_point> ack_batcher::due() const {
   if (pending_.empty()) return std::nullopt;
-  return std::min_element(pending_.begin(), pending_.end(), [](auto& a, auto& b) { return a.due < b.due; })->due;
+  return pending_.front().due;
 }
 
 }  // namespace dde::mqs

@@ -102,7 +102,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
     next_idle_check_ = t + idle_check_period;
   }
   if (cfg_.lease.count() > 0 && t >= next_lease_check_) next_lease_check_ = dispatcher_.renew_leases(t);
-  flush(last);
+  const auto acks_due = flush(last);
   flush_own_messages();
   if (!main_.failed.empty()) connection_lost();
   for (auto& [topic, c] : consumers_)
@@ -118,7 +118,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   if (main_.session && !main_.channel) wake_at = std::min(wake_at, governance_retry_at_);
   // A host's send queue has no event when it drains: look again shortly.
   if (dispatcher_.blocked()) wake_at = std::min(wake_at, now() + blocked_poll);
-  return std::min(wake_at, acks_due_);
+  return std::min(wake_at, acks_due);
 }
 
 void dequeuer::wait(clock::time_point wake_at) {
@@ -373,8 +373,8 @@ std::string& dequeuer::outbox(client_id client, client_state& cs) {
   return cs.out;
 }
 
-void dequeuer::flush(bool all) {
-  acks_due_ = clock::time_point::max();
+dequeuer::clock::time_point dequeuer::flush(bool all) {
+  auto acks_due = clock::time_point::max();
   for (auto e = dirty_channels_.begin(); e != dirty_channels_.end();) {
     auto it = channels_.find(*e);
     if (it == channels_.end()) {
@@ -387,7 +387,7 @@ void dequeuer::flush(bool all) {
     else
       acks.flush(*it->second.link, turn_now_);
     if (auto due = acks.due()) {
-      acks_due_ = std::min(acks_due_, *due);
+      acks_due = std::min(acks_due, *due);
       ++e;
     } else {
       e = dirty_channels_.erase(e);
@@ -400,6 +400,7 @@ void dequeuer::flush(bool all) {
     it->second.out = std::string();
   }
   dirty_clients_.clear();
+  return acks_due;
 }
 
 }  // namespace dde::mqs

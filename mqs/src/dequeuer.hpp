@@ -143,7 +143,8 @@ class dequeuer : private dispatcher_port {
   void retry_consumers(clock::time_point now);
   std::uint16_t allocate_channel();
   /// Sends the acks due and what hosts are owed; `all`: every held ack too (the last turn).
-  void flush(bool all);
+  /// Returns when the first ack still held must go (max(): none is).
+  clock::time_point flush(bool all);
   /// Waits until the inbox or a connection has something, or `wake_at`.
   void wait(clock::time_point wake_at);
 
@@ -200,7 +201,6 @@ class dequeuer : private dispatcher_port {
   std::map<std::string, consumer> consumers_;
   std::unordered_map<std::uint64_t, channel_state> channels_;  ///< by epoch
   std::unordered_set<std::uint64_t> dirty_channels_;           ///< epochs with acks to send
-  clock::time_point acks_due_ = clock::time_point::max();      ///< when the first held ack must go
   std::unordered_map<client_id, client_state> clients_;
   std::vector<client_id> dirty_clients_;
   topic_counter_cache counted_;  ///< this thread's topic counters (every delivery and ack counts)

@@ -5,12 +5,12 @@
 /// with `multiple`. Broker delivery tags on a channel are consecutive from 1, so a deque indexed
 /// by tag holds the state. No AMQP here: the output goes through `ack_sink`.
 ///
-/// An ack behind a delivery still open (several consumers share the channel and their hosts finish
-/// out of order) may be held for a while (`hold`) so that the multiple ack which closes the gap
-/// covers it, instead of going alone: with 4 consumers on a channel nearly every ack is out of
+/// With a `hold`, an ack behind a delivery still open (several consumers share the channel and
+/// their hosts finish out of order) waits that long for the multiple ack that closes the gap to
+/// cover it, instead of going alone: with 4 consumers on a channel nearly every ack is out of
 /// order, and the broker pays for each frame. Only where a late ack costs nothing but a possible
 /// redelivery (at-least-once): an at-most-once delivery's ack must reach the broker in the turn it
-/// is handed over, so `ack(tag)` without a time never holds.
+/// is handed over, so its channel's batcher has no hold.
 
 #include <chrono>
 #include <cstdint>
@@ -30,17 +30,15 @@ class ack_sink {
 class ack_batcher {
  public:
   using clock = std::chrono::steady_clock;
-  /// `hold`: how long an ack that may wait (see `ack`) waits behind an open delivery.
+  /// `hold`: how long an ack waits behind an open delivery (none: it goes at the next flush).
   explicit ack_batcher(std::uint16_t channel, clock::duration hold = clock::duration::zero())
       : channel_(channel), hold_(hold) {}
 
   /// The broker delivered `tag` on this channel.
   void delivered(std::uint64_t tag);
-  /// Settles `tag` at the next flush.
-  void ack(std::uint64_t tag) { ack(tag, std::nullopt); }
-  /// Settles `tag`, settled by its host at `now`: behind an open delivery it may wait until
-  /// `now + hold` for a multiple ack to cover it.
-  void ack(std::uint64_t tag, std::optional<clock::time_point> now);
+  /// Settles `tag`, settled by its host at `now`: behind an open delivery it waits until
+  /// `now + hold` at most for a multiple ack to cover it.
+  void ack(std::uint64_t tag, clock::time_point now = {});
   void reject(std::uint64_t tag, bool requeue);
   /// Sends what was settled, as of `now`: rejects first, then the multiple ack from the oldest
   /// delivery, then each ack behind an open delivery that may not wait any longer.
@@ -51,7 +49,7 @@ class ack_batcher {
   /// Deliveries not yet settled by their hosts.
   std::size_t outstanding() const { return outstanding_; }
   bool has_pending() const { return !pending_.empty() || !rejects_.empty(); }
-  /// When the oldest held ack must go (nothing when none is held).
+  /// After a flush: when the oldest held ack must go (nothing when none is held).
   std::optional<clock::time_point> due() const;
 
  private:
@@ -68,8 +66,8 @@ class ack_batcher {
   std::uint64_t base_ = 0;  ///< tag of marks_.front()
   std::deque<mark> marks_;
   std::size_t outstanding_ = 0;
-  /// Acked and not sent, in the order settled (so each `due` is at least the one before it's,
-  /// but for those due at once).
+  /// Acked and not sent, in the order settled. After a flush only held ones are left, so the
+  /// first is due first (settle times only grow, the hold is the same for all).
   std::vector<pending> pending_;
   std::vector<std::pair<std::uint64_t, bool>> rejects_;
 };
