@@ -56,17 +56,23 @@ void dequeuer::on_lease_copy(channel_state& ch) {
     reject(ch.ref, false);
     return;
   }
+  log()->debug("lease copy of delivery {} of {} arrived (tag {}{})", *id, ch.topic, ch.ref.tag,
+                ch.redelivered ? ", redelivered" : "");
   dispatcher_.on_lease_copy(ch.topic, ch.ref, *id, now());
 }
 
 void dequeuer::publish_lease(const std::string& topic, std::uint64_t id, const std::string& body,
                              const message_props& props) {
   mqs_metrics::process().topic(topic).leases.add();
+  log()->debug("renewing the lease of delivery {} of {}: publishing a copy", id, topic);
   outgoing_message m;
   m.topic = lease_topic(mqs_id_, cfg_.lease.count(), topic);
   m.mode = delivery_mode::at_least_once;
   m.body = body;
   m.props = props;
+  // A message that came back to the pool's queue from another MQS's lease queue (that MQS died)
+  // still carries that MQS's number: replaced, or the copy would name a delivery of the dead one.
+  std::erase_if(m.props.headers, [](const auto& h) { return h.first == lease_header; });
   m.props.headers.emplace_back(std::string(lease_header), std::to_string(id));
   m.settled = [this, id](bool ok) {
     dequeue_command answer;
@@ -103,6 +109,7 @@ void dequeuer::handle_lease_answer(const dequeue_command& cmd, clock::time_point
   bool ok = cmd.requeue;
   if (cmd.what == dequeue_command::kind::leased) {
     if (cmd.tags.size() != 1) return;
+    log()->debug("the broker {} the lease copy of delivery {}", ok ? "confirmed" : "refused", cmd.tags[0]);
     dispatcher_.lease_published(cmd.tags[0], ok, now);
     if (!ok) next_lease_check_ = std::min(next_lease_check_, now + std::chrono::seconds(1));
     return;

@@ -96,10 +96,11 @@ class fake_session final : public amqp_session {
   using amqp_session::nack;  // the client's basic.nack stays visible beside this broker-side one
   void nack(std::uint64_t tag, bool multiple) { method(1, AMQP_BASIC_NACK_METHOD).nack = {tag, multiple, 0}; }
   /// basic.deliver + content header + one body frame (none for an empty body).
-  /// `published_us`: its x-dde-published-us header (0: none).
+  /// `published_us`: its x-dde-published-us header (0: none); `lease`: its x-dde-lease header (a
+  /// lease copy's; empty: none).
   void deliver(std::uint16_t channel, const std::string& consumer_tag, std::uint64_t tag,
                const std::string& body, bool redelivered = false, const std::string& message_id = {},
-               std::uint64_t published_us = 0) {
+               std::uint64_t published_us = 0, const std::string& lease = {}) {
     auto& d = method(channel, AMQP_BASIC_DELIVER_METHOD);
     d.text1 = consumer_tag;
     d.deliver = {bytes(d.text1), tag, redelivered, amqp_empty_bytes, amqp_empty_bytes};
@@ -107,12 +108,23 @@ class fake_session final : public amqp_session {
     h.text1 = message_id;
     h.props._flags = message_id.empty() ? 0 : AMQP_BASIC_MESSAGE_ID_FLAG;
     h.props.message_id = bytes(h.text1);
+    int n = 0;
     if (published_us) {
-      h.stamp.key = amqp_cstring_bytes("x-dde-published-us");
-      h.stamp.value.kind = AMQP_FIELD_KIND_I64;
-      h.stamp.value.value.i64 = std::int64_t(published_us);
+      auto& e = h.headers[n++];
+      e.key = amqp_cstring_bytes("x-dde-published-us");
+      e.value.kind = AMQP_FIELD_KIND_I64;
+      e.value.value.i64 = std::int64_t(published_us);
+    }
+    if (!lease.empty()) {
+      h.text2 = lease;
+      auto& e = h.headers[n++];
+      e.key = amqp_cstring_bytes("x-dde-lease");
+      e.value.kind = AMQP_FIELD_KIND_UTF8;
+      e.value.value.bytes = bytes(h.text2);
+    }
+    if (n) {
       h.props._flags |= AMQP_BASIC_HEADERS_FLAG;
-      h.props.headers = amqp_table_t{1, &h.stamp};
+      h.props.headers = amqp_table_t{n, h.headers};
     }
     h.frame.payload.properties.class_id = AMQP_BASIC_CLASS;
     h.frame.payload.properties.body_size = body.size();
@@ -229,7 +241,7 @@ class fake_session final : public amqp_session {
   struct inbound {
     amqp_frame_t frame{};
     bool drop = false;
-    std::string text1;
+    std::string text1, text2;
     amqp_basic_ack_t ack{};
     amqp_basic_nack_t nack{};
     amqp_basic_deliver_t deliver{};
@@ -237,7 +249,7 @@ class fake_session final : public amqp_session {
     amqp_channel_close_t channel_close{};
     amqp_connection_close_t connection_close{};
     amqp_basic_properties_t props{};
-    amqp_table_entry_t stamp{};  ///< a content header's one header
+    amqp_table_entry_t headers[2]{};  ///< a content header's headers
   };
   static amqp_bytes_t bytes(std::string& s) { return amqp_bytes_t{s.size(), s.data()}; }
   inbound& push(std::uint16_t channel, std::uint8_t type) {

@@ -24,8 +24,13 @@ class DequeuerTest : public ::testing::Test {
  protected:
   DequeuerTest() { cfg.prefetch = 8; }
 
-  dequeuer& start() {
+  /// With `published`, the MQS's own messages (lease copies) are kept there rather than refused.
+  dequeuer& start(std::vector<outgoing_message>* published = nullptr) {
     deq = std::make_unique<dequeuer>(cfg, "mqs-test", broker_env{broker.opener(), time.fn()});
+    if (published)
+      deq->set_publisher([published](std::vector<outgoing_message>&& out) {
+        for (auto& m : out) published->push_back(std::move(m));
+      });
     settle();
     return *deq;
   }
@@ -226,6 +231,38 @@ TEST_F(DequeuerTest, HeldAcksReachTheBrokerBeforeTheDequeuerStops) {
   deq->stop();  // no thread: marks the last turn
   EXPECT_FALSE(deq->turn()) << "the last turn";
   EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 2, false}})) << "the host's ack is not lost at a stop";
+}
+
+TEST_F(DequeuerTest, ALeaseCopyOfAMessageBackFromADeadMqssLeaseQueueNamesThisMqssDeliveryAndStandsForIt) {
+  cfg.lease = 1000ms;
+  std::vector<outgoing_message> copies;
+  start(&copies);
+  pull(1);
+  auto& s = *link();
+  auto tag = consumer_tag(s);
+  // The dead MQS's copy, dead-lettered back to the pool's queue, still carries its x-dde-lease.
+  s.deliver(1, tag, 1, "job", false, {}, 0, "77");
+  settle();
+  auto got = deliveries();
+  ASSERT_EQ(got.size(), 1u);
+  time.advance(1000ms);
+  settle();
+  ASSERT_EQ(copies.size(), 1u) << "held for a lease: copied";
+  std::vector<std::string> named;
+  for (auto& [key, value] : copies[0].props.headers)
+    if (key == "x-dde-lease") named.push_back(value);
+  ASSERT_EQ(named.size(), 1u) << "one x-dde-lease header, not the dead MQS's beside ours";
+  EXPECT_NE(named[0], "77");
+
+  copies[0].settled(true);  // the broker confirmed the copy
+  settle();
+  EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 1, true}})) << "the copy stands for the delivery";
+  s.deliver(1, tag + "+lease", 2, "job", false, {}, 0, named[0]);
+  settle();
+  EXPECT_TRUE(s.rejects.empty()) << "the copy names a delivery this MQS holds: taken, not sent back to the pool";
+  ack({got[0].tag});
+  EXPECT_EQ(s.acks.back(), (testing::settlement{1, 2, true})) << "the host's ack settles the copy";
+  EXPECT_TRUE(deliveries().empty()) << "the host saw the job once";
 }
 
 TEST_F(DequeuerTest, ALostTopicConnectionVoidsItsDeliveriesAndTheTopicIsConsumedAgainAfterABackoff) {
