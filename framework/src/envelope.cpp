@@ -207,28 +207,45 @@ broker_message split_envelope(const envelope& e, std::string_view topic) {
 
 envelope join_envelope(const nlohmann::json& props, std::string_view topic, std::string payload) {
   if (!props.is_object() || !props.contains("appId")) return decode_envelope(payload);
+  const std::string id = get_string(props, "messageId"), from = get_string(props, "appId"),
+                    content_type = get_string(props, "contentType");
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (auto h = props.find("headers"); h != props.end() && h->is_object())
+    for (auto& [name, value] : h->items())
+      if (value.is_string()) headers.emplace_back(name, value.get<std::string>());
+  // An "appId" that says nothing still marks DDE's properties: the sender is "external".
+  return join_envelope(delivery_props{id, from.empty() ? std::string_view("external") : from, content_type, &headers},
+                       topic, std::move(payload));
+}
+
+envelope join_envelope(const delivery_props& props, std::string_view topic, std::string payload) {
+  if (props.app_id.empty()) return decode_envelope(payload);
   envelope e;
-  e.id = get_string(props, "messageId");
-  e.from = get_string(props, "appId");
-  if (e.from.empty()) e.from = "external";
-  if (auto h = props.find("headers"); h != props.end() && h->is_object()) {
-    e.to = get_string(*h, "to");
-    e.reply_to = get_string(*h, "replyTo");
-    e.in_reply_to = get_string(*h, "inReplyTo");
-    e.to_worker = get_string(*h, "toWorker");
-    e.ask_instance = get_string(*h, "askInstance");
-    if (!e.ask_instance.empty()) e.ask_worker = get_string(*h, "askWorker");
-    if (auto dl = get_string(*h, "deadLetter"); !dl.empty()) {
-      auto j = wire::parse_json(dl);
-      if (j.is_object()) e.dead_letter = std::move(j);
+  e.id = props.message_id;
+  e.from = props.app_id;
+  if (props.headers) {
+    for (auto& [name, value] : *props.headers) {
+      if (name == "to") e.to = value;
+      else if (name == "replyTo") e.reply_to = value;
+      else if (name == "inReplyTo") e.in_reply_to = value;
+      else if (name == "toWorker") e.to_worker = value;
+      else if (name == "askInstance") e.ask_instance = value;
+      else if (name == "askWorker") e.ask_worker = value;
+      else if (name == "deadLetter") {
+        auto j = value.empty() ? nlohmann::json() : wire::parse_json(value);
+        e.dead_letter = j.is_object() ? std::move(j) : nlohmann::json();
+      } else if (name == "attempt") {
+        // A count this host wrote (1..10 retries); anything else is no count.
+        const std::string& a = value;
+        e.attempt = (a.size() == 1 && a[0] >= '1' && a[0] <= '9') ? a[0] - '0' : a == "10" ? 10 : 0;
+      } else if (name == "traceparent") {
+        e.traceparent = valid_traceparent(value);
+      }
     }
-    // A count this host wrote (1..10 retries); anything else is no count.
-    if (auto a = get_string(*h, "attempt"); a.size() == 1 || (a.size() == 2 && a == "10"))
-      if (a == "10" || (a[0] >= '1' && a[0] <= '9')) e.attempt = std::stoi(a);
-    e.traceparent = valid_traceparent(get_string(*h, "traceparent"));
+    if (e.ask_instance.empty()) e.ask_worker.clear();
   }
   if (e.to.empty()) e.to = address_of_topic(topic);
-  if (get_string(props, "contentType") != octet_stream) {
+  if (props.content_type != octet_stream) {
     auto j = wire::parse_json(payload);
     if (!j.is_discarded()) {
       e.body = std::move(j);

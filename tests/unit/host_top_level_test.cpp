@@ -27,7 +27,7 @@ class recording_sink : public topic_sink {
     std::string body;
     std::uint64_t published_us;
   };
-  void deliver(std::uint64_t generation, std::uint64_t tag, bool, std::uint64_t published_us, nlohmann::json,
+  void deliver(std::uint64_t generation, std::uint64_t tag, bool, std::uint64_t published_us, mqs::message_props,
                std::string body) override {
     deliveries.push_back({generation, tag, std::move(body), published_us});
   }

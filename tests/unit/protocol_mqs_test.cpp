@@ -2,8 +2,11 @@
 // record the MQS writes read back by the host's, field for field.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/protocol/mqs_request.hpp"
+#include "dde/wire/fast_json.hpp"
 #include "dde/wire/record.hpp"
 
 namespace dde::mqs {
@@ -21,16 +24,31 @@ request read_request(const std::string& batch, std::string* body = nullptr) {
   return parsed.req ? *parsed.req : request(ack_request{});
 }
 
-/// The one record in `batch`, as a host reads it.
+/// The one record in `batch`, as a host reads it (read_mqs_record).
 mqs_record read_record(const std::string& batch, std::string* body = nullptr) {
-  auto decoded = wire::decode_batch(batch, 1 << 20);
-  EXPECT_TRUE(decoded.error.empty()) << decoded.error;
-  EXPECT_EQ(decoded.records.size(), 1u);
-  if (decoded.records.size() != 1) return error_record{};
-  if (body) *body = decoded.records[0].body;
-  auto parsed = parse_mqs_record(decoded.records[0].header);
+  auto framed = wire::split_batch(batch, 1 << 20);
+  EXPECT_TRUE(framed.error.empty()) << framed.error;
+  EXPECT_EQ(framed.records.size(), 1u);
+  if (framed.records.size() != 1) return error_record{};
+  if (body) *body = framed.records[0].body;
+  auto parsed = read_mqs_record(framed.records[0].header);
   EXPECT_TRUE(parsed) << (parsed ? "" : parsed.error());
   return parsed ? parsed.value() : mqs_record(error_record{});
+}
+
+/// The header of the one record in `batch`.
+std::string header_of(const std::string& batch) {
+  auto framed = wire::split_batch(batch, 1 << 20);
+  return framed.records.size() == 1 ? std::string(framed.records[0].header) : std::string();
+}
+
+/// `header` read as JSON (what the host does with any header but a deliver's).
+std::optional<deliver_record> deliver_from_json(const std::string& header) {
+  auto json = wire::parse_json(header);
+  if (json.is_discarded()) return std::nullopt;
+  auto parsed = parse_mqs_record(json);
+  if (!parsed || !std::holds_alternative<deliver_record>(parsed.value())) return std::nullopt;
+  return std::get<deliver_record>(parsed.value());
 }
 
 message_props some_props() {
@@ -154,15 +172,13 @@ TEST(MqsRecords, ADeliverReadsBackWithItsPropsAndBody) {
   EXPECT_EQ(d.tag, 99u);
   EXPECT_TRUE(d.redelivered);
   EXPECT_EQ(body, "payload");
-  message_props props;
-  EXPECT_EQ(parse_props(d.props, props), "");
-  EXPECT_EQ(props, some_props());
+  EXPECT_EQ(d.props, some_props());
 
   out.clear();
   append_deliver(out, "s.consumer", 1, false, "", {});
   auto plain = std::get<deliver_record>(read_record(out));
   EXPECT_FALSE(plain.redelivered);
-  EXPECT_TRUE(plain.props.is_null());
+  EXPECT_TRUE(plain.props.empty());
   EXPECT_EQ(plain.published_us, 0u) << "no publish stamp: none reported";
 }
 
@@ -173,9 +189,7 @@ TEST(MqsRecords, ADeliverCarriesTheMqsPublishStampBesideItsProps) {
   append_deliver(out, "s.consumer", 5, false, "x", stamped);
   auto d = std::get<deliver_record>(read_record(out));
   EXPECT_EQ(d.published_us, 1'790'000'000'123'456u);
-  message_props props;
-  EXPECT_EQ(parse_props(d.props, props), "");
-  EXPECT_EQ(props, some_props()) << "the stamp is not one of the props";
+  EXPECT_EQ(d.props, some_props()) << "the stamp is not one of the props";
 
   message_props only_stamp;
   only_stamp.published_us = 7;
@@ -183,7 +197,72 @@ TEST(MqsRecords, ADeliverCarriesTheMqsPublishStampBesideItsProps) {
   append_deliver(out, "s.consumer", 6, false, "", only_stamp);
   auto bare = std::get<deliver_record>(read_record(out));
   EXPECT_EQ(bare.published_us, 7u);
-  EXPECT_TRUE(bare.props.is_null());
+  EXPECT_TRUE(bare.props.empty());
+}
+
+TEST(MqsRecords, AHostReadsTheDeliverHeadersAnMqsWritesWithoutAJsonTreeAndGetsWhatJsonGives) {
+  std::vector<message_props> cases(5);
+  cases[1].app_id = "s.producer";
+  cases[1].message_id = "AZrT0-4e_a1b2c3d4e5f6g7h";
+  cases[2] = cases[1];
+  cases[2].content_type = "application/octet-stream";
+  cases[2].published_us = 1'790'000'000'123'456;
+  cases[2].headers = {{"replyTo", "s/requester"}, {"attempt", "3"},
+                      {"deadLetter", R"({"reason":"a \"quoted\" \\ why\n\t/"})"}};
+  cases[3].published_us = 9;  // a stamp and nothing else
+  cases[4].app_id = "x";
+  cases[4].headers = {{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}};
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    for (bool redelivered : {false, true}) {
+      std::string out;
+      append_deliver(out, "sys.pool", 18'446'744'073'709'551'615u - i, redelivered, "{}", cases[i]);
+      auto header = header_of(out);
+      auto fast = parse_deliver_header(header);
+      ASSERT_TRUE(fast) << "the hand reader missed " << header;
+      EXPECT_EQ(fast, deliver_from_json(header)) << header;
+      auto expected = cases[i];
+      expected.published_us = 0;  // reported as the record's own field
+      std::sort(expected.headers.begin(), expected.headers.end());  // in name order, as from JSON
+      EXPECT_EQ(fast->props, expected) << header;
+      EXPECT_EQ(fast->published_us, cases[i].published_us);
+      EXPECT_EQ(fast->redelivered, redelivered);
+    }
+  }
+}
+
+TEST(MqsRecords, AHeaderOfAnyOtherShapeIsLeftToTheJsonReadingWhichDecides) {
+  const std::vector<std::string> others{
+      R"({"topic":"s.p","action":"deliver","tag":1,"redelivered":false})",           // another order
+      R"({"action":"deliver", "topic":"s.p","tag":1,"redelivered":false})",          // a space
+      R"({"action":"deliver","topic":"s.p","tag":01,"redelivered":false})",          // a leading zero
+      R"({"action":"deliver","topic":"s.p","tag":1.0,"redelivered":false})",         // not an integer
+      R"({"action":"deliver","topic":"s.p","tag":-1,"redelivered":false})",          // signed
+      R"({"action":"deliver","topic":"s.p","tag":18446744073709551616,"redelivered":false})",  // too big
+      R"({"action":"deliver","topic":"s.\u0070","tag":1,"redelivered":false})",     // a \u escape
+      "{\"action\":\"deliver\",\"topic\":\"s.p\xc3\xa9\",\"tag\":1,\"redelivered\":false}",  // UTF-8
+      R"({"action":"deliver","topic":"s.p","tag":1,"redelivered":false,"props":{"appId":"a","appId":"b"}})",
+      R"({"action":"deliver","topic":"s.p","tag":1,"redelivered":false,"props":{"headers":{"h":"1","h":"2"}}})",
+      R"({"action":"deliver","topic":"s.p","tag":1,"redelivered":false,"props":{"other":"x"}})",
+      R"({"action":"deliver","topic":"s.p","tag":1,"redelivered":false,"props":{"headers":{"n":1}}})",
+      R"({"action":"deliver","topic":"s.p","tag":1,"redelivered":false}x)",
+      R"({"action":"deliver","topic":"s.p","tag":1,"redelivered":false)",
+      R"({"action":"deliver","topic":"s.p","tag":1})",
+  };
+  for (auto& h : others) {
+    EXPECT_FALSE(parse_deliver_header(h)) << h;
+    auto parsed = read_mqs_record(h);
+    auto json = deliver_from_json(h);
+    EXPECT_EQ(parsed && std::holds_alternative<deliver_record>(parsed.value()), json.has_value()) << h;
+    if (json && parsed) {
+      EXPECT_EQ(std::get<deliver_record>(parsed.value()), *json) << h;
+    }
+  }
+  auto reordered = read_mqs_record(others[0]);
+  ASSERT_TRUE(reordered) << "JSON in another order is still a deliver";
+  EXPECT_EQ(std::get<deliver_record>(reordered.value()).topic, "s.p");
+  EXPECT_EQ(std::get<deliver_record>(read_mqs_record(others[9]).value()).props.headers.size(), 1u)
+      << "a repeated header: the JSON reading keeps one";
+  EXPECT_FALSE(read_mqs_record("{not json")) << "a header that is not JSON is an error";
 }
 
 TEST(MqsProps, ASendersOwnPublishStampHeaderIsLeftOut) {

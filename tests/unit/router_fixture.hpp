@@ -134,9 +134,12 @@ class RouterTest : public ::testing::Test {
     auto s = link->sink.lock();
     ASSERT_TRUE(s) << "the router attached itself to the link";
     // A message id, as a producer's messages have (first-reply races need one).
-    nlohmann::json props = {{"messageId", "m" + std::to_string(seq)}, {"appId", "unit-test"}};
-    if (attempt > 0) props["headers"] = {{"attempt", std::to_string(attempt)}};
-    if (external) props = nullptr;
+    mqs::message_props props;
+    if (!external) {
+      props.message_id = "m" + std::to_string(seq);
+      props.app_id = "unit-test";
+    }
+    if (attempt > 0) props.headers.emplace_back("attempt", std::to_string(attempt));
     s->deliver(1, tag, redelivered, published_us, props, nlohmann::json{{"seq", seq}}.dump());
     settle();
   }

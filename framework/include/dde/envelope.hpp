@@ -8,6 +8,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -60,6 +62,16 @@ broker_message split_envelope(const envelope& e, std::string_view topic);
 /// (null when the message had none: the payload is then read by decode_envelope, so whole JSON
 /// envelopes and plain AMQP payloads still arrive as before); an "app-id" alone names the sender.
 envelope join_envelope(const nlohmann::json& props, std::string_view topic, std::string payload);
+
+/// A delivery's properties as typed fields (what the host reads from a deliver record without a
+/// JSON tree): `app_id` empty stands for props without an "appId" (the payload is then read by
+/// decode_envelope); `headers` the string-valued headers, or null for none.
+struct delivery_props {
+  std::string_view message_id, app_id, content_type;
+  const std::vector<std::pair<std::string, std::string>>* headers = nullptr;
+};
+/// As above, from typed properties.
+envelope join_envelope(const delivery_props& props, std::string_view topic, std::string payload);
 
 /// The message a worker sees for an envelope.
 message to_message(envelope e, bool redelivered);

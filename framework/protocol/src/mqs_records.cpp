@@ -1,7 +1,11 @@
 #include "dde/protocol/mqs_records.hpp"
 
+#include <algorithm>
 #include <charconv>
+#include <cstring>
+#include <utility>
 
+#include "dde/wire/fast_json.hpp"
 #include "dde/wire/record.hpp"
 
 namespace dde::mqs {
@@ -143,7 +147,7 @@ parsed bad(const std::string& action, const char* what) {
 
 }  // namespace
 
-result<mqs_record> parse_mqs_record(nlohmann::json& header) {
+result<mqs_record> parse_mqs_record(const nlohmann::json& header) {
   auto a = header.is_object() ? field(header, "action") : nullptr;
   if (!a || !a->is_string()) return parsed::failure("a record from the MQS without a string \"action\"");
   const std::string action = a->get<std::string>();
@@ -153,7 +157,7 @@ result<mqs_record> parse_mqs_record(nlohmann::json& header) {
     if (!read(header, "tag", r.tag)) return bad(action, "no \"tag\"");
     if (auto f = field(header, "redelivered"); f && f->is_boolean()) r.redelivered = f->get<bool>();
     read(header, "published", r.published_us);
-    if (auto it = header.find("props"); it != header.end()) r.props = std::move(*it);
+    if (auto it = header.find("props"); it != header.end()) read_delivered_props(*it, r.props);
     return mqs_record(std::move(r));
   }
   if (action == "confirm" || action == "reject") {
@@ -195,6 +199,131 @@ result<mqs_record> parse_mqs_record(nlohmann::json& header) {
     return mqs_record(std::move(r));
   }
   return parsed::failure("unknown action \"" + action.substr(0, 100) + "\" from the MQS");
+}
+
+namespace {
+
+/// Reads the JSON text append_deliver writes, and nothing else: any other shape is a miss (the
+/// caller falls back to a JSON parser), never a different reading.
+class header_scanner {
+ public:
+  explicit header_scanner(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+
+  bool at_end() const { return p_ == end_; }
+  /// Consumes `s` if the text goes on with it.
+  bool literal(std::string_view s) {
+    if (std::size_t(end_ - p_) < s.size() || std::memcmp(p_, s.data(), s.size()) != 0) return false;
+    p_ += s.size();
+    return true;
+  }
+  /// A JSON string of printable ASCII with the simple escapes (none of `\u`).
+  bool string(std::string& out) {
+    if (!literal("\"")) return false;
+    out.clear();
+    const char* run = p_;
+    while (p_ != end_) {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        out.append(run, std::size_t(p_ - run));
+        ++p_;
+        return true;
+      }
+      if (c < 0x20 || c >= 0x80) return false;  // invalid JSON, or UTF-8 the JSON parser checks
+      if (c != '\\') {
+        ++p_;
+        continue;
+      }
+      out.append(run, std::size_t(p_ - run));
+      if (++p_ == end_) return false;
+      switch (*p_) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        default: return false;
+      }
+      run = ++p_;
+    }
+    return false;
+  }
+  /// An unsigned integer as JSON writes it (no sign, no leading zero, no fraction or exponent)
+  /// that fits 64 bits.
+  bool number(std::uint64_t& out) {
+    const char* start = p_;
+    auto [next, ec] = std::from_chars(p_, end_, out);
+    if (ec != std::errc() || next == start || (*start == '0' && next - start > 1)) return false;
+    p_ = next;
+    return p_ == end_ || (*p_ != '.' && *p_ != 'e' && *p_ != 'E');
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+};
+
+/// The members of a "props" object after its `{`, through its `}`.
+bool scan_props(header_scanner& s, message_props& out) {
+  if (s.literal("}")) return true;
+  bool id = false, app = false, type = false, headers = false;
+  std::string key;
+  do {
+    if (!s.string(key) || !s.literal(":")) return false;
+    auto once = [](bool& seen) { return !std::exchange(seen, true); };
+    if (key == "messageId") {
+      if (!once(id) || !s.string(out.message_id)) return false;
+    } else if (key == "appId") {
+      if (!once(app) || !s.string(out.app_id)) return false;
+      if (out.app_id.empty()) out.app_id = "external";  // as read_delivered_props
+    } else if (key == "contentType") {
+      if (!once(type) || !s.string(out.content_type)) return false;
+    } else if (key == "headers") {
+      if (!once(headers) || !s.literal("{")) return false;
+      if (!s.literal("}")) {
+        do {
+          std::pair<std::string, std::string> h;
+          if (!s.string(h.first) || !s.literal(":") || !s.string(h.second)) return false;
+          // In name order, as a JSON object reads them; a repeated name is left to the JSON parser.
+          auto at = std::lower_bound(out.headers.begin(), out.headers.end(), h,
+                                     [](auto& a, auto& b) { return a.first < b.first; });
+          if (at != out.headers.end() && at->first == h.first) return false;
+          out.headers.insert(at, std::move(h));
+        } while (s.literal(","));
+        if (!s.literal("}")) return false;
+      }
+    } else {
+      return false;
+    }
+  } while (s.literal(","));
+  return s.literal("}");
+}
+
+}  // namespace
+
+std::optional<deliver_record> parse_deliver_header(std::string_view header) {
+  header_scanner s(header);
+  deliver_record r;
+  if (!s.literal(R"({"action":"deliver","topic":)") || !s.string(r.topic) || !s.literal(R"(,"tag":)") ||
+      !s.number(r.tag))
+    return std::nullopt;
+  if (s.literal(R"(,"redelivered":true)"))
+    r.redelivered = true;
+  else if (!s.literal(R"(,"redelivered":false)"))
+    return std::nullopt;
+  if (s.literal(R"(,"published":)") && !s.number(r.published_us)) return std::nullopt;
+  if (s.literal(R"(,"props":{)") && !scan_props(s, r.props)) return std::nullopt;
+  if (!s.literal("}") || !s.at_end()) return std::nullopt;
+  return r;
+}
+
+result<mqs_record> read_mqs_record(std::string_view header) {
+  if (auto d = parse_deliver_header(header)) return mqs_record(std::move(*d));
+  auto json = wire::parse_json(header);
+  if (json.is_discarded()) return parsed::failure("a record from the MQS whose header is not valid JSON");
+  return parse_mqs_record(json);
 }
 
 }  // namespace dde::mqs

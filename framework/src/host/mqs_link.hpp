@@ -14,6 +14,7 @@
 
 #include "dde/envelope.hpp"
 #include "dde/names.hpp"
+#include "dde/protocol/mqs_props.hpp"
 
 namespace dde::host {
 
@@ -21,10 +22,10 @@ namespace dde::host {
 class topic_sink {
  public:
   virtual ~topic_sink() = default;
-  /// A delivery of the pool's topic: `props` as the MQS gave them (null for none), `body` the AMQP body,
+  /// A delivery of the pool's topic: `props` as the MQS gave them (all empty for none), `body` the AMQP body,
   /// `published_us` when the MQS first published it (µs since the epoch, its wall clock; 0: unknown).
   virtual void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered,
-                       std::uint64_t published_us, nlohmann::json props, std::string body) = 0;
+                       std::uint64_t published_us, mqs::message_props props, std::string body) = 0;
   /// A reply to an `ask` one of the pool's workers made.
   virtual void deliver_reply(envelope e) = 0;
   /// The link is up again (a new generation): pull again.

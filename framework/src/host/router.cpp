@@ -215,12 +215,12 @@ void router::request_credit() {
 }
 
 void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered,
-                     std::uint64_t published_us, nlohmann::json props, std::string body) {
+                     std::uint64_t published_us, mqs::message_props props, std::string body) {
   boost::asio::defer(strand_, [self = shared_from_this(), generation, tag, redelivered, published_us,
                               props = std::move(props), body = std::move(body)]() mutable {
     self->ledger_.on_delivery();
     ++self->stats_.delivered;
-    auto e = join_envelope(props, self->topic_, std::move(body));
+    auto e = join_envelope(mqs::view_of(props), self->topic_, std::move(body));
     const int earlier_failures = e.attempt;
     auto m = to_message(std::move(e), redelivered);
     if (redelivered) {

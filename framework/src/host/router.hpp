@@ -86,7 +86,7 @@ class router : public cell_owner,
   // Called from other strands; each posts to the router's strand.
   // topic_sink
   void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, std::uint64_t published_us,
-               nlohmann::json props, std::string body) override;
+               mqs::message_props props, std::string body) override;
   void deliver_reply(envelope e) override;
   void on_connected() override;
   // cell_owner

@@ -106,7 +106,12 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   /// "ws://host:port/path" of the current URL, for logs.
   std::string current_url() const;
   void schedule_reconnect(const std::string& why);
-  void handle(wire::record& rec);
+  /// A record of the MQS, read on the connection's thread; handled on the strand.
+  struct incoming {
+    mqs::mqs_record record;
+    std::string body;
+  };
+  void handle(incoming& in);
   void handle_deliver(mqs::deliver_record& r, std::string body);
   void handle_record(const mqs::welcome_record& r);
   void handle_record(const mqs::confirm_record& r);

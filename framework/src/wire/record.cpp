@@ -37,35 +37,52 @@ void append_raw_record(std::string& out, std::string_view header_json, std::stri
   out.append(body.data(), body.size());
 }
 
-decoded_batch decode_batch(std::string_view data, std::size_t max_body) {
-  decoded_batch result;
+framed_batch split_batch(std::string_view data, std::size_t max_body) {
+  framed_batch result;
   while (!data.empty()) {
-    std::size_t index = result.records.size();
     auto fail = [&](std::string why) {
       result.error = std::move(why);
-      result.bad_index = index;
+      result.bad_index = result.records.size();
       return result;
     };
     std::uint32_t hsize = 0;
     if (!get_u32(data, hsize)) return fail("truncated record: missing header size");
     if (hsize > max_header) return fail("header of " + std::to_string(hsize) + " bytes exceeds 65536");
     if (data.size() < hsize) return fail("truncated record: header shorter than its size");
-    record r;
-    r.header = parse_json(data.substr(0, hsize));
+    auto header = data.substr(0, hsize);
     data.remove_prefix(hsize);
-    if (r.header.is_discarded()) return fail("header is not valid JSON");
-    if (!r.header.is_object()) return fail("header is not a JSON object");
-    auto action = r.header.find("action");
-    if (action == r.header.end() || !action->is_string()) return fail("header has no string \"action\"");
     std::uint32_t bsize = 0;
     if (!get_u32(data, bsize)) return fail("truncated record: missing body size");
     if (bsize > max_body)
       return fail("body of " + std::to_string(bsize) + " bytes exceeds the limit of " + std::to_string(max_body));
     if (data.size() < bsize) return fail("truncated record: body shorter than its size");
-    r.body.assign(data.data(), bsize);
+    result.records.push_back({header, data.substr(0, bsize)});
     data.remove_prefix(bsize);
+  }
+  return result;
+}
+
+decoded_batch decode_batch(std::string_view data, std::size_t max_body) {
+  auto framed = split_batch(data, max_body);
+  decoded_batch result;
+  result.records.reserve(framed.records.size());
+  for (auto& f : framed.records) {
+    auto fail = [&](std::string why) {
+      result.error = std::move(why);
+      result.bad_index = result.records.size();
+      return result;
+    };
+    record r;
+    r.header = parse_json(f.header);
+    if (r.header.is_discarded()) return fail("header is not valid JSON");
+    if (!r.header.is_object()) return fail("header is not a JSON object");
+    auto action = r.header.find("action");
+    if (action == r.header.end() || !action->is_string()) return fail("header has no string \"action\"");
+    r.body.assign(f.body.data(), f.body.size());
     result.records.push_back(std::move(r));
   }
+  result.error = std::move(framed.error);
+  result.bad_index = framed.bad_index;
   return result;
 }
 

@@ -37,6 +37,19 @@ struct decoded_batch {
 /// `max_body` is an error. Records before the first bad one are returned.
 decoded_batch decode_batch(std::string_view data, std::size_t max_body);
 
+/// A batch's records as they are framed, their headers' text unread (views into the data).
+struct framed_record {
+  std::string_view header, body;
+};
+struct framed_batch {
+  std::vector<framed_record> records;
+  std::string error;         ///< empty when the whole batch is framed right
+  std::size_t bad_index = 0;  ///< index of the record the error is about
+};
+/// Splits a batch into records (the framing alone: sizes, the 64 KiB header limit, `max_body`).
+/// Records before the first badly framed one are returned.
+framed_batch split_batch(std::string_view data, std::size_t max_body);
+
 }  // namespace dde::wire
 
 namespace dde::wire {

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dde/envelope.hpp"
+
 namespace dde::mqs {
 
 /// The AMQP header in which MQSs before 2026-11-26 stamped a message as they first published it
@@ -42,6 +44,15 @@ constexpr std::size_t max_prop_headers_bytes = 65536;
 /// values, names of 1 to 128 bytes, 64 KiB in all)}; a header named `published_header` is left
 /// out (only the MQS sets it). Returns why not, or "".
 std::string parse_props(const nlohmann::json& j, message_props& out);
+
+/// Reads a deliver record's "props" as they come (another publisher's included): the string
+/// members and string-valued headers, whatever their number or size; anything else is skipped.
+void read_delivered_props(const nlohmann::json& j, message_props& out);
+
+/// The properties as join_envelope reads them (valid while `p` is).
+inline delivery_props view_of(const message_props& p) {
+  return {p.message_id, p.app_id, p.content_type, p.headers.empty() ? nullptr : &p.headers};
+}
 
 /// Appends `,"props":{...}` for a delivery's properties; nothing when `p` is empty.
 void append_props_field(std::string& out, const message_props& p);

@@ -49,10 +49,11 @@ struct deliver_record {
   std::string topic;
   std::uint64_t tag = 0;
   bool redelivered = false;
-  nlohmann::json props;  ///< the AMQP properties as JSON (parse_props reads them), null for none
+  message_props props;  ///< the AMQP properties (the "props" object's string fields; none: all empty)
   /// When the MQS first published it (µs since the epoch, the publishing MQS's wall clock:
   /// mqs/PROTOCOL.md *Publish stamp*); 0 when it has no stamp (e.g. published by something else).
   std::uint64_t published_us = 0;
+  bool operator==(const deliver_record&) const = default;
 };
 struct confirm_record {
   std::vector<std::uint64_t> seqs;
@@ -79,8 +80,17 @@ struct error_record {
 using mqs_record = std::variant<welcome_record, deliver_record, confirm_record, reject_record, depth_record,
                                 pause_record, error_record>;
 
-/// Reads a record header from the MQS (its "props" are moved out of `header`); an error naming the
-/// action or field that is wrong.
-result<mqs_record> parse_mqs_record(nlohmann::json& header);
+/// Reads a record header from the MQS; an error naming the action or field that is wrong.
+result<mqs_record> parse_mqs_record(const nlohmann::json& header);
+
+/// A `deliver` header exactly as append_deliver writes it, read without a JSON tree (the hot path:
+/// one a message). Nothing when the text has any other shape, an escape other than the simple ones,
+/// a byte outside printable ASCII or a repeated key: the caller then reads it as JSON, which gives
+/// the same record for every header this accepts.
+std::optional<deliver_record> parse_deliver_header(std::string_view header);
+
+/// Reads one record header's text: parse_deliver_header, else as JSON (an error when it is not a
+/// JSON object with a string "action", or parse_mqs_record's).
+result<mqs_record> read_mqs_record(std::string_view header);
 
 }  // namespace dde::mqs
