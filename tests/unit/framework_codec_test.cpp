@@ -392,7 +392,7 @@ TEST(Envelope, ADeliveryWithoutPropsIsReadAsAWholeEnvelopeOrAPlainPayload) {
   EXPECT_EQ(plain.from, "external");
   EXPECT_EQ(plain.body, (nlohmann::json{{"order", 5}}));
   // An AMQP publisher that names itself in app-id is the sender; a body that is not JSON is bytes.
-  auto named = dde::join_envelope({{"appId", "billing"}}, "sys.consumer", "not json");
+  auto named = dde::join_envelope(nlohmann::json{{"appId", "billing"}}, "sys.consumer", "not json");
   EXPECT_EQ(named.from, "billing");
   EXPECT_TRUE(named.is_bytes);
   EXPECT_EQ(named.bytes, "not json");
