@@ -348,6 +348,24 @@ TEST_F(WorkerCell, AReplyToAnAskGoesToTheAskingInstanceAndWorkerAndAReplyToARace
   EXPECT_EQ(owner->sends[0].e.to_worker, "w-9");
 }
 
+TEST_F(WorkerCell, ARateLimitWhileHandlingAReplyBacksOffTheMessageHeldNotTheReply) {
+  auto c = started_cell();
+  c->post_message(msg(1, {{{"ask", "other/service"}}, "hold"}), 11);
+  settle();
+  take();
+  envelope answer;
+  answer.id = "r1";
+  answer.from = "other/service";
+  answer.in_reply_to = owner->sends[0].e.id;
+  answer.to_worker = c->id();
+  answer.body = {{"tag", 100}, {"steps", {"rate_limited"}}};
+  c->post_reply(to_message(answer, false));
+  settle();
+  ASSERT_EQ(owner->limited_messages.size(), 1u) << testing::PrintToString(take());
+  EXPECT_EQ(owner->limited_messages[0].id(), "m1") << "the delivery is tried again, not the reply";
+  EXPECT_EQ(owner->limited_messages[0].body()["tag"], 1);
+}
+
 TEST_F(WorkerCell, AReplyReachesTheWorkerWhileItHoldsAMessageWhichItCanThenFinish) {
   auto c = started_cell();
   c->post_message(msg(1, {{{"ask", "other/service"}}, "hold"}), 11);

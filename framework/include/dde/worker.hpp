@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -156,6 +157,7 @@ class worker_access {
  public:
   static void set_current(worker& w, message m) { w.current_ = std::move(m); }
   static const message& current(const worker& w) { return w.current_; }
+  static message take_current(worker& w) { return std::exchange(w.current_, message{}); }
 };
 
 }  // namespace dde

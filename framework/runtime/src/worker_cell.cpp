@@ -56,9 +56,9 @@ void worker_cell::post_message(message m, std::uint64_t delivery_id) {
 }
 
 void worker_cell::post_reply(message m) {
-  boost::asio::defer(strand_, [self = shared_from_this(), m = std::move(m)] {
+  boost::asio::defer(strand_, [self = shared_from_this(), m = std::move(m)]() mutable {
     if (self->dead_ || !self->worker_) return;
-    self->invoke(m, false);
+    self->invoke(std::move(m), false);
   });
 }
 
@@ -115,26 +115,31 @@ void worker_cell::run_next() {
   busy_since_ = std::chrono::steady_clock::now();
   current_delivery_ = id;
   hop_ = begin_hop(m);
-  invoke(m, true);
+  invoke(std::move(m), true);
 }
 
-void worker_cell::invoke(const message& m, bool is_delivery) {
+void worker_cell::invoke(message m, bool is_delivery) {
   // A reply is handled in the middle of a delivery: keep that delivery's message as "current".
   message previous;
   hop previous_hop;
   if (!is_delivery) {
-    previous = worker_access::current(*worker_);
+    previous = worker_access::take_current(*worker_);
     // An answer is a hop of its own (its span ends when on_receive returns); the delivery's resumes.
     previous_hop = std::exchange(hop_, begin_hop(m));
   }
-  worker_access::set_current(*worker_, m);
+  // The message is the worker's "current" (what reply() and done() read), moved rather than copied:
+  // nothing sets it again while on_receive runs (a reply comes through the strand, later).
+  worker_access::set_current(*worker_, std::move(m));
   std::string error;
   try {
-    worker_->on_receive(m);
+    worker_->on_receive(worker_access::current(*worker_));
   } catch (const rate_limited& e) {
     if (!is_delivery) {
       end_hop(hop_, "reply", e.what());
       hop_ = std::move(previous_hop);
+      // What backs off is the delivery held (backoff() hands "current" to the owner to try again),
+      // never the reply.
+      if (worker_) worker_access::set_current(*worker_, std::move(previous));
     }
     if (is_delivery || busy_) backoff(e.delay(), e.what());
     return;

@@ -63,7 +63,7 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   void run_next();
   /// Ends the delivery being handled; `error` empty: it succeeded (its span's status).
   void end_delivery(std::string_view error = {});
-  void invoke(const message& m, bool is_delivery);
+  void invoke(message m, bool is_delivery);
   void crashed(const std::string& what);
   void replace_instance();
   void stop_for_good(const std::string& why);
