@@ -315,8 +315,10 @@ void dequeuer::complete(channel_state& ch) {
     on_governance_message(ch.oversize ? std::string() : ch.body);
   else if (ch.lease_copy)
     on_lease_copy(ch);
-  else
+  else {
+    drop_lease_header(ch.props);
     dispatcher_.on_delivery(ch.topic, ch.ref, ch.redelivered, std::move(ch.body), std::move(ch.props), turn_now_);
+  }
   ch.body = std::string();
   ch.props = message_props{};
 }

@@ -175,6 +175,8 @@ class dequeuer : private dispatcher_port {
   amqp_session::result consume_leases(const std::string& topic, consumer& c, std::uint16_t channel,
                                       const std::string& tag, std::string& lease_tag);
   void on_lease_copy(channel_state& ch);
+  /// Drops the x-dde-lease header from a delivery of a pool's queue.
+  static void drop_lease_header(message_props& props);
   void handle_lease_answer(const dequeue_command& cmd, clock::time_point now);
   /// Hands what publish_lease and dead_letter_copy queued to the enqueuer.
   void flush_own_messages();

@@ -31,6 +31,14 @@ std::optional<std::uint64_t> lease_id_of(const message_props& props) {
 
 }  // namespace
 
+void dequeuer::drop_lease_header(message_props& props) {
+  // A message that came back to the pool's queue from another MQS's lease queue (that MQS died)
+  // still carries that MQS's number. It is the MQS's own mark: a host never sees it, and a lease
+  // copy of this delivery names this MQS's delivery alone.
+  if (!props.headers.empty())
+    std::erase_if(props.headers, [](const auto& h) { return h.first == lease_header; });
+}
+
 amqp_session::result dequeuer::consume_leases(const std::string& topic, consumer& c, std::uint16_t channel,
                                               const std::string& tag, std::string& lease_tag) {
   amqp_session::result r;
@@ -69,10 +77,7 @@ void dequeuer::publish_lease(const std::string& topic, std::uint64_t id, const s
   m.topic = lease_topic(mqs_id_, cfg_.lease.count(), topic);
   m.mode = delivery_mode::at_least_once;
   m.body = body;
-  m.props = props;
-  // A message that came back to the pool's queue from another MQS's lease queue (that MQS died)
-  // still carries that MQS's number: replaced, or the copy would name a delivery of the dead one.
-  std::erase_if(m.props.headers, [](const auto& h) { return h.first == lease_header; });
+  m.props = props;  // without an x-dde-lease: dropped as the delivery arrived (drop_lease_header)
   m.props.headers.emplace_back(std::string(lease_header), std::to_string(id));
   m.settled = [this, id](bool ok) {
     dequeue_command answer;

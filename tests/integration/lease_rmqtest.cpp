@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
-#include <regex>
 #include <map>
+#include <regex>
 
 #include "dde/net/http_client.hpp"
 #include "dde_test.hpp"
@@ -66,7 +66,7 @@ class Leases : public ::testing::Test {
     std::string others;
     for (std::sregex_iterator it(log.begin(), log.end(), event_re), end; it != end; ++it) {
       auto id = (*it)[2].str();
-      if ((*it)[1].str().rfind("renewing", 0) == 0)
+      if ((*it)[1] == "renewing the lease of")
         ++waiting[id];
       else if (waiting[id] > 0)
         --waiting[id];

@@ -18,6 +18,7 @@ struct delivery {
   std::string body;
   bool redelivered = false;
   std::uint64_t published_us = 0;
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 class DequeuerTest : public ::testing::Test {
@@ -79,7 +80,7 @@ class DequeuerTest : public ::testing::Test {
     std::vector<delivery> out;
     for (auto& [record, body] : mqs_records(*host)) {
       if (auto* d = std::get_if<deliver_record>(&record))
-        out.push_back({d->tag, body, d->redelivered, d->published_us});
+        out.push_back({d->tag, body, d->redelivered, d->published_us, d->props.headers});
       else ADD_FAILURE() << "a record other than a delivery";
     }
     return out;
@@ -245,6 +246,8 @@ TEST_F(DequeuerTest, ALeaseCopyOfAMessageBackFromADeadMqssLeaseQueueNamesThisMqs
   settle();
   auto got = deliveries();
   ASSERT_EQ(got.size(), 1u);
+  for (auto& [key, value] : got[0].headers)
+    EXPECT_NE(key, "x-dde-lease") << "the MQS's own mark: the host does not see it";
   time.advance(1000ms);
   settle();
   ASSERT_EQ(copies.size(), 1u) << "held for a lease: copied";
