@@ -8,7 +8,10 @@
 # Environment: PERF=1 (default) records `perf record -a -g` for 3 s into OUT/perf.data; EV=events
 # for `perf stat` of the host and the MQS for 2 s (OUT/host.stat, OUT/mqs.stat); STRACE=1 counts
 # their syscalls instead (OUT/*.strace); ROOT=dir takes deploy/ from another checkout (e.g. with
-# DDE_ACTIVATOR_ARGS added to its cluster.sh).
+# DDE_ACTIVATOR_ARGS added to its cluster.sh). Each span also prints, per process, the time its
+# threads ran and the time they were runnable but waited for a core (/proc/<pid>/task/*/schedstat):
+# ran + waited far below the span's cores means the processes sleep waiting for each other (read it
+# with PERF=0: perf record's own work would fall in the span).
 set -uo pipefail
 build=$1 out=$2 mode=${3:-at-most-once} consumers=${4:-1} n=${5:-400000}
 root=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -29,14 +32,29 @@ registry=$($root/deploy/cluster.sh up "${cl[@]}") || exit 1
 ctl() { (set -a; source "$out/cluster/rabbitmq/node.env"; set +a; HOME=$out/cluster/rabbitmq/home /usr/lib/rabbitmq/bin/rabbitmqctl -q -n "$RABBITMQ_NODENAME" "$@"); }
 depth() { ctl list_queues name messages 2>/dev/null | awk -v q="$1" '$1==q{print $2}'; }
 beam=$(pgrep -f "beam.smp.*$out/cluster" | head -1)
+# ms run and ms waited on a run queue by every thread of each pid in $@ (threads gone meanwhile are
+# not counted: read it for daemons that keep their threads).
+sched() { for p in "$@"; do cat /proc/"$p"/task/*/schedstat 2>/dev/null | awk '{r+=$1; w+=$2} END{printf "%d %d ", r/1e6, w/1e6}'; done; }
+# "name ran/waited" for each process between two sched readings.
+sched_delta() {
+  local -a names a b; local i out=""
+  read -r -a names <<<"$1"; read -r -a a <<<"$2"; read -r -a b <<<"$3"
+  for i in "${!names[@]}"; do
+    out+="${names[$i]} ran $((b[2*i]-a[2*i])) ms waited $((b[2*i+1]-a[2*i+1])) ms; "
+  done
+  echo "$out"
+}
 qt=transient; [[ $mode == at-least-once ]] && qt=quorum
 raw=$build/bin/dde-raw-amqp
 # raw best
 $raw produce --port $rmq --queue rawq --queue-type $qt --count $n --size 64 --confirm-window 256 >/dev/null
 b0=$(awk '{print $14+$15}' /proc/$beam/stat)
+s0=$(sched $beam); t0=$(date +%s%N)
 $raw consume --port $rmq --queue rawq --queue-type $qt --count $n --prefetch 64 --multiple-ack --connections $consumers > "$out/raw.txt"
+s1=$(sched $beam); t1=$(date +%s%N)
 b1=$(awk '{print $14+$15}' /proc/$beam/stat)
 echo "raw: $(cat $out/raw.txt) broker_ticks=$((b1-b0))"
+echo "raw span $(( (t1-t0)/1000000 )) ms (client start and stop included): $(sched_delta broker "$s0" "$s1")"
 node=$(dde_first_node "$build/bin/ddectl" "$registry")
 mkdir -p $out/stats
 dde_deploy_pool "$build/bin/ddectl" "$registry" "$node" "ws://127.0.0.1:$mp/mqs" pp producer \
@@ -52,6 +70,7 @@ dde_deploy_pool "$build/bin/ddectl" "$registry" "$node" "ws://127.0.0.1:$mp/mqs"
   "$build/lib/workers/libconsumer.so" "$paths" "$mode" "\"credits\": 64, \"args\": {\"stats_dir\": \"$out/stats\"}"
 until host=$(pgrep -f "dde-isolate-system.*demo" | head -1); [[ -n $host ]]; do sleep 0.1; done
 sleep 1
+s0=$(sched $beam $mqs $host); t0=$(date +%s%N)
 if [[ ${PERF:-1} == 1 ]]; then
   perf record -F 1999 -g -o $out/perf.data -a -- sleep 3 >/dev/null 2>&1
 fi
@@ -61,7 +80,9 @@ if [[ ${STRACE:-0} == 1 ]]; then timeout 2 strace -c -f -p $host -o $out/host.st
 wait
 stat() { grep -ho "\"$1\":[0-9]*" $out/stats/consumer-*.json 2>/dev/null | cut -d: -f2 | sort -n; }
 until (( $(stat received | awk '{s+=$1} END{print s+0}') >= n )); do sleep 0.2; done
+s1=$(sched $beam $mqs $host); t1=$(date +%s%N)
 b1=$(awk '{print $14+$15}' /proc/$beam/stat); m1=$(awk '{print $14+$15}' /proc/$mqs/stat); h1=$(awk '{print $14+$15}' /proc/$host/stat)
 f=$(stat first_us | head -1); l=$(stat last_us | tail -1)
 echo "dde: $n in $(( (l-f)/1000 )) ms: $(( n*1000000/(l-f) )) msg/s broker_ticks=$((b1-b0)) mqs_ticks=$((m1-m0)) host_ticks=$h1 (ticks of 10 ms; the host's since it started)"
+echo "dde span $(( (t1-t0)/1000000 )) ms (from 1 s after the pool started): $(sched_delta "broker mqs host" "$s0" "$s1")"
 grep -E "context|cpu-clock|sys_enter|sched" $out/host.stat $out/mqs.stat
