@@ -35,8 +35,7 @@ void dequeuer::drop_lease_header(message_props& props) {
   // A message that came back to the pool's queue from another MQS's lease queue (that MQS died)
   // still carries that MQS's number. It is the MQS's own mark: a host never sees it, and a lease
   // copy of this delivery names this MQS's delivery alone.
-  if (!props.headers.empty())
-    std::erase_if(props.headers, [](const auto& h) { return h.first == lease_header; });
+  std::erase_if(props.headers, [](const auto& h) { return h.first == lease_header; });
 }
 
 amqp_session::result dequeuer::consume_leases(const std::string& topic, consumer& c, std::uint16_t channel,
