@@ -11,7 +11,9 @@
 # DDE_ACTIVATOR_ARGS added to its cluster.sh). Each span also prints, per process, the time its
 # threads ran and the time they were runnable but waited for a core (/proc/<pid>/task/*/schedstat):
 # ran + waited far below the span's cores means the processes sleep waiting for each other (read it
-# with PERF=0: perf record's own work would fall in the span).
+# with PERF=0: perf record's own work would fall in the span). PIN and BATCH: below, where they apply.
+# RAW_ON_DDE=1 has the raw client consume the queue the producer pool filled instead of DDE (then
+# stops); QINFO=1 prints the broker's queue process heap before consuming, GC=1 collects it first.
 set -uo pipefail
 build=$1 out=$2 mode=${3:-at-most-once} consumers=${4:-1} n=${5:-400000}
 root=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -32,6 +34,13 @@ registry=$($root/deploy/cluster.sh up "${cl[@]}") || exit 1
 ctl() { (set -a; source "$out/cluster/rabbitmq/node.env"; set +a; HOME=$out/cluster/rabbitmq/home /usr/lib/rabbitmq/bin/rabbitmqctl -q -n "$RABBITMQ_NODENAME" "$@"); }
 depth() { ctl list_queues name messages 2>/dev/null | awk -v q="$1" '$1==q{print $2}'; }
 beam=$(pgrep -f "beam.smp.*$out/cluster" | head -1)
+# Placement, for experiments on the kernel's scheduling: PIN="mqs:0 host:1" keeps each named process's
+# threads on those CPUs (broker, mqs, host: the host through its activator, whose children inherit
+# it), BATCH="broker mqs host" gives their threads SCHED_BATCH (no wake-up preemption). Both apply to
+# the broker before the raw client runs, so it is placed the same for both.
+place_pid() { case $1 in broker) echo "$beam" ;; mqs|activator) dde_daemon_pid "$out/cluster" "$1" ;; host) dde_daemon_pid "$out/cluster" activator ;; esac; }
+for p in ${PIN:-}; do taskset -a -p -c "${p#*:}" "$(place_pid "${p%%:*}")" >/dev/null || exit 1; done
+for p in ${BATCH:-}; do chrt -a -b -p 0 "$(place_pid "$p")" >/dev/null || exit 1; done
 # ms run and ms waited on a run queue by every thread of each pid in $@ (threads gone meanwhile are
 # not counted: read it for daemons that keep their threads).
 sched() { for p in "$@"; do cat /proc/"$p"/task/*/schedstat 2>/dev/null | awk '{r+=$1; w+=$2} END{printf "%d %d ", r/1e6, w/1e6}'; done; }
@@ -62,6 +71,19 @@ dde_deploy_pool "$build/bin/ddectl" "$registry" "$node" "ws://127.0.0.1:$mp/mqs"
   "\"args\": {\"to\": \"demo/consumer\", \"count\": $n, \"size\": 64}"
 until [[ $(depth demo.consumer) == "$n" ]]; do sleep 0.5; done
 echo "filled $n"
+# The queue process's heap and garbage collection (QINFO=1), after a forced collection with GC=1.
+qinfo() {
+  ctl eval '{ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<"/">>, queue, <<"demo.consumer">>)), P = amqqueue:get_pid(Q), '"$1"' process_info(P, [heap_size, total_heap_size, memory, message_queue_len, garbage_collection]).' 2>&1 | tr -s ' \n' ' '
+}
+[[ ${GC:-0} == 1 ]] && echo "queue process after a forced GC: $(qinfo 'erlang:garbage_collect(P),')"
+[[ ${QINFO:-0} == 1 ]] && echo "queue process: $(qinfo '')"
+if [[ ${RAW_ON_DDE:-0} == 1 ]]; then  # the raw client consumes what the producer pool sent, then stop
+  b0=$(awk '{print $14+$15}' /proc/$beam/stat)
+  $raw consume --port $rmq --queue demo.consumer --queue-type $qt --count $n --prefetch 64 --multiple-ack > "$out/raw-on-dde.txt"
+  b1=$(awk '{print $14+$15}' /proc/$beam/stat)
+  echo "raw on dde's queue: $(cat $out/raw-on-dde.txt) broker_ticks=$((b1-b0))"
+  exit 0
+fi
 paths=$(printf '"localhost",%.0s' $(seq "$consumers")); paths="[${paths%,}]"
 mqs=$(pgrep -f "dde-mqs --port $mp" | head -1)
 m0=$(awk '{print $14+$15}' /proc/$mqs/stat)
