@@ -56,7 +56,9 @@ sched_delta() {
 qt=transient; [[ $mode == at-least-once ]] && qt=quorum
 raw=$build/bin/dde-raw-amqp
 # raw best
-$raw produce --port $rmq --queue rawq --queue-type $qt --count $n --size 64 --confirm-window 256 >/dev/null
+# RAW_PROPS=1: the raw producer sets the MQS's properties (dde-raw-amqp --dde-props).
+props=(); [[ ${RAW_PROPS:-0} == 1 ]] && props=(--dde-props)
+$raw produce --port $rmq --queue rawq --queue-type $qt --count $n --size 64 --confirm-window 256 "${props[@]}" >/dev/null
 b0=$(awk '{print $14+$15}' /proc/$beam/stat)
 s0=$(sched $beam); t0=$(date +%s%N)
 $raw consume --port $rmq --queue rawq --queue-type $qt --count $n --prefetch 64 --multiple-ack --connections $consumers > "$out/raw.txt"
