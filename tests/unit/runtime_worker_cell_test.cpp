@@ -106,6 +106,24 @@ class WorkerCell : public ::testing::Test {
     return c;
   }
 
+  /// A started cell holding message 1 (delivery 11), which asked other/service, after the answer
+  /// (tag 100) came with `steps` for the worker.
+  std::shared_ptr<worker_cell> answer_held_ask(nlohmann::json steps) {
+    auto c = started_cell();
+    c->post_message(msg(1, {{{"ask", "other/service"}}, "hold"}), 11);
+    settle();
+    take();
+    envelope answer;
+    answer.id = "r1";
+    answer.from = "other/service";
+    answer.in_reply_to = owner->sends[0].e.id;
+    answer.to_worker = c->id();
+    answer.body = {{"tag", 100}, {"steps", std::move(steps)}};
+    c->post_reply(to_message(answer, false));
+    settle();
+    return c;
+  }
+
   /// A started cell whose worker threw on message 1 (delivery 11) while `waiting` more (2, 3, ...,
   /// deliveries 12, 13, ...) waited behind it: its mailbox is held until the test's directive.
   std::shared_ptr<worker_cell> crashed_with_waiting(int waiting) {
@@ -349,36 +367,14 @@ TEST_F(WorkerCell, AReplyToAnAskGoesToTheAskingInstanceAndWorkerAndAReplyToARace
 }
 
 TEST_F(WorkerCell, ARateLimitWhileHandlingAReplyBacksOffTheMessageHeldNotTheReply) {
-  auto c = started_cell();
-  c->post_message(msg(1, {{{"ask", "other/service"}}, "hold"}), 11);
-  settle();
-  take();
-  envelope answer;
-  answer.id = "r1";
-  answer.from = "other/service";
-  answer.in_reply_to = owner->sends[0].e.id;
-  answer.to_worker = c->id();
-  answer.body = {{"tag", 100}, {"steps", {"rate_limited"}}};
-  c->post_reply(to_message(answer, false));
-  settle();
+  auto c = answer_held_ask({"rate_limited"});
   ASSERT_EQ(owner->limited_messages.size(), 1u) << testing::PrintToString(take());
   EXPECT_EQ(owner->limited_messages[0].id(), "m1") << "the delivery is tried again, not the reply";
   EXPECT_EQ(owner->limited_messages[0].body()["tag"], 1);
 }
 
 TEST_F(WorkerCell, AReplyReachesTheWorkerWhileItHoldsAMessageWhichItCanThenFinish) {
-  auto c = started_cell();
-  c->post_message(msg(1, {{{"ask", "other/service"}}, "hold"}), 11);
-  settle();
-  take();
-  envelope answer;
-  answer.id = "r1";
-  answer.from = "other/service";
-  answer.in_reply_to = owner->sends[0].e.id;
-  answer.to_worker = c->id();
-  answer.body = {{"tag", 100}, {"steps", {"done"}}};
-  c->post_reply(to_message(answer, false));
-  settle();
+  auto c = answer_held_ask({"done"});
   EXPECT_EQ(take(), (lines{"reply 100", "done 11"}));
 }
 
