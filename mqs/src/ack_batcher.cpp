@@ -1,14 +1,34 @@
 #include "dde/mqs/ack_batcher.hpp"
 
+#include <algorithm>
+
 namespace dde::mqs {
 
-void ack_batcher::delivered(std::uint64_t tag) {
+void ack_batcher::delivered(std::uint64_t tag, std::uint32_t consumer) {
   if (marks_.empty()) base_ = tag;
   if (tag < base_ + marks_.size()) return;  // not newer than what we know: ignore (never happens)
   // A gap (should not happen) is filled with settled marks so tags stay aligned.
-  while (base_ + marks_.size() < tag) marks_.push_back(mark::settled);
-  marks_.push_back(mark::open);
+  while (base_ + marks_.size() < tag) marks_.push_back({state::settled, 0});
+  marks_.push_back({state::open, consumer});
   ++outstanding_;
+  auto it = std::find_if(held_.begin(), held_.end(), [&](auto& h) { return h.first == consumer; });
+  if (it == held_.end()) held_.emplace_back(consumer, 1);
+  else ++it->second;
+}
+
+std::uint32_t ack_batcher::held_by(std::uint32_t consumer) const {
+  auto it = std::find_if(held_.begin(), held_.end(), [&](auto& h) { return h.first == consumer; });
+  return it == held_.end() ? 0 : it->second;
+}
+
+void ack_batcher::close(mark& m, state to) {
+  m.is = to;
+  --outstanding_;
+  auto it = std::find_if(held_.begin(), held_.end(), [&](auto& h) { return h.first == m.consumer; });
+  if (it != held_.end() && --it->second == 0) {
+    *it = held_.back();
+    held_.pop_back();
+  }
 }
 
 ack_batcher::mark* ack_batcher::find(std::uint64_t tag) {
@@ -18,17 +38,15 @@ ack_batcher::mark* ack_batcher::find(std::uint64_t tag) {
 
 void ack_batcher::ack(std::uint64_t tag, clock::time_point now) {
   mark* m = find(tag);
-  if (!m || *m != mark::open) return;
-  *m = mark::ack;
-  --outstanding_;
+  if (!m || m->is != state::open) return;
+  close(*m, state::ack);
   pending_.push_back({tag, hold_ > clock::duration::zero() ? now + hold_ : clock::time_point::min()});
 }
 
 void ack_batcher::reject(std::uint64_t tag, bool requeue) {
   mark* m = find(tag);
-  if (!m || *m != mark::open) return;
-  *m = mark::settled;
-  --outstanding_;
+  if (!m || m->is != state::open) return;
+  close(*m, state::settled);
   rejects_.emplace_back(tag, requeue);
 }
 
@@ -37,8 +55,8 @@ void ack_batcher::flush(ack_sink& sink, clock::time_point now, bool all) {
   for (auto [tag, requeue] : rejects_) sink.send_reject(channel_, tag, requeue);
   rejects_.clear();
   std::uint64_t last = 0;
-  while (!marks_.empty() && marks_.front() != mark::open) {
-    if (marks_.front() == mark::ack) last = base_;
+  while (!marks_.empty() && marks_.front().is != state::open) {
+    if (marks_.front().is == state::ack) last = base_;
     marks_.pop_front();
     ++base_;
   }
@@ -47,10 +65,10 @@ void ack_batcher::flush(ack_sink& sink, clock::time_point now, bool all) {
   std::size_t kept = 0;
   for (auto& p : pending_) {
     mark* m = find(p.tag);
-    if (!m || *m != mark::ack) continue;  // covered by the multiple ack
+    if (!m || m->is != state::ack) continue;  // covered by the multiple ack
     if (all || p.due <= now) {
       sink.send_ack(channel_, p.tag, false);
-      *m = mark::settled;
+      m->is = state::settled;
       continue;
     }
     pending_[kept++] = p;

@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "dde/log.hpp"
 #include "dde/mqs/queue_spec.hpp"
@@ -45,6 +46,14 @@ bool of_channel(amqp_bytes_t tag, const std::string& first) {
 }
 
 }  // namespace
+
+std::uint32_t consumer_number(std::string_view tag, std::string_view first) {
+  if (tag.size() <= first.size() + 1) return 0;
+  std::uint32_t n = 0;
+  auto digits = tag.substr(first.size() + 1);
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  return ec == std::errc() && end == digits.data() + digits.size() ? n : lease_consumer;
+}
 
 dequeuer::dequeuer(const config& cfg, std::string mqs_id, broker_env env)
     : cfg_(cfg), mqs_id_(std::move(mqs_id)), env_(std::move(env)), dispatcher_(*this, cfg.idle_timeout, cfg.lease) {
@@ -277,7 +286,10 @@ void dequeuer::on_method(broker_link& link, amqp_frame_t& frame) {
       ch->lease_copy = !ch->lease_tag.empty() && equals(m->consumer_tag, ch->lease_tag);
       ch->ref = broker_ref{ch->epoch, frame.channel, m->delivery_tag};
       ch->redelivered = m->redelivered;
-      if (!ch->governance) ch->acks.delivered(m->delivery_tag);  // the pause consumer acks nothing
+      if (!ch->governance)  // the pause consumer acks nothing
+        ch->acks.delivered(m->delivery_tag,
+                           consumer_number({static_cast<const char*>(m->consumer_tag.bytes), m->consumer_tag.len},
+                                           ch->consumer_tag));
       break;
     }
     case AMQP_BASIC_CANCEL_METHOD: {  // the broker cancelled the consumer (queue deleted...)

@@ -51,6 +51,11 @@ struct dequeue_command {
   std::string origin;  ///< of a pause: "<mqs id>/<host instance>"
 };
 
+/// The number of a consumer on a topic's channel, given the first one's tag: 0 for `first`, n for
+/// "<first>+<n>", `lease_consumer` for any other ("<first>+lease", the lease queue's).
+constexpr std::uint32_t lease_consumer = 0xffffffff;
+std::uint32_t consumer_number(std::string_view tag, std::string_view first);
+
 class dequeuer : private dispatcher_port {
  public:
   /// `mqs_id` names this MQS process: its own pauses coming back from the broker are skipped.

@@ -106,15 +106,29 @@ dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, 
   // #3729): the message comes again marked redelivered, and the return counts towards its delivery
   // limit. So the consumers of a pool that scaled down stay while messages flow (the dispatcher
   // still shares deliveries by the hosts' credit; the MQS holds at most their prefetch more), and
-  // are cancelled once the channel was quiet both ways for shrink_quiet: no delivery came, and no
-  // ack or reject went (each makes room for a delivery that may be on its way). What a cancelled
-  // consumer holds stays unacked on the channel, and is settled as usual.
+  // are cancelled once the channel was quiet both ways for shrink_quiet (no delivery came, and no
+  // ack or reject went: each makes room for a delivery that may be on its way) and nothing can be
+  // on its way to them: each holds its whole prefetch unsettled (the broker sends a consumer no
+  // more than that), or the queue has no message ready (a passive declare). Quiet alone is not
+  // enough: a loaded broker may stall for longer than shrink_quiet with a consumer's prefetch on
+  // its way. What a cancelled consumer holds stays unacked on the channel, and is settled as usual.
   auto quiet_at = ch->last_traffic + shrink_quiet;
   if (have() == c.wanted) return never;
   if (have() > c.wanted && now < quiet_at) return quiet_at;
-  // basic.qos (global=false) set once on the channel applies to each consumer created on it.
   watch_rpcs(c.link);
   amqp_session::result r;
+  if (have() > c.wanted) {
+    bool full = true;
+    for (auto i = c.wanted - 1; i < ch->more_tags.size(); ++i)
+      full = full && ch->acks.held_by(consumer_number(ch->more_tags[i], ch->consumer_tag)) >= cfg_.prefetch;
+    std::uint32_t ready = 0, consumers = 0;
+    if (!full) r = c.link.session->queue_depth(ch->channel, topic, ready, consumers);
+    if (r.ok() && ready > 0) {
+      unwatch_rpcs();
+      return now + shrink_quiet;  // asked again then, unless traffic came
+    }
+  }
+  // basic.qos (global=false) set once on the channel applies to each consumer created on it.
   while (r.ok() && c.link.usable() && have() != c.wanted) {
     if (have() < c.wanted) {
       std::string tag = ch->consumer_tag + "+" + std::to_string(ch->next_more++);

@@ -421,6 +421,63 @@ TEST_F(DequeuerTest, EachWorkerGetsABrokerConsumerAndTheExtrasGoOnceNoDeliveryCa
   EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 1, true}, {1, 2, true}}));
 }
 
+TEST_F(DequeuerTest, AnExtraConsumerStaysThroughAStallLongerThanASecondWhileItsQueueStillHoldsMessages) {
+  // A loaded broker may stall with a consumer's prefetch on its way: cancelled then, the quorum
+  // queue would give those messages back marked redelivered (rabbitmq-server #3729).
+  start();
+  pull(4, 2);
+  auto& s = *link();
+  auto tag = consumer_tag(s);
+  s.deliver(1, tag + "+1", 1, "a");
+  settle();
+  auto held = deliveries();
+  ASSERT_EQ(held.size(), 1u);
+  s.depth[topic] = 500;  // still waiting in the queue
+  pull(0, 1);
+  time.advance(1500ms);  // no delivery, no ack: quiet, as a stall looks
+  settle();
+  EXPECT_GE(s.count("queue.declare-passive 1 " + std::string(topic)), 1u) << "the queue is asked first";
+  EXPECT_EQ(s.count("basic.cancel"), 0u) << "not while the queue holds messages";
+  time.advance(1500ms);
+  settle();
+  EXPECT_EQ(s.count("basic.cancel"), 0u);
+
+  s.depth[topic] = 0;  // drained
+  time.advance(1000ms);
+  settle();
+  EXPECT_EQ(s.count("basic.cancel 1 " + tag + "+1"), 1u) << "the queue is empty and the channel quiet";
+  ack({held[0].tag});
+  EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 1, true}}));
+}
+
+TEST_F(DequeuerTest, AnExtraConsumerHoldingItsWholePrefetchGoesAfterASecondOfQuietEvenWithMessagesReady) {
+  // The broker sends a consumer no more than its prefetch unacked: nothing can be on its way to
+  // one that holds all of it.
+  cfg.prefetch = 2;
+  start();
+  pull(6, 3);
+  auto& s = *link();
+  auto tag = consumer_tag(s);
+  s.depth[topic] = 14;
+  std::uint64_t t = 0;
+  for (auto c : {tag + "+1", tag + "+1", tag + "+2", tag + "+2", tag, tag}) s.deliver(1, c, ++t, "m");
+  settle();
+  auto held = deliveries();
+  ASSERT_EQ(held.size(), 6u);
+  pull(0, 2);
+  time.advance(1100ms);
+  settle();
+  EXPECT_EQ(s.count("basic.cancel 1 " + tag + "+2"), 1u);
+  EXPECT_EQ(s.count("queue.declare-passive"), 0u) << "no need to ask the queue";
+
+  ack({held[0].tag});  // +1 can take one more: something may be on its way to it
+  pull(0, 1);
+  time.advance(1100ms);
+  settle();
+  EXPECT_EQ(s.count("basic.cancel 1 " + tag + "+1"), 0u);
+  EXPECT_EQ(s.count("queue.declare-passive 1 " + std::string(topic)), 1u);
+}
+
 TEST_F(DequeuerTest, ALostMainConnectionIsOpenedAgainAfterABackoffAndConsumesPausesAgain) {
   start();
   auto* main = main_link();

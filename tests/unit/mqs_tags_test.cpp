@@ -79,6 +79,31 @@ TEST(AckBatcher, SettlingATagTwiceOrAnUnknownTagSendsNothing) {
   EXPECT_TRUE(s.out.empty());
 }
 
+TEST(AckBatcher, EachConsumerOfTheChannelCountsWhatItsHostsHaveNotSettled) {
+  ack_batcher b(1);
+  recording_sink s;
+  b.delivered(1, 0);
+  b.delivered(2, 3);
+  b.delivered(3, 3);
+  b.delivered(4, 0);
+  EXPECT_EQ(b.held_by(0), 2u);
+  EXPECT_EQ(b.held_by(3), 2u);
+  EXPECT_EQ(b.held_by(7), 0u) << "a consumer that got nothing";
+  b.ack(2);
+  b.reject(4, true);
+  b.ack(2);  // settled once only
+  EXPECT_EQ(b.held_by(0), 1u);
+  EXPECT_EQ(b.held_by(3), 1u);
+  b.flush(s);  // sending what was settled does not change what is held
+  EXPECT_EQ(b.held_by(0), 1u);
+  EXPECT_EQ(b.held_by(3), 1u);
+  b.ack(1);
+  b.ack(3);
+  EXPECT_EQ(b.held_by(0), 0u);
+  EXPECT_EQ(b.held_by(3), 0u);
+  EXPECT_EQ(b.outstanding(), 0u);
+}
+
 /// A channel whose acks may wait 1 ms behind an open delivery, with deliveries 1 to `n`.
 class HeldAcks : public ::testing::Test {
  protected:

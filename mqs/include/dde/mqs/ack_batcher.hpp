@@ -34,8 +34,8 @@ class ack_batcher {
   explicit ack_batcher(std::uint16_t channel, clock::duration hold = clock::duration::zero())
       : channel_(channel), hold_(hold) {}
 
-  /// The broker delivered `tag` on this channel.
-  void delivered(std::uint64_t tag);
+  /// The broker delivered `tag` on this channel to `consumer` (the caller's number for it).
+  void delivered(std::uint64_t tag, std::uint32_t consumer = 0);
   /// Settles `tag`, settled by its host at `now`: behind an open delivery it waits until
   /// `now + hold` at most for a multiple ack to cover it.
   void ack(std::uint64_t tag, clock::time_point now = {});
@@ -48,17 +48,26 @@ class ack_batcher {
 
   /// Deliveries not yet settled by their hosts.
   std::size_t outstanding() const { return outstanding_; }
+  /// Deliveries to `consumer` not yet settled by their hosts. When that is its prefetch, the
+  /// broker has nothing on its way to it.
+  std::uint32_t held_by(std::uint32_t consumer) const;
   bool has_pending() const { return !pending_.empty() || !rejects_.empty(); }
   /// After a flush: when the oldest held ack must go (nothing when none is held).
   std::optional<clock::time_point> due() const;
 
  private:
-  enum class mark : std::uint8_t { open, ack, settled };
+  enum class state : std::uint8_t { open, ack, settled };
+  struct mark {
+    state is;
+    std::uint32_t consumer;
+  };
   struct pending {
     std::uint64_t tag;
     clock::time_point due;  ///< min(): at the next flush
   };
   mark* find(std::uint64_t tag);
+  /// `m` leaves the open state as `to`.
+  void close(mark& m, state to);
   void flush(ack_sink& sink, clock::time_point now, bool all);
 
   std::uint16_t channel_;
@@ -66,6 +75,8 @@ class ack_batcher {
   std::uint64_t base_ = 0;  ///< tag of marks_.front()
   std::deque<mark> marks_;
   std::size_t outstanding_ = 0;
+  /// Open deliveries per consumer (few consumers share a channel: a flat list).
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> held_;
   /// Acked and not sent, in the order settled. After a flush only held ones are left, so the
   /// first is due first (settle times only grow, the hold is the same for all).
   std::vector<pending> pending_;
