@@ -108,7 +108,7 @@ envelope decode_envelope(std::string_view data) {
   bool is_dde = !j.is_discarded() && j.is_object() && j.contains("id") && j.contains("from") &&
                 (j.contains("body") || j.contains("bin"));
   if (!is_dde) {
-    e.from = "external";
+    e.from = external_sender;
     if (j.is_discarded()) {
       e.is_bytes = true;
       e.bytes.assign(data);
@@ -205,17 +205,24 @@ broker_message split_envelope(const envelope& e, std::string_view topic) {
   return m;
 }
 
-envelope join_envelope(const nlohmann::json& props, std::string_view topic, std::string payload) {
-  if (!props.is_object() || !props.contains("appId")) return decode_envelope(payload);
-  const std::string id = get_string(props, "messageId"), from = get_string(props, "appId"),
-                    content_type = get_string(props, "contentType");
-  std::vector<std::pair<std::string, std::string>> headers;
-  if (auto h = props.find("headers"); h != props.end() && h->is_object())
+void read_delivered_props(const nlohmann::json& j, delivered_props& out) {
+  if (!j.is_object()) return;
+  auto text = [&](const char* key, std::string& into) {
+    if (auto it = j.find(key); it != j.end() && it->is_string()) into = it->get<std::string>();
+  };
+  text("messageId", out.message_id);
+  text("appId", out.app_id);
+  text("contentType", out.content_type);
+  if (out.app_id.empty() && j.contains("appId")) out.app_id = external_sender;
+  if (auto h = j.find("headers"); h != j.end() && h->is_object())
     for (auto& [name, value] : h->items())
-      if (value.is_string()) headers.emplace_back(name, value.get<std::string>());
-  // An "appId" that says nothing still marks DDE's properties: the sender is "external".
-  return join_envelope(delivery_props{id, from.empty() ? std::string_view("external") : from, content_type, &headers},
-                       topic, std::move(payload));
+      if (value.is_string()) out.headers.emplace_back(name, value.get<std::string>());
+}
+
+envelope join_envelope(const nlohmann::json& props, std::string_view topic, std::string payload) {
+  delivered_props p;
+  read_delivered_props(props, p);
+  return join_envelope(p.view(), topic, std::move(payload));
 }
 
 envelope join_envelope(const delivery_props& props, std::string_view topic, std::string payload) {

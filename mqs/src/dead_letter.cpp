@@ -24,7 +24,7 @@ std::string header(const dead_message& m, std::string_view name) {
 std::optional<envelope> host_dead_letter(const dead_message& m) {
   if (!m.props.app_id.empty()) return std::nullopt;
   auto e = decode_envelope(m.body);
-  if (e.from == "external" || !e.dead_letter.is_object()) return std::nullopt;
+  if (e.from == external_sender || !e.dead_letter.is_object()) return std::nullopt;
   return e;
 }
 

@@ -83,7 +83,7 @@ class ask_session : public net::ws_handler {
         return finish(1, "the MQS refused the message: " + reject->error);
       auto* deliver = std::get_if<mqs::deliver_record>(&record.value());
       if (!deliver || deliver->topic != reply_topic(instance_)) continue;
-      auto reply = join_envelope(mqs::view_of(deliver->props), deliver->topic, std::move(r.body));
+      auto reply = join_envelope(deliver->props.view(), deliver->topic, std::move(r.body));
       if (reply.in_reply_to != message_id_) continue;
       return finish(0, reply.is_bytes ? reply.bytes : reply.body.dump(2));
     }

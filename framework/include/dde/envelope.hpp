@@ -40,8 +40,12 @@ struct envelope {
 
 std::string encode_envelope(const envelope& e);
 
+/// The sender of a message that names none: a payload that is not a DDE envelope, or DDE's
+/// properties with an empty "appId".
+inline constexpr std::string_view external_sender = "external";
+
 /// Decodes `data`. A payload that is not a DDE envelope (no "id" and "from") becomes the body of
-/// an envelope from "external", so plain AMQP publishers can feed a pool.
+/// an envelope from `external_sender`, so plain AMQP publishers can feed a pool.
 envelope decode_envelope(std::string_view data);
 
 /// An envelope as the broker carries it. RabbitMQ keeps a message's body and properties on its queue's
@@ -72,6 +76,19 @@ struct delivery_props {
 };
 /// As above, from typed properties.
 envelope join_envelope(const delivery_props& props, std::string_view topic, std::string payload);
+
+/// A delivery's properties, owned: what a deliver record's "props" says.
+struct delivered_props {
+  std::string message_id, app_id, content_type;  ///< `app_id` empty: the props had no "appId"
+  std::vector<std::pair<std::string, std::string>> headers;  ///< the string-valued ones
+
+  /// The properties as join_envelope reads them (valid while this is).
+  delivery_props view() const { return {message_id, app_id, content_type, headers.empty() ? nullptr : &headers}; }
+};
+/// Reads a deliver record's "props" as they come (another publisher's included): the string
+/// members and string-valued headers, whatever their number or size; anything else is skipped. An
+/// "appId" that says nothing still marks DDE's properties: `app_id` is then `external_sender`.
+void read_delivered_props(const nlohmann::json& j, delivered_props& out);
 
 /// The message a worker sees for an envelope.
 message to_message(envelope e, bool redelivered);

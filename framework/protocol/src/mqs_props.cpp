@@ -47,21 +47,6 @@ std::string parse_props(const nlohmann::json& j, message_props& out) {
   return {};
 }
 
-void read_delivered_props(const nlohmann::json& j, message_props& out) {
-  if (!j.is_object()) return;
-  auto text = [&](const char* key, std::string& into) {
-    if (auto it = j.find(key); it != j.end() && it->is_string()) into = it->get<std::string>();
-  };
-  text("messageId", out.message_id);
-  text("appId", out.app_id);
-  text("contentType", out.content_type);
-  // An "appId" that says nothing still marks DDE's properties (join_envelope: from "external").
-  if (out.app_id.empty() && j.contains("appId")) out.app_id = "external";
-  if (auto h = j.find("headers"); h != j.end() && h->is_object())
-    for (auto& [name, value] : h->items())
-      if (value.is_string()) out.headers.emplace_back(name, value.get<std::string>());
-}
-
 void append_props_field(std::string& out, const message_props& p) {
   if (p.empty()) return;
   out.append(R"(,"props":{)");

@@ -277,7 +277,7 @@ bool scan_props(header_scanner& s, message_props& out) {
       if (!once(id) || !s.string(out.message_id)) return false;
     } else if (key == "appId") {
       if (!once(app) || !s.string(out.app_id)) return false;
-      if (out.app_id.empty()) out.app_id = "external";  // as read_delivered_props
+      if (out.app_id.empty()) out.app_id = external_sender;  // as read_delivered_props
     } else if (key == "contentType") {
       if (!once(type) || !s.string(out.content_type)) return false;
     } else if (key == "headers") {

@@ -220,7 +220,7 @@ void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redeliver
                               props = std::move(props), body = std::move(body)]() mutable {
     self->ledger_.on_delivery();
     ++self->stats_.delivered;
-    auto e = join_envelope(mqs::view_of(props), self->topic_, std::move(body));
+    auto e = join_envelope(props.view(), self->topic_, std::move(body));
     const int earlier_failures = e.attempt;
     auto m = to_message(std::move(e), redelivered);
     if (redelivered) {

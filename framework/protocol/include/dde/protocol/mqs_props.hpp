@@ -23,9 +23,9 @@ namespace dde::mqs {
 /// left out.
 inline constexpr std::string_view published_header = "x-dde-published-us";
 
-struct message_props {
-  std::string message_id, app_id, content_type;  ///< AMQP short strings: 255 bytes at most
-  std::vector<std::pair<std::string, std::string>> headers;  ///< long-string values only
+/// `message_id`, `app_id`, `content_type` are AMQP short strings (255 bytes at most); the headers'
+/// values are long strings only.
+struct message_props : delivered_props {
   /// The MQS's publish stamp, µs (0: none; mqs/PROTOCOL.md *Publish stamp*). Not part of the
   /// "props" object: a `deliver` record reports it as its own field, `published`.
   std::uint64_t published_us = 0;
@@ -44,15 +44,6 @@ constexpr std::size_t max_prop_headers_bytes = 65536;
 /// values, names of 1 to 128 bytes, 64 KiB in all)}; a header named `published_header` is left
 /// out (only the MQS sets it). Returns why not, or "".
 std::string parse_props(const nlohmann::json& j, message_props& out);
-
-/// Reads a deliver record's "props" as they come (another publisher's included): the string
-/// members and string-valued headers, whatever their number or size; anything else is skipped.
-void read_delivered_props(const nlohmann::json& j, message_props& out);
-
-/// The properties as join_envelope reads them (valid while `p` is).
-inline delivery_props view_of(const message_props& p) {
-  return {p.message_id, p.app_id, p.content_type, p.headers.empty() ? nullptr : &p.headers};
-}
 
 /// Appends `,"props":{...}` for a delivery's properties; nothing when `p` is empty.
 void append_props_field(std::string& out, const message_props& p);
