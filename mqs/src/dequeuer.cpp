@@ -282,14 +282,13 @@ void dequeuer::on_method(broker_link& link, amqp_frame_t& frame) {
     case AMQP_BASIC_DELIVER_METHOD: {
       auto* m = static_cast<amqp_basic_deliver_t*>(method.decoded);
       if (!ch || !of_channel(m->consumer_tag, ch->consumer_tag)) break;  // stale
+      auto consumer =
+          consumer_number({static_cast<const char*>(m->consumer_tag.bytes), m->consumer_tag.len}, ch->consumer_tag);
       ch->reading = true;
-      ch->lease_copy = !ch->lease_tag.empty() && equals(m->consumer_tag, ch->lease_tag);
+      ch->lease_copy = consumer == lease_consumer;
       ch->ref = broker_ref{ch->epoch, frame.channel, m->delivery_tag};
       ch->redelivered = m->redelivered;
-      if (!ch->governance)  // the pause consumer acks nothing
-        ch->acks.delivered(m->delivery_tag,
-                           consumer_number({static_cast<const char*>(m->consumer_tag.bytes), m->consumer_tag.len},
-                                           ch->consumer_tag));
+      if (!ch->governance) ch->acks.delivered(m->delivery_tag, consumer);  // the pause consumer acks nothing
       break;
     }
     case AMQP_BASIC_CANCEL_METHOD: {  // the broker cancelled the consumer (queue deleted...)

@@ -52,8 +52,9 @@ struct dequeue_command {
 };
 
 /// The number of a consumer on a topic's channel, given the first one's tag: 0 for `first`, n for
-/// "<first>+<n>", `lease_consumer` for any other ("<first>+lease", the lease queue's).
+/// "<first>+<n>", `lease_consumer` for any other ("<first>+<lease_suffix>", the lease queue's).
 constexpr std::uint32_t lease_consumer = 0xffffffff;
+constexpr std::string_view lease_suffix = "lease";
 std::uint32_t consumer_number(std::string_view tag, std::string_view first);
 
 class dequeuer : private dispatcher_port {
@@ -107,7 +108,6 @@ class dequeuer : private dispatcher_port {
     std::uint16_t channel;
     ack_batcher acks;
     bool governance = false;  ///< the pause consumer (no-ack), not a topic's
-    std::string lease_tag;    ///< the consumer of the topic's lease queue (empty: none)
     bool lease_copy = false;  ///< the delivery being read came from the lease queue
     bool oversize = false;    ///< a governance message too large to read: skipped
     // The delivery being read: method, then content header, then body frames.
@@ -176,9 +176,9 @@ class dequeuer : private dispatcher_port {
 
   // Leases (dequeuer_leases.cpp).
   /// Declares and consumes `topic`'s lease queue on `link`'s channel (prefetch unlimited: every
-  /// copy is held, none waits to expire); its consumer tag, or empty when leases are off.
+  /// copy is held, none waits to expire) as "<tag>+<lease_suffix>"; nothing when leases are off.
   amqp_session::result consume_leases(const std::string& topic, consumer& c, std::uint16_t channel,
-                                      const std::string& tag, std::string& lease_tag);
+                                      const std::string& tag);
   void on_lease_copy(channel_state& ch);
   /// Drops the x-dde-lease header from a delivery of a pool's queue.
   static void drop_lease_header(message_props& props);

@@ -66,8 +66,7 @@ std::string dequeuer::setup(const std::string& topic, consumer& c) {
   // RabbitMQ 3.10 may answer this with a connection-level 541 while a fresh quorum queue elects
   // its leader: only this topic's connection goes, and it is retried after a backoff.
   if (r.ok()) r = link.session->consume(topic_channel, topic, tag);
-  std::string lease_tag;
-  if (r.ok()) r = consume_leases(topic, c, topic_channel, tag, lease_tag);
+  if (r.ok()) r = consume_leases(topic, c, topic_channel, tag);
   unwatch_rpcs();
   if (link.lost(r)) return {};
   if (!r.ok()) {
@@ -77,8 +76,7 @@ std::string dequeuer::setup(const std::string& topic, consumer& c) {
   // Several consumers share the channel and their hosts settle out of order: an at-least-once
   // topic's acks may wait a little for one multiple ack (ack_batcher); an at-most-once one's may not.
   auto hold = c.mode == delivery_mode::at_least_once ? ack_hold : ack_batcher::clock::duration::zero();
-  channels_.try_emplace(epoch, topic, epoch, tag, link, topic_channel, hold).first->second.lease_tag =
-      std::move(lease_tag);
+  channels_.try_emplace(epoch, topic, epoch, tag, link, topic_channel, hold);
   mqs_metrics::process().topic(topic).consumers.set(1);
   link.channel = topic_channel;
   link.epoch = epoch;
@@ -118,9 +116,9 @@ dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, 
   watch_rpcs(c.link);
   amqp_session::result r;
   if (have() > c.wanted) {
-    bool full = true;
-    for (auto i = c.wanted - 1; i < ch->more_tags.size(); ++i)
-      full = full && ch->acks.held_by(consumer_number(ch->more_tags[i], ch->consumer_tag)) >= cfg_.prefetch;
+    bool full = std::all_of(ch->more_tags.begin() + (c.wanted - 1), ch->more_tags.end(), [&](const std::string& t) {
+      return ch->acks.held_by(consumer_number(t, ch->consumer_tag)) >= cfg_.prefetch;
+    });
     std::uint32_t ready = 0, consumers = 0;
     if (!full) r = c.link.session->queue_depth(ch->channel, topic, ready, consumers);
     if (r.ok() && ready > 0) {

@@ -39,7 +39,7 @@ void dequeuer::drop_lease_header(message_props& props) {
 }
 
 amqp_session::result dequeuer::consume_leases(const std::string& topic, consumer& c, std::uint16_t channel,
-                                              const std::string& tag, std::string& lease_tag) {
+                                              const std::string& tag) {
   amqp_session::result r;
   if (cfg_.lease.count() <= 0 || c.mode != delivery_mode::at_least_once) return r;
   auto queue = lease_topic(mqs_id_, cfg_.lease.count(), topic);
@@ -48,9 +48,8 @@ amqp_session::result dequeuer::consume_leases(const std::string& topic, consumer
   // basic.qos (global=false) applies to the consumers created after it: none for this one, the
   // topic's prefetch again for those that follow.
   if (r.ok()) r = c.link.session->qos(channel, 0);
-  if (r.ok()) r = c.link.session->consume(channel, queue, tag + "+lease");
+  if (r.ok()) r = c.link.session->consume(channel, queue, tag + "+" + std::string(lease_suffix));
   if (r.ok()) r = c.link.session->qos(channel, cfg_.prefetch);
-  if (r.ok()) lease_tag = tag + "+lease";
   return r;
 }
 
