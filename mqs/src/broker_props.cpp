@@ -1,6 +1,7 @@
 #include "dde/mqs/broker_props.hpp"
 
 #include <array>
+#include <cstdint>
 
 namespace dde::mqs {
 namespace {
@@ -10,34 +11,37 @@ constexpr std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmno
 constexpr std::string_view hex = "0123456789abcdef";
 constexpr std::size_t uuid_text = 36, compact_text = 1 + 22;
 
-bool is_dash_at(std::size_t i) { return i == 8 || i == 13 || i == 18 || i == 23; }
+// In a canonical UUID's text: where its dashes are, and where each of its 16 bytes' two hex digits start.
+constexpr std::array<std::size_t, 4> dashes{8, 13, 18, 23};
+constexpr std::array<std::size_t, 16> byte_at{0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34};
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;  // uppercase too: such an id is left as it is, so it reads back unchanged
+/// Each byte's value as a digit of `digits`, -1 for a byte that is not one: one lookup a character.
+constexpr std::array<std::int8_t, 256> values_of(std::string_view digits) {
+  std::array<std::int8_t, 256> t{};
+  t.fill(-1);
+  for (std::size_t i = 0; i < digits.size(); ++i) t[static_cast<unsigned char>(digits[i])] = std::int8_t(i);
+  return t;
 }
 
-int alphabet_value(char c) {
-  auto at = alphabet.find(c);
-  return at == std::string_view::npos ? -1 : int(at);
-}
+constexpr auto hex_values = values_of(hex), alphabet_values = values_of(alphabet);
+
+/// A lowercase hex digit's value; -1 for anything else, uppercase too: such an id is left as it is,
+/// so it reads back unchanged.
+int hex_value(char c) { return hex_values[static_cast<unsigned char>(c)]; }
+
+int alphabet_value(char c) { return alphabet_values[static_cast<unsigned char>(c)]; }
 
 }  // namespace
 
 std::string_view broker_message_id(std::string_view id, std::array<char, compact_text>& out) {
   if (id.size() != uuid_text) return id;
+  for (auto dash : dashes)
+    if (id[dash] != '-') return id;
   std::array<std::uint8_t, 16> bytes{};
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < id.size(); ++i) {
-    if (is_dash_at(i)) {
-      if (id[i] != '-') return id;
-      continue;
-    }
-    int v = hex_value(id[i]);
-    if (v < 0) return id;
-    bytes[n / 2] = std::uint8_t(bytes[n / 2] | (n % 2 == 0 ? v << 4 : v));
-    ++n;
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    int high = hex_value(id[byte_at[i]]), low = hex_value(id[byte_at[i] + 1]);
+    if ((high | low) < 0) return id;
+    bytes[i] = std::uint8_t(high << 4 | low);
   }
   std::size_t at = 0;
   out[at++] = compact_mark;
@@ -79,14 +83,15 @@ std::string host_message_id(std::string_view broker_id) {
   }
   // The last character carries 2 bits of data and 4 of padding, which a compacted id leaves 0.
   if (n != bytes.size() || (acc & ((1u << bits) - 1)) != 0) return std::string(broker_id);
-  std::string out;
-  out.reserve(uuid_text);
+  // Written into a buffer, then one string: this runs for every message delivered.
+  std::array<char, uuid_text> out;
+  std::size_t at = 0;
   for (std::size_t i = 0; i < bytes.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
-    out.push_back(hex[bytes[i] >> 4]);
-    out.push_back(hex[bytes[i] & 15]);
+    if (i == 4 || i == 6 || i == 8 || i == 10) out[at++] = '-';
+    out[at++] = hex[bytes[i] >> 4];
+    out[at++] = hex[bytes[i] & 15];
   }
-  return out;
+  return std::string(out.data(), out.size());
 }
 
 std::uint64_t stamp_of_timestamp(std::uint64_t timestamp) {

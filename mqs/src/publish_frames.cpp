@@ -28,19 +28,21 @@ constexpr std::uint16_t app_id_flag = 0x0008;
 
 publish_frames::publish_frames(std::uint32_t frame_max) : frame_max_(std::max<std::uint32_t>(frame_max, 4096)) {}
 
+// Big-endian, each written with one append: the frames of every message publish go through these.
 void publish_frames::u16(std::uint16_t v) {
-  u8(std::uint8_t(v >> 8));
-  u8(std::uint8_t(v));
+  const char b[2] = {char(v >> 8), char(v)};
+  out_.append(b, sizeof b);
 }
 
 void publish_frames::u32(std::uint32_t v) {
-  u16(std::uint16_t(v >> 16));
-  u16(std::uint16_t(v));
+  const char b[4] = {char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
+  out_.append(b, sizeof b);
 }
 
 void publish_frames::u64(std::uint64_t v) {
-  u32(std::uint32_t(v >> 32));
-  u32(std::uint32_t(v));
+  char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = char(v >> (56 - 8 * i));
+  out_.append(b, sizeof b);
 }
 
 void publish_frames::short_string(std::string_view s) {
