@@ -1,6 +1,7 @@
 #include "dde/mqs/batch_reader.hpp"
 
 #include <cstdint>
+#include <utility>
 
 #include "dde/wire/fast_json.hpp"
 
@@ -19,11 +20,26 @@ bool get_u32(std::string_view& in, std::uint32_t& v) {
 
 }  // namespace
 
+const nlohmann::json& batch_entry::header() {
+  if (!parsed_) {
+    header_ = wire::parse_json(header_text);
+    parsed_ = true;
+  }
+  return header_;
+}
+
+void batch_entry::reset(std::size_t at) {
+  index = at;
+  header_text = {};
+  enqueue.reset();
+  body = {};
+  error.clear();
+  if (std::exchange(parsed_, false)) header_ = nlohmann::json(nlohmann::json::value_t::discarded);
+}
+
 bool batch_reader::next(batch_entry& out) {
   if (broken_ || data_.empty()) return false;
-  out = batch_entry{};
-  out.index = index_++;
-  out.header = nlohmann::json(nlohmann::json::value_t::discarded);
+  out.reset(index_++);
   auto broken = [&](std::string why) {
     out.error = std::move(why);
     broken_ = true;
@@ -41,13 +57,15 @@ bool batch_reader::next(batch_entry& out) {
   if (data_.size() < bsize) return broken("truncated record: body shorter than its size");
   out.body = data_.substr(0, bsize);
   data_.remove_prefix(bsize);
+  out.header_text = header_text;
 
-  out.header = wire::parse_json(header_text);
-  if (out.header.is_discarded()) {
+  if (bsize <= max_body_ && (out.enqueue = parse_enqueue_header(header_text))) return true;
+  auto& header = out.header();
+  if (header.is_discarded()) {
     out.error = "header is not valid JSON";
-  } else if (!out.header.is_object()) {
+  } else if (!header.is_object()) {
     out.error = "header is not a JSON object";
-  } else if (auto a = out.header.find("action"); a == out.header.end() || !a->is_string()) {
+  } else if (auto a = header.find("action"); a == header.end() || !a->is_string()) {
     out.error = "header has no string \"action\"";
   } else if (bsize > max_body_) {
     out.error =

@@ -116,30 +116,31 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
   bool close_after = false;
   std::size_t errors = 0;
   std::string first_error;
-  auto refuse = [&](const batch_entry& e, const std::string& error, std::optional<std::uint64_t> seq) {
+  auto refuse = [&](batch_entry& e, const std::string& error, std::optional<std::uint64_t> seq) {
     if (errors++ == 0) first_error = error;
     if (seq) append_reject(reply, std::span<const std::uint64_t>(&*seq, 1), error);
-    append_error(reply, error, e.index, &e.header);
+    append_error(reply, error, e.index, &e.header());
   };
 
   batch_reader reader(data, cfg_.max_message);
   batch_entry e;
   while (!close_after && reader.next(e)) {
-    bool is_enqueue = false;
-    if (!e.header.is_discarded() && e.header.is_object())
-      if (auto a = e.header.find("action"); a != e.header.end() && a->is_string())
-        is_enqueue = *a == "enqueue";
-    if (!e.error.empty()) {
-      refuse(e, e.error, is_enqueue ? enqueue_seq(e.header) : std::nullopt);
+    if (!e.error.empty()) {  // the header is JSON or not; an enqueue's seq is rejected
+      bool is_enqueue = false;
+      if (auto& h = e.header(); !h.is_discarded() && h.is_object())
+        if (auto a = h.find("action"); a != h.end() && a->is_string()) is_enqueue = *a == "enqueue";
+      refuse(e, e.error, is_enqueue ? enqueue_seq(e.header()) : std::nullopt);
       continue;
     }
-    auto parsed = parse_request(e.header);
+    auto parsed =
+        e.enqueue ? parsed_request{request(std::move(*e.enqueue)), {}, {}} : parse_request(e.header());
     if (!parsed.req) {
       refuse(e, parsed.error, parsed.reject_seq);
       continue;
     }
     if (!s->hello && !std::holds_alternative<hello_request>(*parsed.req)) {
-      refuse(e, "the first record must be a hello", is_enqueue ? enqueue_seq(e.header) : std::nullopt);
+      auto* q = std::get_if<enqueue_request>(&*parsed.req);
+      refuse(e, "the first record must be a hello", q ? q->seq : std::nullopt);
       continue;
     }
     std::visit(
@@ -150,12 +151,12 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
                              "protocol " + std::to_string(h.protocol) +
                                  " is not supported: this MQS speaks " +
                                  std::to_string(wire::protocol_version),
-                             e.index, &e.header);
+                             e.index, &e.header());
                 close_after = true;
                 return;
               }
               if (s->hello) {
-                append_error(reply, "hello was already received on this connection", e.index, &e.header);
+                append_error(reply, "hello was already received on this connection", e.index, &e.header());
                 return;
               }
               s->hello = true;

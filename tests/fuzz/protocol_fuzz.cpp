@@ -1,7 +1,7 @@
-// dde_protocol's decoders on hostile input. The first byte picks one: the MQS's request decoder, the
-// host's record decoder (its hand reader of deliver headers checked against the JSON reading), the
-// node's registry-frame decoder, the pool spec, the host's /control request decoder, or either end
-// of the remote-worker link. Properties: nothing
+// dde_protocol's decoders on hostile input. The first byte picks one: the MQS's request decoder (its
+// hand reader of enqueue headers checked against the JSON reading), the host's record decoder (its
+// hand reader of deliver headers likewise), the node's registry-frame decoder, the pool spec, the
+// host's /control request decoder, or either end of the remote-worker link. Properties: nothing
 // crashes or leaks, and whatever decodes survives a round trip: encoding it and decoding that again
 // gives the same encoding (a field one side writes and the other drops would break it).
 #include <cstddef>
@@ -38,8 +38,18 @@ std::string encode_request(const mqs::request& req, std::string_view body) {
   return out;
 }
 
-/// Decodes the batch's records as the MQS does; the re-encoding of every valid one.
+/// Decodes the batch's records as the MQS does; the re-encoding of every valid one. Whatever the
+/// hand reader of enqueue headers accepts, the JSON reading gives the same request.
 std::string requests_round(std::string_view batch) {
+  for (auto& rec : wire::split_batch(batch, 1 << 20).records) {
+    if (auto fast = mqs::parse_enqueue_header(rec.header)) {
+      auto json = wire::parse_json(rec.header);
+      DDE_FUZZ_CHECK(!json.is_discarded());
+      auto slow = mqs::parse_request(json);
+      DDE_FUZZ_CHECK(slow.req && std::holds_alternative<mqs::enqueue_request>(*slow.req));
+      DDE_FUZZ_CHECK(std::get<mqs::enqueue_request>(*slow.req) == *fast);
+    }
+  }
   std::string out;
   for (auto& rec : wire::decode_batch(batch, 1 << 20).records) {
     auto parsed = mqs::parse_request(rec.header);

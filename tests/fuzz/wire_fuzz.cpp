@@ -31,10 +31,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       continue;
     }
     if (!seen_bad) ++good_prefix;
-    DDE_FUZZ_CHECK(!entry.header.is_discarded());
-    const auto parsed = dde::mqs::parse_request(entry.header);
+    DDE_FUZZ_CHECK(!entry.header().is_discarded());
+    const auto parsed = dde::mqs::parse_request(entry.header());
     DDE_FUZZ_CHECK(parsed.req.has_value() != !parsed.error.empty());
-    (void)dde::mqs::enqueue_seq(entry.header);
+    // An enqueue read without a JSON tree is the request the JSON reading gives.
+    if (entry.enqueue)
+      DDE_FUZZ_CHECK(parsed.req && std::holds_alternative<dde::mqs::enqueue_request>(*parsed.req) &&
+                     std::get<dde::mqs::enqueue_request>(*parsed.req) == *entry.enqueue);
+    (void)dde::mqs::enqueue_seq(entry.header());
     if (!entry.body.empty()) {
       (void)dde::decode_envelope(entry.body);
       (void)dde::mqs::decode_pause_broadcast(entry.body);

@@ -163,6 +163,30 @@ TEST(BatchReader, GoesOnPastABadHeaderAndAnOversizedBody) {
                       "3:header is not a JSON object", "4:header has no string \"action\"", "5:3"}));
 }
 
+TEST(BatchReader, ReadsAnEnqueueAsHostsWriteItWithoutJsonAndItsHeaderAsJsonWhenAsked) {
+  std::string batch;
+  append_enqueue(batch, "s.p", delivery_mode::at_least_once, 9, R"({"appId":"s.q"})", "body");
+  append_enqueue(batch, "s.p", delivery_mode::at_least_once, 10, "", "too long");
+  batch += raw(R"({"topic":"s.p","action":"enqueue","mode":"at-most-once"})", "x");
+  batch_reader r(batch, 4);
+  batch_entry e;
+  ASSERT_TRUE(r.next(e));
+  ASSERT_TRUE(e.enqueue) << "the hand reader's record";
+  EXPECT_EQ(e.enqueue->seq, std::optional<std::uint64_t>(9));
+  EXPECT_EQ(e.enqueue->props.app_id, "s.q");
+  EXPECT_EQ(e.body, "body");
+  EXPECT_EQ(e.header()["seq"], 9) << "still there as JSON for an error report";
+  ASSERT_TRUE(r.next(e));
+  EXPECT_FALSE(e.enqueue) << "a body over the limit is an error, read or not";
+  EXPECT_EQ(e.error, "body of 8 bytes exceeds --max-message 4");
+  EXPECT_EQ(enqueue_seq(e.header()), std::optional<std::uint64_t>(10));
+  ASSERT_TRUE(r.next(e));
+  EXPECT_FALSE(e.enqueue) << "another shape: JSON";
+  EXPECT_TRUE(e.error.empty());
+  EXPECT_EQ(e.header()["mode"], "at-most-once");
+  EXPECT_FALSE(r.next(e));
+}
+
 TEST(BatchReader, StopsAtBrokenFraming) {
   std::string batch = raw(R"({"action":"a"})") + std::string("\x05\x00\x00\x00{\"a\"", 8);
   batch_reader r(batch, 100);

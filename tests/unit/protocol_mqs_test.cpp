@@ -265,6 +265,93 @@ TEST(MqsRecords, AHeaderOfAnyOtherShapeIsLeftToTheJsonReadingWhichDecides) {
   EXPECT_FALSE(read_mqs_record("{not json")) << "a header that is not JSON is an error";
 }
 
+/// `header` read as JSON by the MQS (what it does with any header but an enqueue's as hosts write it).
+parsed_request request_from_json(const std::string& header) {
+  auto json = wire::parse_json(header);
+  if (json.is_discarded()) return parsed_request{std::nullopt, "not JSON", std::nullopt};
+  return parse_request(json);
+}
+
+TEST(MqsRequests, TheMqsReadsTheEnqueueHeadersAHostWritesWithoutAJsonTreeAndGetsWhatJsonGives) {
+  std::vector<message_props> cases(5);
+  cases[1].app_id = "s.producer";
+  cases[1].message_id = "5f0c2a8e-1b7d-4c7e-9a51-3f6d2b9e8c11";
+  cases[2] = cases[1];
+  cases[2].content_type = "application/octet-stream";
+  cases[2].headers = {{"replyTo", "s/requester"}, {"attempt", "3"},
+                      {"deadLetter", R"({"reason":"a \"quoted\" \\ why\n\t/"})"}};
+  cases[3].app_id = std::string(max_prop_string, 'a');  // at the limits
+  for (std::size_t i = 0; i < max_prop_headers; ++i)
+    cases[3].headers.emplace_back("h" + std::to_string(100 + i), std::string(1000, 'v'));
+  cases[4].headers = {{std::string(max_prop_header_name, 'n'), ""}};
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    for (auto mode : {delivery_mode::at_least_once, delivery_mode::at_most_once, delivery_mode::reply}) {
+      std::optional<std::uint64_t> seq;
+      if (mode != delivery_mode::at_most_once) seq = 18'446'744'073'709'551'615u - i;
+      std::string out;
+      append_enqueue(out, "sys.pool.p1", mode, seq, props_json(cases[i]), "{}");
+      auto header = header_of(out);
+      auto fast = parse_enqueue_header(header);
+      ASSERT_TRUE(fast) << "the hand reader missed " << header;
+      auto slow = request_from_json(header);
+      ASSERT_TRUE(slow.req) << slow.error;
+      EXPECT_EQ(*fast, std::get<enqueue_request>(*slow.req)) << header;
+      auto expected = cases[i];
+      std::sort(expected.headers.begin(), expected.headers.end());  // in name order, as from JSON
+      EXPECT_EQ(fast->props, expected) << header;
+      EXPECT_EQ(fast->topic, "sys.pool.p1");
+      EXPECT_EQ(fast->mode, mode);
+      EXPECT_EQ(fast->seq, seq);
+    }
+  }
+}
+
+TEST(MqsRequests, AnEnqueueHeaderOfAnyOtherShapeOrBeyondALimitIsLeftToTheJsonReadingWhichDecides) {
+  const std::string head = R"({"action":"enqueue","topic":"s.p","mode":"at-most-once")";
+  std::string many_headers = R"(,"props":{"headers":{)";
+  for (int i = 0; i <= int(max_prop_headers); ++i)
+    many_headers += (i ? ",\"h" : "\"h") + std::to_string(i) + "\":\"v\"";
+  many_headers += "}}";
+  const std::vector<std::string> others{
+      R"({"topic":"s.p","action":"enqueue","mode":"at-most-once"})",                // another order
+      R"({"action":"enqueue", "topic":"s.p","mode":"at-most-once"})",               // a space
+      R"({"action":"enqueue","topic":"s.p","mode":"at-most-once","other":1})",      // another field
+      R"({"action":"enqueue","topic":"s","mode":"at-most-once"})",                  // a bad topic
+      R"({"action":"enqueue","topic":"s.p","mode":"sometimes"})",                   // a bad mode
+      R"({"action":"enqueue","topic":"s.p","mode":"at-least-once"})",               // no seq
+      R"({"action":"enqueue","topic":"s.p","mode":"at-least-once","seq":-1})",      // a signed seq
+      R"({"action":"enqueue","topic":"s.p","mode":"at-least-once","seq":1.5})",     // not whole
+      R"({"action":"enqueue","topic":"s.p","mode":"at-least-once","seq":18446744073709551616})",
+      R"({"action":"enqueue","topic":"s.\u0070","mode":"at-most-once"})",          // a \u escape
+      head + R"(,"props":{"appId":"caf)" + "\xc3\xa9" + R"("}})",                   // UTF-8
+      head + R"(,"props":{"appId":"a","appId":"b"}})",                              // a repeated key
+      head + R"(,"props":{"headers":{"h":"1","h":"2"}}})",                          // a repeated header
+      head + R"(,"props":{"headers":{"x-dde-published-us":"1"}}})",                 // the MQS's own
+      head + R"(,"props":{"headers":{"":"1"}}})",                                   // an empty name
+      head + R"(,"props":{"headers":{")" + std::string(max_prop_header_name + 1, 'n') + R"(":"1"}}})",
+      head + R"(,"props":{"messageId":")" + std::string(max_prop_string + 1, 'm') + R"("}})",
+      head + R"(,"props":{"headers":{"a":")" + std::string(max_prop_headers_bytes, 'v') + R"("}}})",
+      head + many_headers + "}",
+      head + R"(,"props":{"headers":{"n":1}}})",                                    // not a string
+      head + R"(,"props":{"other":"x"}})",                                          // not a property
+      head + "}x",
+      head,
+  };
+  for (auto& h : others) {
+    EXPECT_FALSE(parse_enqueue_header(h)) << h;
+    auto slow = request_from_json(h);
+    if (slow.req) {
+      EXPECT_TRUE(std::holds_alternative<enqueue_request>(*slow.req)) << h;
+    }
+  }
+  // The JSON reading still decides: some of these are enqueues, most are errors it names.
+  EXPECT_TRUE(request_from_json(others[0]).req) << "JSON in another order is still an enqueue";
+  EXPECT_TRUE(request_from_json(others[13]).req) << "the MQS's own stamp header is left out, not refused";
+  EXPECT_EQ(request_from_json(others[5]).error, "an at-least-once enqueue needs a \"seq\"");
+  EXPECT_EQ(request_from_json(others[16]).error, "props.messageId of 256 bytes exceeds 255");
+  EXPECT_EQ(request_from_json(others[17]).error, "props.headers exceed 65536 bytes in all");
+}
+
 TEST(MqsProps, ASendersOwnPublishStampHeaderIsLeftOut) {
   message_props props;
   EXPECT_EQ(parse_props({{"headers", {{"x-dde-published-us", "1"}, {"x-dde-note", "kept"}}}}, props), "");

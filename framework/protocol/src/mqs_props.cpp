@@ -5,14 +5,12 @@
 namespace dde::mqs {
 namespace {
 
-constexpr std::size_t max_short_string = 255;
-
 std::string short_string(const nlohmann::json& j, const char* key, std::string& out) {
   auto it = j.find(key);
   if (it == j.end()) return {};
   if (!it->is_string()) return std::string("props.") + key + " must be a string";
   const auto& s = it->get_ref<const std::string&>();
-  if (s.size() > max_short_string)
+  if (s.size() > max_prop_string)
     return std::string("props.") + key + " of " + std::to_string(s.size()) + " bytes exceeds 255";
   out = s;
   return {};

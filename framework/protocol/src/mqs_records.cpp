@@ -7,6 +7,7 @@
 
 #include "dde/wire/fast_json.hpp"
 #include "dde/wire/record.hpp"
+#include "header_scanner.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -201,108 +202,6 @@ result<mqs_record> parse_mqs_record(const nlohmann::json& header) {
   return parsed::failure("unknown action \"" + action.substr(0, 100) + "\" from the MQS");
 }
 
-namespace {
-
-/// Reads the JSON text append_deliver writes, and nothing else: any other shape is a miss (the
-/// caller falls back to a JSON parser), never a different reading.
-class header_scanner {
- public:
-  explicit header_scanner(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
-
-  bool at_end() const { return p_ == end_; }
-  /// Consumes `s` if the text goes on with it.
-  bool literal(std::string_view s) {
-    if (std::size_t(end_ - p_) < s.size() || std::memcmp(p_, s.data(), s.size()) != 0) return false;
-    p_ += s.size();
-    return true;
-  }
-  /// A JSON string of printable ASCII with the simple escapes (none of `\u`).
-  bool string(std::string& out) {
-    if (!literal("\"")) return false;
-    out.clear();
-    const char* run = p_;
-    while (p_ != end_) {
-      const auto c = static_cast<unsigned char>(*p_);
-      if (c == '"') {
-        out.append(run, std::size_t(p_ - run));
-        ++p_;
-        return true;
-      }
-      if (c < 0x20 || c >= 0x80) return false;  // invalid JSON, or UTF-8 the JSON parser checks
-      if (c != '\\') {
-        ++p_;
-        continue;
-      }
-      out.append(run, std::size_t(p_ - run));
-      if (++p_ == end_) return false;
-      switch (*p_) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        default: return false;
-      }
-      run = ++p_;
-    }
-    return false;
-  }
-  /// An unsigned integer as JSON writes it (no sign, no leading zero, no fraction or exponent)
-  /// that fits 64 bits.
-  bool number(std::uint64_t& out) {
-    const char* start = p_;
-    auto [next, ec] = std::from_chars(p_, end_, out);
-    if (ec != std::errc() || next == start || (*start == '0' && next - start > 1)) return false;
-    p_ = next;
-    return p_ == end_ || (*p_ != '.' && *p_ != 'e' && *p_ != 'E');
-  }
-
- private:
-  const char* p_;
-  const char* end_;
-};
-
-/// The members of a "props" object after its `{`, through its `}`.
-bool scan_props(header_scanner& s, message_props& out) {
-  if (s.literal("}")) return true;
-  bool id = false, app = false, type = false, headers = false;
-  std::string key;
-  do {
-    if (!s.string(key) || !s.literal(":")) return false;
-    auto once = [](bool& seen) { return !std::exchange(seen, true); };
-    if (key == "messageId") {
-      if (!once(id) || !s.string(out.message_id)) return false;
-    } else if (key == "appId") {
-      if (!once(app) || !s.string(out.app_id)) return false;
-      if (out.app_id.empty()) out.app_id = external_sender;  // as read_delivered_props
-    } else if (key == "contentType") {
-      if (!once(type) || !s.string(out.content_type)) return false;
-    } else if (key == "headers") {
-      if (!once(headers) || !s.literal("{")) return false;
-      if (!s.literal("}")) {
-        do {
-          std::pair<std::string, std::string> h;
-          if (!s.string(h.first) || !s.literal(":") || !s.string(h.second)) return false;
-          // In name order, as a JSON object reads them; a repeated name is left to the JSON parser.
-          auto at = std::lower_bound(out.headers.begin(), out.headers.end(), h,
-                                     [](auto& a, auto& b) { return a.first < b.first; });
-          if (at != out.headers.end() && at->first == h.first) return false;
-          out.headers.insert(at, std::move(h));
-        } while (s.literal(","));
-        if (!s.literal("}")) return false;
-      }
-    } else {
-      return false;
-    }
-  } while (s.literal(","));
-  return s.literal("}");
-}
-
-}  // namespace
-
 std::optional<deliver_record> parse_deliver_header(std::string_view header) {
   header_scanner s(header);
   deliver_record r;
@@ -314,7 +213,7 @@ std::optional<deliver_record> parse_deliver_header(std::string_view header) {
   else if (!s.literal(R"(,"redelivered":false)"))
     return std::nullopt;
   if (s.literal(R"(,"published":)") && !s.number(r.published_us)) return std::nullopt;
-  if (s.literal(R"(,"props":{)") && !scan_props(s, r.props)) return std::nullopt;
+  if (s.literal(R"(,"props":{)") && !scan_props(s, r.props, props_of::delivery)) return std::nullopt;
   if (!s.literal("}") || !s.at_end()) return std::nullopt;
   return r;
 }

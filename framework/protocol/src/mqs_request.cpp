@@ -5,6 +5,7 @@
 
 #include "dde/wire/fast_json.hpp"
 #include "dde/wire/record.hpp"
+#include "header_scanner.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -168,6 +169,30 @@ std::string_view utf8_prefix(std::string_view text, std::size_t chars) {
     ++n;
   }
   return text.substr(0, cut);
+}
+
+std::optional<enqueue_request> parse_enqueue_header(std::string_view header) {
+  header_scanner s(header);
+  enqueue_request r;
+  std::string mode;
+  if (!s.literal(R"({"action":"enqueue","topic":)") || !s.string(r.topic) || !s.literal(R"(,"mode":)") ||
+      !s.string(mode))
+    return std::nullopt;
+  auto m = parse_delivery_mode(mode);
+  if (!m || !valid_topic(r.topic)) return std::nullopt;
+  r.mode = *m;
+  if (s.literal(R"(,"seq":)")) {
+    std::uint64_t seq = 0;
+    if (!s.number(seq)) return std::nullopt;
+    r.seq = seq;
+  } else if (r.mode == delivery_mode::at_least_once) {
+    return std::nullopt;
+  }
+  if (s.literal(R"(,"props":{)") &&
+      (!scan_props(s, r.props, props_of::enqueue) || !enqueue_props_as_parsed(r.props)))
+    return std::nullopt;
+  if (!s.literal("}") || !s.at_end()) return std::nullopt;
+  return r;
 }
 
 std::optional<std::uint64_t> enqueue_seq(const nlohmann::json& header) {

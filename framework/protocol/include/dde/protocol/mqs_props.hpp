@@ -34,6 +34,8 @@ struct message_props : delivered_props {
   bool empty() const { return message_id.empty() && app_id.empty() && content_type.empty() && headers.empty(); }
 };
 
+/// The longest messageId, appId, contentType: AMQP short strings.
+constexpr std::size_t max_prop_string = 255;
 constexpr std::size_t max_prop_headers = 32;
 constexpr std::size_t max_prop_header_name = 128;
 /// Names and values together: the properties travel in one content-header frame.

@@ -28,6 +28,7 @@ struct enqueue_request {
   delivery_mode mode = delivery_mode::at_least_once;
   std::optional<std::uint64_t> seq;  ///< always set for at-least-once
   message_props props;               ///< the AMQP properties to publish with
+  bool operator==(const enqueue_request&) const = default;
 };
 
 struct pull_request {
@@ -90,6 +91,12 @@ struct parsed_request {
 
 /// Validates a record header (a JSON object with a string "action").
 parsed_request parse_request(const nlohmann::json& header);
+
+/// An `enqueue` header exactly as append_enqueue writes it, read and validated without a JSON tree
+/// (the hot path: one a message published). Nothing when the text has any other shape (see
+/// parse_deliver_header) or anything parse_request would refuse or change: the caller then reads
+/// it as JSON, which gives the same request for every header this accepts and the error otherwise.
+std::optional<enqueue_request> parse_enqueue_header(std::string_view header);
 
 /// The `seq` of an enqueue header when it has a usable one: used to `reject` a bad enqueue.
 std::optional<std::uint64_t> enqueue_seq(const nlohmann::json& header);
