@@ -2,6 +2,7 @@
 // The hand readers' scanner (parse_deliver_header, parse_enqueue_header): the hot records' headers
 // read without a JSON tree. Private to dde_protocol.
 
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <cstring>
@@ -15,6 +16,14 @@ namespace dde::mqs {
 /// Reads JSON text of the one shape an encoder of this library writes, and nothing else: any other
 /// shape is a miss (the caller falls back to a JSON parser), never a different reading.
 class header_scanner {
+  /// What ends a run of plain characters in a string: its closing quote, an escape, and what this
+  /// reader leaves to the JSON parser (control characters: invalid; bytes of UTF-8: checked there).
+  static constexpr auto string_stops = [] {
+    std::array<bool, 256> t{};
+    for (std::size_t c = 0; c < t.size(); ++c) t[c] = c < 0x20 || c >= 0x80 || c == '"' || c == '\\';
+    return t;
+  }();
+
  public:
   explicit header_scanner(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
 
@@ -31,17 +40,15 @@ class header_scanner {
     out.clear();
     const char* run = p_;
     while (p_ != end_) {
+      while (p_ != end_ && !string_stops[static_cast<unsigned char>(*p_)]) ++p_;  // plain characters
+      if (p_ == end_) return false;
       const auto c = static_cast<unsigned char>(*p_);
       if (c == '"') {
         out.append(run, std::size_t(p_ - run));
         ++p_;
         return true;
       }
-      if (c < 0x20 || c >= 0x80) return false;  // invalid JSON, or UTF-8 the JSON parser checks
-      if (c != '\\') {
-        ++p_;
-        continue;
-      }
+      if (c != '\\') return false;  // invalid JSON, or UTF-8 the JSON parser checks
       out.append(run, std::size_t(p_ - run));
       if (++p_ == end_) return false;
       switch (*p_) {
