@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
       .option("log-dir", "/tmp", "where each isolate system's log goes (<dir>/<system>.log)")
       .option("orphan-timeout-ms", "120000", "an isolate system stops after this long without its activator")
       .option("restart-backoff-ms", "500", "first delay before restarting a crashed isolate system")
+      .option("host-start-timeout-ms", "15000",
+              "how long a started isolate system has to say hello before its start counts as failed")
       .option("host-threads", "2", "worker threads of each isolate system")
       .option("threads", "2", "threads of the activator")
       .repeated(
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
     o.manager.log_level = args.get("log-level");
     o.manager.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
     o.manager.restart_backoff = std::chrono::milliseconds(args.get_int("restart-backoff-ms", 10, 600000));
+    o.manager.start_timeout = std::chrono::milliseconds(args.get_int("host-start-timeout-ms", 100, 3600000));
     o.manager.host_threads = int(args.get_int("host-threads", 1, 256));
     o.manager.plugin_allow = args.all("plugin-allow");
     o.cluster_secret = dde::net::load_secret(args.get("cluster-secret-file"), dde::net::cluster_secret_env);

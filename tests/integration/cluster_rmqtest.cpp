@@ -430,6 +430,19 @@ TEST_F(Cluster, ARestartedActivatorAdoptsItsRunningIsolateSystems) {
       << rest("GET", registry.url() + "/registry/system/" + new_id).body << again.proc->log();
 }
 
+TEST_F(Cluster, AnIsolateSystemThatNeverSaysHelloFailsItsDeployAfterTheNodesStartTimeout) {
+  // --host-start-timeout-ms: the deploy's answer names the node's own limit, not the default 15 s.
+  auto mute = dir / "mute-host.sh";
+  std::ofstream(mute) << "#!/bin/sh\nexec sleep 600\n";
+  std::filesystem::permissions(mute, std::filesystem::perms::owner_all);
+  auto a = start_activator(registry, dir, "mute-a", 0, {"--host-binary", mute.string(), "--host-start-timeout-ms", "700"});
+  auto id = node_id(registry, "mute-a");
+  auto sys = unique_system("mute");
+  auto r = deploy(deploy_body(id, mqs.url(), sys, "p", "supplier", nlohmann::json::object()));
+  EXPECT_GE(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("did not start: no hello within 700 ms"), std::string::npos) << r.body;
+}
+
 TEST_F(Cluster, EachRouterTypeDistributesMessagesAsItSays) {
   auto a = node("routers-a");
   auto id = node_id(registry, "routers-a");
