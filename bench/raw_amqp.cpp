@@ -32,6 +32,7 @@ options (default):
   --count N (100000)  --size BYTES (64)  --persistent (off: delivery mode 1)
   --dde-props: produce with the properties the MQS gives a message (a 23-character message id, an
                app id, a timestamp), to tell what they cost the broker from what DDE does
+  --props id,app,ts: only some of them (a comma-separated subset)
   --confirm-window W (0 = no publisher confirms; else at most W unconfirmed messages)
   --prefetch K (1)  --multiple-ack (off: ack each message; on: ack with multiple every K/2)
   --ack-every N (K/2): with --multiple-ack, ack every N messages
@@ -68,7 +69,13 @@ options parse(int argc, char** argv) {
     else if (flag == "--persistent")
       o.persistent = true;
     else if (flag == "--dde-props")
-      o.dde_props = true;
+      o.props = {true, true, true};
+    else if (flag == "--props") {
+      std::string list = "," + value() + ",";
+      o.props = {list.find(",id,") != std::string::npos, list.find(",app,") != std::string::npos,
+                 list.find(",ts,") != std::string::npos};
+      if (!o.props.id && !o.props.app && !o.props.ts) throw std::invalid_argument("--props: name id, app or ts");
+    }
     else if (flag == "--confirm-window")
       o.confirm_window = std::stoull(value());
     else if (flag == "--prefetch")
@@ -124,15 +131,19 @@ void publish_share(const connection& c, const options& o, std::uint64_t count, c
   props.delivery_mode = o.persistent ? 2 : 1;
   char id[24];
   static const std::string app_id = "pp/producer";  // a producer pool's sender, as bench/profile has it
-  if (o.dde_props) {
-    props._flags |= AMQP_BASIC_MESSAGE_ID_FLAG | AMQP_BASIC_APP_ID_FLAG | AMQP_BASIC_TIMESTAMP_FLAG;
+  if (o.props.id) props._flags |= AMQP_BASIC_MESSAGE_ID_FLAG;
+  if (o.props.ts) props._flags |= AMQP_BASIC_TIMESTAMP_FLAG;
+  if (o.props.app) {
+    props._flags |= AMQP_BASIC_APP_ID_FLAG;
     props.app_id = amqp_bytes_t{app_id.size(), const_cast<char*>(app_id.data())};
   }
   confirms window;
   for (std::uint64_t published = 0; published < count; ++published) {
-    if (o.dde_props) {
+    if (o.props.id) {
       std::snprintf(id, sizeof id, "%023llu", static_cast<unsigned long long>(published));
       props.message_id = amqp_bytes_t{23, id};
+    }
+    if (o.props.ts) {
       props.timestamp = static_cast<std::uint64_t>(
           std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
               .count());

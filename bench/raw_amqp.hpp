@@ -24,7 +24,10 @@ struct options {
   std::uint64_t count = 100000;
   std::size_t size = 64;
   bool persistent = false, multiple_ack = false;
-  bool dde_props = false;  ///< produce: the MQS's properties on each message (message id, app id, timestamp)
+  /// produce: which of the MQS's properties each message gets (message id, app id, timestamp)
+  struct props_set {
+    bool id = false, app = false, ts = false;
+  } props;
   std::uint64_t confirm_window = 0;
   std::uint16_t prefetch = 1;
   std::uint64_t ack_every = 0;  ///< with multiple_ack: ack after this many (0: prefetch / 2)

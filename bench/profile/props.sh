@@ -1,0 +1,32 @@
+#!/bin/bash
+# Which of the MQS's AMQP properties leave a RabbitMQ queue slow to consume (README, issue 20's slow
+# state), with the raw rabbitmq-c client alone: no DDE process runs.
+#   bench/profile/props.sh BUILD OUT N ROUNDS VARIANT...
+# VARIANT: none, or a comma-separated subset of id, app, ts (dde-raw-amqp --props), or all.
+# Each round runs every variant in turn, each on a fresh broker node: fill a transient queue with N
+# 64-byte messages (confirm window 256), then consume them (prefetch 64, acks with `multiple`).
+# One line a run: the variant, the consumer's rate and the broker's CPU ticks (10 ms) while consuming.
+set -euo pipefail
+build=$1 out=$2 n=$3 rounds=$4; shift 4
+root=$(cd "$(dirname "$0")/../.." && pwd)
+raw=$build/bin/dde-raw-amqp
+mkdir -p "$out"
+for ((r = 1; r <= rounds; r++)); do
+  for v in "$@"; do
+    dir=$out/node-$r-$v
+    rm -rf "$dir"
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    "$root/deploy/rabbitmq.sh" start --dir "$dir" --port "$port" >/dev/null
+    beam=$(pgrep -f "beam.smp.*$dir" | head -1)
+    props=()
+    case $v in none) ;; all) props=(--dde-props) ;; *) props=(--props "$v") ;; esac
+    "$raw" produce --port "$port" --queue q --queue-type transient --count "$n" --size 64 --confirm-window 256 \
+      "${props[@]}" >/dev/null
+    b0=$(awk '{print $14+$15}' "/proc/$beam/stat")
+    rate=$("$raw" consume --port "$port" --queue q --queue-type transient --count "$n" --prefetch 64 --multiple-ack)
+    b1=$(awk '{print $14+$15}' "/proc/$beam/stat")
+    echo "round $r props $v: $rate broker_ticks=$((b1 - b0))"
+    "$root/deploy/rabbitmq.sh" stop --dir "$dir" >/dev/null
+    rm -rf "$dir"
+  done
+done
