@@ -42,7 +42,7 @@ void worker_cell::start() {
   });
 }
 
-void worker_cell::post_message(message m, std::uint64_t delivery_id) {
+void worker_cell::post_message(message&& m, std::uint64_t delivery_id) {
   // defer: a hop of a message through the host (top_level.cpp, top_level::on_message).
   boost::asio::defer(strand_, [self = shared_from_this(), m = std::move(m), delivery_id]() mutable {
     if (self->dead_) {
@@ -50,6 +50,9 @@ void worker_cell::post_message(message m, std::uint64_t delivery_id) {
       if (auto owner = self->owner_.lock()) owner->worker_failed(self->index_, delivery_id, "worker stopped", {});
       return;
     }
+    // Straight to the worker when nothing waits before it and it may start now (the mailbox is for
+    // the messages that have to wait).
+    if (self->mailbox_.empty() && self->may_start()) return self->begin(std::move(m), delivery_id);
     self->mailbox_.emplace_back(std::move(m), delivery_id);
     self->run_next();
   });
@@ -87,7 +90,14 @@ void worker_cell::kill(std::function<void()> done) {
 }
 
 void worker_cell::run_next() {
-  if (busy_ || dead_ || suspended_ || mailbox_.empty() || !worker_ || gate_wait_) return;
+  if (mailbox_.empty() || !may_start()) return;
+  auto [m, id] = std::move(mailbox_.front());
+  mailbox_.pop_front();
+  begin(std::move(m), id);
+}
+
+bool worker_cell::may_start() {
+  if (busy_ || dead_ || suspended_ || !worker_ || gate_wait_) return false;
   if (gate_) {
     auto wake = [weak = weak_from_this()] {
       if (auto self = weak.lock())
@@ -106,11 +116,13 @@ void worker_cell::run_next() {
           if (!ec) wake();
         });
       }
-      return;
+      return false;
     }
   }
-  auto [m, id] = std::move(mailbox_.front());
-  mailbox_.pop_front();
+  return true;
+}
+
+void worker_cell::begin(message&& m, std::uint64_t id) {
   busy_ = true;
   busy_since_ = std::chrono::steady_clock::now();
   current_delivery_ = id;
@@ -118,7 +130,7 @@ void worker_cell::run_next() {
   invoke(std::move(m), true);
 }
 
-void worker_cell::invoke(message m, bool is_delivery) {
+void worker_cell::invoke(message&& m, bool is_delivery) {
   // A reply is handled in the middle of a delivery: keep that delivery's message as "current".
   message previous;
   hop previous_hop;
@@ -169,10 +181,16 @@ void worker_cell::supervise(directive d, std::chrono::milliseconds delay) {
   boost::asio::post(strand_, [self = shared_from_this(), d, delay] {
     if (self->dead_) return;
     switch (d) {
-      case directive::resume:
+      case directive::resume: {
         self->suspended_ = false;
+        // What came due while it waited runs now, in order (if one crashes it again, the rest wait
+        // for the next directive, held again by run_callback).
+        auto held = std::move(self->held_callbacks_);
+        self->held_callbacks_.clear();
+        for (auto& h : held) self->run_callback(h.epoch, std::move(h.fn), h.threw);
         self->run_next();
         return;
+      }
       case directive::stop:
         self->stop_for_good("stopped by its supervisor");
         return;
@@ -209,6 +227,7 @@ void worker_cell::replace_instance() {
     // The instance being replaced already failed; its before_kill may fail too.
   }
   worker_.reset();
+  held_callbacks_.clear();
   id_ = new_uuid();
   auto made = create();
   if (!made) return stop_for_good("cannot restart the worker: " + made.error());
@@ -222,6 +241,7 @@ void worker_cell::replace_instance() {
 void worker_cell::stop_for_good(const std::string& why) {
   dead_ = true;
   suspended_ = false;
+  held_callbacks_.clear();
   try {
     if (worker_) worker_->before_kill();
   } catch (...) {
@@ -353,28 +373,30 @@ void worker_cell::when_writable(std::function<void()> fn) {
   auto owner = owner_.lock();
   if (!owner) return;
   owner->when_writable([self = shared_from_this(), epoch = epoch_, fn = std::move(fn)]() mutable {
-    boost::asio::post(self->strand_, [self, epoch, fn = std::move(fn)] {
-      // A callback of an instance that was since restarted must not run on its successor.
-      if (self->dead_ || !self->worker_ || epoch != self->epoch_) return;
-      try {
-        fn();
-      } catch (const std::exception& e) {
-        self->crashed(std::string("a when_writable callback threw: ") + e.what());
-      }
+    boost::asio::post(self->strand_, [self, epoch, fn = std::move(fn)]() mutable {
+      self->run_callback(epoch, std::move(fn), "a when_writable callback threw: ");
     });
   });
+}
+
+void worker_cell::run_callback(std::uint64_t epoch, std::function<void()> fn, const char* threw) {
+  // A callback of an instance that was since restarted must not run on its successor.
+  if (dead_ || !worker_ || epoch != epoch_) return;
+  // Nor does one run while its crashed instance waits for its supervisor: it runs if the instance
+  // resumes, and is dropped with it if it is restarted or stopped.
+  if (suspended_) return held_callbacks_.push_back({epoch, std::move(fn), threw});
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    crashed(threw + std::string(e.what()));
+  }
 }
 
 void worker_cell::after(std::chrono::milliseconds delay, std::function<void()> fn) {
   auto timer = std::make_shared<boost::asio::steady_timer>(strand_, delay);
   timer->async_wait([self = shared_from_this(), timer, epoch = epoch_, fn = std::move(fn)](
-                        boost::system::error_code ec) {
-    if (ec || self->dead_ || !self->worker_ || epoch != self->epoch_) return;
-    try {
-      fn();
-    } catch (const std::exception& e) {
-      self->crashed(std::string("a timer callback threw: ") + e.what());
-    }
+                        boost::system::error_code ec) mutable {
+    if (!ec) self->run_callback(epoch, std::move(fn), "a timer callback threw: ");
   });
 }
 

@@ -112,7 +112,7 @@ void proxy_cell::handle(cell_owner&, protocol::deployer::error& f) {
   link_down("remote node refused the worker: " + f.error);
 }
 
-void proxy_cell::post_message(message m, std::uint64_t delivery_id) {
+void proxy_cell::post_message(message&& m, std::uint64_t delivery_id) {
   boost::asio::post(strand_, [self = shared_from_this(), m = std::move(m), delivery_id] {
     auto owner = self->owner_.lock();
     if (!self->conn_ || !self->spawned_) {

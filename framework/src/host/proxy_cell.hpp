@@ -28,7 +28,7 @@ class proxy_cell : public cell, public net::ws_handler, public std::enable_share
 
   result<bool> create() override;
   void start() override;
-  void post_message(message m, std::uint64_t delivery_id) override;
+  void post_message(message&& m, std::uint64_t delivery_id) override;
   void post_reply(message m) override;
   void kill(std::function<void()> done) override;
   std::string id() const override { return id_; }

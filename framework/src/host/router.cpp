@@ -231,7 +231,7 @@ void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redeliver
   });
 }
 
-bool router::dispatch(waiting w, bool front) {
+bool router::dispatch(waiting&& w, bool front) {
   std::string sub_key;
   if (subs_.enabled()) {
     sub_key = subs_.key_of(w.msg);
@@ -273,12 +273,12 @@ bool router::dispatch(waiting w, bool front) {
   }
   d.started = clock_->now();
   start_race(id, d, msg);
-  for (std::size_t k = 0; k + 1 < targets.size(); ++k) hand_to(targets[k], msg, id);
+  for (std::size_t k = 0; k + 1 < targets.size(); ++k) hand_to(targets[k], message(msg), id);
   hand_to(targets.back(), std::move(msg), id);
   return true;
 }
 
-void router::hand_to(std::size_t index, message msg, std::uint64_t delivery_id) {
+void router::hand_to(std::size_t index, message&& msg, std::uint64_t delivery_id) {
   ledger_.assign(index);
   if (ledger_.in_flight(index) == 1) guard_.active(index, clock_->now());
   slots_[index].worker->post_message(std::move(msg), delivery_id);

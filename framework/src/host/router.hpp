@@ -169,9 +169,9 @@ class router : public cell_owner,
   /// Hands `w.msg` to the workers the routing picks, or holds it (in its sub-pool's queue, or in the
   /// router's queue: at its back, or at its `front` when it came from there). False when it went back
   /// to the router's queue.
-  bool dispatch(waiting w, bool front = false);
+  bool dispatch(waiting&& w, bool front = false);
   /// Hands a message (or a raced copy) to the worker in slot `index`.
-  void hand_to(std::size_t index, message msg, std::uint64_t delivery_id);
+  void hand_to(std::size_t index, message&& msg, std::uint64_t delivery_id);
   /// `failed`: it goes back to the broker (nack) instead of being acked. `proven`: the worker's version
   /// handled or failed it (it proves the version, and counts under its md5), rather than the pool.
   void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven = true);

@@ -42,7 +42,7 @@ void router::chop(std::uint64_t delivery_id) {
   d.asked.push_back(next);
   d.pending.push_back(next);
   race_.count_copies(1, true);
-  hand_to(next, *d.copy, delivery_id);
+  hand_to(next, message(*d.copy), delivery_id);
   arm_chop(delivery_id, d);
 }
 

@@ -24,7 +24,7 @@ class cell {
   virtual result<bool> create() = 0;
   virtual void start() = 0;
   /// Queues a pool message; the owner hears `worker_done`/`worker_failed` with `delivery_id`.
-  virtual void post_message(message m, std::uint64_t delivery_id) = 0;
+  virtual void post_message(message&& m, std::uint64_t delivery_id) = 0;
   /// Hands a reply to an `ask` to the worker.
   virtual void post_reply(message m) = 0;
   /// Stops the worker (`before_kill` runs), then calls `done`.

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
@@ -29,7 +31,7 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   /// Runs `on_start` on the cell's strand.
   void start() override;
   /// Queues a pool message; `delivery_id` goes back to the owner with done/failure.
-  void post_message(message m, std::uint64_t delivery_id) override;
+  void post_message(message&& m, std::uint64_t delivery_id) override;
   /// Hands a reply to an `ask` straight to the worker (it does not wait for `done()`).
   void post_reply(message m) override;
   /// Calls `before_kill` and destroys the instance, then `done` (on the cell's strand).
@@ -60,10 +62,18 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   void forward(const message& m, std::string_view to) override;
 
  private:
+  /// Starts the next message of the mailbox when the worker may start one.
   void run_next();
+  /// True when the worker may start a message now: idle, alive, and the pool's gate lets it (when the
+  /// gate says no, the cell waits for it and runs the mailbox when it opens).
+  bool may_start();
+  /// Hands `m` to the worker as the delivery `id` (may_start() said yes).
+  void begin(message&& m, std::uint64_t id);
   /// Ends the delivery being handled; `error` empty: it succeeded (its span's status).
   void end_delivery(std::string_view error = {});
-  void invoke(message m, bool is_delivery);
+  void invoke(message&& m, bool is_delivery);
+  /// Runs a timer or when_writable callback of the instance of `epoch` (`threw` names it if it throws).
+  void run_callback(std::uint64_t epoch, std::function<void()> fn, const char* threw);
   void crashed(const std::string& what);
   void replace_instance();
   void stop_for_good(const std::string& why);
@@ -105,6 +115,13 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   std::shared_ptr<rate_gate> gate_;
   bool gate_wait_ = false;  ///< refused by the gate; a timer or a finishing message wakes it
   std::uint64_t epoch_ = 0;  ///< bumped per instance, so callbacks of a dead instance are dropped
+  /// Timer and when_writable callbacks that came due while the instance waited for its supervisor.
+  struct held_callback {
+    std::uint64_t epoch;
+    std::function<void()> fn;
+    const char* threw;  ///< what a crash it causes is called
+  };
+  std::vector<held_callback> held_callbacks_;
   hop hop_;  ///< the trace of what is handled now (a delivery, or a reply in the middle of one)
 };
 
