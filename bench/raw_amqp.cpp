@@ -32,7 +32,7 @@ options (default):
   --count N (100000)  --size BYTES (64)  --persistent (off: delivery mode 1)
   --dde-props: produce with the properties the MQS gives a message (a 23-character message id, an
                app id, a timestamp), to tell what they cost the broker from what DDE does
-  --props id,app,ts: only some of them (a comma-separated subset)
+  --props id,app,ts: only some of them (a comma-separated subset; same-id: every message the same id)
   --confirm-window W (0 = no publisher confirms; else at most W unconfirmed messages)
   --prefetch K (1)  --multiple-ack (off: ack each message; on: ack with multiple every K/2)
   --ack-every N (K/2): with --multiple-ack, ack every N messages
@@ -73,8 +73,10 @@ options parse(int argc, char** argv) {
     else if (flag == "--props") {
       std::string list = "," + value() + ",";
       o.props = {list.find(",id,") != std::string::npos, list.find(",app,") != std::string::npos,
-                 list.find(",ts,") != std::string::npos};
-      if (!o.props.id && !o.props.app && !o.props.ts) throw std::invalid_argument("--props: name id, app or ts");
+                 list.find(",ts,") != std::string::npos, list.find(",same-id,") != std::string::npos};
+      o.props.id = o.props.id || o.props.same_id;
+      if (!o.props.id && !o.props.app && !o.props.ts)
+        throw std::invalid_argument("--props: name id, same-id, app or ts");
     }
     else if (flag == "--confirm-window")
       o.confirm_window = std::stoull(value());
@@ -140,7 +142,7 @@ void publish_share(const connection& c, const options& o, std::uint64_t count, c
   confirms window;
   for (std::uint64_t published = 0; published < count; ++published) {
     if (o.props.id) {
-      std::snprintf(id, sizeof id, "%023llu", static_cast<unsigned long long>(published));
+      std::snprintf(id, sizeof id, "%023llu", static_cast<unsigned long long>(o.props.same_id ? 0 : published));
       props.message_id = amqp_bytes_t{23, id};
     }
     if (o.props.ts) {

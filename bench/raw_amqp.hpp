@@ -27,6 +27,7 @@ struct options {
   /// produce: which of the MQS's properties each message gets (message id, app id, timestamp)
   struct props_set {
     bool id = false, app = false, ts = false;
+    bool same_id = false;  ///< with id: every message the same id
   } props;
   std::uint64_t confirm_window = 0;
   std::uint16_t prefetch = 1;
