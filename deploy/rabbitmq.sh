@@ -4,19 +4,21 @@
 #                                                    wait until AMQP logins work
 #   rabbitmq.sh stop --dir D                         stop exactly the node started in D
 #   rabbitmq.sh status --dir D                       exit 0 and print details when running, else exit 3
+#   rabbitmq.sh ctl --dir D -- ARGS...               rabbitmqctl ARGS against the node started in D
 # D/node.env records node name, ports and paths; restarting a stopped D keeps data, name and ports.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() { sed -n '2,7s/^# \{0,1\}//p' "$0"; exit "${1:-2}"; }
+usage() { sed -n '2,8s/^# \{0,1\}//p' "$0"; exit "${1:-2}"; }
 
 command="${1:-}"
 case "$command" in -h|--help) usage 0 ;; "") usage ;; esac
 shift
-dir="" port="" name=""
+dir="" port="" name="" ctl_args=()
 while (($#)); do
   case "$1" in
+    --) shift; ctl_args=("$@"); break ;;
     --dir) dir="$2"; shift 2 ;;
     --port) port="$2"; shift 2 ;;
     --name) name="$2"; shift 2 ;;
@@ -157,5 +159,6 @@ case "$command" in
   start) start ;;
   stop) stop ;;
   status) status ;;
+  ctl) load_env || dde_die "nothing was started in $dir"; ctl "${ctl_args[@]}" ;;
   *) usage ;;
 esac

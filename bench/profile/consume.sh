@@ -31,7 +31,7 @@ print(*[s.getsockname()[1] for s in ss])')
 cl=(--dir "$out/cluster" --prefetch 64 --registry-port "$rp" --mqs-port "$mp" --activator-port "$ap" --rabbitmq-port "$rmq")
 trap '$root/deploy/cluster.sh down "${cl[@]}" >/dev/null 2>&1' EXIT
 registry=$($root/deploy/cluster.sh up "${cl[@]}") || exit 1
-ctl() { (set -a; source "$out/cluster/rabbitmq/node.env"; set +a; HOME=$out/cluster/rabbitmq/home /usr/lib/rabbitmq/bin/rabbitmqctl -q -n "$RABBITMQ_NODENAME" "$@"); }
+ctl() { "$root/deploy/rabbitmq.sh" ctl --dir "$out/cluster/rabbitmq" -- -q "$@"; }
 depth() { ctl list_queues name messages 2>/dev/null | awk -v q="$1" '$1==q{print $2}'; }
 beam=$(pgrep -f "beam.smp.*$out/cluster" | head -1)
 # Placement, for experiments on the kernel's scheduling: PIN="mqs:0 host:1" keeps each named process's

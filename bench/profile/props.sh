@@ -6,12 +6,17 @@
 # Each round runs every variant in turn, each on a fresh broker node: fill a transient queue with N
 # 64-byte messages (confirm window 256), then consume them (prefetch 64, acks with `multiple`).
 # One line a run: the variant, the consumer's rate and the broker's CPU ticks (10 ms) while consuming.
-# QINFO=1 adds the queue process's memory and garbage collection before and after consuming.
+# QINFO=1 adds the queue process's off-heap binaries (count, bytes), memory and garbage collection
+# before consuming.
 set -euo pipefail
 build=$1 out=$2 n=$3 rounds=$4; shift 4
 root=$(cd "$(dirname "$0")/../.." && pwd)
 raw=$build/bin/dde-raw-amqp
 mkdir -p "$out"
+# The queue process of the node in $1: its off-heap binaries, memory and garbage collection.
+queue_info() {
+  "$root/deploy/rabbitmq.sh" ctl --dir "$1" -- -q eval '{ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<"/">>, queue, <<"q">>)), P = amqqueue:get_pid(Q), {binary, B} = process_info(P, binary), I = process_info(P, [memory, heap_size, total_heap_size, garbage_collection]), {length(B), lists:sum([S || {_, S, _} <- B]), I}.' 2>&1 | tr -s ' \n' ' '
+}
 for ((r = 1; r <= rounds; r++)); do
   for v in "$@"; do
     dir=$out/node-$r-$v
@@ -23,12 +28,7 @@ for ((r = 1; r <= rounds; r++)); do
     case $v in none) ;; all) props=(--dde-props) ;; *) props=(--props "$v") ;; esac
     "$raw" produce --port "$port" --queue q --queue-type transient --count "$n" --size 64 --confirm-window 256 \
       "${props[@]}" >/dev/null
-    qinfo() {
-      [[ ${QINFO:-0} == 1 ]] || return 0
-      (set -a; source "$dir/node.env"; set +a
-       HOME=$dir/home /usr/lib/rabbitmq/bin/rabbitmqctl -q -n "$RABBITMQ_NODENAME" eval '{ok, Q} = rabbit_amqqueue:lookup(rabbit_misc:r(<<"/">>, queue, <<"q">>)), P = amqqueue:get_pid(Q), {binary, B} = process_info(P, binary), I = process_info(P, [memory, heap_size, total_heap_size, garbage_collection]), {length(B), lists:sum([S || {_, S, _} <- B]), I}.' 2>&1 | tr -s ' \n' ' ')
-    }
-    echo "round $r props $v: queue before consuming: $(qinfo)"
+    [[ ${QINFO:-0} == 1 ]] && echo "round $r props $v: queue before consuming: $(queue_info "$dir")"
     b0=$(awk '{print $14+$15}' "/proc/$beam/stat")
     rate=$("$raw" consume --port "$port" --queue q --queue-type transient --count "$n" --prefetch 64 --multiple-ack)
     b1=$(awk '{print $14+$15}' "/proc/$beam/stat")
