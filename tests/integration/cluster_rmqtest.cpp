@@ -439,7 +439,7 @@ TEST_F(Cluster, AnIsolateSystemThatNeverSaysHelloFailsItsDeployAfterTheNodesStar
   auto id = node_id(registry, "mute-a");
   auto sys = unique_system("mute");
   auto r = deploy(deploy_body(id, mqs.url(), sys, "p", "supplier", nlohmann::json::object()));
-  EXPECT_GE(r.status, 400) << r.body;
+  EXPECT_EQ(r.status, 502) << r.body;
   EXPECT_NE(r.body.find("did not start: no hello within 700 ms"), std::string::npos) << r.body;
 }
 

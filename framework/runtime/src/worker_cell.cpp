@@ -78,6 +78,7 @@ void worker_cell::kill(std::function<void()> done) {
       }
       self->worker_.reset();
     }
+    self->held_callbacks_.clear();
     // Messages it never finished go back to the owner as failed (at-least-once: to the broker).
     if (auto owner = self->owner_.lock()) {
       if (self->busy_) owner->worker_failed(self->index_, self->current_delivery_, "worker stopped", {});
@@ -187,7 +188,7 @@ void worker_cell::supervise(directive d, std::chrono::milliseconds delay) {
         // for the next directive, held again by run_callback).
         auto held = std::move(self->held_callbacks_);
         self->held_callbacks_.clear();
-        for (auto& h : held) self->run_callback(h.epoch, std::move(h.fn), h.threw);
+        for (auto& h : held) self->run_callback(self->epoch_, std::move(h.fn), h.threw);
         self->run_next();
         return;
       }
@@ -384,7 +385,7 @@ void worker_cell::run_callback(std::uint64_t epoch, std::function<void()> fn, co
   if (dead_ || !worker_ || epoch != epoch_) return;
   // Nor does one run while its crashed instance waits for its supervisor: it runs if the instance
   // resumes, and is dropped with it if it is restarted or stopped.
-  if (suspended_) return held_callbacks_.push_back({epoch, std::move(fn), threw});
+  if (suspended_) return held_callbacks_.push_back({std::move(fn), threw});
   try {
     fn();
   } catch (const std::exception& e) {

@@ -115,9 +115,9 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   std::shared_ptr<rate_gate> gate_;
   bool gate_wait_ = false;  ///< refused by the gate; a timer or a finishing message wakes it
   std::uint64_t epoch_ = 0;  ///< bumped per instance, so callbacks of a dead instance are dropped
-  /// Timer and when_writable callbacks that came due while the instance waited for its supervisor.
+  /// Timer and when_writable callbacks that came due while the instance waited for its supervisor
+  /// (they belong to the current instance: replacing or stopping it drops them).
   struct held_callback {
-    std::uint64_t epoch;
     std::function<void()> fn;
     const char* threw;  ///< what a crash it causes is called
   };
