@@ -29,6 +29,8 @@ options (default):
   --host H (127.0.0.1)  --port P (5672)  --queue Q (required)
   --queue-type classic|quorum|transient (classic): transient = non-durable classic,
                classic = durable classic, quorum = durable with x-queue-type=quorum
+  --queue-arg KEY=VALUE: one more queue argument (repeatable), e.g. x-queue-version=2 or
+               x-queue-mode=lazy; a value of digits goes as a number
   --count N (100000)  --size BYTES (64)  --persistent (off: delivery mode 1)
   --dde-props: produce with the properties the MQS gives a message (a 23-character message id, an
                app id, a timestamp), to tell what they cost the broker from what DDE does
@@ -62,6 +64,13 @@ options parse(int argc, char** argv) {
       o.queue = value();
     else if (flag == "--queue-type")
       o.queue_type = value();
+    else if (flag == "--queue-arg") {
+      const std::string arg = value();
+      const auto eq = arg.find('=');
+      if (eq == std::string::npos || eq == 0)
+        throw std::invalid_argument("--queue-arg wants KEY=VALUE, got " + arg);
+      o.queue_args.emplace_back(arg.substr(0, eq), arg.substr(eq + 1));
+    }
     else if (flag == "--count")
       o.count = std::stoull(value());
     else if (flag == "--size")

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dde::raw {
@@ -36,6 +37,8 @@ struct options {
   int connections = 1;  ///< produce/consume: parallel connections (one thread each); rpc: requesters
   int suppliers = 1;    ///< rpc: supplier connections
   int consumers_per_channel = 1;  ///< consume: broker consumers on each connection's one channel
+  /// declare: more queue arguments (x-queue-version=2, x-queue-mode=lazy...); digits go as a long
+  std::vector<std::pair<std::string, std::string>> queue_args;
 };
 
 inline std::string text(amqp_bytes_t b) { return {static_cast<const char*>(b.bytes), b.len}; }
@@ -93,10 +96,22 @@ class connection {
 
 /// Declares the queue as `--queue-type` says; returns the messages ready in it.
 inline std::uint32_t declare(const connection& c, const options& o) {
-  amqp_table_entry_t type{amqp_cstring_bytes("x-queue-type"), {}};
-  type.value.kind = AMQP_FIELD_KIND_UTF8;
-  type.value.value.bytes = amqp_cstring_bytes("quorum");
-  const amqp_table_t args = o.queue_type == "quorum" ? amqp_table_t{1, &type} : amqp_empty_table;
+  auto entry = [](const std::string& key, const std::string& value) {
+    amqp_table_entry_t e{amqp_cstring_bytes(key.c_str()), {}};
+    if (!value.empty() && value.find_first_not_of("0123456789") == std::string::npos) {
+      e.value.kind = AMQP_FIELD_KIND_I64;
+      e.value.value.i64 = std::stoll(value);
+    } else {
+      e.value.kind = AMQP_FIELD_KIND_UTF8;
+      e.value.value.bytes = amqp_cstring_bytes(value.c_str());
+    }
+    return e;
+  };
+  static const std::string quorum_key = "x-queue-type", quorum = "quorum";
+  std::vector<amqp_table_entry_t> entries;
+  if (o.queue_type == "quorum") entries.push_back(entry(quorum_key, quorum));
+  for (const auto& [key, value] : o.queue_args) entries.push_back(entry(key, value));
+  const amqp_table_t args{static_cast<int>(entries.size()), entries.data()};
   const auto* ok = amqp_queue_declare(c.get(), channel, amqp_cstring_bytes(o.queue.c_str()), 0,
                                       /*durable=*/o.queue_type != "transient", 0, 0, args);
   c.rpc_ok("queue.declare " + o.queue);
