@@ -317,8 +317,10 @@ table exp8_recovery(suite_context& ctx) {
          // ~10 ms (start() itself looks only every 100 ms).
          readiness_probe probe(
              [&b] { return test::detail::can_login(b.host(), b.port(), b.user(), b.password(), 1s); }, 10ms);
-         b.start();
-         return probe.wait(60s);
+         // The node recovers every quorum queue the experiments before left: on a loaded machine
+         // (CI beside other jobs, the stress run) that took more than a minute once.
+         b.start(180s);
+         return probe.wait(180s);
        }},
       {"MQS kill -9", "mqs", long(rate) * 10,
        [&] {

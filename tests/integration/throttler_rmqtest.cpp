@@ -1,8 +1,9 @@
 // The throttler worker between pools on a real cluster (issue 5, seed 000's transparent
 // throttler): it forwards in order at the configured rate, replies reach the original asker, and a
 // control message changes the rate at run time. The throttler logs the steady-clock time of each
-// forward, so the rate is checked exactly over every window of the log; what the target observes
-// is checked with a tolerance that still fails when nothing throttles.
+// forward, so the rate is checked exactly over every window of the log; the target must get each
+// message once, in order, and not before the throttler forwarded it.
+#include <chrono>
 #include <fstream>
 
 #include "cluster_fixture.hpp"
@@ -56,6 +57,12 @@ class Throttler : public Cluster {
     }
     return out;
   }
+  /// The wall clock minus the steady clock, in µs (both are system-wide: the same in every process).
+  static std::int64_t wall_minus_steady_us() {
+    auto us = [](auto d) { return std::chrono::duration_cast<std::chrono::microseconds>(d).count(); };
+    return us(std::chrono::system_clock::now().time_since_epoch()) -
+           us(std::chrono::steady_clock::now().time_since_epoch());
+  }
   static std::vector<std::int64_t> times(const std::vector<forward_line>& log) {
     std::vector<std::int64_t> out;
     for (auto& l : log) out.push_back(l.us);
@@ -86,17 +93,19 @@ TEST_F(Throttler, ForwardsInOrderAtTheRate) {
   EXPECT_GE(span_us, 3500000);
   EXPECT_LT(span_us, 7000000) << "far slower than the rate allows";
 
+  // At the target: each message once, in order, and none before the throttler forwarded it (so the
+  // last one at least 3.5 s after seq 0). How closely arrivals follow the forwards is the transport's
+  // latency, which a loaded machine stretches by seconds (20 arrived in one 500 ms window once): not
+  // asserted. The echo logs the wall clock, the throttler the steady one; their offset is sampled here.
+  const std::int64_t offset_us = wall_minus_steady_us();
   auto echoed = read_echo_logs(dir);
   ASSERT_EQ(echoed.size(), std::size_t(n + 1)) << "each message reached the target once";
-  std::vector<std::int64_t> echo_times;
   for (std::size_t i = 0; i < echoed.size(); ++i) {
     EXPECT_EQ(echoed[i].seq, std::int64_t(i) - 1) << "the target got them out of order";
-    echo_times.push_back(echoed[i].time_us);
+    // 50 ms for the wall clock's slewing since the forward.
+    EXPECT_GE(echoed[i].time_us - offset_us, f[i].us - 50000)
+        << "seq " << echoed[i].seq << " reached the target before the throttler forwarded it";
   }
-  // The broker adds jitter between the throttler and the target: allow two bursts in one window
-  // (unthrottled, all 40 land in one).
-  EXPECT_LE(densest_window(echo_times, 500000), 10u);
-  EXPECT_GE(echo_times.back() - echo_times[1], 3000000);
 }
 
 TEST_F(Throttler, RepliesReachTheOriginalAskerNotTheThrottler) {
