@@ -84,12 +84,12 @@ std::string host_message_id(std::string_view broker_id) {
   // The last character carries 2 bits of data and 4 of padding, which a compacted id leaves 0.
   if (n != bytes.size() || (acc & ((1u << bits) - 1)) != 0) return std::string(broker_id);
   // Written into a buffer, then one string: this runs for every message delivered.
+  // The same layout broker_message_id reads.
   std::array<char, uuid_text> out;
-  std::size_t at = 0;
+  for (auto dash : dashes) out[dash] = '-';
   for (std::size_t i = 0; i < bytes.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out[at++] = '-';
-    out[at++] = hex[bytes[i] >> 4];
-    out[at++] = hex[bytes[i] & 15];
+    out[byte_at[i]] = hex[bytes[i] >> 4];
+    out[byte_at[i] + 1] = hex[bytes[i] & 15];
   }
   return std::string(out.data(), out.size());
 }
