@@ -10,6 +10,7 @@ namespace dde::registry {
 namespace {
 
 constexpr std::size_t failovers_kept = 50;
+constexpr const char* no_node_left = "no node left to run it: it goes to the next node that registers";
 
 long long epoch_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -115,6 +116,7 @@ void node_watch::tick() {
     lose(id, restored ? "remembered from before this registry started or took over, and not back within " +
                             std::to_string(opts_.restore_grace.count()) + " ms"
                       : "disconnected and not back within " + std::to_string(opts_.timeout.count()) + " ms");
+  place_unplaced();
 }
 
 void node_watch::lose(const std::string& id, const std::string& why) {
@@ -147,54 +149,82 @@ void node_watch::fail_over(const std::string& id, const watched& lost, const std
       auto pool_id = entry.value("id", std::string());
       std::size_t workers = std::max<std::size_t>(1, entry.value("workersCount", std::size_t(1)));
       ordered_json moved = {{"pool", pool_id}, {"workers", workers}, {"to", ordered_json::array()}};
+      auto index = record["pools"].size();
       if (survivors.empty()) {
-        moved["error"] = "no node left to run it";
-        logger("registry")->error("failover of {} from node {}: no node left to run it", pool_id, id);
-        record["pools"].push_back(std::move(moved));
-        continue;
+        moved["error"] = no_node_left;
+        logger("registry")->error("failover of {} from node {}: no node left to run it; it waits for one", pool_id, id);
+        unplaced_.push_back({seq, index, system, entry});
+      } else {
+        place(seq, index, system, entry, survivors, moved);
       }
-      // Its workers spread over the survivors, starting with a different one for each pool.
-      std::size_t k = std::min(workers, survivors.size());
-      for (std::size_t i = 0; i < k; ++i) {
-        const auto& target = survivors[(spread_ + i) % survivors.size()];
-        std::size_t count = workers / k + (i < workers % k ? 1 : 0);
-        auto body = redeploy_body(entry, system, target.id);
-        if (!body) {
-          moved["error"] = "cannot rebuild its deploy body: " + body.error();
-          break;
-        }
-        body.value()["workersPaths"] = std::vector<std::string>(count, "localhost");
-        auto index = record["pools"].size();
-        moved["to"].push_back({{"node", target.id}, {"workers", count}, {"status", "deploying"}});
-        auto slot = moved["to"].size() - 1;
-        auto target_id = target.id;
-        bool sent = nodes_.request(
-            target.id, protocol::node::deploy{body.value()},
-            [this, seq, index, slot, pool_id, target_id](node_answer a) {
-              if (a)
-                logger("registry")->info("failover: {} runs on node {} now", pool_id, target_id);
-              else
-                logger("registry")->error("failover: deploying {} on node {} failed ({}): {}", pool_id, target_id,
-                                          http_status(a), a.error());
-              // The record may have been pushed out of the list meanwhile.
-              for (auto& f : failovers_) {
-                if (f.value("failover", std::uint64_t(0)) != seq || index >= f["pools"].size()) continue;
-                auto& to = f["pools"][index]["to"][slot];
-                to["status"] = a ? "deployed" : "failed";
-                if (!a) to["error"] = a.error();
-                to["atMs"] = epoch_ms();
-              }
-            });
-        if (!sent) moved["to"][slot]["status"] = "failed";
-      }
-      ++spread_;
-      logger("registry")->warn("failover: {} ({} worker(s)) from lost node {} to {} node(s)", pool_id, workers, id,
-                               moved["to"].size());
       record["pools"].push_back(std::move(moved));
     }
   }
   failovers_.push_back(std::move(record));
   if (failovers_.size() > failovers_kept) failovers_.pop_front();
+}
+
+void node_watch::place(std::uint64_t seq, std::size_t index, const std::string& system, const ordered_json& entry,
+                       const std::vector<node_info>& survivors, ordered_json& moved) {
+  auto pool_id = entry.value("id", std::string());
+  std::size_t workers = std::max<std::size_t>(1, entry.value("workersCount", std::size_t(1)));
+  // Its workers spread over the survivors, starting with a different one for each pool.
+  std::size_t k = std::min(workers, survivors.size());
+  for (std::size_t i = 0; i < k; ++i) {
+    const auto& target = survivors[(spread_ + i) % survivors.size()];
+    std::size_t count = workers / k + (i < workers % k ? 1 : 0);
+    auto body = redeploy_body(entry, system, target.id);
+    if (!body) {
+      moved["error"] = "cannot rebuild its deploy body: " + body.error();
+      break;
+    }
+    body.value()["workersPaths"] = std::vector<std::string>(count, "localhost");
+    moved["to"].push_back({{"node", target.id}, {"workers", count}, {"status", "deploying"}});
+    auto slot = moved["to"].size() - 1;
+    auto target_id = target.id;
+    bool sent = nodes_.request(
+        target.id, protocol::node::deploy{body.value()}, [this, seq, index, slot, pool_id, target_id](node_answer a) {
+          if (a)
+            logger("registry")->info("failover: {} runs on node {} now", pool_id, target_id);
+          else
+            logger("registry")->error("failover: deploying {} on node {} failed ({}): {}", pool_id, target_id,
+                                      http_status(a), a.error());
+          // The record may have been pushed out of the list meanwhile.
+          auto* record = record_of(seq);
+          if (!record || index >= (*record)["pools"].size()) return;
+          auto& to = (*record)["pools"][index]["to"][slot];
+          to["status"] = a ? "deployed" : "failed";
+          if (!a) to["error"] = a.error();
+          to["atMs"] = epoch_ms();
+        });
+    if (!sent) moved["to"][slot]["status"] = "failed";
+  }
+  ++spread_;
+  logger("registry")->warn("failover: {} ({} worker(s)) to {} node(s)", pool_id, workers, moved["to"].size());
+}
+
+ordered_json* node_watch::record_of(std::uint64_t seq) {
+  for (auto& f : failovers_)
+    if (f.value("failover", std::uint64_t(0)) == seq) return &f;
+  return nullptr;
+}
+
+void node_watch::place_unplaced() {
+  if (unplaced_.empty()) return;
+  auto survivors = nodes_.list();
+  if (survivors.empty()) return;
+  auto waiting = std::move(unplaced_);
+  unplaced_.clear();
+  for (auto& u : waiting) {
+    auto* record = record_of(u.seq);
+    ordered_json moved = {{"pool", u.entry.value("id", std::string())},
+                          {"workers", std::max<std::size_t>(1, u.entry.value("workersCount", std::size_t(1)))},
+                          {"to", ordered_json::array()}};
+    place(u.seq, u.index, u.system, u.entry, survivors, moved);
+    moved["waitedForANode"] = true;
+    // Written before the deploys' answers can come (they come on a later turn of the strand).
+    if (record && u.index < (*record)["pools"].size()) (*record)["pools"][u.index] = std::move(moved);
+  }
 }
 
 ordered_json node_watch::status() const {

@@ -3,7 +3,10 @@
 // recent `describe` of it; a node that answers nothing for the timeout (hung, or its connection
 // gone without it registering again under its id) is lost: its connection is closed and every pool
 // it ran with `failover: true` is deployed again on the surviving nodes, its workers spread over them.
-// Nothing moves back by itself when the node returns (POST /registry/migrate does, when asked).
+// A pool that finds no node left (the survivors were lost too, or not back yet) waits, and goes to
+// the first node connected at a later heartbeat: a node lost by mistake under load and back a moment
+// later takes it. Nothing moves back by itself when the node returns (POST /registry/migrate does,
+// when asked).
 // Transport-free and single-threaded, like node_table: the service calls it on its strand.
 
 #include <chrono>
@@ -12,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "node_table.hpp"
 #include "state_store.hpp"
@@ -37,7 +41,10 @@ class node_watch {
   /// it registers again within the restore grace. Returns how many; throws when the store cannot be read.
   std::size_t restore();
   /// Stops watching every node, failing none over (the registry stepped down: another leads now).
-  void clear() { watched_.clear(); }
+  void clear() {
+    watched_.clear();
+    unplaced_.clear();
+  }
   /// One heartbeat: pings the nodes, refreshes what they run, finds lost ones and fails them over.
   void tick();
   /// `GET /registry/failover`: the watched nodes and the failovers so far.
@@ -61,6 +68,20 @@ class node_watch {
   void remember(const std::string& id, watched& w);
   /// Deploys the lost node's failover pools on the connected nodes.
   void fail_over(const std::string& id, const watched& lost, const std::string& why);
+  /// A failover pool waiting for a node: its failover's number and index in that record's pools.
+  struct unplaced {
+    std::uint64_t seq = 0;
+    std::size_t index = 0;
+    std::string system;
+    ordered_json entry;
+  };
+  /// Deploys `entry` (a pool of `system`) on `survivors` (not empty), its workers spread; fills `moved`.
+  void place(std::uint64_t seq, std::size_t index, const std::string& system, const ordered_json& entry,
+             const std::vector<node_info>& survivors, ordered_json& moved);
+  /// Deploys the pools that found no node on the nodes connected now, if any.
+  void place_unplaced();
+  /// The record of failover `seq` (null once pushed out of the list).
+  ordered_json* record_of(std::uint64_t seq);
 
   node_table& nodes_;
   options opts_;
@@ -68,6 +89,7 @@ class node_watch {
   std::deque<ordered_json> failovers_;  ///< the latest, newest last
   std::size_t spread_ = 0;              ///< rotates the first target between pools
   std::uint64_t next_failover_ = 1;
+  std::vector<unplaced> unplaced_;      ///< failover pools that found no node, oldest first
 };
 
 }  // namespace dde::registry

@@ -126,6 +126,53 @@ TEST(RegistryNodeWatch, ADisconnectedNodeNotBackWithinTheTimeoutIsLost) {
   EXPECT_EQ(deploys(t.b).size() + deploys(t.c).size(), 2u);
 }
 
+TEST(RegistryNodeWatch, APoolThatFindsNoNodeLeftWaitsAndGoesToTheNextNodeThatRegisters) {
+  // Round 4 of the stress proof: a node declared lost under load came back 2.5 s later, but the pool
+  // failed over meanwhile had found no node and was never deployed again.
+  three_nodes t;
+  t.beat(true);
+  t.table.remove(t.a.conn);
+  t.table.remove(t.b.conn);
+  t.table.remove(t.c.conn);
+  t.clock.now += 1s;
+  t.beat(false);
+  t.clock.now += 3s;
+  t.beat(false);
+  auto status = t.watch.status();
+  ASSERT_EQ(status["failovers"].size(), 3u) << status.dump();
+  std::size_t waiting = 0;
+  for (auto& f : status["failovers"])
+    for (auto& p : f["pools"]) {
+      EXPECT_EQ(p["error"], "no node left to run it: it goes to the next node that registers");
+      ++waiting;
+    }
+  ASSERT_EQ(waiting, 1u) << "only a's pool with failover: true";
+  t.clock.now += 1s;
+  t.beat(false);  // still no node: nothing is sent, it goes on waiting
+
+  scripted_node d{t.table, 4};
+  t.clock.now += 1s;
+  t.watch.tick();
+  auto on_d = deploys(d);
+  ASSERT_EQ(on_d.size(), 1u);
+  EXPECT_EQ(on_d[0]["body"]["isolateName"], "work");
+  EXPECT_EQ(on_d[0]["body"]["bootstrapperId"], d.id);
+  EXPECT_EQ(on_d[0]["body"]["workersPaths"].size(), 3u);
+  d.ok(on_d[0]["id"], {{"instance", "x"}});
+  status = t.watch.status();
+  json placed;
+  for (auto& f : status["failovers"])
+    if (!f["pools"].empty()) placed = f["pools"][0];
+  EXPECT_FALSE(placed.contains("error")) << placed.dump();
+  EXPECT_EQ(placed["waitedForANode"], true);
+  ASSERT_EQ(placed["to"].size(), 1u) << placed.dump();
+  EXPECT_EQ(placed["to"][0]["node"], d.id);
+  EXPECT_EQ(placed["to"][0]["status"], "deployed");
+  t.clock.now += 1s;
+  t.watch.tick();
+  EXPECT_EQ(deploys(d).size(), 1u) << "placed once";
+}
+
 }  // namespace
 }  // namespace dde::registry::test
 
