@@ -12,6 +12,12 @@ namespace {
 constexpr std::size_t failovers_kept = 50;
 constexpr const char* no_node_left = "no node left to run it: it goes to the next node that registers";
 
+/// A failover pool's entry in its record, before it is placed: `{pool, workers, to: []}`.
+ordered_json moved_entry(const ordered_json& entry) {
+  std::size_t workers = std::max<std::size_t>(1, entry.value("workersCount", std::size_t(1)));
+  return {{"pool", entry.value("id", std::string())}, {"workers", workers}, {"to", ordered_json::array()}};
+}
+
 long long epoch_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -146,34 +152,36 @@ void node_watch::fail_over(const std::string& id, const watched& lost, const std
     if (!pools.is_array()) continue;
     for (auto& entry : pools) {
       if (!entry.is_object() || !entry.value("failover", false)) continue;
-      auto pool_id = entry.value("id", std::string());
-      std::size_t workers = std::max<std::size_t>(1, entry.value("workersCount", std::size_t(1)));
-      ordered_json moved = {{"pool", pool_id}, {"workers", workers}, {"to", ordered_json::array()}};
       auto index = record["pools"].size();
       if (survivors.empty()) {
+        auto moved = moved_entry(entry);
         moved["error"] = no_node_left;
-        logger("registry")->error("failover of {} from node {}: no node left to run it; it waits for one", pool_id, id);
-        unplaced_.push_back({seq, index, system, entry});
+        logger("registry")->error("failover of {} from node {}: no node left to run it; it waits for one",
+                                  moved["pool"].get<std::string>(), id);
+        unplaced_.push_back({seq, index, id, system, entry});
+        record["pools"].push_back(std::move(moved));
       } else {
-        place(seq, index, system, entry, survivors, moved);
+        record["pools"].push_back(place({seq, index, id, system, entry}, survivors));
       }
-      record["pools"].push_back(std::move(moved));
     }
   }
   failovers_.push_back(std::move(record));
   if (failovers_.size() > failovers_kept) failovers_.pop_front();
 }
 
-void node_watch::place(std::uint64_t seq, std::size_t index, const std::string& system, const ordered_json& entry,
-                       const std::vector<node_info>& survivors, ordered_json& moved) {
-  auto pool_id = entry.value("id", std::string());
-  std::size_t workers = std::max<std::size_t>(1, entry.value("workersCount", std::size_t(1)));
+ordered_json node_watch::place(const unplaced& pool, const std::vector<node_info>& survivors) {
+  auto seq = pool.seq;
+  auto index = pool.index;
+  const auto& entry = pool.entry;
+  auto moved = moved_entry(entry);
+  auto pool_id = moved["pool"].get<std::string>();
+  auto workers = moved["workers"].get<std::size_t>();
   // Its workers spread over the survivors, starting with a different one for each pool.
   std::size_t k = std::min(workers, survivors.size());
   for (std::size_t i = 0; i < k; ++i) {
     const auto& target = survivors[(spread_ + i) % survivors.size()];
     std::size_t count = workers / k + (i < workers % k ? 1 : 0);
-    auto body = redeploy_body(entry, system, target.id);
+    auto body = redeploy_body(entry, pool.system, target.id);
     if (!body) {
       moved["error"] = "cannot rebuild its deploy body: " + body.error();
       break;
@@ -200,7 +208,9 @@ void node_watch::place(std::uint64_t seq, std::size_t index, const std::string& 
     if (!sent) moved["to"][slot]["status"] = "failed";
   }
   ++spread_;
-  logger("registry")->warn("failover: {} ({} worker(s)) to {} node(s)", pool_id, workers, moved["to"].size());
+  logger("registry")->warn("failover: {} ({} worker(s)) from lost node {} to {} node(s)", pool_id, workers, pool.from,
+                           moved["to"].size());
+  return moved;
 }
 
 ordered_json* node_watch::record_of(std::uint64_t seq) {
@@ -216,12 +226,9 @@ void node_watch::place_unplaced() {
   auto waiting = std::move(unplaced_);
   unplaced_.clear();
   for (auto& u : waiting) {
-    auto* record = record_of(u.seq);
-    ordered_json moved = {{"pool", u.entry.value("id", std::string())},
-                          {"workers", std::max<std::size_t>(1, u.entry.value("workersCount", std::size_t(1)))},
-                          {"to", ordered_json::array()}};
-    place(u.seq, u.index, u.system, u.entry, survivors, moved);
+    auto moved = place(u, survivors);
     moved["waitedForANode"] = true;
+    auto* record = record_of(u.seq);
     // Written before the deploys' answers can come (they come on a later turn of the strand).
     if (record && u.index < (*record)["pools"].size()) (*record)["pools"][u.index] = std::move(moved);
   }

@@ -68,16 +68,17 @@ class node_watch {
   void remember(const std::string& id, watched& w);
   /// Deploys the lost node's failover pools on the connected nodes.
   void fail_over(const std::string& id, const watched& lost, const std::string& why);
-  /// A failover pool waiting for a node: its failover's number and index in that record's pools.
+  /// A failover pool of lost node `from`: its failover's number, its index in that record's pools,
+  /// its isolate system and its entry in the node's describe.
   struct unplaced {
     std::uint64_t seq = 0;
     std::size_t index = 0;
+    std::string from;
     std::string system;
     ordered_json entry;
   };
-  /// Deploys `entry` (a pool of `system`) on `survivors` (not empty), its workers spread; fills `moved`.
-  void place(std::uint64_t seq, std::size_t index, const std::string& system, const ordered_json& entry,
-             const std::vector<node_info>& survivors, ordered_json& moved);
+  /// Deploys `pool` on `survivors` (not empty), its workers spread; returns its entry in the record.
+  ordered_json place(const unplaced& pool, const std::vector<node_info>& survivors);
   /// Deploys the pools that found no node on the nodes connected now, if any.
   void place_unplaced();
   /// The record of failover `seq` (null once pushed out of the list).
@@ -89,7 +90,7 @@ class node_watch {
   std::deque<ordered_json> failovers_;  ///< the latest, newest last
   std::size_t spread_ = 0;              ///< rotates the first target between pools
   std::uint64_t next_failover_ = 1;
-  std::vector<unplaced> unplaced_;      ///< failover pools that found no node, oldest first
+  std::vector<unplaced> unplaced_;      ///< failover pools waiting for a node, oldest first
 };
 
 }  // namespace dde::registry
