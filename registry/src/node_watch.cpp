@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string_view>
 
 #include "dde/log.hpp"
 #include "pool_mover.hpp"
@@ -11,6 +12,8 @@ namespace {
 
 constexpr std::size_t failovers_kept = 50;
 constexpr const char* no_node_left = "no node left to run it: it goes to the next node that registers";
+/// The store's row of a lost node's pools waiting for a node is "waiting:<its id>".
+constexpr std::string_view waiting_row = "waiting:";
 
 /// A failover pool's entry in its record, before it is placed: `{pool, workers, to: []}`.
 ordered_json moved_entry(const ordered_json& entry) {
@@ -30,8 +33,17 @@ node_watch::node_watch(node_table& nodes, options opts) : nodes_(nodes), opts_(s
 std::size_t node_watch::restore() {
   if (!opts_.store) return 0;
   auto now = opts_.now();
-  auto remembered = opts_.store->load();
-  for (auto& n : remembered) {
+  std::size_t nodes = 0;
+  for (auto& n : opts_.store->load()) {
+    if (n.info.id.rfind(waiting_row, 0) == 0) {
+      // A failover that found no node before this registry led: its pools wait again.
+      n.info.id.erase(0, waiting_row.size());
+      logger("registry")->info("remembered pools of lost node {} ({}) waiting for a node: they go to the next node that registers",
+                               n.info.id, n.info.name);
+      fail_over(n.info, n.pools, "its failover pools were waiting for a node when this registry started or took over");
+      continue;
+    }
+    ++nodes;
     auto& w = watched_[n.info.id];
     w.info = n.info;
     w.pools = n.pools;
@@ -42,7 +54,7 @@ std::size_t node_watch::restore() {
     logger("registry")->info("remembered node {} ({}) with {} isolate system(s): lost unless it registers within {} ms",
                              n.info.id, n.info.name, n.pools.size(), opts_.restore_grace.count());
   }
-  return remembered.size();
+  return nodes;
 }
 
 void node_watch::remember(const std::string& id, watched& w) {
@@ -133,7 +145,7 @@ void node_watch::lose(const std::string& id, const std::string& why) {
   logger("registry")->error("node {} ({}) lost: {}", id, lost.info.name, why);
   // A hung node still connected is cut off: its isolate systems may live on, but it gets no requests.
   nodes_.disconnect(id, "lost: " + why);
-  fail_over(id, lost, why);
+  fail_over(lost.info, lost.pools, why);
   if (opts_.store) {
     try {
       opts_.store->forget(id);
@@ -143,28 +155,29 @@ void node_watch::lose(const std::string& id, const std::string& why) {
   }
 }
 
-void node_watch::fail_over(const std::string& id, const watched& lost, const std::string& why) {
+void node_watch::fail_over(const node_info& lost, const ordered_json& pools, const std::string& why) {
   auto seq = next_failover_++;
-  ordered_json record = {{"failover", seq}, {"node", id},     {"name", lost.info.name},
+  ordered_json record = {{"failover", seq}, {"node", lost.id},    {"name", lost.name},
                          {"lostAt", epoch_ms()}, {"reason", why}, {"pools", ordered_json::array()}};
   auto survivors = nodes_.list();
-  for (auto& [system, pools] : lost.pools.items()) {
-    if (!pools.is_array()) continue;
-    for (auto& entry : pools) {
+  for (auto& [system, list] : pools.items()) {
+    if (!list.is_array()) continue;
+    for (auto& entry : list) {
       if (!entry.is_object() || !entry.value("failover", false)) continue;
       auto index = record["pools"].size();
       if (survivors.empty()) {
         auto moved = moved_entry(entry);
         moved["error"] = no_node_left;
         logger("registry")->error("failover of {} from node {}: no node left to run it; it waits for one",
-                                  moved["pool"].get<std::string>(), id);
-        unplaced_.push_back({seq, index, id, system, entry});
+                                  moved["pool"].get<std::string>(), lost.id);
+        unplaced_.push_back({seq, index, lost, system, entry});
         record["pools"].push_back(std::move(moved));
       } else {
-        record["pools"].push_back(place({seq, index, id, system, entry}, survivors));
+        record["pools"].push_back(place({seq, index, lost, system, entry}, survivors));
       }
     }
   }
+  remember_waiting(lost);  // what waits now, if anything (a restored row's pools may have found nodes)
   failovers_.push_back(std::move(record));
   if (failovers_.size() > failovers_kept) failovers_.pop_front();
 }
@@ -208,8 +221,8 @@ ordered_json node_watch::place(const unplaced& pool, const std::vector<node_info
     if (!sent) moved["to"][slot]["status"] = "failed";
   }
   ++spread_;
-  logger("registry")->warn("failover: {} ({} worker(s)) from lost node {} to {} node(s)", pool_id, workers, pool.from,
-                           moved["to"].size());
+  logger("registry")->warn("failover: {} ({} worker(s)) from lost node {} to {} node(s)", pool_id, workers,
+                           pool.from.id, moved["to"].size());
   return moved;
 }
 
@@ -225,12 +238,33 @@ void node_watch::place_unplaced() {
   if (survivors.empty()) return;
   auto waiting = std::move(unplaced_);
   unplaced_.clear();
+  std::map<std::string, node_info> from;
   for (auto& u : waiting) {
     auto moved = place(u, survivors);
     moved["waitedForANode"] = true;
     auto* record = record_of(u.seq);
     // Written before the deploys' answers can come (they come on a later turn of the strand).
     if (record && u.index < (*record)["pools"].size()) (*record)["pools"][u.index] = std::move(moved);
+    from.emplace(u.from.id, u.from);
+  }
+  for (auto& entry : from) remember_waiting(entry.second);
+}
+
+void node_watch::remember_waiting(const node_info& lost) {
+  if (!opts_.store) return;
+  remembered_node row{lost, ordered_json::object()};
+  row.info.id = std::string(waiting_row) + lost.id;
+  for (auto& u : unplaced_)
+    if (u.from.id == lost.id) row.pools[u.system].push_back(u.entry);
+  try {
+    if (row.pools.empty())
+      opts_.store->forget(row.info.id);
+    else
+      opts_.store->save({row.info, remembered_pools(row.pools)});
+  } catch (const std::exception& e) {
+    logger("registry")->error("pools of lost node {} waiting for a node: {} (a registry restart or takeover meanwhile "
+                              "would not place them)",
+                              lost.id, e.what());
   }
 }
 

@@ -5,8 +5,9 @@
 // it ran with `failover: true` is deployed again on the surviving nodes, its workers spread over them.
 // A pool that finds no node left (the survivors were lost too, or not back yet) waits, and goes to
 // the first node connected at a later heartbeat: a node lost by mistake under load and back a moment
-// later takes it. Nothing moves back by itself when the node returns (POST /registry/migrate does,
-// when asked).
+// later takes it. With a state store a waiting pool is remembered too (row "waiting:<lost node id>"),
+// so a registry that restarts or takes over meanwhile places it. Nothing moves back by itself when
+// the node returns (POST /registry/migrate does, when asked).
 // Transport-free and single-threaded, like node_table: the service calls it on its strand.
 
 #include <chrono>
@@ -38,7 +39,8 @@ class node_watch {
   node_watch(node_table& nodes, options opts);
 
   /// Watches the nodes the store remembers as gone since now: each is lost (and failed over) unless
-  /// it registers again within the restore grace. Returns how many; throws when the store cannot be read.
+  /// it registers again within the restore grace; the pools it remembers as waiting for a node wait
+  /// again. Returns how many nodes; throws when the store cannot be read.
   std::size_t restore();
   /// Stops watching every node, failing none over (the registry stepped down: another leads now).
   void clear() {
@@ -66,14 +68,15 @@ class node_watch {
   void lose(const std::string& id, const std::string& why);
   /// Remembers node `id`'s pools if they changed since the last save (errors are logged).
   void remember(const std::string& id, watched& w);
-  /// Deploys the lost node's failover pools on the connected nodes.
-  void fail_over(const std::string& id, const watched& lost, const std::string& why);
+  /// Deploys the failover pools of lost node `lost` (`pools`: its describe) on the connected nodes;
+  /// those that find none wait (and are remembered as waiting).
+  void fail_over(const node_info& lost, const ordered_json& pools, const std::string& why);
   /// A failover pool of lost node `from`: its failover's number, its index in that record's pools,
   /// its isolate system and its entry in the node's describe.
   struct unplaced {
     std::uint64_t seq = 0;
     std::size_t index = 0;
-    std::string from;
+    node_info from;
     std::string system;
     ordered_json entry;
   };
@@ -81,6 +84,9 @@ class node_watch {
   ordered_json place(const unplaced& pool, const std::vector<node_info>& survivors);
   /// Deploys the pools that found no node on the nodes connected now, if any.
   void place_unplaced();
+  /// Remembers the pools of lost node `lost` that wait for a node in the store's row "waiting:<id>"
+  /// (forgets the row when none waits); errors are logged.
+  void remember_waiting(const node_info& lost);
   /// The record of failover `seq` (null once pushed out of the list).
   ordered_json* record_of(std::uint64_t seq);
 

@@ -283,6 +283,54 @@ TEST(RegistryNodeWatchStore, ARememberedNodeThatDoesNotComeBackAfterARestartIsFa
             std::string::npos);
 }
 
+TEST(RegistryNodeWatchStore, APoolWaitingForANodeIsRememberedAndPlacedByTheNextRegistry) {
+  // A pool that found no node left used to wait in the registry's memory only: the lost node's row
+  // was forgotten, so a registry restart or takeover meanwhile dropped the pool for good.
+  memory_store store;
+  {
+    remembering_watch first(store);
+    scripted_node a{first.table, 1, "266393094", "node-a"};
+    std::size_t seen = 0;
+    first.watch->tick();
+    answer_all(a, seen, json{{"sys", json::array({pool_entry("sys/work", true, 2), pool_entry("sys/other", false, 1)})}});
+    ASSERT_TRUE(store.rows.count("266393094"));
+    first.table.remove(a.conn);
+    first.watch->tick();  // a's connection ended: lost unless back within the timeout
+    first.clock.now += 4s;
+    first.watch->tick();  // a is lost and no node is left: its failover pool waits
+    EXPECT_FALSE(store.rows.count("266393094")) << "a lost node is forgotten";
+    ASSERT_TRUE(store.rows.count("waiting:266393094")) << "its waiting pool is not";
+    auto& row = store.rows.at("waiting:266393094");
+    EXPECT_EQ(row.info.name, "node-a");
+    ASSERT_EQ(row.pools["sys"].size(), 1u) << "only the pool with failover: true waits";
+    EXPECT_EQ(row.pools["sys"][0]["id"], "sys/work");
+  }  // the registry dies before any node registers
+
+  remembering_watch next(store);
+  EXPECT_EQ(next.watch->restore(), 0u) << "a waiting row is not a node to watch";
+  auto status = next.watch->status();
+  EXPECT_TRUE(status["nodes"].empty()) << status.dump();
+  ASSERT_EQ(status["failovers"].size(), 1u) << status.dump();
+  EXPECT_EQ(status["failovers"][0]["node"], "266393094");
+  EXPECT_EQ(status["failovers"][0]["pools"][0]["error"], "no node left to run it: it goes to the next node that registers");
+  next.watch->tick();  // no node yet: it goes on waiting, still remembered
+  EXPECT_TRUE(store.rows.count("waiting:266393094"));
+
+  scripted_node b{next.table, 2, "12133208", "node-b"};
+  next.clock.now += 1s;
+  next.watch->tick();
+  auto on_b = deploys(b);
+  ASSERT_EQ(on_b.size(), 1u);
+  EXPECT_EQ(on_b[0]["body"]["isolateName"], "work");
+  EXPECT_EQ(on_b[0]["body"]["uri"], "/w/libconsumer.so");
+  EXPECT_EQ(on_b[0]["body"]["workersPaths"].size(), 2u);
+  EXPECT_FALSE(store.rows.count("waiting:266393094")) << "placed: nothing waits any more";
+  EXPECT_EQ(next.watch->status()["failovers"][0]["pools"][0]["waitedForANode"], true);
+  next.clock.now += 1s;
+  next.watch->tick();
+  EXPECT_EQ(deploys(b).size(), 1u) << "placed once";
+}
+
 TEST(RegistrySqliteStore, WhatIsSavedIsLoadedAgainAfterReopeningAndForgottenRowsStayGone) {
   auto file = std::filesystem::temp_directory_path() / ("dde-store-" + std::to_string(::getpid()) + ".db");
   std::filesystem::remove(file);
