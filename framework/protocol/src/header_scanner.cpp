@@ -42,15 +42,8 @@ bool scan_props(header_scanner& s, message_props& out, props_of whose) {
 }
 
 bool enqueue_props_as_parsed(const message_props& p) {
-  if (p.message_id.size() > max_prop_string || p.app_id.size() > max_prop_string ||
-      p.content_type.size() > max_prop_string || p.headers.size() > max_prop_headers)
-    return false;
-  std::size_t bytes = 0;
-  for (auto& [name, value] : p.headers) {
-    if (name.empty() || name.size() > max_prop_header_name || name == published_header) return false;
-    bytes += name.size() + value.size();
-  }
-  return bytes <= max_prop_headers_bytes;
+  return props_limits_error(p).empty() &&
+         std::none_of(p.headers.begin(), p.headers.end(), [](auto& h) { return h.first == published_header; });
 }
 
 }  // namespace dde::mqs

@@ -41,6 +41,10 @@ constexpr std::size_t max_prop_header_name = 128;
 /// Names and values together: the properties travel in one content-header frame.
 constexpr std::size_t max_prop_headers_bytes = 65536;
 
+/// Why `p` breaks the limits above, in parse_props's words ("" when it keeps them): the one check
+/// of them, for the JSON reading and the enqueue header's fast scan alike.
+std::string props_limits_error(const message_props& p);
+
 /// Reads the "props" object of an enqueue record into `out`: {"messageId"?, "appId"?,
 /// "contentType"? (strings of at most 255 bytes), "headers"? (an object of at most 32 string
 /// values, names of 1 to 128 bytes, 64 KiB in all)}; a header named `published_header` is left
