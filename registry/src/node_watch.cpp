@@ -40,7 +40,9 @@ std::size_t node_watch::restore() {
       n.info.id.erase(0, waiting_row.size());
       logger("registry")->info("remembered pools of lost node {} ({}) waiting for a node: they go to the next node that registers",
                                n.info.id, n.info.name);
-      fail_over(n.info, n.pools, "its failover pools were waiting for a node when this registry started or took over");
+      // Its row goes once none of them waits (they may all find a node at once).
+      if (!fail_over(n.info, n.pools, "its failover pools were waiting for a node when this registry started or took over"))
+        remember_waiting(n.info);
       continue;
     }
     ++nodes;
@@ -155,8 +157,9 @@ void node_watch::lose(const std::string& id, const std::string& why) {
   }
 }
 
-void node_watch::fail_over(const node_info& lost, const ordered_json& pools, const std::string& why) {
+bool node_watch::fail_over(const node_info& lost, const ordered_json& pools, const std::string& why) {
   auto seq = next_failover_++;
+  bool waits = false;
   ordered_json record = {{"failover", seq}, {"node", lost.id},    {"name", lost.name},
                          {"lostAt", epoch_ms()}, {"reason", why}, {"pools", ordered_json::array()}};
   auto survivors = nodes_.list();
@@ -171,15 +174,17 @@ void node_watch::fail_over(const node_info& lost, const ordered_json& pools, con
         logger("registry")->error("failover of {} from node {}: no node left to run it; it waits for one",
                                   moved["pool"].get<std::string>(), lost.id);
         unplaced_.push_back({seq, index, lost, system, entry});
+        waits = true;
         record["pools"].push_back(std::move(moved));
       } else {
         record["pools"].push_back(place({seq, index, lost, system, entry}, survivors));
       }
     }
   }
-  remember_waiting(lost);  // what waits now, if anything (a restored row's pools may have found nodes)
+  if (waits) remember_waiting(lost);
   failovers_.push_back(std::move(record));
   if (failovers_.size() > failovers_kept) failovers_.pop_front();
+  return waits;
 }
 
 ordered_json node_watch::place(const unplaced& pool, const std::vector<node_info>& survivors) {

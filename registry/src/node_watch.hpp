@@ -69,8 +69,8 @@ class node_watch {
   /// Remembers node `id`'s pools if they changed since the last save (errors are logged).
   void remember(const std::string& id, watched& w);
   /// Deploys the failover pools of lost node `lost` (`pools`: its describe) on the connected nodes;
-  /// those that find none wait (and are remembered as waiting).
-  void fail_over(const node_info& lost, const ordered_json& pools, const std::string& why);
+  /// those that find none wait (and are remembered as waiting). Returns whether any waits.
+  bool fail_over(const node_info& lost, const ordered_json& pools, const std::string& why);
   /// A failover pool of lost node `from`: its failover's number, its index in that record's pools,
   /// its isolate system and its entry in the node's describe.
   struct unplaced {

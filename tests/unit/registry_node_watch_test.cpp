@@ -192,7 +192,11 @@ struct memory_store : state_store {
     ++saves;
     rows[n.info.id] = n;
   }
-  void forget(const std::string& id) override { rows.erase(id); }
+  void forget(const std::string& id) override {
+    forgotten.push_back(id);
+    rows.erase(id);
+  }
+  std::vector<std::string> forgotten;
   std::string name() const override { return "memory store"; }
 };
 
@@ -329,6 +333,42 @@ TEST(RegistryNodeWatchStore, APoolWaitingForANodeIsRememberedAndPlacedByTheNextR
   next.clock.now += 1s;
   next.watch->tick();
   EXPECT_EQ(deploys(b).size(), 1u) << "placed once";
+}
+
+TEST(RegistryNodeWatchStore, AWaitingRowIsWrittenOnlyWhenAPoolWaitsAndGoesWhenARestoredOneIsPlacedAtOnce) {
+  memory_store store;
+  {
+    remembering_watch t(store);
+    scripted_node a{t.table, 1, "266393094", "node-a"};
+    scripted_node b{t.table, 2, "12133208", "node-b"};
+    std::size_t seen_a = 0, seen_b = 0;
+    t.watch->tick();
+    answer_all(a, seen_a, json{{"sys", json::array({pool_entry("sys/work", true, 2)})}});
+    answer_all(b, seen_b, json::object());
+    t.table.remove(a.conn);
+    for (int s = 0; s < 5; ++s) {  // b answers every beat; a is gone past its 3 s timeout
+      t.clock.now += 1s;
+      t.watch->tick();
+      answer_all(b, seen_b, json::object());
+    }
+    ASSERT_EQ(deploys(b).size(), 1u) << "a's pool goes to b at once";
+    EXPECT_EQ(store.forgotten, std::vector<std::string>{"266393094"}) << "no waiting row to write or forget";
+    EXPECT_EQ(store.rows.count("waiting:266393094"), 0u);
+  }
+
+  // A waiting row whose pool finds a node as soon as it is restored is forgotten then.
+  store.rows.clear();
+  store.forgotten.clear();
+  remembered_node waiting;
+  waiting.info = {"waiting:266393094", "127.0.0.1", "42042", "node-a", "ws://127.0.0.1:42042/activator", {}};
+  waiting.pools = {{"sys", json::array({pool_entry("sys/work", true, 2)})}};
+  store.rows[waiting.info.id] = waiting;
+  remembering_watch next(store);
+  scripted_node c{next.table, 3, "4040", "node-c"};
+  EXPECT_EQ(next.watch->restore(), 0u);
+  EXPECT_EQ(deploys(c).size(), 1u) << "the restored pool goes to the node already there";
+  EXPECT_EQ(store.rows.count("waiting:266393094"), 0u) << "and its row goes";
+  EXPECT_EQ(store.forgotten, std::vector<std::string>{"waiting:266393094"});
 }
 
 TEST(RegistrySqliteStore, WhatIsSavedIsLoadedAgainAfterReopeningAndForgottenRowsStayGone) {
