@@ -191,6 +191,13 @@ void rabbitmq_node::stop() {
   wait_until([this] { return !port_open(port_); }, 10s);
 }
 
+int rabbitmq_node::terminate() {
+  if (!running()) return -1;
+  const int status = server_->stop(30s);
+  wait_until([this] { return !port_open(port_); }, 10s);
+  return status;
+}
+
 void rabbitmq_node::kill9() {
   if (!server_) return;
   server_->kill9();  // the child is beam.smp itself (see environment())

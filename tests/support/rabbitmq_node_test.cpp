@@ -118,6 +118,25 @@ TEST(RabbitmqNode, GracefulStopAndStartKeepDurableClassicQueue) {
   EXPECT_EQ(node.get("restart.classic"), "kept");
 }
 
+TEST(RabbitmqNode, SigtermStopsTheNodeGracefullyAndAQuorumQueueKeepsItsMessages) {
+  rabbitmq_node node("sigterm");
+  node.start();
+  node.declare_queue("sigterm.quorum", /*quorum=*/true);
+  node.publish("sigterm.quorum", {"a", "b"}, /*persistent=*/true);
+  ASSERT_TRUE(wait_until([&] { return node.queue_depth("sigterm.quorum") == 2u; }, 10s));
+  const int status = node.terminate();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the VM halted by itself, status " << status;
+  EXPECT_FALSE(port_open(node.port()));
+  std::ifstream log(node.dir() / "log" / (node.node_name() + ".log"));
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("SIGTERM received - shutting down"), std::string::npos)
+      << "RabbitMQ took it as a shutdown: " << text.substr(text.size() > 3000 ? text.size() - 3000 : 0);
+  node.start();
+  EXPECT_TRUE(wait_until([&] { return node.queue_depth("sigterm.quorum") == 2u; }, 30s, 100ms))
+      << "depth " << node.queue_depth("sigterm.quorum").value_or(0);
+  EXPECT_EQ(node.get("sigterm.quorum"), "a");
+}
+
 TEST(RabbitmqNode, SharedBrokerIsStartedOnceAndServes) {
   auto& broker = shared_broker();
   EXPECT_EQ(&broker, &shared_broker());
