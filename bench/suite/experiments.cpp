@@ -293,7 +293,7 @@ table exp8_recovery(suite_context& ctx) {
   table t{"exp8_recovery",
           "Recovery (issue 20): seconds from the broker (its first AMQP login) or a new MQS (its port) "
           "accepting connections until the consumers get a message again (at-least-once, quorum queue; a "
-          "producer at 2,000 msg/s and 2 consumers in one isolate system; the broker is stopped and started, "
+          "producer at 2,000 msg/s and 2 consumers in one isolate system; the broker is stopped (SIGTERM) and started, "
           "the MQS killed and started again 2 s later; outage: the consumers' longest gap that ended after the "
           "fault; median and "
           "worst of " +
@@ -312,7 +312,9 @@ table exp8_recovery(suite_context& ctx) {
       {"broker restart", "broker", long(rate) * 20,
        [&] {
          auto& b = c.broker();
-         b.stop();
+         // SIGTERM, a graceful stop that begins at once: rabbitmqctl's VM once took 18 s to start
+         // on a loaded machine, and the producer had finished before the broker went down.
+         b.terminate();
          // Started before the broker: its first successful login is when the broker is back, to
          // ~10 ms (start() itself looks only every 100 ms).
          readiness_probe probe(
@@ -339,7 +341,14 @@ table exp8_recovery(suite_context& ctx) {
     long lost = 0, duplicates = 0;
     bool failed = false;
     for (int i = 0; i < runs; ++i) {
+      // A run whose fault came after every message was consumed measured nothing: it is run again
+      // (up to twice more); the third such run counts as not resumed.
       auto r = measure_recovery(c, ctx.next("at-least-once", {url}), rate, sc.count, sc.inject);
+      for (int again = 0; r.flow_ended_first && again < 2; ++again) {
+        ctx.clock.line("exp8 " + sc.name + " run " + std::to_string(i + 1) +
+                       ": the fault came after the flow had ended; again");
+        r = measure_recovery(c, ctx.next("at-least-once", {url}), rate, sc.count, sc.inject);
+      }
       lost += std::max(0L, r.count - r.unique);
       duplicates += r.duplicates;
       failed = failed || !r.resumed;
@@ -349,7 +358,8 @@ table exp8_recovery(suite_context& ctx) {
                                   "accepted connections (outage " + num(r.outage_s, 2) + " s: last message " +
                                   time_of_day(r.stopped_us) + ", ready " + time_of_day(r.ready_us) +
                                   ", first message " + time_of_day(r.resumed_us) + ")"
-                                : std::string("consuming did NOT resume")) +
+                                : r.flow_ended_first ? std::string("measured nothing: three times the fault came after the flow had ended")
+                                                     : std::string("consuming did NOT resume")) +
                      ", " + std::to_string(r.unique) + " of " + std::to_string(r.count) + " consumed, " +
                      std::to_string(r.duplicates) + " duplicates");
     }

@@ -88,6 +88,9 @@ struct recovery {
   /// Wall-clock µs, to read beside the daemons' logs: the last message before the outage,
   /// the repaired peer accepting connections, the first message after the gap.
   std::int64_t stopped_us = 0, ready_us = 0, resumed_us = 0;
+  /// Every message was consumed before the fault took effect (its injection was late: a loaded
+  /// machine): nothing was measured, and the run is to be repeated.
+  bool flow_ended_first = false;
 };
 recovery measure_recovery(bench_cluster& c, const setup& s, double rate, long count,
                           const std::function<std::int64_t()>& inject);
