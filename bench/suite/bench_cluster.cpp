@@ -114,7 +114,10 @@ std::map<std::string, double> run_raw(rabbitmq_node& broker, const std::vector<s
     } catch (const std::exception&) {
     }
   }
-  if (out.rfind("raw ", 0) != 0 || (!result.count("rate") && args.front() != "peek")) {
+  const std::string& command = args.front();
+  const bool answered = command == "declare" ? out.rfind("declared ", 0) == 0
+                                             : out.rfind("raw ", 0) == 0 && (result.count("rate") || command == "peek");
+  if (!answered) {
     std::cerr << "[bench] dde-raw-amqp gave no rate for: " << cmd << "\n" << out;
     result.clear();
   }

@@ -384,6 +384,11 @@ raw_flow raw_simultaneous(bench_cluster& c, const std::string& mode, long n, int
                       {"--connections", std::to_string(consumers), "--prefetch", std::to_string(prefetch)});
   produce_args.insert(produce_args.begin(), "produce");
   produce_args.insert(produce_args.end(), {"--connections", std::to_string(producers)});
+  // Declared once before both clients start: RabbitMQ refuses one of two concurrent declares of a new
+  // quorum queue (404 "home node ... is down or inaccessible"), which left a point with no baseline.
+  auto declare_args = base;
+  declare_args.insert(declare_args.begin(), "declare");
+  run_raw(c.broker(), declare_args);
   auto consumed = std::async(std::launch::async, [&] { return run_raw(c.broker(), consume_args); });
   auto produced = run_raw(c.broker(), produce_args);
   auto got = consumed.get();
