@@ -115,10 +115,13 @@ std::map<std::string, double> run_raw(rabbitmq_node& broker, const std::vector<s
     }
   }
   const std::string& command = args.front();
-  const bool answered = command == "declare" ? out.rfind("declared ", 0) == 0
-                                             : out.rfind("raw ", 0) == 0 && (result.count("rate") || command == "peek");
+  const bool answered = command == "declare"
+                            ? out.rfind("declared ", 0) == 0
+                            : out.rfind("raw ", 0) == 0 && (result.count("rate") || command == "peek");
   if (!answered) {
-    std::cerr << "[bench] dde-raw-amqp gave no rate for: " << cmd << "\n" << out;
+    std::cerr << "[bench] dde-raw-amqp gave no answer (a rate, a peeked size or a declare) for: " << cmd
+              << "\n"
+              << out;
     result.clear();
   }
   return result;
