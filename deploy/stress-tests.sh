@@ -39,7 +39,17 @@ done
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "stress-tests.sh: -n wants a positive count, got '$rounds'" >&2; exit 2; }
 
 build_dir="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
+selection=(-L "$label")
+[[ -n $regex ]] && selection+=(-R "$regex")
+[[ -n $exclude ]] && selection+=(-E "$exclude")
 [[ -f $build_dir/CTestTestfile.cmake ]] || { echo "stress-tests.sh: no build in $build_dir (run deploy/build.sh)" >&2; exit 2; }
+# deploy/test.sh installs the browser test's playwright-core; deploy/build.sh does not. Without it
+# dashboard_browsertest fails at once in every round, which says nothing about load.
+if ctest --test-dir "$build_dir" -N "${selection[@]}" 2>/dev/null | grep -q browsertest &&
+  [[ ! -f $DDE_ROOT/tests/browser/node_modules/playwright-core/package.json ]]; then
+  echo "stress-tests.sh: tests/browser has no playwright-core: run 'npm ci' there (or deploy/test.sh once) first" >&2
+  exit 2
+fi
 tmp_dir="$build_dir/stress"
 out_dir=$tmp_dir
 ((record)) && out_dir="$DDE_ROOT/tests/stress/rounds"
@@ -69,10 +79,6 @@ if ((burn)); then
   done
   dde_log "burning ${#burners[@]} cores beside the tests (pids ${burners[*]})"
 fi
-
-selection=(-L "$label")
-[[ -n $regex ]] && selection+=(-R "$regex")
-[[ -n $exclude ]] && selection+=(-E "$exclude")
 
 declare -A passed=() ran=()
 started=$SECONDS
