@@ -88,3 +88,15 @@ dde_deploy_pool() {
  "deliveryMode": "$9", ${10}}
 JSON
 }
+
+# Installs tests/browser's playwright-core exactly as its package-lock.json says, when the installed
+# version differs (it drives Debian's chromium and downloads no browser). Returns 1 when it cannot
+# (no node, or npm ci failed); the caller says what that costs.
+dde_browser_deps() {
+  local dir="$DDE_ROOT/tests/browser" wanted installed
+  command -v node >/dev/null 2>&1 || return 1
+  wanted=$(node -p "require('$dir/package-lock.json').packages['node_modules/playwright-core'].version")
+  installed=$(node -p "try { require('$dir/node_modules/playwright-core/package.json').version } catch { '' }")
+  [[ $wanted == "$installed" ]] && return 0
+  (cd "$dir" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
+}

@@ -43,11 +43,11 @@ selection=(-L "$label")
 [[ -n $regex ]] && selection+=(-R "$regex")
 [[ -n $exclude ]] && selection+=(-E "$exclude")
 [[ -f $build_dir/CTestTestfile.cmake ]] || { echo "stress-tests.sh: no build in $build_dir (run deploy/build.sh)" >&2; exit 2; }
-# deploy/test.sh installs the browser test's playwright-core; deploy/build.sh does not. Without it
+# deploy/build.sh does not install the browser test's playwright-core. Without it
 # dashboard_browsertest fails at once in every round, which says nothing about load.
 if ctest --test-dir "$build_dir" -N "${selection[@]}" 2>/dev/null | grep -q browsertest &&
-  [[ ! -f $DDE_ROOT/tests/browser/node_modules/playwright-core/package.json ]]; then
-  echo "stress-tests.sh: tests/browser has no playwright-core: run 'npm ci' there (or deploy/test.sh once) first" >&2
+  ! dde_browser_deps; then
+  echo "stress-tests.sh: cannot install playwright-core in tests/browser (node and npm needed; deploy/install-deps.sh installs them)" >&2
   exit 2
 fi
 tmp_dir="$build_dir/stress"

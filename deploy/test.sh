@@ -11,17 +11,8 @@ source "$here/lib.sh"
 
 "$here/install-deps.sh"
 "$here/build.sh"
-# playwright-core for the dashboard's browser test, exactly as tests/browser/package-lock.json says.
-# It drives Debian's chromium: it downloads no browser.
-browser_dir="$DDE_ROOT/tests/browser"
-if command -v node >/dev/null 2>&1; then
-  wanted=$(node -p "require('$browser_dir/package-lock.json').packages['node_modules/playwright-core'].version")
-  installed=$(node -p "try { require('$browser_dir/node_modules/playwright-core/package.json').version } catch { '' }")
-  if [[ $wanted != "$installed" ]]; then
-    (cd "$browser_dir" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error) ||
-      dde_log "npm ci in tests/browser failed: dashboard_browsertest will fail; the other tests run"
-  fi
-fi
+# playwright-core for the dashboard's browser test.
+dde_browser_deps || dde_log "no playwright-core in tests/browser: dashboard_browsertest will fail; the other tests run"
 build_dir="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
 status=0
 ctest --test-dir "$build_dir" --output-on-failure -j"${DDE_TEST_JOBS:-2}" "$@" || status=$?
