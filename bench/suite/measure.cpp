@@ -135,6 +135,10 @@ void stop_systems(bench_cluster& c, const std::string& system, int nodes, const 
 request_reply ask(bench_cluster& c, const setup& s, int requesters, int suppliers, long asks) {
   c.deploy(0, s.mqs.front(), {s.system, "supplier", "supplier", {}, suppliers, s.mode, 8});
   const std::string rsys = s.system + "r";
+  // Each requester asks once unrecorded (its path set up, as raw's is before its clock starts), then
+  // they all start together once the last is deployed (as raw's threads do), not each as its node
+  // starts it beside the others still starting.
+  const auto go = s.stats_dir / "requesters.go";
   const int used = spread(requesters, c.nodes(), [&](int node, int workers) {
     c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()],
              {rsys,
@@ -144,11 +148,17 @@ request_reply ask(bench_cluster& c, const setup& s, int requesters, int supplier
                {"count", asks},
                {"stats_dir", s.stats_dir},
                {"rtt_log", true},
-               {"timeout_ms", 5000}},
+               {"timeout_ms", 5000},
+               {"start_file", go.string()},
+               {"warmup", 1}},
               workers,
               s.mode,
               8});
   });
+  if (!wait_until([&] { return read_span(s.stats_dir, "requester-", "warmed").total >= requesters; },
+                  point_timeout, 5ms))
+    std::cerr << "[bench] not every requester's warm-up ask was answered: starting anyway\n";
+  std::ofstream{go};
   request_reply r;
   if (wait_until(
           [&] { return read_span(s.stats_dir, "requester-", "replied").finished >= std::size_t(requesters); },

@@ -69,12 +69,30 @@ dequeuer::dequeuer(const config& cfg, std::string mqs_id, broker_env env)
 dequeuer::~dequeuer() { stop(); }
 
 void dequeuer::start() {
+  offload_ = [this](std::function<void()> job) {
+    std::vector<std::function<void()>> jobs;
+    jobs.push_back(std::move(job));
+    opener_jobs_.push(std::move(jobs));
+  };
+  opener_thread_.start([this] { run_opener(); });
   thread_.start([this] { run(); });
 }
 
 void dequeuer::stop() {
   if (!thread_.stop([this] { inbox_.wake(); }))
     log()->warn("the broker connection did not let go within 10 s: closed it");
+  if (!opener_thread_.stop([this] { opener_jobs_.wake(); }))
+    log()->warn("a consuming connection being opened did not let go within 10 s: closed it");
+}
+
+void dequeuer::run_opener() {
+  while (!opener_thread_.stopping) {
+    pollfd fd{opener_jobs_.fd(), POLLIN, 0};
+    ::poll(&fd, 1, -1);
+    for (auto& job : opener_jobs_.take())
+      if (!opener_thread_.stopping) job();  // else dropped: its plan, unopened, goes with it
+  }
+  opener_thread_.exited.set();
 }
 
 void dequeuer::run() {
@@ -104,6 +122,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
     if (c.link.worth_reading()) read_frames(c.link);
   if (main_.usable()) retry_governance(t);
   if (main_.usable() && !last) retry_consumers(t);
+  adopt_opened();
   if (main_.usable() && !last && t >= shrink_due_) shrink_due_ = shrink_quiet_consumers(t);
   if (dispatcher_.blocked()) dispatcher_.retry_blocked();
   if (t >= next_idle_check_) {
@@ -123,7 +142,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
     wake_at = std::min({wake_at, next_idle_check_, shrink_due_,
                         cfg_.lease.count() > 0 ? next_lease_check_ : clock::time_point::max()});
   for (auto& [topic, c] : consumers_)
-    if (main_.session && !c.link.channel) wake_at = std::min(wake_at, c.retry_at);
+    if (main_.session && !c.link.channel && !c.opening) wake_at = std::min(wake_at, c.retry_at);
   if (main_.session && !main_.channel) wake_at = std::min(wake_at, governance_retry_at_);
   // A host's send queue has no event when it drains: look again shortly.
   if (dispatcher_.blocked()) wake_at = std::min(wake_at, now() + blocked_poll);
@@ -131,7 +150,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
 }
 
 void dequeuer::wait(clock::time_point wake_at) {
-  std::vector<pollfd> fds{{inbox_.fd(), POLLIN, 0}};
+  std::vector<pollfd> fds{{inbox_.fd(), POLLIN, 0}, {opened_.fd(), POLLIN, 0}};
   std::vector<broker_link*> watched;
   auto watch = [&](broker_link& link) {
     link.readable = true;  // a link not watched (no connection yet) is read as soon as it has one
@@ -146,7 +165,7 @@ void dequeuer::wait(clock::time_point wake_at) {
   int timeout_ms =
       int(std::clamp<long long>(std::chrono::ceil<std::chrono::milliseconds>(wake_at - now()).count(), 0, 1000));
   if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return;  // EINTR: every link is read next turn
-  for (std::size_t i = 0; i < watched.size(); ++i) watched[i]->readable = fds[i + 1].revents != 0;
+  for (std::size_t i = 0; i < watched.size(); ++i) watched[i]->readable = fds[i + 2].revents != 0;
 }
 
 void dequeuer::connect() {

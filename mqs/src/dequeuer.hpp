@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -76,6 +77,9 @@ class dequeuer : private dispatcher_port {
   /// the latest (sooner if the inbox or a socket has something), or nothing after the last turn.
   /// Tests call it themselves, without start(), on a fake broker and clock.
   std::optional<clock::time_point> turn();
+  /// Tests without start(): where links are opened (`run` gets the opening to do, on any thread, at
+  /// any time); by default in the turn that plans them.
+  void set_opener(std::function<void(std::function<void()>)> run) { offload_ = std::move(run); }
 
  private:
   clock::time_point now() const { return env_.now(); }
@@ -91,6 +95,28 @@ class dequeuer : private dispatcher_port {
     net::backoff retry{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000)};
     /// After its connection failed (a 541 on basic.consume, say): 100 ms, doubling to 500 ms.
     net::backoff reconnect{net::data_path_retry_initial, net::data_path_retry_max};
+    std::uint64_t opening = 0;  ///< the epoch of its link being opened off the thread, 0 when none is
+  };
+  /// A topic's consuming link to open: planned on the loop's thread (plan_link), opened off it
+  /// (open_link: the connection, its login, channel, declares, qos and consumes: a handful of broker
+  /// round trips, 5-10 ms here, more with TLS or a busy broker), handed back and adopted on it
+  /// (adopt). Meanwhile the loop serves every other topic: a pool being deployed, or a topic
+  /// consumed again after its connection failed, holds up no other topic's deliveries.
+  struct link_plan {
+    std::string topic;
+    delivery_mode mode = delivery_mode::at_least_once;
+    std::uint64_t epoch = 0;
+    std::string tag;  ///< of the first consumer
+    bool first = false;  ///< for the topic's first pull: a refusal goes to the hosts that pulled it
+    broker_params params;
+    std::vector<queue_spec> specs;  ///< declared in order (the dead-letter queue, then the topic's)
+    std::optional<queue_spec> lease_queue;  ///< consumed beside it as "<tag>+<lease_suffix>"
+    std::uint16_t prefetch = 0;
+    // What became of it.
+    std::unique_ptr<amqp_session> session;  ///< consuming on topic_channel when `failed` and `error` are empty
+    std::string failed;  ///< the connection failed (retried after the reconnect backoff)
+    std::string error;   ///< the broker refused (channel level)
+    std::vector<std::string> existing;  ///< queues used as they were (other arguments)
   };
   struct channel_state {
     channel_state(std::string t, std::uint64_t e, std::string tag, broker_link& l, std::uint16_t ch,
@@ -142,7 +168,19 @@ class dequeuer : private dispatcher_port {
   clock::time_point match_consumers(const std::string& topic, consumer& c, clock::time_point now);
   /// Cancels the extra consumers of channels that became quiet; returns when to look again.
   clock::time_point shrink_quiet_consumers(clock::time_point now);
-  std::string setup(const std::string& topic, consumer& c);
+  /// Plans `topic`'s link and has it opened (on the opener thread once start() ran; in this turn
+  /// otherwise, or through set_opener).
+  void plan_link(const std::string& topic, consumer& c, bool first);
+  /// Runs a plan's broker operations; touches nothing of the dequeuer but `watch` (the socket that
+  /// stop() shuts down if an RPC hangs).
+  static void open_link(link_plan& plan, const session_opener& open, std::atomic<int>& watch);
+  /// Cancels `tags` on `channel` and closes `session`, off the thread like an opening (a few round
+  /// trips that would hold up the other topics).
+  void retire(std::unique_ptr<amqp_session> session, std::uint16_t channel, std::vector<std::string> tags);
+  /// Takes the links opened since the last turn.
+  void adopt_opened();
+  void adopt(link_plan& plan);
+  void run_opener();
   /// A topic's connection failed: its deliveries are void; it consumes again after a backoff.
   void link_lost(const std::string& topic, consumer& c);
   void retry_consumers(clock::time_point now);
@@ -175,10 +213,6 @@ class dequeuer : private dispatcher_port {
   std::string& outbox(client_id client, client_state& cs);
 
   // Leases (dequeuer_leases.cpp).
-  /// Declares and consumes `topic`'s lease queue on `link`'s channel (prefetch unlimited: every
-  /// copy is held, none waits to expire) as "<tag>+<lease_suffix>"; nothing when leases are off.
-  amqp_session::result consume_leases(const std::string& topic, consumer& c, std::uint16_t channel,
-                                      const std::string& tag);
   void on_lease_copy(channel_state& ch);
   /// Drops the x-dde-lease header from a delivery of a pool's queue.
   static void drop_lease_header(message_props& props);
@@ -198,6 +232,11 @@ class dequeuer : private dispatcher_port {
   broker_params params_;
   inbox<dequeue_command> inbox_;
   broker_thread thread_;
+  // The opener: its thread, its jobs, and the links it opened for the loop to adopt.
+  broker_thread opener_thread_;
+  inbox<std::function<void()>> opener_jobs_;
+  inbox<std::shared_ptr<link_plan>> opened_;
+  std::function<void(std::function<void()>)> offload_;
 
   // Owned by the thread.
   dispatcher dispatcher_;

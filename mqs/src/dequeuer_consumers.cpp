@@ -4,6 +4,7 @@
 
 #include "dde/log.hpp"
 #include "dde/mqs/queue_spec.hpp"
+#include "dde/protocol/mqs_records.hpp"
 #include "dde/protocol/mqs_request.hpp"
 #include "dequeuer.hpp"
 #include "mqs_metrics.hpp"
@@ -35,56 +36,140 @@ std::uint16_t dequeuer::allocate_channel() {
   return ch;
 }
 
-std::string dequeuer::setup(const std::string& topic, consumer& c) {
-  auto& link = c.link;
-  if (!link.session) {
-    std::string error;
-    broker_params params = params_;
-    params.connection_name += " " + topic;
-    link.session = env_.open(params, error);
-    if (!link.session) {
-      link.failed = error;
-      return {};
-    }
+void dequeuer::plan_link(const std::string& topic, consumer& c, bool first) {
+  // A link is opened afresh (the channel number is not reused on an old connection).
+  c.link.session.reset();
+  c.link.failed.clear();
+  auto plan = std::make_shared<link_plan>();
+  plan->topic = topic;
+  plan->mode = c.mode;
+  plan->epoch = next_epoch_++;
+  plan->tag = "dde-mqs." + topic + "." + std::to_string(plan->epoch);
+  plan->first = first;
+  plan->params = params_;
+  plan->params.connection_name += " " + topic;
+  if (auto dl = dead_letter_spec_for(topic, c.mode)) plan->specs.push_back(*dl);
+  plan->specs.push_back(spec_for(topic, c.mode));
+  if (cfg_.lease.count() > 0 && c.mode == delivery_mode::at_least_once)
+    plan->lease_queue = spec_for(lease_topic(mqs_id_, cfg_.lease.count(), topic), c.mode);
+  plan->prefetch = cfg_.prefetch;
+  c.opening = plan->epoch;
+  auto job = [this, plan]() mutable {
+    open_link(*plan, env_.open, opener_thread_.socket_fd);
+    opened_.push({std::move(plan)});  // the loop's alone from here
+  };
+  if (offload_)
+    offload_(std::move(job));
+  else
+    job();
+}
+
+void dequeuer::open_link(link_plan& p, const session_opener& open, std::atomic<int>& watch) {
+  p.session = open(p.params, p.failed);
+  if (!p.session) {
+    if (p.failed.empty()) p.failed = "cannot connect";
+    return;
   }
-  watch_rpcs(link);
-  std::uint64_t epoch = next_epoch_++;
-  std::string tag = "dde-mqs." + topic + "." + std::to_string(epoch);
-  auto r = link.session->open_channel(topic_channel);
-  std::vector<queue_spec> specs;
-  if (auto dl = dead_letter_spec_for(topic, c.mode)) specs.push_back(*dl);
-  specs.push_back(spec_for(topic, c.mode));
-  for (auto& spec : specs) {
+  watch = p.session->fd();
+  auto& s = *p.session;
+  auto r = s.open_channel(topic_channel);
+  for (auto& spec : p.specs) {
     if (!r.ok()) break;
     bool existing = false;
-    r = link.session->declare_or_use(topic_channel, spec, existing);
-    if (r.ok() && existing)
-      log()->warn("queue {} exists with other arguments than the MQS would give it for {}: using it as it is",
-                  spec.name, to_string(c.mode));
+    r = s.declare_or_use(topic_channel, spec, existing);
+    if (r.ok() && existing) p.existing.push_back(spec.name);
   }
-  if (r.ok()) r = link.session->qos(topic_channel, cfg_.prefetch);
+  if (r.ok()) r = s.qos(topic_channel, p.prefetch);
   // RabbitMQ 3.10 may answer this with a connection-level 541 while a fresh quorum queue elects
   // its leader: only this topic's connection goes, and it is retried after a backoff.
-  if (r.ok()) r = link.session->consume(topic_channel, topic, tag);
-  if (r.ok()) r = consume_leases(topic, c, topic_channel, tag);
-  unwatch_rpcs();
-  if (link.lost(r)) return {};
-  if (!r.ok()) {
-    link.session.reset();  // closes the connection (and the channel, if the broker left it open)
-    return "cannot consume " + topic + ": " + r.error;
+  if (r.ok()) r = s.consume(topic_channel, p.topic, p.tag);
+  if (r.ok() && p.lease_queue) {
+    bool existing = false;
+    r = s.declare_or_use(topic_channel, *p.lease_queue, existing);
+    // basic.qos (global=false) applies to the consumers created after it: none for the lease
+    // queue's (every copy is held, none waits to expire), the topic's prefetch again for those
+    // that follow.
+    if (r.ok()) r = s.qos(topic_channel, 0);
+    if (r.ok()) r = s.consume(topic_channel, p.lease_queue->name, p.tag + "+" + std::string(lease_suffix));
+    if (r.ok()) r = s.qos(topic_channel, p.prefetch);
   }
+  watch = -1;
+  if (r.connection_lost()) {
+    p.failed = r.error;
+  } else if (!r.ok()) {
+    p.session.reset();  // closes the connection (and the channel, if the broker left it open)
+    p.error = "cannot consume " + p.topic + ": " + r.error;
+  }
+}
+
+void dequeuer::retire(std::unique_ptr<amqp_session> session, std::uint16_t channel, std::vector<std::string> tags) {
+  // std::function wants a copyable job: the session rides in a shared_ptr.
+  auto held = std::make_shared<std::unique_ptr<amqp_session>>(std::move(session));
+  auto job = [held, channel, tags = std::move(tags), &watch = opener_thread_.socket_fd] {
+    auto& s = **held;
+    watch = s.fd();
+    amqp_session::result r;
+    for (auto& tag : tags)
+      if (r.ok()) r = s.cancel(channel, tag);
+    if (r.ok()) r = s.close_channel(channel);
+    if (r.connection_lost()) s.mark_broken();
+    held->reset();  // connection.close: what the broker sent it goes back to the queue
+    watch = -1;
+  };
+  if (offload_)
+    offload_(std::move(job));
+  else
+    job();
+}
+
+void dequeuer::adopt_opened() {
+  for (auto& plan : opened_.take()) adopt(*plan);
+}
+
+void dequeuer::adopt(link_plan& p) {
+  auto it = consumers_.find(p.topic);
+  // Stopped (or planned again) meanwhile: the connection closes with the plan, and what the
+  // broker sent it goes back to the queue.
+  if (it == consumers_.end() || it->second.opening != p.epoch) return;
+  auto& c = it->second;
+  c.opening = 0;
+  for (auto& name : p.existing)
+    log()->warn("queue {} exists with other arguments than the MQS would give it for {}: using it as it is", name,
+                to_string(c.mode));
+  if (!p.failed.empty()) {
+    c.link.session = std::move(p.session);
+    c.link.failed = p.failed;
+    link_lost(p.topic, c);  // a connection-level failure: retried, not refused
+    return;
+  }
+  if (!p.error.empty()) {
+    if (p.first) {
+      log()->error("{}", p.error);
+      // The hosts that pulled it hear why; a later pull tries again.
+      consumers_.erase(it);
+      nlohmann::json header{{"action", "pull"}, {"topic", p.topic}, {"mode", to_string(p.mode)}};
+      for (auto id : dispatcher_.refuse(p.topic))
+        if (auto cs = clients_.find(id); cs != clients_.end()) append_error(outbox(id, cs->second), p.error, {}, &header);
+    } else {
+      auto delay = c.retry.next();
+      log()->error("{}; retrying in {} ms", p.error, delay.count());
+      c.retry_at = now() + delay;
+    }
+    return;
+  }
+  c.link.session = std::move(p.session);
   // Several consumers share the channel and their hosts settle out of order: an at-least-once
   // topic's acks may wait a little for one multiple ack (ack_batcher); an at-most-once one's may not.
   auto hold = c.mode == delivery_mode::at_least_once ? ack_hold : ack_batcher::clock::duration::zero();
-  channels_.try_emplace(epoch, topic, epoch, tag, link, topic_channel, hold);
-  mqs_metrics::process().topic(topic).consumers.set(1);
-  link.channel = topic_channel;
-  link.epoch = epoch;
+  channels_.try_emplace(p.epoch, p.topic, p.epoch, p.tag, c.link, topic_channel, hold);
+  mqs_metrics::process().topic(p.topic).consumers.set(1);
+  c.link.channel = topic_channel;
+  c.link.epoch = p.epoch;
+  c.link.readable = true;  // the opener may have left deliveries in rabbitmq-c's buffer or the socket
   c.retry.reset();
   c.reconnect.reset();
-  log()->debug("consuming {} ({}) with prefetch {}", topic, to_string(c.mode), cfg_.prefetch);
-  match_consumers(topic, c, now());  // after a reconnect: one per worker that still pulls
-  return {};
+  log()->debug("consuming {} ({}) with prefetch {}", p.topic, to_string(c.mode), cfg_.prefetch);
+  match_consumers(p.topic, c, now());  // one per worker that pulls
 }
 
 void dequeuer::set_consumers(const std::string& topic, std::uint32_t consumers) {
@@ -157,15 +242,8 @@ dequeuer::clock::time_point dequeuer::shrink_quiet_consumers(clock::time_point n
 
 void dequeuer::retry_consumers(clock::time_point now) {
   for (auto& [topic, c] : consumers_) {
-    if (c.link.channel || now < c.retry_at) continue;
-    auto err = setup(topic, c);
-    if (!c.link.failed.empty()) {
-      link_lost(topic, c);
-    } else if (!err.empty()) {
-      auto delay = c.retry.next();
-      log()->error("{}; retrying in {} ms", err, delay.count());
-      c.retry_at = now + delay;
-    }
+    if (c.link.channel || c.opening || now < c.retry_at) continue;
+    plan_link(topic, c, false);
   }
 }
 
@@ -186,17 +264,8 @@ void dequeuer::link_lost(const std::string& topic, consumer& c) {
 std::string dequeuer::start_consumer(const std::string& topic, delivery_mode mode) {
   auto [it, fresh] = consumers_.try_emplace(topic);
   it->second.mode = mode;
-  if (!main_.usable()) return {};  // consumed once the broker is back
-  auto err = setup(topic, it->second);
-  if (!it->second.link.failed.empty()) {
-    link_lost(topic, it->second);  // a connection-level failure: retried, not refused
-    return {};
-  }
-  if (!err.empty()) {
-    log()->error("{}", err);
-    consumers_.erase(it);
-  }
-  return err;
+  if (main_.usable()) plan_link(topic, it->second, true);  // else consumed once the broker is back
+  return {};  // a refusal comes when the link is adopted (adopt)
 }
 
 void dequeuer::stop_consumer(const std::string& topic) {
@@ -215,9 +284,13 @@ void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool cl
   auto& link = *it->second.link;
   if (close && link.usable()) {
     it->second.acks.flush(link);  // what hosts already settled must reach the broker first
-    if (link.usable()) {
-      auto r = link.session->cancel(link.channel, it->second.consumer_tag);
-      for (auto& tag : it->second.more_tags)
+    std::vector<std::string> tags{it->second.consumer_tag};
+    tags.insert(tags.end(), it->second.more_tags.begin(), it->second.more_tags.end());
+    if (link.usable() && &link != &main_) {
+      retire(std::move(link.session), link.channel, std::move(tags));  // a topic's link goes whole
+    } else if (link.usable()) {
+      amqp_session::result r;
+      for (auto& tag : tags)
         if (r.ok()) r = link.session->cancel(link.channel, tag);
       if (r.ok()) r = link.session->close_channel(link.channel);
       link.lost(r);

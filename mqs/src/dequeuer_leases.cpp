@@ -38,21 +38,6 @@ void dequeuer::drop_lease_header(message_props& props) {
   std::erase_if(props.headers, [](const auto& h) { return h.first == lease_header; });
 }
 
-amqp_session::result dequeuer::consume_leases(const std::string& topic, consumer& c, std::uint16_t channel,
-                                              const std::string& tag) {
-  amqp_session::result r;
-  if (cfg_.lease.count() <= 0 || c.mode != delivery_mode::at_least_once) return r;
-  auto queue = lease_topic(mqs_id_, cfg_.lease.count(), topic);
-  bool existing = false;
-  r = c.link.session->declare_or_use(channel, spec_for(queue, c.mode), existing);
-  // basic.qos (global=false) applies to the consumers created after it: none for this one, the
-  // topic's prefetch again for those that follow.
-  if (r.ok()) r = c.link.session->qos(channel, 0);
-  if (r.ok()) r = c.link.session->consume(channel, queue, tag + "+" + std::string(lease_suffix));
-  if (r.ok()) r = c.link.session->qos(channel, cfg_.prefetch);
-  return r;
-}
-
 void dequeuer::on_lease_copy(channel_state& ch) {
   ch.lease_copy = false;
   auto id = lease_id_of(ch.props);

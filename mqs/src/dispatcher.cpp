@@ -208,6 +208,18 @@ void dispatcher::on_consumer_lost(const std::string& topic) {
   forget_orphans_of(&*it);
 }
 
+std::vector<client_id> dispatcher::refuse(const std::string& topic) {
+  std::vector<client_id> out;
+  auto it = topics_.find(topic);
+  if (it == topics_.end()) return out;
+  for (auto& [client, consumers] : it->second.pullers) out.push_back(client);
+  std::sort(out.begin(), out.end());
+  forget_inflight_of(&*it);
+  forget_orphans_of(&*it);
+  topics_.erase(it);
+  return out;
+}
+
 void dispatcher::on_broker_lost() {
   for (auto& [name, ts] : topics_) ts.buffer.clear();
   forget_inflight_of(nullptr);

@@ -52,10 +52,11 @@ class DequeuerTest : public ::testing::Test {
     deq->submit(std::move(batch));
     settle();
   }
-  void pull(std::uint32_t credit, std::uint32_t consumers = 1, delivery_mode mode = delivery_mode::at_least_once) {
+  void pull(std::uint32_t credit, std::uint32_t consumers = 1, delivery_mode mode = delivery_mode::at_least_once,
+            const std::string& of = topic) {
     dequeue_command c;
     c.what = dequeue_command::kind::pull;
-    c.topic = topic;
+    c.topic = of;
     c.mode = mode;
     c.credit = credit;
     c.consumers = consumers;
@@ -372,6 +373,122 @@ TEST_F(DequeuerTest, AChannelLevelRefusalOfConsumeIsAnErrorToTheHost) {
   ASSERT_NE(e, nullptr);
   EXPECT_NE(e->error.find("cannot consume s.consumer"), std::string::npos) << e->error;
   EXPECT_NE(e->error.find("403"), std::string::npos) << e->error;
+}
+
+TEST_F(DequeuerTest, AnotherTopicsLinkBeingOpenedHoldsUpNoDeliveryAndNoAck) {
+  start();
+  pull(2);
+  auto& s = *link();
+  std::vector<std::function<void()>> openings;  // the opener thread, held by the test
+  deq->set_opener([&](std::function<void()> job) { openings.push_back(std::move(job)); });
+  pull(1, 1, delivery_mode::at_least_once, "other.pool");
+  ASSERT_EQ(openings.size(), 1u);
+  EXPECT_EQ(broker.find(" other.pool"), nullptr) << "not opened in the turn";
+
+  s.deliver(1, consumer_tag(s), 1, "a");
+  settle();
+  auto got = deliveries();
+  ASSERT_EQ(bodies(got), (std::vector<std::string>{"a"})) << "delivered while the other link opens";
+  ack({got[0].tag});
+  EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 1, true}}));
+
+  pull(1, 1, delivery_mode::at_least_once, "other.pool");
+  EXPECT_EQ(openings.size(), 1u) << "one opening a topic at a time";
+  openings[0]();  // opened on "its thread": adopted at the next turn
+  EXPECT_EQ(openings.size(), 1u);
+  settle();
+  auto* other = broker.find(" other.pool");
+  ASSERT_NE(other, nullptr);
+  std::string tag;
+  for (auto& r : other->rpcs)
+    if (r.rfind("basic.consume 1 other.pool ", 0) == 0) tag = r.substr(std::strlen("basic.consume 1 other.pool "));
+  ASSERT_FALSE(tag.empty()) << "consuming other.pool";
+  other->deliver(1, tag, 1, "b");
+  settle();
+  EXPECT_EQ(bodies(deliveries()), (std::vector<std::string>{"b"}));
+}
+
+TEST_F(DequeuerTest, ALinkOpenedForATopicNoLongerPulledIsClosedNotConsumed) {
+  cfg.idle_timeout = 1000ms;
+  start();
+  std::vector<std::function<void()>> openings;
+  deq->set_opener([&](std::function<void()> job) { openings.push_back(std::move(job)); });
+  pull(1);
+  ASSERT_EQ(openings.size(), 1u);
+  dequeue_command bye;
+  bye.what = dequeue_command::kind::disconnect;
+  command(std::move(bye));
+  time.advance(1500ms);  // the topic goes idle: its consumer is stopped while its link opens
+  settle();
+  openings[0]();
+  settle();
+  EXPECT_EQ(link(), nullptr) << "the opened connection was closed";
+  EXPECT_EQ(broker.attempts.size(), 2u) << "the main connection and that one";
+}
+
+TEST_F(DequeuerTest, AnIdleTopicsLinkIsCancelledAndClosedOffTheLoopAfterItsAcks) {
+  cfg.idle_timeout = 1000ms;
+  start();
+  pull(1);
+  auto* s = link();
+  ASSERT_NE(s, nullptr);
+  s->deliver(1, consumer_tag(*s), 1, "a");
+  settle();
+  auto got = deliveries();
+  ASSERT_EQ(got.size(), 1u);
+  std::vector<std::function<void()>> closings;
+  deq->set_opener([&](std::function<void()> job) { closings.push_back(std::move(job)); });
+  ack({got[0].tag});
+  dequeue_command bye;
+  bye.what = dequeue_command::kind::disconnect;
+  command(std::move(bye));
+  time.advance(1500ms);
+  settle();
+  ASSERT_EQ(closings.size(), 1u) << "the idle topic's link is handed off to be closed";
+  EXPECT_EQ(s->acks, (std::vector<testing::settlement>{{1, 1, true}})) << "its ack went first, from the loop";
+  EXPECT_EQ(s->count("basic.cancel"), 0u) << "nothing waited for in the turn";
+  ASSERT_EQ(link(), s) << "still open until the job runs";
+  closings[0]();
+  EXPECT_EQ(link(), nullptr) << "cancelled, closed and gone";
+}
+
+TEST_F(DequeuerTest, ARefusalThatComesAfterThePullGoesToEveryHostThatPulledAndALaterPullTriesAgain) {
+  start();
+  std::vector<std::function<void()>> openings;
+  deq->set_opener([&](std::function<void()> job) { openings.push_back(std::move(job)); });
+  auto second = std::make_shared<recording_connection>(4);
+  pull(1);
+  dequeue_command other;
+  other.what = dequeue_command::kind::pull;
+  other.topic = topic;
+  other.mode = delivery_mode::at_least_once;
+  other.credit = 1;
+  other.conn = second;
+  std::vector<dequeue_command> batch;
+  batch.push_back(std::move(other));
+  deq->submit(std::move(batch));
+  settle();
+  EXPECT_TRUE(mqs_records(*host).empty()) << "nothing to say before the broker answers";
+  broker.refuse_next["basic.consume 1 s.consumer"] = {"basic.consume: 403 ACCESS_REFUSED - no read access", true,
+                                                      403};
+  ASSERT_EQ(openings.size(), 1u);
+  openings[0]();
+  settle();
+  for (auto* conn : {host.get(), second.get()}) {
+    auto got = mqs_records(*conn);
+    ASSERT_EQ(got.size(), 1u);
+    auto* e = std::get_if<error_record>(&got[0].first);
+    ASSERT_NE(e, nullptr);
+    EXPECT_NE(e->error.find("cannot consume s.consumer: basic.consume: 403"), std::string::npos) << e->error;
+    EXPECT_EQ(e->header.value("topic", ""), topic);
+    EXPECT_EQ(e->header.value("action", ""), "pull");
+  }
+  EXPECT_EQ(link(), nullptr);
+  pull(1);
+  ASSERT_EQ(openings.size(), 2u) << "the topic was forgotten: a pull opens it again";
+  openings[1]();
+  settle();
+  EXPECT_NE(link(), nullptr);
 }
 
 TEST_F(DequeuerTest, AConsumerTheBrokerCancelledIsConsumedAgainOnAFreshConnectionAfterAboutASecond) {

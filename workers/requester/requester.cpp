@@ -1,10 +1,14 @@
 // requester: asks `to` `count` times (`concurrency` asks in flight) and checks that every reply
 // comes back to this very instance; records round-trip times.
 //   args: {"to": "sys/supplier", "count": 100, "concurrency": 1, "stats_dir": "", "rtt_log": false,
-//          "timeout_ms": 0}
+//          "timeout_ms": 0, "start_file": "", "warmup": 0}
+//   warmup: asks first this many times, one after another, recording nothing (the path's queues
+//   declared, its connections open and its code paged in, as a raw client's are before its clock
+//   starts); then start_file: asks nothing until that file exists (looked for every 2 ms), so that
+//   requesters deployed one after another start together, once the last is up.
 //   timeout_ms > 0: an ask unanswered that long is counted as lost and the next one is asked (a reply
 //   that comes later counts as late).
-//   stats_dir/requester-PID-ID.json: {"asked","replied","misrouted","lost","late","first_us","last_us",
+//   stats_dir/requester-PID-ID.json: {"asked","warmed","replied","misrouted","lost","late","first_us","last_us",
 //                                     "rtt_us": {"p50","p90","p99","max"}}
 //   with rtt_log, once finished: stats_dir/requester-PID-ID.rtt, every round trip in µs, one a line.
 #include <algorithm>
@@ -25,11 +29,16 @@ class requester : public dde::worker {
         concurrency_(dde::samples::arg_or<std::int64_t>(args(), "concurrency", 1)),
         stats_dir_(dde::samples::arg_or<std::string>(args(), "stats_dir", "")),
         rtt_log_(dde::samples::arg_or<bool>(args(), "rtt_log", false)),
-        timeout_ms_(dde::samples::arg_or<std::int64_t>(args(), "timeout_ms", 0)) {
+        timeout_ms_(dde::samples::arg_or<std::int64_t>(args(), "timeout_ms", 0)),
+        start_file_(dde::samples::arg_or<std::string>(args(), "start_file", "")),
+        warming_(dde::samples::arg_or<std::int64_t>(args(), "warmup", 0)) {
     if (to_.empty()) throw std::invalid_argument("requester needs args.to, the address to ask");
   }
 
   void on_start() override {
+    if (warming_ > 0) return warm_up();
+    if (!start_file_.empty() && !std::filesystem::exists(start_file_))
+      return after(std::chrono::milliseconds(2), [this] { on_start(); });
     first_us_ = dde::samples::now_us();
     for (std::int64_t i = 0; i < concurrency_ && asked_ < count_; ++i) ask_next();
     write_stats();
@@ -39,6 +48,10 @@ class requester : public dde::worker {
     if (!msg.is_reply()) return done();
     const auto& body = msg.body();
     auto n = body.is_object() ? body.value("n", std::int64_t(-1)) : -1;
+    if (n == warmup_n && body.value("requester", std::string()) == worker_id() && warming_ > 0) {
+      if (--warming_ == 0) write_stats(true);  // "warmed": 1
+      return on_start();
+    }
     auto it = sent_us_.find(n);
     if (body.is_object() && body.value("requester", std::string()) == worker_id() && it == sent_us_.end() &&
         n >= 0 && n < asked_ && timeout_ms_ > 0) {
@@ -65,6 +78,9 @@ class requester : public dde::worker {
     if (timeout_ms_ > 0) after(std::chrono::milliseconds(timeout_ms_), [this, n] { give_up(n); });
   }
 
+  static constexpr std::int64_t warmup_n = -2;
+  void warm_up() { ask({{"requester", worker_id()}, {"n", warmup_n}}, to_); }
+
   void give_up(std::int64_t n) {
     if (sent_us_.erase(n) == 0) return;  // answered in time
     ++lost_;
@@ -72,10 +88,10 @@ class requester : public dde::worker {
     write_stats();
   }
 
-  void write_stats() {
+  void write_stats(bool now_please = false) {
     bool finished = replied_ + misrouted_ + lost_ >= count_;
     auto now = dde::samples::now_us();
-    if (!finished && now - last_write_us_ < 200000) return;
+    if (!finished && !now_please && now - last_write_us_ < 200000) return;
     last_write_us_ = now;
     auto sorted = rtt_us_;
     std::sort(sorted.begin(), sorted.end());
@@ -96,6 +112,7 @@ class requester : public dde::worker {
     dde::samples::write_stats(
         stats_dir_, name + ".json",
         {{"asked", asked_},
+         {"warmed", warming_ == 0 ? 1 : 0},
          {"first_us", first_us_},
          {"last_us", last_us_},
          {"replied", replied_},
@@ -111,6 +128,8 @@ class requester : public dde::worker {
   std::string stats_dir_;
   bool rtt_log_, rtt_written_ = false;
   std::int64_t timeout_ms_;
+  std::string start_file_;
+  std::int64_t warming_;  ///< warm-up asks still to go
   std::int64_t first_us_ = 0, last_us_ = 0, lost_ = 0, late_ = 0;
   std::int64_t asked_ = 0, replied_ = 0, misrouted_ = 0, last_write_us_ = 0;
   std::map<std::int64_t, std::int64_t> sent_us_;

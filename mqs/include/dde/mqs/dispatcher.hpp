@@ -113,6 +113,9 @@ class dispatcher {
   std::size_t renewing() const;
   /// The consumer of `topic` died (channel closed): its deliveries are void (the broker requeues them).
   void on_consumer_lost(const std::string& topic);
+  /// The broker refused to consume `topic` (start_consumer's refusal, told later): the topic is
+  /// forgotten (a later pull tries again); the clients that pulled it, to be told why.
+  std::vector<client_id> refuse(const std::string& topic);
   /// The broker connection dropped: every delivery is void.
   void on_broker_lost();
 
