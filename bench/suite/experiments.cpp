@@ -53,7 +53,7 @@ flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int pr
   f.payload_bytes = payload_bytes(c, s.system + ".consumer");
   if (consumers > 0) {
     cpu_meter broker_cpu(c.broker().vm_pid());
-    const int used = start_consumers(c, s, consumers, std::max(8, prefetch));
+    const int used = start_consumers_together(c, s, consumers, std::max(8, prefetch));
     f.consumed = await_consumed(c, s, n / producers * producers);
     auto span = read_span(s.stats_dir, "consumer-", "received");
     if (n > 0) f.broker_us = broker_cpu.between(span.first_us, span.last_us) * 1e6 / double(n);

@@ -77,11 +77,26 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
   return p;
 }
 
-int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits) {
+namespace {
+int deploy_consumers(bench_cluster& c, const setup& s, int consumers, int credits, const nlohmann::json& args) {
   return spread(consumers, c.nodes(), [&](int node, int workers) {
-    c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()],
-             {s.system, "consumer", "consumer", {{"stats_dir", s.stats_dir}}, workers, s.mode, credits});
+    c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()], {s.system, "consumer", "consumer", args, workers, s.mode, credits});
   });
+}
+}  // namespace
+
+int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits) {
+  return deploy_consumers(c, s, consumers, credits, {{"stats_dir", s.stats_dir}});
+}
+
+int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits) {
+  const auto go = s.stats_dir / "consumers.go";
+  const int used = deploy_consumers(c, s, consumers, credits, {{"stats_dir", s.stats_dir}, {"start_file", go.string()}});
+  // Not every worker need get one: at prefetch 1 (at-least-once) the first hosts to pull may hold
+  // every message in flight between them. Then they start 3 s after the last deploy.
+  wait_until([&] { return read_span(s.stats_dir, "consumer-", "holding").total >= consumers; }, 3s, 2ms);
+  std::ofstream{go};
+  return used;
 }
 
 void explain_stall(bench_cluster& c, const setup& s) {

@@ -35,6 +35,10 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
 /// Deploys `consumers` consumer workers (spread over the nodes; `credits` each) on `s.system/consumer`.
 /// Returns the nodes used, for stop_systems.
 int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits);
+/// The same for a filled queue: the consumers start together, as a raw client's connections do,
+/// once each holds its first message (or 3 s after the last deploy; not each as its node starts it, beside the others still
+/// starting, which counted the deployment's stagger in the rate).
+int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits);
 /// Waits until the consumers handled `n` messages; their throughput from the first to the last, or 0.
 double await_consumed(bench_cluster& c, const setup& s, long n);
 /// The payload size of the first message in `queue` (left in it), as the broker holds it; -1 when

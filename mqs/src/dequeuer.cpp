@@ -109,7 +109,8 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   auto t = now();
   turn_now_ = t;
   if (!main_.session && !last && t >= next_connect_) connect();
-  for (auto& cmd : inbox_.take()) handle(cmd, t);
+  if (inbox_ready_)
+    for (auto& cmd : inbox_.take()) handle(cmd, t);
   if (t >= next_sweep_) {
     // Each link is read once a second whatever poll said: rabbitmq-c sends and checks heartbeats
     // when it reads, so a broker gone silent is noticed, and ours go out.
@@ -122,7 +123,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
     if (c.link.worth_reading()) read_frames(c.link);
   if (main_.usable()) retry_governance(t);
   if (main_.usable() && !last) retry_consumers(t);
-  adopt_opened();
+  if (opened_ready_ || !offload_) adopt_opened();  // inline openings are adopted in their turn
   if (main_.usable() && !last && t >= shrink_due_) shrink_due_ = shrink_quiet_consumers(t);
   if (dispatcher_.blocked()) dispatcher_.retry_blocked();
   if (t >= next_idle_check_) {
@@ -164,7 +165,12 @@ void dequeuer::wait(clock::time_point wake_at) {
   // Rounded up: a wake-up due in 0.4 ms waits 1 ms rather than polling without a timeout until then.
   int timeout_ms =
       int(std::clamp<long long>(std::chrono::ceil<std::chrono::milliseconds>(wake_at - now()).count(), 0, 1000));
-  if (::poll(fds.data(), fds.size(), timeout_ms) < 0) return;  // EINTR: every link is read next turn
+  if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {  // EINTR: everything is read next turn
+    inbox_ready_ = opened_ready_ = true;
+    return;
+  }
+  inbox_ready_ = fds[0].revents != 0;
+  opened_ready_ = fds[1].revents != 0;
   for (std::size_t i = 0; i < watched.size(); ++i) watched[i]->readable = fds[i + 2].revents != 0;
 }
 

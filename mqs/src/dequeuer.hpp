@@ -237,6 +237,10 @@ class dequeuer : private dispatcher_port {
   inbox<std::function<void()>> opener_jobs_;
   inbox<std::shared_ptr<link_plan>> opened_;
   std::function<void(std::function<void()>)> offload_;
+  /// Whether the last poll saw the inbox's (the opener's) eventfd readable: only then is it read, so a
+  /// turn costs no read syscall for either when nothing came. True without a poll (tests' turns).
+  bool inbox_ready_ = true;
+  bool opened_ready_ = true;
 
   // Owned by the thread.
   dispatcher dispatcher_;

@@ -1,7 +1,9 @@
 // consumer: receives numbered messages (from `producer`), counts them, and optionally records each
 // sequence number so tests can check that none was lost.
-//   args: {"stats_dir": "", "log_dir": "", "work_ms": 0}
-//   stats_dir/consumer-PID.json: {"received","unique","duplicates","redelivered","sum","first_us","last_us",
+//   args: {"stats_dir": "", "log_dir": "", "work_ms": 0, "start_file": ""}
+//   start_file: each worker holds its first message, uncounted, until that file exists (looked for
+//   every 2 ms), so that consumers deployed one after another start together, once the last holds one.
+//   stats_dir/consumer-PID.json: {"received","holding","unique","duplicates","redelivered","sum","first_us","last_us",
 //                                 "max_gap_us","max_gap_from_us","max_gap_to_us","gaps"}
 //   (wall-clock µs; max_gap_*: the longest pause between two consecutive receipts in this process,
 //   from the receipt before it to the one after it; "gaps": the longest few pauses, longest first, each
@@ -23,11 +25,11 @@ namespace {
 /// Shared by every consumer instance in this process.
 struct tally {
   std::mutex mutex;
-  std::int64_t received = 0, unique = 0, duplicates = 0, redelivered = 0, sum = 0, first_us = 0, last_us = 0;
+  std::int64_t received = 0, holding = 0, unique = 0, duplicates = 0, redelivered = 0, sum = 0, first_us = 0, last_us = 0;
   std::int64_t max_gap_us = 0, max_gap_from_us = 0, max_gap_to_us = 0;
   static constexpr std::size_t kept_gaps = 8;
   std::vector<std::pair<std::int64_t, std::int64_t>> gaps;  ///< [from, to], longest first
-  std::int64_t written_received = -1, last_write_us = 0;
+  std::int64_t written_received = -1, written_holding = -1, last_write_us = 0;
   std::vector<bool> seen;
   int log_fd = -1;
 
@@ -73,11 +75,14 @@ struct tally {
   void write(const std::string& dir, bool force) {
     std::lock_guard lock(mutex);
     auto now = dde::samples::now_us();
-    if (received == written_received || (!force && now - last_write_us < 200000)) return;
+    if ((received == written_received && holding == written_holding) || (!force && now - last_write_us < 200000))
+      return;
     written_received = received;
+    written_holding = holding;
     last_write_us = now;
     dde::samples::write_stats(dir, "consumer-" + dde::samples::pid_text() + ".json",
                               {{"received", received},
+                               {"holding", holding},
                                {"unique", unique},
                                {"duplicates", duplicates},
                                {"redelivered", redelivered},
@@ -100,7 +105,8 @@ class consumer : public dde::worker {
  public:
   consumer()
       : stats_dir_(dde::samples::arg_or<std::string>(args(), "stats_dir", "")),
-        work_ms_(dde::samples::arg_or<int>(args(), "work_ms", 0)) {
+        work_ms_(dde::samples::arg_or<int>(args(), "work_ms", 0)),
+        start_file_(dde::samples::arg_or<std::string>(args(), "start_file", "")) {
     auto log_dir = dde::samples::arg_or<std::string>(args(), "log_dir", "");
     auto& t = shared_tally();
     std::lock_guard lock(t.mutex);
@@ -116,7 +122,36 @@ class consumer : public dde::worker {
   void on_receive(const dde::message& msg) override {
     std::int64_t seq = -1;
     if (msg.body().is_object()) seq = msg.body().value("seq", std::int64_t(-1));
-    shared_tally().record(seq, msg.redelivered());
+    if (!start_file_.empty()) {
+      auto& t = shared_tally();
+      {
+        std::lock_guard lock(t.mutex);
+        ++t.holding;
+      }
+      t.write(stats_dir_, true);
+      return hold(seq, msg.redelivered());
+    }
+    count(seq, msg.redelivered());
+  }
+
+  void before_kill() override { shared_tally().write(stats_dir_, true); }
+
+ private:
+  /// The first message, until start_file exists.
+  void hold(std::int64_t seq, bool redelivered) {
+    if (!std::filesystem::exists(start_file_))
+      return after(std::chrono::milliseconds(2), [this, seq, redelivered] { hold(seq, redelivered); });
+    start_file_.clear();
+    {
+      auto& t = shared_tally();
+      std::lock_guard lock(t.mutex);
+      --t.holding;
+    }
+    count(seq, redelivered);
+  }
+
+  void count(std::int64_t seq, bool redelivered) {
+    shared_tally().record(seq, redelivered);
     if (work_ms_ > 0) {
       after(std::chrono::milliseconds(work_ms_), [this] { done(); });
       return;
@@ -124,9 +159,6 @@ class consumer : public dde::worker {
     done();
   }
 
-  void before_kill() override { shared_tally().write(stats_dir_, true); }
-
- private:
   // Stats are flushed every 200 ms while messages flow, and once more when they stop.
   void tick() {
     shared_tally().write(stats_dir_, false);
@@ -135,6 +167,7 @@ class consumer : public dde::worker {
 
   std::string stats_dir_;
   int work_ms_;
+  std::string start_file_;  ///< cleared once it existed
 };
 
 }  // namespace
