@@ -123,7 +123,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
     if (c.link.worth_reading()) read_frames(c.link);
   if (main_.usable()) retry_governance(t);
   if (main_.usable() && !last) retry_consumers(t);
-  if (opened_ready_ || !offload_) adopt_opened();  // inline openings are adopted in their turn
+  if (opened_ready_) adopt_opened();
   if (main_.usable() && !last && t >= shrink_due_) shrink_due_ = shrink_quiet_consumers(t);
   if (dispatcher_.blocked()) dispatcher_.retry_blocked();
   if (t >= next_idle_check_) {

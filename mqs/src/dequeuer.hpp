@@ -168,12 +168,17 @@ class dequeuer : private dispatcher_port {
   clock::time_point match_consumers(const std::string& topic, consumer& c, clock::time_point now);
   /// Cancels the extra consumers of channels that became quiet; returns when to look again.
   clock::time_point shrink_quiet_consumers(clock::time_point now);
-  /// Plans `topic`'s link and has it opened (on the opener thread once start() ran; in this turn
-  /// otherwise, or through set_opener).
+  /// Plans `topic`'s link and has it opened (offload).
   void plan_link(const std::string& topic, consumer& c, bool first);
   /// Runs a plan's broker operations; touches nothing of the dequeuer but `watch` (the socket that
   /// stop() shuts down if an RPC hangs).
   static void open_link(link_plan& plan, const session_opener& open, std::atomic<int>& watch);
+  /// Runs `job` where links are opened and closed: on the opener thread once start() ran; now
+  /// otherwise, or where set_opener says.
+  void offload(std::function<void()> job);
+  /// basic.cancel of each of `tags` on `channel`, then channel.close; the first failure stops it.
+  static amqp_session::result cancel_and_close(amqp_session& s, std::uint16_t channel,
+                                               const std::vector<std::string>& tags);
   /// Cancels `tags` on `channel` and closes `session`, off the thread like an opening (a few round
   /// trips that would hold up the other topics).
   void retire(std::unique_ptr<amqp_session> session, std::uint16_t channel, std::vector<std::string> tags);

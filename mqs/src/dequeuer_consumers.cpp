@@ -54,10 +54,13 @@ void dequeuer::plan_link(const std::string& topic, consumer& c, bool first) {
     plan->lease_queue = spec_for(lease_topic(mqs_id_, cfg_.lease.count(), topic), c.mode);
   plan->prefetch = cfg_.prefetch;
   c.opening = plan->epoch;
-  auto job = [this, plan]() mutable {
+  offload([this, plan]() mutable {
     open_link(*plan, env_.open, opener_thread_.socket_fd);
     opened_.push({std::move(plan)});  // the loop's alone from here
-  };
+  });
+}
+
+void dequeuer::offload(std::function<void()> job) {
   if (offload_)
     offload_(std::move(job));
   else
@@ -102,24 +105,25 @@ void dequeuer::open_link(link_plan& p, const session_opener& open, std::atomic<i
   }
 }
 
+amqp_session::result dequeuer::cancel_and_close(amqp_session& s, std::uint16_t channel,
+                                                const std::vector<std::string>& tags) {
+  amqp_session::result r;
+  for (auto& tag : tags)
+    if (r.ok()) r = s.cancel(channel, tag);
+  if (r.ok()) r = s.close_channel(channel);
+  return r;
+}
+
 void dequeuer::retire(std::unique_ptr<amqp_session> session, std::uint16_t channel, std::vector<std::string> tags) {
   // std::function wants a copyable job: the session rides in a shared_ptr.
   auto held = std::make_shared<std::unique_ptr<amqp_session>>(std::move(session));
-  auto job = [held, channel, tags = std::move(tags), &watch = opener_thread_.socket_fd] {
+  offload([held, channel, tags = std::move(tags), &watch = opener_thread_.socket_fd] {
     auto& s = **held;
     watch = s.fd();
-    amqp_session::result r;
-    for (auto& tag : tags)
-      if (r.ok()) r = s.cancel(channel, tag);
-    if (r.ok()) r = s.close_channel(channel);
-    if (r.connection_lost()) s.mark_broken();
+    if (cancel_and_close(s, channel, tags).connection_lost()) s.mark_broken();
     held->reset();  // connection.close: what the broker sent it goes back to the queue
     watch = -1;
-  };
-  if (offload_)
-    offload_(std::move(job));
-  else
-    job();
+  });
 }
 
 void dequeuer::adopt_opened() {
@@ -289,11 +293,7 @@ void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool cl
     if (link.usable() && &link != &main_) {
       retire(std::move(link.session), link.channel, std::move(tags));  // a topic's link goes whole
     } else if (link.usable()) {
-      amqp_session::result r;
-      for (auto& tag : tags)
-        if (r.ok()) r = link.session->cancel(link.channel, tag);
-      if (r.ok()) r = link.session->close_channel(link.channel);
-      link.lost(r);
+      link.lost(cancel_and_close(*link.session, link.channel, tags));
     }
   }
   std::string topic = it->second.topic;
