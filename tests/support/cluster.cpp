@@ -1,6 +1,7 @@
 #include "cluster.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -17,6 +18,15 @@ std::vector<std::string> tls_settings::args() const {
   return out;
 }
 
+namespace {
+// DDE_TEST_MQS_LOG_LEVEL=debug (or trace) makes every test's MQS log what its dequeuer does, to
+// trace a failure that needs a stressed run to show.
+std::string mqs_log_level() {
+  const char* level = std::getenv("DDE_TEST_MQS_LOG_LEVEL");
+  return level && *level ? level : "info";
+}
+}  // namespace
+
 mqs_process start_mqs(rabbitmq_node& broker, const fs::path& dir, int prefetch, std::uint16_t port,
                       const std::map<std::string, std::string>& env, const tls_settings& tls,
                       const std::vector<std::string>& extra_args) {
@@ -31,7 +41,7 @@ mqs_process start_mqs(rabbitmq_node& broker, const fs::path& dir, int prefetch, 
                                 "--prefetch",
                                 std::to_string(prefetch),
                                 "--log-level",
-                                "info"};
+                                mqs_log_level()};
   for (auto& list : {tls.args(), extra_args}) argv.insert(argv.end(), list.begin(), list.end());
   m.proc = std::make_unique<child_process>(argv, dir / ("mqs-" + std::to_string(m.port) + ".log"), env);
   if (!wait_until([&] { return port_open(m.port); }, 20s))
