@@ -45,8 +45,10 @@ selection=(-L "$label")
 [[ -f $build_dir/CTestTestfile.cmake ]] || { echo "stress-tests.sh: no build in $build_dir (run deploy/build.sh)" >&2; exit 2; }
 # deploy/build.sh does not install the browser test's playwright-core. Without it
 # dashboard_browsertest fails at once in every round, which says nothing about load.
-if ctest --test-dir "$build_dir" -N "${selection[@]}" 2>/dev/null | grep -q browsertest &&
-  ! dde_browser_deps; then
+# (The listing is read whole first: `ctest | grep -q` under pipefail fails when grep stops at the
+# first match and ctest gets SIGPIPE, which skipped the install.)
+chosen=$(ctest --test-dir "$build_dir" -N "${selection[@]}" 2>/dev/null || true)
+if [[ $chosen == *browsertest* ]] && ! dde_browser_deps; then
   echo "stress-tests.sh: cannot install playwright-core in tests/browser (node and npm needed; deploy/install-deps.sh installs them)" >&2
   exit 2
 fi

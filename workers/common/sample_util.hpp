@@ -46,4 +46,14 @@ T arg_or(const nlohmann::json& args, const char* key, T fallback) {
 
 inline std::string pid_text() { return std::to_string(::getpid()); }
 
+/// Runs `fn` once the file `path` exists (at once when `path` is empty), looking for it every 2 ms
+/// through `after` (the worker's own timer: `[this](auto d, auto f) { after(d, std::move(f)); }`),
+/// so that workers deployed one after another start together once the last is up.
+template <class After, class Fn>
+void when_file_exists(const std::string& path, After after, Fn fn) {
+  if (path.empty() || std::filesystem::exists(path)) return fn();
+  after(std::chrono::milliseconds(2),
+        [path, after, fn = std::move(fn)]() mutable { when_file_exists(path, after, std::move(fn)); });
+}
+
 }  // namespace dde::samples

@@ -139,15 +139,16 @@ class consumer : public dde::worker {
  private:
   /// The first message, until start_file exists.
   void hold(std::int64_t seq, bool redelivered) {
-    if (!std::filesystem::exists(start_file_))
-      return after(std::chrono::milliseconds(2), [this, seq, redelivered] { hold(seq, redelivered); });
-    start_file_.clear();
-    {
-      auto& t = shared_tally();
-      std::lock_guard lock(t.mutex);
-      --t.holding;
-    }
-    count(seq, redelivered);
+    auto after_delay = [this](auto delay, auto fn) { after(delay, std::move(fn)); };
+    dde::samples::when_file_exists(start_file_, after_delay, [this, seq, redelivered] {
+      start_file_.clear();
+      {
+        auto& t = shared_tally();
+        std::lock_guard lock(t.mutex);
+        --t.holding;
+      }
+      count(seq, redelivered);
+    });
   }
 
   void count(std::int64_t seq, bool redelivered) {

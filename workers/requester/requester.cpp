@@ -37,11 +37,8 @@ class requester : public dde::worker {
 
   void on_start() override {
     if (warming_ > 0) return warm_up();
-    if (!start_file_.empty() && !std::filesystem::exists(start_file_))
-      return after(std::chrono::milliseconds(2), [this] { on_start(); });
-    first_us_ = dde::samples::now_us();
-    for (std::int64_t i = 0; i < concurrency_ && asked_ < count_; ++i) ask_next();
-    write_stats();
+    dde::samples::when_file_exists(
+        start_file_, [this](auto delay, auto fn) { after(delay, std::move(fn)); }, [this] { begin(); });
   }
 
   void on_receive(const dde::message& msg) override {
@@ -71,6 +68,12 @@ class requester : public dde::worker {
   }
 
  private:
+  void begin() {
+    first_us_ = dde::samples::now_us();
+    for (std::int64_t i = 0; i < concurrency_ && asked_ < count_; ++i) ask_next();
+    write_stats();
+  }
+
   void ask_next() {
     const auto n = asked_++;
     sent_us_[n] = dde::samples::now_us();
