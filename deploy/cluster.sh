@@ -40,8 +40,10 @@ alive() { dde_daemon_alive "$dir" "$1"; }
 launch() { dde_daemon_start "$dir" "$@"; }
 
 registry_ready() { curl -fsS "http://127.0.0.1:$registry_port/registry/health" >/dev/null 2>&1; }
-node_registered() {
-  curl -fsS "http://127.0.0.1:$registry_port/registry/system/list" 2>/dev/null | grep -q "\"name\":\"$name\""
+node_registered() {  # the list read whole: `curl | grep -q` under pipefail fails if grep stops first
+  local list
+  list=$(curl -fsS "http://127.0.0.1:$registry_port/registry/system/list" 2>/dev/null) || return 1
+  [[ $list == *"\"name\":\"$name\""* ]]
 }
 
 up() {
