@@ -37,8 +37,8 @@ class requester : public dde::worker {
 
   void on_start() override {
     if (warming_ > 0) return warm_up();
-    dde::samples::when_file_exists(
-        start_file_, [this](auto delay, auto fn) { after(delay, std::move(fn)); }, [this] { begin(); });
+    auto after_delay = [this](auto delay, auto fn) { after(delay, std::move(fn)); };
+    dde::samples::when_file_exists(start_file_, after_delay, [this] { begin(); });
   }
 
   void on_receive(const dde::message& msg) override {
