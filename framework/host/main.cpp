@@ -37,7 +37,10 @@ int main(int argc, char** argv) {
       .repeated("pool", "JSON file with a pool spec (the thesis's addIsolate body)")
       .repeated("pool-json", "a pool spec given inline as JSON")
       .option("instance", "", "instance UUID (default: a new one)")
-      .option("threads", "2", "worker threads")
+      .option("threads", "2", "threads that run the pools, at most: the first alone until it lags")
+      .option("thread-lag-us", "1000",
+              "the other --threads join the first while a task posted to it waits longer than this, "
+              "or it is 90% busy, and leave when it no longer is; 0: all of them run all the time")
       .option("window", "4096", "unconfirmed at-least-once messages before senders wait")
       .option("control", "", "the node activator's control endpoint, e.g. ws://127.0.0.1:42042/control")
       .option("orphan-timeout-ms", "120000", "with --control: stop after this long without an activator")
@@ -75,6 +78,7 @@ int main(int argc, char** argv) {
     options.mqs_url = args.get("mqs");
     options.instance = args.get("instance");
     options.threads = int(args.get_int("threads", 1, 256));
+    options.thread_lag = std::chrono::microseconds(args.get_int("thread-lag-us", 0, 10000000));
     options.window = std::size_t(args.get_int("window", 1, 1000000));
     options.control_url = args.get("control");
     options.plugin_cache = args.get("plugin-cache");

@@ -2,8 +2,6 @@
 
 #include <future>
 
-#include <boost/asio/executor_work_guard.hpp>
-
 #include "dde/log.hpp"
 
 namespace dde::host {
@@ -35,11 +33,11 @@ isolate_system::isolate_system(isolate_system_options options) : options_(std::m
 isolate_system::~isolate_system() { stop(); }
 
 void isolate_system::start() {
-  auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
-      io_.get_executor());
-  for (int i = 0; i < std::max(1, options_.threads); ++i)
-    threads_.emplace_back([this, guard] { io_.run(); });
-  // The guard lives as long as any thread holds it; io_.stop() in stop() ends the threads.
+  elastic_options threads;
+  threads.threads = options_.threads;
+  threads.lag = options_.thread_lag;
+  threads_ = std::make_unique<elastic_threads>(io_, threads);
+  threads_->start();  // io_.stop() in stop() ends the threads
   top_->start();
   if (options_.ops_port >= 0) {
     ops_server_options o;
@@ -94,7 +92,7 @@ nlohmann::json isolate_system::describe() {
 }
 
 void isolate_system::stop() {
-  if (stopped_ || threads_.empty()) return;
+  if (stopped_ || !threads_) return;  // not started, or stopped
   stopped_ = true;
   if (control_) control_->stop();
   if (ops_) ops_->stop();
@@ -105,8 +103,7 @@ void isolate_system::stop() {
   top_->stop(std::chrono::seconds(10), [&link_done] { link_done.set_value(); });
   link_done.get_future().wait();
   io_.stop();
-  for (auto& t : threads_) t.join();
-  threads_.clear();
+  threads_->join();
   if (!temp_downloads_.empty()) {
     std::error_code ignored;
     std::filesystem::remove_all(temp_downloads_, ignored);

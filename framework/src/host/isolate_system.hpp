@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -12,6 +11,7 @@
 
 #include "host/control_link.hpp"
 #include "host/controller.hpp"
+#include "host/elastic_threads.hpp"
 #include "host/ops_server.hpp"
 #include "dde/protocol/pool_spec.hpp"
 #include "host/top_level.hpp"
@@ -22,7 +22,8 @@ struct isolate_system_options {
   std::string name;
   std::string mqs_url = "ws://127.0.0.1:42043/mqs";
   std::string instance;  ///< empty: a new UUID
-  int threads = 2;
+  int threads = 2;  ///< at most this many run the pools; the first alone until it lags
+  std::chrono::microseconds thread_lag{1000};  ///< what lagging is (elastic_threads); 0: all run always
   std::size_t window = 4096;
   std::string control_url;  ///< the node activator's /control endpoint; empty: run alone
   std::string
@@ -61,7 +62,7 @@ class isolate_system {
   std::shared_ptr<controller> controller_;
   std::shared_ptr<control_link> control_;
   std::unique_ptr<ops_server> ops_;
-  std::vector<std::thread> threads_;
+  std::unique_ptr<elastic_threads> threads_;
   std::filesystem::path temp_downloads_;  ///< removed at stop: downloads without a plugin cache
   bool stopped_ = false;
 };

@@ -1,0 +1,136 @@
+#include "host/elastic_threads.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+
+#include <boost/asio/post.hpp>
+
+#include "dde/metrics.hpp"
+
+namespace dde::host {
+namespace {
+
+clockid_t cpu_clock(std::thread& t) {
+  clockid_t id{};
+  return ::pthread_getcpuclockid(t.native_handle(), &id) == 0 ? id : clockid_t(-1);
+}
+
+}  // namespace
+
+elastic_threads::elastic_threads(boost::asio::io_context& io, elastic_options options)
+    : io_(io),
+      options_(options),
+      running_metric_(metrics_registry::process().gauge(
+          "dde_host_threads_running",
+          "Threads that run the isolate system's pools now (--threads at most).")),
+      joins_metric_(metrics_registry::process().counter(
+          "dde_host_thread_joins_total", "Times a parked thread joined the first because it lagged.")) {
+  options_.threads = std::max(1, options_.threads);
+  options_.period = std::max(options_.period, std::chrono::milliseconds(1));
+}
+
+elastic_threads::~elastic_threads() {
+  if (!threads_.empty()) io_.stop();  // an owner that did not stop it: the threads end with it
+  join();
+}
+
+void elastic_threads::start() {
+  guard_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
+      io_.get_executor());
+  clocks_.assign(std::size_t(options_.threads), clockid_t(-1));
+  for (int k = 0; k < options_.threads; ++k) {
+    if (k == 0 || options_.lag.count() == 0) {
+      set_running(1);
+      threads_.emplace_back([this] {
+        io_.run();
+        set_running(-1);
+      });
+    } else {
+      threads_.emplace_back([this, k] { run_helper(k); });
+    }
+    clocks_[std::size_t(k)] = cpu_clock(threads_.back());
+  }
+}
+
+void elastic_threads::join() {
+  {
+    std::lock_guard l(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  guard_.reset();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+  threads_.clear();
+}
+
+bool elastic_threads::wait(std::chrono::nanoseconds d) {
+  std::unique_lock l(mutex_);
+  return changed_.wait_for(l, d, [this] { return stopping_; });
+}
+
+std::chrono::nanoseconds elastic_threads::cpu_of(int k) const {
+  std::chrono::nanoseconds sum{0};
+  for (int i = 0; i < k; ++i) {
+    timespec ts{};
+    if (clocks_[std::size_t(i)] != clockid_t(-1) && ::clock_gettime(clocks_[std::size_t(i)], &ts) == 0)
+      sum += std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+  }
+  return sum;
+}
+
+bool elastic_threads::lagging(int k) {
+  using clock = std::chrono::steady_clock;
+  auto ran = std::make_shared<std::atomic<bool>>(false);
+  auto cpu0 = cpu_of(k);
+  auto posted = clock::now();
+  boost::asio::post(io_, [ran] { ran->store(true); });
+  if (wait(std::min<std::chrono::nanoseconds>(options_.lag, options_.period))) return false;
+  if (!ran->load()) return true;  // a thread that blocks is helped after `lag`, not a period
+  if (wait(options_.period - (clock::now() - posted))) return false;
+  auto span = clock::now() - posted;
+  return double((cpu_of(k) - cpu0).count()) >= options_.busy * double(k) * double(span.count());
+}
+
+void elastic_threads::set_running(int delta) {
+  {
+    std::lock_guard l(mutex_);
+    running_metric_.set(double(running_.fetch_add(delta) + delta));
+  }
+  changed_.notify_all();
+}
+
+void elastic_threads::run_helper(int k) {
+  auto stay = options_.stay;
+  for (;;) {
+    {
+      // Helper k looks only while the k threads before it all run the context.
+      std::unique_lock l(mutex_);
+      changed_.wait(l, [&] { return stopping_ || running_.load() >= k; });
+      if (stopping_) return;
+    }
+    if (!lagging(k)) {
+      stay = options_.stay;
+      continue;
+    }
+    joins_.fetch_add(1, std::memory_order_relaxed);
+    joins_metric_.add();
+    set_running(1);
+    for (;;) {
+      io_.run_for(stay);
+      if (io_.stopped()) return set_running(-1);
+      // What this thread deferred in its last handler went to the shared queue without waking
+      // anyone: a post from outside the context's threads wakes a thread for it.
+      boost::asio::post(io_, [] {});
+      // The thread steps out for a period and comes straight back if the lag is still there.
+      set_running(-1);
+      if (!lagging(k)) break;
+      set_running(1);
+      stay = std::min(stay * 2, options_.stay * 16);
+    }
+    stay = options_.stay;
+  }
+}
+
+}  // namespace dde::host

@@ -1,0 +1,80 @@
+#pragma once
+// The threads of an isolate system. One thread runs its io_context all the time; the others (up to
+// `threads` in all) join it only while it lags and leave when it no longer does. A light pool then
+// runs on one thread, without Asio's reactor passing between two threads on every socket event
+// (the host switched context about ten times less and used a quarter less CPU: README, issue 20),
+// while a worker whose handler runs long or blocks still gets the other threads within a period or
+// two. Lagging, as a parked thread sees it every `period`: a probe it posted was not run within
+// `lag` of being posted, or the threads already running were on a core at least `busy` of the period.
+// A joined thread runs the context for `stay`, then looks again (longer each time it finds the lag
+// still there, up to 16 times `stay`). With `lag` 0 every thread runs the context all the time.
+
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+namespace dde {
+class metric_cell;
+}
+
+namespace dde::host {
+
+struct elastic_options {
+  int threads = 2;                       ///< at most this many threads run the context
+  std::chrono::microseconds lag{1000};   ///< 0: all of them, all the time
+  std::chrono::milliseconds period{10};  ///< how often a parked thread looks
+  std::chrono::milliseconds stay{100};   ///< how long a joined thread runs before it looks again
+  double busy = 0.9;                     ///< share of a period the running threads ran on a core
+};
+
+class elastic_threads {
+ public:
+  elastic_threads(boost::asio::io_context& io, elastic_options options);
+  ~elastic_threads();
+  elastic_threads(const elastic_threads&) = delete;
+  elastic_threads& operator=(const elastic_threads&) = delete;
+
+  void start();
+  /// Parked threads end at once; the others when io.stop() has been called (join() does not stop
+  /// the context). Call it outside the context's threads.
+  void join();
+
+  /// Threads running the context now (the first included), and how often a parked one joined.
+  int running() const { return running_.load(std::memory_order_relaxed); }
+  std::uint64_t joins() const { return joins_.load(std::memory_order_relaxed); }
+
+ private:
+  void run_helper(int k);
+  /// Waits `d` or until join(); true when joining.
+  bool wait(std::chrono::nanoseconds d);
+  /// Whether helper `k` should join: one period's look at the probe and the k threads before it.
+  bool lagging(int k);
+  std::chrono::nanoseconds cpu_of(int k) const;
+  /// Changes running_ under the mutex and wakes the helpers waiting for it.
+  void set_running(int delta);
+
+  boost::asio::io_context& io_;
+  elastic_options options_;
+  std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
+  std::vector<std::thread> threads_;
+  std::vector<clockid_t> clocks_;  ///< each thread's CPU clock, set before the next thread starts
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool stopping_ = false;
+  std::atomic<int> running_{0};
+  std::atomic<std::uint64_t> joins_{0};
+  metric_cell& running_metric_;  ///< the process's dde_host_threads_running
+  metric_cell& joins_metric_;    ///< and dde_host_thread_joins_total
+};
+
+}  // namespace dde::host

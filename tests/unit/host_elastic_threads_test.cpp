@@ -1,0 +1,129 @@
+// An isolate system's threads (host/elastic_threads): the first runs the context alone until it lags,
+// then the others join; a handler that blocks does not stop the rest.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include "host/elastic_threads.hpp"
+
+namespace dde::host {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Until `done()` holds or 20 s pass (a loaded machine may be slow, never that slow).
+template <typename F>
+bool eventually(F done) {
+  auto until = std::chrono::steady_clock::now() + 20s;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+TEST(ElasticThreads, AHandlerThatBlocksIsJoinedByASecondThreadThatRunsTheRest) {
+  boost::asio::io_context io;
+  elastic_threads threads(io, {2, 1000us, 5ms, 50ms, 0.9});
+  threads.start();
+  EXPECT_EQ(threads.running(), 1);
+  std::promise<void> released;
+  std::promise<std::future_status> blocked;
+  // The first handler waits for the second one: on one thread that would never end.
+  boost::asio::post(io, [&] { blocked.set_value(released.get_future().wait_for(20s)); });
+  boost::asio::post(io, [&] { released.set_value(); });
+  auto status = blocked.get_future();
+  ASSERT_EQ(status.wait_for(30s), std::future_status::ready);
+  EXPECT_EQ(status.get(), std::future_status::ready) << "the second handler ran while the first blocked";
+  EXPECT_GE(threads.joins(), 1u);
+  // With the lag gone the helper steps out again.
+  EXPECT_TRUE(eventually([&] { return threads.running() == 1; })) << threads.running();
+  io.stop();
+  threads.join();
+  EXPECT_EQ(threads.running(), 0);
+}
+
+TEST(ElasticThreads, ShortHandlersOnAnIdleContextRunOnOneThread) {
+  boost::asio::io_context io;
+  // A lag no scheduler delay reaches: only a handler that runs long would bring the helper.
+  elastic_threads threads(io, {2, 500ms, 600ms, 50ms, 0.99});
+  threads.start();
+  std::mutex m;
+  std::set<std::thread::id> ran_on;
+  for (int i = 0; i < 200; ++i) {
+    std::promise<void> done;
+    boost::asio::post(io, [&] {
+      std::lock_guard l(m);
+      ran_on.insert(std::this_thread::get_id());
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+  EXPECT_EQ(ran_on.size(), 1u);
+  EXPECT_EQ(threads.joins(), 0u);
+  io.stop();
+  threads.join();
+}
+
+TEST(ElasticThreads, AFirstThreadBusyOnCpuIsJoinedThoughEachHandlerIsShort) {
+  boost::asio::io_context io;
+  // Each handler spins 200 µs and posts the next: the probe waits less than the lag, but the
+  // first thread is on a core almost all the time.
+  elastic_threads threads(io, {2, 50ms, 20ms, 20ms, 0.3});
+  threads.start();
+  std::atomic<bool> stop{false};
+  std::function<void()> spin = [&] {
+    auto until = std::chrono::steady_clock::now() + 200us;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    if (!stop) boost::asio::post(io, spin);
+  };
+  boost::asio::post(io, spin);
+  EXPECT_TRUE(eventually([&] { return threads.joins() >= 1; }));
+  stop = true;
+  io.stop();
+  threads.join();
+}
+
+TEST(ElasticThreads, LagZeroRunsEveryThreadAllTheTime) {
+  boost::asio::io_context io;
+  elastic_threads threads(io, {3, 0us, 5ms, 50ms, 0.9});
+  threads.start();
+  EXPECT_EQ(threads.running(), 3);
+  // Two handlers that each wait for the other's start both finish: they run at once.
+  std::atomic<int> started{0};
+  std::promise<bool> a, b;
+  auto meet = [&](std::promise<bool>& met) {
+    ++started;
+    met.set_value(eventually([&] { return started.load() == 2; }));
+  };
+  boost::asio::post(io, [&] { meet(a); });
+  boost::asio::post(io, [&] { meet(b); });
+  EXPECT_TRUE(a.get_future().get()) << "the other handler never started beside this one";
+  EXPECT_TRUE(b.get_future().get());
+  EXPECT_EQ(threads.joins(), 0u);
+  io.stop();
+  threads.join();
+}
+
+TEST(ElasticThreads, JoinEndsParkedHelpersAndAStoppedContextsThreads) {
+  boost::asio::io_context io;
+  elastic_threads threads(io, {4, 1000us, 5ms, 50ms, 0.9});
+  threads.start();
+  std::promise<void> ran;
+  boost::asio::post(io, [&] { ran.set_value(); });
+  ran.get_future().wait();
+  io.stop();
+  threads.join();  // returns: the test would hang otherwise
+  EXPECT_EQ(threads.running(), 0);
+}
+
+}  // namespace
+}  // namespace dde::host
