@@ -38,7 +38,7 @@ struct manager_options {
   std::chrono::milliseconds orphan_timeout{120000};
   std::chrono::milliseconds restart_backoff{500};
   int host_threads = 2;
-  long long host_thread_lag_us = 1000;  ///< the systems' --thread-lag-us
+  std::chrono::microseconds host_thread_lag{1000};  ///< the systems' --thread-lag-us
   std::vector<std::string> plugin_allow;  ///< handed to each isolate system as --plugin-allow
 };
 

@@ -4,7 +4,6 @@
 
 #include <atomic>
 #include <future>
-#include <mutex>
 #include <set>
 #include <thread>
 
@@ -27,6 +26,17 @@ bool eventually(F done) {
     std::this_thread::sleep_for(1ms);
   }
   return true;
+}
+
+/// Runs `fn` on one of the context's threads and waits until it has run.
+template <typename F>
+void run_on(boost::asio::io_context& io, F fn) {
+  std::promise<void> done;
+  boost::asio::post(io, [&] {
+    fn();
+    done.set_value();
+  });
+  done.get_future().wait();
 }
 
 TEST(ElasticThreads, AHandlerThatBlocksIsJoinedByASecondThreadThatRunsTheRest) {
@@ -55,17 +65,8 @@ TEST(ElasticThreads, ShortHandlersOnAnIdleContextRunOnOneThread) {
   // A lag no scheduler delay reaches: only a handler that runs long would bring the helper.
   elastic_threads threads(io, {2, 500ms, 600ms, 50ms, 0.99});
   threads.start();
-  std::mutex m;
-  std::set<std::thread::id> ran_on;
-  for (int i = 0; i < 200; ++i) {
-    std::promise<void> done;
-    boost::asio::post(io, [&] {
-      std::lock_guard l(m);
-      ran_on.insert(std::this_thread::get_id());
-      done.set_value();
-    });
-    done.get_future().wait();
-  }
+  std::set<std::thread::id> ran_on;  // one handler at a time: run_on waits for each
+  for (int i = 0; i < 200; ++i) run_on(io, [&] { ran_on.insert(std::this_thread::get_id()); });
   EXPECT_EQ(ran_on.size(), 1u);
   EXPECT_EQ(threads.joins(), 0u);
   io.stop();
@@ -117,9 +118,7 @@ TEST(ElasticThreads, JoinEndsParkedHelpersAndAStoppedContextsThreads) {
   boost::asio::io_context io;
   elastic_threads threads(io, {4, 1000us, 5ms, 50ms, 0.9});
   threads.start();
-  std::promise<void> ran;
-  boost::asio::post(io, [&] { ran.set_value(); });
-  ran.get_future().wait();
+  run_on(io, [] {});
   io.stop();
   threads.join();  // returns: the test would hang otherwise
   EXPECT_EQ(threads.running(), 0);

@@ -102,7 +102,6 @@ void elastic_threads::set_running(int delta) {
 }
 
 void elastic_threads::run_helper(int k) {
-  auto stay = options_.stay;
   for (;;) {
     {
       // Helper k looks only while the k threads before it all run the context.
@@ -110,14 +109,11 @@ void elastic_threads::run_helper(int k) {
       changed_.wait(l, [&] { return stopping_ || running_.load() >= k; });
       if (stopping_) return;
     }
-    if (!lagging(k)) {
-      stay = options_.stay;
-      continue;
-    }
+    if (!lagging(k)) continue;
     joins_.fetch_add(1, std::memory_order_relaxed);
     joins_metric_.add();
     set_running(1);
-    for (;;) {
+    for (auto stay = options_.stay;; stay = std::min(stay * 2, options_.stay * 16)) {
       io_.run_for(stay);
       if (io_.stopped()) return set_running(-1);
       // What this thread deferred in its last handler went to the shared queue without waking
@@ -127,9 +123,7 @@ void elastic_threads::run_helper(int k) {
       set_running(-1);
       if (!lagging(k)) break;
       set_running(1);
-      stay = std::min(stay * 2, options_.stay * 16);
     }
-    stay = options_.stay;
   }
 }
 
