@@ -55,11 +55,13 @@ up() {
     dde_die "RabbitMQ did not start; see $dir/rabbitmq-script.log"
   launch registry "$build/bin/dde-registry" --port "$registry_port"
   dde_wait_until 20 registry_ready || dde_die "dde-registry did not start; see $dir/registry.log"
-  launch mqs "$build/bin/dde-mqs" --port "$mqs_port" --broker-port "$rabbitmq_port" --prefetch "$prefetch"
+  # DDE_MQS_ARGS / DDE_ACTIVATOR_ARGS: extra options, split on spaces (A/B runs, bench/profile).
+  # shellcheck disable=SC2086
+  launch mqs "$build/bin/dde-mqs" --port "$mqs_port" --broker-port "$rabbitmq_port" --prefetch "$prefetch" ${DDE_MQS_ARGS:-}
   dde_wait_until 20 dde_port_open "$mqs_port" || dde_die "dde-mqs did not start; see $dir/mqs.log"
   mkdir -p "$dir/systems"
   launch activator "$build/bin/dde-activator" --registry "ws://127.0.0.1:$registry_port/registry" \
-    --port "$activator_port" --name "$name" --log-dir "$dir/systems"
+    --port "$activator_port" --name "$name" --log-dir "$dir/systems" ${DDE_ACTIVATOR_ARGS:-}
   dde_wait_until 20 node_registered || dde_die "dde-activator did not register; see $dir/activator.log"
   echo "registry=http://127.0.0.1:$registry_port mqs=ws://127.0.0.1:$mqs_port/mqs" \
     "activator=ws://127.0.0.1:$activator_port/activator rabbitmq=amqp://127.0.0.1:$rabbitmq_port" >"$dir/urls"

@@ -3,13 +3,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
 #include <cstdio>
-#include <thread>
-#include <vector>
 
 #include "dde/daemon.hpp"
 #include "dde/log.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/mqs_server.hpp"
+#include "dde/net/elastic_threads.hpp"
 #include "dde/net/auth.hpp"
 
 int main(int argc, char** argv) {
@@ -57,10 +56,12 @@ int main(int argc, char** argv) {
       server.stop_accepting();
       io.stop();
     });
-    std::vector<std::thread> extra;
-    for (unsigned i = 1; i < cfg.threads; ++i) extra.emplace_back([&io] { io.run(); });
-    io.run();
-    for (auto& t : extra) t.join();
+    // One thread runs the WebSocket side and the dequeuer; the others join while it lags (a broker
+    // RPC of the dequeuer that takes long, a burst of hosts).
+    dde::net::elastic_threads threads(io, {int(cfg.threads), cfg.thread_lag, std::chrono::milliseconds(10),
+                                           std::chrono::milliseconds(100), 0.9, "dde_mqs"});
+    threads.start();
+    threads.wait_stopped();
     server.stop();
     log->info("stopped");
   } catch (const std::exception& e) {

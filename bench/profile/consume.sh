@@ -7,8 +7,9 @@
 # and the CPU ticks (10 ms) of the broker, the MQS and the consuming isolate system.
 # Environment: PERF=1 (default) records `perf record -a -g` for 3 s into OUT/perf.data; EV=events
 # for `perf stat` of the host and the MQS for 2 s (OUT/host.stat, OUT/mqs.stat); STRACE=1 counts
-# their syscalls instead (OUT/*.strace); ROOT=dir takes deploy/ from another checkout (e.g. with
-# DDE_ACTIVATOR_ARGS added to its cluster.sh). Each span also prints, per process, the time its
+# their syscalls instead (OUT/*.strace); ROOT=dir takes deploy/ from another checkout;
+# DDE_MQS_ARGS and DDE_ACTIVATOR_ARGS (deploy/cluster.sh) add options to the MQS and the activator,
+# for A/B runs of one build (e.g. "--dequeuer-thread"). Each span also prints, per process, the time its
 # threads ran and the time they were runnable but waited for a core (/proc/<pid>/task/*/schedstat):
 # ran + waited far below the span's cores means the processes sleep waiting for each other (read it
 # with PERF=0: perf record's own work would fall in the span). PIN and BATCH: below, where they apply.
@@ -110,6 +111,6 @@ f=$(stat first_us | head -1); l=$(stat last_us | tail -1)
 echo "dde: $n in $(( (l-f)/1000 )) ms: $(( n*1000000/(l-f) )) msg/s broker_ticks=$((b1-b0)) mqs_ticks=$((m1-m0)) host_ticks=$h1 (ticks of 10 ms; the host's since it started)"
 echo "dde span $(( (t1-t0)/1000000 )) ms (from 1 s after the pool started): $(sched_delta "broker mqs host" "$s0" "$s1")"
 grep -E "context|cpu-clock|sys_enter|sched" $out/host.stat $out/mqs.stat
-# The consuming isolate system's threads (host/elastic_threads.hpp): how many run now, how often one joined.
+# The consuming isolate system's threads (dde/net/elastic_threads.hpp): how many run now, how often one joined.
 ops=$(ss -ltnp 2>/dev/null | grep "pid=$host," | grep -o "127.0.0.1:[0-9]*" | head -1)
 [[ -n $ops ]] && curl -s "http://$ops/metrics" | grep -E "^dde_host_thread" | tr '\n' ' ' && echo

@@ -3,6 +3,7 @@
 
 #include <amqp.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -56,13 +57,16 @@ class amqp_session {
 
   /// Connects to the broker over rabbitmq-c and logs in; nullptr and `error` on failure.
   static std::unique_ptr<amqp_session> open(const broker_params& params, std::string& error);
-  amqp_session() = default;
+  amqp_session() : serial_(next_serial()) {}
   virtual ~amqp_session() = default;
   amqp_session(const amqp_session&) = delete;
   amqp_session& operator=(const amqp_session&) = delete;
 
   /// The socket to poll for reading (-1: none, e.g. a fake).
   virtual int fd() const = 0;
+  /// Names this session among all of the process's, past ones included (fds and addresses are
+  /// reused; a watch of the socket must not outlive its session).
+  std::uint64_t serial() const { return serial_; }
   virtual std::uint16_t channel_max() const = 0;
   /// The connection is dead: do not attempt a graceful close.
   virtual void mark_broken() = 0;
@@ -132,6 +136,13 @@ class amqp_session {
   static std::string status_text(int status) { return amqp_error_string2(status); }
   /// "320 CONNECTION_FORCED - ..." from a close method's arguments.
   static std::string describe_close(const amqp_method_t& method);
+
+ private:
+  static std::uint64_t next_serial() {
+    static std::atomic<std::uint64_t> last{0};
+    return ++last;
+  }
+  std::uint64_t serial_;
 };
 
 /// Opens the connections of a broker thread: `amqp_session::open`, or a test's fake broker.

@@ -127,8 +127,21 @@ const std::vector<option>& options() {
        number(&config::backlog_bytes, 1024, std::numeric_limits<std::uint64_t>::max() / 2)},
       {"heartbeat", "SECONDS", "AMQP heartbeat asked of the broker (0 disables)",
        [](const config& c) { return std::to_string(c.heartbeat_s); }, number(&config::heartbeat_s, 0, u16)},
-      {"threads", "N", "threads running the WebSocket side",
+      {"threads", "N", "threads running the WebSocket side and the dequeuer: the first always, the others while it lags",
        [](const config& c) { return std::to_string(c.threads); }, number(&config::threads, 1, 64)},
+      {"thread-lag-us", "US",
+       "a thread beyond the first joins while a probe waits this long to run or the first is 90% busy "
+       "(0: every thread runs all the time)",
+       [](const config& c) { return std::to_string(c.thread_lag.count()); },
+       [](config& c, const std::string& v) {
+         std::uint64_t us = 0;
+         auto err = parse_unsigned(v, 0, 10ull * 1000 * 1000, us);
+         if (err.empty()) c.thread_lag = std::chrono::microseconds(us);
+         return err;
+       }},
+      {"dequeuer-thread", nullptr,
+       "run the dequeuer's loop on a thread of its own (woken through an eventfd) rather than on the io_context",
+       [](const config&) { return std::string("off"); }, boolean([](config& c) -> bool& { return c.dequeuer_thread; })},
       {"tls-cert", "FILE", "PEM certificate (chain): serve wss/https instead of ws/http", no_file,
        file([](config& c) -> std::string& { return c.tls.cert_file; })},
       {"tls-key", "FILE", "PEM private key of --tls-cert", no_file,

@@ -79,7 +79,9 @@ void dequeuer::start() {
 }
 
 void dequeuer::stop() {
-  if (!thread_.stop([this] { inbox_.wake(); }))
+  if (asio_) {
+    stop_asio_loop();
+  } else if (!thread_.stop([this] { inbox_.wake(); }))
     log()->warn("the broker connection did not let go within 10 s: closed it");
   if (!opener_thread_.stop([this] { opener_jobs_.wake(); }))
     log()->warn("a consuming connection being opened did not let go within 10 s: closed it");
@@ -97,10 +99,14 @@ void dequeuer::run_opener() {
 
 void dequeuer::run() {
   while (auto wake_at = turn()) wait(*wake_at);
+  finish_loop();
+  thread_.exited.set();
+}
+
+void dequeuer::finish_loop() {
   thread_.socket_fd = -1;
   consumers_.clear();  // each closes its connection: what it had buffered goes back to its queue
   main_.session.reset();
-  thread_.exited.set();
 }
 
 std::optional<dequeuer::clock::time_point> dequeuer::turn() {

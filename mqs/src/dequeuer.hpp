@@ -30,6 +30,10 @@
 #include "inbox.hpp"
 #include "mqs_metrics.hpp"
 
+namespace boost::asio {
+class io_context;
+}
+
 namespace dde::mqs {
 
 /// A request of a host for the dequeuer thread.
@@ -63,7 +67,14 @@ class dequeuer : private dispatcher_port {
   /// `mqs_id` names this MQS process: its own pauses coming back from the broker are skipped.
   dequeuer(const config& cfg, std::string mqs_id, broker_env env = {});
   ~dequeuer() override;
+  /// Runs the loop on a thread of its own, which sleeps in poll() on the broker sockets and the inbox.
   void start();
+  /// Runs the loop on `io`'s threads instead (a strand; dequeuer_asio.cpp): the broker sockets are
+  /// watched by io's reactor, a host's records reach the loop and its deliveries reach the host with
+  /// no thread woken in between. Links are still opened on the opener thread.
+  void start(boost::asio::io_context& io);
+  /// The last turn (what hosts sent reaches the broker), then the connections close. With the loop
+  /// on an io_context: call it while io's threads run, or once they have returned.
   void stop();
   /// Thread-safe.
   void submit(std::vector<dequeue_command>&& commands) { inbox_.push(std::move(commands)); }
@@ -150,6 +161,11 @@ class dequeuer : private dispatcher_port {
   };
 
   void run();
+  /// The loop on an io_context (dequeuer_asio.cpp).
+  struct asio_loop;
+  /// After the last turn: the connections close (what they had buffered goes back to its queue).
+  void finish_loop();
+  void stop_asio_loop();
   void connect();
   void connection_lost();
   void handle(dequeue_command& cmd, clock::time_point now);
@@ -242,6 +258,7 @@ class dequeuer : private dispatcher_port {
   inbox<std::function<void()>> opener_jobs_;
   inbox<std::shared_ptr<link_plan>> opened_;
   std::function<void(std::function<void()>)> offload_;
+  std::shared_ptr<asio_loop> asio_;
   /// Whether the last poll saw the inbox's (the opener's) eventfd readable: only then is it read, so a
   /// turn costs no read syscall for either when nothing came. True without a poll (tests' turns).
   bool inbox_ready_ = true;

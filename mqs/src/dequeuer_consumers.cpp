@@ -219,6 +219,7 @@ dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, 
   while (r.ok() && c.link.usable() && have() != c.wanted) {
     if (have() < c.wanted) {
       std::string tag = ch->consumer_tag + "+" + std::to_string(ch->next_more++);
+      log()->debug("adding broker consumer {} of {} to {}", have() + 1, c.wanted, topic);
       r = c.link.session->consume(ch->channel, topic, tag);
       if (r.ok()) ch->more_tags.push_back(std::move(tag));
     } else {

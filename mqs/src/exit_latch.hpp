@@ -22,6 +22,10 @@ class exit_latch {
     done_ = true;
     cv_.notify_all();
   }
+  void wait() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return done_; });
+  }
   /// Waits up to `timeout`; if the thread is still busy, shuts `socket_fd` down and returns false.
   bool wait_or_shutdown(std::chrono::milliseconds timeout, const std::atomic<int>& socket_fd) {
     std::unique_lock lock(mutex_);

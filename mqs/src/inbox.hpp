@@ -1,11 +1,14 @@
 #pragma once
 // A queue from the Asio threads to one rabbitmq-c thread, with an eventfd the thread can poll()
-// beside its AMQP socket: it sleeps until either has something, with no timer in between.
+// beside its AMQP socket: it sleeps until either has something, with no timer in between. An owner
+// that runs on the Asio threads itself (the dequeuer's loop on the io_context) sets a notify
+// callback instead: pushes then call it rather than write the eventfd, and take() reads nothing.
 
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -34,15 +37,21 @@ class inbox {
     if (was_empty) wake();
   }
 
+  /// Before the first push: `notify` (any thread) stands for the eventfd from then on.
+  void set_notify(std::function<void()> notify) { notify_ = std::move(notify); }
+
   void wake() {
+    if (notify_) return notify_();
     std::uint64_t one = 1;
     [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);
   }
 
   /// The owner takes everything queued. Reads the eventfd first, so a push after it wakes again.
   std::vector<T> take() {
-    std::uint64_t count;
-    [[maybe_unused]] auto n = ::read(fd_, &count, sizeof count);
+    if (!notify_) {
+      std::uint64_t count;
+      [[maybe_unused]] auto n = ::read(fd_, &count, sizeof count);
+    }
     std::vector<T> out;
     std::lock_guard lock(mutex_);
     out.swap(items_);
@@ -53,6 +62,7 @@ class inbox {
 
  private:
   int fd_;
+  std::function<void()> notify_;
   std::mutex mutex_;
   std::vector<T> items_;
 };

@@ -137,6 +137,7 @@ bool is_dlq_path(std::string_view path) { return path == "/dlq" || path == "/dlq
 }  // namespace
 
 struct mqs_server::impl {
+  boost::asio::io_context* io = nullptr;
   std::shared_ptr<service> svc;
   std::shared_ptr<queue_inspector> inspector;
   std::shared_ptr<dead_letter_desk> desk;
@@ -144,6 +145,7 @@ struct mqs_server::impl {
 };
 
 mqs_server::mqs_server(boost::asio::io_context& io, const config& cfg) : impl_(std::make_unique<impl>()) {
+  impl_->io = &io;
   impl_->svc = std::make_shared<service>(cfg);
   impl_->inspector = std::make_shared<queue_inspector>(cfg);
   impl_->desk = std::make_shared<dead_letter_desk>(cfg);
@@ -186,7 +188,7 @@ mqs_server::mqs_server(boost::asio::io_context& io, const config& cfg) : impl_(s
 mqs_server::~mqs_server() { stop(); }
 
 std::error_code mqs_server::start() {
-  impl_->svc->start();
+  impl_->svc->start(impl_->io);
   return impl_->server->start();
 }
 

@@ -41,9 +41,12 @@ service::service(const config& cfg)
 
 service::~service() { stop(); }
 
-void service::start() {
+void service::start(boost::asio::io_context* io) {
   enqueuer_.start();
-  dequeuer_.start();
+  if (io && !cfg_.dequeuer_thread)
+    dequeuer_.start(*io);
+  else
+    dequeuer_.start();
 }
 
 void service::stop() {

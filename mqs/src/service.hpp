@@ -22,8 +22,9 @@ class service : public net::ws_handler {
  public:
   explicit service(const config& cfg);
   ~service() override;
-  /// Starts the enqueuer and dequeuer threads.
-  void start();
+  /// Starts the enqueuer's thread and the dequeuer: its loop on `io` (nullptr, or --dequeuer-thread:
+  /// on a thread of its own).
+  void start(boost::asio::io_context* io = nullptr);
   /// Stops them (joins: call from outside the Asio threads).
   void stop();
 

@@ -131,8 +131,11 @@ void mqs_client::enqueue(const std::string& topic, const std::string& mode, std:
   send_record(h, body);
 }
 
-void mqs_client::pull(const std::string& topic, const std::string& mode, std::uint32_t credit) {
-  send_record({{"action", "pull"}, {"topic", topic}, {"mode", mode}, {"credit", credit}});
+void mqs_client::pull(const std::string& topic, const std::string& mode, std::uint32_t credit,
+                      std::uint32_t consumers) {
+  nlohmann::json r{{"action", "pull"}, {"topic", topic}, {"mode", mode}, {"credit", credit}};
+  if (consumers) r["consumers"] = consumers;
+  send_record(r);
 }
 
 void mqs_client::ack(const std::vector<std::uint64_t>& tags) {

@@ -335,6 +335,38 @@ TEST(MqsBroker, ABrokerGoneSilentIsNoticedByTheHeartbeatAndConsumingResumes) {
   broker.delete_queue(topic);
 }
 
+TEST(MqsBroker, HostsAreStillServedWhileTheDequeuerWaitsOnABrokerGoneSilent) {
+  // The dequeuers' loop runs on the WebSocket side's io_context: while it waits in a broker RPC (a
+  // basic.consume for a host's second worker, on a link the broker no longer answers) another thread
+  // joins (--threads 2) and hosts are still welcomed. With --threads 1 this hello would wait for the
+  // RPC's timeout (15 s).
+  auto& broker = shared_broker();
+  dde::test::tcp_proxy proxy(broker.port());
+  mqs_process mqs(broker, {"--broker-port", std::to_string(proxy.port()), "--threads", "2"});
+  auto topic = unique_topic("stuck");
+  mqs_client c(mqs.port());
+  ASSERT_TRUE(c.hello());
+  c.enqueue(topic, "at-most-once", std::nullopt, "before");
+  c.pull(topic, "at-most-once", 10, 1);
+  ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= 1; }, 20s)) << mqs.log();
+  proxy.stall(true);
+  c.pull(topic, "at-most-once", 10, 2);  // the dequeuer adds a broker consumer: an RPC with no answer
+  // The pull reaches the loop, which blocks in the RPC; a host that comes now is welcomed anyway.
+  const std::string adding = "adding broker consumer 2 of 2 to " + topic;
+  ASSERT_TRUE(wait_until([&] { return mqs.log().find(adding) != std::string::npos; }, 10s)) << mqs.log();
+  auto t0 = std::chrono::steady_clock::now();
+  mqs_client late(mqs.port());  // connects (the WebSocket handshake) before it returns
+  EXPECT_TRUE(late.hello("late", 3s)) << mqs.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "the late host waited for the dequeuer's RPC\n" << mqs.log();
+  late.close();
+  proxy.stall(false);
+  c.enqueue(topic, "at-most-once", std::nullopt, "after");
+  EXPECT_TRUE(c.wait_for([&] { return c.count("deliver") >= 2; }, 40s)) << mqs.log();
+  c.close();
+  mqs.stop();
+  broker.delete_queue(topic);
+}
+
 TEST(MqsBroker, EveryAtLeastOnceEnqueueSurvivesABrokerRestart) {
   rabbitmq_node broker("mqs-restart");
   broker.start();

@@ -6,6 +6,8 @@
 // Time is the test's too (`fake_time`), so backoffs and retries are stepped, never slept.
 
 #include <amqp.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -34,6 +36,16 @@ struct fake_time {
   }
 };
 
+struct settlement {
+  std::uint16_t channel = 0;
+  std::uint64_t tag = 0;
+  bool flag = false;  ///< ack: multiple; reject: requeue
+  bool operator==(const settlement&) const = default;
+  friend void PrintTo(const settlement& s, std::ostream* os) {
+    *os << "{channel " << s.channel << ", tag " << s.tag << (s.flag ? ", true}" : ", false}");
+  }
+};
+
 class fake_session;
 
 /// The broker side: what it refuses, and the sessions opened to it (newest last).
@@ -47,6 +59,10 @@ class fake_broker {
   /// The next RPC of any session whose text starts with the key gets this answer (once), e.g. a
   /// connection-level 541 on the basic.consume of a connection not opened yet.
   std::map<std::string, amqp_session::result> refuse_next;
+  /// Sessions opened from now on have a socket of sorts (a pipe): see fake_session::fd().
+  bool pipes = false;
+  /// The acks sessions had sent when they closed, in order.
+  std::vector<std::pair<std::string, std::vector<settlement>>> closed_acks;
 
   session_opener opener();
   /// The open session whose connection name ends with `suffix` ("" : the newest).
@@ -60,23 +76,18 @@ struct published_message {
   std::uint64_t published_us = 0;  ///< its x-dde-published-us stamp
 };
 
-struct settlement {
-  std::uint16_t channel = 0;
-  std::uint64_t tag = 0;
-  bool flag = false;  ///< ack: multiple; reject: requeue
-  bool operator==(const settlement&) const = default;
-  friend void PrintTo(const settlement& s, std::ostream* os) {
-    *os << "{channel " << s.channel << ", tag " << s.tag << (s.flag ? ", true}" : ", false}");
-  }
-};
 
 class fake_session final : public amqp_session {
  public:
   fake_session(fake_broker& broker, std::string connection_name)
       : name(std::move(connection_name)), broker_(broker) {
     broker_.live.push_back(this);
+    if (broker_.pipes && ::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0) ADD_FAILURE() << "pipe2: " << errno;
   }
   ~fake_session() override {
+    broker_.closed_acks.emplace_back(name, acks);
+    for (int fd : pipe_)
+      if (fd >= 0) ::close(fd);
     broker_.live.erase(std::remove(broker_.live.begin(), broker_.live.end(), this), broker_.live.end());
   }
 
@@ -153,10 +164,16 @@ class fake_session final : public amqp_session {
   void drop() { push(0, 0).drop = true; }
 
   // --- amqp_session ---
-  int fd() const override { return -1; }
+  /// With fake_broker::pipes, a pipe's read end that gets a byte with every frame the broker sends,
+  /// and those frames count as on the socket, not read into rabbitmq-c's buffer: only a loop that
+  /// watches the fd (or reads every link now and then) reads them. Otherwise -1, and frames count
+  /// as buffered (a loop reads them in its next turn).
+  int fd() const override { return pipe_[0]; }
   std::uint16_t channel_max() const override { return 2047; }
   void mark_broken() override { broken = true; }
-  bool buffered() const override { return !inbound_.empty(); }
+  bool buffered() const override { return pipe_[0] < 0 && !inbound_.empty(); }
+  /// Frames not read yet, on the socket or buffered.
+  bool unread() const { return !inbound_.empty(); }
   bool plain() const override { return false; }  // every publish through publish(), none as raw frames
   std::uint32_t frame_max() const override { return 131072; }
   std::string publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
@@ -253,6 +270,7 @@ class fake_session final : public amqp_session {
   };
   static amqp_bytes_t bytes(std::string& s) { return amqp_bytes_t{s.size(), s.data()}; }
   inbound& push(std::uint16_t channel, std::uint8_t type) {
+    if (pipe_[1] >= 0 && ::write(pipe_[1], "f", 1) != 1) ADD_FAILURE() << "the fake socket is full";
     inbound_.push_back(std::make_unique<inbound>());
     auto& f = *inbound_.back();
     f.frame.frame_type = type;
@@ -290,6 +308,7 @@ class fake_session final : public amqp_session {
   }
 
   fake_broker& broker_;
+  int pipe_[2] = {-1, -1};
   std::deque<std::unique_ptr<inbound>> inbound_;
   std::unique_ptr<inbound> current_;  ///< the frame handed out last: its parts stay valid
 };

@@ -1,4 +1,4 @@
-// An isolate system's threads (host/elastic_threads): the first runs the context alone until it lags,
+// A daemon's threads (dde/net/elastic_threads.hpp): the first runs the context alone until it lags,
 // then the others join; a handler that blocks does not stop the rest.
 #include <gtest/gtest.h>
 
@@ -10,12 +10,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
-#include "host/elastic_threads.hpp"
+#include "dde/net/elastic_threads.hpp"
 
 namespace dde::host {
 namespace {
 
 using namespace std::chrono_literals;
+using net::elastic_threads;
 
 /// Until `done()` holds or 20 s pass (a loaded machine may be slow, never that slow).
 template <typename F>

@@ -33,7 +33,7 @@ isolate_system::isolate_system(isolate_system_options options) : options_(std::m
 isolate_system::~isolate_system() { stop(); }
 
 void isolate_system::start() {
-  threads_ = std::make_unique<elastic_threads>(io_, elastic_options{options_.threads, options_.thread_lag});
+  threads_ = std::make_unique<net::elastic_threads>(io_, net::elastic_options{options_.threads, options_.thread_lag});
   threads_->start();  // io_.stop() in stop() ends the threads
   top_->start();
   if (options_.ops_port >= 0) {

@@ -11,7 +11,7 @@
 
 #include "host/control_link.hpp"
 #include "host/controller.hpp"
-#include "host/elastic_threads.hpp"
+#include "dde/net/elastic_threads.hpp"
 #include "host/ops_server.hpp"
 #include "dde/protocol/pool_spec.hpp"
 #include "host/top_level.hpp"
@@ -62,7 +62,7 @@ class isolate_system {
   std::shared_ptr<controller> controller_;
   std::shared_ptr<control_link> control_;
   std::unique_ptr<ops_server> ops_;
-  std::unique_ptr<elastic_threads> threads_;
+  std::unique_ptr<net::elastic_threads> threads_;
   std::filesystem::path temp_downloads_;  ///< removed at stop: downloads without a plugin cache
   bool stopped_ = false;
 };

@@ -34,7 +34,12 @@ struct config {
   std::size_t backlog_messages = 100000;
   std::size_t backlog_bytes = 64 * 1024 * 1024;
   std::uint16_t heartbeat_s = 30;
-  unsigned threads = 1;
+  /// Threads running the WebSocket side and the dequeuer's loop: the first all the time, the
+  /// others while it lags by more than thread_lag (dde/net/elastic_threads.hpp; 0: all, always).
+  unsigned threads = 2;
+  std::chrono::microseconds thread_lag{1000};
+  /// The dequeuer's loop on a thread of its own (as before 2026-12-02) rather than on the io_context.
+  bool dequeuer_thread = false;
   std::string log_level = "info";
   net::tls_options tls;     ///< wss/https when tls.cert_file is set (--tls-cert, --tls-key, ...)
   bool broker_tls = false;  ///< amqps to RabbitMQ (--broker-tls)

@@ -1,4 +1,4 @@
-#include "host/elastic_threads.hpp"
+#include "dde/net/elastic_threads.hpp"
 
 #include <pthread.h>
 
@@ -8,7 +8,7 @@
 
 #include "dde/metrics.hpp"
 
-namespace dde::host {
+namespace dde::net {
 namespace {
 
 clockid_t cpu_clock(std::thread& t) {
@@ -21,11 +21,10 @@ clockid_t cpu_clock(std::thread& t) {
 elastic_threads::elastic_threads(boost::asio::io_context& io, elastic_options options)
     : io_(io),
       options_(options),
-      running_metric_(metrics_registry::process().gauge(
-          "dde_host_threads_running",
-          "Threads that run the isolate system's pools now (--threads at most).")),
+      running_metric_(metrics_registry::process().gauge(options.metric_prefix + "_threads_running",
+                                                        "Threads that run the process's io_context now (--threads at most).")),
       joins_metric_(metrics_registry::process().counter(
-          "dde_host_thread_joins_total", "Times a parked thread joined the first because it lagged.")) {
+          options.metric_prefix + "_thread_joins_total", "Times a parked thread joined the first because it lagged.")) {
   options_.threads = std::max(1, options_.threads);
   options_.period = std::max(options_.period, std::chrono::milliseconds(1));
 }
@@ -51,6 +50,11 @@ void elastic_threads::start() {
     }
     clocks_[std::size_t(k)] = cpu_clock(threads_.back());
   }
+}
+
+void elastic_threads::wait_stopped() {
+  if (!threads_.empty() && threads_.front().joinable()) threads_.front().join();
+  join();
 }
 
 void elastic_threads::join() {
@@ -127,4 +131,4 @@ void elastic_threads::run_helper(int k) {
   }
 }
 
-}  // namespace dde::host
+}  // namespace dde::net

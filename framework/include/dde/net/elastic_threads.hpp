@@ -1,5 +1,5 @@
 #pragma once
-// The threads of an isolate system. One thread runs its io_context all the time; the others (up to
+// The threads of a daemon's io_context (an isolate system's, the MQS's). One thread runs it all the time; the others (up to
 // `threads` in all) join it only while it lags and leave when it no longer does. A light pool then
 // runs on one thread, without Asio's reactor passing between two threads on every socket event
 // (the host switched context about ten times less and used a quarter less CPU: README, issue 20),
@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -27,7 +28,7 @@ namespace dde {
 class metric_cell;
 }
 
-namespace dde::host {
+namespace dde::net {
 
 struct elastic_options {
   int threads = 2;                       ///< at most this many threads run the context
@@ -35,6 +36,8 @@ struct elastic_options {
   std::chrono::milliseconds period{10};  ///< how often a parked thread looks
   std::chrono::milliseconds stay{100};   ///< how long a joined thread runs before it looks again
   double busy = 0.9;                     ///< share of a period the running threads ran on a core
+  /// The metrics' names: `<prefix>_threads_running` and `<prefix>_thread_joins_total`.
+  std::string metric_prefix = "dde_host";
 };
 
 class elastic_threads {
@@ -45,6 +48,8 @@ class elastic_threads {
   elastic_threads& operator=(const elastic_threads&) = delete;
 
   void start();
+  /// Blocks until io.stop() ended the first thread, then joins the others (a daemon's main thread).
+  void wait_stopped();
   /// Parked threads end at once; the others when io.stop() has been called (join() does not stop
   /// the context). Call it outside the context's threads.
   void join();
@@ -77,4 +82,4 @@ class elastic_threads {
   metric_cell& joins_metric_;    ///< and dde_host_thread_joins_total
 };
 
-}  // namespace dde::host
+}  // namespace dde::net
