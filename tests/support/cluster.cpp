@@ -25,6 +25,15 @@ std::string mqs_log_level() {
   const char* level = std::getenv("DDE_TEST_MQS_LOG_LEVEL");
   return level && *level ? level : "info";
 }
+/// DDE_TEST_MQS_ARGS: more options for every dde-mqs the tests and the benchmark suite start, split on
+/// spaces (A/B runs, e.g. "--dequeuer-thread --threads 1").
+std::vector<std::string> mqs_env_args() {
+  std::vector<std::string> out;
+  const char* args = std::getenv("DDE_TEST_MQS_ARGS");
+  std::istringstream words(args ? args : "");
+  for (std::string w; words >> w;) out.push_back(w);
+  return out;
+}
 }  // namespace
 
 mqs_process start_mqs(rabbitmq_node& broker, const fs::path& dir, int prefetch, std::uint16_t port,
@@ -42,7 +51,7 @@ mqs_process start_mqs(rabbitmq_node& broker, const fs::path& dir, int prefetch, 
                                 std::to_string(prefetch),
                                 "--log-level",
                                 mqs_log_level()};
-  for (auto& list : {tls.args(), extra_args}) argv.insert(argv.end(), list.begin(), list.end());
+  for (auto& list : {tls.args(), mqs_env_args(), extra_args}) argv.insert(argv.end(), list.begin(), list.end());
   m.proc = std::make_unique<child_process>(argv, dir / ("mqs-" + std::to_string(m.port) + ".log"), env);
   if (!wait_until([&] { return port_open(m.port); }, 20s))
     throw std::runtime_error("dde-mqs did not listen on " + std::to_string(m.port) + ":\n" + m.proc->log());
