@@ -58,8 +58,9 @@ int main(int argc, char** argv) {
     });
     // One thread runs the WebSocket side and the dequeuer; the others join while it lags (a broker
     // RPC of the dequeuer that takes long, a burst of hosts).
-    dde::net::elastic_threads threads(io, {int(cfg.threads), cfg.thread_lag, std::chrono::milliseconds(10),
-                                           std::chrono::milliseconds(100), 0.9, "dde_mqs"});
+    dde::net::elastic_options elastic{int(cfg.threads), cfg.thread_lag};
+    elastic.metric_prefix = "dde_mqs";
+    dde::net::elastic_threads threads(io, elastic);
     threads.start();
     threads.wait_stopped();
     server.stop();

@@ -166,6 +166,8 @@ class dequeuer : private dispatcher_port {
   /// After the last turn: the connections close (what they had buffered goes back to its queue).
   void finish_loop();
   void stop_asio_loop();
+  /// Links are opened on the opener thread from now on, unless set_opener chose elsewhere.
+  void start_opener();
   void connect();
   void connection_lost();
   void handle(dequeue_command& cmd, clock::time_point now);

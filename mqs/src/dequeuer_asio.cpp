@@ -21,9 +21,7 @@
 namespace dde::mqs {
 
 struct dequeuer::asio_loop : std::enable_shared_from_this<dequeuer::asio_loop> {
-  struct watch {
-    std::unique_ptr<boost::asio::posix::stream_descriptor> socket;  ///< owns a dup of the session's fd
-  };
+  using socket_watch = std::unique_ptr<boost::asio::posix::stream_descriptor>;  ///< owns a dup of the fd
 
   asio_loop(dequeuer& d, boost::asio::io_context& io)
       : d(d), io(io), strand(boost::asio::make_strand(io)), timer(strand) {}
@@ -37,7 +35,7 @@ struct dequeuer::asio_loop : std::enable_shared_from_this<dequeuer::asio_loop> {
   std::atomic<bool> scheduled{false};
   bool finished = false;  ///< the last turn ran (on the strand, or inline once io stopped)
   exit_latch done;
-  std::unordered_map<std::uint64_t, watch> watches;  ///< by the session's serial
+  std::unordered_map<std::uint64_t, socket_watch> watches;  ///< by the session's serial
 
   /// Any thread: a turn runs soon (once, however many ask before it starts).
   void schedule() {
@@ -73,15 +71,15 @@ struct dequeuer::asio_loop : std::enable_shared_from_this<dequeuer::asio_loop> {
   /// The socket's wait is started again before the turn it asks for reads it: data coming after
   /// that read completes the new wait (the reactor's edge-triggered events are not kept for a wait
   /// not yet started).
-  void wait_readable(std::uint64_t serial, watch& w) {
-    w.socket->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+  void wait_readable(std::uint64_t serial, boost::asio::posix::stream_descriptor& socket) {
+    socket.async_wait(boost::asio::posix::stream_descriptor::wait_read,
                          [self = shared_from_this(), serial](const boost::system::error_code& ec) {
                            if (ec || self->finished) return;
                            auto it = self->watches.find(serial);
                            auto* link = self->link_of(serial);
                            if (it == self->watches.end() || !link) return;
                            link->readable = true;
-                           self->wait_readable(serial, it->second);
+                           self->wait_readable(serial, *it->second);
                            self->schedule();
                          });
   }
@@ -90,7 +88,9 @@ struct dequeuer::asio_loop : std::enable_shared_from_this<dequeuer::asio_loop> {
   /// comes back by `wake_at` at the latest.
   void arm(clock::time_point wake_at) {
     bool again = false;
-    std::vector<std::uint64_t> live;
+    // The watches of sessions gone (closed, or handed to the opener to retire) end first: each
+    // closes its dup, which a new session's fd never is.
+    std::erase_if(watches, [&](const auto& w) { return link_of(w.first) == nullptr; });
     auto watch_link = [&](broker_link& link) {
       if (!link.session || link.session->fd() < 0) {
         link.readable = true;  // as the thread's loop: read as soon as it has a connection
@@ -98,7 +98,6 @@ struct dequeuer::asio_loop : std::enable_shared_from_this<dequeuer::asio_loop> {
       }
       if (link.session->buffered()) again = true;  // a frame is read without the socket
       auto serial = link.session->serial();
-      live.push_back(serial);
       if (watches.count(serial)) {
         link.readable = false;  // until its wait completes
         return;
@@ -111,18 +110,13 @@ struct dequeuer::asio_loop : std::enable_shared_from_this<dequeuer::asio_loop> {
         return;
       }
       auto& w = watches[serial];
-      w.socket = std::make_unique<boost::asio::posix::stream_descriptor>(strand, fd);
-      wait_readable(serial, w);
+      w = std::make_unique<boost::asio::posix::stream_descriptor>(strand, fd);
+      wait_readable(serial, *w);
       link.readable = true;  // what came before the watch
       again = true;
     };
     watch_link(d.main_);
     for (auto& [topic, c] : d.consumers_) watch_link(c.link);
-    for (auto it = watches.begin(); it != watches.end();)
-      if (std::find(live.begin(), live.end(), it->first) == live.end())
-        it = watches.erase(it);
-      else
-        ++it;
     if (again) return schedule();
     set_timer(wake_at);
   }
@@ -141,14 +135,7 @@ struct dequeuer::asio_loop : std::enable_shared_from_this<dequeuer::asio_loop> {
 };
 
 void dequeuer::start(boost::asio::io_context& io) {
-  if (!offload_) {  // tests may open links where they like (set_opener)
-    offload_ = [this](std::function<void()> job) {
-      std::vector<std::function<void()>> jobs;
-      jobs.push_back(std::move(job));
-      opener_jobs_.push(std::move(jobs));
-    };
-    opener_thread_.start([this] { run_opener(); });
-  }
+  start_opener();
   asio_ = std::make_shared<asio_loop>(*this, io);
   inbox_.set_notify([loop = asio_.get()] { loop->schedule(); });
   opened_.set_notify([loop = asio_.get()] { loop->schedule(); });
@@ -160,11 +147,7 @@ void dequeuer::stop_asio_loop() {
   auto& loop = *asio_;
   if (loop.io.stopped()) {
     // Its threads have returned (dde-mqs stops its io_context first): the last turn runs here.
-    if (!loop.finished) {
-      inbox_ready_ = opened_ready_ = true;
-      turn();
-      loop.finish();
-    }
+    loop.run_turn();
     return;
   }
   loop.schedule();

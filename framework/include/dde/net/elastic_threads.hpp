@@ -1,10 +1,10 @@
 #pragma once
-// The threads of a daemon's io_context (an isolate system's, the MQS's). One thread runs it all the time; the others (up to
-// `threads` in all) join it only while it lags and leave when it no longer does. A light pool then
-// runs on one thread, without Asio's reactor passing between two threads on every socket event
-// (the host switched context about ten times less and used a quarter less CPU: README, issue 20),
-// while a worker whose handler runs long or blocks still gets the other threads within a period or
-// two. Lagging, as a parked thread sees it every `period`: a probe it posted was not run within
+// The threads of a daemon's io_context (an isolate system's, the MQS's). One thread runs it all the
+// time; the others (up to `threads` in all) join it only while it lags and leave when it no longer
+// does. A light pool then runs on one thread, without Asio's reactor passing between two threads
+// on every socket event (the host switched context about ten times less and used a quarter less
+// CPU: README, issue 20), while a worker whose handler runs long or blocks still gets the other
+// threads within a period or two. Lagging, as a parked thread sees it every `period`: a probe it posted was not run within
 // `lag` of being posted, or the threads already running were on a core at least `busy` of the period.
 // A joined thread runs the context for `stay`, then looks again (longer each time it finds the lag
 // still there, up to 16 times `stay`). With `lag` 0 every thread runs the context all the time.
@@ -78,8 +78,8 @@ class elastic_threads {
   bool stopping_ = false;
   std::atomic<int> running_{0};
   std::atomic<std::uint64_t> joins_{0};
-  metric_cell& running_metric_;  ///< the process's dde_host_threads_running
-  metric_cell& joins_metric_;    ///< and dde_host_thread_joins_total
+  metric_cell& running_metric_;  ///< the process's <metric_prefix>_threads_running
+  metric_cell& joins_metric_;    ///< and <metric_prefix>_thread_joins_total
 };
 
 }  // namespace dde::net
