@@ -134,17 +134,21 @@ std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::st
   return s;
 }
 
-std::string rabbitmq_session::write_frames(const std::string& bytes) {
+std::string rabbitmq_session::write_frames(std::string_view bytes, std::size_t* written) {
   const char* at = bytes.data();
   std::size_t left = bytes.size();
   int err = 0;
+  if (written) *written = 0;
   while (left > 0 && err == 0) {
     ssize_t n = ::send(fd(), at, left, MSG_NOSIGNAL);
     if (n > 0) {
       at += n;
       left -= std::size_t(n);
+      if (written) *written += std::size_t(n);
     } else if (n == 0) {
       err = EPIPE;
+    } else if ((errno == EAGAIN || errno == EWOULDBLOCK) && written) {
+      break;  // the caller writes the rest once the socket has room
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       // The broker reads slower (or blocks publishers): wait, as rabbitmq-c's own send does.
       pollfd p{fd(), POLLOUT, 0};

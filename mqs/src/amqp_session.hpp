@@ -84,9 +84,10 @@ class amqp_session {
   virtual std::string reject(std::uint16_t channel, std::uint64_t tag, bool requeue) = 0;
   /// Lets the connection free the memory of frames already handled (between bursts).
   virtual void release_buffers() = 0;
-  /// Writes `bytes` (whole frames) to a plain connection's socket, waiting while it is full; an
-  /// error (the connection is then broken) or empty.
-  virtual std::string write_frames(const std::string& bytes) = 0;
+  /// Writes `bytes` (whole frames) to a plain connection's socket, waiting while it is full; with
+  /// `written`, only what the socket takes now, its size there. An error (the connection is then
+  /// broken) or empty.
+  virtual std::string write_frames(std::string_view bytes, std::size_t* written = nullptr) = 0;
 
   virtual result open_channel(std::uint16_t channel) = 0;
   virtual result close_channel(std::uint16_t channel) = 0;

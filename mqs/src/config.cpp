@@ -127,7 +127,7 @@ const std::vector<option>& options() {
        number(&config::backlog_bytes, 1024, std::numeric_limits<std::uint64_t>::max() / 2)},
       {"heartbeat", "SECONDS", "AMQP heartbeat asked of the broker (0 disables)",
        [](const config& c) { return std::to_string(c.heartbeat_s); }, number(&config::heartbeat_s, 0, u16)},
-      {"threads", "N", "threads running the WebSocket side and the dequeuer: the first always, the others while it lags",
+      {"threads", "N", "threads running the WebSocket side, the dequeuer and the enqueuer: the first always, the others while it lags",
        [](const config& c) { return std::to_string(c.threads); }, number(&config::threads, 1, 64)},
       {"thread-lag-us", "US",
        "a thread beyond the first joins while a probe waits this long to run or the first is 90% busy "
@@ -142,6 +142,10 @@ const std::vector<option>& options() {
       {"dequeuer-thread", nullptr,
        "run the dequeuer's loop on a thread of its own (woken through an eventfd) rather than on the io_context",
        [](const config&) { return std::string("off"); }, boolean([](config& c) -> bool& { return c.dequeuer_thread; })},
+      {"enqueuer-thread", nullptr,
+       "run the enqueuer's loop on a thread of its own (woken through an eventfd) rather than on the io_context "
+       "(always so with --broker-tls)",
+       [](const config&) { return std::string("off"); }, boolean([](config& c) -> bool& { return c.enqueuer_thread; })},
       {"tls-cert", "FILE", "PEM certificate (chain): serve wss/https instead of ws/http", no_file,
        file([](config& c) -> std::string& { return c.tls.cert_file; })},
       {"tls-key", "FILE", "PEM private key of --tls-cert", no_file,

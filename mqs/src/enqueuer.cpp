@@ -32,7 +32,13 @@ std::shared_ptr<spdlog::logger> log() {
 }  // namespace
 
 enqueuer::enqueuer(const config& cfg, flow_control& flow, broker_env env)
-    : cfg_(cfg), env_(std::move(env)), flow_(flow) {
+    : cfg_(cfg),
+      env_(std::move(env)),
+      flow_(flow),
+      unsent_gauge_(mqs_metrics::process().registry().gauge(
+          "dde_mqs_publish_unwritten_bytes",
+          "Bytes of publish frames waiting for room in the broker socket (a broker that blocks publishers "
+          "holds them there).")) {
   params_ = broker_params{cfg.broker_host, cfg.broker_port, cfg.user,          cfg.password,
                           cfg.vhost,       cfg.heartbeat_s, "dde-mqs enqueuer"};
   params_.tls = cfg.broker_tls;
@@ -48,41 +54,56 @@ void enqueuer::start() {
 }
 
 void enqueuer::stop() {
+  if (loop_) return stop_asio_loop();
   if (!thread_.stop([this] { inbox_.wake(); }))
     log()->warn("the broker connection did not let go within 10 s: closed it");
 }
 
 void enqueuer::run() {
+  run_turns();
+  thread_.exited.set();
+}
+
+void enqueuer::run_turns() {
   while (auto wait = turn()) {
     if (wait->count() == 0) continue;
-    pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {session_ ? session_->fd() : -1, POLLIN, 0}};
+    short events = short(POLLIN | (wants_write() ? POLLOUT : 0));
+    pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {session_ ? session_->fd() : -1, events, 0}};
     ::poll(fds, session_ ? 2 : 1, int(wait->count()));
   }
+  finish_loop();
+}
+
+void enqueuer::finish_loop() {
   auto left = pending_confirmed_.size() + pending_transient_.size() + retry_.size() + unconfirmed_.size();
   if (left) log()->warn("stopping with {} message(s) not confirmed by the broker", left);
   connected_ = false;
   thread_.socket_fd = -1;
   session_.reset();
-  thread_.exited.set();
 }
 
 std::optional<std::chrono::milliseconds> enqueuer::turn() {
   bool stopping = thread_.stopping;
   if (!session_ && !stopping && now() >= next_connect_) connect();
   take_inbox();
-  publish_pauses();  // first: a pause is urgent, and small
-  answer_depths();
-  take_due_retries();
-  if (session_) publish_some();
-  if (session_) read_frames();
+  // Frames left unwritten go first; until they have, nothing else may reach the socket (rabbitmq-c's
+  // heartbeats and RPCs would land in the middle of a frame), nor is it read.
+  if (!session_ || write_unsent()) {
+    publish_pauses();  // first: a pause is urgent, and small
+    answer_depths();
+    take_due_retries();
+    if (session_) publish_some();
+    if (session_) read_frames();
+  }
   flush_replies();
   if (stopping) {
     // What the hosts handed over is published and confirmed if the broker lets us, briefly.
     if (!drain_until_) drain_until_ = now() + std::chrono::seconds(3);
     bool drained = pending_confirmed_.empty() && pending_transient_.empty() && retry_.empty() &&
-                   unconfirmed_.size() == 0;
+                   unconfirmed_.size() == 0 && unsent_.empty();
     if (!session_ || drained || now() >= *drain_until_) return std::nullopt;
   }
+  if (session_ && wants_write()) return std::chrono::milliseconds(stopping ? 50 : 1000);  // writable
   if (session_ && (can_publish() || session_->buffered())) return std::chrono::milliseconds(0);
 
   auto until = [&](clock::time_point t, long long cap) {
@@ -181,6 +202,8 @@ void enqueuer::lost(const std::string& why) {
   if (session_) session_->mark_broken();
   session_.reset();
   if (batch_) batch_->clear();  // at-most-once messages in it are lost with the connection
+  unsent_.clear();
+  count_unsent();
   connected_ = false;
   declared_.clear();
   // Whatever the broker had not confirmed is published again (duplicates are allowed, loss is not).
@@ -196,7 +219,7 @@ void enqueuer::publish_some() {
   // One wall-clock reading per burst (at most publish_burst messages, written together), not one per message.
   burst_wall_us_ = std::uint64_t(
       std::chrono::duration_cast<std::chrono::microseconds>(env_.wall_now().time_since_epoch()).count());
-  for (int n = 0; n < publish_burst && session_; ++n) {
+  for (int n = 0; n < publish_burst && session_ && unsent_.empty(); ++n) {
     bool any = false;
     if (!pending_transient_.empty()) {
       any = true;
@@ -214,16 +237,33 @@ void enqueuer::publish_some() {
       }
     }
     if (!any) break;
-    if (batch_ && batch_->size() >= batch_flush_bytes) flush_batch();
+    if (batch_ && batch_->size() >= batch_flush_bytes) flush_batch();  // may leave some unsent
   }
   flush_batch();
 }
 
 void enqueuer::flush_batch() {
   if (!session_ || !batch_ || batch_->empty()) return;
-  auto error = session_->write_frames(batch_->bytes());
+  std::size_t written = 0;
+  auto error = session_->write_frames(batch_->bytes(), nonblocking_ ? &written : nullptr);
+  if (error.empty() && nonblocking_ && written < batch_->bytes().size())
+    unsent_.append(batch_->bytes(), written);
   batch_->clear();
+  count_unsent();
   if (!error.empty()) lost(error);  // what was not confirmed is published again
+}
+
+bool enqueuer::write_unsent() {
+  if (unsent_.empty()) return true;
+  std::size_t written = 0;
+  auto error = session_->write_frames(unsent_, &written);
+  if (!error.empty()) {
+    lost(error);
+    return false;
+  }
+  unsent_.erase(0, written);
+  count_unsent();
+  return unsent_.empty();
 }
 
 // Publishes `msg`; false when it was not (connection lost: it stays queued; or refused: it was

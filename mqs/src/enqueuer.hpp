@@ -1,5 +1,6 @@
 #pragma once
-// The enqueuer: one thread and one publishing AMQP connection. Channel 1 is in confirm mode for
+// The enqueuer: one loop (on a thread of its own, or on the MQS's io_context: enqueuer_asio.cpp)
+// and one publishing AMQP connection. Channel 1 is in confirm mode for
 // at-least-once messages (persistent); channel 2 publishes at-most-once and reply messages
 // (transient, no confirms); channel 3 only declares queues, so a refused declare (406) never
 // closes a publishing channel; channel 4 publishes pauses. Confirms go back to the hosts as
@@ -31,7 +32,13 @@
 #include "mqs_metrics.hpp"
 #include "pause_publisher.hpp"
 
+namespace boost::asio {
+class io_context;
+}
+
 namespace dde::mqs {
+
+class strand_loop;
 
 /// One message a host enqueued.
 struct outgoing_message {
@@ -56,8 +63,14 @@ class enqueuer {
  public:
   enqueuer(const config& cfg, flow_control& flow, broker_env env = {});
   ~enqueuer();
+  /// Runs the loop on a thread of its own, which sleeps in poll() on the broker socket and the inbox.
   void start();
-  /// Stops the thread; what is not yet confirmed stays unconfirmed (the hosts resend it).
+  /// Runs the loop on `io`'s threads instead (a strand; enqueuer_asio.cpp): the broker socket is
+  /// watched by io's reactor, a host's messages reach the loop and its confirms reach the host with
+  /// no thread woken in between. Plain TCP only (over amqps rabbitmq-c waits while the socket is full).
+  void start(boost::asio::io_context& io);
+  /// Stops the loop; what is not yet confirmed stays unconfirmed (the hosts resend it). With the loop
+  /// on an io_context: call it while io's threads run, or once they have returned.
   void stop();
   /// Thread-safe: queues messages for publishing (the caller counted them in `flow`).
   void submit(std::vector<outgoing_message>&& messages) { inbox_.push(std::move(messages)); }
@@ -77,11 +90,22 @@ class enqueuer {
   /// How long the thread may then wait for its inbox or socket (0: go on at once), or nothing once
   /// stopped and drained. Tests call it themselves, without start(), on a fake broker and clock.
   std::optional<std::chrono::milliseconds> turn();
+  /// After a turn: frames wait to be written once the socket has room (the next turn writes them
+  /// before anything else goes to the broker).
+  bool wants_write() const { return !unsent_.empty(); }
 
  private:
   using clock = std::chrono::steady_clock;
   void run();
-  clock::time_point now() const { return env_.now(); }
+  /// Turns until the last, sleeping in poll() between them; then closes (the thread's loop, and
+  /// stop()'s once io's threads returned).
+  void run_turns();
+  void finish_loop();
+  /// The loop on an io_context (enqueuer_asio.cpp).
+  void asio_turn();
+  void stop_asio_loop();
+  /// Writes what waits in unsent_ without waiting; true once nothing does.
+  bool write_unsent();  clock::time_point now() const { return env_.now(); }
   void connect();
   void lost(const std::string& why);
   void take_inbox();
@@ -108,12 +132,20 @@ class enqueuer {
   pause_publisher pauses_;
   inbox<depth_query> depths_;
   broker_thread thread_;
+  std::shared_ptr<strand_loop> loop_;
   std::atomic<bool> connected_{false};
 
   // Owned by the thread.
   std::unique_ptr<amqp_session> session_;
   /// The burst's publish frames on a plain connection (one write per burst, not three per message).
   std::unique_ptr<publish_frames> batch_;
+  /// On the io_context a burst's frames that the socket had no room for: written before anything
+  /// else (rabbitmq-c's own writes included) once it has, so no write of the loop's thread waits.
+  std::string unsent_;
+  bool nonblocking_ = false;  ///< writes leave frames in unsent_ rather than wait (the io_context loop)
+  /// unsent_'s size, as dde_mqs_publish_unwritten_bytes.
+  metric_cell& unsent_gauge_;
+  void count_unsent() { unsent_gauge_.set(double(unsent_.size())); }
   bool ever_connected_ = false;
   std::uint64_t burst_wall_us_ =
       0;  ///< the wall clock (µs since the epoch) as this burst began: the publish stamp

@@ -31,7 +31,7 @@ class rabbitmq_session final : public amqp_session {
   std::string ack(std::uint16_t channel, std::uint64_t tag, bool multiple) override;
   std::string reject(std::uint16_t channel, std::uint64_t tag, bool requeue) override;
   void release_buffers() override { amqp_maybe_release_buffers(state_); }
-  std::string write_frames(const std::string& bytes) override;
+  std::string write_frames(std::string_view bytes, std::size_t* written) override;
   result open_channel(std::uint16_t channel) override;
   result close_channel(std::uint16_t channel) override;
   result confirm_select(std::uint16_t channel) override;

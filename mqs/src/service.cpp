@@ -42,7 +42,10 @@ service::service(const config& cfg)
 service::~service() { stop(); }
 
 void service::start(boost::asio::io_context* io) {
-  enqueuer_.start();
+  if (io && !cfg_.enqueuer_thread && !cfg_.broker_tls)
+    enqueuer_.start(*io);
+  else
+    enqueuer_.start();
   if (io && !cfg_.dequeuer_thread)
     dequeuer_.start(*io);
   else

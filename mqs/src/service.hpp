@@ -22,8 +22,8 @@ class service : public net::ws_handler {
  public:
   explicit service(const config& cfg);
   ~service() override;
-  /// Starts the enqueuer's thread and the dequeuer: its loop on `io` (nullptr, or --dequeuer-thread:
-  /// on a thread of its own).
+  /// Starts the enqueuer and the dequeuer: their loops on `io` (nullptr, --enqueuer-thread,
+  /// --dequeuer-thread, --broker-tls for the enqueuer: on threads of their own).
   void start(boost::asio::io_context* io = nullptr);
   /// Stops them (joins: call from outside the Asio threads).
   void stop();

@@ -18,6 +18,7 @@
 #include "mqs_client.hpp"
 #include "mqs_process.hpp"
 #include "mqs_rmq_support.hpp"
+#include "prometheus_text.hpp"
 
 namespace dde::mqs::test {
 namespace {
@@ -365,6 +366,51 @@ TEST(MqsBroker, HostsAreStillServedWhileTheDequeuerWaitsOnABrokerGoneSilent) {
   c.close();
   mqs.stop();
   broker.delete_queue(topic);
+}
+
+TEST(MqsBroker, HostsAreStillServedWhileTheBrokerBlocksPublishing) {
+  // The enqueuer's loop runs on the WebSocket side's io_context too, and never waits for room in the
+  // broker's socket: with a single thread (--threads 1, no helper to join), a broker that blocks
+  // publishers (a memory alarm) while megabytes wait to be written stops no host from being served.
+  // Once the alarm clears, every message is confirmed.
+  rabbitmq_node broker("mqs-blocked");
+  broker.start();
+  mqs_process mqs(broker, {"--threads", "1"});
+  auto topic = unique_topic("blocked");
+  mqs_client c(mqs.port());
+  ASSERT_TRUE(c.hello());
+  c.enqueue(topic, "at-least-once", 1, "before");  // connected, the queue declared
+  ASSERT_TRUE(c.wait_for([&] { return c.confirmed_seqs().size() == 1; }, 20s)) << mqs.log();
+  ASSERT_TRUE(broker.set_memory_watermark(0));
+  const std::string big(128 * 1024, 'x');
+  constexpr int n = 200;  // 25 MB: more than the loopback socket's buffers take
+  for (int seq = 2; seq <= n + 1; ++seq) c.enqueue(topic, "at-least-once", std::uint64_t(seq), big);
+  const auto metrics_url = "http://127.0.0.1:" + std::to_string(mqs.port()) + "/metrics";
+  auto unwritten = [&] {
+    auto r = net::http_fetch("GET", metrics_url);
+    return r.status == 200 ? dde::test::parse_prometheus(r.body).value("dde_mqs_publish_unwritten_bytes").value_or(0)
+                           : -1.0;
+  };
+  ASSERT_TRUE(wait_until([&] { return unwritten() > 0; }, 30s)) << "the broker's socket never filled\n" << mqs.log();
+  auto t0 = std::chrono::steady_clock::now();
+  mqs_client late(mqs.port());
+  EXPECT_TRUE(late.hello("late", 3s)) << mqs.log();
+  EXPECT_EQ(net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(mqs.port()) + "/health").status, 200);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "a host waited for the broker to read\n" << mqs.log();
+  EXPECT_GT(unwritten(), 0) << "the broker read while blocked: the hello above proves nothing";
+  late.close();
+  ASSERT_TRUE(broker.set_memory_watermark(0.4));
+  EXPECT_TRUE(c.wait_for(
+      [&] {
+        auto s = c.confirmed_seqs();
+        return std::set<std::uint64_t>(s.begin(), s.end()).size() == std::size_t(n) + 1;
+      },
+      60s))
+      << mqs.log();
+  EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(n + 1));
+  EXPECT_EQ(unwritten(), 0);
+  c.close();
+  mqs.stop();
 }
 
 TEST(MqsBroker, EveryAtLeastOnceEnqueueSurvivesABrokerRestart) {

@@ -159,6 +159,10 @@ class rabbitmq_node {
   /// The amqps port (0 until enable_tls).
   std::uint16_t tls_port() const { return tls_port_; }
 
+  /// Sets the memory alarm's threshold (rabbitmqctl set_vm_memory_high_watermark): 0 raises the
+  /// alarm at once, so the broker blocks every publishing connection; false when rabbitmqctl failed.
+  bool set_memory_watermark(double fraction);
+
   /// Sets the Erlang cookie (before start): nodes that share one can form a cluster.
   void use_cookie(const std::string& cookie);
   /// Joins the (running) cluster of `seed`: stop_app, join_cluster, start_app; false on failure.

@@ -231,6 +231,10 @@ void rabbitmq_node::use_cookie(const std::string& cookie) {
   std::filesystem::permissions(path, std::filesystem::perms::owner_read);  // Erlang insists
 }
 
+bool rabbitmq_node::set_memory_watermark(double fraction) {
+  return rabbitmqctl({"set_vm_memory_high_watermark", std::to_string(fraction)}, 60s) == 0;
+}
+
 bool rabbitmq_node::join_cluster(const rabbitmq_node& seed) {
   if (rabbitmqctl({"stop_app"}, 60s) != 0) return false;
   if (rabbitmqctl({"join_cluster", seed.node_name()}, 60s) != 0) return false;

@@ -7,15 +7,18 @@
 
 #include <amqp.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <deque>
 #include <map>
 #include <ostream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -61,6 +64,11 @@ class fake_broker {
   std::map<std::string, amqp_session::result> refuse_next;
   /// Sessions opened from now on have a socket of sorts (a pipe): see fake_session::fd().
   bool pipes = false;
+  /// Sessions opened from now on have a real socket (one end of a socketpair whose send buffer is
+  /// `socket_buffer` bytes) and are plain: publishes come as frames through write_frames, which the
+  /// test reads at fake_session::peer() (see fake_session::fd()).
+  bool sockets = false;
+  int socket_buffer = 4096;
   /// The acks sessions had sent when they closed, in order.
   std::vector<std::pair<std::string, std::vector<settlement>>> closed_acks;
 
@@ -82,7 +90,14 @@ class fake_session final : public amqp_session {
   fake_session(fake_broker& broker, std::string connection_name)
       : name(std::move(connection_name)), broker_(broker) {
     broker_.live.push_back(this);
-    if (broker_.pipes && ::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0) ADD_FAILURE() << "pipe2: " << errno;
+    if (broker_.sockets) {
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pipe_) != 0)
+        ADD_FAILURE() << "socketpair: " << errno;
+      ::setsockopt(pipe_[0], SOL_SOCKET, SO_SNDBUF, &broker_.socket_buffer, sizeof broker_.socket_buffer);
+      socket_ = true;
+    } else if (broker_.pipes && ::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0) {
+      ADD_FAILURE() << "pipe2: " << errno;
+    }
   }
   ~fake_session() override {
     broker_.closed_acks.emplace_back(name, acks);
@@ -166,15 +181,19 @@ class fake_session final : public amqp_session {
   // --- amqp_session ---
   /// With fake_broker::pipes, a pipe's read end that gets a byte with every frame the broker sends,
   /// and those frames count as on the socket, not read into rabbitmq-c's buffer: only a loop that
-  /// watches the fd (or reads every link now and then) reads them. Otherwise -1, and frames count
+  /// watches the fd (or reads every link now and then) reads them. With fake_broker::sockets the
+  /// same, on a socketpair's end that write_frames writes to as well. Otherwise -1, and frames count
   /// as buffered (a loop reads them in its next turn).
   int fd() const override { return pipe_[0]; }
+  /// With fake_broker::sockets: the broker's end, where the frames written arrive (any thread).
+  int peer() const { return pipe_[1]; }
   std::uint16_t channel_max() const override { return 2047; }
   void mark_broken() override { broken = true; }
   bool buffered() const override { return pipe_[0] < 0 && !inbound_.empty(); }
   /// Frames not read yet, on the socket or buffered.
   bool unread() const { return !inbound_.empty(); }
-  bool plain() const override { return false; }  // every publish through publish(), none as raw frames
+  /// Without fake_broker::sockets every publish comes through publish(), none as raw frames.
+  bool plain() const override { return socket_; }
   std::uint32_t frame_max() const override { return 131072; }
   std::string publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
                       const publish_props& props, std::string_view body) override {
@@ -194,7 +213,30 @@ class fake_session final : public amqp_session {
     return {};
   }
   void release_buffers() override {}
-  std::string write_frames(const std::string&) override { return "write_frames: not on a fake"; }
+  /// With fake_broker::sockets, as the real one: to the socket, waiting while it is full unless
+  /// `written` is asked for. Every write is counted in `writes`.
+  std::string write_frames(std::string_view bytes, std::size_t* written) override {
+    if (!socket_) return "write_frames: not on a fake";
+    ++writes;
+    if (written) *written = 0;
+    while (!bytes.empty()) {
+      ssize_t n = ::send(pipe_[0], bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (n > 0) {
+        bytes.remove_prefix(std::size_t(n));
+        if (written) *written += std::size_t(n);
+      } else if (n < 0 && errno == EAGAIN && written) {
+        break;
+      } else if (n < 0 && errno == EAGAIN) {
+        ADD_FAILURE() << "write_frames waits for a full socket";
+        return "write_frames: would wait";
+      } else {
+        broken = true;
+        return "send: " + std::to_string(errno);
+      }
+    }
+    return {};
+  }
+  std::size_t writes = 0;
   result open_channel(std::uint16_t ch) override { return rpc("channel.open " + std::to_string(ch)); }
   result close_channel(std::uint16_t ch) override { return rpc("channel.close " + std::to_string(ch)); }
   result confirm_select(std::uint16_t ch) override { return rpc("confirm.select " + std::to_string(ch)); }
@@ -309,6 +351,7 @@ class fake_session final : public amqp_session {
 
   fake_broker& broker_;
   int pipe_[2] = {-1, -1};
+  bool socket_ = false;
   std::deque<std::unique_ptr<inbound>> inbound_;
   std::unique_ptr<inbound> current_;  ///< the frame handed out last: its parts stay valid
 };

@@ -35,17 +35,19 @@ TEST(MqsConfig, FlagsTakeSpaceOrEqualsValues) {
   EXPECT_EQ(cl.cfg.password, "s3cret");
 }
 
-TEST(MqsConfig, TheDequeuerRunsOnTheElasticThreadsUnlessGivenAThreadOfItsOwn) {
+TEST(MqsConfig, TheBrokerLoopsRunOnTheElasticThreadsUnlessGivenThreadsOfTheirOwn) {
   auto d = parse({});
   ASSERT_EQ(d.error, "");
   EXPECT_EQ(d.cfg.threads, 2u);
   EXPECT_EQ(d.cfg.thread_lag.count(), 1000);
   EXPECT_FALSE(d.cfg.dequeuer_thread);
-  auto cl = parse({"--threads", "1", "--thread-lag-us", "0", "--dequeuer-thread"});
+  EXPECT_FALSE(d.cfg.enqueuer_thread);
+  auto cl = parse({"--threads", "1", "--thread-lag-us", "0", "--dequeuer-thread", "--enqueuer-thread"});
   ASSERT_EQ(cl.error, "");
   EXPECT_EQ(cl.cfg.threads, 1u);
   EXPECT_EQ(cl.cfg.thread_lag.count(), 0);
   EXPECT_TRUE(cl.cfg.dequeuer_thread);
+  EXPECT_TRUE(cl.cfg.enqueuer_thread);
   EXPECT_EQ(parse({"--thread-lag-us", "20000000"}).error, "--thread-lag-us: 20000000 is out of range 0..10000000");
 }
 
@@ -104,7 +106,7 @@ TEST(MqsConfig, HelpDocumentsEveryFlagWithItsDefault) {
   auto help = help_text();
   for (auto flag : {"--listen", "--port", "--broker-host", "--broker-port", "--user", "--password", "--vhost",
                     "--prefetch", "--idle-timeout-ms", "--confirm-window", "--max-message", "--max-frame",
-                    "--threads", "--thread-lag-us", "--dequeuer-thread", "--log-level", "--config"})
+                    "--threads", "--thread-lag-us", "--dequeuer-thread", "--enqueuer-thread", "--log-level", "--config"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   EXPECT_NE(help.find("(default: 42043)"), std::string::npos);
   EXPECT_NE(help.find("--version"), std::string::npos);

@@ -34,12 +34,15 @@ struct config {
   std::size_t backlog_messages = 100000;
   std::size_t backlog_bytes = 64 * 1024 * 1024;
   std::uint16_t heartbeat_s = 30;
-  /// Threads running the WebSocket side and the dequeuer's loop: the first all the time, the
+  /// Threads running the WebSocket side and the dequeuer's and enqueuer's loops: the first all the time, the
   /// others while it lags by more than thread_lag (dde/net/elastic_threads.hpp; 0: all, always).
   unsigned threads = 2;
   std::chrono::microseconds thread_lag{1000};
   /// The dequeuer's loop on a thread of its own (as before 2026-12-02) rather than on the io_context.
   bool dequeuer_thread = false;
+  /// The enqueuer's loop on a thread of its own (as before 2026-12-03; always with broker_tls: rabbitmq-c
+  /// writes each frame through OpenSSL and waits while the socket is full).
+  bool enqueuer_thread = false;
   std::string log_level = "info";
   net::tls_options tls;     ///< wss/https when tls.cert_file is set (--tls-cert, --tls-key, ...)
   bool broker_tls = false;  ///< amqps to RabbitMQ (--broker-tls)

@@ -1,0 +1,63 @@
+// The enqueuer's loop on the MQS's io_context rather than on a thread of its own. On its own thread
+// the loop slept in poll() on the broker socket and an eventfd: every batch of messages a host sent
+// woke it through the eventfd, and every batch of confirms it sent back woke the WebSocket thread
+// through Asio's reactor. Here its turns run on a strand (strand_loop.hpp) and no write waits: the
+// frames a full socket does not take stay in unsent_ until the reactor says it has room, so a broker
+// that blocks publishers (a memory alarm) holds up no thread serving the hosts.
+
+#include <cerrno>
+
+#include "dde/log.hpp"
+#include "enqueuer.hpp"
+#include "strand_loop.hpp"
+
+namespace dde::mqs {
+
+void enqueuer::start(boost::asio::io_context& io) {
+  nonblocking_ = true;
+  loop_ = std::make_shared<strand_loop>(io, [this] { asio_turn(); });
+  inbox_.set_notify([loop = loop_.get()] { loop->schedule(); });
+  depths_.set_notify([loop = loop_.get()] { loop->schedule(); });
+  loop_->schedule();  // the first turn connects
+}
+
+void enqueuer::asio_turn() {
+  auto wait = turn();
+  if (!wait) {
+    loop_->unwatch_if([](std::uint64_t) { return true; });  // closes the dup (the session's fd stays its)
+    finish_loop();
+    loop_->finish();  // last: stop() returns once it ran
+    return;
+  }
+  loop_->unwatch_if([this](std::uint64_t serial) { return !session_ || session_->serial() != serial; });
+  if (session_ && session_->fd() >= 0) {
+    auto serial = session_->serial();
+    if (!loop_->watching(serial)) {
+      if (loop_->watch(serial, session_->fd())) return loop_->schedule();  // what came before the watch
+      logger("mqs.enqueuer")->warn("cannot watch the broker socket (dup: {}): reading it every 10 ms", errno);
+      wait = std::min(*wait, std::chrono::milliseconds(10));
+    }
+    if (wants_write()) loop_->await_writable(serial);
+  }
+  if (wait->count() == 0) return loop_->schedule();
+  loop_->wake_at(strand_loop::clock::now() + *wait);
+}
+
+void enqueuer::stop_asio_loop() {
+  thread_.stopping = true;
+  if (loop_->finished()) return;
+  if (loop_->io_stopped()) {
+    // Its threads have returned (dde-mqs stops its io_context first): the last turns run here.
+    loop_->unwatch_if([](std::uint64_t) { return true; });
+    run_turns();
+    loop_->finish();
+    return;
+  }
+  loop_->schedule();
+  if (!loop_->done().wait_or_shutdown(std::chrono::seconds(10), thread_.socket_fd)) {
+    logger("mqs.enqueuer")->warn("the broker connection did not let go within 10 s: closed it");
+    loop_->done().wait();
+  }
+}
+
+}  // namespace dde::mqs
