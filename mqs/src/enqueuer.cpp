@@ -1,7 +1,5 @@
 #include "enqueuer.hpp"
 
-#include <poll.h>
-
 #include <algorithm>
 #include <optional>
 
@@ -48,31 +46,6 @@ enqueuer::enqueuer(const config& cfg, flow_control& flow, broker_env env)
 }
 
 enqueuer::~enqueuer() { stop(); }
-
-void enqueuer::start() {
-  thread_.start([this] { run(); });
-}
-
-void enqueuer::stop() {
-  if (loop_) return stop_asio_loop();
-  if (!thread_.stop([this] { inbox_.wake(); }))
-    log()->warn("the broker connection did not let go within 10 s: closed it");
-}
-
-void enqueuer::run() {
-  run_turns();
-  thread_.exited.set();
-}
-
-void enqueuer::run_turns() {
-  while (auto wait = turn()) {
-    if (wait->count() == 0) continue;
-    short events = short(POLLIN | (wants_write() ? POLLOUT : 0));
-    pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {session_ ? session_->fd() : -1, events, 0}};
-    ::poll(fds, session_ ? 2 : 1, int(wait->count()));
-  }
-  finish_loop();
-}
 
 void enqueuer::finish_loop() {
   auto left = pending_confirmed_.size() + pending_transient_.size() + retry_.size() + unconfirmed_.size();
