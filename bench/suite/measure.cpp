@@ -44,16 +44,26 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
   const std::string psys = s.system + "p", queue = s.system + ".consumer";
   const long count = n / producers;  // every worker of a pool gets the same args
   const long assigned = count * producers;
+  // Deployed node after node, the producers wait for one file and start together, as the raw
+  // client's threads do (each timed from its own start, the first would run alone for the time it
+  // takes to deploy the others).
+  const auto go = s.stats_dir / "producers.go";
   const int used = spread(producers, c.nodes(), [&](int node, int workers) {
     c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()],
              {psys,
               "producer",
               "producer",
-              {{"to", s.system + "/consumer"}, {"count", count}, {"size", size}, {"stats_dir", s.stats_dir}},
+              {{"to", s.system + "/consumer"},
+               {"count", count},
+               {"size", size},
+               {"stats_dir", s.stats_dir},
+               {"start_file", go.string()}},
               workers,
               s.mode,
               8});
   });
+  wait_until([&] { return read_span(s.stats_dir, "producer-", "ready").total >= producers; }, 3s, 2ms);
+  std::ofstream{go};
   production p;
   bool ok =
       at_broker

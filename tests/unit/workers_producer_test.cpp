@@ -2,6 +2,11 @@
 // is the body's compact JSON text), across sequence numbers of every length and with a key field.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "dde_test.hpp"
 #include "recording_context.hpp"
 
@@ -48,6 +53,32 @@ TEST_F(Producer, ASizeBelowTheShortestBodyGivesTheShortestBody) {
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got[0], 18u);  // {"pad":"","seq":0}
   EXPECT_EQ(ctx->sends[0].body["pad"], "");
+}
+
+TEST_F(Producer, WithAStartFileItSaysReadyAndSendsOnlyOnceTheFileExists) {
+  auto dir = std::filesystem::temp_directory_path() / ("dde-producer-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto go = dir / "go";
+  create({{"to", "sys/consumer"}, {"count", 5}, {"stats_dir", dir.string()}, {"start_file", go.string()}});
+  w->on_start();
+  EXPECT_TRUE(ctx->sends.empty());
+  // Its stats file says it is ready and has sent nothing, with no start time yet.
+  nlohmann::json stats;
+  for (auto& f : std::filesystem::directory_iterator(dir))
+    if (f.path().filename().string().rfind("producer-", 0) == 0) stats = nlohmann::json::parse(std::ifstream(f.path()));
+  ASSERT_TRUE(stats.is_object());
+  EXPECT_EQ(stats.value("ready", 0), 1);
+  EXPECT_EQ(stats.value("sent", -1), 0);
+  EXPECT_EQ(stats.value("first_us", -1), 0);
+  // Its wait is a timer that looks again: still nothing while the file is missing.
+  ASSERT_GT(ctx->pending_timers(), 0u);
+  ctx->fire_next();
+  EXPECT_TRUE(ctx->sends.empty());
+  std::ofstream{go};
+  ASSERT_TRUE(ctx->run_timers_until([&] { return ctx->sends.size() == 5; }, std::chrono::seconds(5)));
+  EXPECT_EQ(ctx->sends.front().body["seq"], 0);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -3,8 +3,11 @@
 // exactly `size` bytes, {"pad":"xx..","seq":N}, or the shortest such text when `size` is smaller
 // (17 bytes plus the digits of N, plus the key field's member).
 //   args: {"to": "sys/consumer", "count": 1000, "size": 64, "rate": 0, "start_seq": 0, "stats_dir": "",
-//          "key_field": "", "keys": []}
+//          "key_field": "", "keys": [], "start_file": ""}
 // With key_field and keys, message seq also carries key_field: keys[seq % keys.size()] (for sub-pools).
+// With start_file, a producer writes its stats with "ready": 1 when it starts, then waits until that
+// file exists before it sends (so producers deployed one after another start together, as a raw
+// client's threads do; its clock starts then).
 #include "../common/sample_util.hpp"
 #include "dde/worker.hpp"
 
@@ -20,7 +23,8 @@ class producer : public dde::worker {
         next_(dde::samples::arg_or<std::int64_t>(args(), "start_seq", 0)),
         stats_dir_(dde::samples::arg_or<std::string>(args(), "stats_dir", "")),
         key_field_(dde::samples::arg_or<std::string>(args(), "key_field", "")),
-        keys_(args().value("keys", nlohmann::json::array())) {
+        keys_(args().value("keys", nlohmann::json::array())),
+        start_file_(dde::samples::arg_or<std::string>(args(), "start_file", "")) {
     if (!key_field_.empty() && (!keys_.is_array() || keys_.empty()))
       throw std::invalid_argument("producer: args.key_field needs a non-empty args.keys array");
     if (to_.empty()) throw std::invalid_argument("producer needs args.to, the address to send to");
@@ -28,13 +32,20 @@ class producer : public dde::worker {
   }
 
   void on_start() override {
-    started_us_ = dde::samples::now_us();
-    produce();
+    if (start_file_.empty()) return go();
+    write_stats(true);  // "ready": 1, nothing sent yet
+    auto after_delay = [this](auto delay, auto fn) { after(delay, std::move(fn)); };
+    dde::samples::when_file_exists(start_file_, after_delay, [this] { go(); });
   }
 
   void on_receive(const dde::message&) override { done(); }
 
  private:
+  void go() {
+    started_us_ = dde::samples::now_us();
+    produce();
+  }
+
   void produce() {
     std::int64_t allowed = end_;
     if (rate_ > 0) {
@@ -81,7 +92,7 @@ class producer : public dde::worker {
     last_write_us_ = now;
     dde::samples::write_stats(stats_dir_, "producer-" + dde::samples::pid_text() + "-" + worker_id() + ".json",
                               {{"sent", next_ - first_seq()}, {"first_us", started_us_}, {"last_us", now},
-                               {"finished", next_ >= end_}});
+                               {"finished", next_ >= end_}, {"ready", 1}});
   }
 
   std::string to_;
@@ -91,6 +102,7 @@ class producer : public dde::worker {
   std::string stats_dir_;
   std::string key_field_;
   nlohmann::json keys_;
+  std::string start_file_;
   std::int64_t started_us_ = 0, last_write_us_ = 0;
 };
 
