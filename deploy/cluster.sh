@@ -56,8 +56,9 @@ up() {
   launch registry "$build/bin/dde-registry" --port "$registry_port"
   dde_wait_until 20 registry_ready || dde_die "dde-registry did not start; see $dir/registry.log"
   # DDE_MQS_ARGS / DDE_ACTIVATOR_ARGS: extra options, split on spaces (A/B runs, bench/profile).
+  # DDE_MQS_WRAPPER: a command the MQS runs under (e.g. a script that execs valgrind on its arguments).
   # shellcheck disable=SC2086
-  launch mqs "$build/bin/dde-mqs" --port "$mqs_port" --broker-port "$rabbitmq_port" --prefetch "$prefetch" ${DDE_MQS_ARGS:-}
+  launch mqs ${DDE_MQS_WRAPPER:-} "$build/bin/dde-mqs" --port "$mqs_port" --broker-port "$rabbitmq_port" --prefetch "$prefetch" ${DDE_MQS_ARGS:-}
   dde_wait_until 20 dde_port_open "$mqs_port" || dde_die "dde-mqs did not start; see $dir/mqs.log"
   mkdir -p "$dir/systems"
   launch activator "$build/bin/dde-activator" --registry "ws://127.0.0.1:$registry_port/registry" \

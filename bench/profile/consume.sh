@@ -92,7 +92,7 @@ mqs=$(pgrep -f "dde-mqs --port $mp" | head -1)
 m0=$(awk '{print $14+$15}' /proc/$mqs/stat)
 b0=$(awk '{print $14+$15}' /proc/$beam/stat)
 dde_deploy_pool "$build/bin/ddectl" "$registry" "$node" "ws://127.0.0.1:$mp/mqs" demo consumer \
-  "$build/lib/workers/libconsumer.so" "$paths" "$mode" "\"credits\": 64, \"args\": {\"stats_dir\": \"$out/stats\"}"
+  "$build/lib/workers/libconsumer.so" "$paths" "$mode" "\"credits\": ${CREDITS:-64}, \"args\": {\"stats_dir\": \"$out/stats\"}"
 until host=$(pgrep -f "dde-isolate-system.*demo" | head -1); [[ -n $host ]]; do sleep 0.1; done
 sleep 1
 s0=$(sched $beam $mqs $host); t0=$(date +%s%N)
