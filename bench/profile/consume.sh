@@ -3,8 +3,9 @@
 #   bench/profile/consume.sh BUILD OUT [MODE] [CONSUMERS] [N]
 # Starts a local cluster (deploy/cluster.sh) under OUT from BUILD's binaries, has the raw client
 # fill and consume N 64-byte messages (acks with `multiple`), then a producer pool fill the topic
-# and a consumer pool of CONSUMERS workers consume it (prefetch 64, credits 64). Prints both rates
-# and the CPU ticks (10 ms) of the broker, the MQS and the consuming isolate system.
+# and a consumer pool of CONSUMERS workers consume it (prefetch 64, or PREFETCH for the MQS alone;
+# credits 64, or CREDITS). Prints both rates and the CPU ticks (10 ms) of the broker, the MQS and the
+# consuming isolate system.
 # Environment: PERF=1 (default) records `perf record -a -g` for 3 s into OUT/perf.data; EV=events
 # for `perf stat` of the host and the MQS for 2 s (OUT/host.stat, OUT/mqs.stat); STRACE=1 counts
 # their syscalls instead (OUT/*.strace); ROOT=dir takes deploy/ from another checkout;
@@ -29,7 +30,7 @@ import socket
 ss=[socket.socket() for _ in range(4)]
 for s in ss: s.bind(("127.0.0.1",0))
 print(*[s.getsockname()[1] for s in ss])')
-cl=(--dir "$out/cluster" --prefetch 64 --registry-port "$rp" --mqs-port "$mp" --activator-port "$ap" --rabbitmq-port "$rmq")
+cl=(--dir "$out/cluster" --prefetch "${PREFETCH:-64}" --registry-port "$rp" --mqs-port "$mp" --activator-port "$ap" --rabbitmq-port "$rmq")
 trap '$root/deploy/cluster.sh down "${cl[@]}" >/dev/null 2>&1' EXIT
 registry=$($root/deploy/cluster.sh up "${cl[@]}") || exit 1
 ctl() { "$root/deploy/rabbitmq.sh" ctl --dir "$out/cluster/rabbitmq" -- -q "$@"; }
