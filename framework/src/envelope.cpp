@@ -201,7 +201,7 @@ broker_message split_envelope(const envelope& e, std::string_view topic) {
     m.props.push_back('}');
   }
   m.props.push_back('}');
-  m.payload = e.is_bytes ? e.bytes : e.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  m.payload = e.is_bytes ? e.bytes : wire::dump_json(e.body);
   return m;
 }
 

@@ -1,4 +1,4 @@
-// The hot-path JSON parser must give exactly what nlohmann gives, for every input.
+// The hot-path JSON parser and serializer must give exactly what nlohmann gives, for every input.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -19,6 +19,12 @@ void expect_same(const std::string& text) {
   EXPECT_EQ(ours, theirs) << text;
   EXPECT_EQ(ours.dump(), theirs.dump()) << text;
   EXPECT_EQ(ours.type(), theirs.type()) << text;
+}
+
+/// What a payload goes out as: nlohmann's compact dump, invalid UTF-8 replaced.
+void expect_same_dump(const json& value) {
+  EXPECT_EQ(dump_json(value), value.dump(-1, ' ', false, json::error_handler_t::replace))
+      << value.dump(-1, ' ', true, json::error_handler_t::replace);
 }
 
 TEST(FastJson, GivesWhatNlohmannGivesForEnvelopesAndHeaders) {
@@ -87,6 +93,33 @@ TEST(FastJson, FindsEveryStopByteInLongStrings) {
   }
 }
 
+TEST(FastJson, DumpsWhatNlohmannDumps) {
+  for (const char* text : {
+           R"({"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx","seq":12})",
+           R"({"a":[1,-2,3.5,-0,-0.0,1e3,2E-2,1.5e+10,true,false,null,{},[],""],"b":{"c":{"d":[[]]}}})",
+           R"({"esc":"q\"b\\s\/b\bf\fn\nr\rt\t\u0001\u001f","u":"\u00e9\u4e2d\ud83d\ude00"})",
+           R"([18446744073709551615,-9223372036854775808,9223372036854775807,0,-1])",
+           R"("")", R"(null)", R"(true)", R"(0.1)", R"(1e308)", R"(-1.5e-300)",
+       })
+    expect_same_dump(json::parse(text));
+  // Strings as they come from workers: invalid UTF-8 (replaced), every byte, long runs with a stop
+  // byte at each place of the 16-byte scan.
+  std::string every;
+  for (int c = 1; c < 256; ++c) every += char(c);
+  expect_same_dump(every);
+  expect_same_dump(json{{"bad", "\xff\xfe ok \xc3"}, {"k\x01", 1}});
+  for (int len : {15, 16, 17, 33, 65536})
+    for (std::size_t at : {std::size_t(0), std::size_t(len / 2), std::size_t(len - 1)})
+      for (const char* stop : {"\n", "\"", "\\", "\x01", "\xc3\xa9", "\x7f", "\xff"}) {
+        std::string inner(std::size_t(len), 'x');
+        inner.insert(at, stop);
+        expect_same_dump(inner);
+        expect_same_dump(json{{"pad", inner}, {"seq", len}});
+      }
+  expect_same_dump(json::binary({1, 2, 3}));
+  expect_same_dump(json(json::value_t::discarded));
+}
+
 TEST(FastJson, AgreesWithNlohmannOnRandomDocuments) {
   std::mt19937 rng(42);
   const std::string alphabet = "{}[]\",:\\/0123456789-+.eEtruefalsnl abc\n\t\x01\xc3\xa9";
@@ -124,7 +157,11 @@ TEST(FastJson, AgreesWithNlohmannOnRandomDocuments) {
       }
     }
   };
-  for (int i = 0; i < 5000; ++i) expect_same(make(0).dump(i % 2 ? 2 : -1));
+  for (int i = 0; i < 5000; ++i) {
+    auto value = make(0);
+    expect_same(value.dump(i % 2 ? 2 : -1));
+    expect_same_dump(value);
+  }
 }
 
 }  // namespace

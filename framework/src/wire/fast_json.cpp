@@ -29,6 +29,23 @@ constexpr std::array<bool, 256> string_stop = [] {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
+// The first byte in [p, end) that ends a run of plain string characters, or end.
+const char* plain_end(const char* p, const char* end) {
+#ifdef __SSE2__
+  // 16 bytes a step: a quote, a backslash, or a byte below 0x20 or above 0x7f (negative as signed).
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+  while (end - p >= 16) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                                _mm_cmplt_epi8(v, space));
+    if (int mask = _mm_movemask_epi8(stop)) return p + __builtin_ctz(static_cast<unsigned>(mask));
+    p += 16;
+  }
+#endif
+  while (p < end && !string_stop[static_cast<unsigned char>(*p)]) ++p;
+  return p;
+}
+
 /// Recursive descent over the subset; false means "not handled here", never "invalid JSON".
 class fast_parser {
  public:
@@ -140,23 +157,7 @@ class fast_parser {
   }
 
   // Moves p_ to the next byte that ends a run of plain string characters (or to the end).
-  void skip_plain() {
-#ifdef __SSE2__
-    // 16 bytes a step: a quote, a backslash, or a byte below 0x20 or above 0x7f (negative as signed).
-    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
-    while (end_ - p_ >= 16) {
-      __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_));
-      __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                                  _mm_cmplt_epi8(v, space));
-      if (int mask = _mm_movemask_epi8(stop)) {
-        p_ += __builtin_ctz(static_cast<unsigned>(mask));
-        return;
-      }
-      p_ += 16;
-    }
-#endif
-    while (p_ < end_ && !string_stop[static_cast<unsigned char>(*p_)]) ++p_;
-  }
+  void skip_plain() { p_ = plain_end(p_, end_); }
 
   // After the opening quote; runs of plain characters are appended at once.
   bool string(std::string& out) {
@@ -257,9 +258,7 @@ class fast_parser {
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view text) {
-  bool plain = std::none_of(text.begin(), text.end(),
-                            [](char c) { return string_stop[static_cast<unsigned char>(c)]; });
-  if (plain) {
+  if (plain_end(text.data(), text.data() + text.size()) == text.data() + text.size()) {
     out.reserve(out.size() + text.size() + 2);
     out.push_back('"');
     out.append(text);
@@ -267,6 +266,61 @@ void append_json_string(std::string& out, std::string_view text) {
     return;
   }
   out.append(json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+void append_json(std::string& out, const json& value) {
+  switch (value.type()) {
+    case json::value_t::null:
+      out.append("null");
+      return;
+    case json::value_t::boolean:
+      out.append(value.get<bool>() ? "true" : "false");
+      return;
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: {
+      char digits[24];
+      auto r = value.is_number_unsigned() ? std::to_chars(digits, digits + sizeof digits, value.get<std::uint64_t>())
+                                          : std::to_chars(digits, digits + sizeof digits, value.get<std::int64_t>());
+      out.append(digits, r.ptr);
+      return;
+    }
+    case json::value_t::string:
+      append_json_string(out, value.get_ref<const std::string&>());
+      return;
+    case json::value_t::array: {
+      out.push_back('[');
+      bool first = true;
+      for (auto& element : value) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_json(out, element);
+      }
+      out.push_back(']');
+      return;
+    }
+    case json::value_t::object: {
+      out.push_back('{');
+      bool first = true;
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_json_string(out, it.key());
+        out.push_back(':');
+        append_json(out, it.value());
+      }
+      out.push_back('}');
+      return;
+    }
+    default:  // floats (nlohmann's own shortest form), binary, discarded
+      out.append(value.dump(-1, ' ', false, json::error_handler_t::replace));
+      return;
+  }
+}
+
+std::string dump_json(const json& value) {
+  std::string out;
+  append_json(out, value);
+  return out;
 }
 
 void append_json_member(std::string& out, bool& first, std::string_view key, std::string_view value) {
