@@ -2,13 +2,15 @@
 // publisher may put there. Properties: decoding never fails (a foreign payload becomes a body from
 // "external"); encode(decode(x)) is a fixed point (decoding it again gives the same envelope); base64
 // round-trips; split_envelope (payload + AMQP props, as the broker carries it) joins back into the
-// same envelope, and a delivery's props and payload, whatever they are, join without throwing.
+// same envelope, and a delivery's props and payload, whatever they are, join without throwing; a
+// body goes out as exactly nlohmann's compact dump of it (wire::dump_json).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "dde/envelope.hpp"
+#include "dde/wire/fast_json.hpp"
 #include "fuzz_check.hpp"
 
 namespace {
@@ -30,6 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const dde::envelope second = dde::decode_envelope(encoded);
   DDE_FUZZ_CHECK(same(first, second));
   DDE_FUZZ_CHECK(dde::encode_envelope(second) == encoded);
+  DDE_FUZZ_CHECK(dde::wire::dump_json(first.body) ==
+                 first.body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 
   // Split for the broker and joined again: the same envelope (an empty sender reads as "external",
   // an empty recipient as the topic's address).
