@@ -41,6 +41,8 @@ int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits
 int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits);
 /// Waits until the consumers handled `n` messages; their throughput from the first to the last, or 0.
 double await_consumed(bench_cluster& c, const setup& s, long n);
+/// Prints what a stalled point leaves behind: the queue's depth, each MQS's view, pools, warnings.
+void explain_stall(bench_cluster& c, const setup& s);
 /// The payload size of the first message in `queue` (left in it), as the broker holds it; -1 when
 /// the queue is empty or missing.
 long payload_bytes(bench_cluster& c, const std::string& queue);
