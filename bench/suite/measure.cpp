@@ -33,6 +33,13 @@ std::int64_t now_us() {
       .count();
 }
 
+/// Creates `go`, which the workers wait for, once `n` of them say `field` in their stats (or 3 s on).
+void release_together(const fs::path& go, const fs::path& stats_dir, const std::string& prefix,
+                      const std::string& field, long n) {
+  wait_until([&] { return read_span(stats_dir, prefix, field).total >= n; }, 3s, 2ms);
+  std::ofstream{go};
+}
+
 std::string unique_queue() {
   static std::atomic<int> n{0};
   return "rawbench" + std::to_string(::getpid()) + "x" + std::to_string(n++);
@@ -62,8 +69,7 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
               s.mode,
               8});
   });
-  wait_until([&] { return read_span(s.stats_dir, "producer-", "ready").total >= producers; }, 3s, 2ms);
-  std::ofstream{go};
+  release_together(go, s.stats_dir, "producer-", "ready", producers);
   production p;
   bool ok =
       at_broker
@@ -104,8 +110,7 @@ int start_consumers_together(bench_cluster& c, const setup& s, int consumers, in
   const int used = deploy_consumers(c, s, consumers, credits, {{"stats_dir", s.stats_dir}, {"start_file", go.string()}});
   // Not every worker need get one: at prefetch 1 (at-least-once) the first hosts to pull may hold
   // every message in flight between them. Then they start 3 s after the last deploy.
-  wait_until([&] { return read_span(s.stats_dir, "consumer-", "holding").total >= consumers; }, 3s, 2ms);
-  std::ofstream{go};
+  release_together(go, s.stats_dir, "consumer-", "holding", consumers);
   return used;
 }
 
