@@ -163,6 +163,7 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
       mqs_metrics::process().topic(cmd.topic);
       auto& cs = clients_[id];
       if (!cs.conn) cs.conn = cmd.conn;
+      if (cmd.binary_deliver) cs.form = deliver_header::binary;
       if (auto err = dispatcher_.pull(id, cmd.topic, cmd.mode, cmd.credit, now, cmd.consumers); !err.empty()) {
         nlohmann::json header{
             {"action", "pull"}, {"topic", cmd.topic}, {"mode", to_string(cmd.mode)}, {"credit", cmd.credit}};
@@ -341,7 +342,7 @@ void dequeuer::deliver(client_id client, const std::string& topic, std::uint64_t
   auto& counted = counted_(topic);
   counted.consumed.add();
   if (redelivered) counted.redelivered.add();
-  append_deliver(outbox(client, it->second), topic, tag, redelivered, body, props);
+  append_deliver(outbox(client, it->second), topic, tag, redelivered, body, props, it->second.form);
 }
 
 bool dequeuer::can_deliver(client_id client) {

@@ -25,6 +25,7 @@
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/dispatcher.hpp"
 #include "dde/mqs/pause_board.hpp"
+#include "dde/protocol/mqs_records.hpp"
 #include "dde/net/ws.hpp"
 #include "exit_latch.hpp"
 #include "inbox.hpp"
@@ -48,6 +49,7 @@ struct dequeue_command {
   delivery_mode mode = delivery_mode::at_least_once;
   std::uint32_t credit = 0;
   std::uint32_t consumers = 0;  ///< of a pull: the host's workers on the topic (0: not told)
+  bool binary_deliver = false;  ///< of a pull: the host reads binary `deliver` headers
   std::vector<std::uint64_t> tags;
   bool requeue = true;
   std::size_t record = 0;  ///< index in its batch, for an error record
@@ -158,6 +160,7 @@ class dequeuer : private dispatcher_port {
   struct client_state {
     std::shared_ptr<net::ws_connection> conn;
     std::string out;  ///< records to send at the end of this turn
+    deliver_header form = deliver_header::json;  ///< how its hello asked for `deliver` headers
   };
 
   void run();

@@ -166,9 +166,10 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
                 return;
               }
               s->hello = true;
+              s->binary_deliver = h.binary_deliver;
               s->system = h.system;
               s->instance = h.instance;
-              append_welcome(reply, id_);
+              append_welcome(reply, id_, h.binary_deliver);
               log()->info("host {} ({}) connected from {}", h.system, h.instance, conn->remote());
             },
             [&](enqueue_request& q) {
@@ -192,6 +193,7 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
               c.mode = p.mode;
               c.credit = p.credit;
               c.consumers = p.consumers;
+              c.binary_deliver = s->binary_deliver;
               c.record = e.index;
               commands.push_back(std::move(c));
             },

@@ -40,6 +40,7 @@ class service : public net::ws_handler {
  private:
   struct session {
     bool hello = false;
+    bool binary_deliver = false;  ///< its hello asked for binary `deliver` headers
     std::string system;
     std::string instance;
   };

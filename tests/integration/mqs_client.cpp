@@ -11,8 +11,37 @@
 #include <thread>
 
 #include "dde/names.hpp"
+#include "dde/protocol/mqs_records.hpp"
+#include "dde/wire/fast_json.hpp"
 
 namespace dde::mqs::test {
+namespace {
+
+/// A batch's records as decode_batch reads them, a binary `deliver` header (mqs/PROTOCOL.md *Binary
+/// deliver*) read as the JSON header of the same delivery plus `"binary": true`. Stops at the first
+/// bad record.
+std::vector<wire::record> decode_records(std::string_view data) {
+  std::vector<wire::record> out;
+  for (auto& f : wire::split_batch(data, std::size_t(1) << 30).records) {
+    wire::record r;
+    r.body = std::string(f.body);
+    if (!f.header.empty() && f.header.front() == binary_deliver_mark) {
+      auto d = parse_binary_deliver(f.header);
+      if (!d) break;
+      r.header = {{"action", "deliver"}, {"topic", d->topic}, {"tag", d->tag},
+                  {"redelivered", d->redelivered}, {"binary", true}};
+      if (d->published_us) r.header["published"] = d->published_us;
+      if (!d->props.empty()) r.header["props"] = nlohmann::json::parse(props_json(d->props));
+    } else {
+      r.header = wire::parse_json(f.header);
+      if (!r.header.is_object()) break;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
 
 namespace beast = boost::beast;
 namespace websocket = beast::websocket;
@@ -48,10 +77,10 @@ struct mqs_client::impl : std::enable_shared_from_this<mqs_client::impl> {
       self->buffer.consume(self->buffer.size());
       bool binary = self->ws.got_binary();
       if (binary) {
-        auto batch = wire::decode_batch(data, std::size_t(1) << 30);
+        auto records = decode_records(data);
         std::lock_guard lock(self->mutex);
-        if (self->batch_hook) self->batch_hook(batch.records);
-        for (auto& r : batch.records)
+        if (self->batch_hook) self->batch_hook(records);
+        for (auto& r : records)
           if (!self->hook || self->hook(r)) self->received.push_back(std::move(r));
       } else {
         std::lock_guard lock(self->mutex);
@@ -116,11 +145,10 @@ void mqs_client::send_record(const nlohmann::json& header, std::string_view body
   send(std::move(out));
 }
 
-bool mqs_client::hello(const std::string& system, std::chrono::milliseconds timeout) {
-  send_record({{"action", "hello"},
-               {"protocol", wire::protocol_version},
-               {"system", system},
-               {"instance", new_uuid()}});
+bool mqs_client::hello(const std::string& system, std::chrono::milliseconds timeout, bool binary_deliver) {
+  nlohmann::json h{{"action", "hello"}, {"protocol", wire::protocol_version}, {"system", system}, {"instance", new_uuid()}};
+  if (binary_deliver) h["deliver"] = "binary";
+  send_record(h);
   return wait_for([&] { return count("welcome") > 0; }, timeout);
 }
 

@@ -34,8 +34,10 @@ class mqs_client {
   /// Sends one record.
   void send_record(const nlohmann::json& header, std::string_view body = {});
 
-  /// hello, then waits for the welcome; false if none came.
-  bool hello(const std::string& system = "test", std::chrono::milliseconds timeout = 10s);
+  /// hello, then waits for the welcome; false if none came. `binary_deliver`: asks for binary
+  /// `deliver` headers; the client reads each as its JSON header would be, plus `"binary": true`.
+  bool hello(const std::string& system = "test", std::chrono::milliseconds timeout = 10s,
+             bool binary_deliver = false);
   void enqueue(const std::string& topic, const std::string& mode, std::optional<std::uint64_t> seq,
                std::string_view body);
   /// `consumers`: the host's workers on the topic (0: not said).

@@ -77,17 +77,20 @@ TEST(MqsBroker, PropsGoToTheBrokerAsAmqpPropertiesAndComeBackWithTheDelivery) {
   auto& broker = shared_broker();
   mqs_process mqs(broker);
   auto topic = unique_topic("props");
-  mqs_client c(mqs.port());
-  ASSERT_TRUE(c.hello());
   // A UUID id travels compacted on the broker and a stamp as its timestamp (dde/mqs/broker_props.hpp):
   // both come back as they went, a plain id too.
   const nlohmann::json props = {{"messageId", dde::new_uuid()},
                                 {"appId", "sys/producer"},
                                 {"contentType", "application/octet-stream"},
                                 {"headers", {{"replyTo", "sys/r"}, {"toWorker", "w \"1\""}}}};
+  // The same for a host that reads binary deliver headers (mqs/PROTOCOL.md *Binary deliver*).
+  for (bool binary : {false, true})
   for (auto mode : {"at-least-once", "at-most-once"}) {
-    SCOPED_TRACE(mode);
-    auto q = topic + (mode[3] == 'l' ? "l" : "m");
+    SCOPED_TRACE(std::string(mode) + (binary ? ", binary deliver" : ", JSON deliver"));
+    mqs_client c(mqs.port());
+    ASSERT_TRUE(c.hello("test", 10s, binary));
+    EXPECT_EQ(c.records("welcome").at(0).header.value("deliver", "json"), binary ? "binary" : "json");
+    auto q = topic + (mode[3] == 'l' ? "l" : "m") + (binary ? "b" : "j");
     auto plain_id = props;
     plain_id["messageId"] = "m-1";
     const auto sent_us = wall_clock_us();
@@ -103,6 +106,7 @@ TEST(MqsBroker, PropsGoToTheBrokerAsAmqpPropertiesAndComeBackWithTheDelivery) {
     auto all = c.records("deliver");
     ASSERT_EQ(all.size(), before + 3);
     std::vector<wire::record> got(all.begin() + std::ptrdiff_t(before), all.end());
+    for (auto& d : got) EXPECT_EQ(d.header.value("binary", false), binary) << d.header.dump();
     EXPECT_EQ(got[0].header.at("props"), props);
     EXPECT_EQ(got[0].body, "payload");
     // The MQS's publish stamp: µs on its wall clock, between the enqueue and the message in the queue.
@@ -116,6 +120,8 @@ TEST(MqsBroker, PropsGoToTheBrokerAsAmqpPropertiesAndComeBackWithTheDelivery) {
     ASSERT_TRUE(wait_until([&] { return broker.queue_depth(q) == std::optional<std::uint32_t>(0); }, 30s));
   }
   // Props the broker cannot carry are refused, by seq, before anything is published.
+  mqs_client c(mqs.port());
+  ASSERT_TRUE(c.hello());
   c.send_record({{"action", "enqueue"}, {"topic", topic}, {"mode", "at-least-once"}, {"seq", 3}, {"props", {{"appId", 5}}}},
                 "x");
   ASSERT_TRUE(c.wait_for([&] { return c.count("reject") >= 1; }, 30s)) << mqs.log();

@@ -24,6 +24,90 @@ void put_number(std::string& out, std::uint64_t v) {
   out.append(buf, end);
 }
 
+void put_u16(std::string& out, std::size_t v) {
+  char b[2] = {char(v & 0xff), char((v >> 8) & 0xff)};
+  out.append(b, 2);
+}
+
+void put_u64(std::string& out, std::uint64_t v) {
+  char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = char((v >> (8 * i)) & 0xff);
+  out.append(b, 8);
+}
+
+void put_short(std::string& out, std::string_view s) {
+  put_u16(out, s.size());
+  out.append(s);
+}
+
+// Binary deliver flags (mqs/PROTOCOL.md *Binary deliver*).
+constexpr unsigned flag_redelivered = 1, flag_published = 2, known_flags = 3;
+
+/// Whether every field fits the binary header's sizes (u16 strings and header count, u32 values).
+bool fits_binary(std::string_view topic, const message_props& p) {
+  constexpr std::size_t short_max = 0xffff;
+  if (topic.size() > short_max || p.message_id.size() > short_max || p.app_id.size() > short_max ||
+      p.content_type.size() > short_max || p.headers.size() > short_max)
+    return false;
+  for (auto& [name, value] : p.headers)
+    if (name.size() > short_max || value.size() > 0xffffffffu) return false;
+  return true;
+}
+
+void append_binary_deliver(std::string& out, std::string_view topic, std::uint64_t tag, bool redelivered,
+                           std::string_view body, const message_props& p) {
+  std::size_t start = out.size();
+  put_u32(out, 0);  // patched below
+  out.push_back(binary_deliver_mark);
+  out.push_back(char((redelivered ? flag_redelivered : 0) | (p.published_us ? flag_published : 0)));
+  put_u64(out, tag);
+  if (p.published_us) put_u64(out, p.published_us);
+  put_short(out, topic);
+  put_short(out, p.message_id);
+  put_short(out, p.app_id);
+  put_short(out, p.content_type);
+  put_u16(out, p.headers.size());
+  for (auto& [name, value] : p.headers) {
+    put_short(out, name);
+    put_u32(out, value.size());
+    out.append(value);
+  }
+  std::size_t hsize = out.size() - start - 4;
+  for (int i = 0; i < 4; ++i) out[start + i] = char((hsize >> (8 * i)) & 0xff);
+  put_u32(out, body.size());
+  out.append(body);
+}
+
+/// Reads the binary header's little-endian fields; every read fails past the end.
+class binary_reader {
+ public:
+  explicit binary_reader(std::string_view s) : p_(s.data()), end_(s.data() + s.size()) {}
+  bool at_end() const { return p_ == end_; }
+  template <class T>
+  bool number(T& out, int bytes) {
+    if (end_ - p_ < bytes) return false;
+    std::uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p_[i]);
+    p_ += bytes;
+    out = T(v);
+    return true;
+  }
+  bool bytes(std::string& out, std::size_t n) {
+    if (std::size_t(end_ - p_) < n) return false;
+    out.assign(p_, n);
+    p_ += n;
+    return true;
+  }
+  bool short_string(std::string& out) {
+    std::size_t n = 0;
+    return number(n, 2) && bytes(out, n);
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+};
+
 // Appends a record whose header is already JSON text.
 void append_raw(std::string& out, std::string_view header, std::string_view body) {
   put_u32(out, header.size());
@@ -34,12 +118,16 @@ void append_raw(std::string& out, std::string_view header, std::string_view body
 
 }  // namespace
 
-void append_welcome(std::string& out, std::string_view mqs_id) {
-  wire::append_record(out, {{"action", "welcome"}, {"protocol", wire::protocol_version}, {"mqs", mqs_id}});
+void append_welcome(std::string& out, std::string_view mqs_id, bool binary) {
+  nlohmann::json h{{"action", "welcome"}, {"protocol", wire::protocol_version}, {"mqs", mqs_id}};
+  if (binary) h["deliver"] = "binary";
+  wire::append_record(out, h);
 }
 
 void append_deliver(std::string& out, std::string_view topic, std::uint64_t tag, bool redelivered,
-                    std::string_view body, const message_props& props) {
+                    std::string_view body, const message_props& props, deliver_header form) {
+  if (form == deliver_header::binary && fits_binary(topic, props))
+    return append_binary_deliver(out, topic, tag, redelivered, body, props);
   // The header is small; build it in place to avoid a JSON object per message.
   std::size_t start = out.size();
   out.reserve(start + 96 + topic.size() + body.size());
@@ -189,6 +277,8 @@ result<mqs_record> parse_mqs_record(const nlohmann::json& header) {
     welcome_record r;
     if (auto f = field(header, "protocol"); f && f->is_number_integer()) r.protocol = f->get<std::int64_t>();
     read(header, "mqs", r.mqs);
+    std::string deliver;
+    r.binary = read(header, "deliver", deliver) && deliver == "binary";
     return mqs_record(std::move(r));
   }
   if (action == "error") {
@@ -218,7 +308,34 @@ std::optional<deliver_record> parse_deliver_header(std::string_view header) {
   return r;
 }
 
+std::optional<deliver_record> parse_binary_deliver(std::string_view header) {
+  binary_reader in(header);
+  deliver_record r;
+  char mark = 0;
+  unsigned flags = 0;
+  std::size_t headers = 0;
+  if (!in.number(mark, 1) || mark != binary_deliver_mark || !in.number(flags, 1) || (flags & ~known_flags) ||
+      !in.number(r.tag, 8))
+    return std::nullopt;
+  r.redelivered = flags & flag_redelivered;
+  if ((flags & flag_published) && (!in.number(r.published_us, 8) || r.published_us == 0)) return std::nullopt;
+  if (!in.short_string(r.topic) || !in.short_string(r.props.message_id) || !in.short_string(r.props.app_id) ||
+      !in.short_string(r.props.content_type) || !in.number(headers, 2))
+    return std::nullopt;
+  r.props.headers.resize(headers);
+  for (auto& [name, value] : r.props.headers) {
+    std::size_t n = 0;
+    if (!in.short_string(name) || !in.number(n, 4) || !in.bytes(value, n)) return std::nullopt;
+  }
+  if (!in.at_end()) return std::nullopt;
+  return r;
+}
+
 result<mqs_record> read_mqs_record(std::string_view header) {
+  if (!header.empty() && header.front() == binary_deliver_mark) {
+    if (auto d = parse_binary_deliver(header)) return mqs_record(std::move(*d));
+    return parsed::failure("a binary deliver header from the MQS that is truncated or malformed");
+  }
   if (auto d = parse_deliver_header(header)) return mqs_record(std::move(*d));
   auto json = wire::parse_json(header);
   if (json.is_discarded()) return parsed::failure("a record from the MQS whose header is not valid JSON");

@@ -83,6 +83,11 @@ parsed_request parse_hello(const json& h) {
   if (!valid_name(r.system)) return fail("invalid system name \"" + r.system.substr(0, 200) + "\"");
   if (auto err = get_string(h, "instance", r.instance); !err.empty()) return fail(err);
   if (!valid_name(r.instance)) return fail("invalid instance id \"" + r.instance.substr(0, 200) + "\"");
+  if (auto d = h.find("deliver"); d != h.end()) {
+    if (!d->is_string() || (*d != "binary" && *d != "json"))
+      return fail("field \"deliver\" must be \"binary\" or \"json\"");
+    r.binary_deliver = *d == "binary";
+  }
   return ok(std::move(r));
 }
 
@@ -259,7 +264,9 @@ void put_tags(std::string& h, const std::vector<std::uint64_t>& tags) {
 }  // namespace
 
 void append(std::string& out, const hello_request& r) {
-  wire::append_record(out, {{"action", "hello"}, {"protocol", r.protocol}, {"system", r.system}, {"instance", r.instance}});
+  nlohmann::json h{{"action", "hello"}, {"protocol", r.protocol}, {"system", r.system}, {"instance", r.instance}};
+  if (r.binary_deliver) h["deliver"] = "binary";
+  wire::append_record(out, h);
 }
 
 void append_enqueue(std::string& out, std::string_view topic, delivery_mode mode, std::optional<std::uint64_t> seq,

@@ -80,7 +80,7 @@ void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     self->out_.clear();
     self->acks_.clear();
     self->pulls_.clear();
-    mqs::append(self->out_, mqs::hello_request{wire::protocol_version, self->options_.system, self->options_.instance});
+    mqs::append(self->out_, mqs::hello_request{wire::protocol_version, self->options_.system, self->options_.instance, true});
     for (auto& [seq, u] : self->unconfirmed_) {
       self->append_enqueue(seq, u, delivery_mode::at_least_once);
       ++self->stats_.resent;

@@ -19,10 +19,20 @@
 
 namespace dde::mqs {
 
-void append_welcome(std::string& out, std::string_view mqs_id);
-/// A `deliver` record: `props` as a "props" object, and its `published_us` (when set) as `published`.
+/// How a `deliver` record's header is written: JSON (every host reads it), or binary for a host
+/// whose `hello` asked for it (mqs/PROTOCOL.md *Binary deliver*).
+enum class deliver_header { json, binary };
+
+/// The first byte of a binary `deliver` header; a JSON header starts with `{`.
+inline constexpr char binary_deliver_mark = '\x01';
+
+/// `binary`: the MQS answers that it sends binary `deliver` headers on this connection.
+void append_welcome(std::string& out, std::string_view mqs_id, bool binary = false);
+/// A `deliver` record: `props` as a "props" object, and its `published_us` (when set) as `published`;
+/// or the same fields in the binary header (a field too long for it: JSON after all).
 void append_deliver(std::string& out, std::string_view topic, std::uint64_t tag, bool redelivered,
-                    std::string_view body, const message_props& props = {});
+                    std::string_view body, const message_props& props = {},
+                    deliver_header form = deliver_header::json);
 void append_confirm(std::string& out, std::span<const std::uint64_t> seqs);
 void append_reject(std::string& out, std::span<const std::uint64_t> seqs, std::string_view error);
 /// A `pause` record: hosts consuming `topic` should not start its messages for `ms` more.
@@ -42,7 +52,8 @@ std::string text_error(std::string_view error);
 
 struct welcome_record {
   std::int64_t protocol = 0;
-  std::string mqs;  ///< the MQS's id
+  std::string mqs;      ///< the MQS's id
+  bool binary = false;  ///< it sends binary `deliver` headers on this connection
 };
 /// A delivery; its body is the record's body.
 struct deliver_record {
@@ -89,7 +100,11 @@ result<mqs_record> parse_mqs_record(const nlohmann::json& header);
 /// the same record for every header this accepts.
 std::optional<deliver_record> parse_deliver_header(std::string_view header);
 
-/// Reads one record header's text: parse_deliver_header, else as JSON (an error when it is not a
+/// A binary `deliver` header (it starts with binary_deliver_mark); nothing when it is truncated, has
+/// bytes left over or an unknown flag.
+std::optional<deliver_record> parse_binary_deliver(std::string_view header);
+
+/// Reads one record header's text: a binary deliver, parse_deliver_header, else as JSON (an error when it is not a
 /// JSON object with a string "action", or parse_mqs_record's).
 result<mqs_record> read_mqs_record(std::string_view header);
 

@@ -21,6 +21,9 @@ struct hello_request {
   std::int64_t protocol = 0;
   std::string system;
   std::string instance;
+  /// `"deliver": "binary"`: the host reads binary `deliver` headers (mqs/PROTOCOL.md *Binary
+  /// deliver*); an MQS that does not know the field ignores it and sends JSON.
+  bool binary_deliver = false;
 };
 
 struct enqueue_request {
