@@ -27,14 +27,15 @@ class recording_sink : public topic_sink {
     std::string body;
     std::uint64_t published_us;
   };
-  void deliver(std::uint64_t generation, std::uint64_t tag, bool, std::uint64_t published_us, mqs::message_props,
-               std::string body) override {
-    deliveries.push_back({generation, tag, std::move(body), published_us});
+  void deliver(std::uint64_t generation, std::vector<topic_sink::delivery> batch) override {
+    ++batches;
+    for (auto& d : batch) deliveries.push_back({generation, d.tag, std::move(d.body), d.published_us});
   }
   void deliver_reply(envelope e) override { replies.push_back(std::move(e)); }
   void on_connected() override { ++connected; }
 
   std::vector<delivery> deliveries;
+  int batches = 0;  ///< hand-overs (one for all of a WebSocket message's deliveries)
   std::vector<envelope> replies;
   int connected = 0;
 };
@@ -235,6 +236,34 @@ TEST_F(TopLevelTest, AnMqsThatStaysDownIsTriedAgainAtLeastEveryHalfSecond) {
   // was at least 1280 ms).
   for (std::size_t i = 1; i < 6; ++i) EXPECT_LT(times[i] - times[i - 1], 1000ms) << "attempt " << i + 1;
   EXPECT_FALSE(stats().linked);
+}
+
+TEST_F(TopLevelTest, AWebSocketMessagesDeliveriesReachEachPoolInOneHandOverInTheirOrder) {
+  start();
+  auto sink = std::make_shared<recording_sink>();
+  auto other = std::make_shared<recording_sink>();
+  link->attach(topic, sink);
+  link->attach("s.other", other);
+  auto c1 = open(1);
+  std::string batch;
+  for (std::uint64_t tag = 1; tag <= 40; ++tag)  // binary headers (as this host asks) and JSON ones
+    mqs::append_deliver(batch, tag % 5 == 0 ? "s.other" : topic, tag, false, "m" + std::to_string(tag), {},
+                        tag % 2 ? mqs::deliver_header::binary : mqs::deliver_header::json);
+  from_mqs(c1, batch);
+  EXPECT_EQ(sink->batches, 1);
+  EXPECT_EQ(other->batches, 1);
+  ASSERT_EQ(sink->deliveries.size(), 32u);
+  ASSERT_EQ(other->deliveries.size(), 8u);
+  std::uint64_t last = 0;
+  for (auto& d : sink->deliveries) {
+    EXPECT_GT(d.tag, last) << "in the order they came";
+    last = d.tag;
+    EXPECT_EQ(d.body, "m" + std::to_string(d.tag));
+  }
+  EXPECT_EQ(other->deliveries.front().tag, 5u);
+  from_mqs(c1, batch);
+  EXPECT_EQ(sink->batches, 2) << "the next WebSocket message is a hand-over of its own";
+  EXPECT_EQ(sink->deliveries.size(), 64u);
 }
 
 TEST_F(TopLevelTest, DeliveriesGoToTheirPoolWithTheirGenerationAndOnlyTheCurrentGenerationsAcksGoOut) {

@@ -12,10 +12,10 @@ std::chrono::steady_clock::duration with_margin(std::chrono::milliseconds per) {
 rate_gate::rate_gate(std::size_t messages, std::chrono::milliseconds per, std::size_t max_in_flight)
     : messages_(messages), per_(with_margin(per)), max_in_flight_(max_in_flight) {}
 
-rate_gate::verdict rate_gate::try_start(clock::time_point now, std::function<void()> on_room) {
+rate_gate::verdict rate_gate::try_start(clock::time_point now, const std::function<void()>& on_room) {
   std::lock_guard lock(mutex_);
   if (max_in_flight_ > 0 && in_flight_ >= max_in_flight_) {
-    if (on_room) waiting_.push_back(std::move(on_room));
+    if (on_room) waiting_.push_back(on_room);
     return {false, std::nullopt};
   }
   if (now < paused_until_) return {false, paused_until_};

@@ -100,13 +100,15 @@ void worker_cell::run_next() {
 bool worker_cell::may_start() {
   if (busy_ || dead_ || suspended_ || !worker_ || gate_wait_) return false;
   if (gate_) {
-    auto wake = [weak = weak_from_this()] {
-      if (auto self = weak.lock())
-        boost::asio::post(self->strand_, [self] {
-          self->gate_wait_ = false;
-          self->run_next();
-        });
-    };
+    if (!gate_wake_)
+      gate_wake_ = [weak = weak_from_this()] {
+        if (auto self = weak.lock())
+          boost::asio::post(self->strand_, [self] {
+            self->gate_wait_ = false;
+            self->run_next();
+          });
+      };
+    const auto& wake = gate_wake_;
     auto verdict = gate_->try_start(rate_gate::clock::now(), wake);
     if (!verdict.allowed) {
       gate_wait_ = true;

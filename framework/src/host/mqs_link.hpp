@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,8 +25,23 @@ class topic_sink {
   virtual ~topic_sink() = default;
   /// A delivery of the pool's topic: `props` as the MQS gave them (all empty for none), `body` the AMQP body,
   /// `published_us` when the MQS first published it (µs since the epoch, its wall clock; 0: unknown).
-  virtual void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered,
-                       std::uint64_t published_us, mqs::message_props props, std::string body) = 0;
+  struct delivery {
+    std::uint64_t tag = 0;
+    bool redelivered = false;
+    std::uint64_t published_us = 0;
+    mqs::message_props props;
+    std::string body;
+  };
+  /// The deliveries of one WebSocket message from the MQS for this pool, in order: one hop to the
+  /// pool's strand for them all rather than one a message.
+  virtual void deliver(std::uint64_t generation, std::vector<delivery> batch) = 0;
+  /// One delivery.
+  void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, std::uint64_t published_us,
+               mqs::message_props props, std::string body) {
+    std::vector<delivery> one(1);
+    one[0] = {tag, redelivered, published_us, std::move(props), std::move(body)};
+    deliver(generation, std::move(one));
+  }
   /// A reply to an `ask` one of the pool's workers made.
   virtual void deliver_reply(envelope e) = 0;
   /// The link is up again (a new generation): pull again.

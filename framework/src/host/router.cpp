@@ -214,21 +214,23 @@ void router::request_credit() {
   if (n > 0) top_->pull(topic_, spec_.mode, n, ledger_.consumers());
 }
 
-void router::deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered,
-                     std::uint64_t published_us, mqs::message_props props, std::string body) {
-  boost::asio::defer(strand_, [self = shared_from_this(), generation, tag, redelivered, published_us,
-                              props = std::move(props), body = std::move(body)]() mutable {
-    self->ledger_.on_delivery();
-    ++self->stats_.delivered;
-    auto e = join_envelope(props.view(), self->topic_, std::move(body));
-    const int earlier_failures = e.attempt;
-    auto m = to_message(std::move(e), redelivered);
-    if (redelivered) {
-      ++self->stats_.redelivered;
-      if (self->dead_letter_poison(generation, tag, m)) return;
-    }
-    self->dispatch({generation, tag, published_us, std::move(m), earlier_failures});
+void router::deliver(std::uint64_t generation, std::vector<topic_sink::delivery> batch) {
+  boost::asio::defer(strand_, [self = shared_from_this(), generation, batch = std::move(batch)]() mutable {
+    for (auto& d : batch) self->take(generation, d);
   });
+}
+
+void router::take(std::uint64_t generation, topic_sink::delivery& d) {
+  ledger_.on_delivery();
+  ++stats_.delivered;
+  auto e = join_envelope(d.props.view(), topic_, std::move(d.body));
+  const int earlier_failures = e.attempt;
+  auto m = to_message(std::move(e), d.redelivered);
+  if (d.redelivered) {
+    ++stats_.redelivered;
+    if (dead_letter_poison(generation, d.tag, m)) return;
+  }
+  dispatch({generation, d.tag, d.published_us, std::move(m), earlier_failures});
 }
 
 bool router::dispatch(waiting&& w, bool front) {
@@ -264,7 +266,7 @@ bool router::dispatch(waiting&& w, bool front) {
   auto& d = deliveries_[id];
   d.generation = w.generation;
   d.tag = w.tag;
-  d.pending = targets;
+  d.pending = std::move(targets);  // (no hand-over below finishes one before this handler returns)
   d.sub_key = std::move(sub_key);
   if (poison_.enabled()) d.poison_id = msg.id();
   if (spec_.retry.enabled() && spec_.mode == delivery_mode::at_least_once) {
@@ -273,8 +275,9 @@ bool router::dispatch(waiting&& w, bool front) {
   }
   d.started = clock_->now();
   start_race(id, d, msg);
-  for (std::size_t k = 0; k + 1 < targets.size(); ++k) hand_to(targets[k], message(msg), id);
-  hand_to(targets.back(), std::move(msg), id);
+  const auto& to = d.pending;
+  for (std::size_t k = 0; k + 1 < to.size(); ++k) hand_to(to[k], message(msg), id);
+  hand_to(to.back(), std::move(msg), id);
   return true;
 }
 

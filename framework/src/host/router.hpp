@@ -85,8 +85,8 @@ class router : public cell_owner,
 
   // Called from other strands; each posts to the router's strand.
   // topic_sink
-  void deliver(std::uint64_t generation, std::uint64_t tag, bool redelivered, std::uint64_t published_us,
-               mqs::message_props props, std::string body) override;
+  using topic_sink::deliver;
+  void deliver(std::uint64_t generation, std::vector<topic_sink::delivery> batch) override;
   void deliver_reply(envelope e) override;
   void on_connected() override;
   // cell_owner
@@ -172,6 +172,8 @@ class router : public cell_owner,
   bool dispatch(waiting&& w, bool front = false);
   /// Hands a message (or a raced copy) to the worker in slot `index`.
   void hand_to(std::size_t index, message&& msg, std::uint64_t delivery_id);
+  /// A delivery from the MQS, on the strand: joined into a message and dispatched.
+  void take(std::uint64_t generation, topic_sink::delivery& d);
   /// `failed`: it goes back to the broker (nack) instead of being acked. `proven`: the worker's version
   /// handled or failed it (it proves the version, and counts under its md5), rather than the pool.
   void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven = true);

@@ -27,6 +27,7 @@ top_level::top_level(boost::asio::io_context& io, top_level_options options)
     : io_(io),
       strand_(boost::asio::make_strand(io)),
       options_(std::move(options)),
+      reply_topic_(reply_topic(options_.instance)),
       retry_(strand_, net::data_path_retry_initial, net::data_path_retry_max),
       writable_timer_(strand_),
       stop_timer_(strand_) {
@@ -87,7 +88,7 @@ void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     }
     for (auto& m : self->at_most_once_backlog_) self->append_enqueue(0, m, delivery_mode::at_most_once);
     self->at_most_once_backlog_.clear();
-    self->pulls_[reply_topic(self->options_.instance)] = {delivery_mode::reply, self->options_.reply_credit};
+    self->pulls_[self->reply_topic_] = {delivery_mode::reply, self->options_.reply_credit};
     for (auto& [topic, sink] : self->routers_)
       if (auto r = sink.lock()) r->on_connected();
     self->schedule_flush();
@@ -124,6 +125,7 @@ void top_level::on_message(const std::shared_ptr<net::ws_connection>& conn, std:
   boost::asio::defer(strand_, [self = shared_from_this(), conn, records = std::move(records)]() mutable {
     if (self->conn_ != conn) return;  // late records of a replaced connection
     for (auto& rec : records) self->handle(rec);
+    self->hand_deliveries();
   });
 }
 

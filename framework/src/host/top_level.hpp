@@ -112,7 +112,13 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
     std::string body;
   };
   void handle(incoming& in);
+  /// A delivery: a reply goes to its pool at once, a pool's delivery into `handing_` (or back to
+  /// the MQS when its pool is gone).
   void handle_deliver(mqs::deliver_record& r, std::string body);
+  /// Hands each pool the deliveries `handing_` gathered for it from one WebSocket message.
+  void hand_deliveries();
+  /// A WebSocket message's deliveries, by pool, in their order (few pools: a vector).
+  std::vector<std::pair<std::shared_ptr<topic_sink>, std::vector<topic_sink::delivery>>> handing_;
   void handle_record(const mqs::welcome_record& r);
   void handle_record(const mqs::confirm_record& r);
   void handle_record(const mqs::reject_record& r);
@@ -134,6 +140,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   boost::asio::io_context& io_;
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   top_level_options options_;
+  const std::string reply_topic_;  ///< this instance's reply queue (compared with every delivery's topic)
   std::vector<net::ws_url> urls_;
   std::size_t current_ = 0;  ///< the URL connected to, or tried next
   std::shared_ptr<net::ws_connection> conn_;

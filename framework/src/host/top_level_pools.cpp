@@ -2,6 +2,7 @@
 // MQS link, the outbound window that holds producers back, and the records the MQS sends for a pool
 // (deliveries, replies, pauses, queue depths). The link itself (connect, hello, reconnect, flush,
 // stop) is in top_level.cpp.
+#include <algorithm>
 #include <limits>
 
 #include <boost/asio/defer.hpp>
@@ -34,7 +35,7 @@ std::shared_ptr<spdlog::logger> log() { return logger("host.top"); }
 
 void top_level::handle_deliver(mqs::deliver_record& r, std::string body) {
   ++stats_.delivered;
-  if (r.topic == reply_topic(options_.instance)) {
+  if (r.topic == reply_topic_) {
     // Replies are acked by the MQS on hand-over; keep the reply queue's credit topped up.
     auto& p = pulls_[r.topic];
     p.mode = delivery_mode::reply;
@@ -60,7 +61,14 @@ void top_level::handle_deliver(mqs::deliver_record& r, std::string body) {
     schedule_flush();
     return;
   }
-  sink->deliver(generation_, r.tag, r.redelivered, r.published_us, std::move(r.props), std::move(body));
+  auto at = std::find_if(handing_.begin(), handing_.end(), [&](auto& h) { return h.first == sink; });
+  if (at == handing_.end()) at = handing_.insert(handing_.end(), {std::move(sink), {}});
+  at->second.push_back({r.tag, r.redelivered, r.published_us, std::move(r.props), std::move(body)});
+}
+
+void top_level::hand_deliveries() {
+  for (auto& [sink, batch] : handing_) sink->deliver(generation_, std::move(batch));
+  handing_.clear();
 }
 
 void top_level::handle_record(const mqs::pause_record& r) {

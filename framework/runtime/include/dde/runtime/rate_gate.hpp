@@ -29,7 +29,7 @@ class rate_gate {
     std::optional<clock::time_point> retry_at;
   };
   /// Takes a start at `now` if both limits allow; otherwise says when to ask again.
-  verdict try_start(clock::time_point now, std::function<void()> on_room = {});
+  verdict try_start(clock::time_point now, const std::function<void()>& on_room = {});
   /// A started message finished: frees its in-flight place (and wakes one waiter).
   void finished();
   /// Governance: no start before `until` (a later pause extends it, an earlier one changes nothing).

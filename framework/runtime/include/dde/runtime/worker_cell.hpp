@@ -114,6 +114,7 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   bool suspended_ = false;  ///< after a crash, until the owner's directive
   std::shared_ptr<rate_gate> gate_;
   bool gate_wait_ = false;  ///< refused by the gate; a timer or a finishing message wakes it
+  std::function<void()> gate_wake_;  ///< what wakes it (made once: not a std::function a message)
   std::uint64_t epoch_ = 0;  ///< bumped per instance, so callbacks of a dead instance are dropped
   /// Timer and when_writable callbacks that came due while the instance waited for its supervisor
   /// (they belong to the current instance: replacing or stopping it drops them).
