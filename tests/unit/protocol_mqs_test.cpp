@@ -307,6 +307,29 @@ TEST(MqsRequests, TheMqsReadsTheEnqueueHeadersAHostWritesWithoutAJsonTreeAndGets
   }
 }
 
+TEST(MqsRequests, TheHandReaderFindsAStringsEndOrEscapeAtEveryPlaceOfItsSixteenByteScan) {
+  for (std::size_t n = 1; n <= 40; ++n)
+    for (std::size_t at = 0; at < n; ++at)
+      for (char stop : {'"', '\\', '\n', '\x7f', '\xc3'}) {
+        message_props p;
+        p.app_id = std::string(n, 'a');
+        p.app_id[at] = stop;
+        std::string out;
+        append_enqueue(out, "sys.pool", delivery_mode::at_most_once, std::nullopt, props_json(p), "");
+        auto header = header_of(out);
+        auto fast = parse_enqueue_header(header);
+        auto slow = request_from_json(header);
+        if (stop == '\xc3') {  // invalid UTF-8: the JSON writer replaced it, and the reader left it to JSON
+          EXPECT_FALSE(fast) << header;
+          continue;
+        }
+        ASSERT_TRUE(fast) << header;
+        ASSERT_TRUE(slow.req) << slow.error;
+        EXPECT_EQ(fast->props.app_id, p.app_id) << header;
+        EXPECT_EQ(*fast, std::get<enqueue_request>(*slow.req)) << header;
+      }
+}
+
 TEST(MqsRequests, AnEnqueueHeaderOfAnyOtherShapeOrBeyondALimitIsLeftToTheJsonReadingWhichDecides) {
   const std::string head = R"({"action":"enqueue","topic":"s.p","mode":"at-most-once")";
   std::string many_headers = R"(,"props":{"headers":{)";

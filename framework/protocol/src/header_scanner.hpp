@@ -10,20 +10,13 @@
 #include <string_view>
 
 #include "dde/protocol/mqs_props.hpp"
+#include "dde/wire/fast_json.hpp"
 
 namespace dde::mqs {
 
 /// Reads JSON text of the one shape an encoder of this library writes, and nothing else: any other
 /// shape is a miss (the caller falls back to a JSON parser), never a different reading.
 class header_scanner {
-  /// What ends a run of plain characters in a string: its closing quote, an escape, and what this
-  /// reader leaves to the JSON parser (control characters: invalid; bytes of UTF-8: checked there).
-  static constexpr auto string_stops = [] {
-    std::array<bool, 256> t{};
-    for (std::size_t c = 0; c < t.size(); ++c) t[c] = c < 0x20 || c >= 0x80 || c == '"' || c == '\\';
-    return t;
-  }();
-
  public:
   explicit header_scanner(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
 
@@ -40,7 +33,9 @@ class header_scanner {
     out.clear();
     const char* run = p_;
     while (p_ != end_) {
-      while (p_ != end_ && !string_stops[static_cast<unsigned char>(*p_)]) ++p_;  // plain characters
+      // Plain characters: what ends a run is its closing quote, an escape, and what this reader
+      // leaves to the JSON parser (control characters: invalid; bytes of UTF-8: checked there).
+      p_ = wire::plain_run_end(p_, end_);
       if (p_ == end_) return false;
       const auto c = static_cast<unsigned char>(*p_);
       if (c == '"') {

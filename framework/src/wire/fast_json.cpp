@@ -29,8 +29,9 @@ constexpr std::array<bool, 256> string_stop = [] {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-// The first byte in [p, end) that ends a run of plain string characters, or end.
-const char* plain_end(const char* p, const char* end) {
+}  // namespace
+
+const char* plain_run_end(const char* p, const char* end) {
 #ifdef __SSE2__
   // 16 bytes a step: a quote, a backslash, or a byte below 0x20 or above 0x7f (negative as signed).
   const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
@@ -45,6 +46,8 @@ const char* plain_end(const char* p, const char* end) {
   while (p < end && !string_stop[static_cast<unsigned char>(*p)]) ++p;
   return p;
 }
+
+namespace {
 
 /// Recursive descent over the subset; false means "not handled here", never "invalid JSON".
 class fast_parser {
@@ -157,7 +160,7 @@ class fast_parser {
   }
 
   // Moves p_ to the next byte that ends a run of plain string characters (or to the end).
-  void skip_plain() { p_ = plain_end(p_, end_); }
+  void skip_plain() { p_ = plain_run_end(p_, end_); }
 
   // After the opening quote; runs of plain characters are appended at once.
   bool string(std::string& out) {
@@ -258,7 +261,7 @@ class fast_parser {
 }  // namespace
 
 void append_json_string(std::string& out, std::string_view text) {
-  if (plain_end(text.data(), text.data() + text.size()) == text.data() + text.size()) {
+  if (plain_run_end(text.data(), text.data() + text.size()) == text.data() + text.size()) {
     out.reserve(out.size() + text.size() + 2);
     out.push_back('"');
     out.append(text);

@@ -16,6 +16,10 @@ namespace dde::wire {
 /// by nlohmann, so the result never differs.
 nlohmann::json parse_json(std::string_view text);
 
+/// The first byte in [p, end) that ends a run of plain JSON string characters (a quote, a
+/// backslash, a control character or a byte above 0x7f), or `end`; 16 bytes a step.
+const char* plain_run_end(const char* p, const char* end);
+
 /// Appends `text` as a JSON string (quoted, escaped) to `out`, as `nlohmann::json(text).dump()`
 /// would, with invalid UTF-8 replaced by U+FFFD instead of thrown on. Plain ASCII is copied at once.
 void append_json_string(std::string& out, std::string_view text);
