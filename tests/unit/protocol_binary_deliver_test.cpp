@@ -83,6 +83,12 @@ TEST(BinaryDeliver, EveryTruncationAndEveryExtraByteIsAnErrorNamingTheBinaryHead
   std::string zero_stamp(only_record(batch).header);
   zero_stamp[10] = 0;  // the stamp's only set byte (mark, flags, 8 bytes of tag, then the stamp)
   EXPECT_FALSE(read_mqs_record(zero_stamp)) << "a stamp flag with a zero stamp";
+  for (auto form : {deliver_header::binary, deliver_header::json}) {
+    batch.clear();
+    append_deliver(batch, "sys\x0epool", 1, false, "", {}, form);  // (found by the fuzzer)
+    auto bad = read_mqs_record(only_record(batch).header);
+    EXPECT_FALSE(bad) << "a topic that is not a topic name, however it comes";
+  }
 }
 
 TEST(BinaryDeliver, AFieldTooLongForTheBinaryHeaderGoesAsJson) {

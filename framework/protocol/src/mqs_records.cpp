@@ -5,6 +5,7 @@
 #include <cstring>
 #include <utility>
 
+#include "dde/names.hpp"
 #include "dde/wire/fast_json.hpp"
 #include "dde/wire/record.hpp"
 #include "header_scanner.hpp"
@@ -243,6 +244,7 @@ result<mqs_record> parse_mqs_record(const nlohmann::json& header) {
   if (action == "deliver") {
     deliver_record r;
     if (!read(header, "topic", r.topic)) return bad(action, "no \"topic\"");
+    if (!valid_topic(r.topic)) return bad(action, "its \"topic\" is not a topic name");
     if (!read(header, "tag", r.tag)) return bad(action, "no \"tag\"");
     if (auto f = field(header, "redelivered"); f && f->is_boolean()) r.redelivered = f->get<bool>();
     read(header, "published", r.published_us);
@@ -295,7 +297,8 @@ result<mqs_record> parse_mqs_record(const nlohmann::json& header) {
 std::optional<deliver_record> parse_deliver_header(std::string_view header) {
   header_scanner s(header);
   deliver_record r;
-  if (!s.literal(R"({"action":"deliver","topic":)") || !s.string(r.topic) || !s.literal(R"(,"tag":)") ||
+  if (!s.literal(R"({"action":"deliver","topic":)") || !s.string(r.topic) || !valid_topic(r.topic) ||
+      !s.literal(R"(,"tag":)") ||
       !s.number(r.tag))
     return std::nullopt;
   if (s.literal(R"(,"redelivered":true)"))
@@ -319,7 +322,7 @@ std::optional<deliver_record> parse_binary_deliver(std::string_view header) {
     return std::nullopt;
   r.redelivered = flags & flag_redelivered;
   if ((flags & flag_published) && (!in.number(r.published_us, 8) || r.published_us == 0)) return std::nullopt;
-  if (!in.short_string(r.topic) || !in.short_string(r.props.message_id) || !in.short_string(r.props.app_id) ||
+  if (!in.short_string(r.topic) || !valid_topic(r.topic) || !in.short_string(r.props.message_id) || !in.short_string(r.props.app_id) ||
       !in.short_string(r.props.content_type) || !in.number(headers, 2))
     return std::nullopt;
   r.props.headers.resize(headers);

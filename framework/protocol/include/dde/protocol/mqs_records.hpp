@@ -101,7 +101,8 @@ result<mqs_record> parse_mqs_record(const nlohmann::json& header);
 std::optional<deliver_record> parse_deliver_header(std::string_view header);
 
 /// A binary `deliver` header (it starts with binary_deliver_mark); nothing when it is truncated, has
-/// bytes left over or an unknown flag.
+/// bytes left over, an unknown flag or a topic that is not a topic name (as every reading of a
+/// `deliver`: the MQS only delivers from queues of valid names).
 std::optional<deliver_record> parse_binary_deliver(std::string_view header);
 
 /// Reads one record header's text: a binary deliver, parse_deliver_header, else as JSON (an error when it is not a
