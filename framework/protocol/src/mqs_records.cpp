@@ -25,6 +25,11 @@ void put_number(std::string& out, std::uint64_t v) {
   out.append(buf, end);
 }
 
+// Writes `v` over the u32 placeholder at `at` (a header's size, known once it is written).
+void patch_u32(std::string& out, std::size_t at, std::size_t v) {
+  for (int i = 0; i < 4; ++i) out[at + i] = char((v >> (8 * i)) & 0xff);
+}
+
 void put_u16(std::string& out, std::size_t v) {
   char b[2] = {char(v & 0xff), char((v >> 8) & 0xff)};
   out.append(b, 2);
@@ -73,8 +78,7 @@ void append_binary_deliver(std::string& out, std::string_view topic, std::uint64
     put_u32(out, value.size());
     out.append(value);
   }
-  std::size_t hsize = out.size() - start - 4;
-  for (int i = 0; i < 4; ++i) out[start + i] = char((hsize >> (8 * i)) & 0xff);
+  patch_u32(out, start, out.size() - start - 4);
   put_u32(out, body.size());
   out.append(body);
 }
@@ -145,8 +149,7 @@ void append_deliver(std::string& out, std::string_view topic, std::uint64_t tag,
   }
   append_props_field(out, props);
   out.push_back('}');
-  std::size_t hsize = out.size() - hstart;
-  for (int i = 0; i < 4; ++i) out[start + i] = char((hsize >> (8 * i)) & 0xff);
+  patch_u32(out, start, out.size() - hstart);
   put_u32(out, body.size());
   out.append(body);
 }

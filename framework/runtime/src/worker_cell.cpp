@@ -108,14 +108,13 @@ bool worker_cell::may_start() {
             self->run_next();
           });
       };
-    const auto& wake = gate_wake_;
-    auto verdict = gate_->try_start(rate_gate::clock::now(), wake);
+    auto verdict = gate_->try_start(rate_gate::clock::now(), gate_wake_);
     if (!verdict.allowed) {
       gate_wait_ = true;
       if (verdict.retry_at) {
         // Only while a message waits: an idle pool runs no timer.
         auto timer = std::make_shared<boost::asio::steady_timer>(strand_, *verdict.retry_at);
-        timer->async_wait([timer, wake](boost::system::error_code ec) {
+        timer->async_wait([timer, wake = gate_wake_](boost::system::error_code ec) {
           if (!ec) wake();
         });
       }
