@@ -28,10 +28,13 @@ std::vector<wire::record> decode_records(std::string_view data) {
     if (!f.header.empty() && f.header.front() == binary_deliver_mark) {
       auto d = parse_binary_deliver(f.header);
       if (!d) break;
-      r.header = {{"action", "deliver"}, {"topic", d->topic}, {"tag", d->tag},
-                  {"redelivered", d->redelivered}, {"binary", true}};
-      if (d->published_us) r.header["published"] = d->published_us;
-      if (!d->props.empty()) r.header["props"] = nlohmann::json::parse(props_json(d->props));
+      // The same delivery as the MQS writes it in JSON, then read as any other header.
+      auto props = d->props;
+      props.published_us = d->published_us;
+      std::string as_json;
+      append_deliver(as_json, d->topic, d->tag, d->redelivered, {}, props);
+      r.header = wire::parse_json(wire::split_batch(as_json, as_json.size()).records.at(0).header);
+      r.header["binary"] = true;
     } else {
       r.header = wire::parse_json(f.header);
       if (!r.header.is_object()) break;
