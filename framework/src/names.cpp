@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <uuid/uuid.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -10,12 +11,31 @@
 
 namespace dde {
 
+namespace {
+
+// What each byte is in a name or a topic: a name's character, a topic's dot, or neither. One table
+// lookup a byte: the host checks every delivery's topic (about 220 instructions a delivery with a
+// comparison chain per character and a find per part; callgrind, 2026-12-03).
+enum : std::uint8_t { other = 0, name_char = 1, dot = 2 };
+constexpr auto char_classes = [] {
+  std::array<std::uint8_t, 256> t{};
+  for (int c = 'a'; c <= 'z'; ++c) t[std::size_t(c)] = name_char;
+  for (int c = 'A'; c <= 'Z'; ++c) t[std::size_t(c)] = name_char;
+  for (int c = '0'; c <= '9'; ++c) t[std::size_t(c)] = name_char;
+  t['_'] = t['-'] = name_char;
+  t['.'] = dot;
+  return t;
+}();
+constexpr std::size_t max_name = 100;
+
+std::uint8_t class_of(char c) { return char_classes[static_cast<unsigned char>(c)]; }
+
+}  // namespace
+
 bool valid_name(std::string_view name) {
-  if (name.empty() || name.size() > 100) return false;
-  for (char c : name) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-    if (!ok) return false;
-  }
+  if (name.empty() || name.size() > max_name) return false;
+  for (char c : name)
+    if (class_of(c) != name_char) return false;
   return true;
 }
 
@@ -29,15 +49,23 @@ std::optional<address> parse_address(std::string_view text) {
 }
 
 bool valid_topic(std::string_view topic) {
-  int parts = 0;
-  while (true) {
-    auto dot = topic.find('.');
-    if (!valid_name(topic.substr(0, dot))) return false;
-    ++parts;
-    if (dot == std::string_view::npos) break;
-    topic.remove_prefix(dot + 1);
+  // 2 to 4 names joined by dots, each 1 to max_name characters.
+  int parts = 1;
+  std::size_t part = 0;
+  for (char c : topic) {
+    switch (class_of(c)) {
+      case name_char:
+        if (++part > max_name) return false;
+        break;
+      case dot:
+        if (part == 0 || ++parts > 4) return false;
+        part = 0;
+        break;
+      default:
+        return false;
+    }
   }
-  return parts >= 2 && parts <= 4;
+  return part > 0 && parts >= 2;
 }
 
 std::string reply_topic(std::string_view instance_id) { return "dde.reply." + std::string(instance_id); }

@@ -90,8 +90,10 @@ struct delivered_props {
 /// "appId" that says nothing still marks DDE's properties: `app_id` is then `external_sender`.
 void read_delivered_props(const nlohmann::json& j, delivered_props& out);
 
-/// The message a worker sees for an envelope.
-message to_message(envelope e, bool redelivered);
+/// The message a worker sees for an envelope (its fields moved out of `e`).
+message to_message(envelope&& e, bool redelivered);
+/// The message a worker sees for an envelope (a copy).
+message to_message(const envelope& e, bool redelivered);
 
 /// The envelope a message came in (for forwarding it, e.g. to a remote worker).
 envelope to_envelope(const message& m);
