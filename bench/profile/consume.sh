@@ -15,7 +15,8 @@
 # ran + waited far below the span's cores means the processes sleep waiting for each other (read it
 # with PERF=0: perf record's own work would fall in the span). PIN and BATCH: below, where they apply.
 # RAW_ON_DDE=1 has the raw client consume the queue the producer pool filled instead of DDE (then
-# stops); QINFO=1 prints the broker's queue process heap before consuming, GC=1 collects it first.
+# stops); BEV=events counts those events of the broker while each client consumes (perf stat:
+# OUT/broker-raw.stat, OUT/broker-dde.stat), e.g. BEV=raw_syscalls:sys_enter,page-faults; QINFO=1 prints the broker's queue process heap before consuming, GC=1 collects it first.
 set -uo pipefail
 build=$1 out=$2 mode=${3:-at-most-once} consumers=${4:-1} n=${5:-400000}
 root=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -61,10 +62,15 @@ raw=$build/bin/dde-raw-amqp
 # RAW_PROPS=1: the raw producer sets the MQS's properties (dde-raw-amqp --dde-props).
 props=(); [[ ${RAW_PROPS:-0} == 1 ]] && props=(--dde-props)
 $raw produce --port $rmq --queue rawq --queue-type $qt --count $n --size 64 --confirm-window 256 "${props[@]}" >/dev/null
+# perf stat of the broker while a client consumes (BEV): broker_stat_start FILE, then broker_stat_stop.
+broker_stat_start() { [[ -n ${BEV:-} ]] && { perf stat -e "$BEV" -p "$beam" -o "$1" & bstat=$!; sleep 0.2; }; }
+broker_stat_stop() { [[ -n ${BEV:-} ]] && { kill -INT $bstat; wait $bstat; grep -E "^ +[0-9]" "$1"; }; }
 b0=$(awk '{print $14+$15}' /proc/$beam/stat)
+broker_stat_start $out/broker-raw.stat
 s0=$(sched $beam); t0=$(date +%s%N)
 $raw consume --port $rmq --queue rawq --queue-type $qt --count $n --prefetch 64 --multiple-ack --connections $consumers > "$out/raw.txt"
 s1=$(sched $beam); t1=$(date +%s%N)
+broker_stat_stop $out/broker-raw.stat
 b1=$(awk '{print $14+$15}' /proc/$beam/stat)
 echo "raw: $(cat $out/raw.txt) broker_ticks=$((b1-b0))"
 echo "raw span $(( (t1-t0)/1000000 )) ms (client start and stop included): $(sched_delta broker "$s0" "$s1")"
@@ -92,6 +98,7 @@ paths=$(printf '"localhost",%.0s' $(seq "$consumers")); paths="[${paths%,}]"
 mqs=$(pgrep -f "dde-mqs --port $mp" | head -1)
 m0=$(awk '{print $14+$15}' /proc/$mqs/stat)
 b0=$(awk '{print $14+$15}' /proc/$beam/stat)
+broker_stat_start $out/broker-dde.stat
 dde_deploy_pool "$build/bin/ddectl" "$registry" "$node" "ws://127.0.0.1:$mp/mqs" demo consumer \
   "$build/lib/workers/libconsumer.so" "$paths" "$mode" "\"credits\": ${CREDITS:-64}, \"args\": {\"stats_dir\": \"$out/stats\"}"
 until host=$(pgrep -f "dde-isolate-system.*demo" | head -1); [[ -n $host ]]; do sleep 0.1; done
@@ -100,13 +107,18 @@ s0=$(sched $beam $mqs $host); t0=$(date +%s%N)
 if [[ ${PERF:-1} == 1 ]]; then
   perf record -F 1999 -g -o $out/perf.data -a -- sleep 3 >/dev/null 2>&1
 fi
-if [[ ${STRACE:-0} == 1 ]]; then timeout 2 strace -c -f -p $host -o $out/host.strace >/dev/null 2>&1 & timeout 2 strace -c -f -p $mqs -o $out/mqs.strace > /dev/null 2>&1 & fi
-[[ ${STRACE:-0} == 1 ]] || perf stat -e ${EV:-context-switches,cpu-clock} -p $host -o $out/host.stat -- sleep 2 >/dev/null 2>&1 &
-[[ ${STRACE:-0} == 1 ]] || perf stat -e ${EV:-context-switches,cpu-clock} -p $mqs -o $out/mqs.stat -- sleep 2 >/dev/null 2>&1 &
-wait
+if [[ ${STRACE:-0} == 1 ]]; then
+  timeout 2 strace -c -f -p $host -o $out/host.strace >/dev/null 2>&1 & probes=($!)
+  timeout 2 strace -c -f -p $mqs -o $out/mqs.strace > /dev/null 2>&1 & probes+=($!)
+else
+  perf stat -e ${EV:-context-switches,cpu-clock} -p $host -o $out/host.stat -- sleep 2 >/dev/null 2>&1 & probes=($!)
+  perf stat -e ${EV:-context-switches,cpu-clock} -p $mqs -o $out/mqs.stat -- sleep 2 >/dev/null 2>&1 & probes+=($!)
+fi
+wait "${probes[@]}"  # not the broker's perf stat (BEV), which runs until consumption ends
 stat() { grep -ho "\"$1\":[0-9]*" $out/stats/consumer-*.json 2>/dev/null | cut -d: -f2 | sort -n; }
 until (( $(stat received | awk '{s+=$1} END{print s+0}') >= n )); do sleep 0.2; done
 s1=$(sched $beam $mqs $host); t1=$(date +%s%N)
+broker_stat_stop $out/broker-dde.stat
 b1=$(awk '{print $14+$15}' /proc/$beam/stat); m1=$(awk '{print $14+$15}' /proc/$mqs/stat); h1=$(awk '{print $14+$15}' /proc/$host/stat)
 f=$(stat first_us | head -1); l=$(stat last_us | tail -1)
 echo "dde: $n in $(( (l-f)/1000 )) ms: $(( n*1000000/(l-f) )) msg/s broker_ticks=$((b1-b0)) mqs_ticks=$((m1-m0)) host_ticks=$h1 (ticks of 10 ms; the host's since it started)"
