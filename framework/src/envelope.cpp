@@ -225,13 +225,14 @@ envelope join_envelope(const nlohmann::json& props, std::string_view topic, std:
   return join_envelope(p.view(), topic, std::move(payload));
 }
 
-envelope join_envelope(const delivery_props& props, std::string_view topic, std::string payload) {
-  if (props.app_id.empty()) return decode_envelope(payload);
-  envelope e;
-  e.id = props.message_id;
-  e.from = props.app_id;
-  if (props.headers) {
-    for (auto& [name, value] : *props.headers) {
+namespace {
+
+// The rest of a delivery's envelope once its id and sender are in `e`: the headers, the recipient
+// and the body.
+void join_rest(envelope& e, const std::vector<std::pair<std::string, std::string>>* headers,
+               std::string_view content_type, std::string_view topic, std::string payload) {
+  if (headers) {
+    for (auto& [name, value] : *headers) {
       if (name == "to") e.to = value;
       else if (name == "replyTo") e.reply_to = value;
       else if (name == "inReplyTo") e.in_reply_to = value;
@@ -252,15 +253,35 @@ envelope join_envelope(const delivery_props& props, std::string_view topic, std:
     if (e.ask_instance.empty()) e.ask_worker.clear();
   }
   if (e.to.empty()) e.to = address_of_topic(topic);
-  if (props.content_type != octet_stream) {
+  if (content_type != octet_stream) {
     auto j = wire::parse_json(payload);
     if (!j.is_discarded()) {
       e.body = std::move(j);
-      return e;
+      return;
     }
   }
   e.is_bytes = true;
   e.bytes = std::move(payload);
+}
+
+}  // namespace
+
+envelope join_envelope(const delivery_props& props, std::string_view topic, std::string payload) {
+  if (props.app_id.empty()) return decode_envelope(payload);
+  envelope e;
+  e.id = props.message_id;
+  e.from = props.app_id;
+  join_rest(e, props.headers, props.content_type, topic, std::move(payload));
+  return e;
+}
+
+envelope join_envelope(delivered_props&& props, std::string_view topic, std::string payload) {
+  if (props.app_id.empty()) return decode_envelope(payload);
+  // Moved, not copied: the host joins every delivery, and a 36-byte id is a heap string.
+  envelope e;
+  e.id = std::move(props.message_id);
+  e.from = std::move(props.app_id);
+  join_rest(e, props.headers.empty() ? nullptr : &props.headers, props.content_type, topic, std::move(payload));
   return e;
 }
 

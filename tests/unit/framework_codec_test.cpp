@@ -236,6 +236,49 @@ TEST(Envelope, APlainSendSplitsIntoThePayloadAndTwoPropertiesAndJoinsBack) {
   EXPECT_FALSE(back.is_bytes);
 }
 
+TEST(Envelope, JoiningOwnedPropertiesGivesWhatJoiningTheirViewGivesAndTakesTheirIdAndSender) {
+  // Every field an envelope can carry at the broker, a bytes payload, an envelope without props
+  // (read whole) and a payload from another publisher.
+  dde::envelope full;
+  full.id = dde::new_uuid();
+  full.from = "sys/producer";
+  full.to = "other/pool";
+  full.reply_to = "sys/replies";
+  full.ask_instance = "inst-1";
+  full.ask_worker = "w3";
+  full.in_reply_to = "m0";
+  full.to_worker = "w9";
+  full.dead_letter = {{"reason", "boom"}, {"attempts", 3}};
+  full.attempt = 2;
+  full.traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  full.body = {{"seq", 1}};
+  dde::envelope bytes = full;
+  bytes.is_bytes = true;
+  bytes.body = nullptr;
+  bytes.bytes = std::string("\x00\xff raw", 6);
+  dde::envelope plain;
+  plain.id = dde::new_uuid();
+  plain.from = "sys/producer";
+  plain.body = {{"pad", std::string(40, 'x')}, {"seq", 7}};
+  for (const auto* e : {&full, &bytes, &plain}) {
+    auto m = dde::split_envelope(*e, "sys.pool");
+    dde::delivered_props owned;
+    dde::read_delivered_props(nlohmann::json::parse(m.props), owned);
+    auto by_view = dde::join_envelope(owned.view(), "sys.pool", m.payload);
+    auto by_move = dde::join_envelope(std::move(owned), "sys.pool", m.payload);
+    EXPECT_EQ(dde::encode_envelope(by_move), dde::encode_envelope(by_view));
+    EXPECT_EQ(by_move.attempt, by_view.attempt);
+    EXPECT_EQ(by_move.id, e->id);
+    EXPECT_EQ(by_move.from, e->from);
+    EXPECT_EQ(by_move.is_bytes, e->is_bytes);
+  }
+  EXPECT_EQ(dde::join_envelope(dde::delivered_props{}, "sys.pool", R"({"id":"w","from":"a/b","body":5})").body, 5);
+  auto foreign = dde::join_envelope(dde::delivered_props{}, "sys.pool", "not json");
+  EXPECT_EQ(foreign.from, dde::external_sender);
+  EXPECT_TRUE(foreign.is_bytes);
+  EXPECT_EQ(foreign.bytes, "not json");
+}
+
 TEST(Envelope, ARecipientTheTopicDoesNotNameTravelsInTheHeaders) {
   // Only "sys/pool" on "sys.pool" is left to the topic; any other recipient, even one of the same
   // length or differing in one part, goes in the headers and comes back as it was.

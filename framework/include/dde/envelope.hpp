@@ -85,6 +85,9 @@ struct delivered_props {
   /// The properties as join_envelope reads them (valid while this is).
   delivery_props view() const { return {message_id, app_id, content_type, headers.empty() ? nullptr : &headers}; }
 };
+/// What join_envelope(props.view(), topic, payload) gives, with the id and the sender moved out of
+/// `props` instead of copied.
+envelope join_envelope(delivered_props&& props, std::string_view topic, std::string payload);
 /// Reads a deliver record's "props" as they come (another publisher's included): the string
 /// members and string-valued headers, whatever their number or size; anything else is skipped. An
 /// "appId" that says nothing still marks DDE's properties: `app_id` is then `external_sender`.

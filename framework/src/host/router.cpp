@@ -223,7 +223,7 @@ void router::deliver(std::uint64_t generation, std::vector<topic_sink::delivery>
 void router::take(std::uint64_t generation, topic_sink::delivery& d) {
   ledger_.on_delivery();
   ++stats_.delivered;
-  auto e = join_envelope(d.props.view(), topic_, std::move(d.body));
+  auto e = join_envelope(std::move(d.props), topic_, std::move(d.body));
   const int earlier_failures = e.attempt;
   auto m = to_message(std::move(e), d.redelivered);
   if (d.redelivered) {

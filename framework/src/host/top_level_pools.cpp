@@ -41,7 +41,7 @@ void top_level::handle_deliver(mqs::deliver_record& r, std::string body) {
     p.mode = delivery_mode::reply;
     p.credit += 1;
     schedule_flush();
-    envelope e = join_envelope(r.props.view(), r.topic, std::move(body));
+    envelope e = join_envelope(std::move(r.props), r.topic, std::move(body));
     auto to = parse_address(e.to);
     auto it = to ? routers_.find(to->topic()) : routers_.end();
     auto sink = it == routers_.end() ? nullptr : it->second.lock();
