@@ -218,6 +218,21 @@ TEST(Base64, RoundTripsEveryLengthAndRejectsGarbage) {
   EXPECT_FALSE(dde::base64_decode("a=cd", out));
 }
 
+// An envelope with every field that travels in the broker's headers (or the fixed properties) set.
+dde::envelope with_every_header_field() {
+  dde::envelope e;
+  e.id = "id \"quoted\"";
+  e.from = "sys/supplier";
+  e.to = "sys/requester";
+  e.in_reply_to = "asked-1";
+  e.to_worker = "w-2";
+  e.reply_to = "sys/elsewhere";
+  e.ask_instance = "inst";
+  e.ask_worker = "w-9";
+  e.dead_letter = {{"reason", "boom"}, {"attempts", 3}};
+  return e;
+}
+
 TEST(Envelope, APlainSendSplitsIntoThePayloadAndTwoPropertiesAndJoinsBack) {
   dde::envelope e;
   e.id = dde::new_uuid();
@@ -239,16 +254,7 @@ TEST(Envelope, APlainSendSplitsIntoThePayloadAndTwoPropertiesAndJoinsBack) {
 TEST(Envelope, JoiningOwnedPropertiesGivesWhatJoiningTheirViewGivesAndTakesTheirIdAndSender) {
   // Every field an envelope can carry at the broker, a bytes payload, an envelope without props
   // (read whole) and a payload from another publisher.
-  dde::envelope full;
-  full.id = dde::new_uuid();
-  full.from = "sys/producer";
-  full.to = "other/pool";
-  full.reply_to = "sys/replies";
-  full.ask_instance = "inst-1";
-  full.ask_worker = "w3";
-  full.in_reply_to = "m0";
-  full.to_worker = "w9";
-  full.dead_letter = {{"reason", "boom"}, {"attempts", 3}};
+  dde::envelope full = with_every_header_field();
   full.attempt = 2;
   full.traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
   full.body = {{"seq", 1}};
@@ -303,16 +309,7 @@ TEST(Envelope, ARecipientTheTopicDoesNotNameTravelsInTheHeaders) {
 }
 
 TEST(Envelope, EveryOtherFieldTravelsInHeadersAndBytesGoAsTheyAre) {
-  dde::envelope e;
-  e.id = "id \"quoted\"";
-  e.from = "sys/supplier";
-  e.to = "sys/requester";
-  e.in_reply_to = "asked-1";
-  e.to_worker = "w-2";
-  e.reply_to = "sys/elsewhere";
-  e.ask_instance = "inst";
-  e.ask_worker = "w-9";
-  e.dead_letter = {{"reason", "boom"}, {"attempts", 3}};
+  dde::envelope e = with_every_header_field();
   e.is_bytes = true;
   e.bytes = std::string("\x00\xff{not json", 12);
   const std::string reply_topic = dde::reply_topic("inst");
