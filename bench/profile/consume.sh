@@ -16,7 +16,8 @@
 # with PERF=0: perf record's own work would fall in the span). PIN and BATCH: below, where they apply.
 # RAW_ON_DDE=1 has the raw client consume the queue the producer pool filled instead of DDE (then
 # stops); BEV=events counts those events of the broker while each client consumes (perf stat:
-# OUT/broker-raw.stat, OUT/broker-dde.stat), e.g. BEV=raw_syscalls:sys_enter,page-faults; QINFO=1 prints the broker's queue process heap before consuming, GC=1 collects it first.
+# OUT/broker-raw.stat, OUT/broker-dde.stat), e.g. BEV=raw_syscalls:sys_enter,page-faults; QINFO=1
+# prints the broker's queue process heap before consuming, GC=1 collects it first.
 set -uo pipefail
 build=$1 out=$2 mode=${3:-at-most-once} consumers=${4:-1} n=${5:-400000}
 root=${ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}

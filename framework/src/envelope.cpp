@@ -222,7 +222,7 @@ void read_delivered_props(const nlohmann::json& j, delivered_props& out) {
 envelope join_envelope(const nlohmann::json& props, std::string_view topic, std::string payload) {
   delivered_props p;
   read_delivered_props(props, p);
-  return join_envelope(p.view(), topic, std::move(payload));
+  return join_envelope(std::move(p), topic, std::move(payload));
 }
 
 namespace {
