@@ -4,6 +4,7 @@
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -299,6 +300,12 @@ amqp_session::result amqp_session::declare_or_use(std::uint16_t channel, const q
   r = declare(channel, spec, true);
   if (r.ok()) used_existing = true;
   return r;
+}
+
+bool rabbitmq_session::drained() const {
+  if (!plain_ || buffered()) return false;
+  int waiting = 0;
+  return ::ioctl(fd(), FIONREAD, &waiting) == 0 && waiting == 0;
 }
 
 int rabbitmq_session::try_read_frame(amqp_frame_t& frame) {

@@ -72,6 +72,12 @@ class amqp_session {
   virtual void mark_broken() = 0;
   /// True when a frame can be read without touching the socket.
   virtual bool buffered() const = 0;
+  /// True when a read now would find nothing: nothing buffered and no byte waiting on the socket.
+  /// A loop woken by the socket stops reading there instead of reading until the socket says
+  /// EAGAIN (rabbitmq-c then polls it too: two syscalls a wake-up for nothing). False when it
+  /// cannot tell (amqps: OpenSSL may hold decrypted records the socket no longer shows), and then
+  /// the caller reads until nothing comes.
+  virtual bool drained() const { return false; }
   /// Plain TCP (not amqps): whole frames encoded by the caller may be written with write_frames.
   virtual bool plain() const = 0;
   virtual std::uint32_t frame_max() const = 0;

@@ -211,7 +211,8 @@ dequeuer::channel_state* dequeuer::channel_of(broker_link& link) {
 void dequeuer::read_frames(broker_link& link) {
   amqp_frame_t frame;
   bool delivered = false;
-  while (link.usable()) {
+  // The first read always goes to the socket (the once-a-second sweep services heartbeats there).
+  for (bool first = true; link.usable() && (first || !link.session->drained()); first = false) {
     int rc = link.session->try_read_frame(frame);
     if (rc == 0) break;
     if (rc < 0) {

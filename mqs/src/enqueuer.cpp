@@ -21,6 +21,9 @@ constexpr std::size_t batch_flush_bytes = 128 * 1024;
 // A declared queue is declared again after this long: a reply queue that expired, or a queue
 // someone deleted, comes back.
 constexpr auto redeclare_after = std::chrono::seconds(30);
+/// The socket is read this often whether it said it had data or not: rabbitmq-c sends and checks
+/// heartbeats when it reads.
+constexpr auto sweep_period = std::chrono::seconds(1);
 
 std::shared_ptr<spdlog::logger> log() {
   static auto l = dde::logger("mqs.enqueuer");
@@ -59,6 +62,10 @@ std::optional<std::chrono::milliseconds> enqueuer::turn() {
   bool stopping = thread_.stopping;
   if (!session_ && !stopping && now() >= next_connect_) connect();
   take_inbox();
+  if (session_ && now() >= next_sweep_) {
+    readable_ = true;
+    next_sweep_ = now() + sweep_period;
+  }
   // Frames left unwritten go first; until they have, nothing else may reach the socket (rabbitmq-c's
   // heartbeats and RPCs would land in the middle of a frame), nor is it read.
   if (!session_ || write_unsent()) {
@@ -66,7 +73,7 @@ std::optional<std::chrono::milliseconds> enqueuer::turn() {
     answer_depths();
     take_due_retries();
     if (session_) publish_some();
-    if (session_) read_frames();
+    if (session_ && (readable_ || session_->buffered())) read_frames();
   }
   flush_replies();
   if (stopping) {
@@ -161,6 +168,7 @@ void enqueuer::connect() {
               params_.host, params_.port);
   ever_connected_ = true;
   connected_ = true;
+  readable_ = true;
   pauses_.reset();
   if (session_->plain())
     batch_ = std::make_unique<publish_frames>(session_->frame_max());
@@ -318,7 +326,9 @@ void enqueuer::refuse(outgoing_message&& msg, const std::string& error) {
 void enqueuer::read_frames() {
   amqp_frame_t frame;
   std::vector<outgoing_message> nacked;
-  while (session_) {
+  readable_ = false;
+  // The first read always goes to the socket (the sweep services heartbeats there).
+  for (bool first = true; session_ && (first || !session_->drained()); first = false) {
     int rc = session_->try_read_frame(frame);
     if (rc == 0) break;
     if (rc < 0) {

@@ -150,6 +150,11 @@ class enqueuer {
   std::uint64_t burst_wall_us_ =
       0;  ///< the wall clock (µs since the epoch) as this burst began: the publish stamp
   clock::time_point next_connect_{};
+  /// The socket may hold frames (confirms, heartbeats, a close): its watch said so, a new
+  /// connection, the once-a-second sweep, or the thread's loop (which reads every turn). Reading
+  /// it only then spares each publishing turn a read that finds nothing.
+  bool readable_ = true;
+  clock::time_point next_sweep_{};
   std::optional<clock::time_point> drain_until_;  ///< stopping: how long confirms are waited for
   net::backoff backoff_{net::data_path_retry_initial, net::data_path_retry_max};
   std::deque<outgoing_message> pending_confirmed_;  ///< at-least-once, waiting to be published

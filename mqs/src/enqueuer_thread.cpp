@@ -25,7 +25,12 @@ void enqueuer::run() {
 }
 
 void enqueuer::run_turns() {
-  while (auto wait = turn()) {
+  // Every turn reads the socket: a turn may follow the last without a poll (wait 0) and poll's
+  // answer is not kept.
+  for (;;) {
+    readable_ = true;
+    auto wait = turn();
+    if (!wait) break;
     if (wait->count() == 0) continue;
     short events = short(POLLIN | (wants_write() ? POLLOUT : 0));
     pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {session_ ? session_->fd() : -1, events, 0}};

@@ -24,6 +24,7 @@ class rabbitmq_session final : public amqp_session {
   std::uint16_t channel_max() const override;
   void mark_broken() override { broken_ = true; }
   bool buffered() const override { return amqp_frames_enqueued(state_) || amqp_data_in_buffer(state_); }
+  bool drained() const override;
   bool plain() const override { return plain_; }
   std::uint32_t frame_max() const override { return std::uint32_t(amqp_get_frame_max(state_)); }
   std::string publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,

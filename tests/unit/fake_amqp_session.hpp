@@ -190,6 +190,9 @@ class fake_session final : public amqp_session {
   std::uint16_t channel_max() const override { return 2047; }
   void mark_broken() override { broken = true; }
   bool buffered() const override { return pipe_[0] < 0 && !inbound_.empty(); }
+  /// With a socket of sorts: nothing more is on it (the frames queued so far were read). Without
+  /// one it cannot tell, as the real session over amqps.
+  bool drained() const override { return pipe_[0] >= 0 && inbound_.empty(); }
   /// Frames not read yet, on the socket or buffered.
   bool unread() const { return !inbound_.empty(); }
   /// Without fake_broker::sockets every publish comes through publish(), none as raw frames.
@@ -271,11 +274,19 @@ class fake_session final : public amqp_session {
               const std::string& key) override {
     return rpc("queue.bind " + std::to_string(ch) + " " + queue + " " + std::string(exchange) + " " + key);
   }
+  /// try_read_frame's calls, and those that found nothing.
+  std::size_t reads = 0, empty_reads = 0;
   int try_read_frame(amqp_frame_t& frame) override {
+    ++reads;
     if (broken) return AMQP_STATUS_SOCKET_ERROR;
-    if (inbound_.empty()) return 0;
+    if (inbound_.empty()) {
+      ++empty_reads;
+      return 0;
+    }
     current_ = std::move(inbound_.front());
     inbound_.pop_front();
+    // As a real socket's: readable while frames are unread (push wrote a byte for each).
+    if (char c; pipe_[0] >= 0 && ::read(pipe_[0], &c, 1) != 1) ADD_FAILURE() << "a frame without its byte";
     if (current_->drop) {
       broken = true;
       return AMQP_STATUS_CONNECTION_CLOSED;

@@ -2,10 +2,12 @@
 // (dequeuer_asio.cpp), whose sessions have a pipe for a socket: the broker's frames are read because
 // the reactor saw their socket readable (not on the once-a-second read of every link), a host's
 // records start a turn, a session opened again on the same fd numbers is watched, and stop() sends
-// the acks a host sent last. The enqueuer's (enqueuer_asio.cpp), whose session has a real socket
-// with a small buffer: a burst the socket cannot take waits for room without holding up the loop's
-// thread or letting anything else reach the socket first, confirms are read as they come, and
-// stop() publishes what hosts handed over, on the loop or once io's threads returned.
+// the acks a host sent last. The enqueuer's
+// (enqueuer_asio.cpp), whose session has a real socket with a small buffer: a burst the socket
+// cannot take waits for room without holding up the loop's thread or letting anything else reach
+// the socket first, confirms are read as they come, a publishing turn reads the socket only when it
+// said it had something, and stop() publishes what hosts handed over, on the loop or once io's
+// threads returned.
 #include <gtest/gtest.h>
 #include <poll.h>
 
@@ -394,6 +396,23 @@ TEST_F(EnqueuerOnAsioTest, ConfirmsAreReadAsTheirSocketBecomesReadableNotOnTheId
   }
   EXPECT_LT(steady::now() - t0, 4s) << "confirms waited for the idle timeout: the socket is not watched";
   EXPECT_EQ(host->confirmed(10), (std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+}
+
+TEST_F(EnqueuerOnAsioTest, APublishingTurnReadsTheSocketOnlyWhenItSaidItHadSomething) {
+  start();
+  auto* s = session();
+  ASSERT_NE(s, nullptr);
+  // 30 publishing turns with nothing to read: a read each would be 30 reads that find nothing (and
+  // 30 polls in rabbitmq-c). Only the once-a-second sweep may read.
+  auto t0 = steady::now();
+  auto before = on_loop([s] { return s->reads; });
+  for (std::uint64_t i = 1; i <= 30; ++i) {
+    send(i, 1, delivery_mode::at_most_once);
+    ASSERT_EQ(end.read_until(i, 5s).size(), i) << "publish " << i << " did not reach the broker";
+  }
+  auto reads = on_loop([s] { return s->reads; }) - before;
+  auto seconds = std::chrono::duration_cast<std::chrono::seconds>(steady::now() - t0).count();
+  EXPECT_LE(reads, std::size_t(seconds) + 1) << "publishing turns read a socket that had nothing";
 }
 
 TEST_F(EnqueuerOnAsioTest, StopPublishesWhatHostsHandedOverWhileIoRuns) {

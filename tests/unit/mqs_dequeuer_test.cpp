@@ -595,6 +595,23 @@ TEST_F(DequeuerTest, AnExtraConsumerHoldingItsWholePrefetchGoesAfterASecondOfQui
   EXPECT_EQ(s.count("queue.declare-passive 1 " + std::string(topic)), 1u);
 }
 
+TEST_F(DequeuerTest, AReadingTurnStopsWhereItsSocketIsDrainedWithoutAReadThatFindsNothing) {
+  broker.pipes = true;  // the broker's frames wait on a socket of sorts, as a real broker's
+  start();
+  pull(10, 1, delivery_mode::at_most_once);
+  auto* s = link();
+  ASSERT_NE(s, nullptr);
+  auto tag = consumer_tag(*s);
+  for (std::uint64_t t = 1; t <= 3; ++t) s->deliver(1, tag, t, "m" + std::to_string(t));
+  auto reads = s->reads, empty = s->empty_reads;
+  deq->turn();
+  EXPECT_EQ(bodies(deliveries()), (std::vector<std::string>{"m1", "m2", "m3"}));
+  EXPECT_EQ(s->reads - reads, 9u) << "three deliveries are nine frames";
+  // Reading on until the socket says EAGAIN costs every wake-up a read for nothing, and rabbitmq-c
+  // a poll behind it.
+  EXPECT_EQ(s->empty_reads - empty, 0u) << "the turn read on after the socket was drained";
+}
+
 TEST_F(DequeuerTest, ALostMainConnectionIsOpenedAgainAfterABackoffAndConsumesPausesAgain) {
   start();
   auto* main = main_link();
