@@ -1,10 +1,16 @@
 // A daemon's threads (dde/net/elastic_threads.hpp): the first runs the context alone until it lags,
 // then the others join; a handler that blocks does not stop the rest.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
+#include <fstream>
 #include <future>
 #include <set>
+#include <string>
 #include <thread>
 
 #include <boost/asio/io_context.hpp>
@@ -92,6 +98,102 @@ TEST(ElasticThreads, AFirstThreadBusyOnCpuIsJoinedThoughEachHandlerIsShort) {
   stop = true;
   io.stop();
   threads.join();
+}
+
+/// Pins the calling thread to `cpu`; false when it may not.
+bool pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set) == 0;
+}
+
+TEST(ElasticThreads, AHandlerSpinningOnACoreIsJoinedOnceItsProbeIsLate) {
+  boost::asio::io_context io;
+  // A period the busy share cannot reach (busy 1.0): only the late probe brings the helper.
+  elastic_threads threads(io, {2, 1000us, 5ms, 50ms, 1.0});
+  threads.start();
+  std::atomic<bool> stop{false};
+  boost::asio::post(io, [&] {
+    auto until = std::chrono::steady_clock::now() + 20s;
+    while (!stop && std::chrono::steady_clock::now() < until) {
+    }
+  });
+  EXPECT_TRUE(eventually([&] { return threads.joins() >= 1; }));
+  stop = true;
+  io.stop();
+  threads.join();
+}
+
+// The first thread woken for a probe but kept off its core is not blocked: a second thread would
+// wait for a core too, so none joins. The first thread runs on CPU 0 beside a SCHED_FIFO spinner
+// there, the helper on CPU 1; the test watches the first thread runnable and not running for 20 ms
+// (its /proc state and CPU clock). Needs CPUs 0 and 1 and SCHED_FIFO. (The kernel's fair server
+// still gives CFS threads a slice of a starved core now and then: the test waits for a starved span.)
+TEST(ElasticThreads, AProbeLateOnlyBecauseItsThreadWaitsForACoreBringsNoHelper) {
+  using clock = std::chrono::steady_clock;
+  cpu_set_t before;
+  ASSERT_EQ(::pthread_getaffinity_np(::pthread_self(), sizeof before, &before), 0);
+  if (!CPU_ISSET(0, &before) || !CPU_ISSET(1, &before)) GTEST_SKIP() << "needs CPUs 0 and 1";
+  boost::asio::io_context io;
+  elastic_threads threads(io, {2, 1000us, 5ms, 50ms, 0.9});
+  ASSERT_TRUE(pin_to(1));  // the helper starts on CPU 1 (threads inherit their creator's CPUs)
+  threads.start();
+  ASSERT_EQ(::pthread_setaffinity_np(::pthread_self(), sizeof before, &before), 0);
+  bool pinned = false;
+  pid_t tid = 0;
+  clockid_t cpu_clock{};
+  run_on(io, [&] {  // the first thread, the only one running the context, goes to CPU 0
+    pinned = pin_to(0) && ::pthread_getcpuclockid(::pthread_self(), &cpu_clock) == 0;
+    tid = ::gettid();
+  });
+  ASSERT_TRUE(pinned);
+  auto state = [&] {
+    std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+    std::string line;
+    std::getline(f, line);
+    auto paren = line.rfind(')');
+    return paren == std::string::npos || paren + 2 >= line.size() ? '?' : line[paren + 2];
+  };
+  auto cpu_ns = [&] {
+    timespec ts{};
+    ::clock_gettime(cpu_clock, &ts);
+    return std::int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+  };
+  std::atomic<bool> spinning{false}, fifo{true};
+  const auto spin = 600ms;
+  std::thread spinner([&] {
+    sched_param p{};
+    p.sched_priority = 1;
+    fifo = pin_to(0) && ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &p) == 0;
+    spinning = true;
+    if (!fifo) return;
+    auto until = clock::now() + spin;
+    while (clock::now() < until) {
+    }
+  });
+  while (!spinning) std::this_thread::yield();
+  // Until the first thread has been runnable, and not on its core, for 20 ms on end.
+  bool starved = false;
+  auto since = clock::now();
+  auto ran = cpu_ns();
+  for (auto end = clock::now() + spin - 100ms; fifo && !starved && clock::now() < end;) {
+    std::this_thread::sleep_for(1ms);
+    if (state() != 'R' || cpu_ns() != ran) {
+      since = clock::now();
+      ran = cpu_ns();
+    } else {
+      starved = clock::now() - since >= 20ms;
+    }
+  }
+  auto joins_while_starved = threads.joins();
+  spinner.join();
+  run_on(io, [] {});  // the first thread got its core back
+  io.stop();
+  threads.join();
+  if (!fifo) GTEST_SKIP() << "SCHED_FIFO not permitted";
+  if (!starved) GTEST_SKIP() << "the first thread was never kept off its core for 20 ms";
+  EXPECT_EQ(joins_while_starved, 0u) << "a helper joined a thread that only waited for a core";
 }
 
 TEST(ElasticThreads, LagZeroRunsEveryThreadAllTheTime) {

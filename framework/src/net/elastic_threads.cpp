@@ -1,8 +1,11 @@
 #include "dde/net/elastic_threads.hpp"
 
+#include <fcntl.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <boost/asio/post.hpp>
 
@@ -14,6 +17,16 @@ namespace {
 clockid_t cpu_clock(std::thread& t) {
   clockid_t id{};
   return ::pthread_getcpuclockid(t.native_handle(), &id) == 0 ? id : clockid_t(-1);
+}
+
+/// Whether the thread whose /proc/.../stat is `fd` sleeps (state S or D): blocked, not runnable.
+bool sleeping(int fd) {
+  char buf[512];
+  auto n = ::pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* paren = std::strrchr(buf, ')');  // the name may hold spaces and parentheses
+  return paren && paren[1] == ' ' && (paren[2] == 'S' || paren[2] == 'D');
 }
 
 }  // namespace
@@ -38,15 +51,25 @@ void elastic_threads::start() {
   guard_ = std::make_unique<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       io_.get_executor());
   clocks_.assign(std::size_t(options_.threads), clockid_t(-1));
+  stats_ = std::vector<std::atomic<int>>(std::size_t(options_.threads));
+  for (auto& fd : stats_) fd.store(-1);
+  // Each thread opens its own stat (/proc/thread-self names the thread that opens it).
+  auto open_stat = [this](int k) {
+    stats_[std::size_t(k)].store(::open("/proc/thread-self/stat", O_RDONLY | O_CLOEXEC));
+  };
   for (int k = 0; k < options_.threads; ++k) {
     if (k == 0 || options_.lag.count() == 0) {
       set_running(1);
-      threads_.emplace_back([this] {
+      threads_.emplace_back([this, k, open_stat] {
+        open_stat(k);
         io_.run();
         set_running(-1);
       });
     } else {
-      threads_.emplace_back([this, k] { run_helper(k); });
+      threads_.emplace_back([this, k, open_stat] {
+        open_stat(k);
+        run_helper(k);
+      });
     }
     clocks_[std::size_t(k)] = cpu_clock(threads_.back());
   }
@@ -67,6 +90,8 @@ void elastic_threads::join() {
   for (auto& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();
+  for (auto& fd : stats_)
+    if (int f = fd.exchange(-1); f >= 0) ::close(f);
 }
 
 bool elastic_threads::wait(std::chrono::nanoseconds d) {
@@ -84,6 +109,14 @@ std::chrono::nanoseconds elastic_threads::cpu_of(int k) const {
   return sum;
 }
 
+bool elastic_threads::any_sleeping(int k) const {
+  for (int i = 0; i < k && std::size_t(i) < stats_.size(); ++i) {
+    int fd = stats_[std::size_t(i)].load();
+    if (fd < 0 || sleeping(fd)) return true;  // unknown: as before, a late probe is a lag
+  }
+  return false;
+}
+
 bool elastic_threads::lagging(int k) {
   using clock = std::chrono::steady_clock;
   auto ran = std::make_shared<std::atomic<bool>>(false);
@@ -91,7 +124,13 @@ bool elastic_threads::lagging(int k) {
   auto posted = clock::now();
   boost::asio::post(io_, [ran] { ran->store(true); });
   if (wait(std::min<std::chrono::nanoseconds>(options_.lag, options_.period))) return false;
-  if (!ran->load()) return true;  // a thread that blocks is helped after `lag`, not a period
+  if (!ran->load()) {
+    // A thread that blocks in a handler (it sleeps) is helped after `lag`, not a period; so is one
+    // that ran a handler on a core meanwhile (a quarter of the wait: a loaded machine shares its
+    // cores). Threads runnable but hardly on a core waited for one, and one more would wait too.
+    if (any_sleeping(k)) return true;
+    return 4 * (cpu_of(k) - cpu0) >= clock::now() - posted;
+  }
   if (wait(options_.period - (clock::now() - posted))) return false;
   auto span = clock::now() - posted;
   return double((cpu_of(k) - cpu0).count()) >= options_.busy * double(k) * double(span.count());

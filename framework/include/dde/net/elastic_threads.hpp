@@ -6,6 +6,9 @@
 // CPU: README, issue 20), while a worker whose handler runs long or blocks still gets the other
 // threads within a period or two. Lagging, as a parked thread sees it every `period`: a probe it posted was not run within
 // `lag` of being posted, or the threads already running were on a core at least `busy` of the period.
+// A probe late while those threads were runnable, neither sleeping in a handler nor on a core for
+// a quarter of the wait, is no lag: they waited for a core, a thread more would wait beside them and only
+// add the context switches of two threads sharing the reactor (a loaded machine, every process busy).
 // A joined thread runs the context for `stay`, then looks again (longer each time it finds the lag
 // still there, up to 16 times `stay`). With `lag` 0 every thread runs the context all the time.
 
@@ -65,6 +68,8 @@ class elastic_threads {
   /// Whether helper `k` should join: one period's look at the probe and the k threads before it.
   bool lagging(int k);
   std::chrono::nanoseconds cpu_of(int k) const;
+  /// Whether one of the first k threads sleeps now (blocked, e.g. in a handler; unknown counts).
+  bool any_sleeping(int k) const;
   /// Changes running_ under the mutex and wakes the helpers waiting for it.
   void set_running(int delta);
 
@@ -73,6 +78,8 @@ class elastic_threads {
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard_;
   std::vector<std::thread> threads_;
   std::vector<clockid_t> clocks_;  ///< each thread's CPU clock, set before the next thread starts
+  /// Each thread's /proc/thread-self/stat, opened by the thread itself (-1: not yet, or none).
+  std::vector<std::atomic<int>> stats_;
   std::mutex mutex_;
   std::condition_variable changed_;
   bool stopping_ = false;
