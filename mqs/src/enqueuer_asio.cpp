@@ -33,13 +33,10 @@ void enqueuer::asio_turn() {
   if (session_ && session_->fd() >= 0) {
     auto serial = session_->serial();
     if (!loop_->watching(serial)) {
-      if (loop_->watch(serial, session_->fd(), [this] { readable_ = true; })) {
-        readable_ = true;  // what came before the watch
-        return loop_->schedule();
-      }
+      readable_ = true;  // what came before the watch, or every turn of a socket that cannot be watched
+      if (loop_->watch(serial, session_->fd(), [this] { readable_ = true; })) return loop_->schedule();
       logger("mqs.enqueuer")->warn("cannot watch the broker socket (dup: {}): reading it every 10 ms", errno);
       wait = std::min(*wait, std::chrono::milliseconds(10));
-      readable_ = true;
     }
     if (wants_write()) loop_->await_writable(serial);
   }
