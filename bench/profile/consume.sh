@@ -26,18 +26,11 @@ source "$root/deploy/lib.sh"
 set +e  # lib.sh sets -e; this script checks what it needs itself
 mkdir -p "$out"; rm -rf "${out:?}"/*
 export DDE_BUILD_DIR=$build
-# Four distinct free ports at once (picked one by one, two could be the same).
-read -r rp mp ap rmq < <(python3 -c '
-import socket
-ss=[socket.socket() for _ in range(4)]
-for s in ss: s.bind(("127.0.0.1",0))
-print(*[s.getsockname()[1] for s in ss])')
-cl=(--dir "$out/cluster" --prefetch "${PREFETCH:-64}" --registry-port "$rp" --mqs-port "$mp" --activator-port "$ap" --rabbitmq-port "$rmq")
-trap '$root/deploy/cluster.sh down "${cl[@]}" >/dev/null 2>&1' EXIT
-registry=$($root/deploy/cluster.sh up "${cl[@]}") || exit 1
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+profile_cluster_up "$out" --prefetch "${PREFETCH:-64}" || exit 1
 ctl() { "$root/deploy/rabbitmq.sh" ctl --dir "$out/cluster/rabbitmq" -- -q "$@"; }
 depth() { ctl list_queues name messages 2>/dev/null | awk -v q="$1" '$1==q{print $2}'; }
-beam=$(pgrep -f "beam.smp.*$out/cluster" | head -1)
 # Placement, for experiments on the kernel's scheduling: PIN="mqs:0 host:1" keeps each named process's
 # threads on those CPUs (broker, mqs, host: the host through its activator, whose children inherit
 # it), BATCH="broker mqs host" gives their threads SCHED_BATCH (no wake-up preemption). Both apply to
@@ -45,18 +38,6 @@ beam=$(pgrep -f "beam.smp.*$out/cluster" | head -1)
 place_pid() { case $1 in broker) echo "$beam" ;; mqs|activator) dde_daemon_pid "$out/cluster" "$1" ;; host) dde_daemon_pid "$out/cluster" activator ;; esac; }
 for p in ${PIN:-}; do taskset -a -p -c "${p#*:}" "$(place_pid "${p%%:*}")" >/dev/null || exit 1; done
 for p in ${BATCH:-}; do chrt -a -b -p 0 "$(place_pid "$p")" >/dev/null || exit 1; done
-# ms run and ms waited on a run queue by every thread of each pid in $@ (threads gone meanwhile are
-# not counted: read it for daemons that keep their threads).
-sched() { for p in "$@"; do cat /proc/"$p"/task/*/schedstat 2>/dev/null | awk '{r+=$1; w+=$2} END{printf "%d %d ", r/1e6, w/1e6}'; done; }
-# "name ran/waited" for each process between two sched readings.
-sched_delta() {
-  local -a names a b; local i out=""
-  read -r -a names <<<"$1"; read -r -a a <<<"$2"; read -r -a b <<<"$3"
-  for i in "${!names[@]}"; do
-    out+="${names[$i]} ran $((b[2*i]-a[2*i])) ms waited $((b[2*i+1]-a[2*i+1])) ms; "
-  done
-  echo "$out"
-}
 qt=transient; [[ $mode == at-least-once ]] && qt=quorum
 raw=$build/bin/dde-raw-amqp
 # raw best

@@ -20,17 +20,10 @@ source "$root/deploy/lib.sh"
 set +e
 mkdir -p "$out"; rm -rf "${out:?}"/*
 export DDE_BUILD_DIR=$build
-read -r rp mp ap rmq < <(python3 -c '
-import socket
-ss=[socket.socket() for _ in range(4)]
-for s in ss: s.bind(("127.0.0.1",0))
-print(*[s.getsockname()[1] for s in ss])')
-cl=(--dir "$out/cluster" --registry-port "$rp" --mqs-port "$mp" --activator-port "$ap" --rabbitmq-port "$rmq")
-trap '$root/deploy/cluster.sh down "${cl[@]}" >/dev/null 2>&1' EXIT
-registry=$($root/deploy/cluster.sh up "${cl[@]}") || exit 1
-beam=$(pgrep -f "beam.smp.*$out/cluster" | head -1)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$(dirname "$0")/lib.sh"
+profile_cluster_up "$out" || exit 1
 mqs=$(pgrep -f "dde-mqs --port $mp" | head -1)
-sched() { for p in "$@"; do cat /proc/"$p"/task/*/schedstat 2>/dev/null | awk '{r+=$1; w+=$2} END{printf "%d %d ", r/1e6, w/1e6}'; done; }
 qt=(--queue-type transient); [[ $mode == at-least-once ]] && qt=(--queue-type quorum --persistent)
 r0=$(sched "$beam")
 [[ -n ${EV:-} ]] && { perf stat -e "$EV" -p "$beam" -o "$out/broker-raw.stat" & rawstat=$!; sleep 0.2; }
@@ -38,8 +31,7 @@ echo "raw: $("$build/bin/dde-raw-amqp" rpc --port "$rmq" --queue rawrpc --count 
   --connections "$requesters" --suppliers 1 --prefetch 8 --size 64 "${qt[@]}")"
 r1=$(sched "$beam")
 [[ -n ${EV:-} ]] && { kill -INT $rawstat; wait $rawstat; }
-read -r r0 _ <<<"$r0"; read -r r1 _ <<<"$r1"
-echo "raw: broker ran $((r1 - r0)) ms (client start and stop included)"
+echo "raw: $(sched_delta broker "$r0" "$r1")(client start and stop included)"
 node=$(dde_first_node "$build/bin/ddectl" "$registry")
 mkdir -p "$out/stats"
 go=$out/stats/go
@@ -81,8 +73,6 @@ cat "$out"/stats/*.rtt | sort -n > "$out/rtt.txt"
 pct() { awk -v p="$1" '{a[NR]=$1} END{i=int(p*NR)+1; if (i>NR) i=NR; printf "%.2f", a[i]/1000}' "$out/rtt.txt"; }
 echo "dde: $replied asks in $(( (last-first)/1000 )) ms: $(( replied*1000000/(last-first) )) asks/s" \
   "p50 $(pct 0.5) p90 $(pct 0.9) p99 $(pct 0.99) ms, lost $(sum lost)"
-read -r -a a <<<"$s0"; read -r -a b <<<"$s1"; names=(broker mqs supplier requester); line=""
-for i in 0 1 2 3; do line+="${names[$i]} ran $((b[2*i]-a[2*i])) waited $((b[2*i+1]-a[2*i+1])) ms; "; done
-echo "span $(( (t1-t0)/1000000 )) ms: $line"
+echo "span $(( (t1-t0)/1000000 )) ms: $(sched_delta "broker mqs supplier requester" "$s0" "$s1")"
 [[ -n ${EV:-} ]] && grep -H -E "^ +[0-9]" "$out"/*.stat
 exit 0
