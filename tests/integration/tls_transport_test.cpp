@@ -5,6 +5,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <atomic>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -271,6 +272,34 @@ TEST_F(TlsTransport, PlainWsToATlsPortFailsAndTheServerKeepsServing) {
   auto plain_http = net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(port) + "/", {}, {}, 10s);
   EXPECT_TRUE(!plain_http.answered() || plain_http.status != 200);
   EXPECT_EQ(exchange(wss(port), {"", "", certs_->ca(), false}), "echo:ping");
+}
+
+/// The "Threads:" line of /proc/self/status.
+int threads_of_this_process() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
+  return -1;
+}
+
+TEST_F(TlsTransport, AnHttpFetchOfAnAddressStartsNoResolverThreadWhileANameIsStillResolved) {
+  net::server_options o;
+  server_ = net::server::create(io_, o);
+  // The handler runs while the client waits for its answer: it counts the client's threads too.
+  server_->set_http([](const net::http_request&) {
+    net::http_response r;
+    r.body = std::to_string(threads_of_this_process());
+    return r;
+  });
+  ASSERT_FALSE(server_->start());
+  auto port = std::to_string(server_->port());
+  auto before = threads_of_this_process();
+  auto by_address = net::http_fetch("GET", "http://127.0.0.1:" + port + "/", "", {}, 10s);
+  ASSERT_EQ(by_address.status, 200) << by_address.error;
+  EXPECT_EQ(std::stoi(by_address.body), before) << "a call to an address started a thread";
+  auto by_name = net::http_fetch("GET", "http://localhost:" + port + "/", "", {}, 10s);
+  ASSERT_EQ(by_name.status, 200) << by_name.error;
+  EXPECT_GT(std::stoi(by_name.body), before) << "a name goes through asio's resolver (its thread): the count sees it";
 }
 
 TEST_F(TlsTransport, PlainServersStillServeWs) {

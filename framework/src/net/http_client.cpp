@@ -14,6 +14,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <fstream>
@@ -56,17 +57,24 @@ class exchange {
         stream_(io_, stream_args...) {}
 
   http_result run() {
-    // The resolver has no timeout of its own: a watchdog cancels it at the deadline.
-    watchdog_.expires_at(deadline_);
-    watchdog_.async_wait([this](beast::error_code ec) {
-      if (!ec) resolver_.cancel();
-    });
     if (options_.cancel) watch_cancel();
-    resolver_.async_resolve(url_.host, std::to_string(url_.port),
-                            [this](beast::error_code ec, tcp::resolver::results_type results) {
-                              watchdog_.cancel();
-                              on_resolve(ec, std::move(results));
-                            });
+    boost::system::error_code not_literal;
+    auto address = boost::asio::ip::make_address(url_.host, not_literal);
+    if (!not_literal) {
+      // An address needs no resolver (asio's would start a thread for this one call).
+      connect(std::array<tcp::endpoint, 1>{tcp::endpoint(address, url_.port)});
+    } else {
+      // The resolver has no timeout of its own: a watchdog cancels it at the deadline.
+      watchdog_.expires_at(deadline_);
+      watchdog_.async_wait([this](beast::error_code ec) {
+        if (!ec) resolver_.cancel();
+      });
+      resolver_.async_resolve(url_.host, std::to_string(url_.port),
+                              [this](beast::error_code ec, tcp::resolver::results_type results) {
+                                watchdog_.cancel();
+                                on_resolve(ec, std::move(results));
+                              });
+    }
     io_.run();
     file_parser_.reset();  // closes the file
     if (!result_.error.empty() && !options_.body_file.empty() && body_file_opened_) {
@@ -93,9 +101,14 @@ class exchange {
       return fail(ec == boost::asio::error::operation_aborted && !cancelled_
                       ? "timed out resolving " + url_.host
                       : "cannot resolve " + url_.host + ": " + ec.message());
+    connect(results);
+  }
+
+  template <class Endpoints>
+  void connect(const Endpoints& endpoints) {
     beast::get_lowest_layer(stream_).expires_at(deadline_);
     beast::get_lowest_layer(stream_).async_connect(
-        results, [this](beast::error_code ec, const tcp::endpoint&) {
+        endpoints, [this](beast::error_code ec, const tcp::endpoint&) {
           if (ec) return fail("cannot connect to " + where() + ": " + describe(ec));
           if constexpr (tls) {
             do_handshake();
