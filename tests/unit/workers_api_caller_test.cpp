@@ -56,11 +56,17 @@ TEST_F(ApiCaller, ASuccessRepliesWithTheAnswerLogsAndIsDone) {
   std::ifstream in(log);
   std::int64_t seq = 0, us = 0;
   std::string what;
+  std::int64_t call_us = 0;
+  ASSERT_TRUE(in >> seq >> what >> call_us);
+  EXPECT_EQ(seq, 3);
+  EXPECT_EQ(what, "CALL") << "the call's start comes first";
   ASSERT_TRUE(in >> seq >> what >> us);
   EXPECT_EQ(seq, 3);
   EXPECT_EQ(what, "OK");
+  EXPECT_LE(call_us, us);
   ASSERT_TRUE(in >> seq >> what >> us);
   EXPECT_EQ(seq, 4);
+  EXPECT_EQ(what, "CALL");
   EXPECT_EQ(api->stats().ok, 2u);
 }
 

@@ -2,8 +2,9 @@
 // seed 001), and leaves the waiting to the pool.
 //   args: {"url": "http://127.0.0.1:8080/call", "timeoutMs": 10000, "headers": {"Name": "value"},
 //          "defaultBackoffMs": 1000, "log": "", "governance": true, "retryLimit": 5}
+// Each call: appends "SEQ CALL MICROS" to args.log as it starts (SEQ is the body's "seq", or -1).
 // 2xx: replies {"status","answer": <the API's JSON>,"seq"?} when the message has a replyTo or was
-//   asked, appends "SEQ OK MICROS" to args.log (SEQ is the body's "seq", or -1), then done().
+//   asked, appends "SEQ OK MICROS" to args.log, then done().
 // 429: backoff(delay) with the delay from Retry-After-Ms, else Retry-After (seconds), else
 //   defaultBackoffMs: the whole pool pauses and the message is retried (the pool's retry limit).
 // Other statuses and connection failures: throws, with the URL and status (supervision handles it).
@@ -72,9 +73,10 @@ class api_caller : public dde::worker {
     // worker's strand), so the call holds one host thread for at most timeoutMs. Size the host's
     // threads for the pool's workers, or keep timeoutMs short.
     auto body = msg.is_bytes() ? std::string(msg.bytes()) : msg.body().dump();
+    auto seq = msg.body().is_object() ? msg.body().value("seq", std::int64_t(-1)) : std::int64_t(-1);
+    log_line(seq, "CALL");
     auto result = dde::net::http_fetch("POST", url_, body, headers_, timeout_);
     auto outcome = dde::samples::classify(result, url_, default_backoff_);
-    auto seq = msg.body().is_object() ? msg.body().value("seq", std::int64_t(-1)) : std::int64_t(-1);
     switch (outcome.what) {
       case dde::samples::api_outcome::kind::ok: {
         log_line(seq, "OK");

@@ -19,6 +19,16 @@ void api_limits::validate() const {
                                 ms(penalty) + ")");
 }
 
+const char* to_string(api_verdict::refusal r) {
+  switch (r) {
+    case api_verdict::refusal::none: return "none";
+    case api_verdict::refusal::violation: return "violation";
+    case api_verdict::refusal::on_the_wire: return "on-the-wire";
+    case api_verdict::refusal::during_cessation: return "during-cessation";
+  }
+  return "?";
+}
+
 nlohmann::json to_json(const api_stats& s) {
   return {{"calls", s.calls},
           {"ok", s.ok},
@@ -53,10 +63,12 @@ api_verdict api_limiter::call(time_point now) {
   if (cessation_end_ && now < *cessation_end_) {
     ++stats_.limited;
     if (now - cessation_start_ < limits_.grace) {
+      v.why = api_verdict::refusal::on_the_wire;
       v.retry_after = std::chrono::duration_cast<std::chrono::milliseconds>(*cessation_end_ - now);
       return v;
     }
     ++stats_.calls_during_cessation;
+    v.why = api_verdict::refusal::during_cessation;
     auto longer = std::chrono::milliseconds(
         static_cast<std::int64_t>(double(penalty_.count()) * limits_.penalty_factor));
     longer = std::min(longer, limits_.max_penalty);
@@ -69,6 +81,7 @@ api_verdict api_limiter::call(time_point now) {
   if (accepted_.size() >= limits_.limit) {
     start_cessation(now, penalty_);
     ++stats_.limited;
+    v.why = api_verdict::refusal::violation;
     v.retry_after = penalty_;
     return v;
   }

@@ -32,7 +32,11 @@ struct api_verdict {
   bool accepted = false;
   std::uint64_t n = 0;                       ///< the accepted call's number (1, 2, ...); 0 when refused
   std::chrono::milliseconds retry_after{0};  ///< when refused: what is left of the cessation
+  /// When refused, why: the call that broke the limit, one within `grace` of a cessation's start, or
+  /// one during a cessation (which restarts it, longer unless at the max penalty).
+  enum class refusal { none, violation, on_the_wire, during_cessation } why = refusal::none;
 };
+const char* to_string(api_verdict::refusal r);
 
 /// Counters since the start (or the last reset).
 struct api_stats {

@@ -92,11 +92,15 @@ class api_server_impl : public api_server {
       std::lock_guard lock(mutex_);
       v = limiter_.call(options_.clock());
       if (log_) {
+        auto caller = req.headers.find("x-caller");
         log_ << epoch_us() << ' ' << (v.accepted ? 200 : 429) << ' '
              << (id.is_null()     ? std::string("-")
                  : id.is_string() ? id.get<std::string>()
                                   : id.dump())
-             << '\n';
+             << ' ' << (body.is_object() && body.contains("seq") ? body["seq"].dump() : std::string("-")) << ' '
+             << (caller == req.headers.end() || caller->second.empty() ? "-" : caller->second);
+        if (!v.accepted) log_ << ' ' << v.retry_after.count() << ' ' << to_string(v.why);
+        log_ << '\n';
         log_.flush();
       }
     }

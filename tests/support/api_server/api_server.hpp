@@ -22,7 +22,10 @@ struct api_server_options {
   std::uint16_t port = 0;  ///< 0 picks a free port
   api_limits limits;
   std::chrono::milliseconds work{0};  ///< latency of each accepted call (a timer, not a busy wait)
-  std::string log_calls;              ///< when set, one line per call: "EPOCH_US STATUS ID"
+  /// When set, one line per call: "EPOCH_US STATUS ID SEQ CALLER", and for a 429 " RETRY_MS WHY" (WHY:
+  /// violation, on-the-wire, during-cessation). ID and SEQ are the body's "id" and "seq", CALLER the
+  /// X-Caller header; "-" where there is none.
+  std::string log_calls;
   /// The limiter's clock; tests inject a fake one to skip real penalties. Default: steady_clock.
   std::function<std::chrono::steady_clock::time_point()> clock;
 };

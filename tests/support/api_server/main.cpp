@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
       .option("max-penalty-ms", "60000", "the longest cessation")
       .option("grace-ms", "0", "calls within this of a cessation's start are refused, not escalated (in flight)")
       .option("work-ms", "0", "latency of each accepted call")
-      .option("log-calls", "", "append one line per call to this file: EPOCH_US STATUS ID");
+      .option("log-calls", "", "append one line per call to this file: EPOCH_US STATUS ID SEQ CALLER [RETRY_MS WHY]");
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-test-api-server")) return *exit_code;
   dde::test::api_server_options o;
   try {
