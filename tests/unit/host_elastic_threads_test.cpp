@@ -15,6 +15,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "dde/net/elastic_threads.hpp"
 
@@ -194,6 +195,51 @@ TEST(ElasticThreads, AProbeLateOnlyBecauseItsThreadWaitsForACoreBringsNoHelper) 
   if (!fifo) GTEST_SKIP() << "SCHED_FIFO not permitted";
   if (!starved) GTEST_SKIP() << "the first thread was never kept off its core for 20 ms";
   EXPECT_EQ(joins_while_starved, 0u) << "a helper joined a thread that only waited for a core";
+}
+
+/// Where in the kernel thread `tid` of this process sleeps (/proc/self/task/<tid>/wchan).
+std::string wchan_of(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/wchan");
+  std::string where;
+  std::getline(f, where);
+  return where;
+}
+
+// An idle daemon's parked thread looks every period but wakes nobody: the first thread sleeps in
+// the reactor's epoll_wait with nothing queued, so a probe could find no lag and would only wake it.
+TEST(ElasticThreads, LooksAtAnIdleContextPostNoProbe) {
+  boost::asio::io_context io;
+  // A pending timer: the context has a reactor, and its thread sleeps in epoll_wait as a daemon's does.
+  boost::asio::steady_timer timer(io, std::chrono::hours(1));
+  timer.async_wait([](const boost::system::error_code&) {});
+  elastic_threads threads(io, {2, 1000us, 2ms, 50ms, 0.9});
+  threads.start();
+  pid_t tid = 0;
+  run_on(io, [&] { tid = ::gettid(); });
+  auto idle = [&] {
+    auto w = wchan_of(tid);
+    return w.rfind("do_epoll_wait", 0) == 0 || w.rfind("ep_poll", 0) == 0;
+  };
+  if (!eventually(idle)) GTEST_SKIP() << "the kernel does not say the thread waits in epoll_wait: " << wchan_of(tid);
+  const auto looks = threads.looks(), probes = threads.probes();
+  ASSERT_TRUE(eventually([&] { return threads.looks() >= looks + 50; })) << "the parked thread stopped looking";
+  // Nothing ran on the context meanwhile; a look that raced the first thread's way into
+  // epoll_wait may have probed (the look just before the count started).
+  EXPECT_LE(threads.probes() - probes, 1u) << "of " << threads.looks() - looks << " looks";
+  EXPECT_TRUE(idle());
+  // A handler that blocks is still found: the first thread no longer waits in the reactor.
+  std::promise<void> released;
+  std::promise<std::future_status> blocked;
+  boost::asio::post(io, [&] { blocked.set_value(released.get_future().wait_for(20s)); });
+  boost::asio::post(io, [&] { released.set_value(); });
+  auto status = blocked.get_future();
+  ASSERT_EQ(status.wait_for(30s), std::future_status::ready);
+  EXPECT_EQ(status.get(), std::future_status::ready) << "the second handler ran while the first blocked";
+  EXPECT_GE(threads.probes(), probes + 1);
+  EXPECT_GE(threads.joins(), 1u);
+  timer.cancel();
+  io.stop();
+  threads.join();
 }
 
 TEST(ElasticThreads, LagZeroRunsEveryThreadAllTheTime) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include <boost/asio/post.hpp>
 
@@ -27,6 +28,21 @@ bool sleeping(int fd) {
   buf[n] = '\0';
   const char* paren = std::strrchr(buf, ')');  // the name may hold spaces and parentheses
   return paren && paren[1] == ' ' && (paren[2] == 'S' || paren[2] == 'D');
+}
+
+/// Whether the thread whose /proc/.../wchan is `fd` sleeps in epoll_wait (do_epoll_wait since Linux
+/// 5.x, ep_poll before): Asio's reactor thread blocks there only with no handler queued.
+bool in_epoll_wait(int fd) {
+  char buf[64];
+  auto n = ::pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return std::strncmp(buf, "do_epoll_wait", 13) == 0 || std::strncmp(buf, "ep_poll", 7) == 0;
+}
+
+/// Opens /proc/thread-self/`what` for the calling thread into `slot`.
+void open_own(std::atomic<int>& slot, const char* what) {
+  slot.store(::open((std::string("/proc/thread-self/") + what).c_str(), O_RDONLY | O_CLOEXEC));
 }
 
 }  // namespace
@@ -52,10 +68,13 @@ void elastic_threads::start() {
       io_.get_executor());
   clocks_.assign(std::size_t(options_.threads), clockid_t(-1));
   stats_ = std::vector<std::atomic<int>>(std::size_t(options_.threads));
+  wchans_ = std::vector<std::atomic<int>>(std::size_t(options_.threads));
   for (auto& fd : stats_) fd.store(-1);
-  // Each thread opens its own stat (/proc/thread-self names the thread that opens it).
+  for (auto& fd : wchans_) fd.store(-1);
+  // Each thread opens its own files (/proc/thread-self names the thread that opens it).
   auto open_stat = [this](int k) {
-    stats_[std::size_t(k)].store(::open("/proc/thread-self/stat", O_RDONLY | O_CLOEXEC));
+    open_own(stats_[std::size_t(k)], "stat");
+    open_own(wchans_[std::size_t(k)], "wchan");
   };
   for (int k = 0; k < options_.threads; ++k) {
     if (k == 0 || options_.lag.count() == 0) {
@@ -90,8 +109,9 @@ void elastic_threads::join() {
   for (auto& t : threads_)
     if (t.joinable()) t.join();
   threads_.clear();
-  for (auto& fd : stats_)
-    if (int f = fd.exchange(-1); f >= 0) ::close(f);
+  for (auto* files : {&stats_, &wchans_})
+    for (auto& fd : *files)
+      if (int f = fd.exchange(-1); f >= 0) ::close(f);
 }
 
 bool elastic_threads::wait(std::chrono::nanoseconds d) {
@@ -117,8 +137,23 @@ bool elastic_threads::any_sleeping(int k) const {
   return false;
 }
 
+bool elastic_threads::all_in_reactor(int k) const {
+  for (int i = 0; i < k && std::size_t(i) < wchans_.size(); ++i) {
+    int fd = wchans_[std::size_t(i)].load();
+    if (fd < 0 || !in_epoll_wait(fd)) return false;
+  }
+  return k > 0;
+}
+
 bool elastic_threads::lagging(int k) {
   using clock = std::chrono::steady_clock;
+  looks_.fetch_add(1, std::memory_order_relaxed);
+  if (all_in_reactor(k)) {
+    // Idle: nothing is queued for them. Look again in a period, without waking them.
+    wait(options_.period);
+    return false;
+  }
+  probes_.fetch_add(1, std::memory_order_relaxed);
   auto ran = std::make_shared<std::atomic<bool>>(false);
   auto cpu0 = cpu_of(k);
   auto posted = clock::now();
