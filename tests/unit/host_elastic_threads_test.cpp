@@ -47,19 +47,24 @@ void run_on(boost::asio::io_context& io, F fn) {
   done.get_future().wait();
 }
 
-TEST(ElasticThreads, AHandlerThatBlocksIsJoinedByASecondThreadThatRunsTheRest) {
-  boost::asio::io_context io;
-  elastic_threads threads(io, {2, 1000us, 5ms, 50ms, 0.9});
-  threads.start();
-  EXPECT_EQ(threads.running(), 1);
+/// Posts a handler that waits for the one posted after it (on one thread it would never end) and
+/// expects the second to have run while the first blocked: a helper joined.
+void expect_a_blocked_handler_does_not_stop_the_next(boost::asio::io_context& io) {
   std::promise<void> released;
   std::promise<std::future_status> blocked;
-  // The first handler waits for the second one: on one thread that would never end.
   boost::asio::post(io, [&] { blocked.set_value(released.get_future().wait_for(20s)); });
   boost::asio::post(io, [&] { released.set_value(); });
   auto status = blocked.get_future();
   ASSERT_EQ(status.wait_for(30s), std::future_status::ready);
   EXPECT_EQ(status.get(), std::future_status::ready) << "the second handler ran while the first blocked";
+}
+
+TEST(ElasticThreads, AHandlerThatBlocksIsJoinedByASecondThreadThatRunsTheRest) {
+  boost::asio::io_context io;
+  elastic_threads threads(io, {2, 1000us, 5ms, 50ms, 0.9});
+  threads.start();
+  EXPECT_EQ(threads.running(), 1);
+  expect_a_blocked_handler_does_not_stop_the_next(io);
   EXPECT_GE(threads.joins(), 1u);
   // With the lag gone the helper steps out again.
   EXPECT_TRUE(eventually([&] { return threads.running() == 1; })) << threads.running();
@@ -228,13 +233,7 @@ TEST(ElasticThreads, LooksAtAnIdleContextPostNoProbe) {
   EXPECT_LE(threads.probes() - probes, 1u) << "of " << threads.looks() - looks << " looks";
   EXPECT_TRUE(idle());
   // A handler that blocks is still found: the first thread no longer waits in the reactor.
-  std::promise<void> released;
-  std::promise<std::future_status> blocked;
-  boost::asio::post(io, [&] { blocked.set_value(released.get_future().wait_for(20s)); });
-  boost::asio::post(io, [&] { released.set_value(); });
-  auto status = blocked.get_future();
-  ASSERT_EQ(status.wait_for(30s), std::future_status::ready);
-  EXPECT_EQ(status.get(), std::future_status::ready) << "the second handler ran while the first blocked";
+  expect_a_blocked_handler_does_not_stop_the_next(io);
   EXPECT_GE(threads.probes(), probes + 1);
   EXPECT_GE(threads.joins(), 1u);
   timer.cancel();
