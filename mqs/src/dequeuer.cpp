@@ -23,6 +23,8 @@ message_props props_of(const amqp_basic_properties_t* p) {
 constexpr auto idle_check_period = std::chrono::milliseconds(250);
 constexpr auto blocked_poll = std::chrono::milliseconds(10);
 constexpr auto sweep_period = std::chrono::seconds(1);
+// How long a stopping dequeuer waits for the lease copies it awaits (mqs/PROTOCOL.md "Leases").
+constexpr auto stop_grace = std::chrono::seconds(2);
 // A pause is a few hundred bytes; anything much larger on the governance queue is not ours.
 constexpr std::uint64_t max_governance_message = 64 * 1024;
 
@@ -99,13 +101,26 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
     dispatcher_.expire_idle(t);
     next_idle_check_ = t + idle_check_period;
   }
-  if (cfg_.lease.count() > 0 && t >= next_lease_check_) next_lease_check_ = dispatcher_.renew_leases(t);
+  // Stopping, no lease is renewed (the enqueuer that would publish the copy has stopped).
+  if (cfg_.lease.count() > 0 && !last && t >= next_lease_check_) next_lease_check_ = dispatcher_.renew_leases(t);
+  // The last turns read on while a lease copy is on its way (bounded): left in the lease queue, the
+  // copy of a job the host acked would come back when its TTL runs out, a duplicate. Then each held
+  // copy goes back to its topic at once rather than after its TTL.
+  bool awaiting = false;
+  if (last) {
+    if (!stop_deadline_) stop_deadline_ = t + stop_grace;
+    awaiting = t < *stop_deadline_ && dispatcher_.renewing() > 0 && !consumers_.empty();
+    if (!awaiting) dispatcher_.hand_back_copies();
+  }
   const auto acks_due = flush(last);
   flush_own_messages();
   if (!main_.failed.empty()) connection_lost();
   for (auto& [topic, c] : consumers_)
     if (!c.link.failed.empty()) link_lost(topic, c);
-  if (last) return std::nullopt;
+  if (last) {
+    if (!awaiting) return std::nullopt;
+    return std::min(*stop_deadline_, next_sweep_);
+  }
 
   auto wake_at = std::min(next_sweep_, main_.session ? clock::time_point::max() : next_connect_);
   if (!consumers_.empty())
@@ -347,6 +362,9 @@ void dequeuer::deliver(client_id client, const std::string& topic, std::uint64_t
 }
 
 bool dequeuer::can_deliver(client_id client) {
+  // Stopping: nothing more is handed to hosts (their connections are going; an at-most-once
+  // delivery handed over is acked). What is buffered goes back to its queue with the consumers.
+  if (thread_.stopping) return false;
   auto it = clients_.find(client);
   if (it == clients_.end()) return true;  // gone: the dispatcher drops its credit on disconnect
   // A host that does not read its socket gets no more than about one WebSocket message queued.

@@ -293,6 +293,8 @@ class dequeuer : private dispatcher_port {
   std::function<void(std::vector<outgoing_message>&&)> publish_;
   std::vector<outgoing_message> own_messages_;  ///< lease and dead-lettered copies, for publish_
   clock::time_point next_lease_check_{};
+  /// Set by the first turn after stop(): until then the last turns wait for lease copies on their way.
+  std::optional<clock::time_point> stop_deadline_;
 };
 
 }  // namespace dde::mqs

@@ -129,6 +129,17 @@ void dispatcher::on_lease_copy(const std::string& topic, const broker_ref& ref, 
   h->since = now;
 }
 
+void dispatcher::hand_back_copies() {
+  auto hand_back = [&](holding& h) {
+    if (!h.copy || h.phase != lease_phase::held || h.ref.epoch == 0) return;
+    port_.reject(h.ref, false);
+    h.ref = broker_ref{};
+  };
+  for (auto& [tag, f] : inflight_) hand_back(f.hold);
+  for (auto& topic : topics_)
+    for (auto& d : topic.second.buffer) hand_back(d.hold);
+}
+
 std::size_t dispatcher::renewing() const {
   std::size_t n = orphans_.size();
   for (auto& [tag, f] : inflight_) n += f.hold.phase != lease_phase::held;

@@ -269,6 +269,79 @@ TEST_F(DequeuerTest, ALeaseCopyOfAMessageBackFromADeadMqssLeaseQueueNamesThisMqs
   EXPECT_TRUE(deliveries().empty()) << "the host saw the job once";
 }
 
+/// Fixture of the stop tests below: leases of a second, a job delivered and held a lease, its copy
+/// published (in `copies`, not yet confirmed); returns the copy's x-dde-lease.
+class StoppingDequeuerTest : public DequeuerTest {
+ protected:
+  std::string held_a_lease(std::uint32_t credit = 1) {
+    cfg.lease = 1000ms;
+    start(&copies);
+    pull(credit);
+    tag = consumer_tag(*link());
+    link()->deliver(1, tag, 1, "job");
+    settle();
+    got = deliveries();
+    if (got.size() != 1) ADD_FAILURE() << "one delivery";
+    time.advance(1000ms);
+    settle();
+    if (copies.size() != 1) ADD_FAILURE() << "held for a lease: copied";
+    for (auto& m : copies)
+      for (auto& [key, value] : m.props.headers)
+        if (key == "x-dde-lease") return value;
+    return {};
+  }
+  std::vector<outgoing_message> copies;
+  std::string tag;
+  std::vector<delivery> got;
+};
+
+TEST_F(StoppingDequeuerTest, ALeaseCopyOnItsWayIsAwaitedAndTheCopyOfAnAckedJobIsAckedNotLeftToComeBack) {
+  auto id = held_a_lease();
+  ASSERT_FALSE(id.empty());
+  ack({got[0].tag});  // the host's ack while the copy is on its way
+  auto& s = *link();
+  ASSERT_FALSE(s.acks.empty());
+  EXPECT_EQ(s.acks.back().tag, 1u) << "the delivery itself is acked";
+  deq->stop();  // no thread: marks the last turns
+  auto wake = deq->turn();
+  ASSERT_TRUE(wake) << "a copy is on its way: the dequeuer reads on";
+  EXPECT_LE(*wake, time.now + 2s);
+  s.deliver(1, tag + "+lease", 2, "job", false, {}, 0, id);
+  EXPECT_FALSE(deq->turn()) << "the copy came: that was the last turn";
+  ASSERT_FALSE(s.acks.empty());
+  EXPECT_EQ(s.acks.back().tag, 2u) << "the copy of the acked job is acked before the consumers close";
+  EXPECT_TRUE(s.rejects.empty());
+}
+
+TEST_F(StoppingDequeuerTest, ACopyThatNeverComesIsAwaitedTwoSecondsAndNothingNewReachesAHostMeanwhile) {
+  auto id = held_a_lease(2);
+  ASSERT_FALSE(id.empty());
+  ack({got[0].tag});
+  deq->stop();
+  ASSERT_TRUE(deq->turn());
+  link()->deliver(1, tag, 3, "next");  // the host still has credit for it
+  time.advance(1900ms);
+  ASSERT_TRUE(deq->turn()) << "still within the grace";
+  EXPECT_TRUE(deliveries().empty()) << "a stopping MQS hands nothing more to hosts (it goes back to its queue)";
+  time.advance(100ms);
+  EXPECT_FALSE(deq->turn()) << "two seconds: the consumers close without it";
+}
+
+TEST_F(StoppingDequeuerTest, AHeldCopyGoesBackToItsTopicAtOnceNotWhenItsTtlRunsOut) {
+  auto id = held_a_lease();
+  ASSERT_FALSE(id.empty());
+  auto& s = *link();
+  copies[0].settled(true);  // confirmed: the copy stands for the delivery
+  settle();
+  s.deliver(1, tag + "+lease", 2, "job", false, {}, 0, id);
+  settle();
+  ASSERT_TRUE(s.rejects.empty());
+  deq->stop();  // the host still works on the job
+  EXPECT_FALSE(deq->turn()) << "no copy on its way: the last turn";
+  EXPECT_EQ(s.rejects, (std::vector<testing::settlement>{{1, 2, false}}))
+      << "rejected without requeue: the lease queue dead-letters it to the topic now";
+}
+
 TEST_F(DequeuerTest, ALostTopicConnectionVoidsItsDeliveriesAndTheTopicIsConsumedAgainAfterABackoff) {
   start();
   pull(4);

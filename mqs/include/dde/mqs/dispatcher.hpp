@@ -111,6 +111,9 @@ class dispatcher {
   void on_lease_copy(const std::string& topic, const broker_ref& ref, std::uint64_t id, clock::time_point now);
   /// Deliveries whose copy is under way or awaited: at least one lease was taken.
   std::size_t renewing() const;
+  /// Before its consumers close (a clean stop): each held lease copy is rejected without requeue,
+  /// so the lease queue dead-letters it to its topic now rather than when its TTL runs out.
+  void hand_back_copies();
   /// The consumer of `topic` died (channel closed): its deliveries are void (the broker requeues them).
   void on_consumer_lost(const std::string& topic);
   /// The broker refused to consume `topic` (start_consumer's refusal, told later): the topic is
