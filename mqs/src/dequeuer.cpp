@@ -102,7 +102,8 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
     next_idle_check_ = t + idle_check_period;
   }
   // Stopping, no lease is renewed (the enqueuer that would publish the copy has stopped).
-  if (cfg_.lease.count() > 0 && !last && t >= next_lease_check_) next_lease_check_ = dispatcher_.renew_leases(t);
+  if (cfg_.lease.count() > 0 && !last && t >= next_lease_check_)
+    next_lease_check_ = dispatcher_.renew_leases(t);
   // The last turns read on while a lease copy is on its way (bounded): left in the lease queue, the
   // copy of a job the host acked would come back when its TTL runs out, a duplicate. Then each held
   // copy goes back to its topic at once rather than after its TTL.

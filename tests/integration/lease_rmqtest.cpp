@@ -52,11 +52,54 @@ class Leases : public ::testing::Test {
     producer.enqueue(topic, "at-least-once", 1, body);
     return producer.wait_for([&] { return producer.confirmed_seqs().size() == 1; }, 20s);
   }
+  /// A host on `mqs` holding the job `body` of `topic`, renewed twice: the original was acked, the
+  /// job lives as a copy from the lease queue. With `warm_up`, a first job is done at once before it.
+  static std::unique_ptr<mqs_client> holding_renewed(mqs_process& mqs, const std::string& topic,
+                                                     std::string& mqs_id, const std::string& body,
+                                                     bool warm_up) {
+    auto worker = host(mqs, topic, mqs_id);
+    if (!worker) {
+      ADD_FAILURE() << "no host:\n" << mqs.log();
+      return nullptr;
+    }
+    auto delivered = [&](std::size_t n) {
+      return worker->wait_for([&] { return worker->count("deliver") == n; }, 20s);
+    };
+    auto failed = [&](const char* what) {
+      ADD_FAILURE() << what << ":\n" << mqs.log();
+      return nullptr;
+    };
+    if (warm_up) {
+      if (!enqueue_one(mqs, topic, "warm-up") || !delivered(1)) return failed("the warm-up job");
+      worker->ack({worker->records("deliver").at(0).header.at("tag").get<std::uint64_t>()});
+    }
+    if (!enqueue_one(mqs, topic, body) || !delivered(warm_up ? 2 : 1)) return failed("the job");
+    if (!dde::test::wait_until([&] { return renewals(mqs, topic) >= 2; }, 30s))
+      return failed("not renewed twice");
+    return worker;
+  }
+  /// A leased MQS whose host holds `body`, renewed twice, ended (stopped cleanly, or killed) while the
+  /// host still works on it; its log, "" when the job never got there.
+  static std::string renewed_then(const std::string& topic, std::string& mqs_id, const std::string& body,
+                                  bool warm_up, bool kill) {
+    mqs_process mqs(broker(), leased_mqs());
+    auto worker = holding_renewed(mqs, topic, mqs_id, body, warm_up);
+    if (!worker) return {};
+    if (kill)
+      mqs.kill9();
+    else
+      EXPECT_EQ(mqs.stop(), 0);
+    auto log = mqs.log();
+    EXPECT_EQ(copies_naming_others(log), "") << log;
+    return log;
+  }
   /// dde_mqs_leases_renewed_total of `topic` on `mqs` (0 before the first).
   static double renewals(mqs_process& mqs, const std::string& topic) {
     auto r = net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(mqs.port()) + "/metrics");
     if (r.status != 200) return -1;
-    return dde::test::parse_prometheus(r.body).value("dde_mqs_leases_renewed_total", {{"pool", topic}}).value_or(0);
+    return dde::test::parse_prometheus(r.body)
+        .value("dde_mqs_leases_renewed_total", {{"pool", topic}})
+        .value_or(0);
   }
   /// The lease copies that came back to an MQS naming (by their x-dde-lease) a delivery with no
   /// renewal of its own waiting for a copy, from its debug log: "" when each copy answered one.
@@ -131,20 +174,10 @@ TEST_F(Leases, AJobHeldFarLongerThanTheConsumerTimeoutIsDeliveredOnceWhileWithou
 
 TEST_F(Leases, AnMqsStoppedWhileARenewedJobIsHeldGivesItsCopyBackToThePoolNotToItsTtl) {
   auto topic = unique_topic("stopped");
-  std::string first_id, first_log;
-  {
-    mqs_process mqs(broker(), leased_mqs());
-    auto worker = host(mqs, topic, first_id);
-    ASSERT_TRUE(worker);
-    ASSERT_TRUE(enqueue_one(mqs, topic, "handed back"));
-    ASSERT_TRUE(worker->wait_for([&] { return worker->count("deliver") == 1; }, 20s));
-    // Renewed twice: the job lives as a copy from the lease queue (and maybe a third copy is on its
-    // way, which the stop awaits). The host still works on it when its MQS stops.
-    ASSERT_TRUE(dde::test::wait_until([&] { return renewals(mqs, topic) >= 2; }, 30s)) << mqs.log();
-    EXPECT_EQ(mqs.stop(), 0);
-    first_log = mqs.log();
-    EXPECT_EQ(copies_naming_others(first_log), "") << first_log;
-  }
+  std::string first_id;
+  // Maybe a third copy is on its way when the MQS stops: the stop awaits it.
+  auto first_log = renewed_then(topic, first_id, "handed back", false, false);
+  ASSERT_FALSE(first_log.empty());
   mqs_process again(broker(), {"--lease-ms", "0"});
   std::string second_id;
   auto worker = host(again, topic, second_id);
@@ -174,24 +207,11 @@ TEST_F(Leases, AnMqsStoppedWhileARenewedJobIsHeldGivesItsCopyBackToThePoolNotToI
 
 TEST_F(Leases, AnMqsKilledWhileARenewedJobIsHeldLosesNothingTheJobComesBackWithinALease) {
   auto topic = unique_topic("killed");
-  std::string first_id, first_log;
-  {
-    mqs_process mqs(broker(), leased_mqs());
-    auto worker = host(mqs, topic, first_id);
-    ASSERT_TRUE(worker);
-    // A first job, done at once: the job held below is this MQS's second delivery and the next
-    // one's first, so a copy that names the number this MQS gave it is told apart there.
-    ASSERT_TRUE(enqueue_one(mqs, topic, "warm-up"));
-    ASSERT_TRUE(worker->wait_for([&] { return worker->count("deliver") == 1; }, 20s));
-    worker->ack({worker->records("deliver").at(0).header.at("tag").get<std::uint64_t>()});
-    ASSERT_TRUE(enqueue_one(mqs, topic, "survives"));
-    ASSERT_TRUE(worker->wait_for([&] { return worker->count("deliver") == 2; }, 20s));
-    // Renewed twice: the original was acked, the message lives only as a copy in the lease queue.
-    ASSERT_TRUE(dde::test::wait_until([&] { return renewals(mqs, topic) >= 2; }, 30s)) << mqs.log();
-    mqs.kill9();
-    first_log = mqs.log();
-    EXPECT_EQ(copies_naming_others(first_log), "") << first_log;
-  }
+  std::string first_id;
+  // After a first job done at once: the job held is this MQS's second delivery and the next one's
+  // first, so a copy that names the number this MQS gave it is told apart there.
+  auto first_log = renewed_then(topic, first_id, "survives", true, true);
+  ASSERT_FALSE(first_log.empty());
   mqs_process again(broker(), leased_mqs());
   std::string second_id;
   auto worker = host(again, topic, second_id);

@@ -322,7 +322,8 @@ TEST_F(StoppingDequeuerTest, ACopyThatNeverComesIsAwaitedTwoSecondsAndNothingNew
   link()->deliver(1, tag, 3, "next");  // the host still has credit for it
   time.advance(1900ms);
   ASSERT_TRUE(deq->turn()) << "still within the grace";
-  EXPECT_TRUE(deliveries().empty()) << "a stopping MQS hands nothing more to hosts (it goes back to its queue)";
+  EXPECT_TRUE(deliveries().empty())
+      << "a stopping MQS hands nothing more to hosts (it goes back to its queue)";
   time.advance(100ms);
   EXPECT_FALSE(deq->turn()) << "two seconds: the consumers close without it";
 }
