@@ -80,7 +80,6 @@ int main(int argc, char** argv) {
   long n_fast = quick ? 20000 : 100000;
   long n_slow = quick ? 2000 : 10000;
   rabbitmq_node broker("bench");
-  broker.set_busy_wait(true);  // measured as a production node runs
   broker.start();
   std::vector<point> points;
   for (std::string mode : {"at-most-once", "at-least-once"})

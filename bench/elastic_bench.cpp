@@ -146,7 +146,6 @@ int main(int argc, char** argv) {
     return *code;
   const int runs = quick ? 1 : 3;
   rabbitmq_node broker("elastic");
-  broker.set_busy_wait(true);  // measured as a production node runs
   broker.start();
   std::vector<scale_run> scales;
   std::vector<failover_run> failovers;

@@ -117,7 +117,6 @@ int main(int argc, char** argv) {
   const int rounds = quick ? 1 : 3;
   auto dir = fresh_dir("bench-features");
   rabbitmq_node broker("features");
-  broker.set_busy_wait(true);  // measured as a production node runs
   broker.start();
   auto mqs = start_mqs(broker, dir, 64);
   auto registry = start_registry(dir);

@@ -41,7 +41,6 @@ int main(int argc, char** argv) {
   const auto budget = quick ? 60s : 120s;
   auto dir = fresh_dir("bench-governance");
   rabbitmq_node broker("governance");
-  broker.set_busy_wait(true);  // measured as a production node runs
   broker.start();
   auto mqs = start_mqs(broker, dir, 16);
   auto registry = start_registry(dir);

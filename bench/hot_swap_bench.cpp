@@ -33,7 +33,6 @@ int main(int argc, char** argv) {
   const int rate = 2000;
   auto dir = fresh_dir("bench-hotswap");
   rabbitmq_node broker("hotswap");
-  broker.set_busy_wait(true);  // measured as a production node runs
   broker.start();
   auto mqs = start_mqs(broker, dir, 16);
   auto registry = start_registry(dir);

@@ -9,7 +9,6 @@ namespace fs = std::filesystem;
 using namespace test;
 
 bench_cluster::bench_cluster(fs::path dir, int nodes) : dir_(std::move(dir)), broker_("bench") {
-  broker_.set_busy_wait(true);  // measured as a production node runs
   broker_.start();
   // No failure detection: a node that misses heartbeats on a loaded machine would be declared lost
   // and its id refused mid-run; the suite measures throughput, not failover.

@@ -383,7 +383,6 @@ int main(int argc, char** argv) {
   int n = argc > 1 ? std::atoi(argv[1]) : 100000;
   std::string body(argc > 2 ? std::atoi(argv[2]) : 64, 'x');
   dde::test::rabbitmq_node broker("mqs-bench");
-  broker.set_busy_wait(true);  // measured as a production node runs
   broker.start();
   broker_ = &broker;
   std::printf("%d messages of %zu bytes\n", n, body.size());

@@ -163,11 +163,6 @@ class rabbitmq_node {
   /// alarm at once, so the broker blocks every publishing connection; false when rabbitmqctl failed.
   bool set_memory_watermark(double fraction);
 
-  /// Before start: whether the VM's schedulers spin while they wait for work (Erlang's default,
-  /// `+sbwt medium`). Off by default here: the brokers of tests that run side by side would take
-  /// the cores from the processes under test. Benchmarks turn it on, as a production node runs.
-  void set_busy_wait(bool spin) { busy_wait_ = spin; }
-
   /// Sets the Erlang cookie (before start): nodes that share one can form a cluster.
   void use_cookie(const std::string& cookie);
   /// Joins the (running) cluster of `seed`: stop_app, join_cluster, start_app; false on failure.
@@ -197,7 +192,6 @@ class rabbitmq_node {
   std::string tls_config_;
   std::string extra_config_;    ///< more rabbitmq.conf lines
   std::string advanced_config_;  ///< advanced.config, when not empty
-  bool busy_wait_ = false;
   std::filesystem::path dir_;
   std::unique_ptr<child_process> server_;
 };

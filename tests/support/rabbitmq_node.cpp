@@ -101,9 +101,7 @@ std::map<std::string, std::string> rabbitmq_node::environment() const {
       {"RABBITMQ_ENABLED_PLUGINS_FILE", (dir_ / "enabled_plugins").string()},
       {"RABBITMQ_CONF_ENV_FILE", (dir_ / "rabbitmq-env.conf").string()},
       // Only loopback for Erlang distribution too.
-      {"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS",
-       std::string("-kernel inet_dist_use_interface {127,0,0,1}") +
-           (busy_wait_ ? "" : " +sbwt none +sbwtdcpu none +sbwtdio none")},
+      {"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS", "-kernel inet_dist_use_interface {127,0,0,1}"},
       // With "input allowed" the script execs erl (which execs beam.smp) instead of running it
       // in a background subshell, so our child's pid is the VM's; -noinput is passed as argv.
       {"RABBITMQ_ALLOW_INPUT", "true"},
