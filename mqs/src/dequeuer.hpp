@@ -164,6 +164,9 @@ class dequeuer : private dispatcher_port {
   };
 
   void run();
+  /// Turns the loop, sleeping in wait() between turns, until a turn says it was the last: the
+  /// thread's loop, and the last turns of an asio loop whose io_context has stopped.
+  void run_turns();
   /// The loop on an io_context (dequeuer_asio.cpp).
   struct asio_loop;
   /// After the last turn: the connections close (what they had buffered goes back to its queue).

@@ -94,12 +94,7 @@ void dequeuer::stop_asio_loop() {
     // Its threads have returned (dde-mqs stops its io_context first): the last turns run here,
     // polling the broker sockets as the thread's loop does.
     loop.unwatch_if([](std::uint64_t) { return true; });
-    for (;;) {
-      inbox_ready_ = opened_ready_ = true;  // their eventfds are not written (notify stands for them)
-      auto wake_at = turn();
-      if (!wake_at) break;
-      wait(*wake_at);
-    }
+    run_turns();
     asio_->finish();
     return;
   }

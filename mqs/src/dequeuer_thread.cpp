@@ -46,9 +46,19 @@ void dequeuer::run_opener() {
 }
 
 void dequeuer::run() {
-  while (auto wake_at = turn()) wait(*wake_at);
+  run_turns();
   finish_loop();
   thread_.exited.set();
+}
+
+void dequeuer::run_turns() {
+  for (;;) {
+    // On an io_context the inboxes' eventfds are not written (their notify stands for them).
+    if (asio_) inbox_ready_ = opened_ready_ = true;
+    auto wake_at = turn();
+    if (!wake_at) return;
+    wait(*wake_at);
+  }
 }
 
 void dequeuer::wait(clock::time_point wake_at) {

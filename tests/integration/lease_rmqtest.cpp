@@ -93,6 +93,11 @@ class Leases : public ::testing::Test {
     EXPECT_EQ(copies_naming_others(log), "") << log;
     return log;
   }
+  /// Nothing in `queue`, not ready, not unacked (or no such queue).
+  static bool drained(const std::string& queue) {
+    auto totals = broker().queue_totals(queue);
+    return !totals || totals->messages == 0;
+  }
   /// dde_mqs_leases_renewed_total of `topic` on `mqs` (0 before the first).
   static double renewals(mqs_process& mqs, const std::string& topic) {
     auto r = net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(mqs.port()) + "/metrics");
@@ -193,11 +198,8 @@ TEST_F(Leases, AnMqsStoppedWhileARenewedJobIsHeldGivesItsCopyBackToThePoolNotToI
   EXPECT_EQ(headers.value("x-first-death-queue", ""), lease_queue(first_id, topic)) << job.header.dump();
   worker->ack({job.header.at("tag").get<std::uint64_t>()});
   // Once: nothing of the job is left, and no second copy comes.
-  auto gone = [&](const std::string& queue) {
-    auto totals = broker().queue_totals(queue);
-    return !totals || totals->messages == 0;
-  };
-  EXPECT_TRUE(dde::test::wait_until([&] { return gone(topic) && gone(lease_queue(first_id, topic)); }, 30s));
+  EXPECT_TRUE(
+      dde::test::wait_until([&] { return drained(topic) && drained(lease_queue(first_id, topic)); }, 30s));
   EXPECT_EQ(worker->count("deliver"), 1u);
   worker->close();
   EXPECT_EQ(again.stop(), 0);
@@ -234,17 +236,13 @@ TEST_F(Leases, AnMqsKilledWhileARenewedJobIsHeldLosesNothingTheJobComesBackWithi
     auto all = worker->records("deliver");
     for (; acked < all.size(); ++acked) worker->ack({all[acked].header.at("tag").get<std::uint64_t>()});
   };
-  auto gone = [&](const std::string& queue) {
-    auto totals = broker().queue_totals(queue);
-    return !totals || totals->messages == 0;
-  };
   auto settled = [&] {
     ack_new();
     // The cheap reads first: nothing ready (passive declares); then the broker's full count.
     if (broker().queue_depth(topic).value_or(1) != 0) return false;
     if (broker().queue_depth(lease_queue(first_id, topic)).value_or(0) != 0) return false;
-    return gone(lease_queue(first_id, topic)) && gone(topic) && gone(lease_queue(second_id, topic)) &&
-           acked == worker->count("deliver");
+    return drained(lease_queue(first_id, topic)) && drained(topic) &&
+           drained(lease_queue(second_id, topic)) && acked == worker->count("deliver");
   };
   const bool was_settled = dde::test::wait_until(settled, 60s, 200ms);
   const auto deliveries = worker->records("deliver");
