@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
       .option("host-threads", "2", "threads of each isolate system, at most (its --threads)")
       .option("host-thread-lag-us", "1000",
               "each isolate system's --thread-lag-us (0: all threads always run)")
+      .option("host-scheduling", "batch",
+              "how the kernel schedules each isolate system's threads (its --scheduling): batch or normal")
       .option("threads", "2", "threads of the activator")
       .repeated(
           "plugin-allow",
@@ -69,6 +71,9 @@ int main(int argc, char** argv) {
     o.manager.start_timeout = std::chrono::milliseconds(args.get_int("host-start-timeout-ms", 100, 3600000));
     o.manager.host_threads = int(args.get_int("host-threads", 1, 256));
     o.manager.host_thread_lag = std::chrono::microseconds(args.get_int("host-thread-lag-us", 0, 10000000));
+    o.manager.host_scheduling = args.get("host-scheduling");
+    if (auto err = dde::check_scheduling(o.manager.host_scheduling))
+      throw std::invalid_argument("--host-scheduling: " + *err);
     o.manager.plugin_allow = args.all("plugin-allow");
     o.cluster_secret = dde::net::load_secret(args.get("cluster-secret-file"), dde::net::cluster_secret_env);
     dde::activator::parse_registry_urls(o.registry);  // throws naming a bad one

@@ -34,6 +34,8 @@ int main(int argc, char** argv) {
   }
   dde::set_log_level(cfg.log_level);
   auto log = dde::logger("mqs");
+  // Before any thread starts: they inherit it.
+  if (auto err = dde::apply_scheduling(cfg.scheduling)) log->warn("{}; the threads stay as they were", *err);
   dde::net::warn_if_exposed(*log,
                             {"dde-mqs", cfg.listen, cfg.tls.enabled(), true, !cfg.cluster_secret.empty()});
   try {

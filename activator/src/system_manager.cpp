@@ -75,6 +75,7 @@ void system_manager::spawn(record& r) {
                                    "--orphan-timeout-ms", std::to_string(options_.orphan_timeout.count()),
                                    "--threads", std::to_string(options_.host_threads),
                                    "--thread-lag-us", std::to_string(options_.host_thread_lag.count()),
+                                   "--scheduling", options_.host_scheduling,
                                    "--plugin-cache", plugin_cache(),
                                    "--ops-port", "0",
                                    "--log-level", options_.log_level};

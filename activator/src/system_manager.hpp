@@ -39,6 +39,7 @@ struct manager_options {
   std::chrono::milliseconds restart_backoff{500};
   int host_threads = 2;
   std::chrono::microseconds host_thread_lag{1000};  ///< the systems' --thread-lag-us
+  std::string host_scheduling = "batch";            ///< the systems' --scheduling
   std::vector<std::string> plugin_allow;  ///< handed to each isolate system as --plugin-allow
 };
 

@@ -31,13 +31,8 @@ source "$(dirname "$0")/lib.sh"
 profile_cluster_up "$out" --prefetch "${PREFETCH:-64}" || exit 1
 ctl() { "$root/deploy/rabbitmq.sh" ctl --dir "$out/cluster/rabbitmq" -- -q "$@"; }
 depth() { ctl list_queues name messages 2>/dev/null | awk -v q="$1" '$1==q{print $2}'; }
-# Placement, for experiments on the kernel's scheduling: PIN="mqs:0 host:1" keeps each named process's
-# threads on those CPUs (broker, mqs, host: the host through its activator, whose children inherit
-# it), BATCH="broker mqs host" gives their threads SCHED_BATCH (no wake-up preemption). Both apply to
-# the broker before the raw client runs, so it is placed the same for both.
-place_pid() { case $1 in broker) echo "$beam" ;; mqs|activator) dde_daemon_pid "$out/cluster" "$1" ;; host) dde_daemon_pid "$out/cluster" activator ;; esac; }
-for p in ${PIN:-}; do taskset -a -p -c "${p#*:}" "$(place_pid "${p%%:*}")" >/dev/null || exit 1; done
-for p in ${BATCH:-}; do chrt -a -b -p 0 "$(place_pid "$p")" >/dev/null || exit 1; done
+# Placement for experiments on the kernel's scheduling (PIN, BATCH): see profile_place in lib.sh.
+profile_place "$out" || exit 1
 qt=transient; [[ $mode == at-least-once ]] && qt=quorum
 raw=$build/bin/dde-raw-amqp
 # raw best
@@ -50,7 +45,9 @@ broker_stat_stop() { [[ -n ${BEV:-} ]] && { kill -INT $bstat; wait $bstat; grep 
 b0=$(awk '{print $14+$15}' /proc/$beam/stat)
 broker_stat_start $out/broker-raw.stat
 s0=$(sched $beam); t0=$(date +%s%N)
-$raw consume --port $rmq --queue rawq --queue-type $qt --count $n --prefetch 64 --multiple-ack --connections $consumers > "$out/raw.txt"
+# RAW_BATCH=1: the raw consumer runs SCHED_BATCH, as DDE's daemons do by default.
+rawsched=(); [[ ${RAW_BATCH:-0} == 1 ]] && rawsched=(chrt -b 0)
+"${rawsched[@]}" $raw consume --port $rmq --queue rawq --queue-type $qt --count $n --prefetch 64 --multiple-ack --connections $consumers > "$out/raw.txt"
 s1=$(sched $beam); t1=$(date +%s%N)
 broker_stat_stop $out/broker-raw.stat
 b1=$(awk '{print $14+$15}' /proc/$beam/stat)

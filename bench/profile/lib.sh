@@ -37,3 +37,14 @@ sched_delta() {
   done
   echo "$out"
 }
+
+# profile_place OUT: PIN="mqs:0 host:1" keeps each named process's threads on those CPUs (broker, mqs,
+# host: the hosts through their activator, whose children inherit it), BATCH="broker mqs host" gives
+# their threads SCHED_BATCH (no wake-up preemption). Call it before the raw client runs, so the
+# broker is placed the same for both.
+profile_place() {
+  local out=$1 p
+  place_pid() { case $1 in broker) echo "$beam" ;; mqs|activator) dde_daemon_pid "$out/cluster" "$1" ;; host) dde_daemon_pid "$out/cluster" activator ;; esac; }
+  for p in ${PIN:-}; do taskset -a -p -c "${p#*:}" "$(place_pid "${p%%:*}")" >/dev/null || return 1; done
+  for p in ${BATCH:-}; do chrt -a -b -p 0 "$(place_pid "$p")" >/dev/null || return 1; done
+}

@@ -23,6 +23,7 @@ export DDE_BUILD_DIR=$build
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
 profile_cluster_up "$out" || exit 1
+profile_place "$out" || exit 1  # PIN, BATCH: as for consume.sh
 mqs=$(pgrep -f "dde-mqs --port $mp" | head -1)
 qt=(--queue-type transient); [[ $mode == at-least-once ]] && qt=(--queue-type quorum --persistent)
 r0=$(sched "$beam")

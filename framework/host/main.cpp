@@ -66,10 +66,18 @@ int main(int argc, char** argv) {
               "trace for messages sent outside one (default: $DDE_TRACE_LOG, else no span log; traceparent "
               "headers that arrive are carried on either way)")
       .option("trace-node", "", "the node named in the span log (default: $DDE_TRACE_NODE, else the host name)")
+      .option("scheduling", "batch", dde::scheduling_help)
       .option("log-level", "info", "trace, debug, info, warn, error or off");
   dde::add_tls_flags(args, false);
   if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-isolate-system")) return *exit_code;
+  if (auto err = dde::check_scheduling(args.get("scheduling"))) {
+    std::cerr << "dde-isolate-system: --scheduling: " << *err << "\n";
+    return 2;
+  }
   auto log = dde::logger("host");
+  // Before any thread starts: they inherit it (the workers' threads too).
+  if (auto err = dde::apply_scheduling(args.get("scheduling")))
+    log->warn("{}; the threads stay as they were", *err);
   dde::host::isolate_system_options options;
   std::vector<dde::pool_spec> pools;
   try {

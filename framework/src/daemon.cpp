@@ -1,11 +1,13 @@
 #include "dde/daemon.hpp"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -40,6 +42,21 @@ std::optional<int> parse_command_line(cli& args, int argc, char** argv, const ch
     std::cerr << program << ": unknown --log-level " << args.get("log-level") << "\n";
     return 2;
   }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_scheduling(const std::string& policy) {
+  if (policy == "batch" || policy == "normal") return std::nullopt;
+  return "unknown scheduling \"" + policy + "\" (batch or normal)";
+}
+
+std::optional<std::string> apply_scheduling(const std::string& policy) {
+  if (auto err = check_scheduling(policy)) return err;
+  sched_param param{};
+  param.sched_priority = 0;
+  // pid 0: the calling thread (a Linux thread's policy is its own; new threads inherit it).
+  if (::sched_setscheduler(0, policy == "batch" ? SCHED_BATCH : SCHED_OTHER, &param) != 0)
+    return std::string("cannot set scheduling ") + policy + ": " + std::strerror(errno);
   return std::nullopt;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dde/cli.hpp"
+#include "dde/daemon.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -146,6 +147,12 @@ const std::vector<option>& options() {
        "run the enqueuer's loop on a thread of its own (woken through an eventfd) rather than on the io_context "
        "(always so with --broker-tls)",
        [](const config&) { return std::string("off"); }, boolean([](config& c) -> bool& { return c.enqueuer_thread; })},
+      {"scheduling", "POLICY", dde::scheduling_help, [](const config& c) { return c.scheduling; },
+       [](config& c, const std::string& v) -> std::string {
+         if (auto err = dde::check_scheduling(v)) return *err;
+         c.scheduling = v;
+         return {};
+       }},
       {"tls-cert", "FILE", "PEM certificate (chain): serve wss/https instead of ws/http", no_file,
        file([](config& c) -> std::string& { return c.tls.cert_file; })},
       {"tls-key", "FILE", "PEM private key of --tls-cert", no_file,

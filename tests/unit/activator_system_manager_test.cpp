@@ -184,6 +184,7 @@ TEST_F(SystemManager, ADeployStartsTheSystemAndAddsThePoolOnceItsOwnInstanceSays
   EXPECT_EQ(proc.arg("--control"), "ws://127.0.0.1:7/control");
   EXPECT_EQ(proc.log_path, "/tmp/logs/sys.log");
   EXPECT_FALSE(proc.arg("--instance").empty());
+  EXPECT_EQ(proc.arg("--scheduling"), "batch");  // the activator's --host-scheduling
   EXPECT_FALSE(got);
 
   // Another instance of the same name (one a former activator left behind) is told to stop.

@@ -51,6 +51,13 @@ TEST(MqsConfig, TheBrokerLoopsRunOnTheElasticThreadsUnlessGivenThreadsOfTheirOwn
   EXPECT_EQ(parse({"--thread-lag-us", "20000000"}).error, "--thread-lag-us: 20000000 is out of range 0..10000000");
 }
 
+TEST(MqsConfig, ThreadsAreScheduledAsABatchUnlessToldNormal) {
+  EXPECT_EQ(parse({}).cfg.scheduling, "batch");
+  EXPECT_EQ(parse({"--scheduling", "normal"}).cfg.scheduling, "normal");
+  EXPECT_EQ(parse({"--scheduling", "fifo"}).error,
+            "--scheduling: unknown scheduling \"fifo\" (batch or normal)");
+}
+
 TEST(MqsConfig, BadFlagsAreExplained) {
   EXPECT_EQ(parse({"--nope", "1"}).error, "unknown option --nope (see --help)");
   EXPECT_EQ(parse({"--port"}).error, "--port needs a value");
@@ -106,7 +113,8 @@ TEST(MqsConfig, HelpDocumentsEveryFlagWithItsDefault) {
   auto help = help_text();
   for (auto flag : {"--listen", "--port", "--broker-host", "--broker-port", "--user", "--password", "--vhost",
                     "--prefetch", "--idle-timeout-ms", "--confirm-window", "--max-message", "--max-frame",
-                    "--threads", "--thread-lag-us", "--dequeuer-thread", "--enqueuer-thread", "--log-level", "--config"})
+                    "--threads", "--thread-lag-us", "--dequeuer-thread", "--enqueuer-thread", "--scheduling",
+                    "--log-level", "--config"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   EXPECT_NE(help.find("(default: 42043)"), std::string::npos);
   EXPECT_NE(help.find("--version"), std::string::npos);

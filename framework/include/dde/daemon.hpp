@@ -13,6 +13,21 @@ namespace dde {
 /// program has one. Returns the exit code when the program should stop now, nullopt to go on.
 std::optional<int> parse_command_line(cli& args, int argc, char** argv, const char* program);
 
+/// How the kernel schedules a daemon's threads (`--scheduling`): `batch` (SCHED_BATCH, the default of
+/// dde-mqs and dde-isolate-system) or `normal` (SCHED_OTHER). A SCHED_BATCH thread that wakes does
+/// not preempt the thread running on its core: the broker and the workers sharing the cores run
+/// their slices out, and each wake-up of the daemon finds more messages to handle at once. Its
+/// share of the CPU is the same.
+inline constexpr const char* scheduling_help =
+    "batch or normal: batch (SCHED_BATCH) threads do not preempt a running thread when they wake, so the "
+    "broker and the workers on the same cores run their slices out and each wake-up handles more messages "
+    "(README \"Scheduling\"); normal: the kernel's default";
+/// Error text when `policy` is neither "batch" nor "normal"; nothing when it is one.
+std::optional<std::string> check_scheduling(const std::string& policy);
+/// Applies `policy` to the calling thread, and so to every thread it starts afterwards: call it
+/// before the daemon starts threads. Returns the error text when the kernel refused.
+std::optional<std::string> apply_scheduling(const std::string& policy);
+
 /// Blocks SIGINT and SIGTERM in this thread and in every thread it starts afterwards; call it first.
 void block_stop_signals();
 

@@ -43,6 +43,8 @@ struct config {
   /// The enqueuer's loop on a thread of its own (as before 2026-12-03; always with broker_tls: rabbitmq-c
   /// writes each frame through OpenSSL and waits while the socket is full).
   bool enqueuer_thread = false;
+  /// How the kernel schedules the MQS's threads (dde/daemon.hpp: apply_scheduling): "batch" or "normal".
+  std::string scheduling = "batch";
   std::string log_level = "info";
   net::tls_options tls;     ///< wss/https when tls.cert_file is set (--tls-cert, --tls-key, ...)
   bool broker_tls = false;  ///< amqps to RabbitMQ (--broker-tls)
