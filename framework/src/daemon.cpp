@@ -52,8 +52,7 @@ std::optional<std::string> check_scheduling(const std::string& policy) {
 
 std::optional<std::string> apply_scheduling(const std::string& policy) {
   if (auto err = check_scheduling(policy)) return err;
-  sched_param param{};
-  param.sched_priority = 0;
+  sched_param param{};  // priority 0, the only one SCHED_BATCH and SCHED_OTHER take
   // pid 0: the calling thread (a Linux thread's policy is its own; new threads inherit it).
   if (::sched_setscheduler(0, policy == "batch" ? SCHED_BATCH : SCHED_OTHER, &param) != 0)
     return std::string("cannot set scheduling ") + policy + ": " + std::strerror(errno);

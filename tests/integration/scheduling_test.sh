@@ -35,9 +35,10 @@ policies() { awk '{print $41}' /proc/"$1"/task/*/stat; }
 
 # check NAME EXPECTED_POLICY: every thread of $pid has that policy, and there is more than one thread.
 check() {
-  local name=$1 want=$2 got
-  got=$(policies "$pid" | sort | uniq -c | tr -s ' \n' '  ')
-  if [[ $(policies "$pid" | sort -u) != "$want" || $(policies "$pid" | wc -l) -lt 2 ]]; then
+  local name=$1 want=$2 seen got
+  seen=$(policies "$pid")  # read once: the counts and the check describe the same threads
+  got=$(sort <<<"$seen" | uniq -c | tr -s ' \n' '  ')
+  if [[ $(sort -u <<<"$seen") != "$want" || $(wc -l <<<"$seen") -lt 2 ]]; then
     echo "$name: thread policies (count policy) '$got', expected all $want" >&2
     status=1
   else
