@@ -48,7 +48,8 @@ running() {
   local pid; pid=$(node_pid) || return 1
   dde_pid_alive "$pid" || return 1
   [[ $(cat "/proc/$pid/comm" 2>/dev/null) == beam.smp ]] || return 1
-  tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "RABBITMQ_NODENAME=$RABBITMQ_NODENAME"
+  local environ; environ=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null) || return 1
+  grep -qx "RABBITMQ_NODENAME=$RABBITMQ_NODENAME" <<<"$environ"
 }
 
 # An AMQP login plus one harmless RPC (deleting a queue that does not exist is a no-op).

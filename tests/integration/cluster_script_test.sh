@@ -14,7 +14,8 @@ ports=(--registry-port "$(dde_free_port)" --mqs-port "$(dde_free_port)" --activa
 url=$("$root/deploy/cluster.sh" up --dir "$dir" "${ports[@]}") || fail "up failed"
 [[ $url == http://127.0.0.1:* ]] || fail "up printed \"$url\", not the registry URL"
 "$root/deploy/cluster.sh" status --dir "$dir" >/dev/null || fail "status after up is not 0"
-"$build/bin/ddectl" --registry "$url" -o json list | grep -q '"name": "node-a"' || fail "the activator is not registered"
+list=$("$build/bin/ddectl" --registry "$url" -o json list) || fail "ddectl list failed"
+grep -q '"name": "node-a"' <<<"$list" || fail "the activator is not registered: $list"
 pids=$(cat "$dir"/registry.pid "$dir"/mqs.pid "$dir"/activator.pid "$dir"/rabbitmq/server.pid)
 
 "$root/deploy/cluster.sh" down --dir "$dir" >/dev/null 2>&1 || fail "down failed"

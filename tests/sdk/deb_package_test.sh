@@ -36,8 +36,12 @@ expect_files "$deb" /usr/bin/dde-registry /usr/bin/dde-mqs /usr/bin/dde-activato
 expect_files "$dev" /usr/include/dde/worker.hpp /usr/include/dde/message.hpp /usr/include/dde/args.hpp \
   /usr/lib/libdde_core.a /usr/lib/cmake/dde/ddeConfig.cmake /usr/lib/cmake/dde/ddeConfigVersion.cmake \
   /usr/lib/cmake/dde/dde-targets.cmake /usr/lib/cmake/dde/dde_worker_plugin.cmake
-dpkg-deb -c "$dev" | awk '{print $6}' | grep -q '/usr/bin/.' && fail "dde-dev holds executables"
-dpkg-deb -c "$deb" | awk '{print $6}' | grep -q '/usr/include/.' && fail "dde holds headers"
+# Listings are read whole before grep: `cmd | grep -q` under pipefail fails (or, negated, passes) when
+# grep stops at the first match and the writer gets SIGPIPE.
+dev_files=$(dpkg-deb -c "$dev" | awk '{print $6}')
+deb_files=$(dpkg-deb -c "$deb" | awk '{print $6}')
+grep -q '/usr/bin/.' <<<"$dev_files" && fail "dde-dev holds executables"
+grep -q '/usr/include/.' <<<"$deb_files" && fail "dde holds headers"
 
 # --- control fields ---
 depends=$(dpkg-deb -f "$deb" Depends)
@@ -62,9 +66,9 @@ if [[ $(id -u) -eq 0 ]]; then
   # Dependencies are not in the empty root (the files run against the host's libraries).
   dpkg --root="$root" --force-depends --force-script-chrootless -i "$deb" "$dev" >"$out/dpkg.log" 2>&1 ||
     { cat "$out/dpkg.log" >&2; fail "dpkg -i into $root failed"; }
-  dpkg --root="$root" -s dde | grep -qx "Status: install ok installed" || fail "dde is not installed in $root"
-  dpkg --root="$root" -L dde | grep -qx /usr/bin/dde-registry || fail "dpkg -L dde does not list /usr/bin/dde-registry"
-  dpkg --root="$root" -L dde-dev | grep -qx /usr/include/dde/worker.hpp || fail "dpkg -L dde-dev lacks worker.hpp"
+  grep -qx "Status: install ok installed" <<<"$(dpkg --root="$root" -s dde)" || fail "dde is not installed in $root"
+  grep -qx /usr/bin/dde-registry <<<"$(dpkg --root="$root" -L dde)" || fail "dpkg -L dde does not list /usr/bin/dde-registry"
+  grep -qx /usr/include/dde/worker.hpp <<<"$(dpkg --root="$root" -L dde-dev)" || fail "dpkg -L dde-dev lacks worker.hpp"
   # The postinst created the daemons' user, in that root.
   grep -q '^dde:' "$root/etc/passwd" || fail "the postinst did not create the dde user: $(cat "$out/dpkg.log")"
 else
@@ -83,7 +87,8 @@ grep -q '^DDE_ARGS=".*--port 8000' "$root/etc/dde/registry.env" || fail "registr
 
 help=$("$root/usr/bin/dde-registry" --help) || fail "the installed dde-registry --help failed"
 grep -q -- "--port" <<<"$help" || fail "dde-registry --help does not document --port: $help"
-"$root/usr/bin/dde-mqs" --help | grep -q -- "--broker-host" || fail "the installed dde-mqs --help"
+help=$("$root/usr/bin/dde-mqs" --help) || fail "the installed dde-mqs --help failed"
+grep -q -- "--broker-host" <<<"$help" || fail "dde-mqs --help does not document --broker-host: $help"
 
 # The installed registry serves, and the installed activator (which runs the dde-isolate-system
 # installed beside it) registers with it.
@@ -97,7 +102,11 @@ mkdir -p "$out/systems"
 "$root/usr/bin/dde-activator" --registry "ws://127.0.0.1:$port/registry" --port "$activator_port" --name deb-node \
   --log-dir "$out/systems" >"$out/activator.log" 2>&1 &
 pids+=($!)
-registered() { curl -fsS "http://127.0.0.1:$port/registry/system/list" | grep -q '"name":"deb-node"'; }
+registered() {
+  local list
+  list=$(curl -fsS "http://127.0.0.1:$port/registry/system/list") || return 1
+  [[ $list == *'"name":"deb-node"'* ]]
+}
 dde_wait_until 20 registered || fail "the installed dde-activator did not register: $(cat "$out/activator.log")"
 grep -q "$root/usr/bin/dde-isolate-system" <("$root/usr/bin/dde-activator" --help) ||
   fail "the installed activator does not default to the installed dde-isolate-system"

@@ -62,6 +62,7 @@ for program in "${!option[@]}"; do
   done
   ! grep -qF "$build" <<<"$text" || fail "$program's man page names the build folder $build: $(grep -F "$build" <<<"$text")"
 done
-MANWIDTH=200 man --nh -l "$out/dde/usr/share/man/man1/dde-activator.1.gz" 2>/dev/null | grep -q '/usr/bin/dde-isolate-system' ||
+page=$(MANWIDTH=200 man --nh -l "$out/dde/usr/share/man/man1/dde-activator.1.gz" 2>/dev/null || true)
+grep -q '/usr/bin/dde-isolate-system' <<<"$page" ||
   fail "dde-activator's man page does not name the installed dde-isolate-system as --host-binary's default"
 echo "PASS: lintian has no error or warning; copyright, changelog and ${#option[@]} man pages in place"
