@@ -49,8 +49,11 @@ std::string target_line(const std::string& what, double measured, double goal, b
                         const std::string& raw_each = "-", bool was_measured = true) {
   bool met = at_least ? measured >= goal : measured <= goal;
   was_measured = was_measured && measured > 0;
+  // Two decimals, or more where fewer would round onto the goal the other way (0.697 is not 0.70).
+  std::string shown = num(measured, 2);
+  for (int d = 3; !met && d <= 6 && std::stod(shown) == std::stod(num(goal, 2)); ++d) shown = num(measured, d);
   return "| " + what + " | " + (at_least ? ">= " : "<= ") + num(goal, 2) + " | " +
-         (was_measured ? num(measured, 2) : "-") + " | " + ours + " | " + raw_best + " | " + raw_each + " | " +
+         (was_measured ? shown : "-") + " | " + ours + " | " + raw_best + " | " + raw_each + " | " +
          (was_measured ? (met ? "met" : "**missed**") : "not measured") + " |\n";
 }
 
