@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
     // RPC of the dequeuer that takes long, a burst of hosts).
     dde::net::elastic_options elastic{int(cfg.threads), cfg.thread_lag};
     elastic.metric_prefix = "dde_mqs";
+    elastic.thread_name = "mqs-io";
     dde::net::elastic_threads threads(io, elastic);
     threads.start();
     threads.wait_stopped();

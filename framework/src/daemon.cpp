@@ -50,6 +50,10 @@ std::optional<std::string> check_scheduling(const std::string& policy) {
   return "unknown scheduling \"" + policy + "\" (batch or normal)";
 }
 
+void name_this_thread(const std::string& name) {
+  ::pthread_setname_np(::pthread_self(), name.substr(0, 15).c_str());
+}
+
 std::optional<std::string> apply_scheduling(const std::string& policy) {
   if (auto err = check_scheduling(policy)) return err;
   sched_param param{};  // priority 0, the only one SCHED_BATCH and SCHED_OTHER take

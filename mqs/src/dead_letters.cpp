@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "dde/daemon.hpp"
 #include "dde/log.hpp"
 
 namespace dde::mqs {
@@ -234,6 +235,7 @@ void dead_letter_desk::stop() {
 }
 
 void dead_letter_desk::run() {
+  dde::name_this_thread("mqs-dlq");
   for (;;) {
     std::vector<job> batch;
     {

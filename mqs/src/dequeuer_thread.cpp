@@ -13,7 +13,7 @@ namespace dde::mqs {
 
 void dequeuer::start() {
   start_opener();
-  thread_.start([this] { run(); });
+  thread_.start("mqs-dequeuer", [this] { run(); });
 }
 
 void dequeuer::start_opener() {
@@ -23,7 +23,7 @@ void dequeuer::start_opener() {
     jobs.push_back(std::move(job));
     opener_jobs_.push(std::move(jobs));
   };
-  opener_thread_.start([this] { run_opener(); });
+  opener_thread_.start("mqs-opener", [this] { run_opener(); });
 }
 
 void dequeuer::stop() {

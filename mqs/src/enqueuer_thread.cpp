@@ -10,7 +10,7 @@
 namespace dde::mqs {
 
 void enqueuer::start() {
-  thread_.start([this] { run(); });
+  thread_.start("mqs-enqueuer", [this] { run(); });
 }
 
 void enqueuer::stop() {

@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include "dde/daemon.hpp"
+
 namespace dde::mqs {
 
 class exit_latch {
@@ -48,7 +50,13 @@ class broker_thread {
   std::atomic<int> socket_fd{-1};  ///< of the current connection, shut down if the thread hangs
   exit_latch exited;               ///< set by the thread as it ends
 
-  void start(std::function<void()> run) { thread_ = std::thread(std::move(run)); }
+  /// Starts the thread, named `name` (top, perf, /proc/<pid>/task/*/comm).
+  void start(std::string name, std::function<void()> run) {
+    thread_ = std::thread([name = std::move(name), run = std::move(run)] {
+      dde::name_this_thread(name);
+      run();
+    });
+  }
   /// Stops and joins the thread; false when its connection had to be shut down to free it. Without
   /// a thread (tests turn the loop themselves) it only marks the next turn as the last.
   bool stop(const std::function<void()>& wake) {

@@ -1,6 +1,7 @@
 #include "queue_inspector.hpp"
 
 #include "amqp_session.hpp"
+#include "dde/daemon.hpp"
 #include "dde/log.hpp"
 
 namespace dde::mqs {
@@ -34,6 +35,7 @@ void queue_inspector::stop() {
 }
 
 void queue_inspector::run() {
+  dde::name_this_thread("mqs-inspector");
   for (;;) {
     std::vector<question> batch;
     {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # dde-mqs and dde-isolate-system run every thread SCHED_BATCH by default (README "Scheduling"),
-# SCHED_OTHER with --scheduling normal, and refuse another value with a clear error (exit 2).
+# SCHED_OTHER with --scheduling normal, and refuse another value with a clear error (exit 2). Their
+# threads carry names (mqs-io-0, mqs-opener, host-io-0, ...) for top, perf and /proc.
 # Neither needs its peer for this: the MQS is pointed at a closed broker port and the isolate system
 # at a closed MQS port, and both keep retrying while their threads are read.
 set -euo pipefail
@@ -33,10 +34,12 @@ start() {
 # 3 SCHED_BATCH), one a line. The command name (field 2) has no spaces here.
 policies() { awk '{print $41}' /proc/"$1"/task/*/stat; }
 
-# check NAME EXPECTED_POLICY: every thread of $pid has that policy, and there is more than one thread.
+# check NAME EXPECTED_POLICY THREAD_NAME...: every thread of $pid has that policy, there is more
+# than one thread, and a thread has each of the names.
 check() {
-  local name=$1 want=$2 seen got
+  local name=$1 want=$2 seen got names thread
   seen=$(policies "$pid")  # read once: the counts and the check describe the same threads
+  names=$(cat /proc/"$pid"/task/*/comm)
   got=$(sort <<<"$seen" | uniq -c | tr -s ' \n' '  ')
   if [[ $(sort -u <<<"$seen") != "$want" || $(wc -l <<<"$seen") -lt 2 ]]; then
     echo "$name: thread policies (count policy) '$got', expected all $want" >&2
@@ -44,6 +47,9 @@ check() {
   else
     echo "$name: $got"
   fi
+  for thread in "${@:3}"; do
+    grep -qx -- "$thread" <<<"$names" || { echo "$name: no thread named $thread among:" $names >&2; status=1; }
+  done
   kill "$pid"
   wait "$pid" 2>/dev/null || true
 }
@@ -52,9 +58,9 @@ for mode in default normal; do
   args=(); want=3
   [[ $mode == normal ]] && args=(--scheduling normal) && want=0
   start "mqs-$mode" "retrying in" "$bin/dde-mqs" --port 0 --broker-port "$closed_port" "${args[@]}"
-  check "dde-mqs ($mode)" "$want"
+  check "dde-mqs ($mode)" "$want" mqs-io-0 mqs-io-1 mqs-opener
   start "host-$mode" "unavailable" "$bin/dde-isolate-system" --name sched_test --mqs "ws://127.0.0.1:$closed_port/mqs" "${args[@]}"
-  check "dde-isolate-system ($mode)" "$want"
+  check "dde-isolate-system ($mode)" "$want" host-io-0 host-io-1
 done
 
 # A bad value: exit status 2 and the reason, from each daemon.

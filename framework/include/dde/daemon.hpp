@@ -28,6 +28,10 @@ std::optional<std::string> check_scheduling(const std::string& policy);
 /// before the daemon starts threads. Returns the error text when the kernel refused.
 std::optional<std::string> apply_scheduling(const std::string& policy);
 
+/// Names the calling thread (`/proc/<pid>/task/<tid>/comm`, top, perf): `mqs-io-0`, `mqs-dequeuer`.
+/// The kernel keeps the first 15 bytes.
+void name_this_thread(const std::string& name);
+
 /// Blocks SIGINT and SIGTERM in this thread and in every thread it starts afterwards; call it first.
 void block_stop_signals();
 

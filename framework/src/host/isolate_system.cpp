@@ -33,7 +33,9 @@ isolate_system::isolate_system(isolate_system_options options) : options_(std::m
 isolate_system::~isolate_system() { stop(); }
 
 void isolate_system::start() {
-  threads_ = std::make_unique<net::elastic_threads>(io_, net::elastic_options{options_.threads, options_.thread_lag});
+  net::elastic_options elastic{options_.threads, options_.thread_lag};
+  elastic.thread_name = "host-io";
+  threads_ = std::make_unique<net::elastic_threads>(io_, elastic);
   threads_->start();  // io_.stop() in stop() ends the threads
   top_->start();
   if (options_.ops_port >= 0) {

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "dde/daemon.hpp"
 #include "dde/net/http_client.hpp"
 #include "host/runtime.hpp"
 
@@ -98,6 +99,7 @@ void plugin_fetcher::fetch(std::string uri, std::string name, fetch_validators k
 }
 
 void plugin_fetcher::run(const std::shared_ptr<state>& s) {
+  dde::name_this_thread("host-fetcher");
   for (;;) {
     job next;
     {

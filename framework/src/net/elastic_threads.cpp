@@ -10,6 +10,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "dde/daemon.hpp"
 #include "dde/metrics.hpp"
 
 namespace dde::net {
@@ -73,6 +74,7 @@ void elastic_threads::start() {
   for (auto& fd : wchans_) fd.store(-1);
   // Each thread opens its own files (/proc/thread-self names the thread that opens it).
   auto open_stat = [this](int k) {
+    dde::name_this_thread(options_.thread_name + "-" + std::to_string(k));
     open_own(stats_[std::size_t(k)], "stat");
     open_own(wchans_[std::size_t(k)], "wchan");
   };

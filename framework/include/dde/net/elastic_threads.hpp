@@ -45,7 +45,10 @@ struct elastic_options {
   double busy = 0.9;                     ///< share of a period the running threads ran on a core
   /// The metrics' names: `<prefix>_threads_running` and `<prefix>_thread_joins_total`.
   std::string metric_prefix = "dde_host";
+  /// The threads' names in /proc, top and perf: `<thread_name>-<k>` (k from 0).
+  std::string thread_name = "dde-io";
 };
+
 
 class elastic_threads {
  public:
