@@ -231,7 +231,9 @@ TEST(ElasticThreads, LooksAtAnIdleContextPostNoProbe) {
   // Nothing ran on the context meanwhile; a look that raced the first thread's way into
   // epoll_wait may have probed (the look just before the count started).
   EXPECT_LE(threads.probes() - probes, 1u) << "of " << threads.looks() - looks << " looks";
-  EXPECT_TRUE(idle());
+  // Back in the reactor (a probe that raced may have woken it just now; under load its way back to
+  // epoll_wait can wait for a core, so this waits for it rather than reading once).
+  EXPECT_TRUE(eventually(idle)) << wchan_of(tid);
   // A handler that blocks is still found: the first thread no longer waits in the reactor.
   expect_a_blocked_handler_does_not_stop_the_next(io);
   EXPECT_GE(threads.probes(), probes + 1);
