@@ -4,7 +4,9 @@
 // current connection only, the outbound window, depth questions, a stop that waits for confirms.
 #include <gtest/gtest.h>
 
+#include <boost/asio/defer.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/protocol/mqs_request.hpp"
@@ -303,6 +305,26 @@ TEST_F(TopLevelTest, DeliveriesGoToTheirPoolWithTheirGenerationAndOnlyTheCurrent
   auto acks = only<mqs::ack_request>(requests(*c2));
   ASSERT_EQ(acks.size(), 1u) << "acks of one turn go out together";
   EXPECT_EQ(acks[0].tags, (std::vector<std::uint64_t>{7, 8}));
+}
+
+// A worker's reply reaches the link first and its router's ack one hop later (the router's strand,
+// then the link's): both leave in one WebSocket message, not one each.
+TEST_F(TopLevelTest, AReplyAndTheAckItsRouterSendsAHopLaterLeaveInOneWebSocketMessage) {
+  start();
+  auto c = open(1);
+  from_mqs(c, welcome());
+  c->take();
+  boost::asio::post(io, [&] {  // the worker's turn
+    enqueue("reply", delivery_mode::at_most_once);
+    boost::asio::defer(io, [&] { link->ack(1, 5); });  // its router's, after it
+  });
+  poll();
+  ASSERT_EQ(c->sent.size(), 1u) << "the reply and the ack went out in " << c->sent.size() << " messages";
+  auto rs = requests(*c);
+  EXPECT_EQ(only<mqs::enqueue_request>(rs).size(), 1u);
+  auto acks = only<mqs::ack_request>(rs);
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].tags, (std::vector<std::uint64_t>{5}));
 }
 
 TEST_F(TopLevelTest, WritersHeldByTheWindowWakeOnceConfirmsBringItToHalf) {

@@ -220,7 +220,13 @@ void top_level::handle_record(const mqs::error_record& r) {
 void top_level::schedule_flush() {
   if (flush_scheduled_) return;
   flush_scheduled_ = true;
-  boost::asio::defer(strand_, [self = shared_from_this()] { self->flush(); });
+  // In two passes: the flush goes behind what the handlers queued ahead of it queue in turn. A
+  // worker's reply reaches this strand before its router's ack or credit does; flushed in one pass,
+  // the reply and the ack left in two WebSocket messages (two sendmsg, two reads and turns of the
+  // MQS a request).
+  boost::asio::defer(strand_, [self = shared_from_this()] {
+    boost::asio::defer(self->strand_, [self] { self->flush(); });
+  });
 }
 
 void top_level::flush() {
