@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <set>
@@ -23,6 +24,7 @@ namespace dde::host {
 namespace {
 
 using namespace std::chrono_literals;
+using net::elastic_options;
 using net::elastic_threads;
 
 /// Until `done()` holds or 20 s pass (a loaded machine may be slow, never that slow).
@@ -210,6 +212,17 @@ std::string wchan_of(pid_t tid) {
   return where;
 }
 
+/// The thread of this process named `name` (/proc/self/task/<tid>/comm); 0 when none is.
+pid_t thread_named(const std::string& name) {
+  for (auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream f(task.path() / "comm");
+    std::string comm;
+    std::getline(f, comm);
+    if (comm == name) return pid_t(std::stol(task.path().filename().string()));
+  }
+  return 0;
+}
+
 // An idle daemon's parked thread looks every period but wakes nobody: the first thread sleeps in
 // the reactor's epoll_wait with nothing queued, so a probe could find no lag and would only wake it.
 TEST(ElasticThreads, LooksAtAnIdleContextPostNoProbe) {
@@ -217,10 +230,14 @@ TEST(ElasticThreads, LooksAtAnIdleContextPostNoProbe) {
   // A pending timer: the context has a reactor, and its thread sleeps in epoll_wait as a daemon's does.
   boost::asio::steady_timer timer(io, std::chrono::hours(1));
   timer.async_wait([](const boost::system::error_code&) {});
-  elastic_threads threads(io, {2, 1000us, 2ms, 50ms, 0.9});
+  elastic_options options{2, 1000us, 2ms, 50ms, 0.9};
+  options.thread_name = "idle-look";
+  elastic_threads threads(io, options);
   threads.start();
+  // The first thread by its name: a handler run to ask it may run on the helper instead, when the
+  // helper joined at the start on a loaded machine, and the helper then parks on a futex for good.
   pid_t tid = 0;
-  run_on(io, [&] { tid = ::gettid(); });
+  ASSERT_TRUE(eventually([&] { return (tid = thread_named("idle-look-0")) != 0; }));
   auto idle = [&] {
     auto w = wchan_of(tid);
     return w.rfind("do_epoll_wait", 0) == 0 || w.rfind("ep_poll", 0) == 0;
@@ -233,7 +250,9 @@ TEST(ElasticThreads, LooksAtAnIdleContextPostNoProbe) {
   EXPECT_LE(threads.probes() - probes, 1u) << "of " << threads.looks() - looks << " looks";
   // Back in the reactor (a probe that raced may have woken it just now; under load its way back to
   // epoll_wait can wait for a core, so this waits for it rather than reading once).
-  EXPECT_TRUE(eventually(idle)) << wchan_of(tid);
+  EXPECT_TRUE(eventually(idle)) << "the first thread waits in " << wchan_of(tid) << "; threads running "
+                                << threads.running() << ", joins " << threads.joins() << ", probes "
+                                << threads.probes() - probes << " in " << threads.looks() - looks << " looks";
   // A handler that blocks is still found: the first thread no longer waits in the reactor.
   expect_a_blocked_handler_does_not_stop_the_next(io);
   EXPECT_GE(threads.probes(), probes + 1);
