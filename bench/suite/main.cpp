@@ -50,8 +50,9 @@ std::string target_line(const std::string& what, double measured, double goal, b
   bool met = at_least ? measured >= goal : measured <= goal;
   was_measured = was_measured && measured > 0;
   // Two decimals, or more where fewer would round onto the goal the other way (0.697 is not 0.70).
+  const double goal_shown = std::stod(num(goal, 2));
   std::string shown = num(measured, 2);
-  for (int d = 3; !met && d <= 6 && std::stod(shown) == std::stod(num(goal, 2)); ++d) shown = num(measured, d);
+  for (int d = 3; !met && d <= 6 && std::stod(shown) == goal_shown; ++d) shown = num(measured, d);
   return "| " + what + " | " + (at_least ? ">= " : "<= ") + num(goal, 2) + " | " +
          (was_measured ? shown : "-") + " | " + ours + " | " + raw_best + " | " + raw_each + " | " +
          (was_measured ? (met ? "met" : "**missed**") : "not measured") + " |\n";

@@ -53,9 +53,8 @@ fi
 exported=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v -x -e _init -e _fini | sort | tr '\n' ' ')
 [[ $exported == "dde_create_worker dde_destroy_worker dde_plugin_abi_version " ]] ||
   fail "libecho_worker.so exports \"$exported\", not just the three entry points"
-if [[ -n $(readelf --dyn-syms -W "$so" | awk '$5 == "UNIQUE"') ]]; then
-  fail "libecho_worker.so has STB_GNU_UNIQUE symbols: $(readelf --dyn-syms -W "$so" | awk '$5 == "UNIQUE"')"
-fi
+unique=$(readelf --dyn-syms -W "$so" | awk '$5 == "UNIQUE"')
+[[ -z $unique ]] || fail "libecho_worker.so has STB_GNU_UNIQUE symbols: $unique"
 
 # The same worker built as if against SDK headers of another ABI version.
 configure "$example" "$out/example-abi" -DCMAKE_CXX_FLAGS="-DDDE_ABI_VERSION=$((abi + 1))"

@@ -72,8 +72,8 @@ void elastic_threads::start() {
   wchans_ = std::vector<std::atomic<int>>(std::size_t(options_.threads));
   for (auto& fd : stats_) fd.store(-1);
   for (auto& fd : wchans_) fd.store(-1);
-  // Each thread opens its own files (/proc/thread-self names the thread that opens it).
-  auto open_stat = [this](int k) {
+  // Each thread names itself and opens its own files (/proc/thread-self names the thread that opens it).
+  auto set_up = [this](int k) {
     dde::name_this_thread(options_.thread_name + "-" + std::to_string(k));
     open_own(stats_[std::size_t(k)], "stat");
     open_own(wchans_[std::size_t(k)], "wchan");
@@ -81,14 +81,14 @@ void elastic_threads::start() {
   for (int k = 0; k < options_.threads; ++k) {
     if (k == 0 || options_.lag.count() == 0) {
       set_running(1);
-      threads_.emplace_back([this, k, open_stat] {
-        open_stat(k);
+      threads_.emplace_back([this, k, set_up] {
+        set_up(k);
         io_.run();
         set_running(-1);
       });
     } else {
-      threads_.emplace_back([this, k, open_stat] {
-        open_stat(k);
+      threads_.emplace_back([this, k, set_up] {
+        set_up(k);
         run_helper(k);
       });
     }

@@ -49,7 +49,6 @@ struct elastic_options {
   std::string thread_name = "dde-io";
 };
 
-
 class elastic_threads {
  public:
   elastic_threads(boost::asio::io_context& io, elastic_options options);
