@@ -1,5 +1,9 @@
 #include "bench_cluster.hpp"
 
+#include <poll.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <iostream>
 #include <sstream>
@@ -142,6 +146,38 @@ stats_span read_span(const fs::path& dir, const std::string& prefix, const std::
     s.last_us = std::max(s.last_us, last);
   }
   return s;
+}
+
+bool await_files(const fs::path& dir, const std::string& suffix, std::size_t n,
+                 std::chrono::milliseconds timeout) {
+  auto count = [&] {
+    std::size_t k = 0;
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator(dir, ec)) k += e.path().filename().string().ends_with(suffix);
+    return k;
+  };
+  const int fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (fd < 0) throw std::runtime_error("inotify_init1 failed");
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } close_fd{fd};
+  // Watched before the first count, so a file that lands in between still wakes the wait.
+  if (::inotify_add_watch(fd, dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
+    throw std::runtime_error("inotify_add_watch failed on " + dir.string());
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (count() < n) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, int(std::min<long long>(left.count(), 1000))) > 0) {
+      alignas(inotify_event) char buf[4096];
+      while (::read(fd, buf, sizeof buf) > 0) {
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace dde::bench

@@ -2,6 +2,7 @@
 // The local cluster of the benchmark suite: one throw-away RabbitMQ node, a dde-registry, several
 // dde-activator nodes and dde-mqs processes started on demand (per prefetch), driven only through
 // the registry's REST API, as a user would. Plus the raw rabbitmq-c baseline (dde-raw-amqp).
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -81,5 +82,12 @@ struct stats_span {
   std::size_t files = 0, finished = 0;
 };
 stats_span read_span(const std::filesystem::path& dir, const std::string& prefix, const std::string& field);
+
+/// Waits until `dir` holds `n` files named `*suffix` (a worker renames such a file into place when it
+/// is done, as the requester its `.rtt`); false after `timeout`. Woken by inotify, not by polling:
+/// reading every stats file every few ms while DDE runs costs the cores it runs on, which the raw
+/// client, waited for as a child process, never pays.
+bool await_files(const std::filesystem::path& dir, const std::string& suffix, std::size_t n,
+                 std::chrono::milliseconds timeout);
 
 }  // namespace dde::bench

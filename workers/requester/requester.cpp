@@ -8,12 +8,16 @@
 //   requesters deployed one after another start together, once the last is up.
 //   timeout_ms > 0: an ask unanswered that long is counted as lost and the next one is asked (a reply
 //   that comes later counts as late).
-//   stats_dir/requester-PID-ID.json: {"asked","warmed","replied","misrouted","lost","late","first_us","last_us",
+//   stats_dir/requester-PID-ID.json:
+//   {"asked","warmed","replied","misrouted","lost","late","first_us","last_us",
 //                                     "rtt_us": {"p50","p90","p99","max"}}
+//     written once warmed, on a loss or a late reply, once a second while asking, and when finished.
 //   with rtt_log, once finished: stats_dir/requester-PID-ID.rtt, every round trip in µs, one a line.
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "../common/sample_util.hpp"
@@ -70,6 +74,11 @@ class requester : public dde::worker {
  private:
   void begin() {
     first_us_ = dde::samples::now_us();
+    // Progress goes out once a second, each requester at its own phase: requesters started together
+    // and writing together every 200 ms stalled the asks in flight of a pool in one isolate system
+    // for a few ms each time (every worker's file on the same thread at once), the tail of the round
+    // trips measured.
+    last_write_us_ = first_us_ - std::int64_t(std::hash<std::string>{}(worker_id()) % progress_period_us);
     for (std::int64_t i = 0; i < concurrency_ && asked_ < count_; ++i) ask_next();
     write_stats();
   }
@@ -82,6 +91,7 @@ class requester : public dde::worker {
   }
 
   static constexpr std::int64_t warmup_n = -2;
+  static constexpr std::int64_t progress_period_us = 1000000;
   void warm_up() { ask({{"requester", worker_id()}, {"n", warmup_n}}, to_); }
 
   void give_up(std::int64_t n) {
@@ -94,20 +104,11 @@ class requester : public dde::worker {
   void write_stats(bool now_please = false) {
     bool finished = replied_ + misrouted_ + lost_ >= count_;
     auto now = dde::samples::now_us();
-    if (!finished && !now_please && now - last_write_us_ < 200000) return;
+    if (!finished && !now_please && now - last_write_us_ < progress_period_us) return;
     last_write_us_ = now;
     auto sorted = rtt_us_;
     std::sort(sorted.begin(), sorted.end());
     auto name = "requester-" + dde::samples::pid_text() + "-" + worker_id();
-    if (finished && rtt_log_ && !stats_dir_.empty() && !rtt_written_) {
-      rtt_written_ = true;
-      std::ofstream out(std::filesystem::path(stats_dir_) / (name + ".rtt.tmp"));
-      for (auto us : rtt_us_) out << us << "\n";
-      out.close();
-      std::error_code ec;
-      std::filesystem::rename(std::filesystem::path(stats_dir_) / (name + ".rtt.tmp"),
-                              std::filesystem::path(stats_dir_) / (name + ".rtt"), ec);
-    }
     auto pct = [&](double p) -> std::int64_t {
       if (sorted.empty()) return 0;
       return sorted[std::min(sorted.size() - 1, std::size_t(p * double(sorted.size())))];
@@ -124,6 +125,17 @@ class requester : public dde::worker {
          {"late", late_},
          {"finished", finished},
          {"rtt_us", {{"p50", pct(0.5)}, {"p90", pct(0.9)}, {"p99", pct(0.99)}, {"max", sorted.empty() ? 0 : sorted.back()}}}});
+    // The .rtt lands after the last stats: whoever waits for it (the suite, bench/profile/rr.sh)
+    // then reads this requester's final figures.
+    if (finished && rtt_log_ && !stats_dir_.empty() && !rtt_written_) {
+      rtt_written_ = true;
+      std::ofstream out(std::filesystem::path(stats_dir_) / (name + ".rtt.tmp"));
+      for (auto us : rtt_us_) out << us << "\n";
+      out.close();
+      std::error_code ec;
+      std::filesystem::rename(std::filesystem::path(stats_dir_) / (name + ".rtt.tmp"),
+                              std::filesystem::path(stats_dir_) / (name + ".rtt"), ec);
+    }
   }
 
   std::string to_;
