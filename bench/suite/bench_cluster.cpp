@@ -148,25 +148,18 @@ stats_span read_span(const fs::path& dir, const std::string& prefix, const std::
   return s;
 }
 
-bool await_files(const fs::path& dir, const std::string& suffix, std::size_t n,
-                 std::chrono::milliseconds timeout) {
-  auto count = [&] {
-    std::size_t k = 0;
-    std::error_code ec;
-    for (auto& e : fs::directory_iterator(dir, ec)) k += e.path().filename().string().ends_with(suffix);
-    return k;
-  };
+bool await_change(const fs::path& dir, const std::function<bool()>& done, std::chrono::milliseconds timeout) {
   const int fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
   if (fd < 0) throw std::runtime_error("inotify_init1 failed");
   struct closer {
     int fd;
     ~closer() { ::close(fd); }
   } close_fd{fd};
-  // Watched before the first count, so a file that lands in between still wakes the wait.
+  // Watched before the first look, so a file that lands in between still wakes the wait.
   if (::inotify_add_watch(fd, dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
     throw std::runtime_error("inotify_add_watch failed on " + dir.string());
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (count() < n) {
+  while (!done()) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
@@ -178,6 +171,13 @@ bool await_files(const fs::path& dir, const std::string& suffix, std::size_t n,
     }
   }
   return true;
+}
+
+std::size_t count_files(const fs::path& dir, const std::string& suffix) {
+  std::size_t k = 0;
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(dir, ec)) k += e.path().filename().string().ends_with(suffix);
+  return k;
 }
 
 }  // namespace dde::bench

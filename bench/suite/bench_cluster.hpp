@@ -4,6 +4,7 @@
 // the registry's REST API, as a user would. Plus the raw rabbitmq-c baseline (dde-raw-amqp).
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -83,11 +84,13 @@ struct stats_span {
 };
 stats_span read_span(const std::filesystem::path& dir, const std::string& prefix, const std::string& field);
 
-/// Waits until `dir` holds `n` files named `*suffix` (a worker renames such a file into place when it
-/// is done, as the requester its `.rtt`); false after `timeout`. Woken by inotify, not by polling:
-/// reading every stats file every few ms while DDE runs costs the cores it runs on, which the raw
-/// client, waited for as a child process, never pays.
-bool await_files(const std::filesystem::path& dir, const std::string& suffix, std::size_t n,
-                 std::chrono::milliseconds timeout);
+/// Waits until `done()`, which is asked at once, then whenever a file in `dir` was written or renamed
+/// into place (a worker's stats, a requester's `.rtt`), and at least once a second; false after
+/// `timeout`. Woken by inotify, not by polling: reading every stats file every few ms while DDE runs
+/// costs the cores it runs on, which the raw client, waited for as a child process, never pays.
+bool await_change(const std::filesystem::path& dir, const std::function<bool()>& done,
+                  std::chrono::milliseconds timeout);
+/// The files in `dir` named `*suffix`.
+std::size_t count_files(const std::filesystem::path& dir, const std::string& suffix);
 
 }  // namespace dde::bench

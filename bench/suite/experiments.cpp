@@ -117,6 +117,9 @@ table exp1_consumers(suite_context& ctx) {
   for (auto& mode : delivery_modes)
     for (int p : prefetches)
       for (int n_consumers : consumers) {
+        const auto label = "exp1 " + short_mode(mode) + " prefetch " + std::to_string(p) + " consumers " +
+                           std::to_string(n_consumers) + ":";
+        if (!ctx.wants(label)) continue;
         long n = consume_count(ctx, mode, p);
         // The issue-20 targets are at prefetch 64: one run's figures swing too much to judge by.
         auto f = median_of_runs(p == 64 && !ctx.quick ? 3 : 1,
@@ -128,8 +131,7 @@ table exp1_consumers(suite_context& ctx) {
         ctx.headline[key + ".ours"] = f.consumed;
         ctx.headline[key + ".raw"] = f.raw.consume_best;
         ctx.headline[key + ".raw_each"] = f.raw.consume;
-        ctx.clock.line("exp1 " + short_mode(mode) + " prefetch " + std::to_string(p) + " consumers " +
-                       std::to_string(n_consumers) + ": ours " + num(f.consumed) + " msg/s, raw best " +
+        ctx.clock.line(label + " ours " + num(f.consumed) + " msg/s, raw best " +
                        num(f.raw.consume_best) + ", raw acking each " + num(f.raw.consume) + ", ratio " +
                        ratio(f.consumed, f.raw.consume_best) + "; broker CPU " + num(f.broker_us, 1) +
                        " µs/msg (raw best " + num(f.raw.broker_us_best, 1) + ")");
@@ -263,6 +265,9 @@ std::vector<table> exp6_7_request_reply(suite_context& ctx) {
   for (auto& mode : delivery_modes)
     for (int s : suppliers)
       for (int r : requesters) {
+        const auto label = "exp6/7 " + short_mode(mode) + " " + std::to_string(r) + " requesters, " +
+                           std::to_string(s) + " suppliers:";
+        if (!ctx.wants(label)) continue;
         long asks = r == 1 ? (ctx.quick ? 400 : 2000) : (ctx.quick ? 100 : 400);
         auto ours = ask(ctx.cluster, ctx.next(mode, ctx.mqs(8, 1)), r, s, asks);
         auto raw = raw_ask(ctx.cluster, mode, r, s, asks);
@@ -277,8 +282,7 @@ std::vector<table> exp6_7_request_reply(suite_context& ctx) {
         ctx.headline[key + ".p99.ours"] = ours.p99_ms;
         ctx.headline[key + ".p50.raw"] = raw.p50_ms;
         ctx.headline[key + ".p99.raw"] = raw.p99_ms;
-        ctx.clock.line("exp6/7 " + short_mode(mode) + " " + std::to_string(r) + " requesters, " +
-                       std::to_string(s) + " suppliers: ours " + num(ours.rate) + " msg/s (p50 " +
+        ctx.clock.line(label + " ours " + num(ours.rate) + " msg/s (p50 " +
                        num(ours.p50_ms, 2) + " ms, p99 " + num(ours.p99_ms, 2) + " ms), raw " +
                        num(raw.rate) + " (p50 " + num(raw.p50_ms, 2) + " ms, p99 " + num(raw.p99_ms, 2) +
                        " ms)");

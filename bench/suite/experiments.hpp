@@ -18,6 +18,11 @@ struct suite_context {
   progress clock;
   std::map<std::string, double> headline;
   int point = 0;
+  std::string points;  ///< --points: only the points of experiments 1, 6 and 7 whose label holds this
+
+  /// Whether the point labelled `label` (as its progress line begins, e.g. "exp1 AMO prefetch 64
+  /// consumers 1:") runs.
+  bool wants(const std::string& label) const { return points.empty() || label.find(points) != std::string::npos; }
 
   /// A fresh system name and stats directory for the next point, its pools on `mqs`.
   setup next(const std::string& mode, std::vector<std::string> mqs);

@@ -19,10 +19,12 @@ namespace {
 using namespace dde::bench;
 namespace fs = std::filesystem;
 
-constexpr const char* usage = R"(usage: dde-bench-suite --out DIR [--quick] [--only 1,2,...]
+constexpr const char* usage = R"(usage: dde-bench-suite --out DIR [--quick] [--only 1,2,...] [--points TEXT]
   --out DIR    where the CSV files and summary.md go (created)
   --quick      few points, short runs (the CI smoke run)
   --only LIST  run only these experiments (1-8; 6 and 7 come from the same runs; 8 is recovery)
+  --points TEXT  in experiments 1, 6 and 7, only the points whose progress line begins with a label
+               holding TEXT (e.g. "AMO prefetch 64 consumers 1:", "AMO 16 requesters, 1"), for A/B runs
 )";
 
 std::string first_line_with(const std::string& file, const std::string& key) {
@@ -131,6 +133,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   fs::path out;
   std::set<int> only;
+  std::string points;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--quick") {
@@ -142,6 +145,8 @@ int main(int argc, char** argv) {
       for (std::size_t p = 0; p < list.size();
            p = list.find(',', p) == std::string::npos ? list.size() : list.find(',', p) + 1)
         only.insert(std::stoi(list.substr(p)));
+    } else if (a == "--points" && i + 1 < argc) {
+      points = argv[++i];
     } else {
       std::cerr << (a == "--help" ? "" : "dde-bench-suite: bad argument " + a + "\n") << usage;
       return a == "--help" ? 0 : 2;
@@ -160,7 +165,7 @@ int main(int argc, char** argv) {
     clock.line(std::string("starting RabbitMQ, dde-registry and 4 dde-activator nodes") +
                (quick ? " (--quick)" : ""));
     bench_cluster cluster(dde::test::fresh_dir("bench-suite"), 4);
-    suite_context ctx{cluster, quick, clock, {}, 0};
+    suite_context ctx{cluster, quick, clock, {}, 0, points};
     std::vector<table> tables;
     auto run = [&](int e, auto fn) {
       if (!runs(e)) return;

@@ -116,7 +116,7 @@ int start_consumers_together(bench_cluster& c, const setup& s, int consumers, in
 
 double await_consumed(bench_cluster& c, const setup& s, long n) {
   auto received = [&] { return read_span(s.stats_dir, "consumer-", "received").total; };
-  if (!wait_until([&] { return received() >= n; }, point_timeout, 20ms)) {
+  if (!await_change(s.stats_dir, [&] { return received() >= n; }, point_timeout)) {
     std::cerr << "[bench] consumption did not finish (" << received() << " of " << n << ")\n";
     explain_stall(c, s);
     return 0;
@@ -165,7 +165,9 @@ request_reply ask(bench_cluster& c, const setup& s, int requesters, int supplier
   std::ofstream{go};
   request_reply r;
   // Each requester writes its .rtt once done, after its last stats.
-  if (await_files(s.stats_dir, ".rtt", std::size_t(requesters), point_timeout) &&
+  if (await_change(
+          s.stats_dir, [&] { return count_files(s.stats_dir, ".rtt") >= std::size_t(requesters); },
+          point_timeout) &&
       wait_until(
           [&] { return read_span(s.stats_dir, "requester-", "replied").finished >= std::size_t(requesters); },
           10s, 20ms)) {
