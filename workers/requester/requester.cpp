@@ -8,11 +8,11 @@
 //   requesters deployed one after another start together, once the last is up.
 //   timeout_ms > 0: an ask unanswered that long is counted as lost and the next one is asked (a reply
 //   that comes later counts as late).
-//   stats_dir/requester-PID-ID.json:
-//   {"asked","warmed","replied","misrouted","lost","late","first_us","last_us",
-//                                     "rtt_us": {"p50","p90","p99","max"}}
-//     written once warmed, on a loss or a late reply, once a second while asking, and when finished.
-//   with rtt_log, once finished: stats_dir/requester-PID-ID.rtt, every round trip in µs, one a line.
+//   stats_dir/requester-PID-ID.json: {"asked","warmed","replied","misrouted","lost","late",
+//     "first_us","last_us","rtt_us": {"p50","p90","p99","max"}}, written once warmed, on a loss or a
+//     late reply, once a second while asking, and when finished.
+//   with rtt_log, once finished: stats_dir/requester-PID-ID.rtt, every round trip in µs, one a line,
+//     written after the last stats.
 #include <algorithm>
 #include <fstream>
 #include <functional>
