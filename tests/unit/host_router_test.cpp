@@ -55,6 +55,29 @@ TEST_F(RouterTest, AnAtLeastOnceMessageIsAckedOnceDoneAndItsCreditAskedForAgain)
   EXPECT_EQ(d["stats"]["acked"], 4);
 }
 
+TEST_F(RouterTest, ABatchFinishedInOneBurstIsAskedForAgainInOnePull) {
+  // At-most-once, so nothing waits for an ack: the 8 finish as fast as the worker takes them.
+  auto r = start_pool(1, {{"credits", 8}, {"deliveryMode", "at-most-once"}});
+  ASSERT_EQ(link->pulls.size(), 1u);
+  ASSERT_EQ(link->pulls[0].credit, 8u);
+  // The MQS hands over the whole window in one WebSocket message, as it does under load.
+  std::vector<topic_sink::delivery> batch;
+  for (std::uint64_t tag = 1; tag <= 8; ++tag) {
+    topic_sink::delivery d;
+    d.tag = tag;
+    d.props.message_id = "m" + std::to_string(tag);
+    d.body = nlohmann::json{{"seq", tag}}.dump();
+    batch.push_back(std::move(d));
+  }
+  link->sink.lock()->deliver(1, std::move(batch));
+  settle();
+  EXPECT_EQ(describe(*r)["stats"]["done"], 8);
+  // Asked after the first report, the credit would go as a pull of 1 (nothing being outstanding),
+  // and the MQS would hand over a batch of one: the window would go back in fragments.
+  ASSERT_EQ(link->pulls.size(), 2u) << "one pull for the burst";
+  EXPECT_EQ(link->pulls[1].credit, 8u);
+}
+
 TEST_F(RouterTest, TimeInQueueRunsFromTheMqsPublishStampToTheHandOverAndASkewedClockCountsAsZero) {
   auto r = start_pool(1, {{"isolateName", "queued"}});
   auto& queued = histogram("dde_host_queue_seconds", "unit.queued");

@@ -49,17 +49,27 @@ void worker_cell::post_message(message&& msg, std::uint64_t delivery_id) {
   // each, callgrind), where the pointer costs one move and an allocation.
   auto m = std::make_unique<message>(std::move(msg));
   boost::asio::defer(strand_, [self = shared_from_this(), m = std::move(m), delivery_id]() mutable {
-    if (self->dead_) {
-      // Handed over while this instance was being stopped: give it back rather than hold it forever.
-      if (auto owner = self->owner_.lock()) owner->worker_failed(self->index_, delivery_id, "worker stopped", {});
-      return;
-    }
-    // Straight to the worker when nothing waits before it and it may start now (the mailbox is for
-    // the messages that have to wait).
-    if (self->mailbox_.empty() && self->may_start()) return self->begin(std::move(*m), delivery_id);
-    self->mailbox_.emplace_back(std::move(*m), delivery_id);
-    self->run_next();
+    self->take(std::move(*m), delivery_id);
   });
+}
+
+void worker_cell::post_messages(std::vector<posting> batch) {
+  boost::asio::defer(strand_, [self = shared_from_this(), batch = std::move(batch)]() mutable {
+    for (auto& [m, delivery_id] : batch) self->take(std::move(m), delivery_id);
+  });
+}
+
+void worker_cell::take(message&& m, std::uint64_t delivery_id) {
+  if (dead_) {
+    // Handed over while this instance was being stopped: give it back rather than hold it forever.
+    if (auto owner = owner_.lock()) owner->worker_failed(index_, delivery_id, "worker stopped", {});
+    return;
+  }
+  // Straight to the worker when nothing waits before it and it may start now (the mailbox is for
+  // the messages that have to wait).
+  if (mailbox_.empty() && may_start()) return begin(std::move(m), delivery_id);
+  mailbox_.emplace_back(std::move(m), delivery_id);
+  run_next();
 }
 
 void worker_cell::post_reply(message m) {
@@ -361,7 +371,10 @@ void worker_cell::done() {
   if (!busy_) return;  // done() outside a delivery (e.g. twice) changes nothing
   end_delivery();
   if (auto r = owner_.lock()) r->worker_done(index_, current_delivery_);
-  boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });
+  // The next message starts on a later turn (not down this stack: a worker calling done() from
+  // on_message would recurse). With the mailbox empty there is none: the next one handed over
+  // starts at once (post_message).
+  if (!mailbox_.empty()) boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });
 }
 
 void worker_cell::backoff(std::chrono::milliseconds delay, std::string_view reason) {

@@ -209,14 +209,30 @@ void router::check_drained() {
 }
 
 void router::request_credit() {
-  if (stopping_) return;
+  // While a burst of done reports is being finished, the credit they free is asked once at its end:
+  // asked after the first, it would go as a pull of 1 (nothing being outstanding, the ledger asks
+  // for whatever room there is), and the MQS would hand over a batch of one.
+  if (stopping_ || credit_deferred_) return;
   std::size_t n = ledger_.take_credit_request();
   if (n > 0) top_->pull(topic_, spec_.mode, n, ledger_.consumers());
 }
 
 void router::deliver(std::uint64_t generation, std::vector<topic_sink::delivery> batch) {
   boost::asio::defer(strand_, [self = shared_from_this(), generation, batch = std::move(batch)]() mutable {
+    // What the batch hands each worker goes to it in one hop: its cell takes them one after another,
+    // so their done reports come in one burst too, and their credit goes back in one pull.
+    self->gathering_ = true;
     for (auto& d : batch) self->take(generation, d);
+    self->gathering_ = false;
+    for (std::size_t index = 0; index < self->gathered_.size(); ++index) {
+      auto& postings = self->gathered_[index];
+      if (postings.empty()) continue;
+      if (postings.size() == 1)
+        self->slots_[index].worker->post_message(std::move(postings.front().first), postings.front().second);
+      else
+        self->slots_[index].worker->post_messages(std::move(postings));
+      postings.clear();
+    }
   });
 }
 
@@ -284,6 +300,11 @@ bool router::dispatch(waiting&& w, bool front) {
 void router::hand_to(std::size_t index, message&& msg, std::uint64_t delivery_id) {
   ledger_.assign(index);
   if (ledger_.in_flight(index) == 1) guard_.active(index, clock_->now());
+  if (gathering_) {
+    if (gathered_.size() <= index) gathered_.resize(index + 1);
+    gathered_[index].emplace_back(std::move(msg), delivery_id);
+    return;
+  }
   slots_[index].worker->post_message(std::move(msg), delivery_id);
 }
 
@@ -397,9 +418,28 @@ void router::on_connected() {
 }
 
 void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
-  boost::asio::defer(strand_, [self = shared_from_this(), index, delivery_id] {
-    ++self->stats_.done;
-    self->finish_one(index, delivery_id, false);
+  // Reports that come while one hop is on its way ride it: one hop per burst, not per message.
+  bool first;
+  {
+    std::lock_guard lock(done_mutex_);
+    first = done_inbox_.empty();
+    done_inbox_.push_back({index, delivery_id});
+  }
+  if (!first) return;
+  boost::asio::defer(strand_, [self = shared_from_this()] {
+    {
+      std::lock_guard lock(self->done_mutex_);
+      self->done_batch_.swap(self->done_inbox_);
+    }
+    // Credit is asked once for the burst, after every report of it (see request_credit).
+    self->credit_deferred_ = true;
+    for (auto [index, delivery_id] : self->done_batch_) {
+      ++self->stats_.done;
+      self->finish_one(index, delivery_id, false);
+    }
+    self->done_batch_.clear();
+    self->credit_deferred_ = false;
+    self->request_credit();
   });
 }
 

@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -121,6 +122,15 @@ class router : public cell_owner,
   const std::string& topic() const { return topic_; }
 
  private:
+  /// worker_done's reports not yet taken by the strand (from the workers' strands), and the strand's
+  /// batch being finished (kept to reuse its capacity).
+  std::mutex done_mutex_;
+  std::vector<std::pair<std::size_t, std::uint64_t>> done_inbox_, done_batch_;
+  bool credit_deferred_ = false;  ///< finishing such a batch: request_credit waits for its end
+  /// Taking a batch from the MQS (deliver): hand_to gathers each worker's messages here (by slot).
+  bool gathering_ = false;
+  std::vector<std::vector<runtime::cell::posting>> gathered_;
+
   struct delivery {
     std::uint64_t generation = 0;
     std::uint64_t tag = 0;

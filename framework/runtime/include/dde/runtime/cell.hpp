@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dde/envelope.hpp"
 #include "dde/message.hpp"
@@ -25,6 +27,12 @@ class cell {
   virtual void start() = 0;
   /// Queues a pool message; the owner hears `worker_done`/`worker_failed` with `delivery_id`.
   virtual void post_message(message&& m, std::uint64_t delivery_id) = 0;
+  /// A pool message and its delivery id.
+  using posting = std::pair<message, std::uint64_t>;
+  /// Queues several pool messages in order, as post_message queues each (a local cell: in one hop).
+  virtual void post_messages(std::vector<posting> batch) {
+    for (auto& [m, id] : batch) post_message(std::move(m), id);
+  }
   /// Hands a reply to an `ask` to the worker.
   virtual void post_reply(message m) = 0;
   /// Stops the worker (`before_kill` runs), then calls `done`.

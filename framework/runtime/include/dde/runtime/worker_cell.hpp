@@ -32,6 +32,8 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   void start() override;
   /// Queues a pool message; `delivery_id` goes back to the owner with done/failure.
   void post_message(message&& m, std::uint64_t delivery_id) override;
+  /// The messages of one batch from the MQS, in one hop to the cell's strand.
+  void post_messages(std::vector<posting> batch) override;
   /// Hands a reply to an `ask` straight to the worker (it does not wait for `done()`).
   void post_reply(message m) override;
   /// Calls `before_kill` and destroys the instance, then `done` (on the cell's strand).
@@ -62,6 +64,8 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   void forward(const message& m, std::string_view to) override;
 
  private:
+  /// A message handed over (on the strand): to the worker now, or to the mailbox.
+  void take(message&& m, std::uint64_t delivery_id);
   /// Starts the next message of the mailbox when the worker may start one.
   void run_next();
   /// True when the worker may start a message now: idle, alive, and the pool's gate lets it (when the
