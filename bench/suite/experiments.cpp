@@ -272,11 +272,12 @@ std::vector<table> exp6_7_request_reply(suite_context& ctx) {
   table rr{"exp6_request_reply",
            "Thesis fig. 5.9: request-reply throughput vs requesters and suppliers",
            {"mode", "requesters", "suppliers", "asks", "ours_msg_s", "raw_msg_s", "ratio", "lost_asks", "late_asks"}};
-  table rtt{"exp7_rtt",
-            "Thesis fig. 5.10: request-reply round-trip time (ms; with 1 requester each figure the median of 3 "
-            "alternating runs, 1 with --quick)",
-            {"mode", "requesters", "suppliers", "ours_p50", "ours_p90", "ours_p99", "ours_max", "raw_p50",
-             "raw_p90", "raw_p99", "raw_max"}};
+  table rtt{
+      "exp7_rtt",
+      "Thesis fig. 5.10: request-reply round-trip time (ms; with 1 requester each figure the median of 3 "
+      "alternating runs, 1 with --quick)",
+      {"mode", "requesters", "suppliers", "ours_p50", "ours_p90", "ours_p99", "ours_max", "raw_p50",
+       "raw_p90", "raw_p99", "raw_max"}};
   const std::vector<int> requesters = ctx.quick ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8, 16};
   const std::vector<int> suppliers = ctx.quick ? std::vector<int>{1} : std::vector<int>{1, 4};
   for (auto& mode : delivery_modes)
