@@ -221,6 +221,8 @@ table exp4_production(suite_context& ctx) {
   const std::vector<int> producers = ctx.quick ? std::vector<int>{1, 2} : std::vector<int>{1, 2, 4, 8};
   for (auto& mode : delivery_modes)
     for (int n_producers : producers) {
+      const auto label = "exp4 " + short_mode(mode) + " " + std::to_string(n_producers) + " producers:";
+      if (!ctx.wants(label)) continue;
       long n = (ctx.quick ? 20000 : 40000) / n_producers * n_producers;
       auto f = median_of_runs(ctx.quick ? 1 : production_runs,
                               [&] { return fill_then_consume(ctx, mode, 8, 1, n_producers, 0, 64, n); });
@@ -230,8 +232,7 @@ table exp4_production(suite_context& ctx) {
       auto key = "produce." + mode + ".n" + std::to_string(n_producers);
       ctx.headline[key + ".ours"] = f.produced.at_broker;
       ctx.headline[key + ".raw"] = f.raw.produce;
-      ctx.clock.line("exp4 " + short_mode(mode) + " " + std::to_string(n_producers) +
-                     " producers: at isolates " + num(f.produced.at_isolates) + ", at broker " +
+      ctx.clock.line(label + " at isolates " + num(f.produced.at_isolates) + ", at broker " +
                      num(f.produced.at_broker) + ", raw " + num(f.raw.produce) + ", ratio " +
                      ratio(f.produced.at_broker, f.raw.produce));
     }

@@ -18,7 +18,7 @@ struct suite_context {
   progress clock;
   std::map<std::string, double> headline;
   int point = 0;
-  std::string points;  ///< --points: only the points of experiments 1, 6 and 7 whose label holds this
+  std::string points;  ///< --points: only the points of experiments 1, 4, 6 and 7 whose label holds this
 
   /// Whether the point labelled `label` (as its progress line begins, e.g. "exp1 AMO prefetch 64
   /// consumers 1:") runs.

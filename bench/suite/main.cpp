@@ -23,7 +23,7 @@ constexpr const char* usage = R"(usage: dde-bench-suite --out DIR [--quick] [--o
   --out DIR    where the CSV files and summary.md go (created)
   --quick      few points, short runs (the CI smoke run)
   --only LIST  run only these experiments (1-8; 6 and 7 come from the same runs; 8 is recovery)
-  --points TEXT  in experiments 1, 6 and 7, only the points whose progress line begins with a label
+  --points TEXT  in experiments 1, 4, 6 and 7, only the points whose progress line begins with a label
                holding TEXT (e.g. "AMO prefetch 64 consumers 1:", "AMO 16 requesters, 1"), for A/B runs
 )";
 
