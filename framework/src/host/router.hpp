@@ -12,7 +12,8 @@
 //   pause_governor   rate-limit pauses of the pool and its replicas (router_governance.cpp)
 //   scale_policy     autoscaling by queue depth (router_scaling.cpp)
 //   ask_tracker      round trips of the asks its workers send (router_asks.cpp)
-// KILL/RESTART/setRate are in router_control.cpp, describe in router_describe.cpp. Everything runs on
+// The message flow (credit, hand-over, finishing) is in router_flow.cpp, KILL/RESTART/setRate in
+// router_control.cpp, describe in router_describe.cpp. Everything runs on
 // the router's strand; timers come from a clock a test can drive (host/clock.hpp).
 
 #include <atomic>

@@ -1,0 +1,234 @@
+// The message flow through a router: credit asked of the MQS, deliveries taken and handed to the
+// workers its routing policy picks (a batch's share of each worker in one hop), and each message
+// finished once its workers are done: acked or failed, its room given back, more credit asked.
+#include <algorithm>
+
+#include <boost/asio/defer.hpp>
+
+#include "host/router.hpp"
+
+namespace dde::host {
+namespace {
+
+/// Seconds from `published_us` (another process's wall clock) to `now`; 0 when the clocks disagree
+/// so much that the stamp lies in the future.
+double seconds_since(std::uint64_t published_us, std::chrono::system_clock::time_point now) {
+  auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
+  return now_us > 0 && std::uint64_t(now_us) > published_us
+             ? double(std::uint64_t(now_us) - published_us) / 1e6
+             : 0.0;
+}
+
+}  // namespace
+
+void router::request_credit() {
+  // While a burst of done reports is being finished, the credit they free is asked once at its end:
+  // asked after the first, it would go as a pull of 1 (nothing being outstanding, the ledger asks
+  // for whatever room there is), and the MQS would hand over a batch of one.
+  if (stopping_ || credit_deferred_) return;
+  std::size_t n = ledger_.take_credit_request();
+  if (n > 0) top_->pull(topic_, spec_.mode, n, ledger_.consumers());
+}
+
+void router::deliver(std::uint64_t generation, std::vector<topic_sink::delivery> batch) {
+  boost::asio::defer(strand_, [self = shared_from_this(), generation, batch = std::move(batch)]() mutable {
+    // What the batch hands each worker goes to it in one hop: its cell takes them one after another,
+    // so their done reports come in one burst too, and their credit goes back in one pull.
+    self->gathering_ = true;
+    for (auto& d : batch) self->take(generation, d);
+    self->gathering_ = false;
+    for (std::size_t index = 0; index < self->gathered_.size(); ++index) {
+      auto& postings = self->gathered_[index];
+      if (postings.empty()) continue;
+      self->slots_[index].worker->post_messages(std::move(postings));
+      postings.clear();
+    }
+  });
+}
+
+void router::take(std::uint64_t generation, topic_sink::delivery& d) {
+  ledger_.on_delivery();
+  ++stats_.delivered;
+  auto e = join_envelope(std::move(d.props), topic_, std::move(d.body));
+  const int earlier_failures = e.attempt;
+  auto m = to_message(std::move(e), d.redelivered);
+  if (d.redelivered) {
+    ++stats_.redelivered;
+    if (dead_letter_poison(generation, d.tag, m)) return;
+  }
+  dispatch({generation, d.tag, d.published_us, std::move(m), earlier_failures});
+}
+
+bool router::dispatch(waiting&& w, bool front) {
+  std::string sub_key;
+  if (subs_.enabled()) {
+    sub_key = subs_.key_of(w.msg);
+    if (!subs_.has_room(sub_key)) {
+      // Its sub-pool is full: it waits for one of its key to finish while other keys go on. Held
+      // messages use the pool's room, so the router never asks the MQS for more than it can hold.
+      sub_waiting_[sub_key].push_back(std::move(w));
+      ledger_.set_held(++sub_held_);
+      return true;
+    }
+  }
+  if (busy()) {
+    waiting_.push_back(std::move(w));
+    return false;
+  }
+  std::vector<std::size_t> targets = routing_->pick(w.msg, ledger_);
+  if (targets.empty()) {
+    // No worker has room (for consistent-hash: the key's worker has none): hold it until one finishes.
+    if (front)
+      waiting_.push_front(std::move(w));
+    else
+      waiting_.push_back(std::move(w));
+    return false;
+  }
+  // Time in queue ends here, at the hand-over: held in this router counts as queued too.
+  if (w.published_us) queue_->observe(seconds_since(w.published_us, clock_->wall_now()));
+  auto& msg = w.msg;
+  std::uint64_t id = next_delivery_++;
+  if (subs_.enabled()) subs_.start(sub_key);
+  auto& d = deliveries_[id];
+  d.generation = w.generation;
+  d.tag = w.tag;
+  d.pending = std::move(targets);  // (no hand-over below finishes one before this handler returns)
+  d.sub_key = std::move(sub_key);
+  if (poison_.enabled()) d.poison_id = msg.id();
+  if (spec_.retry.enabled() && spec_.mode == delivery_mode::at_least_once) {
+    d.earlier_failures = w.earlier_failures;
+    d.retry_copy = std::make_shared<const message>(msg);
+  }
+  d.started = clock_->now();
+  start_race(id, d, msg);
+  const auto& to = d.pending;
+  for (std::size_t k = 0; k + 1 < to.size(); ++k) hand_to(to[k], message(msg), id);
+  hand_to(to.back(), std::move(msg), id);
+  return true;
+}
+
+void router::hand_to(std::size_t index, message&& msg, std::uint64_t delivery_id) {
+  ledger_.assign(index);
+  if (ledger_.in_flight(index) == 1) guard_.active(index, clock_->now());
+  if (gathering_) {
+    if (gathered_.size() <= index) gathered_.resize(index + 1);
+    gathered_[index].emplace_back(std::move(msg), delivery_id);
+    return;
+  }
+  slots_[index].worker->post_message(std::move(msg), delivery_id);
+}
+
+void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven) {
+  // Each (message, worker) finishes once: a late report (e.g. from a replaced stuck worker) is ignored.
+  auto it = deliveries_.find(delivery_id);
+  if (it == deliveries_.end()) return;
+  auto& pending = it->second.pending;
+  auto at = std::find(pending.begin(), pending.end(), index);
+  if (at == pending.end()) return;
+  pending.erase(at);
+  ledger_.finish(index);
+  if (kill_requested(index)) settle_kill(index);
+  guard_.active(index, clock_->now());
+  if (!failed) ++slots_[index].done;
+  if (!failed && proven && !swap_.swapping) source_.proven();
+  auto& d = it->second;
+  if (proven) {  // not a message given back as the pool stops, or dead-lettered after rate limits
+    count_version(index, failed);
+    d.canary_failed = d.canary_failed || (failed && on_canary(index));
+  }
+  bool raced = !d.message_id.empty();
+  if (raced)
+    settle_copy(delivery_id, d, failed);
+  else
+    d.failed = d.failed || failed;
+  std::string sub_key;
+  bool ended = d.pending.empty();
+  if (ended && raced) d.failed = end_race(d);
+  if (ended) {
+    sub_key = std::move(d.sub_key);
+    if (spec_.mode == delivery_mode::at_least_once && !d.acked) {
+      // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
+      // straight to dde.dead.<queue> when the pool says so.
+      // A canary's failure sends it back to the queue: a bad version on trial costs no message a retry.
+      bool dead_letter = spec_.supervision.dead_letter && !d.canary_failed;
+      if (d.failed && d.retry_copy && !d.failure.empty() && !d.canary_failed) {
+        retry_later(d);  // a worker failed it: it comes back after the pool's next retry delay
+      } else if (d.failed) {
+        top_->nack(d.generation, d.tag, !dead_letter);
+        if (dead_letter) ++stats_.dead_lettered;  // the broker moves it to dde.dead.<queue>
+      } else {
+        top_->ack(d.generation, d.tag);
+        ++stats_.acked;
+        if (!d.poison_id.empty()) poison_.done(d.poison_id);
+      }
+    }
+    if (!d.failed) handling_->observe(std::chrono::duration<double>(clock_->now() - d.started).count());
+    deliveries_.erase(it);
+  }
+  if (ended && subs_.enabled()) {
+    // Its sub-pool has room again: the oldest message waiting for it goes to the general queue.
+    subs_.finish(sub_key);
+    auto held = sub_waiting_.find(sub_key);
+    if (held != sub_waiting_.end() && !held->second.empty()) {
+      auto w = std::move(held->second.front());
+      held->second.pop_front();
+      if (held->second.empty()) sub_waiting_.erase(held);
+      ledger_.set_held(--sub_held_);
+      waiting_.push_front(std::move(w));
+    }
+  }
+  // Held messages go out as workers get room (not while a swap is under way: they wait for the new ones).
+  flush_waiting();
+  request_credit();
+  check_drained();
+  if (swap_.swapping && !swap_.next_cells.empty() && ledger_.total_in_flight() == 0) finish_swap();
+}
+
+void router::flush_waiting() {
+  while (!waiting_.empty() && !busy()) {
+    auto w = std::move(waiting_.front());
+    waiting_.pop_front();
+    if (!dispatch(std::move(w), true)) break;
+  }
+}
+
+void router::give_back_held() {
+  auto give_back = [this](std::deque<waiting>& held) {
+    for (auto& w : held)
+      if (spec_.mode == delivery_mode::at_least_once) top_->nack(w.generation, w.tag, true);
+    held.clear();
+  };
+  give_back(waiting_);
+  for (auto& [key, held] : sub_waiting_) give_back(held);
+  sub_waiting_.clear();
+  sub_held_ = 0;
+  ledger_.set_held(0);
+}
+
+void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
+  // Reports that come while one hop is on its way ride it: one hop per burst, not per message.
+  bool first;
+  {
+    std::lock_guard lock(done_mutex_);
+    first = done_inbox_.empty();
+    done_inbox_.push_back({index, delivery_id});
+  }
+  if (!first) return;
+  boost::asio::defer(strand_, [self = shared_from_this()] {
+    {
+      std::lock_guard lock(self->done_mutex_);
+      self->done_batch_.swap(self->done_inbox_);
+    }
+    // Credit is asked once for the burst, after every report of it (see request_credit).
+    self->credit_deferred_ = true;
+    for (auto [index, delivery_id] : self->done_batch_) {
+      ++self->stats_.done;
+      self->finish_one(index, delivery_id, false);
+    }
+    self->done_batch_.clear();
+    self->credit_deferred_ = false;
+    self->request_credit();
+  });
+}
+
+}  // namespace dde::host
