@@ -64,6 +64,13 @@ flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int pr
   return f;
 }
 
+/// The median of `v` (the upper one of an even count; 0 for none).
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 /// `runs` runs of `point`, ours and raw alternating; each figure is the median of its runs.
 template <class Point>
 flow_point median_of_runs(int runs, Point point) {
@@ -78,8 +85,7 @@ flow_point median_of_runs(int runs, Point point) {
   for (std::size_t k = 0; k < figures(out).size(); ++k) {
     std::vector<double> v;
     for (auto& f : all) v.push_back(*figures(f)[k]);
-    std::sort(v.begin(), v.end());
-    *figures(out)[k] = v[v.size() / 2];
+    *figures(out)[k] = median(std::move(v));
   }
   out.payload_bytes = all.front().payload_bytes;
   return out;
@@ -87,16 +93,13 @@ flow_point median_of_runs(int runs, Point point) {
 
 /// The median of each figure of `runs` (lost and late asks: their sums, as none may go unseen).
 request_reply median_of(std::vector<request_reply> runs) {
-  auto med = [&](double request_reply::*f) {
-    std::vector<double> v;
-    for (auto& r : runs) v.push_back(r.*f);
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   request_reply out;
   for (auto f : {&request_reply::rate, &request_reply::p50_ms, &request_reply::p90_ms, &request_reply::p99_ms,
-                 &request_reply::max_ms})
-    out.*f = med(f);
+                 &request_reply::max_ms}) {
+    std::vector<double> v;
+    for (auto& r : runs) v.push_back(r.*f);
+    out.*f = median(std::move(v));
+  }
   for (auto& r : runs) out.lost += r.lost, out.late += r.late;
   return out;
 }
@@ -396,7 +399,6 @@ table exp8_recovery(suite_context& ctx) {
     }
     std::sort(resume.begin(), resume.end());
     std::sort(outage.begin(), outage.end());
-    auto median = [](const std::vector<double>& v) { return v.empty() ? 0.0 : v[v.size() / 2]; };
     auto worst = [](const std::vector<double>& v) { return v.empty() ? 0.0 : v.back(); };
     // A run that did not resume leaves 0 in the resume columns: a point that did not complete.
     t.add({sc.name, std::to_string(runs), std::to_string(sc.count), num(failed ? 0 : median(resume), 3),
