@@ -2,7 +2,7 @@
 # deploy/bench.sh --quick produces every result it promises: a CSV per experiment whose rows have the
 # header's columns and a positive number in every throughput/latency column (a 0 marks a point that
 # did not complete), summary.md with the targets and every table, and one PNG per thesis figure;
-# experiment 8 (recovery) resumed in every run and lost nothing;
+# experiment 8 (recovery) resumed in every run and lost nothing; experiment 9 read every daemon's memory;
 # every payload our producers sent is exactly the size asked for. No throughput is asserted.
 # Usage: bench_smoke_test.sh BUILD_DIR
 set -euo pipefail
@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 DDE_BUILD_DIR=$build "$root/deploy/bench.sh" --quick --no-build --out "$out" || fail "bench.sh --quick failed"
 
 csvs=(exp1_consumers exp2_message_size exp3_mqs_scaling exp4_production exp5_simultaneous exp6_request_reply exp7_rtt
-  exp8_recovery)
+  exp8_recovery exp9_memory)
 for name in "${csvs[@]}"; do
   f="$out/$name.csv"
   [[ -s $f ]] || fail "$name.csv is missing or empty"
@@ -39,6 +39,15 @@ awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
   $col["lost"] != 0 { printf "exp8_recovery.csv line %d (%s): %s lost\n", NR, $col["scenario"], $col["lost"]; bad = 1 }
   END { exit bad }' "$out/exp8_recovery.csv" >&2 || fail "messages were lost in a recovery"
+
+# Experiment 9 (memory): every process was seen under load, and every one but the producer's pool
+# (deployed only to fill the queue) idle before it.
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+  !($col["peak_mib"] + 0 > 0) { printf "exp9_memory.csv line %d (%s): no peak\n", NR, $col["process"]; bad = 1 }
+  $col["process"] !~ /producer/ && !($col["idle_mib"] + 0 > 0) {
+    printf "exp9_memory.csv line %d (%s): no idle figure\n", NR, $col["process"]; bad = 1 }
+  END { if (NR < 7) { print "exp9_memory.csv has fewer than 6 processes"; bad = 1 } exit bad }' "$out/exp9_memory.csv" >&2 ||
+  fail "the resident memory of a process was not measured"
 
 summary="$out/summary.md"
 [[ -s $summary ]] || fail "summary.md is missing"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark suite (thesis section 5.2: experiments 1-7; 8: recovery) against raw rabbitmq-c, in one command:
+# The benchmark suite (thesis section 5.2: experiments 1-7; 8: recovery; 9: memory) against raw rabbitmq-c, in one command:
 # installs what is missing, builds, runs build/bin/dde-bench-suite (its own throw-away RabbitMQ node,
 # dde-registry, 4 dde-activator nodes and dde-mqs processes), then draws one PNG per thesis figure
 # with gnuplot (bench/plots/*.gp). Results: a CSV per experiment, summary.md and the PNGs in --out.

@@ -51,6 +51,10 @@ class bench_cluster {
   void shutdown(int node, const std::string& system);
   /// GET /registry/system/{id} of node `node`: its isolate systems, pools and their stats.
   nlohmann::json describe(int node);
+  /// The processes of the daemons, for their resident memory (experiment 9).
+  int registry_pid() const { return registry_.proc->pid(); }
+  int activator_pid(int node) const { return activators_.at(std::size_t(node)).proc->pid(); }
+  int mqs_pid(const std::string& url) { return find_mqs(url)->second.proc->pid(); }
   /// Messages ready in `queue` (0 when it does not exist yet), over one kept connection: polling
   /// with a new connection each time would load the broker being measured.
   std::uint32_t queue_depth(const std::string& queue);

@@ -1,6 +1,6 @@
 #pragma once
 // The experiments of thesis section 5.2, each a function filling one table (two for request-reply),
-// and issue 20's recovery experiment (8).
+// and issue 20's recovery (8) and memory (9) experiments.
 #include <map>
 #include <string>
 #include <vector>
@@ -41,5 +41,7 @@ table exp5_simultaneous(suite_context& ctx);
 std::vector<table> exp6_7_request_reply(suite_context& ctx);
 /// Recovery (issue 20): how soon consuming resumes after a broker restart and after an MQS kill.
 table exp8_recovery(suite_context& ctx);
+/// Resident memory (issue 20): each daemon's, idle and under the consumption targets' load (memory.cpp).
+table exp9_memory(suite_context& ctx);
 
 }  // namespace dde::bench

@@ -1,7 +1,8 @@
 // dde-bench-suite: thesis section 5.2's experiments 1-7 on a local cluster it starts itself (a
 // throw-away RabbitMQ node, dde-registry, 4 dde-activator nodes, dde-mqs processes), every point
 // next to the raw rabbitmq-c baseline, and experiment 8 (how soon consuming resumes after a broker
-// restart or an MQS kill: it restarts the suite's broker). Writes one CSV per experiment and
+// restart or an MQS kill: it restarts the suite's broker) and 9 (each daemon's resident memory, idle
+// and under load). Writes one CSV per experiment and
 // summary.md to --out; deploy/bench.sh runs it and draws the plots (bench/plots/*.gp).
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -22,7 +23,8 @@ namespace fs = std::filesystem;
 constexpr const char* usage = R"(usage: dde-bench-suite --out DIR [--quick] [--only 1,2,...] [--points TEXT]
   --out DIR    where the CSV files and summary.md go (created)
   --quick      few points, short runs (the CI smoke run)
-  --only LIST  run only these experiments (1-8; 6 and 7 come from the same runs; 8 is recovery)
+  --only LIST  run only these experiments (1-9; 6 and 7 come from the same runs; 8 is recovery, 9 the
+               daemons' resident memory, which runs first)
   --points TEXT  in experiments 1, 4, 6 and 7, only the points whose progress line begins with a label
                holding TEXT (e.g. "AMO prefetch 64 consumers 1:", "AMO 16 requesters, 1"), for A/B runs
 )";
@@ -174,6 +176,8 @@ int main(int argc, char** argv) {
       t.write_csv(out);
       tables.push_back(std::move(t));
     };
+    // First, so that its idle figures are those of a fresh cluster.
+    run(9, exp9_memory);
     run(1, exp1_consumers);
     run(2, exp2_message_size);
     run(3, exp3_mqs_scaling);

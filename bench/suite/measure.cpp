@@ -33,19 +33,18 @@ std::int64_t now_us() {
       .count();
 }
 
-/// Creates `go`, which the workers wait for, once `n` of them say `field` in their stats (or 3 s on).
-void release_together(const fs::path& go, const fs::path& stats_dir, const std::string& prefix,
-                      const std::string& field, long n) {
-  wait_until([&] { return read_span(stats_dir, prefix, field).total >= n; }, 3s, 2ms);
-  std::ofstream{go};
-}
-
 std::string unique_queue() {
   static std::atomic<int> n{0};
   return "rawbench" + std::to_string(::getpid()) + "x" + std::to_string(n++);
 }
 
 }  // namespace
+
+void release_together(const fs::path& go, const fs::path& stats_dir, const std::string& prefix,
+                      const std::string& field, long n) {
+  wait_until([&] { return read_span(stats_dir, prefix, field).total >= n; }, 3s, 2ms);
+  std::ofstream{go};
+}
 
 production produce(bench_cluster& c, const setup& s, long n, int producers, int size, bool at_broker) {
   const std::string psys = s.system + "p", queue = s.system + ".consumer";
@@ -93,13 +92,11 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
   return p;
 }
 
-namespace {
 int deploy_consumers(bench_cluster& c, const setup& s, int consumers, int credits, const nlohmann::json& args) {
   return spread(consumers, c.nodes(), [&](int node, int workers) {
     c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()], {s.system, "consumer", "consumer", args, workers, s.mode, credits});
   });
 }
-}  // namespace
 
 int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits) {
   return deploy_consumers(c, s, consumers, credits, {{"stats_dir", s.stats_dir}});

@@ -21,6 +21,15 @@ struct setup {
   std::filesystem::path stats_dir;
 };
 
+/// Creates `go`, which the workers wait for, once `n` of them say `field` in their stats files
+/// `prefix*` (or 3 s on).
+void release_together(const std::filesystem::path& go, const std::filesystem::path& stats_dir,
+                      const std::string& prefix, const std::string& field, long n);
+/// Deploys `consumers` consumer workers spread over the nodes (one pool per node used) with `args`;
+/// returns how many nodes got one.
+int deploy_consumers(bench_cluster& c, const setup& s, int consumers, int credits,
+                     const nlohmann::json& args);
+
 /// Production throughputs (msg/s), 0 when not measured or failed.
 struct production {
   double at_isolates = 0;  ///< messages / time the producer workers took to send them all

@@ -5,13 +5,15 @@
 namespace dde::mqs {
 
 void flow_control::add(std::size_t messages, std::size_t bytes) {
-  messages_ += messages;
+  const auto held = messages_ += messages;
   bytes_ += bytes;
+  if (drained_ && held >= burst_messages_ && !burst_.load(std::memory_order_relaxed)) burst_ = true;
 }
 
 void flow_control::remove(std::size_t messages, std::size_t bytes) {
-  messages_ -= messages;
+  const auto left = messages_ -= messages;
   bytes_ -= bytes;
+  if (left == 0 && burst_.load(std::memory_order_relaxed) && burst_.exchange(false)) drained_();
   // pause_if_full sets any_paused_ before it looks at the backlog, and this looks at any_paused_
   // after lowering the backlog (both sequentially consistent): either it sees the pause coming and
   // waits for it on the mutex, or pause_if_full sees the lower backlog and does not pause.

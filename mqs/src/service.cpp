@@ -1,5 +1,7 @@
 #include "service.hpp"
 
+#include <malloc.h>
+
 #include "dde/log.hpp"
 #include "dde/mqs/batch_reader.hpp"
 #include "dde/mqs/pause_broadcast.hpp"
@@ -30,6 +32,17 @@ service::service(const config& cfg)
       flow_(cfg.backlog_messages, cfg.backlog_bytes),
       enqueuer_(cfg, flow_),
       dequeuer_(cfg, id_) {
+  // A burst that filled a tenth of the backlog or more leaves its messages' memory in malloc's
+  // arenas once published (50 MiB after 100,000 messages of 64 B); it goes back to the system when
+  // the backlog empties, so an idle MQS is its idle size again (bench experiment 9).
+  flow_.on_drained(std::max<std::size_t>(1000, cfg.backlog_messages / 10), [] {
+    const auto start = std::chrono::steady_clock::now();
+    ::malloc_trim(0);
+    dde::logger("mqs")->debug(
+        "enqueue backlog drained after a burst: free memory given back in {} µs",
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start)
+            .count());
+  });
   // Lease copies and dead-lettered copies: the MQS's own at-least-once messages.
   dequeuer_.set_publisher([this](std::vector<outgoing_message>&& messages) {
     std::size_t bytes = 0;

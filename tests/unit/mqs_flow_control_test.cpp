@@ -48,6 +48,27 @@ TEST(FlowControl, ConnectionsArePausedAboveTheLimitAndResumedBelowHalfOfIt) {
   EXPECT_EQ(flow.messages(), 50u);
 }
 
+TEST(FlowControl, TheEndOfABurstIsReportedOnceWhenTheBacklogEmpties) {
+  flow_control flow(100, 1 << 20);
+  int drained = 0;
+  flow.on_drained(10, [&] { ++drained; });
+  flow.add(9, 9);
+  flow.remove(9, 9);
+  EXPECT_EQ(drained, 0);  // never held a burst's worth
+  flow.add(6, 6);
+  flow.add(6, 6);
+  flow.remove(11, 11);
+  EXPECT_EQ(drained, 0);  // not empty yet
+  flow.remove(1, 1);
+  EXPECT_EQ(drained, 1);
+  flow.add(1, 1);
+  flow.remove(1, 1);
+  EXPECT_EQ(drained, 1);  // a small flow after it: no second call
+  flow.add(10, 10);
+  flow.remove(10, 10);
+  EXPECT_EQ(drained, 2);
+}
+
 TEST(FlowControl, TheByteLimitCountsToo) {
   flow_control flow(1000, 1000);
   auto a = std::make_shared<fake_connection>(1);

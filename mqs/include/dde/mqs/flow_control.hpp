@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -27,6 +28,13 @@ class flow_control {
   /// Pauses reading from `conn` if the backlog is full.
   void pause_if_full(const std::shared_ptr<net::ws_connection>& conn);
   void forget(std::uint64_t conn_id);
+  /// Calls `fn` (on the thread whose remove() emptied it) each time the backlog empties after it
+  /// held at least `messages` messages since the last call: the end of a burst, when the memory that
+  /// carried it can go back to the system. Set before any add().
+  void on_drained(std::size_t messages, std::function<void()> fn) {
+    burst_messages_ = messages;
+    drained_ = std::move(fn);
+  }
 
   std::size_t messages() const { return messages_.load(); }
   std::size_t bytes() const { return bytes_.load(); }
@@ -37,6 +45,9 @@ class flow_control {
   const std::size_t max_messages_, max_bytes_;
   std::atomic<std::size_t> messages_{0}, bytes_{0};
   std::atomic<bool> any_paused_{false};
+  std::size_t burst_messages_ = 0;
+  std::function<void()> drained_;
+  std::atomic<bool> burst_{false};  ///< the backlog held burst_messages_ since drained_ was last called
   std::mutex mutex_;
   std::unordered_map<std::uint64_t, std::shared_ptr<net::ws_connection>> paused_;
   std::chrono::steady_clock::time_point last_warning_{};
