@@ -3,9 +3,10 @@
 #include <dirent.h>
 
 #include <fstream>
-#include <sstream>
 
 #include "experiments.hpp"
+#include "mqs_stats_client.hpp"
+#include "prometheus_text.hpp"
 
 namespace dde::bench {
 namespace {
@@ -42,13 +43,8 @@ std::vector<int> isolate_system_pids(const std::string& system) {
 
 /// The counter `name` of `topic` at the MQS of `url` (ws://host:port/mqs); 0 while it has none.
 long mqs_counter(const std::string& url, const std::string& name, const std::string& topic) {
-  const auto metrics = test::rest("GET", "http" + url.substr(2, url.rfind('/') - 2) + "/metrics");
-  std::istringstream lines(metrics.body);
-  const std::string series = name + "{", label = "pool=\"" + topic + "\"";
-  for (std::string line; std::getline(lines, line);)
-    if (line.rfind(series, 0) == 0 && line.find(label) != std::string::npos)
-      return std::stol(line.substr(line.rfind(' ') + 1));
-  return 0;
+  const auto metrics = test::rest("GET", registry::mqs_http_base(url).value() + "/metrics");
+  return long(test::parse_prometheus(metrics.body).value(name, {{"pool", topic}}).value_or(0));
 }
 
 /// What one row of the table measures: a kind of process, its pids looked up at each sample (isolate
