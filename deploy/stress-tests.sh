@@ -4,24 +4,24 @@
 # test or in DDE. Uses the built tree as it is (deploy/build.sh first).
 #
 #   deploy/stress-tests.sh [-n ROUNDS] [-L LABEL] [-R REGEX] [-E EXCLUDE] [-j JOBS] [--no-burn]
-#                          [--continue] [--record]
+#                          [--continue]
 #
 # Defaults: 20 rounds of the rmq-labelled tests, ctest -j2, a burner per core. The packaging/SDK
 # tests that hold the build tree's lock are excluded unless -E says otherwise (they rebuild nothing
 # a stressed run could race on, but take minutes each). Each round's ctest output is kept in
 # <build>/stress/round-N.log (its tests' files in round-N-test-tmp when one failed), headed by the
-# code it ran (a hash of every tracked file but the *.md ones and this script) and the selection;
-# exits 1 when any test passed fewer than ROUNDS times.
+# code it ran (a hash of every tracked file but the *.md ones and this script) and the selection.
+# Prints each test's passes out of its runs at the end; exits 1 when any test passed fewer than
+# ROUNDS times.
 # --continue keeps the rounds already in <build>/stress that ran the same code and selection and
-# runs only the rest, so a long proof can be spread over several sittings; without it, old rounds
-# are removed first. --record keeps the round logs in tests/stress/rounds instead, to be committed:
-# a proof then spans sessions and fresh clones (the code hash leaves that folder out), and its logs
-# are the evidence. A failed round's test files stay in <build>/stress either way.
+# runs only the rest, so a long proof can be spread over several invocations (an interrupted one
+# loses only its unfinished round); without it, old rounds are removed first. A proof is re-run on
+# the code it is about, not archived: the round logs stay in the build tree.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-rounds=20 label=rmq regex="" exclude="readme_tutorial_test|sdk_example_rmqtest" jobs=2 burn=1 resume=0 record=0
+rounds=20 label=rmq regex="" exclude="readme_tutorial_test|sdk_example_rmqtest" jobs=2 burn=1 resume=0
 while (($#)); do
   case $1 in
     -n) rounds=$2; shift 2 ;;
@@ -31,8 +31,7 @@ while (($#)); do
     -j) jobs=$2; shift 2 ;;
     --no-burn) burn=0; shift ;;
     --continue) resume=1; shift ;;
-    --record) record=1; shift ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "stress-tests.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -52,21 +51,19 @@ if [[ $chosen == *browsertest* ]] && ! dde_browser_deps; then
   echo "stress-tests.sh: cannot install playwright-core in tests/browser (node and npm needed; deploy/install-deps.sh installs them)" >&2
   exit 2
 fi
-tmp_dir="$build_dir/stress"
-out_dir=$tmp_dir
-((record)) && out_dir="$DDE_ROOT/tests/stress/rounds"
-mkdir -p "$out_dir" "$tmp_dir"
+out_dir="$build_dir/stress"
+mkdir -p "$out_dir"
 
-# What a round ran: the code (tracked files but docs, this script and the recorded rounds; uncommitted
-# changes to them make it "dirty", which --continue never resumes) and the tests chosen.
-not_code=(':!:*.md' ':!:deploy/stress-tests.sh' ':!:tests/stress')
+# What a round ran: the code (tracked files but docs and this script; uncommitted changes to them
+# make it "dirty", which --continue never resumes) and the tests chosen.
+not_code=(':!:*.md' ':!:deploy/stress-tests.sh')
 code=$(git -C "$DDE_ROOT" ls-files -s -- . "${not_code[@]}" | sha1sum | cut -c1-12)
 [[ -z $(git -C "$DDE_ROOT" status --porcelain -- . "${not_code[@]}") ]] || code+=-dirty
 header="# stress round: code $code; -L '$label' -R '$regex' -E '$exclude' -j $jobs burn=$burn"
 if ((resume)); then
   [[ $code != *-dirty ]] || dde_die "--continue: the checkout has uncommitted changes, so its rounds cannot be told apart"
 else
-  rm -rf "$out_dir"/round-*.log "$tmp_dir"/round-*-test-tmp
+  rm -rf "$out_dir"/round-*.log "$out_dir"/round-*-test-tmp
 fi
 rm -f "$out_dir"/round-*.log.part
 
@@ -105,14 +102,14 @@ for ((round = 1; round <= rounds; round++)); do
   # a failing round's is kept beside its log for the diagnosis.
   if ((!kept)) && [[ -d $build_dir/test-tmp ]]; then
     if [[ -n $failed_now ]]; then
-      rm -rf "$tmp_dir/round-$round-test-tmp"
-      mv "$build_dir/test-tmp" "$tmp_dir/round-$round-test-tmp"
+      rm -rf "$out_dir/round-$round-test-tmp"
+      mv "$build_dir/test-tmp" "$out_dir/round-$round-test-tmp"
     else
       rm -rf "$build_dir/test-tmp"
     fi
   fi
   ((!kept)) || { dde_log "round $round/$rounds kept from an earlier run${failed_now:+; failed: $failed_now}"; continue; }
-  dde_log "round $round/$rounds done after $(((SECONDS - started) / 60)) min${failed_now:+; failed: $failed_now (see $log and $tmp_dir/round-$round-test-tmp)}"
+  dde_log "round $round/$rounds done after $(((SECONDS - started) / 60)) min${failed_now:+; failed: $failed_now (see $log and $out_dir/round-$round-test-tmp)}"
 done
 
 status=0
