@@ -1,4 +1,4 @@
-// Elastic pools benchmark (issue 10), on a real local cluster, over several runs:
+// Elastic pools benchmark, on a real local cluster, over several runs:
 // - scale-up time: from the first moment the registry shows the pool's backlog above its target to
 //   the moment the pool runs `max` workers (a 1-worker pool, scale 1..8, 100 per worker, sampled
 //   every 250 ms, under a burst of 30,000 messages that take 2 ms each); and the time back to min

@@ -1,6 +1,6 @@
-// The cost of issue 21's opt-in features on the hot path, each next to the same pipeline without it
-// in the same run: producer -> consumer end to end (at-least-once, 64-byte messages, a consumer pool
-// of 2 workers) through a registry, an activator and an MQS on one throw-away broker.
+// The cost of the opt-in features (traces, canaries) on the hot path, each next to the same pipeline
+// without it in the same run: producer -> consumer end to end (at-least-once, 64-byte messages, a
+// consumer pool of 2 workers) through a registry, an activator and an MQS on one throw-away broker.
 //   plain:  nothing opt-in;
 //   traces: the isolate systems write the span log (dde-activator --trace-log, README "Traces");
 //   canary: a canary runs on the consumer pool (one of its two workers on a new version, judged

@@ -1,4 +1,4 @@
-// Rate-limit governance benchmark (issue 5): 8 api_caller workers in 2 isolate systems against the
+// Rate-limit governance benchmark: 8 api_caller workers in 2 isolate systems against the
 // test API server (40 calls in every second; a violation costs a 1 s cessation, doubled by each call
 // made during it), on a real local cluster. Three runs on the same server settings, in one go:
 //   rate+governance  each replica's pool rate set to its share of the limit (20/s), 429s governed;

@@ -1,4 +1,4 @@
-// Hot-swap benchmark (issue 4): the pause of a plugin swap under steady load, over 20 swaps
+// Hot-swap benchmark: the pause of a plugin swap under steady load, over 20 swaps
 // (echo_v1 <-> echo_v2), on a real local cluster. The pause of one swap is the time from the last
 // message the old version handled to the first the new one handled. Printed next to the baseline
 // of the same run: the gaps between consecutive messages when nothing is swapped. Also the

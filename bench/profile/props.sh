@@ -1,6 +1,7 @@
 #!/bin/bash
-# Which of the MQS's AMQP properties leave a RabbitMQ queue slow to consume (README, issue 20's slow
-# state), with the raw rabbitmq-c client alone: no DDE process runs.
+# Which of the MQS's AMQP properties leave a RabbitMQ queue slow to consume (the slow state: some runs
+# drain a queue the MQS filled at a fraction of the usual rate), with the raw rabbitmq-c client alone:
+# no DDE process runs.
 #   bench/profile/props.sh BUILD OUT N ROUNDS VARIANT...
 # VARIANT: none, or a comma-separated subset of id, app, ts (dde-raw-amqp --props), or all.
 # Each round runs every variant in turn, each on a fresh broker node: fill a transient queue with N

@@ -87,7 +87,7 @@ std::uint32_t bench_cluster::queue_depth(const std::string& queue) {
     probe_->check_last_rpc("queue.declare passive " + queue);
     return ok->message_count;
   } catch (const std::exception&) {
-    probe_.reset();  // a missing queue closes the channel: start over next time
+    probe_.reset();  // a missing queue closes the channel: the next call starts over
     return 0;
   }
 }

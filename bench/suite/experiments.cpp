@@ -140,7 +140,7 @@ table exp1_consumers(suite_context& ctx) {
                            std::to_string(n_consumers) + ":";
         if (!ctx.wants(label)) continue;
         long n = consume_count(ctx, mode, p);
-        // The issue-20 targets are at prefetch 64: one run's figures swing too much to judge by.
+        // The summary's targets are at prefetch 64: one run's figures swing too much to judge by.
         auto f = median_of_runs(p == 64 && !ctx.quick ? 3 : 1,
                                 [&] { return fill_then_consume(ctx, mode, p, 1, 1, n_consumers, 64, n); });
         t.add({mode, std::to_string(p), std::to_string(n_consumers), std::to_string(n), num(f.consumed),
@@ -325,7 +325,7 @@ table exp8_recovery(suite_context& ctx) {
   const int runs = ctx.quick ? 1 : 3;
   constexpr double rate = 2000;  // msg/s
   table t{"exp8_recovery",
-          "Recovery (issue 20): seconds from the broker (its first AMQP login) or a new MQS (its port) "
+          "Recovery: seconds from the broker (its first AMQP login) or a new MQS (its port) "
           "accepting connections until the consumers get a message again (at-least-once, quorum queue; a "
           "producer at 2,000 msg/s and 2 consumers in one isolate system; the broker is stopped (SIGTERM) and started, "
           "the MQS killed and started again 2 s later; outage: the consumers' longest gap that ended after the "

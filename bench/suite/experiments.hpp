@@ -1,6 +1,6 @@
 #pragma once
 // The experiments of thesis section 5.2, each a function filling one table (two for request-reply),
-// and issue 20's recovery (8) and memory (9) experiments.
+// and the recovery (8) and memory (9) experiments.
 #include <map>
 #include <string>
 #include <vector>
@@ -11,7 +11,7 @@
 namespace dde::bench {
 
 /// What every experiment shares: the cluster, --quick, progress, and the headline figures the
-/// summary checks against the issue's targets (e.g. "consume.at-most-once.p64.c1.ours").
+/// summary checks against its targets (e.g. "consume.at-most-once.p64.c1.ours").
 struct suite_context {
   bench_cluster& cluster;
   bool quick;
@@ -39,9 +39,9 @@ table exp4_production(suite_context& ctx);
 table exp5_simultaneous(suite_context& ctx);
 /// Request-reply throughput (exp 6) and, from the same runs, round-trip times (exp 7).
 std::vector<table> exp6_7_request_reply(suite_context& ctx);
-/// Recovery (issue 20): how soon consuming resumes after a broker restart and after an MQS kill.
+/// Recovery: how soon consuming resumes after a broker restart and after an MQS kill.
 table exp8_recovery(suite_context& ctx);
-/// Resident memory (issue 20): each daemon's, idle and under the consumption targets' load (memory.cpp).
+/// Resident memory: each daemon's, idle and under the consumption targets' load (memory.cpp).
 table exp9_memory(suite_context& ctx);
 
 }  // namespace dde::bench

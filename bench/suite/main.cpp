@@ -65,7 +65,7 @@ std::string target_line(const std::string& what, double measured, double goal, b
 std::string targets(std::map<std::string, double>& h) {
   auto has = [&](const std::string& key) { return h.count(key) > 0; };
   std::string md =
-      "## Targets (issue 20)\n\nRatios are ours / the best raw client on the same broker in the same run (it "
+      "## Targets\n\nRatios are ours / the best raw client on the same broker in the same run (it "
       "acks with `multiple`; publishes with the same confirms); the raw client acking each message is the "
       "second column. Latencies in ms.\n\n"
       "| target | goal | measured | ours | raw (best) | raw (ack each) | |\n|---|---|---|---|---|---|---|\n";

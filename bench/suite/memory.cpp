@@ -1,4 +1,4 @@
-// Experiment 9 (issue 20): each daemon's resident memory, idle and under the load of the consumption
+// Experiment 9: each daemon's resident memory, idle and under the load of the consumption
 // targets (at-most-once, prefetch 64, 64 B, consumers draining a filled queue).
 #include <dirent.h>
 
@@ -175,7 +175,7 @@ std::string mib(long kib) { return kib > 0 ? num(double(kib) / 1024, 1) : "-"; }
 table exp9_memory(suite_context& ctx) {
   table t{
       "exp9_memory",
-      "Resident memory (issue 20; VmRSS, MiB): idle (the consumer pools deployed, no message yet), the peak "
+      "Resident memory (VmRSS, MiB): idle (the consumer pools deployed, no message yet), the peak "
       "while one producer fills the queue and the consumers drain it (at-most-once, prefetch 64, credits 64, "
       "64 B; sampled every 20 ms), and after (the consumer pools still deployed); run first, on a fresh "
       "cluster; `-`: not running then",
