@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A bounded soak run (issue 8; not part of CI): a throw-away local cluster (deploy/cluster.sh),
+# A bounded soak run (not part of CI): a throw-away local cluster (deploy/cluster.sh),
 # a calibration burst that measures the maximum end-to-end throughput (producer -> dde-mqs ->
 # RabbitMQ -> consumer, at-least-once), then a steady load at --load of it for --minutes, sampling
 # the resident memory of every daemon every --sample-seconds. Prints the samples' summary: memory

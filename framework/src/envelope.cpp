@@ -286,7 +286,7 @@ envelope join_envelope(delivered_props&& props, std::string_view topic, std::str
 }
 
 // By reference, not by value: a delivery's envelope moved into a parameter and destroyed there cost
-// the host about 400 instructions a message (callgrind, 2026-12-03).
+// the host about 400 instructions a message (callgrind of a consuming isolate system).
 message to_message(const envelope& e, bool redelivered) { return to_message(envelope(e), redelivered); }
 
 message to_message(envelope&& e, bool redelivered) {

@@ -42,7 +42,7 @@ amqp_session::result pause_publisher::prepare(amqp_session& session) {
     if (!failing_)
       log()->error("cannot publish pauses to exchange {}: {}; pauses reach only this MQS's hosts",
                    governance_exchange, r.error);
-    failing_ = true;  // the broker closed the channel: it is opened again next time
+    failing_ = true;  // the broker closed the channel: the next publish opens it again
   }
   return r;
 }

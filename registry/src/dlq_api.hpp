@@ -1,5 +1,5 @@
 #pragma once
-// The registry's dead-letter endpoints (issue 21): GET /registry/dlq/{system}/{pool} (list),
+// The registry's dead-letter endpoints: GET /registry/dlq/{system}/{pool} (list),
 // GET /registry/dlq/{system}/{pool}/{id} (show one), POST .../replay and POST .../purge. The registry
 // asks the nodes where the pool runs, takes that pool's MQS (messageQueuingSystemServer) and forwards
 // to its HTTP endpoints (GET /dlq, POST /dlq/replay, POST /dlq/purge; mqs/PROTOCOL.md). Transport-free:

@@ -1,5 +1,5 @@
-// api_caller: POSTs each message's JSON body to an HTTP API that rate limits its callers (issue 5,
-// seed 001), and leaves the waiting to the pool.
+// api_caller: POSTs each message's JSON body to an HTTP API that rate limits its callers (seed
+// 001), and leaves the waiting to the pool.
 //   args: {"url": "http://127.0.0.1:8080/call", "timeoutMs": 10000, "headers": {"Name": "value"},
 //          "defaultBackoffMs": 1000, "log": "", "governance": true, "retryLimit": 5}
 // Each call: appends "SEQ CALL MICROS" to args.log as it starts (SEQ is the body's "seq", or -1).

@@ -40,7 +40,7 @@ struct fetch_result {
   kind what = kind::failed;
   std::filesystem::path file;   ///< fetched: the downloaded plugin, named after its md5
   std::string md5;              ///< fetched: md5 of `file`
-  fetch_validators validators;  ///< fetched: what to send next time
+  fetch_validators validators;  ///< fetched: what to send on the next fetch
   std::string error;            ///< failed: why, e.g. "HTTP 503 Service Unavailable"
 };
 

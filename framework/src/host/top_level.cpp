@@ -119,9 +119,9 @@ void top_level::on_message(const std::shared_ptr<net::ws_connection>& conn, std:
   // on the thread that ran the current one, after it, instead of handing it to an idle thread (it
   // still wakes one when more than one handler waits, so workers run in parallel when messages
   // queue). A message then goes through the host in one go, and acks and credit leave in the same
-  // turn as the batch that came in. Measured 2026-11-27 (4 alternating runs, at-most-once, 1
-  // consumer, prefetch 64): 29,700-34,600 msg/s deferred against 23,700-28,600 posted, with less
-  // CPU in the host, the MQS and the broker alike.
+  // turn as the batch that came in. bench/profile/ab.sh, a build that defers against one that
+  // posts (4 rounds, at-most-once, 1 consumer, prefetch 64): 29,700-34,600 msg/s deferred against
+  // 23,700-28,600 posted, with less CPU in the host, the MQS and the broker alike.
   boost::asio::defer(strand_, [self = shared_from_this(), conn, records = std::move(records)]() mutable {
     if (self->conn_ != conn) return;  // late records of a replaced connection
     for (auto& rec : records) self->handle(rec);

@@ -3,8 +3,9 @@
 // time; the others (up to `threads` in all) join it only while it lags and leave when it no longer
 // does. A light pool then runs on one thread, without Asio's reactor passing between two threads
 // on every socket event (the host switched context about ten times less and used a quarter less
-// CPU: README, issue 20), while a worker whose handler runs long or blocks still gets the other
-// threads within a period or two. Lagging, as a parked thread sees it every `period`: a probe it posted was not run within
+// CPU: bench/profile/consume.sh, DDE_ACTIVATOR_ARGS="--host-threads 1" against 2), while a worker
+// whose handler runs long or blocks still gets the other threads within a period or two.
+// Lagging, as a parked thread sees it every `period`: a probe it posted was not run within
 // `lag` of being posted, or the threads already running were on a core at least `busy` of the period.
 // A probe late while those threads were runnable, neither sleeping in a handler nor on a core for
 // a quarter of the wait, is no lag: they waited for a core, a thread more would wait beside them and only

@@ -38,10 +38,11 @@ struct config {
   /// others while it lags by more than thread_lag (dde/net/elastic_threads.hpp; 0: all, always).
   unsigned threads = 2;
   std::chrono::microseconds thread_lag{1000};
-  /// The dequeuer's loop on a thread of its own (as before 2026-12-02) rather than on the io_context.
+  /// The dequeuer's loop on a thread of its own rather than on the io_context (for A/B runs:
+  /// bench/profile/consume.sh with DDE_MQS_ARGS="--dequeuer-thread").
   bool dequeuer_thread = false;
-  /// The enqueuer's loop on a thread of its own (as before 2026-12-03; always with broker_tls: rabbitmq-c
-  /// writes each frame through OpenSSL and waits while the socket is full).
+  /// The enqueuer's loop on a thread of its own rather than on the io_context (always with broker_tls:
+  /// rabbitmq-c writes each frame through OpenSSL and waits while the socket is full).
   bool enqueuer_thread = false;
   /// How the kernel schedules the MQS's threads (dde/daemon.hpp: apply_scheduling): "batch" or "normal".
   std::string scheduling = "batch";
