@@ -16,7 +16,7 @@ command_line parse(std::vector<const char*> args) {
   return parse_command_line(int(args.size()), args.data());
 }
 
-TEST(MqsConfig, DefaultsAreThoseOfTheThesisAndTheIssue) {
+TEST(MqsConfig, DefaultsAreTheDocumentedOnes) {
   auto cl = parse({});
   ASSERT_EQ(cl.error, "");
   EXPECT_EQ(cl.cfg.port, 42043);
