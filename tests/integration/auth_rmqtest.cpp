@@ -1,4 +1,4 @@
-// Security on a real cluster (issue 8): with the cluster secret every link works (bootstrapper ->
+// Security on a real cluster: with the cluster secret every link works (bootstrapper ->
 // registry, host -> MQS, host -> activator control, proxy -> remote isolate deployer) and messages
 // are delivered; without it, or with a wrong one, each link is refused and the daemons keep
 // serving. Plugin integrity: a deploy with a wrong sha256 is refused, a hot swap to a file with

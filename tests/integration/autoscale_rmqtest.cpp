@@ -1,4 +1,4 @@
-// Autoscaling by queue depth (issue 10), on a real deployment: a backlog of 50,000 messages scales a
+// Autoscaling by queue depth, on a real deployment: a backlog of 50,000 messages scales a
 // pool from 1 worker towards max, and it shrinks back to min once the queue is drained; the bounds
 // hold throughout and no message is lost; the broker consumers of the pool's queue follow its workers.
 #include "cluster_fixture.hpp"

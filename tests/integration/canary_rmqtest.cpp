@@ -1,4 +1,4 @@
-// Canary hot deployment (issue 21 part 4) on a real cluster and broker: a pool of four echo_v1
+// Canary hot deployment on a real cluster and broker: a pool of four echo_v1
 // workers under a steady at-least-once load gets a new plugin file. A version that fails every
 // message (faulty, with every seq in args.throw_on: echo ignores them) runs on one worker for the
 // window, is rolled back and refused, and every message is still handled, by the old version; a good

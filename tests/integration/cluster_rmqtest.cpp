@@ -157,7 +157,7 @@ TEST_F(Cluster, ShuttingDownOnePoolLeavesTheRestAndShuttingDownASystemEndsItsPro
 }
 
 TEST_F(Cluster, ApplyMakesTheClusterMatchAFileAndApplyingItTwiceChangesNothing) {
-  // Issue 19: `ddectl apply -f` deploys what is missing, changes what differs (a rate at once, other
+  // `ddectl apply -f` deploys what is missing, changes what differs (a rate at once, other
   // fields by redeploying), leaves what matches; the same file twice changes nothing.
   auto a = node("apply-a");
   auto id = node_id(registry, "apply-a");
@@ -244,7 +244,7 @@ TEST_F(Cluster, ApplyMakesTheClusterMatchAFileAndApplyingItTwiceChangesNothing) 
 }
 
 TEST_F(Cluster, DdectlAskFindsThePoolThroughTheRegistryAndAnUnknownPoolCreatesNothing) {
-  // Issue 19 (4): the registry says where the pool runs (its MQS, its delivery mode); a pool no node
+  // The registry says where the pool runs (its MQS, its delivery mode); a pool no node
   // runs is an error before any MQS is reached, so no queue appears on the broker.
   auto a = node("ask-a");
   auto id = node_id(registry, "ask-a");
@@ -264,7 +264,7 @@ TEST_F(Cluster, DdectlAskFindsThePoolThroughTheRegistryAndAnUnknownPoolCreatesNo
 }
 
 TEST_F(Cluster, ADeployToAnUnreachableMqsIsRefusedAndAPoolThatLosesItsMqsSaysItIsNotConnected) {
-  // Issue 19 (2): no "running" for a pool that cannot get a message.
+  // No "running" for a pool that cannot get a message.
   auto a = node("nolink-a");
   auto id = node_id(registry, "nolink-a");
   auto sys = unique_system("nolink");

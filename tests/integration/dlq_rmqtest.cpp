@@ -1,4 +1,4 @@
-// Dead letters (issue 21, part 3) on a real cluster: messages a `faulty` pool dead-letters are listed
+// Dead letters on a real cluster: messages a `faulty` pool dead-letters are listed
 // through the registry with why, how often and by which plugin version; once the pool is fixed they are
 // replayed, some then all, and each is handled exactly once; purge empties the queue; bad input is
 // answered precisely.

@@ -1,4 +1,4 @@
-// Node failure detection and failover (issue 10), on three nodes (loopback ports, an activator
+// Node failure detection and failover, on three nodes (loopback ports, an activator
 // each): a steady sequence-numbered at-least-once stream goes to a pool with `failover: true` on node
 // a; `kill -9` of node a's activator and its isolate system makes the registry declare it lost after
 // the heartbeat timeout and deploy the pool on nodes b and c, and no message is lost.
@@ -79,7 +79,7 @@ TEST_F(Failover, APoolOfALostNodeComesBackOnTheOthersAndNoMessageIsLost) {
   for (auto& to : f["pools"][0]["to"]) EXPECT_EQ(to["status"], "deployed") << f.dump();
 }
 
-/// The stream of the remembering tests (issue 21 part 6): a 2-worker failover pool on node `ida`
+/// The stream of the remembering tests: a 2-worker failover pool on node `ida`
 /// fed from node `idb` (4,000 messages at 250/s) through `registry`, running and remembered.
 /// Returns the pid of node a's isolate system (-1 when something failed: the test has failed).
 int stream_remembered_on(Failover& t, const registry_process& registry, const std::string& ida,
@@ -127,7 +127,7 @@ void expect_failed_over_remembered(Failover& t, const registry_process& registry
 }
 
 TEST_F(Failover, ANodeLostWhileTheRegistryIsDownIsFailedOverOnceTheRegistryIsBackWithItsStateFile) {
-  // Issue 21 (6): the registry remembers each node and its pools in --state-file (SQLite). Node a dies
+  // The registry remembers each node and its pools in --state-file (SQLite). Node a dies
   // while the registry is down; the restarted registry waits the restore grace for it, then deploys
   // its failover pool on node b, and the stream loses nothing.
   auto state = (dir / "registry.db").string();
@@ -150,7 +150,7 @@ TEST_F(Failover, ANodeLostWhileTheRegistryIsDownIsFailedOverOnceTheRegistryIsBac
 }
 
 TEST_F(Failover, WhenTheActiveRegistryAndANodeDieTogetherTheStandbyTakesOverAndFailsTheNodeOver) {
-  // Issue 21 (6), high availability: two registries share a PostgreSQL store; the nodes know both
+  // High availability: two registries share a PostgreSQL store; the nodes know both
   // (--registry r1,r2). Registry r1 (active) and node a die at once: r2 takes the store's lock, node b
   // moves to it, and node a, remembered but not back within the grace, is failed over to node b.
   postgres_server store("failover-pair");

@@ -1,5 +1,5 @@
 #pragma once
-// The fault-injection suite's harness (issue 8): a steady, sequence-numbered producer -> echo load
+// The fault-injection suite's harness: a steady, sequence-numbered producer -> echo load
 // in at-least-once mode on a real cluster (RabbitMQ, dde-mqs, dde-registry, one dde-activator),
 // a fault injected mid-stream, then the accounting: every message produced must be consumed at
 // least once; duplicates are counted; recovery is how long consumption took to resume.

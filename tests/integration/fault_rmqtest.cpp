@@ -1,4 +1,4 @@
-// The fault-injection suite (issue 8): under a steady producer -> echo load in at-least-once mode,
+// The fault-injection suite: under a steady producer -> echo load in at-least-once mode,
 // one fault per test, injected mid-stream. Every message produced must be consumed at least once
 // and the system must resume by itself; the suite prints a table (fault, produced, consumed, lost,
 // duplicated, recovery time) at the end.

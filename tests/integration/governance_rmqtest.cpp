@@ -1,4 +1,4 @@
-// Rate-limit governance (issue 5) on a real cluster: a worker that reports a rate limit
+// Rate-limit governance on a real cluster: a worker that reports a rate limit
 // (`backoff(delay)` or `throw dde::rate_limited`) pauses its whole pool, the message is tried again
 // after the delay, up to the retry limit, then dead-lettered with its reason; per-key sub-pools cap
 // how many messages of one key are in flight.

@@ -1,4 +1,4 @@
-// Hot deployment (issue 4, thesis 3.3.1): replacing a pool's plugin file under load swaps the
+// Hot deployment (thesis 3.3.1): replacing a pool's plugin file under load swaps the
 // workers to the new version without losing or repeating a message; a bad new version is refused
 // and the running one keeps serving.
 #include <fstream>

@@ -1,4 +1,4 @@
-// KILL (issue 4, thesis 3.4.2 "How KILL works?") over the REST API on a real cluster: a killed
+// KILL (thesis 3.4.2 "How KILL works?") over the REST API on a real cluster: a killed
 // worker finishes what it holds, runs before_kill and gets nothing more; a killed pool leaves its
 // messages in the broker until a RESTART brings fresh workers, and none is lost.
 #include <fstream>

@@ -1,4 +1,4 @@
-// Leases against a real RabbitMQ whose consumer_timeout is 3 s (issue 21, part 1): a host that holds
+// Leases against a real RabbitMQ whose consumer_timeout is 3 s: a host that holds
 // an at-least-once message far longer finishes it with one delivery and no duplicate, while an MQS
 // without leases, on the same broker at the same time, has it taken back; an MQS killed while a
 // renewed message is held loses nothing; one stopped cleanly gives its copy back to the pool at once.

@@ -89,7 +89,7 @@ TEST_F(Cluster, MetricsOfEveryDaemonParseAndCountTheMessagesSent) {
   EXPECT_EQ(m.value("dde_mqs_broker_connected"), 1) << raw;
   EXPECT_GE(m.value("dde_mqs_websocket_clients").value_or(0), 1) << raw;
   EXPECT_GT(m.value("process_resident_memory_bytes").value_or(0), 1e6) << raw;
-  // The build and the standard process figures (issue 19), as every daemon has them.
+  // The build and the standard process figures, as every daemon has them.
   EXPECT_EQ(m.types["dde_build_info"], "gauge");
   EXPECT_GT(m.value("process_cpu_seconds_total").value_or(0), 0) << raw;
   EXPECT_GT(m.value("process_open_fds").value_or(0), 2) << raw;
@@ -193,18 +193,18 @@ TEST_F(Cluster, AnIsolateSystemServesMetricsThatCountItsMessagesAndHealthThatFol
   EXPECT_EQ(m.value("dde_host_mqs_connected"), 1) << raw;
   EXPECT_EQ(m.value("dde_host_mqs_reconnects_total"), 0) << raw;
   EXPECT_GT(m.value("process_resident_memory_bytes").value_or(0), 1e6) << raw;
-  // Per-pool handling time (issue 19).
+  // Per-pool handling time.
   EXPECT_EQ(m.types["dde_host_handling_seconds"], "histogram");
   EXPECT_EQ(m.value("dde_host_handling_seconds_count", consumer), n) << raw;
   EXPECT_EQ(m.value("dde_host_handling_seconds_bucket", {{"pool", sys + ".consumer"}, {"le", "+Inf"}}), n) << raw;
-  // Time in queue (issue 19): every message came through the MQS, stamped when it published it.
+  // Time in queue: every message came through the MQS, stamped when it published it.
   EXPECT_EQ(m.types["dde_host_queue_seconds"], "histogram");
   EXPECT_EQ(m.value("dde_host_queue_seconds_count", consumer), n) << raw;
   EXPECT_GT(m.value("dde_host_queue_seconds_sum", consumer).value_or(0), 0) << raw;
   EXPECT_LT(m.value("dde_host_queue_seconds_sum", consumer).value_or(1e9), n * 60.0) << raw;
   EXPECT_EQ(m.types["dde_build_info"], "gauge");
 
-  // Ask round trips (issue 19), in the system that asks, per asked pool.
+  // Ask round trips, in the system that asks, per asked pool.
   const int asks = 40;
   ASSERT_EQ(deploy_pool(id, sys, "supplier", "supplier", nlohmann::json::object(), 1).status, 200);
   ASSERT_EQ(

@@ -1,4 +1,4 @@
-// Downloading worker plugins over http:// and https:// (issue 4): conditional requests, precise
+// Downloading worker plugins over http:// and https://: conditional requests, precise
 // errors, certificate verification, and a cancel that ends a hung download. A real HTTP server (dde's
 // own) and a real TLS server (`openssl s_server`) on 127.0.0.1; no broker.
 #include <gtest/gtest.h>

@@ -118,7 +118,7 @@ TEST(RegistryCtl, DdectlPrintsTablesOrJsonAndExitsWithTheDocumentedCodes) {
 }
 
 TEST(RegistryCtl, ARegistryOnIpv6LoopbackIsReachedByBracketedUrls) {
-  // Issue 19 (6): URLs are parsed by a library, so [::1] is a host and the port after it a port,
+  // URLs are parsed by a library, so [::1] is a host and the port after it a port,
   // for ddectl (http) and for a node (ws) alike.
   registry_process registry({"--listen", "::1"});
   auto url = "http://[::1]:" + std::to_string(registry.port());

@@ -1,4 +1,4 @@
-// Two dde-registry processes on one PostgreSQL store (--state-url; issue 21 part 6): one leads, the
+// Two dde-registry processes on one PostgreSQL store (--state-url): one leads, the
 // other stands by (it refuses nodes and REST calls, naming the active one) and takes over with the
 // remembered nodes when the active one dies; an active registry that loses the store steps down.
 // Real processes and a throw-away PostgreSQL server; fake nodes. The same with real nodes, a broker

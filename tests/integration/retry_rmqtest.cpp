@@ -1,4 +1,4 @@
-// Delayed retry (issue 21, part 2) on a real broker: a pool with `retry: {"delays": [...]}` puts a
+// Delayed retry on a real broker: a pool with `retry: {"delays": [...]}` puts a
 // failed message in the delay queue of its next delay (dde.delay-<ms>.<queue>, a quorum queue with a
 // message TTL that dead-letters back to the pool's queue); after the last delay its next failure
 // dead-letters it. What waits in a delay queue survives a broker restart.

@@ -1,4 +1,4 @@
-// The routers Akka users know (issue 10), on real deployments: smallest-mailbox sends nothing to a
+// The routers Akka users know, on real deployments: smallest-mailbox sends nothing to a
 // busy worker while another is idle; consistent-hash keeps every key on one worker and, when the pool
 // grows by one, moves only the keys the new worker takes (about 1/(N+1)); scatter-gather
 // and tail-chopping return the first reply and count the dropped ones.

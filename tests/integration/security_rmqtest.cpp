@@ -1,4 +1,4 @@
-// TLS on every link of a cluster (issue 8): registry https + wss, activator wss, MQS wss, MQS to
+// TLS on every link of a cluster: registry https + wss, activator wss, MQS wss, MQS to
 // RabbitMQ over amqps, each daemon verifying its clients' certificates; a producer/consumer pool
 // deployed over https delivers every message. Then the refusals: a wrong CA, no client
 // certificate, plain ws:// to a TLS port.

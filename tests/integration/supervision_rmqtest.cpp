@@ -1,4 +1,4 @@
-// Supervision (issue 4): what a pool does when a worker throws, on a real cluster. The `faulty`
+// Supervision: what a pool does when a worker throws, on a real cluster. The `faulty`
 // worker throws on chosen messages; the pool's `supervision` says what follows.
 #include "cluster_fixture.hpp"
 
@@ -98,7 +98,7 @@ TEST_F(Supervision, TheRestartLimitStopsACrashLoop) {
 }
 
 TEST_F(Supervision, APoisonMessageGoesToTheDeadLetterQueueWithItsFailureAndThePoolGoesOn) {
-  // Issue 19 (1): a message the worker always throws on no longer stops the pool.
+  // A message the worker always throws on (a poison message) does not stop the pool.
   auto sys = unique_system("suppoison");
   auto id = run(sys, {{"throw_on", {42}}}, {{"strategy", "restart"}, {"maxFailures", 3}}, 100);
   ASSERT_TRUE(wait_until([&] { return handled().unique.size() >= 99; }, long_wait));

@@ -1,4 +1,4 @@
-// Pool rate and maxInFlight (issue 5): every window of the configured length holds at most N
+// Pool rate and maxInFlight: every window of the configured length holds at most N
 // message starts, wherever it is placed; throughput stays under the rate + 10% (and well above a
 // fraction of it) while work is queued; at most K messages are handled at once.
 #include <fstream>

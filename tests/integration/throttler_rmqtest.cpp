@@ -1,4 +1,4 @@
-// The throttler worker between pools on a real cluster (issue 5, seed 000's transparent
+// The throttler worker between pools on a real cluster (seed 000's transparent
 // throttler): it forwards in order at the configured rate, replies reach the original asker, and a
 // control message changes the rate at run time. The throttler logs the steady-clock time of each
 // forward, so the rate is checked exactly over every window of the log; the target must get each

@@ -1,4 +1,4 @@
-// https and wss on dde's own server and clients (issue 8, TLS): certificates from deploy/gen-ca.sh,
+// https and wss on dde's own server and clients: certificates from deploy/gen-ca.sh,
 // a wrong CA, a missing client certificate and plain ws:// to a TLS port. No broker.
 #include <gtest/gtest.h>
 

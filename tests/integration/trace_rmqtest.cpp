@@ -1,4 +1,4 @@
-// Traces (issue 21, part 5) on a real broker: one ask followed across two isolate systems on two
+// Traces on a real broker: one ask followed across two isolate systems on two
 // nodes (activators) through their span logs. A requester in system A on node A asks a supplier in
 // system B on node B, which replies; each node's isolate systems write spans to their own file
 // (DDE_TRACE_LOG, which an activator hands its children). The three spans (A's ask, sent while
@@ -20,7 +20,7 @@ std::vector<nlohmann::json> read_spans(const std::filesystem::path& file) {
   std::ifstream in(file);
   for (std::string line; std::getline(in, line);) {
     auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_object()) out.push_back(std::move(j));  // a line being written is read whole next time
+    if (j.is_object()) out.push_back(std::move(j));  // a line being written is read whole on the next read
   }
   return out;
 }

@@ -56,7 +56,7 @@ TEST(WsUrls, AListOfAlternativesParsesInOrderAndOneBadElementSpoilsIt) {
 }
 
 TEST(Urls, ABracketedIpv6HostIsAHostAndAPort) {
-  // Issue 19 (6): "--registry http://[::1]:8000" once failed with "cannot resolve [::1]:8000".
+  // Split by hand at the first ':', "--registry http://[::1]:8000" would ask the resolver for "[::1]:8000".
   auto http = dde::net::parse_http_url("http://[::1]:8000/registry/health?x=1#top");
   ASSERT_TRUE(http);
   EXPECT_EQ(http->host, "::1");

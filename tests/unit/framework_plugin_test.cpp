@@ -95,8 +95,8 @@ TEST(PluginLoader, LoadsTheSamePathTwiceAsIndependentCopies) {
 }
 
 TEST(PluginLoader, LoadsLeaveNothingInTheTemporaryDirectory) {
-  // Each process used to keep a dde-plugins-<pid> directory: one more in /tmp per isolate system
-  // ever started (9,407 on this machine after a few days of tests).
+  // A dde-plugins-<pid> directory kept by each process would leave one more in /tmp per isolate
+  // system ever started (9,407 after a few days of tests).
   const auto system_tmp = std::filesystem::temp_directory_path();
   auto tmp = system_tmp / ("dde-plugin-tmp-" + std::to_string(::getpid()));
   std::filesystem::create_directories(tmp);

@@ -1,4 +1,4 @@
-// W3C traceparent: reading, writing, carrying on (issue 21 part 5). A malformed header is dropped
+// W3C traceparent: reading, writing, carrying on. A malformed header is dropped
 // where a message is read, never thrown on; the envelope carries the header through the broker's
 // props, whole JSON envelopes (dead letters, remote workers) and the copy a retry publishes.
 #include <gtest/gtest.h>

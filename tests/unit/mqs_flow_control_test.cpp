@@ -92,8 +92,8 @@ TEST(FlowControl, AForgottenConnectionIsNotResumed) {
 
 TEST(FlowControl, ABacklogDrainedWhileAConnectionIsBeingPausedResumesIt) {
   // The enqueuer thread drains the whole backlog at the worst moment: while the host's thread is
-  // pausing the connection (from inside its pause_reading). Before the fix, remove() saw nothing
-  // paused yet, resumed nothing, and no later remove came: the connection was never read again.
+  // pausing the connection (from inside its pause_reading). A remove() that sees nothing paused yet
+  // resumes nothing, and no later remove comes: the connection would never be read again.
   flow_control flow(4, 1 << 20);
   auto a = std::make_shared<fake_connection>(1);
   std::thread drainer;

@@ -288,8 +288,8 @@ TEST(RegistryNodeWatchStore, ARememberedNodeThatDoesNotComeBackAfterARestartIsFa
 }
 
 TEST(RegistryNodeWatchStore, APoolWaitingForANodeIsRememberedAndPlacedByTheNextRegistry) {
-  // A pool that found no node left used to wait in the registry's memory only: the lost node's row
-  // was forgotten, so a registry restart or takeover meanwhile dropped the pool for good.
+  // A pool that finds no node left waits in the store, not in the registry's memory only: with the
+  // lost node's row forgotten, a registry restart or takeover meanwhile would drop the pool for good.
   memory_store store;
   {
     remembering_watch first(store);

@@ -1,4 +1,4 @@
-// How a worker carries a trace on (issue 21 part 5), through a real cell running the `scripted` test
+// How a worker carries a trace on, through a real cell running the `scripted` test
 // plugin: what it sends, asks, replies or forwards while handling a traced message continues that
 // trace with the hop's span as parent; with a span log, each hop is one span whose id is the parent in
 // what it sent, and a message that came untraced (or with a malformed header) starts a new trace;
