@@ -28,8 +28,8 @@ done
 out="${out:-$build/bench-results}"
 
 if [[ -n $do_build ]]; then
-  "$here/install-deps.sh"
-  "$here/build.sh"
+  "$here/install-deps.sh" test
+  "$here/build.sh" -DDDE_BUILD_TESTS=ON
 fi
 [[ -x $build/bin/dde-bench-suite ]] || dde_die "$build/bin/dde-bench-suite is not built (tests off?); run deploy/build.sh"
 command -v gnuplot >/dev/null || dde_die "gnuplot is missing; run deploy/install-deps.sh"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds DDE in <repo>/build (RelWithDebInfo; ccache is used when installed).
-# Extra arguments go to the cmake configure step, e.g. -DDDE_BUILD_TESTS=OFF.
+# Extra arguments go to the cmake configure step, e.g. -DDDE_BUILD_TESTS=ON (the tests and the
+# benchmark suite; off by default). DDE_BUILD_TARGETS (space-separated) builds only those targets.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -12,4 +13,6 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$DDE_ROOT}"
 # others' objects; the build directory's path only lands in DW_AT_comp_dir.
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 cmake -S "$DDE_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
-cmake --build "$build_dir" -j"${DDE_BUILD_JOBS:-2}"
+targets=()
+for target in ${DDE_BUILD_TARGETS:-}; do targets+=(--target "$target"); done
+cmake --build "$build_dir" -j"${DDE_BUILD_JOBS:-2}" "${targets[@]}"

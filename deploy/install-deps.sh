@@ -1,30 +1,42 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages DDE needs to build and test; does nothing when all are present.
+# Installs the Debian 12 packages DDE needs; does nothing when all are present.
 # The system-wide rabbitmq-server is left stopped: tests and demos run their own nodes.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# clang + libclang-rt-14-dev: the ASan/UBSan build and the libFuzzer targets (deploy/sanitize.sh).
-# dpkg-dev: dpkg-shlibdeps, which declares the .deb packages' dependencies (cpack); binutils: nm and
-# readelf for the SDK tests; chromium and nodejs: the dashboard's browser test (tests/browser);
-# gnuplot-nox: the benchmark plots (deploy/bench.sh); liburiparser-dev: URLs; libsqlite3-dev: the
-# registry's --state-file; shellcheck and logrotate: the scripts' and the logrotate file's tests;
-# help2man: the executables' man pages (built only when it is there); lintian: the .deb packages'
-# test (tests/sdk/lintian_test.sh).
+# Two sets: what building and running the daemons, ddectl and the workers needs (the demo), and what
+# the tests, benchmarks and packaging add.
+#   install-deps.sh [demo|test]   (test, the default, installs both sets)
+set_name="${1:-test}"
+[[ $set_name == demo || $set_name == test ]] || dde_die "usage: install-deps.sh [demo|test]"
+
+# liburiparser-dev: URLs; libsqlite3-dev: the registry's --state-file; libpq-dev and pkg-config: the
+# registry's --state-url (PostgreSQL, the store of a registry pair); curl, procps, iproute2 and
+# python3: the deploy scripts; amqp-tools: deploy/rabbitmq.sh's readiness probe (an AMQP login).
 packages=(build-essential cmake ccache libboost-dev nlohmann-json3-dev uuid-dev libssl-dev libspdlog-dev
-  libgtest-dev libgmock-dev googletest librabbitmq-dev liburiparser-dev libsqlite3-dev shellcheck logrotate rabbitmq-server
-  amqp-tools curl procps iproute2 python3
-  dpkg-dev binutils clang libclang-rt-14-dev chromium nodejs gnuplot-nox help2man lintian)
-# prometheus: its promtool, which metrics_rmqtest runs on every daemon's /metrics (`promtool check
-# metrics`); the policy-rc.d below keeps the package's own Prometheus service from starting.
-packages+=(prometheus)
-# libpq-dev and pkg-config: the registry's --state-url (PostgreSQL, the store of a registry pair);
-# postgresql: the throw-away server of its tests (tests/support/postgres_server.cpp), whose
-# package-made cluster the policy-rc.d below keeps from starting.
-packages+=(libpq-dev pkg-config postgresql)
-# Debian's nodejs comes without npm (a nodejs from elsewhere may bundle it).
-command -v npm >/dev/null 2>&1 || packages+=(npm)
+  librabbitmq-dev liburiparser-dev libsqlite3-dev libpq-dev pkg-config rabbitmq-server
+  amqp-tools curl procps iproute2 python3)
+if [[ $set_name == test ]]; then
+  # clang + libclang-rt-14-dev: the ASan/UBSan build and the libFuzzer targets (deploy/sanitize.sh).
+  # dpkg-dev: dpkg-shlibdeps, which declares the .deb packages' dependencies (cpack); binutils: nm and
+  # readelf for the SDK tests; chromium and nodejs: the dashboard's browser test and the manual's
+  # screenshots; gnuplot-nox: the benchmark plots (deploy/bench.sh); shellcheck and logrotate: the
+  # scripts' and the logrotate file's tests; help2man: the executables' man pages; lintian: the .deb
+  # packages' test; mkdocs and mkdocs-material: the manual
+  # (docs/, built with --strict by the suite).
+  packages+=(libgtest-dev libgmock-dev googletest shellcheck logrotate
+    dpkg-dev binutils clang libclang-rt-14-dev chromium nodejs gnuplot-nox help2man lintian
+    mkdocs mkdocs-material)
+  # prometheus: its promtool, which metrics_rmqtest runs on every daemon's /metrics (`promtool check
+  # metrics`); the policy-rc.d below keeps the package's own Prometheus service from starting.
+  packages+=(prometheus)
+  # postgresql: the throw-away server of the registry pair's tests (tests/support/postgres_server.cpp),
+  # whose package-made cluster the policy-rc.d below keeps from starting.
+  packages+=(postgresql)
+  # Debian's nodejs comes without npm (a nodejs from elsewhere may bundle it).
+  command -v npm >/dev/null 2>&1 || packages+=(npm)
+fi
 
 missing=()
 for package in "${packages[@]}"; do

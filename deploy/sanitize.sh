@@ -19,7 +19,7 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$DDE_ROOT}"
 # As in build.sh: with -g ccache would hash the working directory, so no clone hit another's objects.
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 mkdir -p "$build_dir"
-CC=clang CXX=clang++ cmake -S "$DDE_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDDE_FUZZ=ON \
+CC=clang CXX=clang++ cmake -S "$DDE_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDDE_FUZZ=ON -DDDE_BUILD_TESTS=ON \
   >"$build_dir/configure.log" 2>&1 || { cat "$build_dir/configure.log"; dde_die "configure failed"; }
 dde_log "building the unit tests and fuzzers with ASan + UBSan in $build_dir"
 cmake --build "$build_dir" -j"${DDE_BUILD_JOBS:-2}" --target "${unit_tests[@]}" dde_fuzzers

@@ -9,8 +9,8 @@ here="$(dirname "${BASH_SOURCE[0]}")"
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$here/lib.sh"
 
-"$here/install-deps.sh"
-"$here/build.sh"
+"$here/install-deps.sh" test
+"$here/build.sh" -DDDE_BUILD_TESTS=ON
 # playwright-core for the dashboard's browser test.
 dde_browser_deps || dde_log "no playwright-core in tests/browser: dashboard_browsertest will fail; the other tests run"
 build_dir="${DDE_BUILD_DIR:-$DDE_ROOT/build}"
