@@ -23,11 +23,11 @@ if [[ $set_name == test ]]; then
   # readelf for the SDK tests; chromium and nodejs: the dashboard's browser test and the manual's
   # screenshots; gnuplot-nox: the benchmark plots (deploy/bench.sh); shellcheck and logrotate: the
   # scripts' and the logrotate file's tests; help2man: the executables' man pages; lintian: the .deb
-  # packages' test; mkdocs and mkdocs-material: the manual
-  # (docs/, built with --strict by the suite).
+  # packages' test; mkdocs and mkdocs-material: the manual (docs/, built with --strict by the suite),
+  # graphviz: its diagrams (docs/diagrams/*.dot, drawn as SVG when it is built).
   packages+=(libgtest-dev libgmock-dev googletest shellcheck logrotate
     dpkg-dev binutils clang libclang-rt-14-dev chromium nodejs gnuplot-nox help2man lintian
-    mkdocs mkdocs-material)
+    mkdocs mkdocs-material graphviz)
   # prometheus: its promtool, which metrics_rmqtest runs on every daemon's /metrics (`promtool check
   # metrics`); the policy-rc.d below keeps the package's own Prometheus service from starting.
   packages+=(prometheus)
