@@ -12,7 +12,11 @@ export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$DDE_ROOT}"
 # With debug info (-g) ccache also hashes the working directory by default, so every clone missed the
 # others' objects; the build directory's path only lands in DW_AT_comp_dir.
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
-cmake -S "$DDE_ROOT" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
+# Ninja for a new build folder when it is there (one progress count over every target built); a
+# folder configured before keeps its generator.
+generator=()
+if [[ ! -f $build_dir/CMakeCache.txt ]] && command -v ninja >/dev/null; then generator=(-G Ninja); fi
+cmake -S "$DDE_ROOT" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@"
 targets=()
 for target in ${DDE_BUILD_TARGETS:-}; do targets+=(--target "$target"); done
 cmake --build "$build_dir" -j"${DDE_BUILD_JOBS:-2}" "${targets[@]}"

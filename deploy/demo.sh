@@ -46,9 +46,17 @@ DDE_BUILD_TARGETS="dde-registry dde-mqs dde-activator dde-isolate-system ddectl 
   "$here/build.sh" 2>&1 | tee "$build/demo-build.log" | {
   shown=-10
   while IFS= read -r line; do
-    if [[ $line =~ ^\[\ *([0-9]+)%\] ]] && ((BASH_REMATCH[1] >= shown + 10)); then
-      shown=${BASH_REMATCH[1]}
-      dde_log "build ${shown}% ($((SECONDS - phase_start)) s)"
+    # Ninja counts steps over every target ("[12/140]"), make per target ("[ 45%]").
+    if [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]]; then
+      percent=$((100 * BASH_REMATCH[1] / BASH_REMATCH[2]))
+    elif [[ $line =~ ^\[\ *([0-9]+)%\] ]]; then
+      percent=${BASH_REMATCH[1]}
+    else
+      continue
+    fi
+    if ((percent >= shown + 10)); then
+      shown=$percent
+      dde_log "build ${percent}% ($((SECONDS - phase_start)) s)"
     fi
   done
 }

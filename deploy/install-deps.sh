@@ -11,10 +11,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 set_name="${1:-test}"
 [[ $set_name == demo || $set_name == test ]] || dde_die "usage: install-deps.sh [demo|test]"
 
-# liburiparser-dev: URLs; libsqlite3-dev: the registry's --state-file; libpq-dev and pkg-config: the
+# ninja-build: the build's generator (deploy/build.sh); liburiparser-dev: URLs; libsqlite3-dev: the registry's --state-file; libpq-dev and pkg-config: the
 # registry's --state-url (PostgreSQL, the store of a registry pair); curl, procps, iproute2 and
 # python3: the deploy scripts; amqp-tools: deploy/rabbitmq.sh's readiness probe (an AMQP login).
-packages=(build-essential cmake ccache libboost-dev nlohmann-json3-dev uuid-dev libssl-dev libspdlog-dev
+packages=(build-essential cmake ninja-build ccache libboost-dev nlohmann-json3-dev uuid-dev libssl-dev libspdlog-dev
   librabbitmq-dev liburiparser-dev libsqlite3-dev libpq-dev pkg-config rabbitmq-server
   amqp-tools curl procps iproute2 python3)
 if [[ $set_name == test ]]; then
