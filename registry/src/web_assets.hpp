@@ -1,6 +1,9 @@
 #pragma once
-// The dashboard's static files (registry/web), compiled into the registry by cmake/embed_files.cmake.
+// The files the registry serves from its binary: the dashboard (registry/web), the OpenAPI document of
+// its API (registry/openapi.json) and the pool spec's JSON Schema (registry/schemas), compiled in by
+// cmake/embed_files.cmake.
 
+#include <span>
 #include <string_view>
 
 namespace dde::registry {
@@ -13,5 +16,8 @@ struct web_asset {
 
 /// The file served at `path`, or nullptr.
 const web_asset* find_web_asset(std::string_view path);
+
+/// Every file, in the order registry/CMakeLists.txt lists them.
+std::span<const web_asset> web_assets();
 
 }  // namespace dde::registry
