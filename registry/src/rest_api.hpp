@@ -4,10 +4,12 @@
 // Transport-free, so tests call it directly.
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "mqs_http.hpp"
 #include "node_table.hpp"
@@ -28,6 +30,20 @@ struct rest_reply {
   ordered_json body;
   std::map<std::string, std::string> headers;
 };
+
+/// One endpoint of the registry's port: a method and a path in which `{name}` stands for one segment.
+struct rest_route {
+  std::string method;
+  std::string path;
+};
+
+/// Every endpoint of the registry's port: the REST API's, those the dashboard answers before the API
+/// (its page and files, /metrics, /health, /registry/status, the OpenAPI document and the pool spec's
+/// schema) and the two WebSocket endpoints (a plain request to one is answered 426). A request takes
+/// the route whose path matches with the most literal segments (/registry/system/list, not
+/// /registry/system/{bootstrapperId}). GET /openapi.json documents exactly these; tests hold the two
+/// together.
+const std::vector<rest_route>& rest_routes();
 
 /// A reply carrying `{"error": message}`.
 rest_reply error_reply(int status, std::string message);
@@ -52,6 +68,8 @@ class rest_api {
   void handle(const rest_request& req, reply_fn reply);
 
  private:
+  /// Answers `req`, which matched rest_routes()[route].
+  void serve(std::size_t route, const rest_request& req, const std::string& path, reply_fn reply);
   void list(const reply_fn& reply);
   void show(const std::string& id, const reply_fn& reply);
   void deploy(const ordered_json& body, const reply_fn& reply);
@@ -60,7 +78,8 @@ class rest_api {
   void kill(const ordered_json& body, const reply_fn& reply);
   void set_rate(const ordered_json& body, const reply_fn& reply);
   /// Sends `request` to node `id` and answers with the node's answer, logging both.
-  void forward(const std::string& id, protocol::node_request request, const std::string& what, const reply_fn& reply);
+  void forward(const std::string& id, protocol::node_request request, const std::string& what,
+               const reply_fn& reply);
   void migrate(const ordered_json& body, const reply_fn& reply);
   /// POST /registry/apply: makes the cluster run the pools of the body (see pool_applier).
   void apply(const ordered_json& body, const reply_fn& reply);
