@@ -23,7 +23,7 @@ mkdir -p "$out/home"
 
 # sh_blocks FILE [SECTION]: the ```sh blocks of FILE (of its "## SECTION" only, when given), in order.
 sh_blocks() {
-  awk -v section="$2" '
+  awk -v section="${2:-}" '
     section != "" && /^## / { in_section = ($0 == "## " section) }
     section == "" { in_section = 1 }
     in_section && /^```sh$/ { in_block = 1; blocks++; next }
