@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   dde::cli args("dde-activator", "A DDE node: System Bootstrapper + Isolate Deployer (thesis 3.2.4).");
   args.option("registry", "ws://127.0.0.1:8000/registry",
               "WebSocket URL of the registry; a comma-separated list for a registry pair on a shared store "
-              "(README \"Two registries\"): the node registers with the one that is active, and moves on to the "
+              "(manual: Operations, \"A registry that remembers, and a pair\"): the node registers with the one that is active, and moves on to the "
               "next when its link ends or a standby refuses it")
       .option("listen", "127.0.0.1", "address to listen on")
       .option("port", "42042", "port of /activator (remote workers) and /control (local isolate systems)")
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
           "file holding the cluster secret: required of /activator and /control links, sent to the registry "
           "and handed to the isolate systems through their environment (default: $DDE_CLUSTER_SECRET)")
       .option("trace-log", "",
-              "span log (README \"Traces\") of this node's remote workers and, through DDE_TRACE_LOG, of the "
+              "span log (manual: Operations, \"Traces\") of this node's remote workers and, through DDE_TRACE_LOG, of the "
               "isolate systems it starts (default: $DDE_TRACE_LOG, else none)")
       .option("trace-node", "", "the node named in the span log (default: $DDE_TRACE_NODE, else the host name)")
       .option("log-level", "info", "trace, debug, info, warn, error or off");

@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   if (auto code = dde::bench::bench_command_line(
           argc, argv, "dde-bench-backbone",
-          "DDE end to end next to raw rabbitmq-c on one throw-away broker (see README, Benchmarks).", quick))
+          "DDE end to end next to raw rabbitmq-c on one throw-away broker (see the manual's Benchmarks).", quick))
     return *code;
   long n_fast = quick ? 20000 : 100000;
   long n_slow = quick ? 2000 : 10000;

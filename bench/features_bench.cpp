@@ -2,7 +2,7 @@
 // without it in the same run: producer -> consumer end to end (at-least-once, 64-byte messages, a
 // consumer pool of 2 workers) through a registry, an activator and an MQS on one throw-away broker.
 //   plain:  nothing opt-in;
-//   traces: the isolate systems write the span log (dde-activator --trace-log, README "Traces");
+//   traces: the isolate systems write the span log (dde-activator --trace-log, the manual's "Traces");
 //   canary: a canary runs on the consumer pool (one of its two workers on a new version, judged
 //           never within the run), so every message is counted per version for the verdict.
 // Rate: messages over the time from the producer's first send until the consumer pool reports every

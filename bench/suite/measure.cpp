@@ -137,7 +137,7 @@ request_reply ask(bench_cluster& c, const setup& s, int requesters, int supplier
   const std::string rsys = s.system + "r";
   // The requesters are one pool in one isolate system on the next node, as the raw client's are
   // threads of one process: spread over the four nodes, all on this one machine, they were four
-  // processes sharing the same two cores, which a cluster of machines would not (README *Status*).
+  // processes sharing the same two cores, which a cluster of machines would not.
   // Each asks once unrecorded (its path set up, as raw's is before its clock starts), then they all
   // start together once the last is up (as raw's threads do).
   const auto go = s.stats_dir / "requesters.go";

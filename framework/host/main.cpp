@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
           "file holding the cluster secret sent on the links to the MQS, the activator and remote workers "
           "(default: $DDE_CLUSTER_SECRET, else none)")
       .option("trace-log", "",
-              "append a JSON line per span (a message handled, README \"Traces\") to this file and start a "
+              "append a JSON line per span (a message handled, manual: Operations, \"Traces\") to this file and start a "
               "trace for messages sent outside one (default: $DDE_TRACE_LOG, else no span log; traceparent "
               "headers that arrive are carried on either way)")
       .option("trace-node", "", "the node named in the span log (default: $DDE_TRACE_NODE, else the host name)")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dde-mqs and dde-isolate-system run every thread SCHED_BATCH by default (README "Scheduling"),
+# dde-mqs and dde-isolate-system run every thread SCHED_BATCH by default (the manual's "Scheduling"),
 # SCHED_OTHER with --scheduling normal, and refuse another value with a clear error (exit 2). Their
 # threads carry names (mqs-io-0, mqs-opener, host-io-0, ...) for top, perf and /proc.
 # Neither needs its peer for this: the MQS is pointed at a closed broker port and the isolate system

@@ -21,7 +21,7 @@ for pair in registry:dde-registry mqs:dde-mqs activator:dde-activator; do
     checked=$((checked + 1))
   done
   if grep -qi 'no authentication\|no tls' "$env_file"; then
-    fail "${env_file##*/} says the daemons lack authentication or TLS; they have both (README \"Security\")"
+    fail "${env_file##*/} says the daemons lack authentication or TLS; they have both (the manual's \"Security\")"
   fi
 done
 ((checked >= 10)) || fail "only $checked flags found in the env files"

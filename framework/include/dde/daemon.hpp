@@ -21,7 +21,7 @@ std::optional<int> parse_command_line(cli& args, int argc, char** argv, const ch
 inline constexpr const char* scheduling_help =
     "batch or normal: batch (SCHED_BATCH) threads do not preempt a running thread when they wake, so the "
     "broker and the workers on the same cores run their slices out and each wake-up handles more messages "
-    "(README \"Scheduling\"); normal: the kernel's default";
+    "(manual: Operations, \"Scheduling\"); normal: the kernel's default";
 /// Error text when `policy` is neither "batch" nor "normal"; nothing when it is one.
 std::optional<std::string> check_scheduling(const std::string& policy);
 /// Applies `policy` to the calling thread, and so to every thread it starts afterwards: call it

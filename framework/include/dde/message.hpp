@@ -56,7 +56,7 @@ class message {
   /// True when the sender asked (`ask`), so a reply reaches that exact worker instance.
   bool is_ask() const { return !ask_instance_.empty(); }
   /// The W3C trace id (32 hex digits) of the trace this message belongs to, for your own logs; empty
-  /// when it carries none (README, "Traces").
+  /// when it carries none (the manual's "Traces").
   std::string_view trace_id() const {
     return traceparent_.size() >= 35 ? std::string_view(traceparent_).substr(3, 32) : std::string_view();
   }

@@ -62,7 +62,7 @@ struct span {
 };
 
 /// Where finished spans go: one JSON object per line, appended to a file (several processes may
-/// share it: each line is one write(2) with O_APPEND). See README, "Traces".
+/// share it: each line is one write(2) with O_APPEND). See the manual's "Traces".
 class span_log {
  public:
   /// Opens (creates, appends to) `path`; throws std::runtime_error when it cannot.

@@ -1,5 +1,5 @@
 // The trace side of a worker cell: the hop (span) of the message being handled, and the traceparent
-// of what the worker sends meanwhile (README, "Traces").
+// of what the worker sends meanwhile (the manual's "Traces").
 #include "dde/runtime/worker_cell.hpp"
 
 namespace dde::runtime {
