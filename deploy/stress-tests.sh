@@ -21,7 +21,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-rounds=20 label=rmq regex="" exclude="readme_tutorial_test|sdk_example_rmqtest" jobs=2 burn=1 resume=0
+rounds=20 label=rmq regex="" exclude="tutorial_test|sdk_example_rmqtest" jobs=2 burn=1 resume=0
 while (($#)); do
   case $1 in
     -n) rounds=$2; shift 2 ;;
