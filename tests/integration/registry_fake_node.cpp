@@ -129,7 +129,13 @@ struct fake_node::state {
       if (id.empty()) register_failed = true;
     } else if (type == "request") {
       requests.push_back(frame);
-      if (opts.answer) c->send(answer(pools, frame).dump(), false);
+      if (opts.fail_status && frame.value("action", "") != "describe")
+        c->send(
+            failure(frame, opts.fail_status, "refused by the test (" + std::to_string(opts.fail_status) + ")")
+                .dump(),
+            false);
+      else if (opts.answer)
+        c->send(answer(pools, frame).dump(), false);
     }
     changed.notify_all();
   }

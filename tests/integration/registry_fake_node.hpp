@@ -23,6 +23,7 @@ class fake_node {
     std::optional<std::string> previous_id;  ///< sent as bootstrapperId in the register frame
     std::uint16_t activator_port = 42042;
     bool answer = true;               ///< false: requests are recorded and never answered
+    int fail_status = 0;              ///< not 0: every request but describe fails with this status
     bool register_on_connect = true;  ///< false: the test sends its own first frame
     std::string cluster_secret;       ///< sent on the handshake when not empty
   };
