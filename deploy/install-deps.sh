@@ -24,10 +24,11 @@ if [[ $set_name == test ]]; then
   # screenshots; gnuplot-nox: the benchmark plots (deploy/bench.sh); shellcheck and logrotate: the
   # scripts' and the logrotate file's tests; help2man: the executables' man pages; lintian: the .deb
   # packages' test; mkdocs and mkdocs-material: the manual (docs/, built with --strict by the suite),
-  # graphviz: its diagrams (docs/diagrams/*.dot, drawn as SVG when it is built).
+  # graphviz: its diagrams (docs/diagrams/*.dot, drawn as SVG when it is built); universal-ctags: the
+  # functions and classes deploy/shape-check.sh measures.
   packages+=(libgtest-dev libgmock-dev googletest shellcheck logrotate
     dpkg-dev binutils clang libclang-rt-14-dev chromium nodejs gnuplot-nox help2man lintian
-    mkdocs mkdocs-material graphviz)
+    mkdocs mkdocs-material graphviz universal-ctags)
   # prometheus: its promtool, which metrics_rmqtest runs on every daemon's /metrics (`promtool check
   # metrics`); the policy-rc.d below keeps the package's own Prometheus service from starting.
   packages+=(prometheus)
