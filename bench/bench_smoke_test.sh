@@ -29,6 +29,14 @@ for name in "${csvs[@]}"; do
 done
 
 # Our producers' `size` is the exact payload size the broker holds (the peeked first message).
+# The prefetch-64 points run long enough to measure the rate after their first second, ours and raw's.
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+  $col["prefetch"] == 64 { rows++; for (k in want) if (!($col[want[k]] ~ /^[0-9.]+$/ && $col[want[k]] + 0 > 0)) {
+    printf "exp1_consumers.csv line %d: %s = \"%s\"\n", NR, want[k], $col[want[k]]; bad = 1 } }
+  BEGIN { want[1] = "steady_ours_msg_s"; want[2] = "steady_raw_best_msg_s" }
+  END { if (!rows) { print "exp1_consumers.csv has no prefetch-64 row"; bad = 1 } exit bad }' "$out/exp1_consumers.csv" >&2 ||
+  fail "a prefetch-64 point has no rate after its first second"
+
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
   $col["payload_bytes"] != $col["size"] {
     printf "exp2_message_size.csv line %d: size %s but payload_bytes %s\n", NR, $col["size"], $col["payload_bytes"]; bad = 1 }
@@ -54,6 +62,10 @@ summary="$out/summary.md"
 grep -q '^## Targets' "$summary" || fail "summary.md has no targets section"
 grep -q '^| AMO consumption / best raw, prefetch 64, 64 B, 1 consumer |' "$summary" ||
   fail "summary.md lacks the consumption target against the best raw client"
+for c in "1 consumer" "4 consumers"; do
+  grep -qE "^\| AMO sustained consumption \(after the first second\) / best raw's, prefetch 64, 64 B, $c \| >= 0\.[0-9]+ \| [0-9.]+ \|" "$summary" ||
+    fail "summary.md lacks a measured sustained-consumption target ($c)"
+done
 grep -q '^| payload bytes at the broker .* | met |$' "$summary" || fail "the payload size target is not met"
 for name in "${csvs[@]}"; do grep -q "\`$name.csv\`" "$summary" || fail "summary.md lacks the $name table"; done
 for what in "a broker restart" "an MQS kill"; do

@@ -43,7 +43,10 @@ options (default):
   --consumers-per-channel K (1): consume: K broker consumers (each with the prefetch) share each
                connection's channel and its acks, as dde-mqs's consumers of one topic do
   --idle-timeout SECONDS (30): give up when nothing arrives for this long
-output: one line, e.g. "raw produce count=100000 size=64 seconds=1.234 rate=81037 msg/s client_rate=90000"
+  --progress: consume: print "progress MS COUNT" on stderr once a second (ms since the first delivery)
+output: one line, e.g. "raw produce count=100000 size=64 seconds=1.234 rate=81037 msg/s client_rate=90000";
+  consume adds first_second=N (deliveries in the first second) and steady_rate=R (the rate after it;
+  0 when less than half a second follows it)
 )";
 
 options parse(int argc, char** argv) {
@@ -101,6 +104,8 @@ options parse(int argc, char** argv) {
       o.consumers_per_channel = std::stoi(value());
     else if (flag == "--suppliers")
       o.suppliers = std::stoi(value());
+    else if (flag == "--progress")
+      o.progress = true;
     else if (flag == "--idle-timeout")
       o.idle_timeout_s = std::stoi(value());
     else
@@ -209,15 +214,24 @@ void produce(const options& o) {
 struct consume_tally {
   std::mutex mutex;
   std::uint64_t received = 0, redelivered = 0;
+  std::uint64_t first_second = 0;  ///< deliveries within a second of the first: a burst, reported apart
   std::size_t size = 0;
-  clock_type::time_point start{}, end{};
+  clock_type::time_point start{}, end{}, next_progress{};
+  bool progress = false;
   std::atomic<bool> finished{false};
   /// Counts one delivery; false once the total was reached (the caller stops).
   bool record(const amqp_envelope_t& e, std::uint64_t count) {
     std::lock_guard lock(mutex);
     if (received >= count) return false;
     auto now = clock_type::now();
-    if (received++ == 0) start = now;
+    if (received++ == 0) start = next_progress = now;
+    if (now - start <= std::chrono::seconds(1)) first_second = received;
+    if (progress && now >= next_progress) {
+      std::fprintf(stderr, "progress %lld %llu\n",
+                   static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()),
+                   static_cast<unsigned long long>(received));
+      next_progress += std::chrono::seconds(1);
+    }
     end = now;
     size = e.message.body.len;
     redelivered += e.redelivered ? 1 : 0;
@@ -281,9 +295,15 @@ void consume(const options& o) {
   std::vector<std::unique_ptr<connection>> conns;
   for (int i = 0; i < o.connections; ++i) conns.push_back(std::make_unique<connection>(o));
   consume_tally tally;
+  tally.progress = o.progress;
   on_threads(o.connections, [&](int i) { consume_on(*conns[std::size_t(i)], o, tally); });
   if (tally.redelivered > 0) std::cerr << "note: " << tally.redelivered << " deliveries were redeliveries\n";
-  report("consume", tally.received, tally.size, tally.start, tally.end);
+  // The rate after the first second: what a consumer sustains once the first burst (the broker's
+  // and the kernel's buffers, caches still warm) is over.
+  const double after_s = std::chrono::duration<double>(tally.end - tally.start).count() - 1.0;
+  const double steady = after_s >= 0.5 ? double(tally.received - tally.first_second) / after_s : 0.0;
+  report("consume", tally.received, tally.size, tally.start, tally.end,
+         "first_second=" + std::to_string(tally.first_second) + " steady_rate=" + std::to_string(std::llround(steady)));
 }
 
 /// Prints the body size of the first message in the queue and gives it back (basic.get, basic.reject

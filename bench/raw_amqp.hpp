@@ -34,6 +34,7 @@ struct options {
   std::uint16_t prefetch = 1;
   std::uint64_t ack_every = 0;  ///< with multiple_ack: ack after this many (0: prefetch / 2)
   int idle_timeout_s = 30;
+  bool progress = false;  ///< consume: the running count on stderr once a second
   int connections = 1;  ///< produce/consume: parallel connections (one thread each); rpc: requesters
   int suppliers = 1;    ///< rpc: supplier connections
   int consumers_per_channel = 1;  ///< consume: broker consumers on each connection's one channel

@@ -135,6 +135,11 @@ double rate(double n, std::int64_t first_us, std::int64_t last_us) {
   return last_us > first_us ? n / (double(last_us - first_us) / 1e6) : 0;
 }
 
+double steady_rate(double n, double first_second, std::int64_t first_us, std::int64_t last_us) {
+  const double after_s = double(last_us - first_us) / 1e6 - 1.0;
+  return after_s >= 0.5 ? (n - first_second) / after_s : 0;
+}
+
 stats_span read_span(const fs::path& dir, const std::string& prefix, const std::string& field) {
   stats_span s;
   for (auto& j : all_stats(dir, prefix)) {

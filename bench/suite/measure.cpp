@@ -46,7 +46,8 @@ void release_together(const fs::path& go, const fs::path& stats_dir, const std::
   std::ofstream{go};
 }
 
-production produce(bench_cluster& c, const setup& s, long n, int producers, int size, bool at_broker) {
+production produce(bench_cluster& c, const setup& s, long n, int producers, int size, bool at_broker,
+                   const std::function<void()>& started) {
   const std::string psys = s.system + "p", queue = s.system + ".consumer";
   const long count = n / producers;  // every worker of a pool gets the same args
   const long assigned = count * producers;
@@ -68,6 +69,7 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
               s.mode,
               8});
   });
+  if (started) started();
   release_together(go, s.stats_dir, "producer-", "ready", producers);
   production p;
   bool ok =
@@ -120,6 +122,12 @@ double await_consumed(bench_cluster& c, const setup& s, long n) {
   }
   auto span = read_span(s.stats_dir, "consumer-", "received");
   return rate(double(span.total - 1), span.first_us, span.last_us);
+}
+
+double consumed_steady(const setup& s) {
+  auto span = read_span(s.stats_dir, "consumer-", "received");
+  auto first_second = read_span(s.stats_dir, "consumer-", "first_second").total;
+  return steady_rate(double(span.total), double(first_second), span.first_us, span.last_us);
 }
 
 long payload_bytes(bench_cluster& c, const std::string& queue) {
@@ -381,6 +389,7 @@ raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, 
     cpu_meter broker_cpu(c.broker().vm_pid());
     auto best = run_raw(c.broker(), consume_args);
     f.consume_best = best.count("rate") ? best["rate"] : 0;
+    f.consume_best_steady = best.count("steady_rate") ? best["steady_rate"] : 0;
     if (best.count("first_us") && best.count("last_us") && n > 0)
       f.broker_us_best = broker_cpu.between(std::int64_t(best["first_us"]), std::int64_t(best["last_us"])) * 1e6 / double(n);
   }

@@ -39,7 +39,9 @@ struct production {
 /// `producers` producer workers (spread over the nodes) send `n` messages of `size` bytes to
 /// `s.system/consumer`. With `at_broker`, waits until the queue holds them all (nothing consumes);
 /// else until the producers finished sending. Stops the producer systems afterwards.
-production produce(bench_cluster& c, const setup& s, long n, int producers, int size, bool at_broker);
+/// `started`, when given, is called once every producer is up and before they start sending.
+production produce(bench_cluster& c, const setup& s, long n, int producers, int size, bool at_broker,
+                   const std::function<void()>& started = {});
 
 /// Deploys `consumers` consumer workers (spread over the nodes; `credits` each) on `s.system/consumer`.
 /// Returns the nodes used, for stop_systems.
@@ -50,6 +52,8 @@ int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits
 int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits);
 /// Waits until the consumers handled `n` messages; their throughput from the first to the last, or 0.
 double await_consumed(bench_cluster& c, const setup& s, long n);
+/// What the consumers of `s` sustained after their first second (see steady_rate), once they are done.
+double consumed_steady(const setup& s);
 /// Prints what a stalled point leaves behind: the queue's depth, each MQS's view, pools, warnings.
 void explain_stall(bench_cluster& c, const setup& s);
 /// The payload size of the first message in `queue` (left in it), as the broker holds it; -1 when
@@ -116,6 +120,7 @@ recovery measure_recovery(bench_cluster& c, const setup& s, double rate, long co
 /// messages (`consume_best`: the best a raw client does here).
 struct raw_flow {
   double produce = 0, produce_client = 0, consume = 0, consume_best = 0;
+  double consume_best_steady = 0;  ///< the best client's rate after its first second
   double broker_us_best = 0;  ///< the broker's CPU µs per message while the best client consumed
 };
 

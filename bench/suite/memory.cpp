@@ -3,6 +3,7 @@
 #include <dirent.h>
 
 #include <fstream>
+#include <mutex>
 
 #include "experiments.hpp"
 #include "mqs_stats_client.hpp"
@@ -70,7 +71,9 @@ reading read_group(const group& g) { return read_pids(g.pids()); }
 
 /// Samples every group every 20 ms on a thread of its own until `stop`; keeps each one's peak. A
 /// group's pids are looked up until found (at most every 100 ms), then kept: scanning /proc every
-/// 20 ms would cost the cores the flow measured runs on.
+/// 20 ms would cost the cores the flow measured runs on. A process that may live shorter than that
+/// (the producer's pool on a fast run) is looked up and read at once with `look_now` while it is
+/// known to run, so a loaded machine cannot leave it unseen.
 class peak_sampler {
  public:
   explicit peak_sampler(const std::vector<group>& groups)
@@ -81,6 +84,11 @@ class peak_sampler {
           }
         }) {}
   ~peak_sampler() { stop(); }
+  void look_now(std::size_t group) {
+    std::lock_guard lock(mutex_);
+    if (pids_[group].empty()) pids_[group] = groups_[group].pids();
+    read(group);
+  }
   std::vector<reading> stop() {
     if (thread_.joinable()) {
       stop_ = true;
@@ -92,16 +100,21 @@ class peak_sampler {
 
  private:
   void sample() {
+    std::lock_guard lock(mutex_);
     const auto now = std::chrono::steady_clock::now();
     const bool look = now - last_lookup_ >= 100ms;
     if (look) last_lookup_ = now;
     for (std::size_t i = 0; i < groups_.size(); ++i) {
       if (pids_[i].empty() && look) pids_[i] = groups_[i].pids();
-      const auto r = read_pids(pids_[i]);
-      peaks_[i].kib = std::max(peaks_[i].kib, r.kib);
-      peaks_[i].processes = std::max(peaks_[i].processes, r.processes);
+      read(i);
     }
   }
+  void read(std::size_t i) {
+    const auto r = read_pids(pids_[i]);
+    peaks_[i].kib = std::max(peaks_[i].kib, r.kib);
+    peaks_[i].processes = std::max(peaks_[i].processes, r.processes);
+  }
+  std::mutex mutex_;  ///< look_now runs on the caller's thread
   const std::vector<group>& groups_;
   std::vector<std::vector<int>> pids_;
   std::chrono::steady_clock::time_point last_lookup_{};
@@ -124,6 +137,7 @@ struct memory_row {
 std::vector<memory_row> measure_memory(bench_cluster& c, const setup& s, int consumers, long n,
                                        double& consumed) {
   const auto url = s.mqs.front();
+  constexpr std::size_t producer_group = 4;
   const std::vector<group> groups{
       {"dde-registry", [&] { return std::vector<int>{c.registry_pid()}; }},
       {"dde-activator (one node)", [&] { return std::vector<int>{c.activator_pid(0)}; }},
@@ -147,7 +161,7 @@ std::vector<memory_row> measure_memory(bench_cluster& c, const setup& s, int con
   // Until the producer has sent everything, then until the broker holds it (but for the consumers'
   // windows, the prefetch of 64 each): the queue is full before the consumers start, as in
   // experiment 1, and no publishing shares the cores with their consumption.
-  produce(c, s, n, 1, 64, false);
+  produce(c, s, n, 1, 64, false, [&] { sampler.look_now(producer_group); });
   // In the queue, or delivered to the consumers (the MQS's own consumers of the topic, one per
   // worker, each buffer up to the prefetch in between).
   const auto topic = s.system + ".consumer";

@@ -4,8 +4,9 @@
 //   start_file: each worker holds its first message, uncounted, until that file exists (looked for
 //   every 2 ms), so that consumers deployed one after another start together, once the last holds one.
 //   stats_dir/consumer-PID.json: {"received","holding","unique","duplicates","redelivered","sum","first_us","last_us",
-//                                 "max_gap_us","max_gap_from_us","max_gap_to_us","gaps"}
-//   (wall-clock µs; max_gap_*: the longest pause between two consecutive receipts in this process,
+//                                 "first_second","max_gap_us","max_gap_from_us","max_gap_to_us","gaps"}
+//   (wall-clock µs; first_second: messages received within a second of this process's first, so a
+//   benchmark can tell a first burst from the rate sustained after it; max_gap_*: the longest pause between two consecutive receipts in this process,
 //   from the receipt before it to the one after it; "gaps": the longest few pauses, longest first, each
 //   [from_us, to_us]: an outage is the longest one that ends after it began, which is not always the
 //   longest of the whole run when a loaded machine stalled the flow for longer before)
@@ -26,6 +27,7 @@ namespace {
 struct tally {
   std::mutex mutex;
   std::int64_t received = 0, holding = 0, unique = 0, duplicates = 0, redelivered = 0, sum = 0, first_us = 0, last_us = 0;
+  std::int64_t first_second = 0;
   std::int64_t max_gap_us = 0, max_gap_from_us = 0, max_gap_to_us = 0;
   static constexpr std::size_t kept_gaps = 8;
   std::vector<std::pair<std::int64_t, std::int64_t>> gaps;  ///< [from, to], longest first
@@ -45,6 +47,7 @@ struct tally {
     keep_gap(last_us, now);
     last_us = now;
     ++received;
+    if (now - first_us <= 1000000) first_second = received;
     if (was_redelivered) ++redelivered;
     if (seq >= 0) {
       if (std::size_t(seq) >= seen.size()) seen.resize(std::size_t(seq) * 2 + 1024);
@@ -89,6 +92,7 @@ struct tally {
                                {"sum", sum},
                                {"first_us", first_us},
                                {"last_us", last_us},
+                               {"first_second", first_second},
                                {"max_gap_us", max_gap_us},
                                {"max_gap_from_us", max_gap_from_us},
                                {"max_gap_to_us", max_gap_to_us},
