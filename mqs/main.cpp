@@ -11,28 +11,10 @@
 #include "dde/net/elastic_threads.hpp"
 #include "dde/net/auth.hpp"
 
-int main(int argc, char** argv) {
-  auto cl = dde::mqs::parse_command_line(argc, argv);
-  if (cl.help) {
-    std::fputs(dde::mqs::help_text().c_str(), stdout);
-    return 0;
-  }
-  if (cl.version) {
-    std::puts(dde::mqs::version_text().c_str());
-    return 0;
-  }
-  if (!cl.error.empty()) {
-    std::fprintf(stderr, "dde-mqs: %s\nTry 'dde-mqs --help'.\n", cl.error.c_str());
-    return 2;
-  }
-  auto& cfg = cl.cfg;
-  try {
-    cfg.cluster_secret = dde::net::load_secret(cfg.cluster_secret_file, dde::net::cluster_secret_env);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "dde-mqs: %s\n", e.what());
-    return 2;
-  }
-  dde::set_log_level(cfg.log_level);
+namespace {
+
+/// Serves until SIGINT or SIGTERM; the exit status.
+int run(const dde::mqs::config& cfg) {
   auto log = dde::logger("mqs");
   // Before any thread starts: they inherit it.
   if (auto err = dde::apply_scheduling(cfg.scheduling)) log->warn("{}; the threads stay as they were", *err);
@@ -73,4 +55,31 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto cl = dde::mqs::parse_command_line(argc, argv);
+  if (cl.help) {
+    std::fputs(dde::mqs::help_text().c_str(), stdout);
+    return 0;
+  }
+  if (cl.version) {
+    std::puts(dde::mqs::version_text().c_str());
+    return 0;
+  }
+  if (!cl.error.empty()) {
+    std::fprintf(stderr, "dde-mqs: %s\nTry 'dde-mqs --help'.\n", cl.error.c_str());
+    return 2;
+  }
+  auto& cfg = cl.cfg;
+  try {
+    cfg.cluster_secret = dde::net::load_secret(cfg.cluster_secret_file, dde::net::cluster_secret_env);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dde-mqs: %s\n", e.what());
+    return 2;
+  }
+  dde::set_log_level(cfg.log_level);
+  return run(cfg);
 }

@@ -45,6 +45,35 @@ struct dlq_op {
   std::string mqs_body;          ///< JSON for replay and purge
 };
 
+/// The MQS's body for a replay or purge (`op`) of `topic`, from the client's (empty: every message).
+result<std::string> action_body(const std::string& text, const std::string& op, const std::string& topic) {
+  using R = result<std::string>;
+  auto body = text.find_first_not_of(" \t\r\n") == std::string::npos ? result<ordered_json>(ordered_json::object())
+                                                                      : parse_body(text, false);
+  if (!body) return R::failure("400 " + body.error());
+  nlohmann::json out = {{"topic", topic}};
+  for (auto& [key, value] : body.value().items()) {
+    if (key == "ids") {
+      if (!value.is_array() || value.empty())
+        return R::failure("400 \"ids\" must be a non-empty array of message ids (or leave it out: every message)");
+      for (auto& id : value)
+        if (!id.is_string() || id.get_ref<const std::string&>().empty())
+          return R::failure("400 \"ids\" must hold message ids (non-empty strings)");
+      out["ids"] = nlohmann::json::parse(value.dump());
+    } else if (key == "limit" && op == "replay") {
+      if (!value.is_number_integer() || value.get<std::int64_t>() < 1)
+        return R::failure("400 \"limit\" must be a positive integer");
+      out["limit"] = value.get<std::int64_t>();
+    } else {
+      return R::failure("400 unknown field \"" + key.substr(0, 100) + "\"; " +
+                        (op == "replay" ? "a replay takes ids (none: every message) and limit"
+                                        : "a purge takes ids (none: every message)"));
+    }
+  }
+  if (op == "replay" && !out.contains("ids")) out["all"] = true;
+  return out.dump();
+}
+
 result<dlq_op> parse_op(const rest_request& req, std::string_view path) {
   using R = result<dlq_op>;
   std::vector<std::string> parts;
@@ -85,30 +114,9 @@ result<dlq_op> parse_op(const rest_request& req, std::string_view path) {
                       parts[2].substr(0, 100) + "\"");
   op.op = parts[2];
   op.mqs_path = "/dlq/" + op.op;
-  auto body = req.body.find_first_not_of(" \t\r\n") == std::string::npos ? result<ordered_json>(ordered_json::object())
-                                                                           : parse_body(req.body, false);
-  if (!body) return R::failure("400 " + body.error());
-  nlohmann::json out = {{"topic", topic}};
-  for (auto& [key, value] : body.value().items()) {
-    if (key == "ids") {
-      if (!value.is_array() || value.empty())
-        return R::failure("400 \"ids\" must be a non-empty array of message ids (or leave it out: every message)");
-      for (auto& id : value)
-        if (!id.is_string() || id.get_ref<const std::string&>().empty())
-          return R::failure("400 \"ids\" must hold message ids (non-empty strings)");
-      out["ids"] = nlohmann::json::parse(value.dump());
-    } else if (key == "limit" && op.op == "replay") {
-      if (!value.is_number_integer() || value.get<std::int64_t>() < 1)
-        return R::failure("400 \"limit\" must be a positive integer");
-      out["limit"] = value.get<std::int64_t>();
-    } else {
-      return R::failure("400 unknown field \"" + key.substr(0, 100) + "\"; " +
-                        (op.op == "replay" ? "a replay takes ids (none: every message) and limit"
-                                           : "a purge takes ids (none: every message)"));
-    }
-  }
-  if (op.op == "replay" && !out.contains("ids")) out["all"] = true;
-  op.mqs_body = out.dump();
+  auto body = action_body(req.body, op.op, topic);
+  if (!body) return R::failure(body.error());
+  op.mqs_body = std::move(body.value());
   return op;
 }
 

@@ -100,29 +100,7 @@ void node_watch::tick() {
                         " ms");
       continue;
     }
-    const auto& id = info.id;
-    auto epoch = w.epoch;
-    if (!w.pinging) {
-      // Any answer counts, an error too (an older node answers "unknown action"); not a timeout.
-      w.pinging = nodes_.request(id, protocol::node::ping{}, [this, id, epoch](node_answer a) {
-        auto it = watched_.find(id);
-        if (it == watched_.end() || it->second.epoch != epoch) return;
-        it->second.pinging = false;
-        if (http_status(a) != 502 && http_status(a) != 504) heard(id, epoch);
-      });
-    }
-    if (!w.describing) {
-      w.describing = nodes_.request(id, protocol::node::describe{}, [this, id, epoch](node_answer a) {
-        auto it = watched_.find(id);
-        if (it == watched_.end() || it->second.epoch != epoch) return;
-        it->second.describing = false;
-        if (!a) return;
-        heard(id, epoch);
-        if (!a.value().is_object()) return;
-        it->second.pools = std::move(a.value());
-        remember(id, it->second);
-      });
-    }
+    ask(info.id, w);
   }
   // Nodes whose connection ended: lost unless they register again within the timeout.
   std::vector<std::pair<std::string, bool>> gone;  // id, remembered from before a restart
@@ -137,6 +115,31 @@ void node_watch::tick() {
                             std::to_string(opts_.restore_grace.count()) + " ms"
                       : "disconnected and not back within " + std::to_string(opts_.timeout.count()) + " ms");
   place_unplaced();
+}
+
+void node_watch::ask(const std::string& id, watched& w) {
+  auto epoch = w.epoch;
+  if (!w.pinging) {
+    // Any answer counts, an error too (an older node answers "unknown action"); not a timeout.
+    w.pinging = nodes_.request(id, protocol::node::ping{}, [this, id, epoch](node_answer a) {
+      auto it = watched_.find(id);
+      if (it == watched_.end() || it->second.epoch != epoch) return;
+      it->second.pinging = false;
+      if (http_status(a) != 502 && http_status(a) != 504) heard(id, epoch);
+    });
+  }
+  if (!w.describing) {
+    w.describing = nodes_.request(id, protocol::node::describe{}, [this, id, epoch](node_answer a) {
+      auto it = watched_.find(id);
+      if (it == watched_.end() || it->second.epoch != epoch) return;
+      it->second.describing = false;
+      if (!a) return;
+      heard(id, epoch);
+      if (!a.value().is_object()) return;
+      it->second.pools = std::move(a.value());
+      remember(id, it->second);
+    });
+  }
 }
 
 void node_watch::lose(const std::string& id, const std::string& why) {

@@ -65,6 +65,8 @@ class node_watch {
     std::uint64_t epoch = 0;  ///< bumped when it comes back, so old answers are ignored
   };
   void heard(const std::string& id, std::uint64_t epoch);
+  /// Pings and describes a connected node, unless an earlier ask of each is still out.
+  void ask(const std::string& id, watched& w);
   void lose(const std::string& id, const std::string& why);
   /// Remembers node `id`'s pools if they changed since the last save (errors are logged).
   void remember(const std::string& id, watched& w);

@@ -116,6 +116,45 @@ void pool_monitor::update(clock::time_point now, std::vector<node_sample> nodes,
   if (!mqs_error.empty()) snapshot_["mqsError"] = mqs_error;
 }
 
+namespace {
+
+/// One pool's series, labelled `l`, from its entry in a node's report.
+void export_pool(metrics_registry& r, const metric_labels& l, const ordered_json& pool) {
+  auto stats = pool.value("stats", ordered_json::object());
+  auto live = pool.value("live", ordered_json::object());
+  auto hot = pool.value("hotDeploy", ordered_json::object());
+  r.counter("dde_pool_messages_in_total", "Messages the pool's router received.", l)
+      .set(number(stats, "delivered"));
+  r.counter("dde_pool_messages_out_total", "Messages the pool's workers finished (done).", l)
+      .set(number(stats, "done"));
+  r.counter("dde_pool_failed_total", "Messages whose handling threw.", l).set(number(stats, "failed"));
+  r.counter("dde_pool_worker_restarts_total", "Worker restarts by supervision.", l)
+      .set(number(stats, "restarts"));
+  r.counter("dde_pool_hot_swaps_total", "Plugin versions swapped in by hot deployment.", l)
+      .set(number(hot, "swaps"));
+  r.gauge("dde_pool_plugin_refused", "1 while the last new plugin version failed to load.", l)
+      .set(hot.value("state", std::string()) == "refused" ? 1 : 0);
+  r.counter("dde_pool_dead_lettered_total", "Messages the router dead-lettered.", l)
+      .set(number(live, "deadLettered"));
+  r.gauge("dde_pool_in_flight", "Messages held by the pool's workers.", l)
+      .set(number(live, "inFlight"));
+  r.gauge("dde_pool_workers", "Workers of the pool.", l).set(number(pool, "workersCount"));
+  r.gauge("dde_pool_rate_in", "Messages in per second (last round).", l).set(number(live, "in"));
+  r.gauge("dde_pool_rate_out", "Messages out per second (last round).", l).set(number(live, "out"));
+  if (live.contains("queueDepth"))
+    r.gauge("dde_pool_queue_messages", "Messages waiting in the pool's queue in the broker.", l)
+        .set(number(live, "queueDepth"));
+  if (live.contains("deadLetterDepth"))
+    r.gauge("dde_pool_dead_letter_queue_messages", "Messages in the pool's dead-letter queue.", l)
+        .set(number(live, "deadLetterDepth"));
+  if (live.contains("redelivered"))
+    r.counter("dde_pool_redelivered_total",
+              "Messages the broker redelivered on the pool's topic (per MQS).", l)
+        .set(number(live, "redelivered"));
+}
+
+}  // namespace
+
 void pool_monitor::export_metrics(metrics_registry& r) const {
   static const char* pool_families[] = {"dde_pool_messages_in_total",
                                         "dde_pool_messages_out_total",
@@ -141,41 +180,9 @@ void pool_monitor::export_metrics(metrics_registry& r) const {
       metric_labels sl = {{"node", node.value("name", std::string())}, {"system", sys}};
       r.counter("dde_system_restarts_total", "Restarts of the isolate system by its activator.", sl)
           .set(number(system, "restarts"));
-      for (auto& pool : system["pools"]) {
-        metric_labels l = {{"node", node.value("name", std::string())},
-                           {"pool", pool.value("topic", std::string())}};
-        auto stats = pool.value("stats", ordered_json::object());
-        auto& live = pool["live"];
-        auto hot = pool.value("hotDeploy", ordered_json::object());
-        r.counter("dde_pool_messages_in_total", "Messages the pool's router received.", l)
-            .set(number(stats, "delivered"));
-        r.counter("dde_pool_messages_out_total", "Messages the pool's workers finished (done).", l)
-            .set(number(stats, "done"));
-        r.counter("dde_pool_failed_total", "Messages whose handling threw.", l).set(number(stats, "failed"));
-        r.counter("dde_pool_worker_restarts_total", "Worker restarts by supervision.", l)
-            .set(number(stats, "restarts"));
-        r.counter("dde_pool_hot_swaps_total", "Plugin versions swapped in by hot deployment.", l)
-            .set(number(hot, "swaps"));
-        r.gauge("dde_pool_plugin_refused", "1 while the last new plugin version failed to load.", l)
-            .set(hot.value("state", std::string()) == "refused" ? 1 : 0);
-        r.counter("dde_pool_dead_lettered_total", "Messages the router dead-lettered.", l)
-            .set(number(live, "deadLettered"));
-        r.gauge("dde_pool_in_flight", "Messages held by the pool's workers.", l)
-            .set(number(live, "inFlight"));
-        r.gauge("dde_pool_workers", "Workers of the pool.", l).set(number(pool, "workersCount"));
-        r.gauge("dde_pool_rate_in", "Messages in per second (last round).", l).set(number(live, "in"));
-        r.gauge("dde_pool_rate_out", "Messages out per second (last round).", l).set(number(live, "out"));
-        if (live.contains("queueDepth"))
-          r.gauge("dde_pool_queue_messages", "Messages waiting in the pool's queue in the broker.", l)
-              .set(number(live, "queueDepth"));
-        if (live.contains("deadLetterDepth"))
-          r.gauge("dde_pool_dead_letter_queue_messages", "Messages in the pool's dead-letter queue.", l)
-              .set(number(live, "deadLetterDepth"));
-        if (live.contains("redelivered"))
-          r.counter("dde_pool_redelivered_total",
-                    "Messages the broker redelivered on the pool's topic (per MQS).", l)
-              .set(number(live, "redelivered"));
-      }
+      for (auto& pool : system["pools"])
+        export_pool(r, {{"node", node.value("name", std::string())}, {"pool", pool.value("topic", std::string())}},
+                    pool);
     }
 }
 

@@ -188,6 +188,10 @@ class router : public cell_owner,
   /// `failed`: it goes back to the broker (nack) instead of being acked. `proven`: the worker's version
   /// handled or failed it (it proves the version, and counts under its md5), rather than the pool.
   void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven = true);
+  /// An at-least-once message every worker has finished: acked, retried later, sent back or dead-lettered.
+  void settle_at_broker(delivery& d);
+  /// A message of sub-pool `sub_key` ended: the oldest one waiting for it goes to the general queue.
+  void sub_pool_freed(const std::string& sub_key);
   /// Hands held messages to workers with room (not while the pool is stopping, swapping or restarting).
   void flush_waiting();
   /// Gives every message held in the router back to the broker (the pool stops).

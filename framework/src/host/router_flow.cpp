@@ -146,42 +146,46 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   if (ended && raced) d.failed = end_race(d);
   if (ended) {
     sub_key = std::move(d.sub_key);
-    if (spec_.mode == delivery_mode::at_least_once && !d.acked) {
-      // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
-      // straight to dde.dead.<queue> when the pool says so.
-      // A canary's failure sends it back to the queue: a bad version on trial costs no message a retry.
-      bool dead_letter = spec_.supervision.dead_letter && !d.canary_failed;
-      if (d.failed && d.retry_copy && !d.failure.empty() && !d.canary_failed) {
-        retry_later(d);  // a worker failed it: it comes back after the pool's next retry delay
-      } else if (d.failed) {
-        top_->nack(d.generation, d.tag, !dead_letter);
-        if (dead_letter) ++stats_.dead_lettered;  // the broker moves it to dde.dead.<queue>
-      } else {
-        top_->ack(d.generation, d.tag);
-        ++stats_.acked;
-        if (!d.poison_id.empty()) poison_.done(d.poison_id);
-      }
-    }
+    if (spec_.mode == delivery_mode::at_least_once && !d.acked) settle_at_broker(d);
     if (!d.failed) handling_->observe(std::chrono::duration<double>(clock_->now() - d.started).count());
     deliveries_.erase(it);
   }
-  if (ended && subs_.enabled()) {
-    // Its sub-pool has room again: the oldest message waiting for it goes to the general queue.
-    subs_.finish(sub_key);
-    auto held = sub_waiting_.find(sub_key);
-    if (held != sub_waiting_.end() && !held->second.empty()) {
-      auto w = std::move(held->second.front());
-      held->second.pop_front();
-      if (held->second.empty()) sub_waiting_.erase(held);
-      ledger_.set_held(--sub_held_);
-      waiting_.push_front(std::move(w));
-    }
-  }
+  if (ended && subs_.enabled()) sub_pool_freed(sub_key);
   // Held messages go out as workers get room (not while a swap is under way: they wait for the new ones).
   flush_waiting();
   request_credit();
   check_drained();
   if (swap_.swapping && !swap_.next_cells.empty() && ledger_.total_in_flight() == 0) finish_swap();
+}
+
+void router::settle_at_broker(delivery& d) {
+  // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
+  // straight to dde.dead.<queue> when the pool says so.
+  // A canary's failure sends it back to the queue: a bad version on trial costs no message a retry.
+  bool dead_letter = spec_.supervision.dead_letter && !d.canary_failed;
+  if (d.failed && d.retry_copy && !d.failure.empty() && !d.canary_failed) {
+    retry_later(d);  // a worker failed it: it comes back after the pool's next retry delay
+  } else if (d.failed) {
+    top_->nack(d.generation, d.tag, !dead_letter);
+    if (dead_letter) ++stats_.dead_lettered;  // the broker moves it to dde.dead.<queue>
+  } else {
+    top_->ack(d.generation, d.tag);
+    ++stats_.acked;
+    if (!d.poison_id.empty()) poison_.done(d.poison_id);
+  }
+}
+
+void router::sub_pool_freed(const std::string& sub_key) {
+  // Its sub-pool has room again: the oldest message waiting for it goes to the general queue.
+  subs_.finish(sub_key);
+  auto held = sub_waiting_.find(sub_key);
+  if (held != sub_waiting_.end() && !held->second.empty()) {
+    auto w = std::move(held->second.front());
+    held->second.pop_front();
+    if (held->second.empty()) sub_waiting_.erase(held);
+    ledger_.set_held(--sub_held_);
+    waiting_.push_front(std::move(w));
+  }
 }
 
 void router::flush_waiting() {

@@ -126,25 +126,12 @@ std::vector<std::size_t> pool_ledger::select(std::string_view hash_key) {
       if (owner != npos && has_room(slots_[owner])) out.push_back(owner);
       return out;
     }
-    case router_kind::smallest_mailbox: {
-      // Fewest messages in flight. Among busy workers with as many, the one whose current message
-      // started last (one stuck on a long message is likely to stay busy); other ties go
-      // round-robin so equal workers share the load.
-      std::size_t best = npos;
-      for (std::size_t k = 0; k < n; ++k) {
-        std::size_t i = (next_ + k) % n;
-        if (!has_room(slots_[i])) continue;
-        const auto& s = slots_[i];
-        if (best == npos || s.in_flight < slots_[best].in_flight ||
-            (s.in_flight == slots_[best].in_flight && s.in_flight > 0 && s.busy_since > slots_[best].busy_since))
-          best = i;
-      }
-      if (best != npos) {
+    case router_kind::smallest_mailbox:
+      if (auto best = smallest_mailbox(); best != npos) {
         next_ = (best + 1) % n;
         out.push_back(best);
       }
       return out;
-    }
     case router_kind::scatter_gather:
       // A copy to every worker with room: a full worker is skipped rather than stalling the pool.
       for (std::size_t i = 0; i < n; ++i)
@@ -180,6 +167,23 @@ std::vector<std::size_t> pool_ledger::select(std::string_view hash_key) {
       return out;
   }
   return out;
+}
+
+std::size_t pool_ledger::smallest_mailbox() const {
+  // Fewest messages in flight. Among busy workers with as many, the one whose current message
+  // started last (one stuck on a long message is likely to stay busy); other ties go round-robin
+  // (from next_) so equal workers share the load.
+  const std::size_t n = slots_.size();
+  std::size_t best = npos;
+  for (std::size_t k = 0; k < n; ++k) {
+    std::size_t i = (next_ + k) % n;
+    if (!has_room(slots_[i])) continue;
+    const auto& s = slots_[i];
+    if (best == npos || s.in_flight < slots_[best].in_flight ||
+        (s.in_flight == slots_[best].in_flight && s.in_flight > 0 && s.busy_since > slots_[best].busy_since))
+      best = i;
+  }
+  return best;
 }
 
 std::size_t pool_ledger::select_other(const std::vector<std::size_t>& asked) {

@@ -89,6 +89,8 @@ class pool_ledger {
   };
   bool takes_messages(const slot& s) const { return s.alive && s.open; }
   bool has_room(const slot& s) const { return takes_messages(s) && s.in_flight < credits_; }
+  /// The smallest-mailbox router's choice, npos when no worker has room.
+  std::size_t smallest_mailbox() const;
   /// The least credit worth a pull while some asked earlier is unused: half the pool's window.
   std::size_t refill_chunk() const;
 
