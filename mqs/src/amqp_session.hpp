@@ -34,7 +34,7 @@ struct broker_params {
 
 /// One AMQP connection: the few operations the MQS needs. The broker threads (enqueuer,
 /// dequeuer, queue inspector) see only this interface; `open` gives the real one over rabbitmq-c
-/// 0.11 (amqp_session.cpp), tests give a fake (tests/unit/fake_amqp_session.hpp). rabbitmq-c blocks
+/// 0.11 (rabbitmq_session.cpp), tests give a fake (tests/unit/fake_amqp_session.hpp). rabbitmq-c blocks
 /// and is not thread-safe: one thread owns a session.
 class amqp_session {
  public:

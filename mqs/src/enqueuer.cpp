@@ -335,54 +335,58 @@ void enqueuer::read_frames() {
       lost(amqp_session::status_text(rc));
       break;
     }
-    if (frame.frame_type != AMQP_FRAME_METHOD) continue;
-    auto& method = frame.payload.method;
-    switch (method.id) {
-      case AMQP_BASIC_ACK_METHOD: {
-        auto* m = static_cast<amqp_basic_ack_t*>(method.decoded);
-        if (frame.channel == confirm_channel) unconfirmed_.settle(m->delivery_tag, m->multiple, confirmed_);
-        break;
-      }
-      case AMQP_BASIC_NACK_METHOD: {
-        auto* m = static_cast<amqp_basic_nack_t*>(method.decoded);
-        if (frame.channel == confirm_channel) unconfirmed_.settle(m->delivery_tag, m->multiple, nacked);
-        break;
-      }
-      case AMQP_CHANNEL_CLOSE_METHOD: {
-        if (frame.channel == pause_publisher::channel) {  // only pauses used it: keep the connection
-          session_->reply_channel_close_ok(frame.channel);
-          pauses_.on_channel_closed(amqp_session::describe_close(method));
-          break;
-        }
-        auto why = "channel " + std::to_string(frame.channel) +
-                   " closed by the broker: " + amqp_session::describe_close(method);
-        session_->reply_channel_close_ok(frame.channel);
-        lost(why);
-        break;
-      }
-      case AMQP_CONNECTION_CLOSE_METHOD: {
-        auto why = "closed by the broker: " + amqp_session::describe_close(method);
-        session_->reply_connection_close_ok();
-        lost(why);
-        break;
-      }
-      case AMQP_CONNECTION_BLOCKED_METHOD: {
-        auto* m = static_cast<amqp_connection_blocked_t*>(method.decoded);
-        log()->warn("the broker blocks publishing: {}",
-                    std::string(static_cast<const char*>(m->reason.bytes), m->reason.len));
-        break;
-      }
-      case AMQP_CONNECTION_UNBLOCKED_METHOD:
-        log()->info("the broker unblocked publishing");
-        break;
-      default:
-        break;
-    }
+    if (frame.frame_type == AMQP_FRAME_METHOD) on_method(frame.channel, frame.payload.method, nacked);
   }
   if (session_) session_->release_buffers();
-  if (!nacked.empty())
-    log()->warn("the broker nacked {} message(s) (first to {}); publishing them again in 200 ms", nacked.size(),
-                nacked.front().topic);
+  retry_nacked(std::move(nacked));
+}
+
+void enqueuer::on_method(std::uint16_t channel, const amqp_method_t& method, std::vector<outgoing_message>& nacked) {
+  switch (method.id) {
+    case AMQP_BASIC_ACK_METHOD: {
+      auto* m = static_cast<amqp_basic_ack_t*>(method.decoded);
+      if (channel == confirm_channel) unconfirmed_.settle(m->delivery_tag, m->multiple, confirmed_);
+      break;
+    }
+    case AMQP_BASIC_NACK_METHOD: {
+      auto* m = static_cast<amqp_basic_nack_t*>(method.decoded);
+      if (channel == confirm_channel) unconfirmed_.settle(m->delivery_tag, m->multiple, nacked);
+      break;
+    }
+    case AMQP_CHANNEL_CLOSE_METHOD: {
+      if (channel == pause_publisher::channel) {  // only pauses used it: keep the connection
+        session_->reply_channel_close_ok(channel);
+        pauses_.on_channel_closed(amqp_session::describe_close(method));
+        break;
+      }
+      auto why = "channel " + std::to_string(channel) + " closed by the broker: " + amqp_session::describe_close(method);
+      session_->reply_channel_close_ok(channel);
+      lost(why);
+      break;
+    }
+    case AMQP_CONNECTION_CLOSE_METHOD: {
+      auto why = "closed by the broker: " + amqp_session::describe_close(method);
+      session_->reply_connection_close_ok();
+      lost(why);
+      break;
+    }
+    case AMQP_CONNECTION_BLOCKED_METHOD: {
+      auto* m = static_cast<amqp_connection_blocked_t*>(method.decoded);
+      log()->warn("the broker blocks publishing: {}", std::string(static_cast<const char*>(m->reason.bytes), m->reason.len));
+      break;
+    }
+    case AMQP_CONNECTION_UNBLOCKED_METHOD:
+      log()->info("the broker unblocked publishing");
+      break;
+    default:
+      break;
+  }
+}
+
+void enqueuer::retry_nacked(std::vector<outgoing_message> nacked) {
+  if (nacked.empty()) return;
+  log()->warn("the broker nacked {} message(s) (first to {}); publishing them again in 200 ms", nacked.size(),
+              nacked.front().topic);
   // Published again in the order they were first published (a host's seqs grow with its sends; a
   // multiple nack may list them in any order).
   std::stable_sort(nacked.begin(), nacked.end(), [](const outgoing_message& a, const outgoing_message& b) {

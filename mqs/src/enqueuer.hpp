@@ -117,6 +117,10 @@ class enqueuer {
   void flush_batch();
   bool ensure_declared(const outgoing_message& msg, std::string& error);
   void read_frames();
+  /// A method frame the broker sent on `channel`: a confirm, a nack, a close, a block.
+  void on_method(std::uint16_t channel, const amqp_method_t& method, std::vector<outgoing_message>& nacked);
+  /// Messages the broker nacked go out again after 200 ms, in the order they were first published.
+  void retry_nacked(std::vector<outgoing_message> nacked);
   void refuse(outgoing_message&& msg, const std::string& error);
   void flush_replies();
   bool can_publish() const;

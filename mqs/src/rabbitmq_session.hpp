@@ -1,5 +1,5 @@
 #pragma once
-// The rabbitmq-c amqp_session (amqp_session.cpp: the connection, channels, declares, publish and acks;
+// The rabbitmq-c amqp_session (rabbitmq_session.cpp: the connection, channels, declares, publish and acks;
 // rabbitmq_session_messages.cpp: basic.get, purge, nack and waiting for confirms, which the dead-letter
 // desk uses). Private to dde_mqs.
 #include <amqp.h>

@@ -37,6 +37,40 @@ std::map<std::string, std::set<std::string>> pool_monitor::topics_by_mqs() const
   return out;
 }
 
+ordered_json pool_monitor::sample(pool_history& h, const ordered_json& stats, clock::time_point now, double t) {
+  double delivered = number(stats, "delivered"), done = number(stats, "done"), sent = number(stats, "sent");
+  double rate_in = 0, rate_out = 0, rate_sent = 0;
+  double dt = std::chrono::duration<double>(now - h.at).count();
+  // A counter that went back is a restarted pool: no rate from that round.
+  if (h.at != clock::time_point{} && dt > 0 && delivered >= h.delivered && done >= h.done && sent >= h.sent) {
+    rate_in = (delivered - h.delivered) / dt;
+    rate_out = (done - h.done) / dt;
+    rate_sent = (sent - h.sent) / dt;
+  }
+  h.delivered = delivered;
+  h.done = done;
+  h.sent = sent;
+  h.at = now;
+  h.seen = true;
+  h.samples.push_back({t, round2(rate_in), round2(rate_out), round2(rate_sent)});
+  while (h.samples.size() > history_) h.samples.pop_front();
+  return {{"in", round2(rate_in)}, {"out", round2(rate_out)}, {"sent", round2(rate_sent)}};
+}
+
+ordered_json pool_monitor::history_of(const pool_history& h) {
+  auto history = ordered_json{{"t", ordered_json::array()},
+                              {"in", ordered_json::array()},
+                              {"out", ordered_json::array()},
+                              {"sent", ordered_json::array()}};
+  for (auto& s : h.samples) {
+    history["t"].push_back(s[0]);
+    history["in"].push_back(s[1]);
+    history["out"].push_back(s[2]);
+    history["sent"].push_back(s[3]);
+  }
+  return history;
+}
+
 void pool_monitor::update(clock::time_point now, std::vector<node_sample> nodes,
                           const std::map<std::string, topic_sample>& topics, const std::string& mqs_error) {
   if (!started_) started_ = now;
@@ -55,32 +89,9 @@ void pool_monitor::update(clock::time_point now, std::vector<node_sample> nodes,
         for (auto& pool : pools) {
           for (auto key : {"state", "pid", "restarts", "lastExit"})
             if (pool.contains(key) && !system.contains(key)) system[key] = pool[key];
-          auto stats = pool.value("stats", ordered_json::object());
-          auto key = n.info.id + "/" + pool.value("id", std::string());
-          auto& h = pools_[key];
-          double delivered = number(stats, "delivered"), done = number(stats, "done"),
-                 sent = number(stats, "sent");
-          double rate_in = 0, rate_out = 0, rate_sent = 0;
-          double dt = std::chrono::duration<double>(now - h.at).count();
-          // A counter that went back is a restarted pool: no rate from that round.
-          if (h.at != clock::time_point{} && dt > 0 && delivered >= h.delivered && done >= h.done &&
-              sent >= h.sent) {
-            rate_in = (delivered - h.delivered) / dt;
-            rate_out = (done - h.done) / dt;
-            rate_sent = (sent - h.sent) / dt;
-          }
-          h.delivered = delivered;
-          h.done = done;
-          h.sent = sent;
-          h.at = now;
-          h.seen = true;
-          h.samples.push_back({t, round2(rate_in), round2(rate_out), round2(rate_sent)});
-          while (h.samples.size() > history_) h.samples.pop_front();
-
-          ordered_json live = {{"in", round2(rate_in)},
-                               {"out", round2(rate_out)},
-                               {"sent", round2(rate_sent)},
-                               {"inFlight", in_flight(pool)}};
+          auto& h = pools_[n.info.id + "/" + pool.value("id", std::string())];
+          auto live = sample(h, pool.value("stats", ordered_json::object()), now, t);
+          live["inFlight"] = in_flight(pool);
           auto governance = pool.value("governance", ordered_json::object());
           live["deadLettered"] = number(governance, "deadLettered");
           auto mqs = pool.value("messageQueuingSystemServer", std::string());
@@ -90,17 +101,7 @@ void pool_monitor::update(clock::time_point now, std::vector<node_sample> nodes,
             live["redelivered"] = it->second.redelivered;
             live["published"] = it->second.published;
           }
-          auto history = ordered_json{{"t", ordered_json::array()},
-                                      {"in", ordered_json::array()},
-                                      {"out", ordered_json::array()},
-                                      {"sent", ordered_json::array()}};
-          for (auto& s : h.samples) {
-            history["t"].push_back(s[0]);
-            history["in"].push_back(s[1]);
-            history["out"].push_back(s[2]);
-            history["sent"].push_back(s[3]);
-          }
-          live["history"] = std::move(history);
+          live["history"] = history_of(h);
           auto entry = pool;
           entry["topic"] = topic_of(name, pool);
           entry["live"] = std::move(live);

@@ -58,6 +58,11 @@ class pool_monitor {
     std::deque<std::array<double, 4>> samples;  ///< {seconds since start, in/s, out/s, sent/s}
     bool seen = false;
   };
+  /// The pool's rates since its last round from its counters `stats` (none after a restart), kept
+  /// in its history at `t` seconds: {"in", "out", "sent"} per second.
+  ordered_json sample(pool_history& h, const ordered_json& stats, clock::time_point now, double t);
+  /// The pool's recent rates as columns: {"t": [...], "in": [...], "out": [...], "sent": [...]}.
+  static ordered_json history_of(const pool_history& h);
 
   std::size_t history_;
   std::optional<clock::time_point> started_;

@@ -1,4 +1,3 @@
-#include "amqp_session.hpp"
 #include "rabbitmq_session.hpp"
 
 #include <amqp_ssl_socket.h>
