@@ -270,6 +270,11 @@ class router : public cell_owner,
   /// dde_host_version_messages_total{pool, md5, result}: created at 0 on first use.
   version_series* version_metrics(const std::string& md5);
   nlohmann::json describe_canary() const;
+  /// describe()'s parts: the workers, the governance figures, the sub-pools, the latency percentiles.
+  nlohmann::json describe_workers() const;
+  nlohmann::json describe_governance() const;
+  nlohmann::json describe_sub_pools() const;
+  nlohmann::json describe_latency() const;
   /// Why RESTART or KILL waits while a canary is under way.
   std::string busy_text() const;
   // KILL (router_control.cpp): a slot drains (closed in the ledger), then its instance is stopped.

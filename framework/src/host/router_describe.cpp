@@ -7,24 +7,69 @@
 
 namespace dde::host {
 
+nlohmann::json router::describe_workers() const {
+  nlohmann::json workers = nlohmann::json::array();
+  for (auto& w : ledger_.snapshot()) {
+    nlohmann::json entry = {{"id", w.id},
+                            {"path", w.path},
+                            {"inFlight", w.in_flight},
+                            {"peakInFlight", ledger_.peak_in_flight(w.index)},
+                            {"done", slots_[w.index].done},
+                            {"state", worker_state(w.index)}};
+    if (!slots_[w.index].error.empty()) entry["error"] = slots_[w.index].error;
+    if (on_canary(w.index)) entry["canary"] = true;
+    workers.push_back(std::move(entry));
+  }
+  return workers;
+}
+
+nlohmann::json router::describe_governance() const {
+  auto paused_for =
+      std::chrono::duration_cast<std::chrono::milliseconds>(gate_->paused_until() - std::chrono::steady_clock::now());
+  return {{"pausedForMs", std::max<long long>(0, paused_for.count())},
+          {"lastPauseReason", governor_.reason()},
+          {"rateLimited", stats_.rate_limited},
+          {"retries", stats_.retries},
+          {"deadLettered", stats_.dead_lettered},
+          {"delayedRetries", stats_.delayed},
+          {"pauses", governor_.pauses()},
+          {"remotePauses", governor_.remote_pauses()}};
+}
+
+nlohmann::json router::describe_sub_pools() const {
+  nlohmann::json subs = nlohmann::json::object();
+  auto entry = [&](const std::string& key) {
+    auto held = sub_waiting_.find(key);
+    subs[key] = {{"inFlight", subs_.in_flight(key)},
+                 {"held", held == sub_waiting_.end() ? 0 : held->second.size()},
+                 {"capacity", subs_.capacity(key)}};
+  };
+  for (auto& [key, cap] : spec_.sub_pools.capacity) entry(key);
+  for (auto& [key, held] : sub_waiting_) entry(key);
+  for (auto& [id, d] : deliveries_)
+    if (!subs.contains(d.sub_key)) entry(d.sub_key);
+  return subs;
+}
+
+nlohmann::json router::describe_latency() const {
+  // Percentiles since the pool started in this process, from its histograms (also in /metrics).
+  nlohmann::json latency = nlohmann::json::object();
+  auto percentiles = [&](const char* key, const metric_histogram* h) {
+    if (!h || !quantile(*h, 0.5)) return;
+    auto ms = [&](double q) { return std::round(*quantile(*h, q) * 1e6) / 1e3; };
+    latency[key] = {{"p50", ms(0.5)}, {"p90", ms(0.9)}, {"p99", ms(0.99)}, {"count", h->cumulative().back()}};
+  };
+  percentiles("handlingMs", handling_);
+  percentiles("queueMs", queue_);
+  return latency;
+}
+
 void router::describe(std::function<void(nlohmann::json)> fn) {
   boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
     const auto& r = *self;
     nlohmann::json j = to_json(r.spec_);  // with the rate in force now
     j["pluginMd5"] = r.plugin_ ? r.plugin_->object().md5() : "";
-    nlohmann::json workers = nlohmann::json::array();
-    for (auto& w : r.ledger_.snapshot()) {
-      nlohmann::json entry = {{"id", w.id},
-                              {"path", w.path},
-                              {"inFlight", w.in_flight},
-                              {"peakInFlight", r.ledger_.peak_in_flight(w.index)},
-                              {"done", r.slots_[w.index].done},
-                              {"state", r.worker_state(w.index)}};
-      if (!r.slots_[w.index].error.empty()) entry["error"] = r.slots_[w.index].error;
-      if (r.on_canary(w.index)) entry["canary"] = true;
-      workers.push_back(std::move(entry));
-    }
-    j["workers"] = workers;
+    j["workers"] = r.describe_workers();
     j["poolState"] = r.state_;
     if (r.spec_.hot_deployment) {
       j["hotDeploy"] = r.source_.describe();
@@ -32,30 +77,8 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
       if (!r.canary_.last.is_null()) j["hotDeploy"]["lastCanary"] = r.canary_.last;
     }
     if (!r.last_error_.empty()) j["lastError"] = r.last_error_;
-    auto paused_for = std::chrono::duration_cast<std::chrono::milliseconds>(r.gate_->paused_until() -
-                                                                            std::chrono::steady_clock::now());
-    j["governance"] = {{"pausedForMs", std::max<long long>(0, paused_for.count())},
-                       {"lastPauseReason", r.governor_.reason()},
-                       {"rateLimited", r.stats_.rate_limited},
-                       {"retries", r.stats_.retries},
-                       {"deadLettered", r.stats_.dead_lettered},
-                       {"delayedRetries", r.stats_.delayed},
-                       {"pauses", r.governor_.pauses()},
-                       {"remotePauses", r.governor_.remote_pauses()}};
-    if (r.subs_.enabled()) {
-      nlohmann::json subs = nlohmann::json::object();
-      auto entry = [&](const std::string& key) {
-        auto held = r.sub_waiting_.find(key);
-        subs[key] = {{"inFlight", r.subs_.in_flight(key)},
-                     {"held", held == r.sub_waiting_.end() ? 0 : held->second.size()},
-                     {"capacity", r.subs_.capacity(key)}};
-      };
-      for (auto& [key, cap] : r.spec_.sub_pools.capacity) entry(key);
-      for (auto& [key, held] : r.sub_waiting_) entry(key);
-      for (auto& [id, d] : r.deliveries_)
-        if (!subs.contains(d.sub_key)) entry(d.sub_key);
-      j["subPoolState"] = subs;
-    }
+    j["governance"] = r.describe_governance();
+    if (r.subs_.enabled()) j["subPoolState"] = r.describe_sub_pools();
     if (first_reply_wins(r.spec_.router)) {
       auto race = r.race_.snapshot();
       j["firstReply"] = {{"answered", race.answered}, {"dropped", race.dropped}, {"copies", race.copies},
@@ -66,16 +89,7 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
       j["workersCount"] = r.active_workers();
       j["scaling"] = r.describe_scaling();
     }
-    // Percentiles since the pool started in this process, from its histograms (also in /metrics).
-    nlohmann::json latency = nlohmann::json::object();
-    auto percentiles = [&](const char* key, const metric_histogram* h) {
-      if (!h || !quantile(*h, 0.5)) return;
-      auto ms = [&](double q) { return std::round(*quantile(*h, q) * 1e6) / 1e3; };
-      latency[key] = {{"p50", ms(0.5)}, {"p90", ms(0.9)}, {"p99", ms(0.99)}, {"count", h->cumulative().back()}};
-    };
-    percentiles("handlingMs", r.handling_);
-    percentiles("queueMs", r.queue_);
-    if (!latency.empty()) j["latency"] = std::move(latency);
+    if (auto latency = r.describe_latency(); !latency.empty()) j["latency"] = std::move(latency);
     j["stats"] = {{"delivered", r.stats_.delivered},
                   {"done", r.stats_.done},
                   {"failed", r.stats_.failed},
