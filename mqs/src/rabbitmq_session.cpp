@@ -61,14 +61,17 @@ std::string amqp_session::describe_close(const amqp_method_t& method) {
   return "unexpected method " + std::to_string(method.id);
 }
 
-std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::string& error) {
-  amqp_connection_state_t state = amqp_new_connection();
-  if (!state) {
-    error = "out of memory";
-    return nullptr;
-  }
-  auto s = std::make_unique<rabbitmq_session>(state);
-  s->broken_ = true;  // until logged in, a destroy must not try to close politely
+namespace {
+
+// What a connection may take before it counts as failed; the MQS then reconnects with backoff.
+constexpr timeval connect_timeout{5, 0};     ///< TCP connect: a broker not accepting by then is down
+constexpr timeval handshake_timeout{10, 0};  ///< the TLS and AMQP handshakes
+constexpr timeval rpc_timeout{15, 0};        ///< any synchronous method (declare, qos, ...)
+constexpr int channel_max = 0;               ///< as many channels as the broker allows
+constexpr int frame_max = 131072;            ///< RabbitMQ's default frame size (128 KiB)
+
+/// A socket of `state`, TLS set up as `p` says, connected to the broker; null with `error` on failure.
+amqp_socket_t* connect_socket(amqp_connection_state_t state, const broker_params& p, std::string& error) {
   amqp_socket_t* socket = p.tls ? amqp_ssl_socket_new(state) : amqp_tcp_socket_new(state);
   if (!socket) {
     error = p.tls ? "cannot create a TLS socket" : "cannot create a TCP socket";
@@ -87,24 +90,22 @@ std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::st
     amqp_ssl_socket_set_verify_peer(socket, 1);
     amqp_ssl_socket_set_verify_hostname(socket, 1);
   }
-  struct timeval connect_timeout {
-    5, 0
-  };
-  int rc = amqp_socket_open_noblock(socket, p.host.c_str(), p.port, &connect_timeout);
+  timeval timeout = connect_timeout;
+  int rc = amqp_socket_open_noblock(socket, p.host.c_str(), p.port, &timeout);
   if (rc != AMQP_STATUS_OK) {
     error = std::string(p.tls ? "cannot connect (amqps) to " : "cannot connect to ") + p.host + ":" +
             std::to_string(p.port) + ": " + amqp_error_string2(rc);
     return nullptr;
   }
-  struct timeval handshake_timeout {
-    10, 0
-  };
-  amqp_set_handshake_timeout(state, &handshake_timeout);
-  struct timeval rpc_timeout {
-    15, 0
-  };
-  amqp_set_rpc_timeout(state, &rpc_timeout);
+  return socket;
+}
 
+/// Logs in on a connected `state`, naming the connection and asking for the capabilities the MQS
+/// uses; what went wrong, empty on success.
+std::string login(amqp_connection_state_t state, const broker_params& p) {
+  timeval handshake = handshake_timeout, rpc = rpc_timeout;
+  amqp_set_handshake_timeout(state, &handshake);
+  amqp_set_rpc_timeout(state, &rpc);
   amqp_table_entry_t caps[] = {bool_entry("consumer_cancel_notify", true),
                                bool_entry("connection.blocked", true),
                                bool_entry("publisher_confirms", true)};
@@ -114,21 +115,31 @@ std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::st
   props[1].value.kind = AMQP_FIELD_KIND_TABLE;
   props[1].value.value.table = amqp_table_t{3, caps};
   amqp_table_t properties{2, props};
-  auto reply = amqp_login_with_properties(state, p.vhost.c_str(), 0, 131072, p.heartbeat_s, &properties,
+  auto reply = amqp_login_with_properties(state, p.vhost.c_str(), channel_max, frame_max, p.heartbeat_s, &properties,
                                           AMQP_SASL_METHOD_PLAIN, p.user.c_str(), p.password.c_str());
-  if (reply.reply_type != AMQP_RESPONSE_NORMAL) {
-    if (reply.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION)
-      error = "login refused: " + describe_close(reply.reply);
-    else if (reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION)
-      error = std::string("login failed: ") + amqp_error_string2(reply.library_error) +
-              (reply.library_error == AMQP_STATUS_CONNECTION_CLOSED ||
-                       reply.library_error == AMQP_STATUS_SOCKET_CLOSED
-                   ? " (wrong user, password or vhost?)"
-                   : "");
-    else
-      error = "login failed";
+  if (reply.reply_type == AMQP_RESPONSE_NORMAL) return {};
+  if (reply.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION) return "login refused: " + amqp_session::describe_close(reply.reply);
+  if (reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION)
+    return std::string("login failed: ") + amqp_error_string2(reply.library_error) +
+           (reply.library_error == AMQP_STATUS_CONNECTION_CLOSED || reply.library_error == AMQP_STATUS_SOCKET_CLOSED
+                ? " (wrong user, password or vhost?)"
+                : "");
+  return "login failed";
+}
+
+}  // namespace
+
+std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::string& error) {
+  amqp_connection_state_t state = amqp_new_connection();
+  if (!state) {
+    error = "out of memory";
     return nullptr;
   }
+  auto s = std::make_unique<rabbitmq_session>(state);
+  s->broken_ = true;  // until logged in, a destroy must not try to close politely
+  if (!connect_socket(state, p, error)) return nullptr;
+  error = login(state, p);
+  if (!error.empty()) return nullptr;
   s->broken_ = false;
   s->plain_ = !p.tls;
   return s;
