@@ -3,6 +3,7 @@
 // each over one or more connections (one thread each), and rpc (raw_rpc.cpp); each command prints
 // one result line on stdout.
 #include "raw_amqp.hpp"
+#include "steady_rate.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -300,8 +301,8 @@ void consume(const options& o) {
   if (tally.redelivered > 0) std::cerr << "note: " << tally.redelivered << " deliveries were redeliveries\n";
   // The rate after the first second: what a consumer sustains once the first burst (the broker's
   // and the kernel's buffers, caches still warm) is over.
-  const double after_s = std::chrono::duration<double>(tally.end - tally.start).count() - 1.0;
-  const double steady = after_s >= 0.5 ? double(tally.received - tally.first_second) / after_s : 0.0;
+  const double steady = dde::bench::steady_rate(double(tally.received), double(tally.first_second),
+                                                std::chrono::duration<double>(tally.end - tally.start).count());
   report("consume", tally.received, tally.size, tally.start, tally.end,
          "first_second=" + std::to_string(tally.first_second) + " steady_rate=" + std::to_string(std::llround(steady)));
 }

@@ -1,4 +1,5 @@
 #include "bench_cluster.hpp"
+#include "steady_rate.hpp"
 
 #include <poll.h>
 #include <sys/inotify.h>
@@ -136,8 +137,7 @@ double rate(double n, std::int64_t first_us, std::int64_t last_us) {
 }
 
 double steady_rate(double n, double first_second, std::int64_t first_us, std::int64_t last_us) {
-  const double after_s = double(last_us - first_us) / 1e6 - 1.0;
-  return after_s >= 0.5 ? (n - first_second) / after_s : 0;
+  return steady_rate(n, first_second, double(last_us - first_us) / 1e6);
 }
 
 stats_span read_span(const fs::path& dir, const std::string& prefix, const std::string& field) {

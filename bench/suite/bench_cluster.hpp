@@ -80,9 +80,7 @@ std::map<std::string, double> run_raw(test::rabbitmq_node& broker, const std::ve
 
 /// A throughput of `n` messages over [first_us, last_us]; 0 when the interval is empty.
 double rate(double n, std::int64_t first_us, std::int64_t last_us);
-/// The rate after the first second of [first_us, last_us] of `n` messages, `first_second` of them in
-/// that second (the first burst, reported apart); 0 when less than half a second follows it, as the
-/// raw client's steady_rate.
+/// steady_rate (steady_rate.hpp) over [first_us, last_us], wall-clock µs.
 double steady_rate(double n, double first_second, std::int64_t first_us, std::int64_t last_us);
 
 /// Min of `first_us` and max of `last_us` over the stats files `prefix*` in `dir`, summed `field`.
