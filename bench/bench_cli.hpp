@@ -4,8 +4,7 @@
 
 #include <optional>
 
-#include "dde/cli.hpp"
-#include "dde/daemon.hpp"
+#include "dde/command_line.hpp"
 
 namespace dde::bench {
 
@@ -13,11 +12,9 @@ namespace dde::bench {
 /// error), else nothing, with `quick` set.
 inline std::optional<int> bench_command_line(int argc, char** argv, const char* program, const char* summary,
                                              bool& quick) {
-  cli args(program, summary);
-  args.flag("quick", "a short run: fewer messages and repetitions (what CI's bench_smoke_test runs)");
-  if (auto code = parse_command_line(args, argc, argv, program)) return code;
-  quick = args.enabled("quick");
-  return std::nullopt;
+  command_line line(program, summary);
+  line.app().add_flag("--quick", quick, "a short run: fewer messages and repetitions (what CI's bench_smoke_test runs)");
+  return line.parse_or_exit(argc, argv);
 }
 
 }  // namespace dde::bench

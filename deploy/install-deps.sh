@@ -11,11 +11,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 set_name="${1:-test}"
 [[ $set_name == demo || $set_name == test ]] || dde_die "usage: install-deps.sh [demo|test]"
 
-# ninja-build: the build's generator (deploy/build.sh); liburiparser-dev: URLs; libsqlite3-dev: the registry's --state-file; libpq-dev and pkg-config: the
+# ninja-build: the build's generator (deploy/build.sh); liburiparser-dev: URLs; libcli11-dev: every command line; libsqlite3-dev: the registry's --state-file; libpq-dev and pkg-config: the
 # registry's --state-url (PostgreSQL, the store of a registry pair); curl, procps, iproute2 and
 # python3: the deploy scripts; amqp-tools: deploy/rabbitmq.sh's readiness probe (an AMQP login).
 packages=(build-essential cmake ninja-build ccache libboost-dev nlohmann-json3-dev uuid-dev libssl-dev libspdlog-dev
-  librabbitmq-dev liburiparser-dev libsqlite3-dev libpq-dev pkg-config rabbitmq-server
+  librabbitmq-dev liburiparser-dev libcli11-dev libsqlite3-dev libpq-dev pkg-config rabbitmq-server
   amqp-tools curl procps iproute2 python3)
 if [[ $set_name == test ]]; then
   # clang + libclang-rt-14-dev: the ASan/UBSan build and the libFuzzer targets (deploy/sanitize.sh).

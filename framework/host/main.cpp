@@ -4,7 +4,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "dde/cli.hpp"
+#include "dde/command_line.hpp"
 #include "dde/daemon.hpp"
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
@@ -28,86 +28,100 @@ std::optional<nlohmann::json> read_json_file(const std::string& path, std::strin
   return j;
 }
 
-/// The command line's options (its --help).
-void define_options(dde::cli& args) {
-  args.option("name", "", "isolate system name (required), e.g. sampleSystem")
-      .option("mqs", "ws://127.0.0.1:42043/mqs", "WebSocket URL of the message-queuing system")
-      .repeated("pool", "JSON file with a pool spec (the thesis's addIsolate body)")
-      .repeated("pool-json", "a pool spec given inline as JSON")
-      .option("instance", "", "instance UUID (default: a new one)")
-      .option("threads", "2", "threads that run the pools, at most: the first alone until it lags")
-      .option("thread-lag-us", "1000",
-              "the other --threads join the first while a task posted to it waits longer than this, "
-              "or it is 90% busy, and leave when it no longer is; 0: all of them run all the time")
-      .option("window", "4096", "unconfirmed at-least-once messages before senders wait")
-      .option("control", "", "the node activator's control endpoint, e.g. ws://127.0.0.1:42042/control")
-      .option("orphan-timeout-ms", "120000", "with --control: stop after this long without an activator")
-      .option("plugin-cache", "",
-              "keep copies of plugin versions that worked here (with --control), and "
-              "plugins downloaded from http(s) URIs (default for those: a temporary directory)")
-      .option("ca-file", "",
-              "PEM file of the CA(s) that https plugin URIs are verified against (default: "
-              "$DDE_CA_FILE, else the system's store)")
-      .option("ops-port", "",
-              "serve GET /metrics and GET /health on 127.0.0.1 at this port (0: a free one, which the "
-              "activator is told; the activator starts its systems with 0); empty: none")
-      .repeated(
-          "plugin-allow",
-          "load plugins (and custom routers) only from this directory or http(s) URL prefix; repeatable "
-          "(default: from anywhere)")
-      .option(
-          "cluster-secret-file", "",
-          "file holding the cluster secret sent on the links to the MQS, the activator and remote workers "
-          "(default: $DDE_CLUSTER_SECRET, else none)")
-      .option("trace-log", "",
-              "append a JSON line per span (a message handled, manual: Operations, \"Traces\") to this file and start a "
-              "trace for messages sent outside one (default: $DDE_TRACE_LOG, else no span log; traceparent "
-              "headers that arrive are carried on either way)")
-      .option("trace-node", "", "the node named in the span log (default: $DDE_TRACE_NODE, else the host name)")
-      .option("scheduling", "batch", dde::scheduling_help)
-      .option("log-level", "info", "trace, debug, info, warn, error or off");
-  dde::add_tls_flags(args, false);
+/// The command line's values that are not settings of the isolate system itself.
+struct command_line_values {
+  std::vector<std::string> pool_files, pool_texts;
+  std::string ops_port, cluster_secret_file, trace_log, trace_node;
+  std::string scheduling = "batch";
+  std::string log_level = "info";
+  dde::net::tls_options tls;
+};
+
+/// The command line's options (its --help), filling `o` and `v`.
+void define_options(CLI::App& app, dde::host::isolate_system_options& o, command_line_values& v) {
+  app.add_option("--name", o.name, "isolate system name, e.g. sampleSystem")->type_name("NAME")->required();
+  app.add_option("--mqs", o.mqs_url, "WebSocket URL of the message-queuing system")->type_name("URL");
+  app.add_option("--pool", v.pool_files, "JSON file with a pool spec (the thesis's addIsolate body)")
+      ->type_name("FILE")
+      ->allow_extra_args(false);
+  app.add_option("--pool-json", v.pool_texts, "a pool spec given inline as JSON")->type_name("JSON")->allow_extra_args(false);
+  app.add_option("--instance", o.instance, "instance UUID (default: a new one)")->type_name("UUID");
+  app.add_option("--threads", o.threads, "threads that run the pools, at most: the first alone until it lags")
+      ->type_name("N")
+      ->check(CLI::Range(1, 256));
+  dde::add_duration(app, "--thread-lag-us", o.thread_lag, 0, 10000000,
+                    "the other --threads join the first while a task posted to it waits longer than this, "
+                    "or it is 90% busy, and leave when it no longer is; 0: all of them run all the time")
+      ->type_name("US");
+  app.add_option("--window", o.window, "unconfirmed at-least-once messages before senders wait")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--control", o.control_url, "the node activator's control endpoint, e.g. ws://127.0.0.1:42042/control")
+      ->type_name("URL");
+  dde::add_duration(app, "--orphan-timeout-ms", o.orphan_timeout, 100, 86400000,
+                    "with --control: stop after this long without an activator")
+      ->type_name("MS");
+  app.add_option("--plugin-cache", o.plugin_cache,
+                 "keep copies of plugin versions that worked here (with --control), and "
+                 "plugins downloaded from http(s) URIs (default for those: a temporary directory)")
+      ->type_name("DIR");
+  app.add_option("--ca-file", o.ca_file, "PEM file of the CA(s) that https plugin URIs are verified against "
+                 "(default: the system's store)")
+      ->type_name("FILE")
+      ->envname("DDE_CA_FILE");
+  app.add_option("--ops-port", v.ops_port,
+                 "serve GET /metrics and GET /health on 127.0.0.1 at this port (0: a free one, which the "
+                 "activator is told; the activator starts its systems with 0); empty: none")
+      ->type_name("PORT")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--plugin-allow", o.plugin_allow,
+                 "load plugins (and custom routers) only from this directory or http(s) URL prefix (default: from "
+                 "anywhere)")
+      ->type_name("PREFIX")
+      ->allow_extra_args(false);
+  app.add_option("--cluster-secret-file", v.cluster_secret_file,
+                 "file holding the cluster secret sent on the links to the MQS, the activator and remote workers "
+                 "(default: $DDE_CLUSTER_SECRET, else none)")
+      ->type_name("FILE");
+  app.add_option("--trace-log", v.trace_log,
+                 "append a JSON line per span (a message handled, manual: Operations, \"Traces\") to this file and "
+                 "start a trace for messages sent outside one (default: $DDE_TRACE_LOG, else no span log; "
+                 "traceparent headers that arrive are carried on either way)")
+      ->type_name("FILE");
+  app.add_option("--trace-node", v.trace_node, "the node named in the span log (default: $DDE_TRACE_NODE, else the host name)")
+      ->type_name("NAME");
+  app.add_option("--scheduling", v.scheduling, dde::scheduling_help)
+      ->type_name("POLICY")
+      ->check(dde::scheduling_check);
+  dde::add_log_level(app, v.log_level);
+  dde::add_tls_flags(app, v.tls, false);
 }
 
-/// The isolate system's settings from the command line; throws std::invalid_argument on a bad one.
-dde::host::isolate_system_options read_options(const dde::cli& args) {
-  dde::host::isolate_system_options options;
-  options.name = args.get("name");
-  if (options.name.empty()) throw std::invalid_argument("--name is required");
-  options.mqs_url = args.get("mqs");
-  options.instance = args.get("instance");
-  options.threads = int(args.get_int("threads", 1, 256));
-  options.thread_lag = std::chrono::microseconds(args.get_int("thread-lag-us", 0, 10000000));
-  options.window = std::size_t(args.get_int("window", 1, 1000000));
-  options.control_url = args.get("control");
-  options.plugin_cache = args.get("plugin-cache");
-  options.ca_file = args.get("ca-file");
-  options.plugin_allow = args.all("plugin-allow");
-  dde::net::set_cluster_secret(dde::net::load_secret(args.get("cluster-secret-file"), dde::net::cluster_secret_env));
-  if (const char* env = std::getenv("DDE_CA_FILE"); options.ca_file.empty() && env) options.ca_file = env;
-  dde::trace::open_span_log(args.get("trace-log"), args.get("trace-node"));
-  if (!args.get("ops-port").empty()) options.ops_port = int(args.get_int("ops-port", 0, 65535));
-  options.orphan_timeout = std::chrono::milliseconds(args.get_int("orphan-timeout-ms", 100, 86400000));
+/// Completes the isolate system's settings once the command line is read; throws
+/// std::invalid_argument on a bad one.
+void finish_options(dde::host::isolate_system_options& options, const command_line_values& v) {
+  dde::net::set_cluster_secret(dde::net::load_secret(v.cluster_secret_file, dde::net::cluster_secret_env));
+  dde::trace::open_span_log(v.trace_log, v.trace_node);
+  if (!v.ops_port.empty()) options.ops_port = std::stoi(v.ops_port);
   // wss:// links (MQS, activator control, remote isolate deployers): the activator hands its
   // settings down through DDE_TLS_* when it starts this process.
-  dde::apply_tls_flags(args);
+  dde::apply_tls_flags(v.tls, false);
   options.request_stop = [](const std::string& why) {
     dde::logger("host")->info("stopping: {}", why);
     ::kill(::getpid(), SIGTERM);
   };
-  return options;
 }
 
 /// The pools of --pool files and --pool-json texts; throws std::invalid_argument on a bad one.
-std::vector<dde::pool_spec> read_pools(const dde::cli& args, const std::string& system) {
+std::vector<dde::pool_spec> read_pools(const command_line_values& v, const std::string& system) {
   std::vector<nlohmann::json> bodies;
-  for (auto& file : args.all("pool")) {
+  for (auto& file : v.pool_files) {
     std::string error;
     auto j = read_json_file(file, error);
     if (!j) throw std::invalid_argument(error);
     bodies.push_back(*j);
   }
-  for (auto& text : args.all("pool-json")) {
+  for (auto& text : v.pool_texts) {
     auto j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded()) throw std::invalid_argument("--pool-json is not valid JSON: " + text);
     bodies.push_back(j);
@@ -150,21 +164,21 @@ int run(const dde::host::isolate_system_options& options, const std::vector<dde:
 }  // namespace
 
 int main(int argc, char** argv) {
-  dde::cli args("dde-isolate-system", "Hosts one DDE isolate system: connects to an MQS and runs worker pools.");
-  define_options(args);
-  if (auto exit_code = dde::parse_command_line(args, argc, argv, "dde-isolate-system")) return *exit_code;
-  if (auto err = dde::check_scheduling(args.get("scheduling"))) {
-    std::cerr << "dde-isolate-system: --scheduling: " << *err << "\n";
-    return 2;
-  }
-  // Before any thread starts: they inherit it (the workers' threads too).
-  if (auto err = dde::apply_scheduling(args.get("scheduling")))
-    dde::logger("host")->warn("{}; the threads stay as they were", *err);
+  dde::command_line line("dde-isolate-system",
+                         "Hosts one DDE isolate system: connects to an MQS and runs worker pools.");
   dde::host::isolate_system_options options;
+  command_line_values values;
+  define_options(line.app(), options, values);
+  line.accept_config_file("{\"name\": \"shop\", \"pool\": [\"orders.json\"]}");
+  if (auto exit_code = line.parse_or_exit(argc, argv)) return *exit_code;
+  dde::set_log_level(values.log_level);
+  // Before any thread starts: they inherit it (the workers' threads too).
+  if (auto err = dde::apply_scheduling(values.scheduling))
+    dde::logger("host")->warn("{}; the threads stay as they were", *err);
   std::vector<dde::pool_spec> pools;
   try {
-    options = read_options(args);
-    pools = read_pools(args, options.name);
+    finish_options(options, values);
+    pools = read_pools(values, options.name);
   } catch (const std::exception& e) {
     std::cerr << "dde-isolate-system: " << e.what() << "\n";
     return 2;

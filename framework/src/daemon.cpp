@@ -10,9 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <iostream>
 
-#include "dde/log.hpp"
 
 namespace dde {
 namespace {
@@ -24,26 +22,6 @@ sigset_t stop_signals() {
   return set;
 }
 }  // namespace
-
-std::optional<int> parse_command_line(cli& args, int argc, char** argv, const char* program) {
-  if (auto err = args.parse(argc, argv)) {
-    std::cerr << program << ": " << *err << "\nTry '" << program << " --help'.\n";
-    return 2;
-  }
-  if (args.help_requested()) {
-    std::cout << args.usage();
-    return 0;
-  }
-  if (args.version_requested()) {
-    std::cout << args.version_line() << "\n";
-    return 0;
-  }
-  if (args.has("log-level") && !set_log_level(args.get("log-level"))) {
-    std::cerr << program << ": unknown --log-level " << args.get("log-level") << "\n";
-    return 2;
-  }
-  return std::nullopt;
-}
 
 std::optional<std::string> check_scheduling(const std::string& policy) {
   if (policy == "batch" || policy == "normal") return std::nullopt;

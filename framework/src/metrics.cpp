@@ -11,7 +11,7 @@
 #include <iterator>
 #include <sstream>
 
-#include "dde/cli.hpp"
+#include "dde/command_line.hpp"
 
 namespace dde {
 namespace {

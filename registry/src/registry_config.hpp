@@ -1,14 +1,12 @@
 #pragma once
-// The settings of dde-registry: defaults, the command line (dde::cli) and a JSON --config file.
+// The settings of dde-registry: defaults, the command line and a JSON --config file (dde/command_line.hpp).
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include "dde/cli.hpp"
 #include "dde/net/tls.hpp"
 
 namespace dde::registry {
@@ -35,11 +33,8 @@ struct registry_config {
   net::tls_options tls;  ///< https/wss when tls.cert_file is set (--tls-cert, --tls-key, --tls-ca, ...)
 };
 
-/// The registry's command line, every option with its default.
-cli make_cli();
-
 /// What the command line asked for.
-struct command_line {
+struct command_line_result {
   registry_config cfg;
   bool help = false;
   std::string help_text;  ///< with `help`: the usage; with `version`: the version line
@@ -49,6 +44,6 @@ struct command_line {
 
 /// Parses `argv`; a `--config FILE` (a JSON object keyed by option names) is applied first and the
 /// flags given on the command line override it.
-command_line parse_command_line(int argc, char** argv);
+command_line_result parse_command_line(int argc, const char* const* argv);
 
 }  // namespace dde::registry

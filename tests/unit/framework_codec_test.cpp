@@ -12,7 +12,7 @@
 #include "dde/daemon.hpp"
 #include "dde/envelope.hpp"
 #include "dde/metrics.hpp"
-#include "dde/cli.hpp"
+#include "dde/command_line.hpp"
 #include "dde/names.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/net/http_client.hpp"

@@ -15,7 +15,7 @@ class RegistryConfig : public ::testing::Test {
  protected:
   void TearDown() override { std::filesystem::remove(path_); }
   /// parse_command_line of "dde-registry --config <file holding `json`>" and then `extra`.
-  command_line parse(const std::string& json, std::vector<std::string> extra = {}) {
+  command_line_result parse(const std::string& json, std::vector<std::string> extra = {}) {
     std::ofstream(path_) << json;
     std::vector<std::string> args{"dde-registry", "--config", path_.string()};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -39,10 +39,12 @@ TEST_F(RegistryConfig, AFlagInTheConfigFileCountsAsOnTheCommandLine) {
 }
 
 TEST_F(RegistryConfig, BadValuesInTheConfigFileAreNamed) {
-  EXPECT_EQ(parse(R"({"tls-verify-client": "yes"})").error,
-            "config file " + path_.string() + ": \"tls-verify-client\" is a flag: true or false, not \"yes\"");
-  EXPECT_EQ(parse(R"({"port": [1]})").error,
-            "config file " + path_.string() + ": \"port\" must be a string, a whole number or true/false");
+  EXPECT_EQ(parse(R"({"tls-verify-client": "maybe"})").error, "Could not convert: --tls-verify-client = maybe");
+  EXPECT_EQ(parse(R"({"port": {"n": 1}})").error,
+            "config file " + path_.string() +
+                ": \"port\" must be a string, a whole number, true/false or an array of those");
+  EXPECT_EQ(parse(R"({"port": [1, 2]})").cfg.port, 2) << "the last, as on the command line";
+  EXPECT_EQ(parse(R"({"port": 70000})").error, "--port: Value 70000 not in range 0 to 65535");
   EXPECT_EQ(parse(R"({"no-such-key": 1})").error, "config file " + path_.string() + ": unknown key \"no-such-key\"");
   auto ok = parse(R"({"port": 4321, "heartbeat-ms": "0"})");
   EXPECT_EQ(ok.error, "");

@@ -125,7 +125,7 @@ TEST(CtlCommands, OutputIsATableUnlessOIsJson) {
   EXPECT_EQ(parse({"list", "--output=json"}).output, output_format::json);
   auto bad = parse({"list", "-o", "yaml"});
   EXPECT_FALSE(bad.call);
-  EXPECT_EQ(bad.error, "-o/--output must be table or json, got \"yaml\"");
+  EXPECT_EQ(bad.error, "--output: must be table or json, got \"yaml\"");
   EXPECT_EQ(parse({"status"}).call->path, "/registry/status");
 }
 

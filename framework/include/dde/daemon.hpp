@@ -1,17 +1,12 @@
 #pragma once
 /// \file
-/// What every daemon's main() does the same way: parse the command line, and wait for SIGINT/SIGTERM.
+/// What every daemon's main() does the same way: its threads' scheduling, and waiting for SIGINT/SIGTERM.
+/// (The command line: dde/command_line.hpp.)
 
 #include <optional>
 #include <string>
 
-#include "dde/cli.hpp"
-
 namespace dde {
-
-/// Parses `args` (printing `--help`, or the error with a hint) and applies `--log-level` when the
-/// program has one. Returns the exit code when the program should stop now, nullopt to go on.
-std::optional<int> parse_command_line(cli& args, int argc, char** argv, const char* program);
 
 /// How the kernel schedules a daemon's threads (`--scheduling`): `batch` (SCHED_BATCH, the default of
 /// dde-mqs and dde-isolate-system) or `normal` (SCHED_OTHER). A SCHED_BATCH thread that wakes does
@@ -24,6 +19,8 @@ inline constexpr const char* scheduling_help =
     "(manual: Operations, \"Scheduling\"); normal: the kernel's default";
 /// Error text when `policy` is neither "batch" nor "normal"; nothing when it is one.
 std::optional<std::string> check_scheduling(const std::string& policy);
+/// The same as a command-line check: the error text, or empty when `policy` is one.
+inline std::string scheduling_check(const std::string& policy) { return check_scheduling(policy).value_or(""); }
 /// Applies `policy` to the calling thread, and so to every thread it starts afterwards: call it
 /// before the daemon starts threads. Returns the error text when the kernel refused.
 std::optional<std::string> apply_scheduling(const std::string& policy);

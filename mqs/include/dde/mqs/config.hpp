@@ -1,12 +1,11 @@
 #pragma once
 /// \file
-/// The settings of `dde-mqs`: defaults, typed checks of each flag, a JSON `--config` file. The command
-/// line itself is read by dde::cli, as every DDE binary's is.
+/// The settings of `dde-mqs`: defaults, and the options that fill them (dde/command_line.hpp: typed,
+/// checked, also read from a JSON `--config` file).
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "dde/net/tls.hpp"
@@ -57,7 +56,7 @@ struct config {
 };
 
 /// What the command line asked for.
-struct command_line {
+struct command_line_result {
   config cfg;
   bool help = false;
   bool version = false;
@@ -66,12 +65,9 @@ struct command_line {
 
 /// Reads `argv` (`--name value` or `--name=value`); a `--config FILE` is applied first and the
 /// other flags override it.
-command_line parse_command_line(int argc, const char* const* argv);
+command_line_result parse_command_line(int argc, const char* const* argv);
 
-/// Applies the keys of a JSON object (the flag names without `--`) to `cfg`; an error or empty.
-std::string apply_json(config& cfg, const nlohmann::json& json);
-
-/// The text of `--help`: every option with its default (dde::cli's layout).
+/// The text of `--help`: every option with its default.
 std::string help_text();
 /// What `--version` prints.
 std::string version_text();
