@@ -280,11 +280,13 @@ node1_lists_all() {
 }
 node1_cluster_status() { load_env && ctl -q cluster_status --formatter json 2>/dev/null; }
 
-# Joins node I to node 1 unless node 1 already counts it in.
+# Joins node I to node 1 unless node 1 already counts it in (a new cluster: $2 = new, no need to ask).
 join_node() {
   local i=$1 status
-  status=$(on_node 1 node1_cluster_status) || dde_die "rabbitmqctl cluster_status on node 1 failed"
-  grep -qx "${cluster_names[i - 1]}" <<<"$(status_nodes disk_nodes <<<"$status")" && return 0
+  if [[ ${2:-} != new ]]; then
+    status=$(on_node 1 node1_cluster_status) || dde_die "rabbitmqctl cluster_status on node 1 failed"
+    grep -qx "${cluster_names[i - 1]}" <<<"$(status_nodes disk_nodes <<<"$status")" && return 0
+  fi
   dde_log "joining ${cluster_names[i - 1]} to ${cluster_names[0]}"
   on_node "$i" join_seed "${cluster_names[0]}"
 }
@@ -299,16 +301,17 @@ join_seed() {
 
 cluster_up() {
   [[ -z $nodes_wanted || $nodes_wanted =~ ^[1-9][0-9]*$ ]] || dde_die "--nodes wants a number from 1, not $nodes_wanted"
+  local i fresh=""
   if is_cluster; then
     [[ -z $nodes_wanted || $nodes_wanted == "$nodes" ]] ||
       dde_die "$dir holds a $nodes-node cluster; use another --dir for $nodes_wanted nodes"
   else
     nodes=${nodes_wanted:-3}
     plan_cluster
+    fresh=new
   fi
   start_nodes
-  local i
-  for ((i = 2; i <= nodes; i++)); do join_node "$i"; done
+  for ((i = 2; i <= nodes; i++)); do join_node "$i" "$fresh"; done
   dde_wait_until 60 node1_lists_all running_nodes ||
     dde_die "node 1 does not see all $nodes nodes running; see the logs under $dir/node-*/log"
   dde_log "cluster of $nodes ready after ${SECONDS}s: AMQP ports ${cluster_ports[*]}"
