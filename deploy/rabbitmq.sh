@@ -307,7 +307,7 @@ cluster_up() {
   local i fresh="" status members=""
   if is_cluster; then
     [[ -z $nodes_wanted || $nodes_wanted == "$nodes" ]] ||
-      dde_die "$dir holds a $nodes-node cluster; use another --dir for $nodes_wanted nodes"
+      dde_die "$dir holds a $nodes-node cluster; use another --dir for --nodes $nodes_wanted"
   else
     nodes=${nodes_wanted:-3}
     plan_cluster
