@@ -284,8 +284,8 @@ all_running() {
 node1_cluster_status() { load_env && ctl -q cluster_status --formatter json 2>/dev/null; }
 
 # Joins node I to node 1: stop_app, join_cluster and start_app in one rabbitmqctl eval, since each
-# rabbitmqctl call boots an Erlang VM for the CLI (~1.3 CPU-seconds; 10-15 s each on a loaded
-# 2-core machine).
+# rabbitmqctl call boots an Erlang VM for the CLI (~1.3 CPU-seconds; 3-4 s on 2 cores beside two
+# busy loops).
 join_node() {
   dde_log "joining ${cluster_names[$1 - 1]} to ${cluster_names[0]}"
   on_node "$1" join_seed "${cluster_names[0]}"
