@@ -79,8 +79,10 @@ up() {
   dde_wait_until 20 registry_ready || dde_die "dde-registry did not start; see $dir/registry.log"
   # DDE_MQS_ARGS / DDE_ACTIVATOR_ARGS: extra options, split on spaces (A/B runs, bench/profile).
   # DDE_MQS_WRAPPER: a command the MQS runs under (e.g. a script that execs valgrind on its arguments).
+  # Every node of the RabbitMQ cluster: the MQS moves to the next when the one it is on goes away.
+  local nodes; nodes=$(printf '127.0.0.1:%s,' "${amqp_ports[@]}")
   # shellcheck disable=SC2086
-  launch mqs ${DDE_MQS_WRAPPER:-} "$build/bin/dde-mqs" --port "$mqs_port" --broker-port "${amqp_ports[0]}" --prefetch "$prefetch" ${DDE_MQS_ARGS:-}
+  launch mqs ${DDE_MQS_WRAPPER:-} "$build/bin/dde-mqs" --port "$mqs_port" --broker "amqp://guest@${nodes%,}/" --prefetch "$prefetch" ${DDE_MQS_ARGS:-}
   dde_wait_until 20 dde_port_open "$mqs_port" || dde_die "dde-mqs did not start; see $dir/mqs.log"
   mkdir -p "$dir/systems"
   # shellcheck disable=SC2086

@@ -13,14 +13,18 @@
 #include <utility>
 #include <vector>
 
+#include "dde/mqs/config.hpp"
 #include "dde/mqs/dead_letter.hpp"
 #include "dde/mqs/queue_spec.hpp"
 
 namespace dde::mqs {
 
 struct broker_params {
-  std::string host;
+  std::string host;  ///< with `nodes` empty: the one node
   std::uint16_t port = 5672;
+  /// The nodes of a cluster, tried in turn from `first_node` until one lets the session in.
+  std::vector<broker_node> nodes;
+  std::size_t first_node = 0;
   std::string user;
   std::string password;
   std::string vhost;
@@ -67,6 +71,9 @@ class amqp_session {
   /// Names this session among all of the process's, past ones included (fds and addresses are
   /// reused; a watch of the socket must not outlive its session).
   std::uint64_t serial() const { return serial_; }
+  /// The broker node this connection is on, and its place in broker_params::nodes.
+  const std::string& node() const { return node_; }
+  std::size_t node_index() const { return node_index_; }
   virtual std::uint16_t channel_max() const = 0;
   /// The connection is dead: do not attempt a graceful close.
   virtual void mark_broken() = 0;
@@ -150,7 +157,14 @@ class amqp_session {
     return ++last;
   }
   std::uint64_t serial_;
+  std::string node_;
+  std::size_t node_index_ = 0;
 };
+
+/// What the broker threads connect with, from the MQS's settings: every node of the address list.
+broker_params broker_params_for(const config& cfg, std::string connection_name, std::uint16_t heartbeat_s);
+/// The node a connection that was on node `index` of `count` tries first when it is lost.
+inline std::size_t next_node(std::size_t index, std::size_t count) { return count ? (index + 1) % count : 0; }
 
 /// Opens the connections of a broker thread: `amqp_session::open`, or a test's fake broker.
 using session_opener = std::function<std::unique_ptr<amqp_session>(const broker_params&, std::string& error)>;

@@ -4,6 +4,7 @@
 
 #include "dde/command_line.hpp"
 #include "dde/daemon.hpp"
+#include "dde/net/auth.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -22,10 +23,21 @@ void define_listener(CLI::App& app, config& c) {
 }
 
 void define_broker(CLI::App& app, config& c) {
+  app.add_option("--broker", c.broker,
+                 "the RabbitMQ node, or the nodes of a cluster, as amqp[s]://[USER@]HOST[:PORT][,HOST[:PORT]...]"
+                 "[/VHOST]: the publishing connection and each topic's consumer take the first node that "
+                 "answers (topics start at different nodes) and move to the next when theirs goes away. "
+                 "Instead of --broker-host, --broker-port, --vhost and --broker-tls (amqps)")
+      ->type_name("URL");
   app.add_option("--broker-host", c.broker_host, "RabbitMQ host")->type_name("HOST");
   app.add_option("--broker-port", c.broker_port, "RabbitMQ AMQP port")->type_name("PORT")->check(CLI::Range(1, 65535));
   app.add_option("--user", c.user, "RabbitMQ user")->type_name("NAME");
-  app.add_option("--password", c.password, "RabbitMQ password (never logged)")->type_name("SECRET");
+  app.add_option("--password", c.password,
+                 "RabbitMQ password (never logged; ps shows it: prefer --broker-password-file or the variable)")
+      ->type_name("SECRET")
+      ->envname("DDE_BROKER_PASSWORD");
+  app.add_option("--broker-password-file", c.broker_password_file, "file holding the RabbitMQ password")
+      ->type_name("FILE");
   app.add_option("--vhost", c.vhost, "RabbitMQ virtual host")->type_name("VHOST");
   app.add_option("--prefetch", c.prefetch,
                  "basic.qos prefetch of each topic's consumer: unacknowledged messages it may hold")
@@ -118,6 +130,31 @@ void define_options(dde::command_line& line, config& c) {
   app.footer("SIGINT or SIGTERM stops the MQS cleanly. Exit status 2 for a bad command line.");
 }
 
+/// The broker nodes and password, from --broker and --broker-password-file or the older flags.
+std::string settle_broker(config& cfg) {
+  if (!cfg.broker_password_file.empty()) {
+    try {
+      cfg.password = net::read_secret_file(cfg.broker_password_file);
+    } catch (const std::invalid_argument& e) {
+      return std::string("--broker-password-file: ") + e.what();
+    }
+  }
+  if (cfg.broker.empty()) {
+    cfg.brokers = {{cfg.broker_host, cfg.broker_port}};
+    return {};
+  }
+  auto parsed = parse_broker_url(cfg.broker);
+  if (auto* error = std::get_if<std::string>(&parsed)) return *error;
+  auto& url = std::get<broker_url>(parsed);
+  cfg.brokers = url.nodes;
+  cfg.broker_host = url.nodes.front().host;
+  cfg.broker_port = url.nodes.front().port;
+  if (!url.user.empty()) cfg.user = url.user;
+  if (!url.vhost.empty()) cfg.vhost = url.vhost;
+  cfg.broker_tls = cfg.broker_tls || url.tls;
+  return {};
+}
+
 /// What no single option can check: options that go together.
 std::string check_together(const config& cfg) {
   if (cfg.max_message + 64 * 1024 + 8 > cfg.max_frame)
@@ -141,6 +178,7 @@ command_line_result parse_command_line(int argc, const char* const* argv) {
   if (parsed.what == dde::command_line::outcome::error) result.error = parsed.text;
   if (parsed.what != dde::command_line::outcome::run) return result;
   result.error = check_together(result.cfg);
+  if (result.error.empty()) result.error = settle_broker(result.cfg);
   if (result.cfg.broker_ca.empty()) result.cfg.broker_ca = result.cfg.tls.ca_file;
   return result;
 }

@@ -257,12 +257,7 @@ dlq_answer dead_letter_desk::answer(const job& j) {
   // broker. A replay or purge is not retried: it may have done part of its work.
   for (int attempt = 0; attempt < 2; ++attempt) {
     if (!session_) {
-      broker_params params{cfg_.broker_host, cfg_.broker_port, cfg_.user, cfg_.password, cfg_.vhost, 0,
-                           "dde-mqs dead letters"};
-      params.tls = cfg_.broker_tls;
-      params.ca_file = cfg_.broker_ca;
-      params.cert_file = cfg_.broker_cert;
-      params.key_file = cfg_.broker_key;
+      auto params = broker_params_for(cfg_, "dde-mqs dead letters", 0);
       std::string error;
       session_ = env_.open(params, error);
       if (!session_) return failed(503, "no broker connection: " + error);

@@ -57,12 +57,7 @@ std::uint32_t consumer_number(std::string_view tag, std::string_view first) {
 
 dequeuer::dequeuer(const config& cfg, std::string mqs_id, broker_env env)
     : cfg_(cfg), mqs_id_(std::move(mqs_id)), env_(std::move(env)), dispatcher_(*this, cfg.idle_timeout, cfg.lease) {
-  params_ = broker_params{cfg.broker_host, cfg.broker_port, cfg.user,          cfg.password,
-                          cfg.vhost,       cfg.heartbeat_s, "dde-mqs dequeuer"};
-  params_.tls = cfg.broker_tls;
-  params_.ca_file = cfg.broker_ca;
-  params_.cert_file = cfg.broker_cert;
-  params_.key_file = cfg.broker_key;
+  params_ = broker_params_for(cfg, "dde-mqs dequeuer", cfg.heartbeat_s);
   turn_now_ = now();
 }
 
@@ -140,14 +135,13 @@ void dequeuer::connect() {
   main_.session = env_.open(params_, error);
   if (!main_.session) {
     auto delay = backoff_.next();
-    log()->warn("cannot connect to the broker at {}:{}: {}; retrying in {} ms", params_.host, params_.port,
-                error, delay.count());
+    log()->warn("cannot connect to the broker: {}; retrying in {} ms", error, delay.count());
     next_connect_ = now() + delay;
     return;
   }
   if (ever_connected_) mqs_metrics::process().reconnected("consume");
-  log()->info("{} broker at {}:{} (consuming)", ever_connected_ ? "reconnected to" : "connected to",
-              params_.host, params_.port);
+  log()->info("{} broker at {} (consuming)", ever_connected_ ? "reconnected to" : "connected to",
+              main_.session->node());
   ever_connected_ = true;
   thread_.socket_fd = main_.session->fd();
   backoff_.reset();
@@ -158,6 +152,8 @@ void dequeuer::connect() {
 }
 
 void dequeuer::connection_lost() {
+  // A cluster's next node first: the one this connection was on may be down.
+  if (main_.session) params_.first_node = next_node(main_.session->node_index(), params_.nodes.size());
   auto delay = backoff_.next();
   log()->warn("broker connection lost: {}; reconnecting in {} ms", main_.failed, delay.count());
   thread_.socket_fd = -1;

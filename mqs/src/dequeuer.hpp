@@ -109,6 +109,9 @@ class dequeuer : private dispatcher_port {
     /// After its connection failed (a 541 on basic.consume, say): 100 ms, doubling to 500 ms.
     net::backoff reconnect{net::data_path_retry_initial, net::data_path_retry_max};
     std::uint64_t opening = 0;  ///< the epoch of its link being opened off the thread, 0 when none is
+    /// The broker node its link tries first: on a cluster, one its topic's name picks, then the one
+    /// after the node its last link was on.
+    std::optional<std::size_t> first_node;
   };
   /// A topic's consuming link to open: planned on the loop's thread (plan_link), opened off it
   /// (open_link: the connection, its login, channel, declares, qos and consumes: a handful of broker

@@ -48,6 +48,9 @@ void dequeuer::plan_link(const std::string& topic, consumer& c, bool first) {
   plan->first = first;
   plan->params = params_;
   plan->params.connection_name += " " + topic;
+  // Topics start at different nodes of a cluster; a link that was lost starts at the node after its last.
+  if (!plan->params.nodes.empty())
+    plan->params.first_node = c.first_node.value_or(std::hash<std::string>{}(topic) % plan->params.nodes.size());
   if (auto dl = dead_letter_spec_for(topic, c.mode)) plan->specs.push_back(*dl);
   plan->specs.push_back(spec_for(topic, c.mode));
   if (cfg_.lease.count() > 0 && c.mode == delivery_mode::at_least_once)
@@ -253,6 +256,8 @@ void dequeuer::retry_consumers(clock::time_point now) {
 }
 
 void dequeuer::link_lost(const std::string& topic, consumer& c) {
+  // On a cluster, the next node first: the one the link was on may be down.
+  if (c.link.session) c.first_node = next_node(c.link.session->node_index(), params_.nodes.size());
   auto delay = c.reconnect.next();
   log()->warn("consumer of {} lost its broker connection: {}; consuming again in {} ms", topic, c.link.failed,
               delay.count());

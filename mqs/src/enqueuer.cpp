@@ -40,12 +40,7 @@ enqueuer::enqueuer(const config& cfg, flow_control& flow, broker_env env)
           "dde_mqs_publish_unwritten_bytes",
           "Bytes of publish frames waiting for room in the broker socket (a broker that blocks publishers "
           "holds them there).")) {
-  params_ = broker_params{cfg.broker_host, cfg.broker_port, cfg.user,          cfg.password,
-                          cfg.vhost,       cfg.heartbeat_s, "dde-mqs enqueuer"};
-  params_.tls = cfg.broker_tls;
-  params_.ca_file = cfg.broker_ca;
-  params_.cert_file = cfg.broker_cert;
-  params_.key_file = cfg.broker_key;
+  params_ = broker_params_for(cfg, "dde-mqs enqueuer", cfg.heartbeat_s);
 }
 
 enqueuer::~enqueuer() { stop(); }
@@ -158,14 +153,14 @@ void enqueuer::connect() {
   if (!session_ || !r.ok()) {
     session_.reset();
     auto delay = backoff_.next();
-    log()->warn("cannot connect to the broker at {}:{}: {}; retrying in {} ms", params_.host, params_.port,
-                error, delay.count());
+    log()->warn("cannot connect to the broker: {}; retrying in {} ms", error, delay.count());
     next_connect_ = now() + delay;
     return;
   }
   if (ever_connected_) mqs_metrics::process().reconnected("publish");
-  log()->info("{} broker at {}:{} (publishing)", ever_connected_ ? "reconnected to" : "connected to",
-              params_.host, params_.port);
+  log()->info("{} broker at {} (publishing)", ever_connected_ ? "reconnected to" : "connected to",
+              session_->node());
+  node_.store(int(session_->node_index()));
   ever_connected_ = true;
   connected_ = true;
   readable_ = true;
@@ -180,6 +175,10 @@ void enqueuer::connect() {
 
 void enqueuer::lost(const std::string& why) {
   thread_.socket_fd = -1;
+  node_.store(-1);
+  refusing_since_.reset();
+  // A cluster's next node first: the one this connection was on may be down.
+  if (session_) params_.first_node = next_node(session_->node_index(), params_.nodes.size());
   if (session_) session_->mark_broken();
   session_.reset();
   if (batch_) batch_->clear();  // at-most-once messages in it are lost with the connection
@@ -346,6 +345,7 @@ void enqueuer::on_method(std::uint16_t channel, const amqp_method_t& method, std
     case AMQP_BASIC_ACK_METHOD: {
       auto* m = static_cast<amqp_basic_ack_t*>(method.decoded);
       if (channel == confirm_channel) unconfirmed_.settle(m->delivery_tag, m->multiple, confirmed_);
+      refusing_since_.reset();
       break;
     }
     case AMQP_BASIC_NACK_METHOD: {

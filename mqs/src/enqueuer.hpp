@@ -75,6 +75,8 @@ class enqueuer {
   /// Thread-safe: queues messages for publishing (the caller counted them in `flow`).
   void submit(std::vector<outgoing_message>&& messages) { inbox_.push(std::move(messages)); }
   bool connected() const { return connected_.load(); }
+  /// The place in the broker address list of the node the publishing connection is on; -1: none.
+  int node() const { return node_.load(); }
   /// Thread-safe: publishes a pause to the other MQS processes, now or never (see pause_publisher).
   void broadcast(pause_broadcast p) {
     pauses_.submit(std::move(p));
@@ -96,6 +98,8 @@ class enqueuer {
 
  private:
   using clock = std::chrono::steady_clock;
+  /// Nacks and no confirm for this long, and the publishing connection is replaced.
+  static constexpr std::chrono::milliseconds refusing_limit{2000};
   void run();
   /// Turns until the last, sleeping in poll() between them; then closes (the thread's loop, and
   /// stop()'s once io's threads returned).
@@ -138,6 +142,7 @@ class enqueuer {
   broker_thread thread_;
   std::shared_ptr<strand_loop> loop_;
   std::atomic<bool> connected_{false};
+  std::atomic<int> node_{-1};
 
   // Owned by the thread.
   std::unique_ptr<amqp_session> session_;
@@ -154,6 +159,8 @@ class enqueuer {
   std::uint64_t burst_wall_us_ =
       0;  ///< the wall clock (µs since the epoch) as this burst began: the publish stamp
   clock::time_point next_connect_{};
+  /// Since when the broker has nacked publishes without confirming any (none: it confirms).
+  std::optional<clock::time_point> refusing_since_;
   /// The socket may hold frames (confirms, heartbeats, a close): its watch said so, a new
   /// connection, the once-a-second sweep, or the thread's loop (which reads every turn). Reading
   /// it only then spares each publishing turn a read that finds nothing.

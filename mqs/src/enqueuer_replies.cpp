@@ -24,6 +24,13 @@ void enqueuer::retry_nacked(std::vector<outgoing_message> nacked) {
     declared_.erase(m.topic);  // the queue may have gone: declare it again before the retry
     retry_.emplace_back(now() + std::chrono::milliseconds(200), std::move(m));
   }
+  // A channel that published to a quorum queue while its leader's node was dying can go on being
+  // nacked after a new leader is elected (RabbitMQ 3.10); a new connection is not. So when nothing
+  // but nacks has come back for a while, the connection is replaced (on a cluster, by one to the
+  // next node).
+  if (!refusing_since_) refusing_since_ = now();
+  if (now() - *refusing_since_ >= refusing_limit)
+    lost("the broker has nacked every publish for " + std::to_string(refusing_limit.count()) + " ms");
 }
 
 void enqueuer::flush_replies() {

@@ -58,12 +58,7 @@ depth_report queue_inspector::answer(const std::vector<std::string>& queues) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     report = {};
     if (!session_) {
-      broker_params params{cfg_.broker_host,   cfg_.broker_port, cfg_.user, cfg_.password, cfg_.vhost, 0,
-                           "dde-mqs inspector"};
-      params.tls = cfg_.broker_tls;
-      params.ca_file = cfg_.broker_ca;
-      params.cert_file = cfg_.broker_cert;
-      params.key_file = cfg_.broker_key;
+      auto params = broker_params_for(cfg_, "dde-mqs inspector", 0);
       std::string error;
       session_ = amqp_session::open(params, error);
       if (session_) {

@@ -129,7 +129,7 @@ std::string login(amqp_connection_state_t state, const broker_params& p) {
 
 }  // namespace
 
-std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::string& error) {
+std::unique_ptr<rabbitmq_session> rabbitmq_session::open_node(const broker_params& p, std::string& error) {
   amqp_connection_state_t state = amqp_new_connection();
   if (!state) {
     error = "out of memory";

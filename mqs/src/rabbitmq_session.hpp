@@ -18,6 +18,8 @@ inline amqp_bytes_t bytes_of(std::string_view s) { return amqp_bytes_t{s.size(),
 class rabbitmq_session final : public amqp_session {
  public:
   explicit rabbitmq_session(amqp_connection_state_t state) : state_(state) {}
+  /// Connects to the one node `p.host`:`p.port` and logs in; nullptr and `error` on failure.
+  static std::unique_ptr<rabbitmq_session> open_node(const broker_params& p, std::string& error);
   ~rabbitmq_session() override;
 
   int fd() const override { return amqp_get_sockfd(state_); }

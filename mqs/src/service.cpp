@@ -83,10 +83,14 @@ std::size_t service::clients() {
 
 net::readiness service::readiness() const {
   net::readiness r;
-  r.details["broker"] = cfg_.broker_host + ":" + std::to_string(cfg_.broker_port);
+  std::string nodes;
+  for (auto& node : cfg_.brokers) nodes += (nodes.empty() ? "" : ",") + node.str();
+  r.details["broker"] = nodes;
+  int node = enqueuer_.node();
+  if (node >= 0 && std::size_t(node) < cfg_.brokers.size()) r.details["publishing_node"] = cfg_.brokers[node].str();
   if (enqueuer_.connected()) return r;
   r.ready = false;
-  r.reason = "broker " + cfg_.broker_host + ":" + std::to_string(cfg_.broker_port) + " unreachable";
+  r.reason = cfg_.brokers.size() > 1 ? "no broker node of " + nodes + " is reachable" : "broker " + nodes + " unreachable";
   return r;
 }
 

@@ -1,7 +1,11 @@
 // dde-mqs settings and queue declarations.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "dde/command_line.hpp"
@@ -126,6 +130,51 @@ TEST(MqsConfig, HelpDocumentsEveryFlagWithItsDefault) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   EXPECT_NE(help.find("(default: 42043)"), std::string::npos);
   EXPECT_NE(help.find("--version"), std::string::npos);
+}
+
+TEST(MqsConfig, ABrokerUrlNamesEveryNodeOfACluster) {
+  auto url = std::get<broker_url>(parse_broker_url("amqp://dde@rabbit-1:5673,rabbit-2,[::1]:5674/shop"));
+  EXPECT_FALSE(url.tls);
+  EXPECT_EQ(url.user, "dde");
+  EXPECT_EQ(url.vhost, "shop");
+  EXPECT_EQ(url.nodes, (std::vector<broker_node>{{"rabbit-1", 5673}, {"rabbit-2", 5672}, {"::1", 5674}}));
+  EXPECT_EQ(url.nodes[2].str(), "[::1]:5674");
+  auto tls = std::get<broker_url>(parse_broker_url("amqps://h1,h2/%2F"));
+  EXPECT_TRUE(tls.tls);
+  EXPECT_EQ(tls.vhost, "/");
+  EXPECT_EQ(tls.nodes, (std::vector<broker_node>{{"h1", 5671}, {"h2", 5671}})) << "amqps' port";
+  auto error = [](const std::string& text) { return std::get<std::string>(parse_broker_url(text)); };
+  EXPECT_EQ(error("amqp://u:secret@h1/"),
+            "--broker must not hold the password (ps shows the command line): give it in "
+            "--broker-password-file or $DDE_BROKER_PASSWORD");
+  EXPECT_EQ(error("http://h1"), "--broker must start with amqp:// or amqps://, got \"http://h1\"");
+  EXPECT_EQ(error("amqp://h1,,h2"), "--broker: broker node \"\" has no host");
+  EXPECT_EQ(error("amqp://h1:0"), "--broker: broker node \"h1:0\": the port must be a number from 1 to 65535");
+  EXPECT_EQ(error("amqp://h1:x"), "--broker: broker node \"h1:x\": the port must be a number from 1 to 65535");
+  EXPECT_EQ(error("amqp://[::1"), "--broker: broker node \"[::1\": an IPv6 address needs its ]");
+  EXPECT_EQ(error("amqp://h1/%zz"), "--broker: the vhost \"%zz\" has a broken %-escape");
+}
+
+TEST(MqsConfig, TheBrokerFlagSetsNodesUserVhostAndTlsAndThePasswordStaysOffTheCommandLine) {
+  auto old = parse({"--broker-host", "rabbit", "--broker-port", "5673"});
+  ASSERT_EQ(old.error, "");
+  EXPECT_EQ(old.cfg.brokers, (std::vector<broker_node>{{"rabbit", 5673}})) << "the older flags: one node";
+  auto cl = parse({"--broker", "amqps://dde@h1,h2:6000/prod"});
+  ASSERT_EQ(cl.error, "");
+  EXPECT_EQ(cl.cfg.brokers, (std::vector<broker_node>{{"h1", 5671}, {"h2", 6000}}));
+  EXPECT_EQ(cl.cfg.user, "dde");
+  EXPECT_EQ(cl.cfg.vhost, "prod");
+  EXPECT_TRUE(cl.cfg.broker_tls);
+  EXPECT_EQ(cl.cfg.password, "guest");
+  auto path = std::filesystem::temp_directory_path() / ("mqs-password-" + std::to_string(::getpid()));
+  std::ofstream(path) << "s3cret\n";
+  EXPECT_EQ(parse({"--broker-password-file", path.c_str()}).cfg.password, "s3cret");
+  ::setenv("DDE_BROKER_PASSWORD", "from-env", 1);
+  EXPECT_EQ(parse({}).cfg.password, "from-env");
+  ::unsetenv("DDE_BROKER_PASSWORD");
+  std::filesystem::remove(path);
+  EXPECT_NE(parse({"--broker-password-file", path.c_str()}).error.find("--broker-password-file: "), std::string::npos);
+  EXPECT_NE(parse({"--broker", "amqp://u:p@h/"}).error.find("must not hold the password"), std::string::npos);
 }
 
 TEST(QueueSpec, AtLeastOnceTopicsAreDurableQuorumQueuesWithADeliveryLimitAndDeadLetters) {

@@ -7,10 +7,30 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "dde/net/tls.hpp"
 
 namespace dde::mqs {
+
+/// One RabbitMQ node of the broker address list.
+struct broker_node {
+  std::string host;
+  std::uint16_t port = 5672;
+  std::string str() const;  ///< host:port ([v6]:port)
+  bool operator==(const broker_node&) const = default;
+};
+
+/// What `--broker URL` names: `amqp[s]://[user@]host[:port][,host[:port]...][/vhost]`.
+struct broker_url {
+  bool tls = false;
+  std::string user;  ///< empty: not given
+  std::vector<broker_node> nodes;
+  std::string vhost;  ///< empty: not given ("/" is "%2F" in a URL)
+};
+/// Parses a broker URL; the error says what is wrong (a password in it, a bad port, ...).
+std::variant<broker_url, std::string> parse_broker_url(const std::string& text);
 
 /// Every setting of the MQS; the defaults are those of `dde-mqs --help`.
 struct config {
@@ -18,6 +38,10 @@ struct config {
   std::uint16_t port = 42043;
   std::string broker_host = "127.0.0.1";
   std::uint16_t broker_port = 5672;
+  /// The nodes of a RabbitMQ cluster, tried in turn: from --broker, else broker_host:broker_port.
+  std::vector<broker_node> brokers;
+  std::string broker;  ///< --broker as given (empty: --broker-host and --broker-port)
+  std::string broker_password_file;  ///< the broker password's file (--broker-password-file)
   std::string user = "guest";
   std::string password = "guest";
   std::string vhost = "/";

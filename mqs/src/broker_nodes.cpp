@@ -1,0 +1,45 @@
+// The broker address list: a connection goes to the first node of a cluster that lets it in.
+#include "amqp_session.hpp"
+#include "dde/net/ws.hpp"
+#include "rabbitmq_session.hpp"
+
+namespace dde::mqs {
+
+std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::string& error) {
+  if (p.nodes.empty()) {
+    auto s = rabbitmq_session::open_node(p, error);
+    if (s) s->node_ = net::host_port(p.host, p.port);
+    return s;
+  }
+  // Each node once, from the first one asked for: a node that is down refuses at once, and the
+  // next one is tried without waiting for a retry.
+  std::string errors;
+  for (std::size_t i = 0; i < p.nodes.size(); ++i) {
+    std::size_t index = (p.first_node + i) % p.nodes.size();
+    broker_params one = p;
+    one.host = p.nodes[index].host;
+    one.port = p.nodes[index].port;
+    std::string why;
+    if (auto s = rabbitmq_session::open_node(one, why)) {
+      s->node_ = p.nodes[index].str();
+      s->node_index_ = index;
+      return s;
+    }
+    errors += (errors.empty() ? "" : "; ") + why;
+  }
+  error = errors;
+  return nullptr;
+}
+
+broker_params broker_params_for(const config& cfg, std::string connection_name, std::uint16_t heartbeat_s) {
+  broker_params params{cfg.broker_host, cfg.broker_port, {}, 0, cfg.user, cfg.password, cfg.vhost, heartbeat_s,
+                       std::move(connection_name)};
+  params.nodes = cfg.brokers;
+  params.tls = cfg.broker_tls;
+  params.ca_file = cfg.broker_ca;
+  params.cert_file = cfg.broker_cert;
+  params.key_file = cfg.broker_key;
+  return params;
+}
+
+}  // namespace dde::mqs
