@@ -22,7 +22,9 @@ dde_as_root() {
 
 # A TCP port on 127.0.0.1 that was free a moment ago.
 dde_free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  # Debian's interpreter without site packages: about 20 ms, where a version manager's shim on PATH
+  # can take most of a second, and this runs before every rabbitmqctl call.
+  /usr/bin/python3 -S -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # True when something accepts TCP connections on 127.0.0.1:$1.
