@@ -130,41 +130,6 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   return std::min(wake_at, acks_due);
 }
 
-void dequeuer::connect() {
-  std::string error;
-  main_.session = env_.open(params_, error);
-  if (!main_.session) {
-    auto delay = backoff_.next();
-    log()->warn("cannot connect to the broker: {}; retrying in {} ms", error, delay.count());
-    next_connect_ = now() + delay;
-    return;
-  }
-  if (ever_connected_) mqs_metrics::process().reconnected("consume");
-  log()->info("{} broker at {} (consuming)", ever_connected_ ? "reconnected to" : "connected to",
-              main_.session->node());
-  ever_connected_ = true;
-  thread_.socket_fd = main_.session->fd();
-  backoff_.reset();
-  for (auto& [topic, c] : consumers_)  // consume again, at once, what hosts still pull
-    if (!c.link.session) c.retry_at = {};
-  governance_retry_at_ = {};  // and hear other MQS processes' pauses
-  governance_retry_.reset();
-}
-
-void dequeuer::connection_lost() {
-  // A cluster's next node first: the one this connection was on may be down.
-  if (main_.session) params_.first_node = next_node(main_.session->node_index(), params_.nodes.size());
-  auto delay = backoff_.next();
-  log()->warn("broker connection lost: {}; reconnecting in {} ms", main_.failed, delay.count());
-  thread_.socket_fd = -1;
-  if (main_.epoch) {
-    channels_.erase(main_.epoch);  // its server-named queue went with the connection
-    dirty_channels_.erase(main_.epoch);
-  }
-  main_.reset_broken();
-  next_connect_ = now() + delay;
-}
-
 void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
   if (cmd.what == dequeue_command::kind::leased || cmd.what == dequeue_command::kind::dead_lettered)
     return handle_lease_answer(cmd, now);

@@ -1,5 +1,6 @@
-// The dequeuer's consumers: one connection and channel per topic, opened on the first pull, closed
-// when idle, opened again after the broker cancelled it or its connection failed.
+// The dequeuer's broker connections: its main one (connect, connection_lost), and its consumers, one
+// connection and channel per topic, opened on the first pull, closed when idle, opened again after
+// the broker cancelled it or its connection failed.
 #include <algorithm>
 
 #include "dde/log.hpp"
@@ -253,6 +254,41 @@ void dequeuer::retry_consumers(clock::time_point now) {
     if (c.link.channel || c.opening || now < c.retry_at) continue;
     plan_link(topic, c, false);
   }
+}
+
+void dequeuer::connect() {
+  std::string error;
+  main_.session = env_.open(params_, error);
+  if (!main_.session) {
+    auto delay = backoff_.next();
+    log()->warn("cannot connect to the broker: {}; retrying in {} ms", error, delay.count());
+    next_connect_ = now() + delay;
+    return;
+  }
+  if (ever_connected_) mqs_metrics::process().reconnected("consume");
+  log()->info("{} broker at {} (consuming)", ever_connected_ ? "reconnected to" : "connected to",
+              main_.session->node());
+  ever_connected_ = true;
+  thread_.socket_fd = main_.session->fd();
+  backoff_.reset();
+  for (auto& [topic, c] : consumers_)  // consume again, at once, what hosts still pull
+    if (!c.link.session) c.retry_at = {};
+  governance_retry_at_ = {};  // and hear other MQS processes' pauses
+  governance_retry_.reset();
+}
+
+void dequeuer::connection_lost() {
+  // A cluster's next node first: the one this connection was on may be down.
+  if (main_.session) params_.first_node = next_node(main_.session->node_index(), params_.nodes.size());
+  auto delay = backoff_.next();
+  log()->warn("broker connection lost: {}; reconnecting in {} ms", main_.failed, delay.count());
+  thread_.socket_fd = -1;
+  if (main_.epoch) {
+    channels_.erase(main_.epoch);  // its server-named queue went with the connection
+    dirty_channels_.erase(main_.epoch);
+  }
+  main_.reset_broken();
+  next_connect_ = now() + delay;
 }
 
 void dequeuer::link_lost(const std::string& topic, consumer& c) {
