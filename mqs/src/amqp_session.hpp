@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "dde/metrics.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/dead_letter.hpp"
 #include "dde/mqs/queue_spec.hpp"
@@ -62,7 +63,7 @@ class amqp_session {
   /// Connects to the broker over rabbitmq-c and logs in; nullptr and `error` on failure.
   static std::unique_ptr<amqp_session> open(const broker_params& params, std::string& error);
   amqp_session() : serial_(next_serial()) {}
-  virtual ~amqp_session() = default;
+  virtual ~amqp_session();
   amqp_session(const amqp_session&) = delete;
   amqp_session& operator=(const amqp_session&) = delete;
 
@@ -159,6 +160,7 @@ class amqp_session {
   std::uint64_t serial_;
   std::string node_;
   std::size_t node_index_ = 0;
+  metric_cell* on_node_ = nullptr;  ///< the node's connection gauge, while this connection counts in it
 };
 
 /// What the broker threads connect with, from the MQS's settings: every node of the address list.

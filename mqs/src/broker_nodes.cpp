@@ -1,14 +1,23 @@
 // The broker address list: a connection goes to the first node of a cluster that lets it in.
 #include "amqp_session.hpp"
 #include "dde/net/ws.hpp"
+#include "mqs_metrics.hpp"
 #include "rabbitmq_session.hpp"
 
 namespace dde::mqs {
 
+amqp_session::~amqp_session() {
+  if (on_node_) on_node_->add(-1);
+}
+
 std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::string& error) {
   if (p.nodes.empty()) {
     auto s = rabbitmq_session::open_node(p, error);
-    if (s) s->node_ = net::host_port(p.host, p.port);
+    if (s) {
+      s->node_ = net::host_port(p.host, p.port);
+      s->on_node_ = &mqs_metrics::process().broker_connections(s->node_);
+      s->on_node_->add();
+    }
     return s;
   }
   // Each node once, from the first one asked for: a node that is down refuses at once, and the
@@ -23,6 +32,8 @@ std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::st
     if (auto s = rabbitmq_session::open_node(one, why)) {
       s->node_ = p.nodes[index].str();
       s->node_index_ = index;
+      s->on_node_ = &mqs_metrics::process().broker_connections(s->node_);
+      s->on_node_->add();
       return s;
     }
     errors += (errors.empty() ? "" : "; ") + why;

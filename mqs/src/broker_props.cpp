@@ -103,4 +103,14 @@ std::uint64_t stamp_of_timestamp(std::uint64_t timestamp) {
   return timestamp;
 }
 
+void mark_resent(message_props& props) {
+  for (auto& [key, value] : props.headers)
+    if (key == resent_header) return;
+  props.headers.emplace_back(std::string(resent_header), "1");
+}
+
+bool take_resent_mark(message_props& props) {
+  return std::erase_if(props.headers, [](const auto& h) { return h.first == resent_header; }) > 0;
+}
+
 }  // namespace dde::mqs

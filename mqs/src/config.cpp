@@ -43,6 +43,14 @@ void define_broker(CLI::App& app, config& c) {
                  "basic.qos prefetch of each topic's consumer: unacknowledged messages it may hold")
       ->type_name("N")
       ->check(CLI::Range(1, 65535));
+  app.add_option("--quorum-group-size", c.quorum.group_size,
+                 "replicas of each quorum queue the MQS declares on a RabbitMQ cluster (0: one on every node)")
+      ->type_name("N")
+      ->check(CLI::Range(0, 255));
+  app.add_option("--queue-leader-locator", c.quorum.leader_locator,
+                 "where a new quorum queue's leader goes: balanced (the node leading fewest) or client-local")
+      ->type_name("RULE")
+      ->check(CLI::IsMember({"balanced", "client-local"}));
   app.add_option("--heartbeat", c.heartbeat_s, "AMQP heartbeat asked of the broker (0 disables)")
       ->type_name("SECONDS")
       ->check(CLI::Range(0, 65535));
@@ -61,6 +69,10 @@ void define_flow(CLI::App& app, config& c) {
                  "at-least-once messages published and not yet confirmed by the broker, at most")
       ->type_name("N")
       ->check(CLI::Range(1, 1000000));
+  add_duration(app, "--confirm-timeout-ms", c.confirm_timeout, 0, day_ms,
+               "published messages wait this long for a confirm, nothing settled meanwhile, and the publishing "
+               "connection moves to the next node (a frozen broker node answers nothing). 0: never")
+      ->type_name("MS");
   app.add_option("--max-message", c.max_message, "largest record body (message) accepted; larger ones get an error record")
       ->type_name("BYTES")
       ->check(CLI::Range(std::uint64_t(1), std::uint64_t(std::numeric_limits<std::uint32_t>::max())));

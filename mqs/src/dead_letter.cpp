@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "dde/envelope.hpp"
+#include "dde/mqs/broker_props.hpp"
 #include "dde/mqs/queue_spec.hpp"
 #include "dde/names.hpp"
 #include "dde/net/target.hpp"
@@ -28,10 +29,12 @@ std::optional<envelope> host_dead_letter(const dead_message& m) {
   return e;
 }
 
-/// Headers a replay leaves out: the broker's record of the death, its delivery count, the old stamp.
+/// Headers a replay leaves out: the broker's record of the death, its delivery count, the old stamp,
+/// the MQS's mark of a second copy.
 bool broker_header(std::string_view name) {
   return name.rfind("x-death", 0) == 0 || name.rfind("x-first-death-", 0) == 0 ||
-         name.rfind("x-last-death-", 0) == 0 || name == "x-delivery-count" || name == published_header;
+         name.rfind("x-last-death-", 0) == 0 || name == "x-delivery-count" || name == published_header ||
+         name == resent_header;
 }
 
 /// `payload` as a listing shows it: text when it is UTF-8, else base64; cut at 4 KiB.

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "dde/log.hpp"
+#include "dde/mqs/broker_props.hpp"
 #include "dde/mqs/queue_spec.hpp"
 #include "broker_props_amqp.hpp"
 #include "dde/protocol/mqs_records.hpp"
@@ -277,7 +278,15 @@ void dequeuer::complete(channel_state& ch) {
     on_lease_copy(ch);
   else {
     drop_lease_header(ch.props);
-    dispatcher_.on_delivery(ch.topic, ch.ref, ch.redelivered, std::move(ch.body), std::move(ch.props), turn_now_);
+    // A copy the MQS published again is flagged, and so is the first copy when it comes after it.
+    bool again = ch.redelivered;
+    if (take_resent_mark(ch.props)) {
+      again = true;
+      if (!ch.props.message_id.empty()) resent_.remember(ch.props.message_id, turn_now_);
+    } else if (!again && !ch.props.message_id.empty()) {
+      again = resent_.seen(ch.props.message_id, turn_now_);
+    }
+    dispatcher_.on_delivery(ch.topic, ch.ref, again, std::move(ch.body), std::move(ch.props), turn_now_);
   }
   ch.body = std::string();
   ch.props = message_props{};

@@ -25,6 +25,7 @@
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/dispatcher.hpp"
 #include "dde/mqs/pause_board.hpp"
+#include "dde/mqs/resent_ids.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/net/ws.hpp"
 #include "exit_latch.hpp"
@@ -99,6 +100,7 @@ class dequeuer : private dispatcher_port {
   /// When this turn started: the time stamped on what the turn reads and settles (one clock read a
   /// turn rather than two a message).
   clock::time_point turn_now_{};
+  resent_ids resent_;  ///< ids of resent copies delivered lately
   struct consumer {
     delivery_mode mode = delivery_mode::at_least_once;
     std::uint32_t wanted = 1;  ///< broker consumers on its channel: one per worker of the hosts pulling it

@@ -52,10 +52,10 @@ void dequeuer::plan_link(const std::string& topic, consumer& c, bool first) {
   // Topics start at different nodes of a cluster; a link that was lost starts at the node after its last.
   if (!plan->params.nodes.empty())
     plan->params.first_node = c.first_node.value_or(std::hash<std::string>{}(topic) % plan->params.nodes.size());
-  if (auto dl = dead_letter_spec_for(topic, c.mode)) plan->specs.push_back(*dl);
-  plan->specs.push_back(spec_for(topic, c.mode));
+  if (auto dl = dead_letter_spec_for(topic, c.mode, cfg_.quorum)) plan->specs.push_back(*dl);
+  plan->specs.push_back(spec_for(topic, c.mode, cfg_.quorum));
   if (cfg_.lease.count() > 0 && c.mode == delivery_mode::at_least_once)
-    plan->lease_queue = spec_for(lease_topic(mqs_id_, cfg_.lease.count(), topic), c.mode);
+    plan->lease_queue = spec_for(lease_topic(mqs_id_, cfg_.lease.count(), topic), c.mode, cfg_.quorum);
   plan->prefetch = cfg_.prefetch;
   c.opening = plan->epoch;
   offload([this, plan]() mutable {

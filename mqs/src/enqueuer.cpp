@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "dde/log.hpp"
+#include "dde/mqs/broker_props.hpp"
 #include "dde/mqs/queue_spec.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "mqs_metrics.hpp"
@@ -11,9 +12,6 @@
 namespace dde::mqs {
 namespace {
 
-constexpr std::uint16_t confirm_channel = 1;
-constexpr std::uint16_t transient_channel = 2;
-constexpr std::uint16_t declare_channel = 3;
 // Publishes per loop turn before incoming frames (confirms) are read again.
 constexpr int publish_burst = 256;
 // A burst's frames go out in writes of about this size (plain TCP).
@@ -69,6 +67,7 @@ std::optional<std::chrono::milliseconds> enqueuer::turn() {
     take_due_retries();
     if (session_) publish_some();
     if (session_ && (readable_ || session_->buffered())) read_frames();
+    if (session_) confirms_overdue();
   }
   flush_replies();
   if (stopping) {
@@ -177,6 +176,7 @@ void enqueuer::lost(const std::string& why) {
   thread_.socket_fd = -1;
   node_.store(-1);
   refusing_since_.reset();
+  blocked_ = false;
   // A cluster's next node first: the one this connection was on may be down.
   if (session_) params_.first_node = next_node(session_->node_index(), params_.nodes.size());
   if (session_) session_->mark_broken();
@@ -186,9 +186,13 @@ void enqueuer::lost(const std::string& why) {
   count_unsent();
   connected_ = false;
   declared_.clear();
-  // Whatever the broker had not confirmed is published again (duplicates are allowed, loss is not).
+  // Whatever the broker had not confirmed is published again (duplicates are allowed, loss is not),
+  // marked: the broker may have stored the first copy.
   auto again = unconfirmed_.reset();
-  for (auto it = again.rbegin(); it != again.rend(); ++it) pending_confirmed_.push_front(std::move(*it));
+  for (auto it = again.rbegin(); it != again.rend(); ++it) {
+    mark_resent(it->props);
+    pending_confirmed_.push_front(std::move(*it));
+  }
   auto delay = backoff_.next();
   log()->warn("broker connection lost: {}; reconnecting in {} ms ({} messages to publish)", why, delay.count(),
               pending_confirmed_.size() + pending_transient_.size());
@@ -212,6 +216,7 @@ void enqueuer::publish_some() {
     if (session_ && !pending_confirmed_.empty() && unconfirmed_.size() < cfg_.confirm_window) {
       any = true;
       if (publish(pending_confirmed_.front())) {
+        if (unconfirmed_.size() == 0) last_settled_ = now();  // the wait for a confirm starts
         unconfirmed_.published(std::move(pending_confirmed_.front()));
         pending_confirmed_.pop_front();
       }
@@ -289,8 +294,8 @@ bool enqueuer::ensure_declared(const outgoing_message& msg, std::string& error) 
   auto t = now();
   if (auto it = declared_.find(msg.topic); it != declared_.end() && t < it->second) return true;
   std::vector<queue_spec> specs;
-  if (auto dl = dead_letter_spec_for(msg.topic, msg.mode)) specs.push_back(*dl);
-  specs.push_back(spec_for(msg.topic, msg.mode));
+  if (auto dl = dead_letter_spec_for(msg.topic, msg.mode, cfg_.quorum)) specs.push_back(*dl);
+  specs.push_back(spec_for(msg.topic, msg.mode, cfg_.quorum));
   for (auto& spec : specs) {
     bool existing = false;
     auto r = session_->declare_or_use(declare_channel, spec, existing);
@@ -338,49 +343,6 @@ void enqueuer::read_frames() {
   }
   if (session_) session_->release_buffers();
   retry_nacked(std::move(nacked));
-}
-
-void enqueuer::on_method(std::uint16_t channel, const amqp_method_t& method, std::vector<outgoing_message>& nacked) {
-  switch (method.id) {
-    case AMQP_BASIC_ACK_METHOD: {
-      auto* m = static_cast<amqp_basic_ack_t*>(method.decoded);
-      if (channel == confirm_channel) unconfirmed_.settle(m->delivery_tag, m->multiple, confirmed_);
-      refusing_since_.reset();
-      break;
-    }
-    case AMQP_BASIC_NACK_METHOD: {
-      auto* m = static_cast<amqp_basic_nack_t*>(method.decoded);
-      if (channel == confirm_channel) unconfirmed_.settle(m->delivery_tag, m->multiple, nacked);
-      break;
-    }
-    case AMQP_CHANNEL_CLOSE_METHOD: {
-      if (channel == pause_publisher::channel) {  // only pauses used it: keep the connection
-        session_->reply_channel_close_ok(channel);
-        pauses_.on_channel_closed(amqp_session::describe_close(method));
-        break;
-      }
-      auto why = "channel " + std::to_string(channel) + " closed by the broker: " + amqp_session::describe_close(method);
-      session_->reply_channel_close_ok(channel);
-      lost(why);
-      break;
-    }
-    case AMQP_CONNECTION_CLOSE_METHOD: {
-      auto why = "closed by the broker: " + amqp_session::describe_close(method);
-      session_->reply_connection_close_ok();
-      lost(why);
-      break;
-    }
-    case AMQP_CONNECTION_BLOCKED_METHOD: {
-      auto* m = static_cast<amqp_connection_blocked_t*>(method.decoded);
-      log()->warn("the broker blocks publishing: {}", std::string(static_cast<const char*>(m->reason.bytes), m->reason.len));
-      break;
-    }
-    case AMQP_CONNECTION_UNBLOCKED_METHOD:
-      log()->info("the broker unblocked publishing");
-      break;
-    default:
-      break;
-  }
 }
 
 }  // namespace dde::mqs

@@ -98,8 +98,12 @@ class enqueuer {
 
  private:
   using clock = std::chrono::steady_clock;
-  /// Nacks and no confirm for this long, and the publishing connection is replaced.
+  /// Nacks for this long, no pause between them longer than refusing_pause, and the publishing
+  /// connection is replaced.
   static constexpr std::chrono::milliseconds refusing_limit{2000};
+  static constexpr std::chrono::milliseconds refusing_pause{1000};
+  /// The publishing connection's channels: at-least-once (in confirm mode), the rest, and declares.
+  static constexpr std::uint16_t confirm_channel = 1, transient_channel = 2, declare_channel = 3;
   void run();
   /// Turns until the last, sleeping in poll() between them; then closes (the thread's loop, and
   /// stop()'s once io's threads returned).
@@ -159,8 +163,17 @@ class enqueuer {
   std::uint64_t burst_wall_us_ =
       0;  ///< the wall clock (µs since the epoch) as this burst began: the publish stamp
   clock::time_point next_connect_{};
-  /// Since when the broker has nacked publishes without confirming any (none: it confirms).
+  /// Since when the broker has been nacking publishes (none: no nack lately), and its last nack.
   std::optional<clock::time_point> refusing_since_;
+  clock::time_point last_nack_{};
+  /// When the broker last settled a publish, or the first of those now unconfirmed went out.
+  clock::time_point last_settled_{};
+  /// The broker blocks publishing (memory or disk alarm): confirms cannot come.
+  bool blocked_ = false;
+  /// Connections replaced in a row because confirms were overdue, none confirming since.
+  int overdue_in_a_row_ = 0;
+  /// Replaces the connection when confirms are overdue (config::confirm_timeout).
+  void confirms_overdue();
   /// The socket may hold frames (confirms, heartbeats, a close): its watch said so, a new
   /// connection, the once-a-second sweep, or the thread's loop (which reads every turn). Reading
   /// it only then spares each publishing turn a read that finds nothing.

@@ -45,4 +45,22 @@ void mqs_metrics::reconnected(const char* connection) {
       .add();
 }
 
+metric_cell& mqs_metrics::broker_connections(const std::string& node) {
+  std::lock_guard lock(mutex_);
+  for (auto& [name, cell] : nodes_)
+    if (name == node) return *cell;
+  auto& cell = registry_.gauge("dde_mqs_broker_connections",
+                               "Broker connections open (publishing, consuming, one per consumed topic), per node.",
+                               {{"node", node}});
+  nodes_.emplace_back(node, &cell);
+  return cell;
+}
+
+std::vector<std::pair<std::string, int>> mqs_metrics::connections_per_node() {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::string, int>> out;
+  for (auto& [name, cell] : nodes_) out.emplace_back(name, int(cell->value()));
+  return out;
+}
+
 }  // namespace dde::mqs

@@ -33,12 +33,17 @@ class mqs_metrics {
   std::vector<std::string> topics();
   /// A reconnect of the `publish` or `consume` connection.
   void reconnected(const char* connection);
+  /// Gauge: the broker connections open to `node` (host:port), created at 0 on first use.
+  metric_cell& broker_connections(const std::string& node);
+  /// Every node connected to so far, with its open connections now.
+  std::vector<std::pair<std::string, int>> connections_per_node();
   metrics_registry& registry() { return registry_; }
 
  private:
   metrics_registry& registry_;
   std::mutex mutex_;
   std::unordered_map<std::string, topic_counters> topics_;
+  std::vector<std::pair<std::string, metric_cell*>> nodes_;
 };
 
 /// One thread's lookups of topic counters, without the lock: a broker thread counts every message

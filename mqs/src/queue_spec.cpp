@@ -5,11 +5,12 @@ namespace {
 
 bool is_dead_letter_queue(std::string_view topic) { return topic.rfind("dde.dead.", 0) == 0; }
 
-queue_spec dead_letter_queue(std::string name) {
+queue_spec dead_letter_queue(std::string name, const quorum_placement& placement) {
   queue_spec s;
   s.name = std::move(name);
   s.durable = true;
   s.quorum = true;
+  s.placement = placement;
   return s;
 }
 
@@ -39,10 +40,10 @@ std::optional<lease_queue> parse_lease_topic(std::string_view name) {
   return lease_queue{ms, std::string(topic)};
 }
 
-queue_spec spec_for(std::string_view topic, delivery_mode mode) {
-  if (is_dead_letter_queue(topic)) return dead_letter_queue(std::string(topic));
+queue_spec spec_for(std::string_view topic, delivery_mode mode, const quorum_placement& placement) {
+  if (is_dead_letter_queue(topic)) return dead_letter_queue(std::string(topic), placement);
   if (auto delay = parse_delay_topic(topic)) {
-    queue_spec s = dead_letter_queue(std::string(topic));
+    queue_spec s = dead_letter_queue(std::string(topic), placement);
     s.message_ttl_ms = delay->delay_ms;
     s.dead_letter_queue = delay->topic;
     s.dead_letter_at_least_once = true;
@@ -53,7 +54,7 @@ queue_spec spec_for(std::string_view topic, delivery_mode mode) {
     return s;
   }
   if (auto lease = parse_lease_topic(topic)) {
-    queue_spec s = dead_letter_queue(std::string(topic));
+    queue_spec s = dead_letter_queue(std::string(topic), placement);
     s.message_ttl_ms = lease->ttl_ms;
     s.dead_letter_queue = lease->topic;
     s.dead_letter_at_least_once = true;
@@ -66,6 +67,7 @@ queue_spec spec_for(std::string_view topic, delivery_mode mode) {
     case delivery_mode::at_least_once:
       s.durable = true;
       s.quorum = true;
+      s.placement = placement;
       s.delivery_limit = delivery_limit;
       s.dead_letter_queue = dead_letter_topic(topic);
       break;
@@ -78,11 +80,12 @@ queue_spec spec_for(std::string_view topic, delivery_mode mode) {
   return s;
 }
 
-std::optional<queue_spec> dead_letter_spec_for(std::string_view topic, delivery_mode mode) {
+std::optional<queue_spec> dead_letter_spec_for(std::string_view topic, delivery_mode mode,
+                                               const quorum_placement& placement) {
   if (mode != delivery_mode::at_least_once || is_dead_letter_queue(topic) || parse_delay_topic(topic) ||
       parse_lease_topic(topic))
     return std::nullopt;
-  return dead_letter_queue(dead_letter_topic(topic));
+  return dead_letter_queue(dead_letter_topic(topic), placement);
 }
 
 }  // namespace dde::mqs

@@ -271,7 +271,13 @@ amqp_session::result rabbitmq_session::declare(std::uint16_t channel, const queu
   std::vector<amqp_table_entry_t> args;
   const std::string quorum = "quorum", empty, at_least_once = "at-least-once", reject_publish = "reject-publish";
   if (!passive) {
-    if (spec.quorum) args.push_back(string_entry("x-queue-type", quorum));
+    if (spec.quorum) {
+      args.push_back(string_entry("x-queue-type", quorum));
+      if (!spec.placement.leader_locator.empty())
+        args.push_back(string_entry("x-queue-leader-locator", spec.placement.leader_locator));
+      if (spec.placement.group_size > 0)
+        args.push_back(long_entry("x-quorum-initial-group-size", spec.placement.group_size));
+    }
     if (spec.delivery_limit) args.push_back(long_entry("x-delivery-limit", *spec.delivery_limit));
     if (spec.dead_letter_queue) {
       args.push_back(string_entry("x-dead-letter-exchange", empty));

@@ -8,6 +8,7 @@
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/protocol/mqs_request.hpp"
 #include "dde/wire/record.hpp"
+#include "mqs_metrics.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -88,6 +89,10 @@ net::readiness service::readiness() const {
   r.details["broker"] = nodes;
   int node = enqueuer_.node();
   if (node >= 0 && std::size_t(node) < cfg_.brokers.size()) r.details["publishing_node"] = cfg_.brokers[node].str();
+  std::string connections;
+  for (auto& [on, count] : mqs_metrics::process().connections_per_node())
+    connections += (connections.empty() ? "" : ",") + on + "=" + std::to_string(count);
+  r.details["connections"] = connections;
   if (enqueuer_.connected()) return r;
   r.ready = false;
   r.reason = cfg_.brokers.size() > 1 ? "no broker node of " + nodes + " is reachable" : "broker " + nodes + " unreachable";

@@ -148,31 +148,5 @@ TEST_F(Fault, NothingIsLostWhenOneNodeOfATwoNodeBrokerClusterIsStopped) {
   clustered.proc->stop();
 }
 
-TEST_F(Fault, NothingIsLostWhenTheBrokerNodeTheMqsIsOnIsKilledInAThreeNodeCluster) {
-  rabbitmq_node first("fault-c1"), second("fault-c2"), third("fault-c3");
-  for (auto* node : {&first, &second, &third}) {
-    node->use_cookie("DDEFAULTSUITECLUSTER");
-    node->start();
-  }
-  ASSERT_TRUE(second.join_cluster(first)) << "see " << second.dir();
-  ASSERT_TRUE(third.join_cluster(first)) << "see " << third.dir();
-  // The MQS knows every node and starts on the first: its publishing connection and the queues it
-  // declares (their leaders) are there. Killed, the quorum queues elect a leader on another node
-  // and the MQS moves to the next node that answers.
-  auto nodes = "amqp://guest@127.0.0.1:" + std::to_string(first.port()) + ",127.0.0.1:" +
-               std::to_string(second.port()) + ",127.0.0.1:" + std::to_string(third.port()) + "/";
-  auto clustered = start_mqs(first, dir, 16, 0, {}, {}, {"--broker", nodes});
-  start_load(clustered.url(), nlohmann::json::object(), messages, rate, true);
-  await_steady();
-  ASSERT_TRUE(first.wait_quorum_queues_registered());
-  auto injected = wall_us();
-  first.kill9();
-  account("kill -9 of the broker node the MQS is on (3-node cluster)", injected, injected);
-  EXPECT_NE(clustered.proc->log().find("reconnected to broker at 127.0.0.1:"), std::string::npos)
-      << clustered.proc->log();
-  node_.proc->stop(15s);
-  clustered.proc->stop();
-}
-
 }  // namespace
 }  // namespace dde::test

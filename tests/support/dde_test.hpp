@@ -167,6 +167,15 @@ class rabbitmq_node {
   void use_cookie(const std::string& cookie);
   /// Joins the (running) cluster of `seed`: stop_app, join_cluster, start_app; false on failure.
   bool join_cluster(const rabbitmq_node& seed);
+  /// The leader node (an Erlang node name) of every quorum queue, by queue name, as this node lists
+  /// them; throws when rabbitmqctl fails.
+  std::map<std::string, std::string> quorum_leaders();
+  /// Waits until stopping this node would leave every quorum queue a majority of online members
+  /// (rabbitmq-queues check_if_node_is_quorum_critical), as a rolling restart must; false on timeout.
+  bool wait_not_quorum_critical(std::chrono::milliseconds timeout = 120000ms);
+  /// SIGSTOP / SIGCONT to the node's VM: frozen, it holds its sockets open and answers nothing.
+  void freeze();
+  void thaw();
 
  private:
   std::map<std::string, std::string> environment() const;
@@ -178,9 +187,10 @@ class rabbitmq_node {
   /// Runs rabbitmqctl; what it printed when it exited 0, otherwise nullopt.
   std::optional<std::string> rabbitmqctl_output(const std::vector<std::string>& args,
                                                 std::chrono::milliseconds timeout);
-  /// Runs rabbitmqctl with its output in `log`; its exit status, and what it printed in `output`.
+  /// Runs rabbitmqctl (or another of RabbitMQ's CLI `script`s) with its output in `log`; its exit
+  /// status, and what it printed in `output`.
   int run_ctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout,
-              const std::filesystem::path& log, std::string* output = nullptr);
+              const std::filesystem::path& log, std::string* output = nullptr, const char* script = nullptr);
   std::string log_tail() const;
 
   std::string name_;

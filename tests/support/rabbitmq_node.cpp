@@ -1,4 +1,5 @@
 // rabbitmq_node: a throw-away rabbitmq-server run as our child; shared_broker().
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -6,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <sstream>
 #include <stdexcept>
 
 #include "amqp_session.hpp"
@@ -17,6 +19,7 @@ namespace {
 // Called directly: the /usr/sbin wrappers switch to the rabbitmq user when run as root.
 const char* const server_script = "/usr/lib/rabbitmq/bin/rabbitmq-server";
 const char* const ctl_script = "/usr/lib/rabbitmq/bin/rabbitmqctl";
+const char* const queues_script = "/usr/lib/rabbitmq/bin/rabbitmq-queues";
 
 /// Erlang node names allow letters, digits, '-' and '_'.
 std::string node_safe(std::string name) {
@@ -147,8 +150,8 @@ std::optional<std::string> rabbitmq_node::rabbitmqctl_output(const std::vector<s
 }
 
 int rabbitmq_node::run_ctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout,
-                           const std::filesystem::path& log, std::string* output) {
-  std::vector<std::string> argv{ctl_script, "-n", node_name_};
+                           const std::filesystem::path& log, std::string* output, const char* script) {
+  std::vector<std::string> argv{script ? script : ctl_script, "-n", node_name_};
   argv.insert(argv.end(), args.begin(), args.end());
   auto env = environment();
   // The CLI is an Erlang node too; by default it listens on 35672-35682, which a node of ours
@@ -156,6 +159,9 @@ int rabbitmq_node::run_ctl(const std::vector<std::string>& args, std::chrono::mi
   const auto cli_port = std::to_string(free_port());
   env["RABBITMQ_CTL_DIST_PORT_MIN"] = cli_port;
   env["RABBITMQ_CTL_DIST_PORT_MAX"] = cli_port;
+  // The CLI's VM would spin its schedulers while waiting for work: on a loaded machine that doubled
+  // the time of each call.
+  env["RABBITMQ_CTL_ERL_ARGS"] = "+sbwt none +sbwtdcpu none +sbwtdio none";
   child_process ctl(argv, log, env);
   const auto status = ctl.wait_exit(timeout);
   if (!status) ctl.kill9();
@@ -233,6 +239,41 @@ void rabbitmq_node::use_cookie(const std::string& cookie) {
 
 bool rabbitmq_node::set_memory_watermark(double fraction) {
   return rabbitmqctl({"set_vm_memory_high_watermark", std::to_string(fraction)}, 60s) == 0;
+}
+
+std::map<std::string, std::string> rabbitmq_node::quorum_leaders() {
+  const auto out = rabbitmqctl_output({"-q", "list_queues", "name", "type", "leader", "--no-table-headers"}, 60s);
+  if (!out) throw std::runtime_error("rabbitmqctl list_queues failed on " + node_name_ + " (see rabbitmqctl.log)");
+  std::map<std::string, std::string> leaders;
+  std::istringstream lines(*out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    std::string name, type, leader;
+    if (std::getline(fields, name, '\t') && std::getline(fields, type, '\t') && std::getline(fields, leader) &&
+        type == "quorum")
+      leaders[name] = leader;
+  }
+  return leaders;
+}
+
+bool rabbitmq_node::wait_not_quorum_critical(std::chrono::milliseconds timeout) {
+  return wait_until(
+      [this] {
+        return run_ctl({"check_if_node_is_quorum_critical"}, 60s, dir_ / "rabbitmqctl.log", nullptr,
+                       queues_script) == 0;
+      },
+      timeout, 1000ms);
+}
+
+void rabbitmq_node::freeze() {
+  const int pid = vm_pid();
+  if (pid <= 0 || ::kill(pid, SIGSTOP) != 0) throw std::runtime_error("cannot freeze " + node_name_);
+}
+
+void rabbitmq_node::thaw() {
+  const int pid = vm_pid();
+  if (pid <= 0 || ::kill(pid, SIGCONT) != 0) throw std::runtime_error("cannot thaw " + node_name_);
 }
 
 bool rabbitmq_node::join_cluster(const rabbitmq_node& seed) {

@@ -82,6 +82,7 @@ struct published_message {
   std::string exchange, routing_key, body, message_id;
   std::uint8_t delivery_mode = 0;
   std::uint64_t published_us = 0;  ///< its x-dde-published-us stamp
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 
@@ -123,10 +124,10 @@ class fake_session final : public amqp_session {
   void nack(std::uint64_t tag, bool multiple) { method(1, AMQP_BASIC_NACK_METHOD).nack = {tag, multiple, 0}; }
   /// basic.deliver + content header + one body frame (none for an empty body).
   /// `published_us`: its x-dde-published-us header (0: none); `lease`: its x-dde-lease header (a
-  /// lease copy's; empty: none).
+  /// lease copy's; empty: none); `resent`: the MQS's x-dde-resent mark.
   void deliver(std::uint16_t channel, const std::string& consumer_tag, std::uint64_t tag,
                const std::string& body, bool redelivered = false, const std::string& message_id = {},
-               std::uint64_t published_us = 0, const std::string& lease = {}) {
+               std::uint64_t published_us = 0, const std::string& lease = {}, bool resent = false) {
     auto& d = method(channel, AMQP_BASIC_DELIVER_METHOD);
     d.text1 = consumer_tag;
     d.deliver = {bytes(d.text1), tag, redelivered, amqp_empty_bytes, amqp_empty_bytes};
@@ -147,6 +148,12 @@ class fake_session final : public amqp_session {
       e.key = amqp_cstring_bytes("x-dde-lease");
       e.value.kind = AMQP_FIELD_KIND_UTF8;
       e.value.value.bytes = bytes(h.text2);
+    }
+    if (resent) {
+      auto& e = h.headers[n++];
+      e.key = amqp_cstring_bytes("x-dde-resent");
+      e.value.kind = AMQP_FIELD_KIND_UTF8;
+      e.value.value.bytes = amqp_cstring_bytes("1");
     }
     if (n) {
       h.props._flags |= AMQP_BASIC_HEADERS_FLAG;
@@ -175,6 +182,13 @@ class fake_session final : public amqp_session {
     f.text1 = text;
     f.connection_close = {code, bytes(f.text1), 0, 0};
   }
+  /// connection.blocked (a memory or disk alarm) and connection.unblocked.
+  void block(const std::string& reason) {
+    auto& f = method(0, AMQP_CONNECTION_BLOCKED_METHOD);
+    f.text1 = reason;
+    f.blocked = {bytes(f.text1)};
+  }
+  void unblock() { method(0, AMQP_CONNECTION_UNBLOCKED_METHOD); }
   /// The socket fails once the frames queued so far are read.
   void drop() { push(0, 0).drop = true; }
 
@@ -202,7 +216,8 @@ class fake_session final : public amqp_session {
                       const publish_props& props, std::string_view body) override {
     if (broken) return "basic.publish: socket is closed";
     published.push_back({channel, std::string(exchange), std::string(routing_key), std::string(body),
-                         std::string(props.message_id), props.delivery_mode, props.published_us});
+                         std::string(props.message_id), props.delivery_mode, props.published_us,
+                         props.headers ? *props.headers : std::vector<std::pair<std::string, std::string>>{}});
     return {};
   }
   std::string ack(std::uint16_t channel, std::uint64_t tag, bool multiple) override {
@@ -318,8 +333,9 @@ class fake_session final : public amqp_session {
     amqp_basic_cancel_t cancel{};
     amqp_channel_close_t channel_close{};
     amqp_connection_close_t connection_close{};
+    amqp_connection_blocked_t blocked{};
     amqp_basic_properties_t props{};
-    amqp_table_entry_t headers[2]{};  ///< a content header's headers
+    amqp_table_entry_t headers[3]{};  ///< a content header's headers
   };
   static amqp_bytes_t bytes(std::string& s) { return amqp_bytes_t{s.size(), s.data()}; }
   inbound& push(std::uint16_t channel, std::uint8_t type) {
@@ -341,6 +357,7 @@ class fake_session final : public amqp_session {
       case AMQP_BASIC_CANCEL_METHOD: decoded = &f.cancel; break;
       case AMQP_CHANNEL_CLOSE_METHOD: decoded = &f.channel_close; break;
       case AMQP_CONNECTION_CLOSE_METHOD: decoded = &f.connection_close; break;
+      case AMQP_CONNECTION_BLOCKED_METHOD: decoded = &f.blocked; break;
       default: break;
     }
     f.frame.payload.method.decoded = decoded;

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "dde/mqs/broker_props.hpp"
+#include "dde/mqs/resent_ids.hpp"
 #include "dde/names.hpp"
 
 namespace dde::mqs {
@@ -44,6 +45,25 @@ TEST(BrokerProps, ATimestampInSecondsOrMillisecondsIsAnotherPublishersAndReadInM
   EXPECT_EQ(stamp_of_timestamp(1'790'000'000), 1'790'000'000'000'000u);  // seconds (AMQP's convention)
   EXPECT_EQ(stamp_of_timestamp(1'790'000'000'123), 1'790'000'000'123'000u);  // milliseconds
   EXPECT_EQ(stamp_of_timestamp(1'790'000'000'123'456), 1'790'000'000'123'456u);  // an MQS's µs
+}
+
+TEST(ResentIds, AreRememberedForTheirTimeAndUpToTheirNumber) {
+  using namespace std::chrono_literals;
+  resent_ids ids(10min, 3);
+  resent_ids::clock::time_point t{};
+  EXPECT_FALSE(ids.seen("a", t));
+  ids.remember("a", t);
+  ids.remember("b", t + 1min);
+  EXPECT_TRUE(ids.seen("a", t + 9min));
+  EXPECT_FALSE(ids.seen("c", t + 9min));
+  EXPECT_FALSE(ids.seen("a", t + 10min + 1ms)) << "older than 10 minutes";
+  EXPECT_TRUE(ids.seen("b", t + 10min + 1ms));
+  ids.remember("c", t + 10min + 1ms);
+  ids.remember("d", t + 10min + 2ms);
+  ids.remember("e", t + 10min + 3ms);
+  EXPECT_EQ(ids.size(), 3u);
+  EXPECT_FALSE(ids.seen("b", t + 10min + 3ms)) << "the oldest goes first past the number kept";
+  EXPECT_TRUE(ids.seen("c", t + 10min + 3ms));
 }
 
 }  // namespace

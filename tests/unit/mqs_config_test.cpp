@@ -124,7 +124,8 @@ TEST(MqsConfig, AConfigFileIsReadAndFlagsOverrideIt) {
 TEST(MqsConfig, HelpDocumentsEveryFlagWithItsDefault) {
   auto help = help_text();
   for (auto flag : {"--listen", "--port", "--broker-host", "--broker-port", "--user", "--password", "--vhost",
-                    "--prefetch", "--idle-timeout-ms", "--confirm-window", "--max-message", "--max-frame",
+                    "--prefetch", "--idle-timeout-ms", "--confirm-window", "--confirm-timeout-ms", "--quorum-group-size",
+                    "--queue-leader-locator", "--max-message", "--max-frame",
                     "--threads", "--thread-lag-us", "--dequeuer-thread", "--enqueuer-thread", "--scheduling",
                     "--log-level", "--config"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
@@ -188,6 +189,28 @@ TEST(QueueSpec, AtLeastOnceTopicsAreDurableQuorumQueuesWithADeliveryLimitAndDead
   EXPECT_EQ(dl->name, "dde.dead.sys.consumer");
   EXPECT_TRUE(dl->durable && dl->quorum);
   EXPECT_FALSE(dl->dead_letter_queue);
+}
+
+TEST(QueueSpec, QuorumQueuesSpreadTheirLeadersAndTakeTheConfiguredGroupSize) {
+  auto s = spec_for("sys.consumer", delivery_mode::at_least_once);
+  EXPECT_EQ(s.placement.leader_locator, "balanced");
+  EXPECT_EQ(s.placement.group_size, 0u);
+  quorum_placement three{3, "client-local"};
+  for (auto& q : {spec_for("sys.consumer", delivery_mode::at_least_once, three),
+                  *dead_letter_spec_for("sys.consumer", delivery_mode::at_least_once, three),
+                  spec_for("dde.delay-1500.sys.consumer", delivery_mode::at_least_once, three),
+                  spec_for(lease_topic("m1", 60000, "sys.consumer"), delivery_mode::at_least_once, three)}) {
+    EXPECT_TRUE(q.quorum) << q.name;
+    EXPECT_EQ(q.placement.group_size, 3u) << q.name;
+    EXPECT_EQ(q.placement.leader_locator, "client-local") << q.name;
+  }
+  auto cl = parse({"--quorum-group-size", "3", "--queue-leader-locator", "client-local"});
+  ASSERT_TRUE(cl.error.empty()) << cl.error;
+  EXPECT_EQ(cl.cfg.quorum.group_size, 3u);
+  EXPECT_EQ(cl.cfg.quorum.leader_locator, "client-local");
+  EXPECT_EQ(parse({}).cfg.quorum.leader_locator, "balanced");
+  EXPECT_NE(parse({"--queue-leader-locator", "random"}).error.find("--queue-leader-locator"), std::string::npos);
+  EXPECT_NE(parse({"--quorum-group-size", "256"}).error.find("not in range"), std::string::npos);
 }
 
 TEST(QueueSpec, AtMostOnceAndReplyTopicsAreTransientClassicQueues) {

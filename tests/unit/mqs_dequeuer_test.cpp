@@ -3,6 +3,8 @@
 // connection and the consume that follows, broker cancels, one broker consumer per worker).
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "dde/metrics.hpp"
 #include "dequeuer.hpp"
 #include "fake_amqp_session.hpp"
@@ -145,6 +147,29 @@ TEST_F(DequeuerTest, ThePublishStampOfAMessageReachesItsHost) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].published_us, 1'790'000'000'123'456u);
   EXPECT_EQ(got[1].published_us, 0u) << "no stamp (not published by an MQS): none reported";
+}
+
+TEST_F(DequeuerTest, ACopyTheMqsPublishedAgainReachesItsHostFlaggedRedeliveredWithoutTheMark) {
+  start();
+  pull(5);
+  // (delivery tag, body, broker's redelivered flag, message id, the MQS's resent mark)
+  const std::vector<std::tuple<std::uint64_t, std::string, bool, std::string, bool>> sent{
+      {1, "first copy", false, "id-a", false},
+      {2, "second copy", false, "id-a", true},
+      {3, "redelivered by the broker", true, "id-b", true},
+      {4, "a first copy after its second", false, "id-b", false},
+      {5, "another message", false, "id-c", false}};
+  for (auto& [delivery_tag, body, redelivered, id, resent] : sent)
+    link()->deliver(1, consumer_tag(*link()), delivery_tag, body, redelivered, id, 0, {}, resent);
+  settle();
+  auto got = deliveries();
+  ASSERT_EQ(got.size(), 5u);
+  EXPECT_FALSE(got[0].redelivered);
+  EXPECT_TRUE(got[1].redelivered) << "the broker may hold two copies: the second is flagged";
+  EXPECT_TRUE(got[2].redelivered);
+  EXPECT_TRUE(got[3].redelivered) << "a frozen node can store the first copy after the resent one";
+  EXPECT_FALSE(got[4].redelivered);
+  for (auto& d : got) EXPECT_TRUE(d.headers.empty()) << d.body << ": the mark is the MQS's own";
 }
 
 TEST_F(DequeuerTest, APoolsCountersAreThereAtZeroFromItsFirstPullEvenBeforeItIsConsumed) {

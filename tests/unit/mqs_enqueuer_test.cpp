@@ -162,6 +162,12 @@ TEST_P(EnqueuerLossTest, WhatTheBrokerHadNotConfirmedIsPublishedAgainInOrderOnTh
   ASSERT_EQ(broker.attempts.size(), 2u);
   auto& second = session();
   EXPECT_EQ(published(second), (std::vector<std::string>{"m2", "m3", "m4", "m5"}));
+  // The broker may hold a first copy of m2..m4, not of m5: the copies that may be second are marked.
+  const std::pair<std::string, std::string> mark{"x-dde-resent", "1"};
+  std::vector<bool> marked;
+  for (auto& m : second.published)
+    if (m.channel == 1) marked.push_back(std::count(m.headers.begin(), m.headers.end(), mark) == 1);
+  EXPECT_EQ(marked, (std::vector<bool>{true, true, true, false}));
   EXPECT_EQ(second.count("queue.declare 3 s.consumer"), 1u) << "declared again on the new connection";
   second.confirm(4, true);
   settle();
@@ -188,10 +194,117 @@ TEST_F(EnqueuerTest, NackedMessagesArePublishedAgainAfter200msInTheOrderTheyWere
   time.advance(1ms);
   settle();
   EXPECT_EQ(published(s), (std::vector<std::string>{"m1", "m2", "m3", "m4", "m1", "m2", "m3"}));
+  for (std::size_t i = 0; i < s.published.size(); ++i)
+    EXPECT_EQ(s.published[i].headers.size(), i < 4 ? 0u : 1u) << "only the copies sent again are marked resent";
   EXPECT_EQ(s.count("queue.declare 3 s.consumer"), 2u) << "the queue is declared again before the retry";
   s.confirm(7, true);
   settle();
   EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{4, 1, 2, 3}));
+}
+
+TEST_F(EnqueuerTest, NacksThatKeepComingForTwoSecondsReplaceTheConnectionThoughOtherPublishesAreConfirmed) {
+  // RabbitMQ 3.10 goes on nacking a channel's publishes to a quorum queue whose leader died, while
+  // it confirms those to other queues.
+  start();
+  send({1});
+  settle();
+  auto* s = &session();
+  std::uint64_t tag = 1;  // the channel's last publish
+  s->nack(tag, false);
+  settle();
+  for (int round = 1; round <= 4; ++round) {
+    EXPECT_TRUE(enq->connected()) << "round " << round;
+    time.advance(500ms);
+    settle();  // m1 again
+    send({std::uint64_t(10 + round)});
+    settle();
+    tag += 2;
+    s->confirm(tag, false);
+    s->nack(tag - 1, false);
+    settle();
+  }
+  EXPECT_FALSE(enq->connected()) << "2 s of nacks, none more than a second apart";
+  EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{11, 12, 13, 14}));
+
+  time.advance(200ms);  // the reconnect's backoff and m1's retry
+  settle();
+  s = &session();
+  EXPECT_EQ(published(*s), (std::vector<std::string>{"m1"}));
+  tag = 1;
+  for (int round = 1; round <= 3; ++round) {  // a nack now and then is no reason to move
+    s->nack(tag, false);
+    settle();
+    time.advance(1500ms);
+    settle();
+    ++tag;
+    EXPECT_TRUE(enq->connected()) << "round " << round;
+  }
+  s->confirm(tag, false);
+  settle();
+  EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{1}));
+}
+
+TEST_F(EnqueuerTest, ABrokerThatConfirmsNothingForTheConfirmTimeoutLosesTheConnectionUnlessItBlocksPublishing) {
+  cfg.confirm_timeout = 5000ms;
+  start();
+  send({1, 2});
+  settle();
+  auto* first = &session();
+  first->confirm(1, false);
+  settle();
+  time.advance(4000ms);
+  send({3});  // a publish restarts no wait: 2 has waited since 1 was confirmed
+  settle();
+  time.advance(999ms);
+  settle();
+  EXPECT_TRUE(enq->connected()) << "4,999 ms without a confirm";
+  time.advance(1ms);
+  settle();
+  EXPECT_FALSE(enq->connected()) << "a frozen node holds the connection open and answers nothing";
+  EXPECT_EQ(broker.find("enqueuer"), nullptr);
+  time.advance(100ms);
+  settle();
+  auto* second = &session();
+  EXPECT_EQ(published(*second), (std::vector<std::string>{"m2", "m3"}));
+  time.advance(9999ms);
+  settle();
+  EXPECT_TRUE(enq->connected()) << "after a move that brought no confirm, twice as long";
+  time.advance(1ms);
+  settle();
+  EXPECT_FALSE(enq->connected());
+  time.advance(100ms);
+  settle();
+  second = &session();
+  second->confirm(1, false);  // m2: the broker answers again, and the wait is 5 s again
+  settle();
+  time.advance(4999ms);
+  settle();
+  EXPECT_TRUE(enq->connected());
+  time.advance(1ms);
+  settle();
+  EXPECT_FALSE(enq->connected()) << "m3 waited 5 s since the last confirm";
+  time.advance(100ms);
+  settle();
+  second = &session();
+  EXPECT_EQ(published(*second), (std::vector<std::string>{"m3"}));
+
+  // Blocked by an alarm, the broker confirms nothing and no other node would do better: wait.
+  second->block("low on memory");
+  settle();
+  time.advance(60000ms);
+  settle();
+  EXPECT_TRUE(enq->connected()) << "blocked: confirms cannot come";
+  second->unblock();
+  settle();
+  time.advance(9999ms);
+  settle();
+  EXPECT_TRUE(enq->connected()) << "the wait starts again when the broker unblocks";
+  second->confirm(1, true);
+  settle();
+  EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{1, 2, 3}));
+  time.advance(60000ms);
+  settle();
+  EXPECT_TRUE(enq->connected()) << "nothing unconfirmed: nothing overdue";
 }
 
 TEST_F(EnqueuerTest, EveryMessageIsStampedWithTheWallClockOfItsFirstPublishInMicroseconds) {

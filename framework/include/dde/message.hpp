@@ -51,7 +51,8 @@ class message {
   bool is_reply() const { return !in_reply_to_.empty(); }
   /// The id of the asked message this one answers.
   const std::string& in_reply_to() const { return in_reply_to_; }
-  /// True when the broker delivered this message before (a possible duplicate).
+  /// True when this may be a second copy: the broker delivered the message before, or the MQS
+  /// published it again because the broker never confirmed an earlier copy (a possible duplicate).
   bool redelivered() const { return redelivered_; }
   /// True when the sender asked (`ask`), so a reply reaches that exact worker instance.
   bool is_ask() const { return !ask_instance_.empty(); }

@@ -21,7 +21,19 @@
 #include <string>
 #include <string_view>
 
+#include "dde/protocol/mqs_props.hpp"
+
 namespace dde::mqs {
+
+/// The header of a message the MQS published again because the broker never confirmed the copy
+/// before (the connection was lost, or the broker nacked it): the broker may hold both copies, and
+/// neither is flagged redelivered by it. The dequeuer turns the header into the delivery's
+/// `redelivered` flag and drops it, so a worker sees every copy that may be a second one flagged.
+inline constexpr std::string_view resent_header = "x-dde-resent";
+/// Adds resent_header to `props` (once).
+void mark_resent(message_props& props);
+/// Drops resent_header from `props`; whether it was there.
+bool take_resent_mark(message_props& props);
 
 /// The message id as the broker gets it: a lowercase canonical UUID compacted into `storage` (23
 /// characters; the view points there), anything else `id` itself.

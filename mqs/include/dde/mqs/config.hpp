@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "dde/mqs/queue_spec.hpp"
 #include "dde/net/tls.hpp"
 
 namespace dde::mqs {
@@ -46,12 +47,18 @@ struct config {
   std::string password = "guest";
   std::string vhost = "/";
   std::uint16_t prefetch = 1;
+  /// Replicas and leader of the quorum queues the MQS declares (--quorum-group-size, --queue-leader-locator).
+  quorum_placement quorum;
   std::chrono::milliseconds idle_timeout{10000};
   /// A delivery held this long (waiting for credit or with a host) is renewed before the broker's
   /// consumer_timeout (30 min by default) takes it back: at-least-once ones through a lease queue,
   /// at-most-once ones by acking them early (mqs/PROTOCOL.md "Leases"). 0: never.
   std::chrono::milliseconds lease{600000};
   std::uint32_t confirm_window = 1000;
+  /// Messages wait this long for a confirm with nothing settled meanwhile, and the publishing
+  /// connection is replaced (a frozen or partitioned node holds it open and answers nothing); not while
+  /// the broker blocks publishing. 0: never.
+  std::chrono::milliseconds confirm_timeout{5000};
   std::size_t max_message = 4 * 1024 * 1024;
   std::size_t max_frame = 16 * 1024 * 1024;
   std::size_t backlog_messages = 100000;

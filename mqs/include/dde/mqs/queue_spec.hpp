@@ -11,11 +11,21 @@
 
 namespace dde::mqs {
 
+/// Where a RabbitMQ cluster puts the replicas and the leader of a new quorum queue.
+struct quorum_placement {
+  /// x-quorum-initial-group-size: replicas of a new quorum queue; 0: one on every node (the broker's default).
+  std::uint32_t group_size = 0;
+  /// x-queue-leader-locator: "balanced" puts a new queue's leader on the node that leads fewest (leaders
+  /// spread over the cluster), "client-local" on the node the declaring connection is on.
+  std::string leader_locator = "balanced";
+};
+
 /// The arguments of one `queue.declare`.
 struct queue_spec {
   std::string name;
   bool durable = false;
   bool quorum = false;                           ///< x-queue-type: quorum
+  quorum_placement placement;                    ///< with quorum only
   std::optional<std::int64_t> delivery_limit;    ///< x-delivery-limit
   std::optional<std::string> dead_letter_queue;  ///< x-dead-letter-exchange "" + this routing key
   std::optional<std::int64_t> expires_ms;        ///< x-expires
@@ -35,7 +45,8 @@ constexpr std::int64_t reply_queue_expiry_ms = 60000;
 /// dde::delay_topic) is durable quorum with a message TTL of <ms>, dead-lettering at least once to
 /// <topic>: what waits there survives a broker restart and comes back to <topic> in order. A lease
 /// queue (lease_topic) likewise.
-queue_spec spec_for(std::string_view topic, delivery_mode mode);
+/// Quorum queues take `placement`.
+queue_spec spec_for(std::string_view topic, delivery_mode mode, const quorum_placement& placement = {});
 
 /// The lease queue of MQS `mqs_id` for at-least-once `topic`: `dde.lease-<ttl_ms>-<mqs_id>.<topic>`.
 /// Durable quorum, message TTL <ttl_ms>, dead-lettering at least once to <topic>, deleted by the
@@ -50,6 +61,7 @@ struct lease_queue {
 std::optional<lease_queue> parse_lease_topic(std::string_view name);
 
 /// The dead-letter queue to declare beside `topic`'s queue, if it has one.
-std::optional<queue_spec> dead_letter_spec_for(std::string_view topic, delivery_mode mode);
+std::optional<queue_spec> dead_letter_spec_for(std::string_view topic, delivery_mode mode,
+                                               const quorum_placement& placement = {});
 
 }  // namespace dde::mqs
