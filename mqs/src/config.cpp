@@ -73,6 +73,10 @@ void define_flow(CLI::App& app, config& c) {
                "published messages wait this long for a confirm, nothing settled meanwhile, and the publishing "
                "connection moves to the next node (a frozen broker node answers nothing). 0: never")
       ->type_name("MS");
+  add_duration(app, "--stall-timeout-ms", c.stall_timeout, 0, day_ms,
+               "a topic whose hosts hold credit and whose queue has ready messages, with nothing delivered for "
+               "this long, turns /health degraded and is consumed again on a fresh connection. 0: never")
+      ->type_name("MS");
   app.add_option("--max-message", c.max_message, "largest record body (message) accepted; larger ones get an error record")
       ->type_name("BYTES")
       ->check(CLI::Range(std::uint64_t(1), std::uint64_t(std::numeric_limits<std::uint32_t>::max())));

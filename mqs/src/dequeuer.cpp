@@ -78,13 +78,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   if (!main_.session && !last && t >= next_connect_) connect();
   if (inbox_ready_)
     for (auto& cmd : inbox_.take()) handle(cmd, t);
-  if (t >= next_sweep_) {
-    // Each link is read once a second whatever poll said: rabbitmq-c sends and checks heartbeats
-    // when it reads, so a broker gone silent is noticed, and ours go out.
-    main_.readable = true;
-    for (auto& [topic, c] : consumers_) c.link.readable = true;
-    next_sweep_ = t + sweep_period;
-  }
+  if (t >= next_sweep_) sweep(t, last);
   if (main_.worth_reading()) read_frames(main_);
   for (auto& [topic, c] : consumers_)
     if (c.link.worth_reading()) read_frames(c.link);
@@ -131,9 +125,19 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   return std::min(wake_at, acks_due);
 }
 
+void dequeuer::sweep(clock::time_point now, bool last) {
+  // Each link is read once a second whatever poll said: rabbitmq-c sends and checks heartbeats
+  // when it reads, so a broker gone silent is noticed, and ours go out.
+  main_.readable = true;
+  for (auto& [topic, c] : consumers_) c.link.readable = true;
+  next_sweep_ = now + sweep_period;
+  if (!last) check_stalls(now);
+}
+
 void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
   if (cmd.what == dequeue_command::kind::leased || cmd.what == dequeue_command::kind::dead_lettered)
     return handle_lease_answer(cmd, now);
+  if (cmd.what == dequeue_command::kind::depth) return on_depth(cmd, now);
   client_id id = cmd.conn->id();
   switch (cmd.what) {
     case dequeue_command::kind::pull: {
@@ -176,6 +180,7 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
     }
     case dequeue_command::kind::leased:
     case dequeue_command::kind::dead_lettered:
+    case dequeue_command::kind::depth:
       break;  // answered above
   }
 }

@@ -26,6 +26,7 @@
 #include "dde/mqs/dispatcher.hpp"
 #include "dde/mqs/pause_board.hpp"
 #include "dde/mqs/resent_ids.hpp"
+#include "dde/mqs/stall_watch.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/net/ws.hpp"
 #include "exit_latch.hpp"
@@ -43,7 +44,7 @@ struct dequeue_command {
   /// `leased` and `dead_lettered` come from the enqueuer (no `conn`): the broker confirmed (`requeue`
   /// true) or refused a lease copy (`tags`: its delivery's id) or a dead-lettered copy (`tags`: the
   /// copy's epoch, channel and tag).
-  enum class kind { pull, ack, nack, cancel, disconnect, pause, leased, dead_lettered };
+  enum class kind { pull, ack, nack, cancel, disconnect, pause, leased, dead_lettered, depth };
   kind what = kind::pull;
   std::shared_ptr<net::ws_connection> conn;
   std::string topic;
@@ -57,6 +58,7 @@ struct dequeue_command {
   std::chrono::milliseconds pause_ms{0};
   std::string reason;  ///< of a pause
   std::string origin;  ///< of a pause: "<mqs id>/<host instance>"
+  std::uint64_t ready = 0;  ///< of a depth (the stall watch's question about `topic`): messages ready
 };
 
 /// The number of a consumer on a topic's channel, given the first one's tag: 0 for `first`, n for
@@ -94,6 +96,8 @@ class dequeuer : private dispatcher_port {
   /// Tests without start(): where links are opened (`run` gets the opening to do, on any thread, at
   /// any time); by default in the turn that plans them.
   void set_opener(std::function<void(std::function<void()>)> run) { offload_ = std::move(run); }
+  /// The stalled topics, for /health ("a.b for 12000 ms, ..."; empty: none). Any thread.
+  std::string stall_report() const { return stalls_.report(now()); }
 
  private:
   clock::time_point now() const { return env_.now(); }
@@ -250,6 +254,12 @@ class dequeuer : private dispatcher_port {
   void on_lease_copy(channel_state& ch);
   /// Drops the x-dde-lease header from a delivery of a pool's queue.
   static void drop_lease_header(message_props& props);
+  /// Once a second: every link is read, and the stalls checked (not in the last turns).
+  void sweep(clock::time_point now, bool last);
+  /// Once a second: topics whose consumer got nothing while hosts wait have their queue's depth asked,
+  /// off the loop (stall_watch.hpp); a stalled one is consumed afresh when the answer comes (on_depth).
+  void check_stalls(clock::time_point now);
+  void on_depth(const dequeue_command& answer, clock::time_point now);
   void handle_lease_answer(const dequeue_command& cmd, clock::time_point now);
   /// Hands what publish_lease and dead_letter_copy queued to the enqueuer.
   void flush_own_messages();
@@ -261,6 +271,7 @@ class dequeuer : private dispatcher_port {
   void tell(const std::vector<pause_notice>& notices);
 
   config cfg_;
+  stall_watch stalls_{cfg_.stall_timeout};
   std::string mqs_id_;
   broker_env env_;
   broker_params params_;

@@ -169,7 +169,8 @@ void dequeuer::adopt(link_plan& p) {
   // Several consumers share the channel and their hosts settle out of order: an at-least-once
   // topic's acks may wait a little for one multiple ack (ack_batcher); an at-most-once one's may not.
   auto hold = c.mode == delivery_mode::at_least_once ? ack_hold : ack_batcher::clock::duration::zero();
-  channels_.try_emplace(p.epoch, p.topic, p.epoch, p.tag, c.link, topic_channel, hold);
+  channels_.try_emplace(p.epoch, p.topic, p.epoch, p.tag, c.link, topic_channel, hold)
+      .first->second.last_traffic = now();  // the stall watch counts a fresh consumer's quiet from here
   mqs_metrics::process().topic(p.topic).consumers.set(1);
   c.link.channel = topic_channel;
   c.link.epoch = p.epoch;

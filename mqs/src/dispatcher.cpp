@@ -263,6 +263,11 @@ std::uint32_t dispatcher::consumers(const std::string& topic) const {
   return it == topics_.end() ? 0 : std::uint32_t(sum_of(it->second.pullers));
 }
 
+bool dispatcher::starved(const std::string& topic) const {
+  auto it = topics_.find(topic);
+  return it != topics_.end() && !it->second.credits.empty() && it->second.buffer.empty();
+}
+
 std::uint64_t dispatcher::credit(client_id client, const std::string& topic) const {
   auto it = topics_.find(topic);
   if (it == topics_.end()) return 0;

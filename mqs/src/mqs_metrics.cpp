@@ -27,6 +27,10 @@ topic_counters& mqs_metrics::topic(const std::string& name) {
                       "Broker consumers this MQS holds on the topic's queue (one per worker pulling it).", l),
               r.counter("dde_mqs_leases_renewed_total",
                         "At-least-once deliveries held past --lease-ms and renewed through the lease queue, per topic.",
+                        l),
+              r.counter("dde_mqs_consumer_stalls_total",
+                        "Times the topic's hosts held credit and its queue had ready messages while its consumer "
+                        "got nothing for --stall-timeout-ms (then consumed on a fresh connection).",
                         l)})
       .first->second;
 }

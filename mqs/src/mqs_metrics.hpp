@@ -19,6 +19,7 @@ struct topic_counters {
   metric_cell& redelivered;  ///< delivered with the broker's redelivered flag
   metric_cell& consumers;    ///< gauge: the broker consumers this MQS holds on the topic's queue
   metric_cell& leases;       ///< deliveries held past --lease-ms, copied to the lease queue
+  metric_cell& stalls;       ///< times the stall watch found its consumer stalled and consumed it afresh
 };
 
 class mqs_metrics {

@@ -93,6 +93,10 @@ net::readiness service::readiness() const {
   for (auto& [on, count] : mqs_metrics::process().connections_per_node())
     connections += (connections.empty() ? "" : ",") + on + "=" + std::to_string(count);
   r.details["connections"] = connections;
+  if (auto stalled = dequeuer_.stall_report(); !stalled.empty()) {
+    r.degraded = true;
+    r.reason = "consumers stalled (hosts hold credit, messages ready, nothing delivered): " + stalled;
+  }
   if (enqueuer_.connected()) return r;
   r.ready = false;
   r.reason = cfg_.brokers.size() > 1 ? "no broker node of " + nodes + " is reachable" : "broker " + nodes + " unreachable";

@@ -2,11 +2,65 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 
 #include "mqs_rmq_support.hpp"
+#include "prometheus_text.hpp"
+#include "tcp_proxy.hpp"
 
 namespace dde::mqs::test {
 namespace {
+
+TEST(MqsBroker, AConsumerWhoseConnectionStopsForwardingIsFoundStalledReportedAndConsumedAfresh) {
+  auto& broker = shared_broker();
+  // Two ways to the one broker: through a proxy that will stop passing what the broker sends (a
+  // frozen node holds the connection open just so), and directly. A topic starts at the node its
+  // name picks: this one the proxy.
+  dde::test::tcp_proxy proxy(broker.port());
+  std::string topic;
+  do topic = unique_topic("stall");
+  while (std::hash<std::string>{}(topic) % 2 != 0);
+  mqs_process mqs(broker, {"--broker",
+                           "amqp://guest@127.0.0.1:" + std::to_string(proxy.port()) + ",127.0.0.1:" +
+                               std::to_string(broker.port()) + "/",
+                           "--stall-timeout-ms", "2000"});
+  mqs_client c(mqs.port());
+  ASSERT_TRUE(c.hello());
+  auto_ack(c);
+  c.pull(topic, "at-least-once", 100);
+  ASSERT_TRUE(dde::test::wait_until([&] { return broker.queue_consumers(topic).value_or(0) == 1; }, 20s))
+      << mqs.log();
+  broker.publish(topic, {"before 1", "before 2"});
+  ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") == 2; }, 20s)) << mqs.log();
+
+  proxy.stall(true);
+  broker.publish(topic, {"after 1", "after 2", "after 3"});
+  const auto health_url = "http://127.0.0.1:" + std::to_string(mqs.port()) + "/health";
+  net::http_result health;
+  ASSERT_TRUE(dde::test::wait_until(
+      [&] {
+        health = net::http_fetch("GET", health_url);
+        return health.body.find("degraded") != std::string::npos;
+      },
+      30s, 50ms))
+      << health.body << mqs.log();
+  EXPECT_EQ(health.status, 200) << "degraded, still serving";
+  EXPECT_NE(health.body.find(topic + " for "), std::string::npos) << health.body;
+  ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= 5; }, 30s)) << mqs.log();
+  EXPECT_EQ(bodies_of(c.records("deliver")),
+            (std::set<std::string>{"before 1", "before 2", "after 1", "after 2", "after 3"}));
+  EXPECT_NE(mqs.log().find("consumer of " + topic + " got nothing for "), std::string::npos) << mqs.log();
+  auto metrics = net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(mqs.port()) + "/metrics");
+  EXPECT_EQ(dde::test::parse_prometheus(metrics.body).value("dde_mqs_consumer_stalls_total", {{"pool", topic}}), 1)
+      << metrics.body;
+  EXPECT_TRUE(dde::test::wait_until(
+      [&] { return net::http_fetch("GET", health_url).body.find("\"ready\"") != std::string::npos; }, 30s))
+      << "ready again once the topic is consumed afresh and a limit passed";
+  proxy.stall(false);
+  c.close();
+  mqs.stop();
+  delete_topic(broker, topic);
+}
 
 TEST(MqsBroker, ThePrefetchIsPerHostEachHostPullingATopicHasABrokerConsumerOfItsOwn) {
   auto& broker = shared_broker();

@@ -69,6 +69,9 @@ class fake_broker {
   /// test reads at fake_session::peer() (see fake_session::fd()).
   bool sockets = false;
   int socket_buffer = 4096;
+  /// Ready messages of a queue as a passive declare on any session reports them (a session's own
+  /// `depth` first).
+  std::map<std::string, std::uint32_t> depth;
   /// The acks sessions had sent when they closed, in order.
   std::vector<std::pair<std::string, std::vector<settlement>>> closed_acks;
 
@@ -274,7 +277,7 @@ class fake_session final : public amqp_session {
   result queue_depth(std::uint16_t ch, const std::string& queue, std::uint32_t& messages,
                      std::uint32_t& consumers) override {
     auto r = rpc("queue.declare-passive " + std::to_string(ch) + " " + queue);
-    messages = depth.count(queue) ? depth[queue] : 0;
+    messages = depth.count(queue) ? depth[queue] : broker_.depth.count(queue) ? broker_.depth[queue] : 0;
     consumers = 0;
     return r;
   }

@@ -368,6 +368,60 @@ TEST_F(StoppingDequeuerTest, AHeldCopyGoesBackToItsTopicAtOnceNotWhenItsTtlRunsO
       << "rejected without requeue: the lease queue dead-letters it to the topic now";
 }
 
+TEST_F(DequeuerTest, AConsumerThatGetsNothingWhileItsHostWaitsAndItsQueueHoldsMessagesIsConsumedAfresh) {
+  cfg.stall_timeout = 10000ms;
+  start();
+  pull(4);
+  auto* first = link();
+  first->deliver(1, consumer_tag(*first), 1, "a");
+  settle();
+  ASSERT_EQ(deliveries().size(), 1u);
+  auto& stalls = mqs_metrics::process().topic(topic).stalls;
+  const auto stalls_before = stalls.value();
+  const auto attempts = broker.attempts.size();
+
+  broker.depth[topic] = 0;  // quiet, but nothing to deliver: idle, not stalled
+  time.advance(10000ms);
+  settle();
+  settle();
+  EXPECT_EQ(broker.attempts.size(), attempts + 1) << "the broker was asked, on a connection of its own";
+  EXPECT_EQ(link(), first);
+  EXPECT_EQ(deq->stall_report(), "");
+
+  broker.depth[topic] = 5;  // messages wait, the host has credit, and nothing comes
+  time.advance(10000ms);
+  settle();
+  settle();
+  EXPECT_EQ(link(), nullptr) << "the quiet connection is dropped";
+  EXPECT_EQ(stalls.value(), stalls_before + 1);
+  EXPECT_EQ(deq->stall_report(), std::string(topic) + " for 20000 ms");
+  time.advance(100ms);
+  settle();
+  auto* second = link();
+  ASSERT_NE(second, nullptr) << "consumed again after the reconnect backoff";
+  second->deliver(1, consumer_tag(*second), 1, "b");
+  settle();
+  EXPECT_EQ(bodies(deliveries()), (std::vector<std::string>{"b"}));
+}
+
+TEST_F(DequeuerTest, AConsumerWhosePrefetchIsAllUnacknowledgedIsNotStalledHoweverLongItsJobsTake) {
+  cfg.stall_timeout = 10000ms;
+  start();
+  pull(20);
+  auto* s = link();
+  for (std::uint64_t tag = 1; tag <= 8; ++tag) s->deliver(1, consumer_tag(*s), tag, "job");  // prefetch 8
+  settle();
+  ASSERT_EQ(deliveries().size(), 8u);
+  broker.depth[topic] = 5;
+  const auto attempts = broker.attempts.size();
+  time.advance(60000ms);  // the host has credit left, the queue has messages: the jobs are long
+  settle();
+  settle();
+  EXPECT_EQ(broker.attempts.size(), attempts) << "not even asked";
+  EXPECT_EQ(link(), s);
+  EXPECT_EQ(deq->stall_report(), "");
+}
+
 TEST_F(DequeuerTest, ALostTopicConnectionVoidsItsDeliveriesAndTheTopicIsConsumedAgainAfterABackoff) {
   start();
   pull(4);

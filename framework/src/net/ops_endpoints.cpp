@@ -7,8 +7,9 @@ namespace dde::net {
 http_response health_response(std::string_view daemon, const readiness& state) {
   http_response out;
   // Status first, for people reading it with curl.
-  nlohmann::ordered_json body = {{"status", state.ready ? "ready" : "not ready"}, {"daemon", daemon}};
-  if (!state.ready) body["reason"] = state.reason;
+  const char* status = !state.ready ? "not ready" : state.degraded ? "degraded" : "ready";
+  nlohmann::ordered_json body = {{"status", status}, {"daemon", daemon}};
+  if (!state.ready || state.degraded) body["reason"] = state.reason;
   for (auto& [key, value] : state.details.items()) body[key] = nlohmann::ordered_json::parse(value.dump());
   out.status = state.ready ? 200 : 503;
   out.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

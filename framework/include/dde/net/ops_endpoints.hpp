@@ -15,7 +15,9 @@ namespace dde::net {
 /// Whether a daemon can do its job now.
 struct readiness {
   bool ready = true;
-  std::string reason;  ///< why not (e.g. "broker 127.0.0.1:5672 unreachable: ..."); empty when ready
+  /// Ready, but part of the work is stuck (status "degraded", still 200): `reason` says which.
+  bool degraded = false;
+  std::string reason;  ///< why not or why degraded (e.g. "broker 127.0.0.1:5672 unreachable: ...")
   nlohmann::json details = nlohmann::json::object();  ///< merged into the body
 };
 

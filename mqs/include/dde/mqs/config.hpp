@@ -59,6 +59,9 @@ struct config {
   /// connection is replaced (a frozen or partitioned node holds it open and answers nothing); not while
   /// the broker blocks publishing. 0: never.
   std::chrono::milliseconds confirm_timeout{5000};
+  /// A topic whose hosts hold credit, whose queue has ready messages and whose consumer got nothing
+  /// for this long is stalled: /health degraded, counted, consumed afresh (stall_watch.hpp). 0: never.
+  std::chrono::milliseconds stall_timeout{10000};
   std::size_t max_message = 4 * 1024 * 1024;
   std::size_t max_frame = 16 * 1024 * 1024;
   std::size_t backlog_messages = 100000;

@@ -127,6 +127,10 @@ class dispatcher {
   /// True when a delivery waits for a host whose send queue is full.
   bool blocked() const { return blocked_; }
 
+  /// True when hosts hold credit on `topic` and no delivery of it waits for credit: a delivery from
+  /// the broker would go out at once.
+  bool starved(const std::string& topic) const;
+
   /// Closes topics idle for the idle timeout: no credit, nothing unacked, no pull meanwhile.
   void expire_idle(clock::time_point now);
 
