@@ -94,7 +94,9 @@ class rabbitmq_node {
   ~rabbitmq_node();  // stops the node if running and removes nothing (logs stay for post-mortems)
 
   /// Starts and waits until an AMQP login succeeds (up to `timeout`); throws on failure with the log tail.
-  void start(std::chrono::milliseconds timeout = 60000ms);
+  /// (A node boots in 5-15 s; beside busy loops on both cores, with other nodes booting, it took
+  /// over 60 s.)
+  void start(std::chrono::milliseconds timeout = 180000ms);
   /// Graceful stop (rabbitmqctl stop); waits until the port is closed.
   void stop();
   /// Graceful stop by SIGTERM to the node's VM (as a container runtime stops it): no CLI VM to boot
