@@ -59,6 +59,7 @@ depth_report queue_inspector::answer(const std::vector<std::string>& queues) {
     report = {};
     if (!session_) {
       auto params = broker_params_for(cfg_, "dde-mqs inspector", 0);
+      params.first_node = first_node_;
       std::string error;
       session_ = amqp_session::open(params, error);
       if (session_) {
@@ -88,6 +89,8 @@ depth_report queue_inspector::answer(const std::vector<std::string>& queues) {
       break;
     }
     if (!lost) return report;
+    // A cluster's next node first: the one this connection was on may be down or frozen.
+    first_node_ = next_node(session_->node_index(), cfg_.brokers.size());
     session_->mark_broken();
     session_.reset();
   }

@@ -58,6 +58,7 @@ class queue_inspector {
   std::vector<question> questions_;
   bool stopping_ = false;
   std::unique_ptr<amqp_session> session_;  ///< owned by the thread
+  std::size_t first_node_ = 0;             ///< the broker node its next connection tries first
   std::thread thread_;
 };
 
