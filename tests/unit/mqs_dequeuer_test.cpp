@@ -72,6 +72,16 @@ class DequeuerTest : public ::testing::Test {
   }
   /// The topic's consuming connection.
   fake_session* link() { return broker.find(std::string(" ") + topic); }
+  /// `wait` later, the topic is consumed on a link whose delivery reaches the host.
+  void expect_consuming_after(std::chrono::milliseconds wait, const char* why) {
+    time.advance(wait);
+    settle();
+    auto* s = link();
+    ASSERT_NE(s, nullptr) << why;
+    s->deliver(1, consumer_tag(*s), 1, "again");
+    settle();
+    EXPECT_EQ(bodies(deliveries()), (std::vector<std::string>{"again"})) << why;
+  }
   fake_session* main_link() { return broker.find("dequeuer"); }
   /// The consumer tag of the topic's first consumer on `s`.
   static std::string consumer_tag(const fake_session& s) {
@@ -395,13 +405,7 @@ TEST_F(DequeuerTest, AConsumerThatGetsNothingWhileItsHostWaitsAndItsQueueHoldsMe
   EXPECT_EQ(link(), nullptr) << "the quiet connection is dropped";
   EXPECT_EQ(stalls.value(), stalls_before + 1);
   EXPECT_EQ(deq->stall_report(), std::string(topic) + " for 20000 ms");
-  time.advance(100ms);
-  settle();
-  auto* second = link();
-  ASSERT_NE(second, nullptr) << "consumed again after the reconnect backoff";
-  second->deliver(1, consumer_tag(*second), 1, "b");
-  settle();
-  EXPECT_EQ(bodies(deliveries()), (std::vector<std::string>{"b"}));
+  expect_consuming_after(100ms, "consumed again after the reconnect backoff");
 }
 
 TEST_F(DequeuerTest, AConsumerWhosePrefetchIsAllUnacknowledgedIsNotStalledHoweverLongItsJobsTake) {
@@ -507,13 +511,7 @@ TEST_F(DequeuerTest, ATopicWhoseConsumeIsRefusedAgainAndAgainIsTriedAtLeastEvery
     settle();
   }
   ASSERT_EQ(broker.refuse_next.count(consume), 0u) << "the last refused consume was tried";
-  time.advance(500ms);
-  settle();
-  auto* s = link();
-  ASSERT_NE(s, nullptr) << "consumed within 500 ms of the queue accepting consumers";
-  s->deliver(1, consumer_tag(*s), 1, "a");
-  settle();
-  EXPECT_EQ(bodies(deliveries()), (std::vector<std::string>{"a"}));
+  expect_consuming_after(500ms, "consumed within 500 ms of the queue accepting consumers");
 }
 
 TEST_F(DequeuerTest, AChannelLevelRefusalOfConsumeIsAnErrorToTheHost) {
