@@ -157,6 +157,9 @@ class amqp_session {
     static std::atomic<std::uint64_t> last{0};
     return ++last;
   }
+  /// Records the node this new connection is on (its place in broker_params::nodes) and counts it
+  /// in that node's connection gauge until it closes.
+  void settle_on(std::string node, std::size_t index);
   std::uint64_t serial_;
   std::string node_;
   std::size_t node_index_ = 0;

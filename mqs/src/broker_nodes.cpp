@@ -10,14 +10,17 @@ amqp_session::~amqp_session() {
   if (on_node_) on_node_->add(-1);
 }
 
+void amqp_session::settle_on(std::string node, std::size_t index) {
+  node_ = std::move(node);
+  node_index_ = index;
+  on_node_ = &mqs_metrics::process().broker_connections(node_);
+  on_node_->add();
+}
+
 std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::string& error) {
   if (p.nodes.empty()) {
     auto s = rabbitmq_session::open_node(p, error);
-    if (s) {
-      s->node_ = net::host_port(p.host, p.port);
-      s->on_node_ = &mqs_metrics::process().broker_connections(s->node_);
-      s->on_node_->add();
-    }
+    if (s) s->settle_on(net::host_port(p.host, p.port), 0);
     return s;
   }
   // Each node once, from the first one asked for: a node that is down refuses at once, and the
@@ -30,10 +33,7 @@ std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::st
     one.port = p.nodes[index].port;
     std::string why;
     if (auto s = rabbitmq_session::open_node(one, why)) {
-      s->node_ = p.nodes[index].str();
-      s->node_index_ = index;
-      s->on_node_ = &mqs_metrics::process().broker_connections(s->node_);
-      s->on_node_->add();
+      s->settle_on(p.nodes[index].str(), index);
       return s;
     }
     errors += (errors.empty() ? "" : "; ") + why;
