@@ -37,10 +37,32 @@ struct command_line_values {
   dde::net::tls_options tls;
 };
 
+/// The options of its links: to the MQS and to an activator.
+void define_link_options(CLI::App& app, dde::host::isolate_system_options& o) {
+  app.add_option("--mqs", o.mqs_url,
+                 "WebSocket URL of the message-queuing system, or several comma-separated: after a lost link "
+                 "the next is tried")
+      ->type_name("URL");
+  app.add_option("--window", o.window, "unconfirmed at-least-once messages before senders wait")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1000000));
+  dde::add_duration(app, "--stall-timeout-ms", o.stall_timeout, 0, 3600000,
+                    "a pool with credit out at the MQS that gets no delivery this long while its queue holds "
+                    "ready messages is stalled: logged, counted, /health degraded, and the MQS link moves to a "
+                    "fresh connection (the next --mqs URL); 0: never")
+      ->type_name("MS")
+      ->envname("DDE_STALL_TIMEOUT_MS");
+  app.add_option("--control", o.control_url, "the node activator's control endpoint, e.g. ws://127.0.0.1:42042/control")
+      ->type_name("URL");
+  dde::add_duration(app, "--orphan-timeout-ms", o.orphan_timeout, 100, 86400000,
+                    "with --control: stop after this long without an activator")
+      ->type_name("MS");
+}
+
 /// The command line's options (its --help), filling `o` and `v`.
 void define_options(CLI::App& app, dde::host::isolate_system_options& o, command_line_values& v) {
   app.add_option("--name", o.name, "isolate system name, e.g. sampleSystem")->type_name("NAME")->required();
-  app.add_option("--mqs", o.mqs_url, "WebSocket URL of the message-queuing system")->type_name("URL");
+  define_link_options(app, o);
   app.add_option("--pool", v.pool_files, "JSON file with a pool spec (the thesis's addIsolate body)")
       ->type_name("FILE")
       ->allow_extra_args(false);
@@ -53,14 +75,6 @@ void define_options(CLI::App& app, dde::host::isolate_system_options& o, command
                     "the other --threads join the first while a task posted to it waits longer than this, "
                     "or it is 90% busy, and leave when it no longer is; 0: all of them run all the time")
       ->type_name("US");
-  app.add_option("--window", o.window, "unconfirmed at-least-once messages before senders wait")
-      ->type_name("N")
-      ->check(CLI::Range(1, 1000000));
-  app.add_option("--control", o.control_url, "the node activator's control endpoint, e.g. ws://127.0.0.1:42042/control")
-      ->type_name("URL");
-  dde::add_duration(app, "--orphan-timeout-ms", o.orphan_timeout, 100, 86400000,
-                    "with --control: stop after this long without an activator")
-      ->type_name("MS");
   app.add_option("--plugin-cache", o.plugin_cache,
                  "keep copies of plugin versions that worked here (with --control), and "
                  "plugins downloaded from http(s) URIs (default for those: a temporary directory)")

@@ -26,7 +26,7 @@
 #include "dde/mqs/dispatcher.hpp"
 #include "dde/mqs/pause_board.hpp"
 #include "dde/mqs/resent_ids.hpp"
-#include "dde/mqs/stall_watch.hpp"
+#include "dde/stall_watch.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/net/ws.hpp"
 #include "exit_latch.hpp"

@@ -3,6 +3,9 @@
 #include <signal.h>
 
 #include "cluster.hpp"
+#include "dde/net/http_client.hpp"
+#include "prometheus_text.hpp"
+#include "tcp_proxy.hpp"
 
 namespace dde::test {
 namespace {
@@ -130,6 +133,49 @@ TEST(Backbone, KillingTheConsumerHostMidStreamLosesNothing) {
   EXPECT_TRUE(report.missing(n).empty());
   std::cout << "[ kill -9 ] consumed " << report.unique.size() << " unique, " << report.duplicates()
             << " duplicates after the kill\n";
+}
+
+TEST(Backbone, APoolWhoseMqsLinkStopsDeliveringIsFoundStalledReportedAndServedOnAFreshLink) {
+  auto& broker = shared_broker();
+  auto dir = fresh_dir("backbone-stall");
+  auto mqs = start_mqs(broker, dir);
+  // The consumer's first way to the MQS is a proxy that will stop passing what the MQS sends (the
+  // link stays open: the WebSocket's own idle timeout, 20 s, would notice much later); its second
+  // way is direct.
+  tcp_proxy proxy(mqs.port);
+  const std::int64_t n = 12000;
+  auto sys = unique_system("stall");
+  auto ops = free_port();
+  auto consumer = start_host(sys, proxy.ws_url() + "," + mqs.url(),
+                             {pool(sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}, 2)},
+                             dir / "host-consumer.log", {{"DDE_STALL_TIMEOUT_MS", "2000"}},
+                             {"--ops-port", std::to_string(ops)});
+  auto producer = start_host(
+      sys, mqs.url(), {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"rate", 1000}})},
+      dir / "host-producer.log");
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 2000; }, long_wait)) << consumer->log();
+  proxy.stall(true);
+  const auto base = "http://127.0.0.1:" + std::to_string(ops);
+  net::http_result health;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        health = net::http_fetch("GET", base + "/health");
+        return health.body.find("degraded") != std::string::npos;
+      },
+      60s, 50ms))
+      << health.body << consumer->log();
+  EXPECT_EQ(health.status, 200) << "degraded, still serving";
+  EXPECT_NE(health.body.find("no delivery while messages wait: " + sys + ".consumer for "), std::string::npos)
+      << health.body;
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait))
+      << "missing " << read_seq_logs(dir).missing(n).size() << "\n"
+      << consumer->log();
+  EXPECT_TRUE(read_seq_logs(dir).missing(n).empty());
+  EXPECT_NE(consumer->log().find("pool " + sys + ".consumer stalled"), std::string::npos) << consumer->log();
+  auto metrics = parse_prometheus(net::http_fetch("GET", base + "/metrics").body);
+  EXPECT_GE(metrics.value("dde_host_pool_stalls_total", {{"pool", sys + ".consumer"}}).value_or(0), 1);
+  EXPECT_EQ(metrics.value("dde_host_mqs_connected", {}), 1) << "linked again, directly";
+  proxy.stall(false);
 }
 
 TEST(Backbone, BrokerRestartMidStreamLosesNothingTheProducerSent) {

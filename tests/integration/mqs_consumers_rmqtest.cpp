@@ -62,6 +62,32 @@ TEST(MqsBroker, AConsumerWhoseConnectionStopsForwardingIsFoundStalledReportedAnd
   delete_topic(broker, topic);
 }
 
+TEST(MqsBroker, AConsumerTheBrokerCancelsIsConsumedAgainAndItsTopicDeliversAsBefore) {
+  auto& broker = shared_broker();
+  mqs_process mqs(broker, {});
+  auto topic = unique_topic("cancelled");
+  mqs_client c(mqs.port());
+  ASSERT_TRUE(c.hello());
+  c.pull(topic, "at-most-once", 100);
+  ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic).value_or(0) == 1; }, 20s)) << mqs.log();
+  broker.publish(topic, {"before"});
+  ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") == 1; }, 20s)) << mqs.log();
+  // Deleting the queue makes the broker send basic.cancel to its consumer (RabbitMQ's consumer
+  // cancel notification), on a channel and a connection that stay open.
+  broker.delete_queue(topic);
+  ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic).value_or(0) == 1; }, 20s))
+      << "the queue declared and consumed again\n"
+      << mqs.log();
+  broker.publish(topic, {"after"});
+  ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") == 2; }, 20s)) << mqs.log();
+  EXPECT_EQ(bodies_of(c.records("deliver")), (std::set<std::string>{"before", "after"}));
+  EXPECT_NE(mqs.log().find("consumer of " + topic + " lost: cancelled by the broker"), std::string::npos)
+      << mqs.log();
+  c.close();
+  mqs.stop();
+  delete_topic(broker, topic);
+}
+
 TEST(MqsBroker, ThePrefetchIsPerHostEachHostPullingATopicHasABrokerConsumerOfItsOwn) {
   auto& broker = shared_broker();
   mqs_process mqs(broker, {"--prefetch", "2"});

@@ -60,12 +60,14 @@ mqs_process start_mqs(rabbitmq_node& broker, const fs::path& dir, int prefetch, 
 
 std::unique_ptr<child_process> start_host(const std::string& system, const std::string& mqs_url,
                                           const std::vector<nlohmann::json>& pools, const fs::path& log_file,
-                                          const std::map<std::string, std::string>& env) {
+                                          const std::map<std::string, std::string>& env,
+                                          const std::vector<std::string>& extra_args) {
   std::vector<std::string> argv{bin_path("dde-isolate-system").string(), "--name", system, "--mqs", mqs_url};
   for (auto& p : pools) {
     argv.push_back("--pool-json");
     argv.push_back(p.dump());
   }
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   return std::make_unique<child_process>(argv, log_file, env);
 }
 

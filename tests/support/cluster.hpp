@@ -41,11 +41,12 @@ mqs_process start_mqs(rabbitmq_node& broker, const std::filesystem::path& dir, i
                       const tls_settings& tls = {}, const std::vector<std::string>& extra_args = {});
 
 /// Starts a dde-isolate-system named `system` with `pools` (pool spec bodies); `env` is added to its
-/// environment.
+/// environment; `extra_args` go last (e.g. --ops-port).
 std::unique_ptr<child_process> start_host(const std::string& system, const std::string& mqs_url,
                                           const std::vector<nlohmann::json>& pools,
                                           const std::filesystem::path& log_file,
-                                          const std::map<std::string, std::string>& env = {});
+                                          const std::map<std::string, std::string>& env = {},
+                                          const std::vector<std::string>& extra_args = {});
 
 /// A running dde-registry on a free port.
 /// With TLS, `rest` and `node_id` need the CA (and a client certificate if the registry verifies

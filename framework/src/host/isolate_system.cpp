@@ -16,6 +16,7 @@ isolate_system::isolate_system(isolate_system_options options) : options_(std::m
   t.system = options_.name;
   t.instance = options_.instance;
   t.window = options_.window;
+  t.stall_timeout = options_.stall_timeout;
   top_ = std::make_shared<top_level>(io_, t);
   controller_ = std::make_shared<controller>(io_, top_, options_.name);
   fetch_options fetch;

@@ -25,6 +25,8 @@ struct isolate_system_options {
   int threads = 2;  ///< at most this many run the pools; the first alone until it lags
   std::chrono::microseconds thread_lag{1000};  ///< what lagging is (elastic_threads); 0: all run always
   std::size_t window = 4096;
+  /// A pool with credit out and no delivery this long while messages wait is stalled (top_level_options).
+  std::chrono::milliseconds stall_timeout{30000};
   std::string control_url;  ///< the node activator's /control endpoint; empty: run alone
   std::string
       plugin_cache;     ///< copies of plugin versions that worked (with control_url), and http(s) downloads

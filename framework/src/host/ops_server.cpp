@@ -41,6 +41,10 @@ void ops_server::handle(const net::http_request& req, std::function<void(net::ht
       net::readiness r;
       r.ready = link.linked;
       r.reason = link.link_error;
+      if (r.ready && !link.stalled.empty()) {
+        r.degraded = true;
+        r.reason = "no delivery while messages wait: " + link.stalled;
+      }
       r.details = {{"system", options.system}, {"instance", options.instance}, {"mqs", options.mqs}};
       respond(net::health_response("dde-isolate-system", r));
     });
@@ -116,6 +120,12 @@ void add_host_metrics(metrics_registry& out, const nlohmann::json& pools, const 
       out.gauge("dde_host_workers", "Workers of the pool that run now.", l).set(double(workers));
     }
   }
+  for (auto& [topic, n] : link.stalls)
+    out.counter("dde_host_pool_stalls_total",
+                "Times the pool had credit out at the MQS, no delivery and messages waiting for the stall "
+                "timeout (the MQS link was then replaced).",
+                {{"pool", topic}})
+        .set(double(n));
   out.gauge("dde_host_mqs_connected", "1 while the link to the MQS is up.").set(link.linked ? 1 : 0);
   out.counter("dde_host_mqs_reconnects_total", "Reconnections to an MQS after the first connection.")
       .set(double(link.reconnects));

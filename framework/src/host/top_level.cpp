@@ -30,6 +30,8 @@ top_level::top_level(boost::asio::io_context& io, top_level_options options)
       reply_topic_(reply_topic(options_.instance)),
       retry_(strand_, net::data_path_retry_initial, net::data_path_retry_max),
       writable_timer_(strand_),
+      watch_(options_.stall_timeout),
+      watch_timer_(strand_),
       stop_timer_(strand_) {
   urls_ = net::parse_ws_url_list(options_.mqs_url);
   if (urls_.empty())
@@ -40,7 +42,53 @@ top_level::top_level(boost::asio::io_context& io, top_level_options options)
 std::string top_level::current_url() const { return net::url_text(urls_[current_]); }
 
 void top_level::start() {
-  boost::asio::post(strand_, [self = shared_from_this()] { self->do_connect(); });
+  boost::asio::post(strand_, [self = shared_from_this()] {
+    self->do_connect();
+    if (self->watch_.enabled()) self->schedule_watch();
+  });
+}
+
+void top_level::schedule_watch() {
+  watch_timer_.expires_after(std::chrono::seconds(1));
+  watch_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->stopping_) return;
+    self->watch();
+    self->schedule_watch();
+  });
+}
+
+void top_level::watch() {
+  if (!conn_ || !welcomed_) return;
+  auto now = std::chrono::steady_clock::now();
+  auto found = watch_.sweep(now);
+  if (!found.stalled.empty())  // one new link serves every pool
+    return stalled(found.stalled.front(), "the MQS left a depth question unanswered for " +
+                                              std::to_string(options_.stall_timeout.count()) + " ms");
+  for (auto& topic : found.ask) {
+    depth_waiting_[topic].push_back([self = shared_from_this(), topic](std::uint64_t ready, std::uint64_t,
+                                                                      std::string error) {
+      if (!self->watch_.answer(topic, ready, !error.empty(), std::chrono::steady_clock::now())) return;
+      self->stalled(topic, std::to_string(ready) + " message(s) ready in its queue");
+    });
+    mqs::append(out_, mqs::depth_request{topic});
+  }
+  if (!found.ask.empty()) schedule_flush();
+}
+
+void top_level::stalled(const std::string& topic, const std::string& evidence) {
+  log()->warn("pool {} stalled: credit for {} out at MQS {} and no delivery for {} ms while {}; moving to a "
+              "fresh link",
+              topic, watch_.credit(topic), current_url(), options_.stall_timeout.count(), evidence);
+  abandon_link("pool " + topic + " stalled");
+}
+
+void top_level::abandon_link(const std::string& why) {
+  auto old = std::move(conn_);
+  conn_.reset();
+  welcomed_ = false;
+  fail_depths("the MQS link was dropped before it answered");
+  if (old) old->close(why);  // its on_close is ignored: it is no longer conn_
+  schedule_reconnect(why);
 }
 
 void top_level::do_connect() {
@@ -76,6 +124,7 @@ void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     }
     self->conn_ = conn;
     self->welcomed_ = false;
+    self->watch_.linked(std::chrono::steady_clock::now());
     if (++self->generation_ > 1) ++self->stats_.reconnects;
     // Whatever was batched for the old connection (acks, pulls) is void with it.
     self->out_.clear();
@@ -124,6 +173,7 @@ void top_level::on_message(const std::shared_ptr<net::ws_connection>& conn, std:
   // 23,700-28,600 posted, with less CPU in the host, the MQS and the broker alike.
   boost::asio::defer(strand_, [self = shared_from_this(), conn, records = std::move(records)]() mutable {
     if (self->conn_ != conn) return;  // late records of a replaced connection
+    if (self->watch_.enabled()) self->batch_now_ = std::chrono::steady_clock::now();
     for (auto& rec : records) self->handle(rec);
     self->hand_deliveries();
   });
@@ -242,6 +292,7 @@ void top_level::flush() {
     acks_.clear();
   }
   for (auto& [topic, p] : pulls_) {
+    if (topic != reply_topic_) watch_.pulled(topic, p.credit, std::chrono::steady_clock::now());
     auto credit = std::uint32_t(std::min<std::size_t>(p.credit, std::numeric_limits<std::uint32_t>::max()));
     mqs::append(out_, mqs::pull_request{topic, p.mode, credit, p.consumers});  // split above max_credit
   }
@@ -259,6 +310,8 @@ void top_level::read_stats(std::function<void(const top_level_stats&)> fn) {
     auto stats = self->stats_;
     stats.linked = self->conn_ && self->welcomed_;
     stats.link_error = self->link_error();
+    stats.stalled = self->watch_.report(std::chrono::steady_clock::now());
+    stats.stalls = self->watch_.stalls();
     fn(stats);
   });
 }
@@ -267,6 +320,7 @@ void top_level::stop(std::chrono::milliseconds timeout, std::function<void()> do
   boost::asio::post(strand_, [self = shared_from_this(), timeout, done = std::move(done)] {
     self->stopping_ = true;
     self->stopped_ = done;
+    self->watch_timer_.cancel();
     self->answer_link_waiters("the isolate system is stopping");
     self->stop_timer_.expires_after(timeout);
     self->stop_timer_.async_wait([self](boost::system::error_code ec) {

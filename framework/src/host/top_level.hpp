@@ -20,6 +20,7 @@
 #include "dde/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/protocol/mqs_records.hpp"
+#include "host/credit_watch.hpp"
 #include "host/mqs_link.hpp"
 #include "dde/wire/record.hpp"
 
@@ -34,6 +35,10 @@ struct top_level_options {
   std::string instance;          ///< this isolate-system instance's UUID
   std::size_t window = 4096;     ///< unconfirmed at-least-once messages before senders wait
   std::size_t reply_credit = 256;
+  /// A pool with credit out at the MQS that got no delivery for this long while its queue holds
+  /// ready messages is stalled (host/credit_watch.hpp): logged, counted, /health degraded, and the
+  /// link moves to a fresh connection. 0: never.
+  std::chrono::milliseconds stall_timeout{30000};
   /// Opens the WebSocket to an MQS (on success the handler's on_open runs, on failure only
   /// `on_fail`): net::ws_connect with the cluster's options when empty; tests record the attempts
   /// and open fake connections themselves.
@@ -48,6 +53,8 @@ struct top_level_stats {
                 replies_dropped = 0, dropped_at_most_once = 0;
   bool linked = false;     ///< connected to an MQS that welcomed this host
   std::string link_error;  ///< why it is not (empty while linked)
+  std::string stalled;     ///< pools found stalled lately ("a.b for 12000 ms"); empty when none
+  std::map<std::string, std::uint64_t> stalls;  ///< stalls found so far, by pool topic
 };
 
 class top_level : public std::enable_shared_from_this<top_level>, public net::ws_handler, public mqs_link {
@@ -135,6 +142,14 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery_mode mode);
   bool writable() const;
   void check_writable();
+  /// Once a second while the link is up: asks the MQS about pools that get nothing (credit_watch).
+  void schedule_watch();
+  void watch();
+  /// `topic` is stalled: logged, and the link moves to a fresh connection.
+  void stalled(const std::string& topic, const std::string& evidence);
+  /// Drops the link at once (its close handshake may never end: the peer may not be reading) and
+  /// connects again, to the next MQS URL if there are several.
+  void abandon_link(const std::string& why);
   void check_stopping();
 
   boost::asio::io_context& io_;
@@ -169,6 +184,9 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   std::unordered_map<std::string, pause_handler> pause_handlers_;
   std::unordered_map<std::string, std::deque<depth_handler>> depth_waiting_;  ///< per topic, in asking order
   top_level_stats stats_;
+  credit_watch watch_;
+  boost::asio::steady_timer watch_timer_;
+  std::chrono::steady_clock::time_point batch_now_{};  ///< when the WebSocket message being handled came
   bool stopping_ = false;
   bool close_sent_ = false;  ///< stopping: the link's close is on its way
   std::function<void()> stopped_;

@@ -53,6 +53,7 @@ void top_level::handle_deliver(mqs::deliver_record& r, std::string body) {
     sink->deliver_reply(std::move(e));
     return;
   }
+  watch_.delivered(r.topic, batch_now_);
   auto it = routers_.find(r.topic);
   auto sink = it == routers_.end() ? nullptr : it->second.lock();
   if (!sink) {
@@ -149,6 +150,7 @@ void top_level::nack(std::uint64_t generation, std::uint64_t tag, bool requeue) 
 void top_level::cancel(const std::string& topic) {
   boost::asio::post(strand_, [self = shared_from_this(), topic] {
     self->pulls_.erase(topic);
+    self->watch_.cancelled(topic);
     if (!self->conn_) return;
     mqs::append(self->out_, mqs::cancel_request{topic});
     self->schedule_flush();

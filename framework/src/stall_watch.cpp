@@ -1,6 +1,8 @@
-#include "dde/mqs/stall_watch.hpp"
+#include "dde/stall_watch.hpp"
 
-namespace dde::mqs {
+#include <algorithm>
+
+namespace dde {
 
 std::vector<std::string> stall_watch::sweep(clock::time_point now, const std::vector<consumed>& topics) {
   std::vector<std::string> ask;
@@ -46,7 +48,15 @@ bool stall_watch::answer(const std::string& topic, std::uint64_t ready, clock::t
   auto& s = it->second;
   s.asked = false;
   s.next_ask = now + limit_;  // whatever the answer, not again before one more limit
-  if (last_traffic > s.traffic_when_asked || ready == 0) return false;  // it moved, or nothing to deliver
+  if (last_traffic > s.traffic_when_asked) {  // it moved
+    s.empty_answers = 0;
+    return false;
+  }
+  if (ready == 0) {  // idle: asked again later and later
+    s.next_ask = now + limit_ * (1u << std::min<std::uint32_t>(s.empty_answers, 3));  // 1, 2, 4, 8 limits
+    ++s.empty_answers;
+    return false;
+  }
   s.detected = now;
   if (!s.stalled_since) {
     s.stalled_since = s.traffic_when_asked;
@@ -65,4 +75,4 @@ std::string stall_watch::report(clock::time_point now) const {
   return out;
 }
 
-}  // namespace dde::mqs
+}  // namespace dde

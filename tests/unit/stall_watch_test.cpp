@@ -1,9 +1,9 @@
-// The MQS's delivery watchdog's bookkeeping (dde/mqs/stall_watch.hpp), on a clock the test moves.
+// The delivery watchdog's bookkeeping (dde/stall_watch.hpp), on a clock the test moves.
 #include <gtest/gtest.h>
 
-#include "dde/mqs/stall_watch.hpp"
+#include "dde/stall_watch.hpp"
 
-namespace dde::mqs {
+namespace dde {
 namespace {
 
 using namespace std::chrono_literals;
@@ -55,6 +55,25 @@ TEST_F(StallWatch, AnIdleQueueOrTrafficMeanwhileIsNoStallAndIsAskedAgainOnlyALim
   EXPECT_FALSE(watch.answer("other.pool", 7, traffic, t0 + 20200ms)) << "never asked";
 }
 
+TEST_F(StallWatch, AnIdleTopicIsAskedAboutLessAndLessOftenUntilItMoves) {
+  clock::duration asked_at = 10s;
+  ASSERT_EQ(sweep(asked_at).size(), 1u);
+  std::vector<clock::duration> gaps;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_FALSE(watch.answer("sys.pool", 0, traffic, t0 + asked_at));
+    auto next = asked_at;
+    do next += 1s;
+    while (sweep(next).empty() && next < asked_at + 200s);
+    gaps.push_back(next - asked_at);
+    asked_at = next;
+  }
+  EXPECT_EQ(gaps, (std::vector<clock::duration>{10s, 20s, 40s, 80s, 80s})) << "at most 8 limits apart";
+  traffic = t0 + asked_at;  // a delivery: the next quiet spell starts from one limit again
+  ASSERT_FALSE(watch.answer("sys.pool", 0, traffic, t0 + asked_at));
+  EXPECT_TRUE(sweep(asked_at + 1s).empty());
+  EXPECT_EQ(sweep(asked_at + 10s).size(), 1u);
+}
+
 TEST_F(StallWatch, ATopicNoLongerConsumedIsForgottenAndALimitOfZeroWatchesNothing) {
   ASSERT_EQ(sweep(10s).size(), 1u);
   ASSERT_TRUE(watch.answer("sys.pool", 5, traffic, t0 + 10s));
@@ -65,4 +84,4 @@ TEST_F(StallWatch, ATopicNoLongerConsumedIsForgottenAndALimitOfZeroWatchesNothin
 }
 
 }  // namespace
-}  // namespace dde::mqs
+}  // namespace dde
