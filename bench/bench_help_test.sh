@@ -19,4 +19,10 @@ for b in dde-bench-backbone dde-bench-elastic dde-bench-features dde-bench-gover
   n=$((n + 1))
 done
 ((n >= 2)) || fail "only $n benchmark binaries found in $bin"
+# The scripts: --help prints their usage, a bad argument stops them before any cluster starts.
+scripts="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+out=$("$scripts/pool-scale.sh" --help) || fail "pool-scale.sh --help exited $?"
+grep -q "bench/pool-scale.sh \[--pools" <<<"$out" || fail "pool-scale.sh --help printed no usage: $out"
+out=$(timeout 10 "$scripts/pool-scale.sh" --pools 10,x 2>&1) && fail "pool-scale.sh --pools 10,x ran"
+grep -q "not a count: x" <<<"$out" || fail "pool-scale.sh --pools 10,x said: $out"
 echo "PASS: $n benchmark binaries answer --help and refuse unknown options"

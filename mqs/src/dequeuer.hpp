@@ -303,7 +303,8 @@ class dequeuer : private dispatcher_port {
   std::uint64_t next_epoch_ = 1;
   std::uint16_t next_channel_ = 1;
   clock::time_point next_idle_check_{};
-  clock::time_point next_sweep_{};  ///< when every link is read again, readable or not
+  clock::time_point next_sweep_{};  ///< when links are read again, readable or not (sweep)
+  std::uint64_t sweeps_ = 0;
   clock::time_point shrink_due_ = clock::time_point::max();  ///< a quiet channel's extra consumers go
   pause_board pauses_;
   clock::time_point governance_retry_at_{};

@@ -8,6 +8,7 @@
 // read them, and the deliveries a turn sends go out from the same thread.
 
 #include <cerrno>
+#include <unordered_map>
 
 #include "dde/log.hpp"
 #include "dequeuer.hpp"
@@ -35,17 +36,27 @@ struct dequeuer::asio_loop {
     loop.finish();  // last: stop() returns once it ran
   }
 
+  /// The links with a session, by serial: rebuilt at each arm(), so that finding the link of a
+  /// socket costs no walk over every topic (an MQS may consume thousands).
+  std::unordered_map<std::uint64_t, broker_link*> links;
+
   broker_link* link_of(std::uint64_t serial) {
-    if (d.main_.session && d.main_.session->serial() == serial) return &d.main_;
+    auto it = links.find(serial);
+    return it == links.end() ? nullptr : it->second;
+  }
+
+  void index_links() {
+    links.clear();
+    if (d.main_.session) links.emplace(d.main_.session->serial(), &d.main_);
     for (auto& [topic, c] : d.consumers_)
-      if (c.link.session && c.link.session->serial() == serial) return &c.link;
-    return nullptr;
+      if (c.link.session) links.emplace(c.link.session->serial(), &c.link);
   }
 
   /// After a turn: watches the sockets of the links that have one (and forgets those gone), and
   /// comes back by `wake_at` at the latest.
   void arm(clock::time_point wake_at) {
     bool again = false;
+    index_links();
     // The watches of sessions gone (closed, or handed to the opener to retire) end first: each
     // closes its dup, which a new session's fd never is.
     loop.unwatch_if([&](std::uint64_t serial) { return link_of(serial) == nullptr; });

@@ -120,6 +120,7 @@ std::optional<std::string> node_table::on_response(std::uint64_t conn, response_
   if (it == pending_.end() || it->second.conn != conn)
     return "no request " + std::to_string(response.id) + " is waiting for an answer (timed out or unknown)";
   auto done = std::move(it->second.done);
+  ended(it->second);
   pending_.erase(it);
   if (response.ok)
     done(node_answer(std::move(response.result)));
@@ -140,11 +141,22 @@ std::size_t node_table::expire() {
         std::move(p->second.done),
         http_failure<ordered_json>(504, "node " + p->second.node_id + " did not answer \"" + p->second.action +
                                       "\" within " + std::to_string(opts_.request_timeout.count()) + " ms"));
+    ended(p->second);
     p = pending_.erase(p);
   }
   auto n = failures.size();
   fail(std::move(failures));
   return n;
+}
+
+void node_table::ended(const pending_request& p) {
+  if (p.action == "describe" || p.action == "ping") return;
+  if (auto it = nodes_.find(p.node_id); it != nodes_.end()) ++it->second.changes;
+}
+
+std::uint64_t node_table::changes(const std::string& id) const {
+  auto it = nodes_.find(id);
+  return it == nodes_.end() ? 0 : it->second.changes;
 }
 
 std::optional<node_table::clock::time_point> node_table::next_deadline() const {

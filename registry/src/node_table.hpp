@@ -92,6 +92,9 @@ class node_table {
   std::size_t expire();
   /// The earliest deadline of the pending requests.
   std::optional<clock::time_point> next_deadline() const;
+  /// How many requests that may change node `id`'s pools (all but describe and ping) have ended,
+  /// answered or not, since it registered: a describe taken before the count moved may be stale.
+  std::uint64_t changes(const std::string& id) const;
   std::size_t pending() const { return pending_.size(); }
 
  private:
@@ -100,6 +103,7 @@ class node_table {
     std::uint64_t conn = 0;
     std::uint64_t seq = 0;  ///< registration order
     std::shared_ptr<node_link> link;
+    std::uint64_t changes = 0;  ///< see changes()
   };
   struct pending_request {
     std::string node_id;
@@ -110,6 +114,8 @@ class node_table {
   };
 
   std::string fresh_id();
+  /// A request to `p.node_id` ended: counted when it may have changed the node's pools.
+  void ended(const pending_request& p);
   void fail(std::vector<std::pair<answer_fn, node_answer>> failures);
 
   options opts_;

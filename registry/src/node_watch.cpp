@@ -91,6 +91,7 @@ void node_watch::tick() {
       w.gone_since.reset();
       w.patience = std::chrono::milliseconds(0);
       w.pinging = w.describing = false;
+      w.described_changes.reset();
       ++w.epoch;
     }
     w.info = info;
@@ -128,12 +129,20 @@ void node_watch::ask(const std::string& id, watched& w) {
       if (http_status(a) != 502 && http_status(a) != 504) heard(id, epoch);
     });
   }
-  if (!w.describing) {
+  auto changes = nodes_.changes(id);
+  auto now = opts_.now();
+  bool stale = w.described_changes != changes || now - w.described_at >= opts_.describe_every;
+  if (!w.describing && stale) {
+    w.described_changes = changes;
+    w.described_at = now;
     w.describing = nodes_.request(id, protocol::node::describe{}, [this, id, epoch](node_answer a) {
       auto it = watched_.find(id);
       if (it == watched_.end() || it->second.epoch != epoch) return;
       it->second.describing = false;
-      if (!a) return;
+      if (!a) {
+        it->second.described_changes.reset();  // asked again at the next heartbeat
+        return;
+      }
       heard(id, epoch);
       if (!a.value().is_object()) return;
       it->second.pools = std::move(a.value());

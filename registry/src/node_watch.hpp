@@ -1,6 +1,7 @@
 #pragma once
 // Node failure detection and failover. The registry pings every node each heartbeat and keeps a
-// recent `describe` of it; a node that answers nothing for the timeout (hung, or its connection
+// `describe` of it (taken again after any request that may have changed its pools, and at least
+// every describe_every); a node that answers nothing for the timeout (hung, or its connection
 // gone without it registering again under its id) is lost: its connection is closed and every pool
 // it ran with `failover: true` is deployed again on the surviving nodes, its workers spread over them.
 // A pool that finds no node left (the survivors were lost too, or not back yet) waits, and goes to
@@ -34,6 +35,10 @@ class node_watch {
     state_store* store = nullptr;
     /// After a restart, how long a remembered node has to register again before it is lost.
     std::chrono::milliseconds restore_grace{15000};
+    /// A node's pools are described again after any request that may have changed them, else at
+    /// this interval (what it changed itself, e.g. autoscaling): a describe of every node at every
+    /// heartbeat cost the nodes and the registry a core's tenth each at 1,000 pools.
+    std::chrono::milliseconds describe_every{10000};
   };
 
   node_watch(node_table& nodes, options opts);
@@ -62,6 +67,8 @@ class node_watch {
     ordered_json saved;                           ///< what the store holds of it
     bool pinging = false;
     bool describing = false;
+    std::optional<std::uint64_t> described_changes;  ///< node_table::changes when last described
+    clock::time_point described_at{};
     std::uint64_t epoch = 0;  ///< bumped when it comes back, so old answers are ignored
   };
   void heard(const std::string& id, std::uint64_t epoch);

@@ -42,6 +42,14 @@ struct manual_clock {
   }
 };
 
+/// A node table on `clock`, its random ids from a fixed seed.
+inline node_table::options table_options(manual_clock& clock) {
+  node_table::options o;
+  o.now = clock.fn();
+  o.seed = 7;
+  return o;
+}
+
 /// A node registered in a table, whose answers the test gives.
 struct scripted_node {
   scripted_node(node_table& table, std::uint64_t conn, const std::string& wanted_id = {},

@@ -45,12 +45,7 @@ std::vector<json> deploys(const scripted_node& node) {
 
 struct three_nodes {
   manual_clock clock;
-  node_table table{[this] {
-    node_table::options o;
-    o.now = clock.fn();
-    o.seed = 7;
-    return o;
-  }()};
+  node_table table{table_options(clock)};
   node_watch watch{table, node_watch::options{1000ms, 3000ms, clock.fn()}};
   scripted_node a{table, 1}, b{table, 2}, c{table, 3};
   std::size_t seen_a = 0, seen_b = 0, seen_c = 0;
@@ -204,6 +199,7 @@ struct memory_store : state_store {
 struct remembering_watch {
   explicit remembering_watch(memory_store& store, std::chrono::milliseconds grace = 15s) : store(store) {
     node_watch::options o{1000ms, 3000ms, clock.fn()};
+    o.describe_every = 0ms;  // described at every heartbeat: what is remembered is the question here
     o.store = &store;
     o.restore_grace = grace;
     watch = std::make_unique<node_watch>(table, o);

@@ -121,7 +121,10 @@ class consumer : public dde::worker {
     }
   }
 
-  void on_start() override { tick(); }
+  // Without a stats_dir there is nothing to flush: no timer (a node may run thousands of these).
+  void on_start() override {
+    if (!stats_dir_.empty()) tick();
+  }
 
   void on_receive(const dde::message& msg) override {
     std::int64_t seq = -1;

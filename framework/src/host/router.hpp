@@ -336,6 +336,7 @@ class router : public cell_owner,
   poison_filter poison_;
   starvation_guard guard_;
   std::unique_ptr<timer> guard_timer_;
+  bool guard_asleep_ = false;  ///< nothing held, no PING out: its timer waits for the next hand-over
   std::shared_ptr<rate_gate> gate_;  ///< the pool's rate, in-flight limit and governance pause
   pause_governor governor_;
   plugin_source source_;

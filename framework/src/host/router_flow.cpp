@@ -110,6 +110,10 @@ bool router::dispatch(waiting&& w, bool front) {
 void router::hand_to(std::size_t index, message&& msg, std::uint64_t delivery_id) {
   ledger_.assign(index);
   if (ledger_.in_flight(index) == 1) guard_.active(index, clock_->now());
+  if (guard_asleep_) {
+    guard_asleep_ = false;
+    watch_workers();
+  }
   if (gathering_) {
     if (gathered_.size() <= index) gathered_.resize(index + 1);
     gathered_[index].emplace_back(std::move(msg), delivery_id);

@@ -223,6 +223,14 @@ void router::watch_workers() {
             boost::asio::post(self->strand_, [self, i, ping, busy, busy_for] { self->on_pong(i, ping, busy, busy_for); });
           });
     }
+    // Nothing held and no PING out: the guard sleeps until the next hand-over (hand_to), so that an
+    // idle pool costs no timer (thousands of pools on a node).
+    bool holding_any = false;
+    for (std::size_t i = 0; i < self->slots_.size() && !holding_any; ++i) holding_any = holding(i);
+    if (!holding_any && !self->guard_.pinging()) {
+      self->guard_asleep_ = true;
+      return;
+    }
     self->watch_workers();
   });
 }

@@ -25,6 +25,12 @@ class starvation_guard {
   void resize(std::size_t n, time_point now);
   /// The slot did something (got its first message, finished one, was retried): quiet from `now`.
   void active(std::size_t slot, time_point now);
+  /// Whether a PING awaits its PONG.
+  bool pinging() const {
+    for (auto p : ping_out_)
+      if (p != 0) return true;
+    return false;
+  }
   /// The slot's instance was replaced or killed: its PING awaits nothing any more.
   void forget(std::size_t slot);
   /// A fresh instance in the slot at `now`: no PING awaited, quiet from now.

@@ -147,14 +147,15 @@ bool elastic_threads::all_in_reactor(int k) const {
   return k > 0;
 }
 
-bool elastic_threads::lagging(int k) {
+bool elastic_threads::lagging(int k, int& idle_looks) {
   using clock = std::chrono::steady_clock;
   looks_.fetch_add(1, std::memory_order_relaxed);
   if (all_in_reactor(k)) {
-    // Idle: nothing is queued for them. Look again in a period, without waking them.
-    wait(options_.period);
+    // Idle: nothing is queued for them. Look again later, without waking them.
+    wait(options_.period * (1 << std::min(idle_looks++, 3)));
     return false;
   }
+  idle_looks = 0;
   probes_.fetch_add(1, std::memory_order_relaxed);
   auto ran = std::make_shared<std::atomic<bool>>(false);
   auto cpu0 = cpu_of(k);
@@ -182,6 +183,7 @@ void elastic_threads::set_running(int delta) {
 }
 
 void elastic_threads::run_helper(int k) {
+  int idle_looks = 0;
   for (;;) {
     {
       // Helper k looks only while the k threads before it all run the context.
@@ -189,7 +191,7 @@ void elastic_threads::run_helper(int k) {
       changed_.wait(l, [&] { return stopping_ || running_.load() >= k; });
       if (stopping_) return;
     }
-    if (!lagging(k)) continue;
+    if (!lagging(k, idle_looks)) continue;
     joins_.fetch_add(1, std::memory_order_relaxed);
     joins_metric_.add();
     set_running(1);
@@ -201,7 +203,7 @@ void elastic_threads::run_helper(int k) {
       boost::asio::post(io_, [] {});
       // The thread steps out for a period and comes straight back if the lag is still there.
       set_running(-1);
-      if (!lagging(k)) break;
+      if (!lagging(k, idle_looks)) break;
       set_running(1);
     }
   }

@@ -76,7 +76,10 @@ class elastic_threads {
   /// Waits `d` or until join(); true when joining.
   bool wait(std::chrono::nanoseconds d);
   /// Whether helper `k` should join: one period's look at the probe and the k threads before it.
-  bool lagging(int k);
+  /// `idle_looks`: the caller's looks in a row that found every thread in the reactor; each waits
+  /// twice as long as the last, up to 8 periods (a parked thread of an idle daemon wakes 12 times
+  /// a second, not 100).
+  bool lagging(int k, int& idle_looks);
   std::chrono::nanoseconds cpu_of(int k) const;
   /// Whether one of the first k threads sleeps now (blocked, e.g. in a handler; unknown counts).
   bool any_sleeping(int k) const;
