@@ -36,30 +36,50 @@ struct dequeuer::asio_loop {
     loop.finish();  // last: stop() returns once it ran
   }
 
-  /// The links with a session, by serial: rebuilt at each arm(), so that finding the link of a
-  /// socket costs no walk over every topic (an MQS may consume thousands).
+  /// The links with a session, by serial, so that finding the link of a socket costs no walk over
+  /// every topic (an MQS may consume thousands).
   std::unordered_map<std::uint64_t, broker_link*> links;
+  /// Which sessions `links` holds: their count and the sum of a 64-bit hash of their serials
+  /// (serials are never reused: two different sets collide with odds of 2^-64).
+  std::pair<std::size_t, std::uint64_t> census{~std::size_t(0), 0};
 
   broker_link* link_of(std::uint64_t serial) {
     auto it = links.find(serial);
     return it == links.end() ? nullptr : it->second;
   }
 
-  void index_links() {
+  static std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+  }
+
+  /// Rebuilds `links` when the sessions changed since the last turn; false when they did not.
+  bool index_links() {
+    std::pair<std::size_t, std::uint64_t> now{0, 0};
+    auto count = [&](const broker_link& l) {
+      if (!l.session) return;
+      ++now.first;
+      now.second += mix(l.session->serial());
+    };
+    count(d.main_);
+    for (auto& [topic, c] : d.consumers_) count(c.link);
+    if (now == census) return false;
+    census = now;
     links.clear();
     if (d.main_.session) links.emplace(d.main_.session->serial(), &d.main_);
     for (auto& [topic, c] : d.consumers_)
       if (c.link.session) links.emplace(c.link.session->serial(), &c.link);
+    return true;
   }
 
   /// After a turn: watches the sockets of the links that have one (and forgets those gone), and
   /// comes back by `wake_at` at the latest.
   void arm(clock::time_point wake_at) {
     bool again = false;
-    index_links();
     // The watches of sessions gone (closed, or handed to the opener to retire) end first: each
-    // closes its dup, which a new session's fd never is.
-    loop.unwatch_if([&](std::uint64_t serial) { return link_of(serial) == nullptr; });
+    // closes its dup, which a new session's fd never is. Most turns no session came or went.
+    if (index_links()) loop.unwatch_if([&](std::uint64_t serial) { return link_of(serial) == nullptr; });
     auto watch_link = [&](broker_link& link) {
       if (!link.session || link.session->fd() < 0) {
         link.readable = true;  // as the thread's loop: read as soon as it has a connection
