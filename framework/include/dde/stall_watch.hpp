@@ -33,6 +33,7 @@ class stall_watch {
 
   /// `limit` 0: never suspect anything.
   explicit stall_watch(clock::duration limit) : limit_(limit) {}
+  clock::duration limit() const { return limit_; }
 
   /// Once a second, every topic consumed here: the suspects to ask about (each once, until it moves
   /// again); a stalled topic that moved is stalled no more.
@@ -52,8 +53,8 @@ class stall_watch {
     /// Answers in a row that found its queue empty: an idle topic is asked again one limit later,
     /// then 2, 4 and at most 8 limits later, so that many idle topics cost little.
     std::uint32_t empty_answers = 0;
-    std::optional<clock::time_point> stalled_since;  ///< its channel's last traffic before the stall
-    clock::time_point detected{};                    ///< when the broker's answer made it a stall
+    std::optional<clock::time_point> stalled_since;  ///< its last traffic before the stall
+    clock::time_point detected{};                    ///< when an answer made it a stall
   };
   clock::duration limit_;
   std::map<std::string, suspect> suspects_;  ///< only topics suspected lately

@@ -41,7 +41,7 @@ credit_watch::sweep_result credit_watch::sweep(clock::time_point now) {
   sweep_result out;
   if (!enabled()) return out;
   for (auto it = asked_.begin(); it != asked_.end();) {
-    if (now - it->second < limit_) {
+    if (now - it->second < watch_.limit()) {
       ++it;
       continue;
     }

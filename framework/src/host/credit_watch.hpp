@@ -21,9 +21,9 @@ class credit_watch {
  public:
   using clock = std::chrono::steady_clock;
   /// `limit` 0: never suspect anything.
-  explicit credit_watch(clock::duration limit) : watch_(limit), limit_(limit) {}
+  explicit credit_watch(clock::duration limit) : watch_(limit) {}
 
-  bool enabled() const { return limit_ != clock::duration::zero(); }
+  bool enabled() const { return watch_.limit() != clock::duration::zero(); }
   /// A new link to an MQS: no credit is out there, no question either.
   void linked(clock::time_point now);
   /// `credit` more for `topic` went to the MQS.
@@ -58,7 +58,6 @@ class credit_watch {
   bool record(const std::string& topic, std::uint64_t ready, clock::time_point now);
 
   stall_watch watch_;
-  clock::duration limit_;
   std::unordered_map<std::string, pool_state> topics_;
   std::map<std::string, clock::time_point> asked_;  ///< questions out, since when
   std::map<std::string, std::uint64_t> stalls_;

@@ -64,15 +64,11 @@ void top_level::watch() {
   if (!found.stalled.empty())  // one new link serves every pool
     return stalled(found.stalled.front(), "the MQS left a depth question unanswered for " +
                                               std::to_string(options_.stall_timeout.count()) + " ms");
-  for (auto& topic : found.ask) {
-    depth_waiting_[topic].push_back([self = shared_from_this(), topic](std::uint64_t ready, std::uint64_t,
-                                                                      std::string error) {
+  for (auto& topic : found.ask)
+    ask_depth(topic, [self = shared_from_this(), topic](std::uint64_t ready, std::uint64_t, std::string error) {
       if (!self->watch_.answer(topic, ready, !error.empty(), std::chrono::steady_clock::now())) return;
       self->stalled(topic, std::to_string(ready) + " message(s) ready in its queue");
     });
-    mqs::append(out_, mqs::depth_request{topic});
-  }
-  if (!found.ask.empty()) schedule_flush();
 }
 
 void top_level::stalled(const std::string& topic, const std::string& evidence) {
@@ -83,11 +79,16 @@ void top_level::stalled(const std::string& topic, const std::string& evidence) {
 }
 
 void top_level::abandon_link(const std::string& why) {
-  auto old = std::move(conn_);
+  auto old = conn_;
+  link_lost(why);
+  if (old) old->close(why);  // its on_close is ignored: it is no longer conn_
+}
+
+void top_level::link_lost(const std::string& why) {
   conn_.reset();
   welcomed_ = false;
-  fail_depths("the MQS link was dropped before it answered");
-  if (old) old->close(why);  // its on_close is ignored: it is no longer conn_
+  fail_depths("the MQS link dropped before it answered");
+  if (stopping_) return check_stopping();
   schedule_reconnect(why);
 }
 
@@ -182,11 +183,7 @@ void top_level::on_message(const std::shared_ptr<net::ws_connection>& conn, std:
 void top_level::on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) {
   boost::asio::post(strand_, [self = shared_from_this(), conn, reason] {
     if (self->conn_ != conn) return;
-    self->conn_.reset();
-    self->welcomed_ = false;
-    self->fail_depths("the MQS link dropped before it answered");
-    if (self->stopping_) return self->check_stopping();
-    self->schedule_reconnect("connection closed (" + reason + ")");
+    self->link_lost("connection closed (" + reason + ")");
   });
 }
 

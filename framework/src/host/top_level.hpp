@@ -132,6 +132,9 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void handle_record(const mqs::depth_record& r);
   void handle_record(const mqs::pause_record& r);
   void handle_record(const mqs::error_record& r);
+  /// Asks the MQS how many messages wait in `topic`'s queue (on the strand); `fn` hears the answer,
+  /// or an error at once when the link is down, or when it drops before the answer.
+  void ask_depth(const std::string& topic, depth_handler fn);
   /// Answers every depth question still waiting with `error` (the link they were asked on is gone).
   void fail_depths(const std::string& error);
   void schedule_flush();
@@ -150,6 +153,9 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   /// Drops the link at once (its close handshake may never end: the peer may not be reading) and
   /// connects again, to the next MQS URL if there are several.
   void abandon_link(const std::string& why);
+  /// The link is gone (closed, or abandoned): its depth questions fail, and unless the top level
+  /// stops, it connects again.
+  void link_lost(const std::string& why);
   void check_stopping();
 
   boost::asio::io_context& io_;

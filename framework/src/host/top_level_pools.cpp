@@ -172,11 +172,15 @@ void top_level::pause(const std::string& topic, std::chrono::milliseconds ms, co
 
 void top_level::queue_depth(const std::string& topic, depth_handler fn) {
   boost::asio::post(strand_, [self = shared_from_this(), topic, fn = std::move(fn)]() mutable {
-    if (!self->conn_ || !self->welcomed_) return fn(0, 0, "no MQS link");
-    self->depth_waiting_[topic].push_back(std::move(fn));
-    mqs::append(self->out_, mqs::depth_request{topic});
-    self->schedule_flush();
+    self->ask_depth(topic, std::move(fn));
   });
+}
+
+void top_level::ask_depth(const std::string& topic, depth_handler fn) {
+  if (!conn_ || !welcomed_) return fn(0, 0, "no MQS link");
+  depth_waiting_[topic].push_back(std::move(fn));
+  mqs::append(out_, mqs::depth_request{topic});
+  schedule_flush();
 }
 
 void top_level::handle_record(const mqs::depth_record& r) {
