@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "host/ask_tracker.hpp"
+#include "host/asks.hpp"
 #include "host/pause_governor.hpp"
 #include "host/starvation_guard.hpp"
 #include "host/supervisor.hpp"
@@ -49,6 +50,46 @@ TEST(AskTracker, AsksTimeOutOldestFirstAndTooManyPendingEndTheOldest) {
   EXPECT_EQ(ended[0].pool, "s.y");
   EXPECT_EQ(asks.pending(), 2u);
   EXPECT_EQ(asks.next_deadline(), t0 + 121s);
+}
+
+TEST(Asks, ObservesARoundTripWhenItsReplyComesAndATimeoutWhenNoneCame) {
+  boost::asio::io_context io;
+  auto strand = boost::asio::make_strand(io);
+  auto c = std::make_shared<testing::manual_clock>();
+  asks rounds(*c, strand, "parts.asker", 60s);
+  auto& registry = metrics_registry::process();
+  auto& own = registry.histogram("dde_host_ask_seconds", "", latency_buckets(), {{"pool", "parts.asker"}});
+  EXPECT_EQ(own.cumulative().back(), 0u) << "the pool's own series exists before its first ask";
+  auto& seconds = registry.histogram("dde_host_ask_seconds", "", latency_buckets(), {{"pool", "parts.asked"}});
+  auto& timeouts = registry.counter("dde_host_ask_timeouts_total", "", {{"pool", "parts.asked"}});
+  rounds.sent("answered", "parts.asked", c->now());
+  rounds.sent("silent", "parts.asked", c->now());
+  c->advance(250ms);
+  io.run();
+  rounds.replied("answered");
+  EXPECT_EQ(seconds.cumulative().back(), 1u);
+  EXPECT_DOUBLE_EQ(seconds.sum(), 0.25);
+  EXPECT_EQ(rounds.pending(), 1u);
+  c->advance(60s);
+  io.restart();
+  io.run();
+  EXPECT_EQ(timeouts.value(), 1) << "the unanswered ask times out 60 s after it went";
+  EXPECT_EQ(seconds.cumulative().back(), 2u);
+  EXPECT_EQ(rounds.pending(), 0u);
+  EXPECT_EQ(c->pending(), 0u) << "nothing pending: no timer armed";
+}
+
+TEST(Asks, AStoppedPoolArmsNoTimer) {
+  boost::asio::io_context io;
+  auto strand = boost::asio::make_strand(io);
+  auto c = std::make_shared<testing::manual_clock>();
+  asks rounds(*c, strand, "parts.stopping", 60s);
+  rounds.sent("a", "parts.elsewhere", c->now());
+  EXPECT_EQ(c->pending(), 1u);
+  rounds.stop();
+  rounds.sent("b", "parts.elsewhere", c->now());
+  EXPECT_EQ(c->pending(), 0u);
+  EXPECT_EQ(rounds.pending(), 2u);
 }
 using time_point = std::chrono::steady_clock::time_point;
 const time_point t0{std::chrono::hours(10)};

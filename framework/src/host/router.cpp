@@ -23,6 +23,7 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
       shared_spec_(std::make_shared<const pool_spec>(spec_)),
       ledger_(spec_.router, std::size_t(spec_.credits)),
       subs_(spec_.sub_pools),
+      asks_(*clock_, strand_, topic_, ask_timeout),
       supervisor_(spec_.supervision),
       // Failed messages that go back to the queue are counted; raced copies and at-most-once ones are not.
       // A pool with retry delays counts failures in the message itself (the envelope's `attempt`).
@@ -55,7 +56,6 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
                          "Time from a message's publishing by the MQS (its wall clock) to its hand-over to a "
                          "worker (this host's wall clock), per pool.",
                          latency_buckets(), {{"pool", topic_}});
-  ask_metrics(topic_);
   touch_plugin_load_failures(topic_);
 }
 
@@ -151,7 +151,7 @@ void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> d
     if (self->plugin_timer_) self->plugin_timer_->cancel();
     if (self->canary_.window) self->canary_.window->cancel();
     if (self->guard_timer_) self->guard_timer_->cancel();
-    if (self->ask_timer_) self->ask_timer_->cancel();
+    self->asks_.stop();
     if (self->scaling_.sampler) self->scaling_.sampler->cancel();
     self->ledger_.set_paused(true);
     self->top_->cancel(self->topic_);
@@ -197,7 +197,7 @@ void router::check_drained() {
 
 void router::deliver_reply(envelope e) {
   boost::asio::defer(strand_, [self = shared_from_this(), e = std::move(e)]() mutable {
-    self->on_reply(e.in_reply_to);  // the round trip ends here, whether its worker is still there or not
+    self->asks_.replied(e.in_reply_to);  // the round trip ends here, whether its worker is still there or not
     std::size_t index = self->ledger_.find(e.to_worker);
     if (index == pool_ledger::npos) {
       // The asking instance is gone (restarted or removed): the reply has nowhere to go.
@@ -225,7 +225,7 @@ void router::enqueue(std::string topic, delivery_mode mode, const envelope& e) {
   if (!e.ask_worker.empty() && e.in_reply_to.empty() && e.ask_instance == top_->instance() &&
       e.from == shared_spec_->addr().str())
     boost::asio::post(strand_, [self = shared_from_this(), id = e.id, pool = topic, at = clock_->now()] {
-      self->on_ask_sent(id, pool, at);
+      self->asks_.sent(id, pool, at);
     });
   auto m = split_envelope(e, topic);
   top_->enqueue(std::move(topic), mode, std::move(m.props), std::move(m.payload));

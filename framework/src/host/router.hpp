@@ -11,7 +11,7 @@
 //   canary_judge     canary hot deployment's verdict (router_canary.cpp runs the canary on some slots)
 //   pause_governor   rate-limit pauses of the pool and its replicas (router_governance.cpp)
 //   scale_policy     autoscaling by queue depth (router_scaling.cpp)
-//   ask_tracker      round trips of the asks its workers send (router_asks.cpp)
+//   asks             round trips of the asks its workers send
 // The message flow (credit, hand-over, finishing) is in router_flow.cpp, KILL/RESTART/setRate in
 // router_control.cpp, describe in router_describe.cpp. Everything runs on
 // the router's strand; timers come from a clock a test can drive (host/clock.hpp).
@@ -35,7 +35,7 @@
 #include "dde/envelope.hpp"
 #include "dde/metrics.hpp"
 #include "dde/protocol/pool_spec.hpp"
-#include "host/ask_tracker.hpp"
+#include "host/asks.hpp"
 #include "host/canary_judge.hpp"
 #include "host/clock.hpp"
 #include "host/mqs_link.hpp"
@@ -161,11 +161,6 @@ class router : public cell_owner,
     message msg;
     int earlier_failures = 0;  ///< its envelope's `attempt` (delayed retry)
   };
-  /// The round-trip figures of asks to one pool (label `pool`: the asked pool's topic).
-  struct ask_series {
-    metric_histogram* seconds;
-    metric_cell* timeouts;
-  };
   enum class kill_phase { none, draining, stopping, killed };
   /// One worker slot (its index is the worker's index in the ledger).
   struct slot {
@@ -202,16 +197,6 @@ class router : public cell_owner,
   /// Puts a fresh instance in slot `index` (made, not started); false (and the slot down) if it cannot.
   bool renew_slot(std::size_t index);
   void check_drained();
-  // Ask round trips (router_asks.cpp).
-  /// The figures of asks to `pool` (created at 0 on first use).
-  ask_series& ask_metrics(const std::string& pool);
-  void on_ask_sent(const std::string& id, const std::string& pool, clock::time_point at);
-  /// A reply came: the round trip of the ask it answers, if it is one of this pool's.
-  void on_reply(const std::string& in_reply_to);
-  /// Waits for the oldest pending ask's timeout (nothing when none is pending or the pool stops).
-  void arm_ask_timer();
-  /// Ends the asks that timed out, and waits for the next one to.
-  void expire_asks();
   bool busy() const { return stopping_ || swap_.swapping || restarting_pool_; }
   // First reply wins (router_first_reply.cpp).
   void start_race(std::uint64_t delivery_id, delivery& d, const message& msg);
@@ -325,10 +310,7 @@ class router : public cell_owner,
   /// dde_host_queue_seconds{pool}: from the MQS's publish stamp to the hand-over (wall clocks).
   metric_histogram* queue_ = nullptr;
   /// The asks its workers sent and the replies still to come; per asked pool, their figures.
-  ask_tracker asks_{ask_timeout};
-  std::unordered_map<std::string, ask_series> ask_series_;
-  std::unique_ptr<timer> ask_timer_;
-  bool ask_timer_armed_ = false;
+  asks asks_;
   /// Messages the pool's workers sent: counted on the workers' strands, hence atomic.
   std::atomic<std::uint64_t> sent_{0};
   reply_race race_;
