@@ -45,6 +45,7 @@ struct flow_point {
   double consumed = 0;
   double consumed_steady = 0;  ///< after the consumers' first second
   double broker_us = 0;  ///< the broker's CPU µs per message while ours consumed
+  double rested_s = 0;   ///< from the filled queue to our consumers' start: the raw consumers rest as long
   raw_flow raw;
   long payload_bytes = -1;  ///< of the first message our producers left in the queue
 };
@@ -58,15 +59,20 @@ flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int pr
   f.payload_bytes = payload_bytes(c, s.system + ".consumer");
   if (consumers > 0) {
     cpu_meter broker_cpu(c.broker().vm_pid());
-    const int used = start_consumers_together(c, s, consumers, std::max(8, prefetch));
+    const auto rested_from = f.produced.filled_us;
+    const int used = start_consumers_together(c, s, consumers, std::max(8, prefetch),
+                                              rested_from + std::int64_t(backlog_rest.count()) * 1000000);
+    const auto released_us = now_us();
     f.consumed = await_consumed(c, s, n / producers * producers);
     f.consumed_steady = consumed_steady(s);
     auto span = read_span(s.stats_dir, "consumer-", "received");
     if (n > 0) f.broker_us = broker_cpu.between(span.first_us, span.last_us) * 1e6 / double(n);
+    if (rested_from > 0) f.rested_s = double(released_us - rested_from) / 1e6;
     stop_systems(c, s.system, used);
   }
   c.broker().delete_queue(s.system + ".consumer");
-  f.raw = raw_produce_consume(c, mode, n, size, producers, consumers, prefetch);
+  f.raw = raw_produce_consume(c, mode, n, size, producers, consumers, prefetch,
+                              std::chrono::milliseconds(std::int64_t(f.rested_s * 1000)));
   return f;
 }
 
@@ -81,10 +87,10 @@ double median(std::vector<double> v) {
 template <class Point>
 flow_point median_of_runs(int runs, Point point) {
   auto figures = [](flow_point& f) {
-    return std::array<double*, 11>{&f.produced.at_isolates, &f.produced.at_broker,  &f.consumed,
+    return std::array<double*, 12>{&f.produced.at_isolates, &f.produced.at_broker,  &f.consumed,
                                    &f.raw.produce,          &f.raw.produce_client, &f.raw.consume,
                                    &f.raw.consume_best,     &f.broker_us,          &f.raw.broker_us_best,
-                                   &f.consumed_steady,      &f.raw.consume_best_steady};
+                                   &f.consumed_steady,      &f.raw.consume_best_steady, &f.rested_s};
   };
   std::vector<flow_point> all;
   for (int i = 0; i < runs; ++i) all.push_back(point());
@@ -135,10 +141,13 @@ table exp1_consumers(suite_context& ctx) {
           "`multiple` every prefetch/2 messages, raw_each acks each; with prefetch 64 each figure the median "
           "of 3 alternating runs, 1 with --quick; *_steady: the rate after the first second, which a "
           "long-running consumer sees, measured at prefetch 64 only (- elsewhere: those points are shorter); "
-          "broker_us_*: RabbitMQ's CPU µs per message while ours and the best raw client consumed)",
+          "broker_us_*: RabbitMQ's CPU µs per message while ours and the best raw client consumed; "
+          "rested_s: how long each filled queue sat before ours, and then each raw client, began to drain "
+          "it: at least 3 s, for RabbitMQ's classic queue drains a backlog several times slower once it "
+          "rested a second, whoever consumes, see bench/profile/rest.sh)",
           {"mode", "prefetch", "consumers", "messages", "ours_msg_s", "raw_best_msg_s", "raw_each_msg_s",
            "ratio_best", "ratio_each", "steady_ours_msg_s", "steady_raw_best_msg_s", "steady_ratio_best",
-           "broker_us_ours", "broker_us_raw_best"}};
+           "broker_us_ours", "broker_us_raw_best", "rested_s"}};
   const std::vector<int> consumers =
       ctx.quick ? std::vector<int>{1, 4} : std::vector<int>{1, 2, 4, 8, 16, 32};
   const std::vector<int> prefetches = ctx.quick ? std::vector<int>{1, 64} : std::vector<int>{1, 4, 8, 16, 64};
@@ -158,7 +167,7 @@ table exp1_consumers(suite_context& ctx) {
                num(f.raw.consume_best), num(f.raw.consume), ratio(f.consumed, f.raw.consume_best),
                ratio(f.consumed, f.raw.consume), or_dash(num(f.consumed_steady)),
                or_dash(num(f.raw.consume_best_steady)), or_dash(ratio(f.consumed_steady, f.raw.consume_best_steady)),
-               num(f.broker_us, 1), num(f.raw.broker_us_best, 1)});
+               num(f.broker_us, 1), num(f.raw.broker_us_best, 1), num(f.rested_s, 1)});
         auto key = "consume." + mode + ".p" + std::to_string(p) + ".c" + std::to_string(n_consumers);
         ctx.headline[key + ".ours"] = f.consumed;
         ctx.headline[key + ".raw"] = f.raw.consume_best;
@@ -175,7 +184,7 @@ table exp1_consumers(suite_context& ctx) {
                                      ratio(f.consumed_steady, f.raw.consume_best_steady)
                                : std::string()) +
                        "; broker CPU " + num(f.broker_us, 1) + " µs/msg (raw best " + num(f.raw.broker_us_best, 1) +
-                       ")");
+                       "); each drained a queue that rested " + num(f.rested_s, 1) + " s");
       }
   return t;
 }

@@ -15,6 +15,11 @@ namespace dde::bench {
 namespace fs = std::filesystem;
 using namespace test;
 
+std::int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 namespace {
 
 constexpr auto point_timeout = 300s;
@@ -27,11 +32,6 @@ int spread(int workers, int nodes, F fn) {
   return used;
 }
 
-std::int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string unique_queue() {
   static std::atomic<int> n{0};
@@ -86,7 +86,10 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
   auto span = read_span(s.stats_dir, "producer-", "sent");
   if (ok) {
     p.at_isolates = rate(double(span.total), span.first_us, span.last_us);
-    if (at_broker) p.at_broker = rate(double(assigned), span.first_us, reached_us);
+    if (at_broker) {
+      p.at_broker = rate(double(assigned), span.first_us, reached_us);
+      p.filled_us = reached_us;
+    }
   } else {
     std::cerr << "[bench] production did not finish (" << span.total << " of " << assigned << " sent)\n";
   }
@@ -104,11 +107,13 @@ int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits
   return deploy_consumers(c, s, consumers, credits, {{"stats_dir", s.stats_dir}});
 }
 
-int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits) {
+int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits, std::int64_t not_before_us) {
   const auto go = s.stats_dir / "consumers.go";
   const int used = deploy_consumers(c, s, consumers, credits, {{"stats_dir", s.stats_dir}, {"start_file", go.string()}});
   // Not every worker need get one: at prefetch 1 (at-least-once) the first hosts to pull may hold
   // every message in flight between them. Then they start 3 s after the last deploy.
+  if (auto early = not_before_us - now_us(); early > 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(early));  // the queue's state under test
   release_together(go, s.stats_dir, "consumer-", "holding", consumers);
   return used;
 }
@@ -365,7 +370,7 @@ double cpu_meter::between(std::int64_t from_us, std::int64_t to_us) {
 }
 
 raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, int size, int producers,
-                             int consumers, int prefetch) {
+                             int consumers, int prefetch, std::chrono::milliseconds rest) {
   auto queue = unique_queue();
   std::vector<std::string> base{"--queue",         queue,    "--count",
                                 std::to_string(n), "--size", std::to_string(size)};
@@ -382,10 +387,12 @@ raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, 
     consume_args.insert(consume_args.begin(), "consume");
     consume_args.insert(consume_args.end(),
                         {"--connections", std::to_string(consumers), "--prefetch", std::to_string(prefetch)});
+    std::this_thread::sleep_for(rest);  // the queue's state under test, not a wait for an event
     auto consumed = run_raw(c.broker(), consume_args);
     f.consume = consumed.count("rate") ? consumed["rate"] : 0;
     run_raw(c.broker(), produce_args);  // the same messages again, for the best consumer
     consume_args.push_back("--multiple-ack");
+    std::this_thread::sleep_for(rest);
     cpu_meter broker_cpu(c.broker().vm_pid());
     auto best = run_raw(c.broker(), consume_args);
     f.consume_best = best.count("rate") ? best["rate"] : 0;

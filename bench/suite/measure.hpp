@@ -31,9 +31,13 @@ int deploy_consumers(bench_cluster& c, const setup& s, int consumers, int credit
                      const nlohmann::json& args);
 
 /// Production throughputs (msg/s), 0 when not measured or failed.
+/// The wall clock, µs since the epoch (what the workers' stats files are stamped with).
+std::int64_t now_us();
+
 struct production {
   double at_isolates = 0;  ///< messages / time the producer workers took to send them all
   double at_broker = 0;    ///< messages / time until the queue held them all
+  std::int64_t filled_us = 0;  ///< with `at_broker`: when the queue held them all (µs since the epoch)
 };
 
 /// `producers` producer workers (spread over the nodes) send `n` messages of `size` bytes to
@@ -49,7 +53,15 @@ int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits
 /// The same for a filled queue: the consumers start together, as a raw client's connections do,
 /// once each holds its first message (or 3 s after the last deploy; not each as its node starts it, beside the others still
 /// starting, which counted the deployment's stagger in the rate).
-int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits);
+/// With `not_before_us`, not before then.
+int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits,
+                             std::int64_t not_before_us = 0);
+/// How long a filled queue rests before its consumers, ours and raw alike, start draining it. A
+/// RabbitMQ 3.10 classic queue process left idle about a second moves its backlog to a slower form
+/// and drains it several times slower (bench/profile/rest.sh), and does so at times during a fill
+/// too: drained at once, one run of the raw client goes four times faster than the next. Both
+/// rested, the broker is in the same state for both, and the figures compare the clients.
+constexpr std::chrono::seconds backlog_rest{3};
 /// Waits until the consumers handled `n` messages; their throughput from the first to the last, or 0.
 double await_consumed(bench_cluster& c, const setup& s, long n);
 /// What the consumers of `s` sustained after their first second (see steady_rate), once they are done.
@@ -145,8 +157,11 @@ class cpu_meter {
   std::vector<sample> samples_;
   std::thread thread_;
 };
+/// The raw baseline of a filled queue drained: each consumer starts once the filled queue rested for
+/// `rest`, as long as ours did (a RabbitMQ classic queue left idle a second hibernates, and drains
+/// several times slower after: comparing a rested backlog with a fresh one measures the broker).
 raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, int size, int producers,
-                             int consumers, int prefetch);
+                             int consumers, int prefetch, std::chrono::milliseconds rest = {});
 /// The raw baseline with producers and consumers running at the same time.
 raw_flow raw_simultaneous(bench_cluster& c, const std::string& mode, long n, int producers, int consumers,
                           int prefetch);
