@@ -6,6 +6,7 @@
 
 #include "host/ask_tracker.hpp"
 #include "host/asks.hpp"
+#include "host/autoscaler.hpp"
 #include "host/pause_governor.hpp"
 #include "host/starvation_guard.hpp"
 #include "host/supervisor.hpp"
@@ -77,6 +78,91 @@ TEST(Asks, ObservesARoundTripWhenItsReplyComesAndATimeoutWhenNoneCame) {
   EXPECT_EQ(seconds.cumulative().back(), 2u);
   EXPECT_EQ(rounds.pending(), 0u);
   EXPECT_EQ(c->pending(), 0u) << "nothing pending: no timer armed";
+}
+
+/// A pool for the autoscaler: workers that grow and shrink at once, and depth answers the test gives.
+struct scaled_pool : scaling_target {
+  std::size_t workers = 1, idle = 0;
+  bool changing = false;
+  int scaled_calls = 0;
+  std::vector<std::function<void(std::uint64_t, std::string)>> asked;
+  std::size_t active_workers() const override { return workers; }
+  std::size_t idle_workers() const override { return idle; }
+  bool slots_changing() const override { return changing; }
+  void grow(std::size_t n) override { workers += n; }
+  void shrink(std::size_t n) override { workers -= std::min(n, idle); }
+  void ask_depth(std::function<void(std::uint64_t, std::string)> answer) override { asked.push_back(answer); }
+  void scaled() override { ++scaled_calls; }
+};
+
+pool_spec scaled_spec() {
+  pool_spec spec;
+  spec.system = "parts";
+  spec.isolate = "scaled";
+  spec.workers_paths = {"localhost"};
+  spec.scale.min = 1;
+  spec.scale.max = 4;
+  spec.scale.target_backlog = 10;
+  spec.scale.sample = 500ms;
+  spec.scale.cooldown = 1000ms;
+  return spec;
+}
+
+TEST(Autoscaler, SamplesTheDepthEachPeriodAndGrowsAfterTwoSamplesAboveTheTarget) {
+  boost::asio::io_context io;
+  auto strand = boost::asio::make_strand(io);
+  auto c = std::make_shared<testing::manual_clock>();
+  scaled_pool pool;
+  autoscaler scaling(*c, strand, scaled_spec(), pool);
+  scaling.start();
+  auto sample = [&](std::uint64_t backlog) {
+    c->advance(500ms);
+    io.restart();
+    io.run();
+    ASSERT_FALSE(pool.asked.empty());
+    auto answer = pool.asked.back();
+    pool.asked.clear();
+    answer(backlog, "");
+  };
+  sample(1000);
+  EXPECT_EQ(pool.workers, 1u) << "one sample above the target is not enough";
+  sample(1000);
+  EXPECT_EQ(pool.workers, 2u) << "up to double per step";
+  EXPECT_EQ(pool.scaled_calls, 1);
+  nlohmann::json d;
+  scaling.describe(d, pool.workers);
+  EXPECT_EQ(d["workersCount"], 2);
+  EXPECT_EQ(d["workersPaths"], nlohmann::json::array({"localhost"})) << "as deployed";
+  EXPECT_EQ(d["scaling"]["scaleUps"], 1);
+  EXPECT_EQ(d["scaling"]["backlog"], 1000);
+  EXPECT_EQ(d["scaling"]["changes"][0]["reason"].get<std::string>().empty(), false);
+  pool.changing = true;
+  sample(1000);
+  sample(1000);
+  EXPECT_EQ(pool.workers, 2u) << "not while its slots change";
+  scaling.stop();
+  c->advance(5s);
+  io.restart();
+  io.run();
+  EXPECT_TRUE(pool.asked.empty()) << "stopped: no more samples";
+}
+
+TEST(Autoscaler, AFailedSampleIsShownAndChangesNothing) {
+  boost::asio::io_context io;
+  auto strand = boost::asio::make_strand(io);
+  auto c = std::make_shared<testing::manual_clock>();
+  scaled_pool pool;
+  autoscaler scaling(*c, strand, scaled_spec(), pool);
+  scaling.start();
+  scaling.on_depth(1000, "queue not found");
+  scaling.on_depth(1000, "queue not found");
+  EXPECT_EQ(pool.workers, 1u);
+  nlohmann::json d;
+  scaling.describe(d, pool.workers);
+  EXPECT_EQ(d["scaling"]["error"], "queue not found");
+  scaling.on_depth(0, "");
+  scaling.describe(d, pool.workers);
+  EXPECT_FALSE(d["scaling"].contains("error")) << "a sample read again clears it";
 }
 
 TEST(Asks, AStoppedPoolArmsNoTimer) {

@@ -44,8 +44,7 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
                   });
                 };
               }),
-      deployed_paths_(spec_.workers_paths),
-      scaler_(spec_.scale) {
+      scaling_(*clock_, strand_, spec_, *this) {
   // Every per-pool series is there, at 0, from the pool's start: not only after its first message.
   auto& metrics = metrics_registry::process();
   handling_ = &metrics.histogram("dde_host_handling_seconds",
@@ -139,7 +138,7 @@ result<bool> router::start() {
     self->request_credit();
     if (self->spec_.hot_deployment && self->plugin_) self->watch_plugin();
     if (self->guard_.enabled()) self->watch_workers();
-    if (self->spec_.scale.enabled()) self->watch_scale();
+    self->scaling_.start();
   });
   return true;
 }
@@ -152,7 +151,7 @@ void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> d
     if (self->canary_.window) self->canary_.window->cancel();
     if (self->guard_timer_) self->guard_timer_->cancel();
     self->asks_.stop();
-    if (self->scaling_.sampler) self->scaling_.sampler->cancel();
+    self->scaling_.stop();
     self->ledger_.set_paused(true);
     self->top_->cancel(self->topic_);
     // Held messages were never handed to a worker: give them back.

@@ -10,7 +10,7 @@
 //   plugin_source    hot deployment: new versions, downloads, refusals (router_hot_swap.cpp swaps cells)
 //   canary_judge     canary hot deployment's verdict (router_canary.cpp runs the canary on some slots)
 //   pause_governor   rate-limit pauses of the pool and its replicas (router_governance.cpp)
-//   scale_policy     autoscaling by queue depth (router_scaling.cpp)
+//   autoscaler       autoscaling by queue depth (router_scaling.cpp grows and shrinks the pool)
 //   asks             round trips of the asks its workers send
 // The message flow (credit, hand-over, finishing) is in router_flow.cpp, KILL/RESTART/setRate in
 // router_control.cpp, describe in router_describe.cpp. Everything runs on
@@ -36,6 +36,7 @@
 #include "dde/metrics.hpp"
 #include "dde/protocol/pool_spec.hpp"
 #include "host/asks.hpp"
+#include "host/autoscaler.hpp"
 #include "host/canary_judge.hpp"
 #include "host/clock.hpp"
 #include "host/mqs_link.hpp"
@@ -46,7 +47,6 @@
 #include "host/routing.hpp"
 #include "host/routing_policy.hpp"
 #include "host/runtime.hpp"
-#include "host/scale_policy.hpp"
 #include "host/starvation_guard.hpp"
 #include "host/supervisor.hpp"
 
@@ -65,6 +65,7 @@ struct router_stats {
 class router : public cell_owner,
                public topic_sink,
                private swap_target,
+               private scaling_target,
                public std::enable_shared_from_this<router> {
  public:
   router(boost::asio::io_context& io, std::shared_ptr<mqs_link> link, pool_spec spec,
@@ -279,13 +280,15 @@ class router : public cell_owner,
   /// A failed message of a pool with `retry.delays`: into the delay queue of its next delay, or (the
   /// delays spent) into dde.dead.<queue>; the delivery is acked once the broker has the copy.
   void retry_later(delivery& d);
-  // Autoscaling by queue depth (router_scaling.cpp).
-  void watch_scale();
-  void on_depth(std::uint64_t backlog, const std::string& error);
-  void scale_to(std::size_t to, const std::string& reason);
-  std::size_t active_workers() const;
+  // The pool's side of autoscaling (router_scaling.cpp; scaling_target).
+  std::size_t active_workers() const override;
+  std::size_t idle_workers() const override;
+  bool slots_changing() const override { return swap_busy(); }
+  void grow(std::size_t n) override;
+  void shrink(std::size_t n) override;
+  void ask_depth(std::function<void(std::uint64_t, std::string)> answer) override;
+  void scaled() override;
   bool add_local_worker(std::size_t index);
-  nlohmann::json describe_scaling() const;
 
   boost::asio::io_context& io_;
   strand_type strand_;
@@ -346,18 +349,7 @@ class router : public cell_owner,
   version_series* running_series_ = nullptr;
   version_series* remote_series_ = nullptr;
   std::unordered_map<std::string, version_series> version_series_;
-  std::vector<std::string> deployed_paths_;  ///< workersPaths as deployed (the autoscaler adds slots)
-  scale_policy scaler_;
-  struct scaling_state {
-    std::unique_ptr<host::timer> sampler;
-    bool asking = false;
-    clock::time_point asked_at{};
-    std::uint64_t backlog = 0;
-    std::string error;  ///< why the last depth sample failed ("" = it did not)
-    std::uint64_t ups = 0, downs = 0;
-    std::size_t peak = 0;
-    std::deque<nlohmann::json> changes;  ///< the latest changes, newest last
-  } scaling_;
+  autoscaler scaling_;
   std::string state_ = "running";
   std::string last_error_;
   bool restarting_pool_ = false;

@@ -84,11 +84,7 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
       j["firstReply"] = {{"answered", race.answered}, {"dropped", race.dropped}, {"copies", race.copies},
                          {"chopped", race.chopped}};
     }
-    if (r.spec_.scale.enabled()) {
-      j["workersPaths"] = r.deployed_paths_;
-      j["workersCount"] = r.active_workers();
-      j["scaling"] = r.describe_scaling();
-    }
+    if (r.scaling_.enabled()) r.scaling_.describe(j, r.active_workers());
     if (auto latency = r.describe_latency(); !latency.empty()) j["latency"] = std::move(latency);
     j["stats"] = {{"delivered", r.stats_.delivered},
                   {"done", r.stats_.done},

@@ -145,6 +145,7 @@ void router::stop_pool(const std::string& why) {
   logger("host.router")->error("{}: {}", spec_.addr().str(), state_);
   stopping_ = true;
   source_.stop();
+  scaling_.stop();
   ledger_.set_paused(true);
   top_->cancel(topic_);
   give_back_held();
@@ -173,7 +174,7 @@ void router::revive() {
   request_credit();
   if (spec_.hot_deployment && plugin_) watch_plugin();
   if (guard_.enabled()) watch_workers();
-  if (spec_.scale.enabled()) watch_scale();
+  scaling_.start();
 }
 
 void router::restart_pool(const std::string& why) {
