@@ -10,6 +10,7 @@
 #include "host/pause_governor.hpp"
 #include "host/starvation_guard.hpp"
 #include "host/supervisor.hpp"
+#include "host/worker_watch.hpp"
 #include "manual_clock.hpp"
 
 namespace dde::host {
@@ -326,6 +327,77 @@ TEST(StarvationGuard, ActivityAndForgetResetTheWatch) {
   auto todo = g.scan(t0 + 300ms, [](std::size_t slot) { return slot == 0 || slot == 3; });
   ASSERT_EQ(todo.size(), 2u) << "slots 1 and 2 hold nothing";
   EXPECT_EQ(todo[1].slot, 3u);
+}
+
+/// A pool for the worker watch: slots that hold messages as the test says, PINGs it answers itself.
+struct watched_slots : watched_pool {
+  std::vector<bool> held;
+  std::vector<std::pair<std::size_t, std::function<void(bool, std::chrono::milliseconds)>>> pings;
+  std::vector<std::size_t> replaced;
+  std::vector<std::string> failed;
+  int answers = 0;
+  bool holding(std::size_t slot) const override { return held[slot]; }
+  void ping(std::size_t slot, std::function<void(bool, std::chrono::milliseconds)> pong) override {
+    pings.emplace_back(slot, std::move(pong));
+  }
+  void replace_stuck(std::size_t slot) override { replaced.push_back(slot); }
+  void fail_current(std::size_t, std::string why) override { failed.push_back(std::move(why)); }
+  void answered() override { ++answers; }
+  std::size_t slot_count() const override { return held.size(); }
+};
+
+TEST(WorkerWatch, PingsAQuietWorkerThatHoldsAMessageAndReplacesItWithoutAPong) {
+  boost::asio::io_context io;
+  auto strand = boost::asio::make_strand(io);
+  auto c = std::make_shared<testing::manual_clock>();
+  watched_slots pool;
+  pool.held = {false, false};
+  worker_watch watch(*c, strand, 1000ms, 500ms, pool);
+  watch.resize(2);
+  watch.start();
+  auto run = [&](std::chrono::milliseconds d) {
+    c->advance(d);
+    io.restart();
+    io.run();
+  };
+  run(1000ms);
+  EXPECT_EQ(c->pending(), 0u) << "nothing held, no PING out: the watch sleeps";
+  pool.held[1] = true;
+  watch.handed(1, true);
+  EXPECT_EQ(c->pending(), 1u) << "a hand-over wakes it";
+  for (int i = 0; i < 8 && pool.pings.empty(); ++i) run(250ms);
+  ASSERT_EQ(pool.pings.size(), 1u);
+  EXPECT_EQ(pool.pings[0].first, 1u);
+  pool.pings[0].second(false, 0ms);  // a PONG from a worker that is not busy: alive
+  EXPECT_EQ(pool.answers, 1);
+  pool.pings.clear();
+  for (int i = 0; i < 8 && pool.pings.empty(); ++i) run(250ms);
+  ASSERT_EQ(pool.pings.size(), 1u) << "still quiet and holding: PINGed again";
+  for (int i = 0; i < 8 && pool.replaced.empty(); ++i) run(250ms);
+  EXPECT_EQ(pool.replaced, std::vector<std::size_t>{1}) << "no PONG within the timeout";
+  watch.stop();
+  EXPECT_EQ(c->pending(), 0u);
+}
+
+TEST(WorkerWatch, APongFromAWorkerBusyTooLongFailsItsMessage) {
+  boost::asio::io_context io;
+  auto strand = boost::asio::make_strand(io);
+  auto c = std::make_shared<testing::manual_clock>();
+  watched_slots pool;
+  pool.held = {true};
+  worker_watch watch(*c, strand, 1000ms, 500ms, pool);
+  watch.resize(1);
+  watch.start();
+  for (int i = 0; i < 8 && pool.pings.empty(); ++i) {
+    c->advance(250ms);
+    io.restart();
+    io.run();
+  }
+  ASSERT_EQ(pool.pings.size(), 1u);
+  pool.pings[0].second(true, 1500ms);
+  ASSERT_EQ(pool.failed.size(), 1u);
+  EXPECT_NE(pool.failed[0].find("starvation guard"), std::string::npos) << pool.failed[0];
+  EXPECT_EQ(pool.answers, 0);
 }
 
 TEST(PauseGovernor, AnnouncesEachExtensionOnceAndCountsOwnAndRemotePauses) {

@@ -31,7 +31,7 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
                       !spec_.retry.enabled() && !first_reply_wins(spec_.router)
                   ? spec_.supervision.max_failures
                   : 0),
-      guard_(spec_.ping_after, spec_.pong_timeout),
+      watch_(*clock_, strand_, spec_.ping_after, spec_.pong_timeout, *this),
       gate_(std::make_shared<rate_gate>(spec_.rate_messages, spec_.rate_per, spec_.max_in_flight)),
       source_(spec_, *this,
               [this](plugin_source::fetch_done fn) -> plugin_source::fetch_done {
@@ -82,7 +82,7 @@ bool router::renew_slot(std::size_t index) {
   s.error.clear();
   // A proxy's slot opens once its remote worker is spawned (worker_up).
   ledger_.set_alive(index, spec_.workers_paths[index] == "localhost", c->id());
-  guard_.renew(index, clock_->now());
+  watch_.renew(index);
   c->start();
   return true;
 }
@@ -108,7 +108,7 @@ result<bool> router::start() {
   auto routing = routing_policy::make(spec_);
   if (!routing) return result<bool>::failure_of(routing);
   routing_ = std::move(routing.value());
-  guard_.resize(spec_.workers_paths.size(), clock_->now());
+  watch_.resize(spec_.workers_paths.size());
   for (std::size_t i = 0; i < spec_.workers_paths.size(); ++i) {
     const auto& path = spec_.workers_paths[i];
     auto c = make_cell(i, plugin_);
@@ -137,7 +137,7 @@ result<bool> router::start() {
   boost::asio::post(strand_, [self = shared_from_this()] {
     self->request_credit();
     if (self->spec_.hot_deployment && self->plugin_) self->watch_plugin();
-    if (self->guard_.enabled()) self->watch_workers();
+    self->watch_.start();
     self->scaling_.start();
   });
   return true;
@@ -149,7 +149,7 @@ void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> d
     self->source_.stop();
     if (self->plugin_timer_) self->plugin_timer_->cancel();
     if (self->canary_.window) self->canary_.window->cancel();
-    if (self->guard_timer_) self->guard_timer_->cancel();
+    self->watch_.stop();
     self->asks_.stop();
     self->scaling_.stop();
     self->ledger_.set_paused(true);

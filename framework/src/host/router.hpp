@@ -6,7 +6,7 @@
 //   pool_ledger      credits, room and in-flight counts per worker; sub_pool_ledger per key
 //   reply_race       first-reply-wins races (router_first_reply.cpp arms the tail-chopping timers)
 //   supervisor       what a worker's failure does (router_supervision.cpp applies it)
-//   starvation_guard PING/PONG of quiet workers (router_supervision.cpp sends them)
+//   worker_watch     the starvation guard's PING/PONG of quiet workers (router_supervision.cpp acts)
 //   plugin_source    hot deployment: new versions, downloads, refusals (router_hot_swap.cpp swaps cells)
 //   canary_judge     canary hot deployment's verdict (router_canary.cpp runs the canary on some slots)
 //   pause_governor   rate-limit pauses of the pool and its replicas (router_governance.cpp)
@@ -47,7 +47,7 @@
 #include "host/routing.hpp"
 #include "host/routing_policy.hpp"
 #include "host/runtime.hpp"
-#include "host/starvation_guard.hpp"
+#include "host/worker_watch.hpp"
 #include "host/supervisor.hpp"
 
 namespace dde::host {
@@ -66,6 +66,7 @@ class router : public cell_owner,
                public topic_sink,
                private swap_target,
                private scaling_target,
+               private watched_pool,
                public std::enable_shared_from_this<router> {
  public:
   router(boost::asio::io_context& io, std::shared_ptr<mqs_link> link, pool_spec spec,
@@ -214,9 +215,13 @@ class router : public cell_owner,
   /// A redelivered message that failed too often goes to dde.dead.<queue> instead of a worker.
   bool dead_letter_poison(std::uint64_t generation, std::uint64_t tag, const message& m);
   void restart_pool(const std::string& why);
-  void watch_workers();
-  void on_pong(std::size_t index, std::uint64_t ping, bool busy, std::chrono::milliseconds busy_for);
-  void replace_stuck(std::size_t index);
+  // What the starvation guard's watch needs (router_supervision.cpp; watched_pool).
+  bool holding(std::size_t index) const override { return ledger_.alive(index) && ledger_.in_flight(index) > 0; }
+  void ping(std::size_t index, std::function<void(bool, std::chrono::milliseconds)> pong) override;
+  void replace_stuck(std::size_t index) override;
+  void fail_current(std::size_t index, std::string why) override;
+  void answered() override { request_credit(); }
+  std::size_t slot_count() const override { return slots_.size(); }
   // Hot deployment and RESTART (router_hot_swap.cpp).
   /// What a swap does: a new version everywhere, a RESTART, or a step of a canary.
   enum class swap_kind { version, restart, canary_in, promote, roll_back };
@@ -319,9 +324,7 @@ class router : public cell_owner,
   reply_race race_;
   supervisor supervisor_;
   poison_filter poison_;
-  starvation_guard guard_;
-  std::unique_ptr<timer> guard_timer_;
-  bool guard_asleep_ = false;  ///< nothing held, no PING out: its timer waits for the next hand-over
+  worker_watch watch_;
   std::shared_ptr<rate_gate> gate_;  ///< the pool's rate, in-flight limit and governance pause
   pause_governor governor_;
   plugin_source source_;

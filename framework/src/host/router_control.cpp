@@ -101,7 +101,7 @@ void router::settle_kill(std::size_t index) {
       if (s.worker != c || s.kill != kill_phase::stopping) return;
       s.kill = kill_phase::killed;
       self->ledger_.set_alive(index, false);
-      self->guard_.forget(index);
+      self->watch_.forget(index);
       logger("host.router")->info("{}: worker {} killed", self->spec_.addr().str(), c->id());
     });
   });

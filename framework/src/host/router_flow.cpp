@@ -109,11 +109,7 @@ bool router::dispatch(waiting&& w, bool front) {
 
 void router::hand_to(std::size_t index, message&& msg, std::uint64_t delivery_id) {
   ledger_.assign(index);
-  if (ledger_.in_flight(index) == 1) guard_.active(index, clock_->now());
-  if (guard_asleep_) {
-    guard_asleep_ = false;
-    watch_workers();
-  }
+  watch_.handed(index, ledger_.in_flight(index) == 1);
   if (gathering_) {
     if (gathered_.size() <= index) gathered_.resize(index + 1);
     gathered_[index].emplace_back(std::move(msg), delivery_id);
@@ -132,7 +128,7 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   pending.erase(at);
   ledger_.finish(index);
   if (kill_requested(index)) settle_kill(index);
-  guard_.active(index, clock_->now());
+  watch_.active(index);
   if (!failed) ++slots_[index].done;
   if (!failed && proven && !swap_.swapping) source_.proven();
   auto& d = it->second;

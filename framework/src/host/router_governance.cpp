@@ -26,7 +26,7 @@ void router::worker_rate_limited(std::size_t index, std::uint64_t delivery_id, s
       // its place in the pool's accounting meanwhile.
       ++d.attempts;
       ++self->stats_.retries;
-      self->guard_.active(index, self->clock_->now());
+      self->watch_.active(index);
       self->slots_[index].worker->post_message(std::move(m), delivery_id);
       return;
     }

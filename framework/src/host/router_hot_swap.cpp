@@ -68,7 +68,7 @@ void router::swap_in() {
     ledger_.set_alive(i, true, s.worker->id());
     ledger_.set_open(i, true);
     s.kill = kill_phase::none;  // a RESTART revives killed workers
-    guard_.renew(i, clock_->now());  // a fresh instance: quiet from now, as a started or respawned one
+    watch_.renew(i);  // a fresh instance: quiet from now, as a started or respawned one
     s.worker->start();
   }
   auto next = std::move(swap_.next_plugin);

@@ -53,7 +53,7 @@ bool router::add_local_worker(std::size_t index) {
     ledger_.set_alive(index, true, c->id());
     ledger_.set_open(index, true);
   }
-  guard_.renew(index, clock_->now());
+  watch_.renew(index);
   c->start();
   return true;
 }

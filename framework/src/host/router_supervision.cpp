@@ -146,6 +146,7 @@ void router::stop_pool(const std::string& why) {
   stopping_ = true;
   source_.stop();
   scaling_.stop();
+  watch_.stop();
   ledger_.set_paused(true);
   top_->cancel(topic_);
   give_back_held();
@@ -173,7 +174,7 @@ void router::revive() {
   ledger_.reset_requested();  // the MQS forgot the credits when the pool cancelled its consumers
   request_credit();
   if (spec_.hot_deployment && plugin_) watch_plugin();
-  if (guard_.enabled()) watch_workers();
+  watch_.start();
   scaling_.start();
 }
 
@@ -206,50 +207,13 @@ void router::restart_pool(const std::string& why) {
   }
 }
 
-void router::watch_workers() {
-  if (stopping_) return;
-  if (!guard_timer_) guard_timer_ = clock_->make_timer(strand_);
-  guard_timer_->after(guard_.period(), [self = shared_from_this()] {
-    if (self->stopping_) return;
-    auto holding = [&](std::size_t i) {
-      return i < self->slots_.size() && self->ledger_.alive(i) && self->ledger_.in_flight(i) > 0;
-    };
-    for (auto& todo : self->guard_.scan(self->clock_->now(), holding)) {
-      if (todo.what == starvation_guard::action::kind::replace) {
-        self->replace_stuck(todo.slot);
-        continue;
-      }
-      self->slots_[todo.slot].worker->ping(
-          [self, i = todo.slot, ping = todo.ping_id](bool busy, std::chrono::milliseconds busy_for) {
-            boost::asio::post(self->strand_, [self, i, ping, busy, busy_for] { self->on_pong(i, ping, busy, busy_for); });
-          });
-    }
-    // Nothing held and no PING out: the guard sleeps until the next hand-over (hand_to), so that an
-    // idle pool costs no timer (thousands of pools on a node).
-    bool holding_any = false;
-    for (std::size_t i = 0; i < self->slots_.size() && !holding_any; ++i) holding_any = holding(i);
-    if (!holding_any && !self->guard_.pinging()) {
-      self->guard_asleep_ = true;
-      return;
-    }
-    self->watch_workers();
+void router::ping(std::size_t index, std::function<void(bool, std::chrono::milliseconds)> pong) {
+  slots_[index].worker->ping([weak = weak_from_this(), pong = std::move(pong)](bool busy, std::chrono::milliseconds busy_for) {
+    if (auto self = weak.lock()) boost::asio::post(self->strand_, [pong, busy, busy_for] { pong(busy, busy_for); });
   });
 }
 
-void router::on_pong(std::size_t index, std::uint64_t ping, bool busy, std::chrono::milliseconds busy_for) {
-  switch (guard_.on_pong(index, ping, busy, busy_for, clock_->now())) {
-    case starvation_guard::verdict::stale:
-      return;
-    case starvation_guard::verdict::too_slow:
-      // PONG, but the message it holds has not been done() for too long: a failure, for supervision.
-      slots_[index].worker->fail_current("did not call done() within " +
-                                         std::to_string(guard_.ping_after().count()) + " ms (starvation guard)");
-      return;
-    case starvation_guard::verdict::answered:
-      request_credit();  // PONG: pull again, in case a pull went astray (thesis 3.2.1)
-      return;
-  }
-}
+void router::fail_current(std::size_t index, std::string why) { slots_[index].worker->fail_current(std::move(why)); }
 
 void router::replace_stuck(std::size_t index) {
   logger("host.router")->error("{}: worker {} did not answer PING within {} ms; replacing it (its thread stays "
@@ -259,7 +223,7 @@ void router::replace_stuck(std::size_t index) {
   for (auto& [id, d] : deliveries_)
     if (std::find(d.pending.begin(), d.pending.end(), index) != d.pending.end()) held.push_back(id);
   for (auto id : held) finish_one(index, id, true);
-  guard_.forget(index);
+  watch_.forget(index);
   if (kill_requested(index)) {
     // It was being killed: its before_kill cannot run on a blocked thread, and it stays down.
     slots_[index].kill = kill_phase::killed;
