@@ -7,6 +7,7 @@
 #include "host/ask_tracker.hpp"
 #include "host/asks.hpp"
 #include "host/autoscaler.hpp"
+#include "host/canary.hpp"
 #include "host/pause_governor.hpp"
 #include "host/starvation_guard.hpp"
 #include "host/supervisor.hpp"
@@ -398,6 +399,104 @@ TEST(WorkerWatch, APongFromAWorkerBusyTooLongFailsItsMessage) {
   ASSERT_EQ(pool.failed.size(), 1u);
   EXPECT_NE(pool.failed[0].find("starvation guard"), std::string::npos) << pool.failed[0];
   EXPECT_EQ(pool.answers, 0);
+}
+
+/// A pool for a canary: records the swaps it is asked for and refusals; each swap succeeds.
+struct trial_pool : canary_pool {
+  std::shared_ptr<worker_plugin> old_version;
+  std::vector<std::pair<step, std::vector<bool>>> swaps;
+  std::vector<std::string> refused;
+  bool swapping = false;
+  std::vector<std::function<void()>> posted;
+  result<bool> swap_slots(std::shared_ptr<worker_plugin>, step s, std::vector<bool> only) override {
+    swaps.emplace_back(s, std::move(only));
+    return true;
+  }
+  bool may_judge() const override { return !swapping; }
+  std::shared_ptr<worker_plugin> running() const override { return old_version; }
+  void trial_began() override {}
+  void refuse(const std::string& md5, const std::string&) override { refused.push_back(md5); }
+  void later(std::function<void()> fn) override { posted.push_back(std::move(fn)); }
+};
+
+struct CanaryTrial : ::testing::Test {
+  boost::asio::io_context io;
+  strand_type strand = boost::asio::make_strand(io);
+  std::shared_ptr<testing::manual_clock> clock = std::make_shared<testing::manual_clock>();
+  trial_pool pool;
+  pool_spec spec = [] {
+    pool_spec s;
+    s.system = "parts";
+    s.isolate = "canary";
+    s.canary.workers = 1;
+    s.canary.window = 1000ms;
+    s.canary.min_messages = 2;
+    return s;
+  }();
+  version_meter versions{"parts.canary"};
+  canary trial{*clock, strand, spec, versions, pool};
+  std::shared_ptr<worker_plugin> next = worker_plugin::load(std::string(DDE_WORKER_DIR) + "/libecho_v2.so").value();
+
+  CanaryTrial() { pool.old_version = worker_plugin::load(std::string(DDE_WORKER_DIR) + "/libecho_v1.so").value(); }
+  void window_passes() {
+    clock->advance(1000ms);
+    io.restart();
+    io.run();
+  }
+};
+
+TEST_F(CanaryTrial, TriesTheNewVersionOnItsShareAndPromotesItWhenItFailsNoMoreThanTheOld) {
+  ASSERT_TRUE(trial.begin(next, {0, 2}, 3).value());
+  ASSERT_EQ(pool.swaps.size(), 1u);
+  EXPECT_EQ(pool.swaps[0].first, canary_pool::step::try_it);
+  EXPECT_EQ(pool.swaps[0].second, (std::vector<bool>{true, false, false})) << "one worker, the first eligible";
+  EXPECT_TRUE(trial.chosen(0));
+  EXPECT_FALSE(trial.on(0)) << "not judged before its slots run it";
+  trial.started();
+  EXPECT_TRUE(trial.on(0));
+  trial.count(true, false);
+  trial.count(false, false);
+  window_passes();
+  EXPECT_EQ(pool.swaps.size(), 1u) << "one canary message: below minMessages, it waits";
+  trial.count(true, false);
+  ASSERT_EQ(pool.posted.size(), 1u) << "past the window, each canary message asks for a verdict";
+  pool.posted[0]();
+  ASSERT_EQ(pool.swaps.size(), 2u);
+  EXPECT_EQ(pool.swaps[1].first, canary_pool::step::promote);
+  EXPECT_EQ(pool.swaps[1].second, (std::vector<bool>{false, true, true})) << "the other slots";
+  trial.ended(true, pool.old_version->object().md5());
+  EXPECT_EQ(trial.last()["outcome"], "promoted");
+  EXPECT_EQ(trial.last()["md5"], next->object().md5());
+  EXPECT_FALSE(trial.trying());
+  EXPECT_TRUE(pool.refused.empty());
+}
+
+TEST_F(CanaryTrial, ACanaryThatFailsMoreIsRolledBackAndItsVersionRefused) {
+  ASSERT_TRUE(trial.begin(next, {1}, 2).value());
+  trial.started();
+  trial.count(true, true);
+  trial.count(true, true);
+  trial.count(false, false);
+  EXPECT_NE(trial.busy_text().find(next->object().md5()), std::string::npos) << trial.busy_text();
+  pool.swapping = true;
+  window_passes();
+  EXPECT_EQ(pool.swaps.size(), 1u) << "no verdict in the middle of a swap";
+  pool.swapping = false;
+  trial.judge();
+  ASSERT_EQ(pool.swaps.size(), 2u);
+  EXPECT_EQ(pool.swaps[1].first, canary_pool::step::roll_back);
+  EXPECT_EQ(pool.swaps[1].second, (std::vector<bool>{false, true})) << "the canary's slots go back";
+  trial.ended(false, pool.old_version->object().md5());
+  EXPECT_EQ(trial.last()["outcome"], "rolledBack");
+  EXPECT_EQ(pool.refused, std::vector<std::string>{next->object().md5()});
+}
+
+TEST_F(CanaryTrial, NothingEligibleMeansNoCanary) {
+  auto begun = trial.begin(next, {}, 2);
+  ASSERT_TRUE(begun);
+  EXPECT_FALSE(begun.value());
+  EXPECT_TRUE(pool.swaps.empty());
+  EXPECT_FALSE(trial.trying());
 }
 
 TEST(PauseGovernor, AnnouncesEachExtensionOnceAndCountsOwnAndRemotePauses) {

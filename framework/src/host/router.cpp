@@ -44,6 +44,8 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
                   });
                 };
               }),
+      versions_(topic_),
+      canary_(*clock_, strand_, spec_, versions_, *this),
       scaling_(*clock_, strand_, spec_, *this) {
   // Every per-pool series is there, at 0, from the pool's start: not only after its first message.
   auto& metrics = metrics_registry::process();
@@ -69,7 +71,7 @@ std::shared_ptr<cell> router::make_cell(std::size_t index, const std::shared_ptr
 }
 
 bool router::renew_slot(std::size_t index) {
-  auto c = make_cell(index, on_canary(index) ? canary_.plugin : plugin_);
+  auto c = make_cell(index, canary_.on(index) ? canary_.plugin() : plugin_);
   auto made = c->create();
   auto& s = slots_[index];
   if (!made) {
@@ -104,7 +106,9 @@ result<bool> router::start() {
     if (!plugin) return result<bool>::failure_of(plugin);
     plugin_ = plugin.value();
   }
-  init_version_metrics();
+  if (plugin_) versions_.running(plugin_->object().md5());
+  for (auto& path : spec_.workers_paths)
+    if (path != "localhost") versions_.with_remote();
   auto routing = routing_policy::make(spec_);
   if (!routing) return result<bool>::failure_of(routing);
   routing_ = std::move(routing.value());
@@ -148,7 +152,7 @@ void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> d
     self->stopping_ = true;
     self->source_.stop();
     if (self->plugin_timer_) self->plugin_timer_->cancel();
-    if (self->canary_.window) self->canary_.window->cancel();
+    self->canary_.stop();
     self->watch_.stop();
     self->asks_.stop();
     self->scaling_.stop();

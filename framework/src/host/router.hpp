@@ -8,7 +8,7 @@
 //   supervisor       what a worker's failure does (router_supervision.cpp applies it)
 //   worker_watch     the starvation guard's PING/PONG of quiet workers (router_supervision.cpp acts)
 //   plugin_source    hot deployment: new versions, downloads, refusals (router_hot_swap.cpp swaps cells)
-//   canary_judge     canary hot deployment's verdict (router_canary.cpp runs the canary on some slots)
+//   canary           canary hot deployment: its trial and verdict (router_canary.cpp swaps its slots)
 //   pause_governor   rate-limit pauses of the pool and its replicas (router_governance.cpp)
 //   autoscaler       autoscaling by queue depth (router_scaling.cpp grows and shrinks the pool)
 //   asks             round trips of the asks its workers send
@@ -37,7 +37,7 @@
 #include "dde/protocol/pool_spec.hpp"
 #include "host/asks.hpp"
 #include "host/autoscaler.hpp"
-#include "host/canary_judge.hpp"
+#include "host/canary.hpp"
 #include "host/clock.hpp"
 #include "host/mqs_link.hpp"
 #include "host/pause_governor.hpp"
@@ -67,6 +67,7 @@ class router : public cell_owner,
                private swap_target,
                private scaling_target,
                private watched_pool,
+               private canary_pool,
                public std::enable_shared_from_this<router> {
  public:
   router(boost::asio::io_context& io, std::shared_ptr<mqs_link> link, pool_spec spec,
@@ -227,7 +228,7 @@ class router : public cell_owner,
   enum class swap_kind { version, restart, canary_in, promote, roll_back };
   void watch_plugin();
   /// A swap, a restart or a canary is under way: no new version now.
-  bool swap_busy() const override { return swap_.swapping || restarting_pool_ || canary_.judge; }
+  bool swap_busy() const override { return swap_.swapping || restarting_pool_ || canary_.judging(); }
   std::shared_ptr<worker_plugin> running() const override { return plugin_; }
   result<bool> swap_to(std::shared_ptr<worker_plugin> plugin) override;
   /// Builds instances of `plugin` and starts swapping to them; an error (nothing changed) or success.
@@ -237,37 +238,20 @@ class router : public cell_owner,
                           std::vector<bool> only = {});
   void finish_swap();
   void swap_in();
-  // Canary hot deployment (router_canary.cpp).
-  /// The per-version series of the versions running at start, and dde_host_canaries_total.
-  void init_version_metrics();
-  /// A new version starts on the canary's share of the local slots (all of them when it cannot).
-  result<bool> begin_canary(std::shared_ptr<worker_plugin> plugin);
-  /// The canary's slots run the new version now: its window starts.
-  void canary_started();
-  /// Judges the canary (posted, so never in the middle of a message's end); promotes or rolls back.
-  void judge_canary();
-  /// The canary's last swap is done: it took the whole pool (`promoted`) or left it.
-  void end_canary(bool promoted);
-  /// Slot `index` runs the canary's version (from the canary's start to its end).
-  bool on_canary(std::size_t index) const {
-    return canary_.judge && index < canary_.slots.size() && canary_.slots[index];
-  }
+  // The pool's side of canary hot deployment (router_canary.cpp; canary_pool).
+  result<bool> swap_slots(std::shared_ptr<worker_plugin> plugin, canary_pool::step s, std::vector<bool> only) override;
+  bool may_judge() const override { return !swap_.swapping && !restarting_pool_ && !stopping_; }
+  void trial_began() override { source_.canary_started(); }
+  void refuse(const std::string& md5, const std::string& why) override { source_.rolled_back(md5, why); }
+  void later(std::function<void()> fn) override;
   /// Counts a message (or copy) that ended on slot `index` under its version's md5 (and for the canary).
   void count_version(std::size_t index, bool failed);
-  struct version_series {
-    metric_cell* handled;
-    metric_cell* failed;
-  };
-  /// dde_host_version_messages_total{pool, md5, result}: created at 0 on first use.
-  version_series* version_metrics(const std::string& md5);
   nlohmann::json describe_canary() const;
   /// describe()'s parts: the workers, the governance figures, the sub-pools, the latency percentiles.
   nlohmann::json describe_workers() const;
   nlohmann::json describe_governance() const;
   nlohmann::json describe_sub_pools() const;
   nlohmann::json describe_latency() const;
-  /// Why RESTART or KILL waits while a canary is under way.
-  std::string busy_text() const;
   // KILL (router_control.cpp): a slot drains (closed in the ledger), then its instance is stopped.
   void begin_kill(std::size_t index);
   void settle_kill(std::size_t index);
@@ -337,21 +321,8 @@ class router : public cell_owner,
     std::shared_ptr<worker_plugin> next_plugin;
     std::vector<std::shared_ptr<cell>> next_cells;
   } swap_;
-  struct canary_state {
-    std::unique_ptr<canary_judge> judge;    ///< null: no canary under way
-    std::shared_ptr<worker_plugin> plugin;  ///< the version it tries
-    std::vector<bool> slots;                ///< the slots that run it
-    version_series* series = nullptr;
-    std::unique_ptr<timer> window;
-    std::string ended;         ///< why it ended (the verdict), while its last swap runs
-    nlohmann::json last;       ///< the last canary's outcome, for describe
-    metric_cell* promoted = nullptr;  ///< dde_host_canaries_total{pool, outcome}
-    metric_cell* rolled_back = nullptr;
-  } canary_;
-  /// The per-version series of the running version and of remote workers (their md5 is not known here).
-  version_series* running_series_ = nullptr;
-  version_series* remote_series_ = nullptr;
-  std::unordered_map<std::string, version_series> version_series_;
+  version_meter versions_;
+  canary canary_;
   autoscaler scaling_;
   std::string state_ = "running";
   std::string last_error_;

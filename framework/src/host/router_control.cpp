@@ -32,7 +32,7 @@ void router::restart_workers(op_done done) {
     if (self->stopping_) return done(refused(refusal::conflict, self->stopped_text()));
     if (self->swap_busy())
       return done(refused(refusal::conflict,
-                          self->canary_.judge ? self->busy_text() : "pool " + pool + " is already restarting"));
+                          self->canary_.judging() ? self->canary_.busy_text() : "pool " + pool + " is already restarting"));
     if (!self->plugin_) return done(refused(refusal::conflict, "pool " + pool + " has no local workers to restart"));
     logger("host.router")->info("{}: RESTART of every worker", self->spec_.addr().str());
     auto swapped = self->begin_swap(self->plugin_, swap_kind::restart, true);
@@ -46,7 +46,7 @@ void router::kill_workers(std::string worker_id, kill_done done) {
         auto pool = self->spec_.addr().str();
         auto no = [&](refusal why, std::string text) { done(kill_result::failure(std::move(text), why)); };
         if (self->stopping_) return no(refusal::conflict, self->stopped_text());
-        if (self->swap_busy()) return no(refusal::conflict, (self->canary_.judge ? self->busy_text() : "pool " + pool + " is restarting") +
+        if (self->swap_busy()) return no(refusal::conflict, (self->canary_.judging() ? self->canary_.busy_text() : "pool " + pool + " is restarting") +
                                                     "; KILL it once it runs again");
         std::vector<std::size_t> targets;
         if (worker_id.empty()) {

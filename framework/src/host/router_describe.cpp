@@ -17,7 +17,7 @@ nlohmann::json router::describe_workers() const {
                             {"done", slots_[w.index].done},
                             {"state", worker_state(w.index)}};
     if (!slots_[w.index].error.empty()) entry["error"] = slots_[w.index].error;
-    if (on_canary(w.index)) entry["canary"] = true;
+    if (canary_.on(w.index)) entry["canary"] = true;
     workers.push_back(std::move(entry));
   }
   return workers;
@@ -73,8 +73,8 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
     j["poolState"] = r.state_;
     if (r.spec_.hot_deployment) {
       j["hotDeploy"] = r.source_.describe();
-      if (r.canary_.plugin) j["hotDeploy"]["canary"] = r.describe_canary();
-      if (!r.canary_.last.is_null()) j["hotDeploy"]["lastCanary"] = r.canary_.last;
+      if (r.canary_.trying()) j["hotDeploy"]["canary"] = r.describe_canary();
+      if (!r.canary_.last().is_null()) j["hotDeploy"]["lastCanary"] = r.canary_.last();
     }
     if (!r.last_error_.empty()) j["lastError"] = r.last_error_;
     j["governance"] = r.describe_governance();

@@ -134,7 +134,7 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   auto& d = it->second;
   if (proven) {  // not a message given back as the pool stops, or dead-lettered after rate limits
     count_version(index, failed);
-    d.canary_failed = d.canary_failed || (failed && on_canary(index));
+    d.canary_failed = d.canary_failed || (failed && canary_.on(index));
   }
   bool raced = !d.message_id.empty();
   if (raced)

@@ -82,17 +82,17 @@ void router::swap_in() {
       source_.restarted(pause);
       break;
     case swap_kind::canary_in:
-      canary_started();  // the old version keeps the other slots
+      canary_.started();  // the old version keeps the other slots
       break;
     case swap_kind::roll_back:
-      end_canary(false);
+      canary_.ended(false, plugin_ ? plugin_->object().md5() : "");
       break;
     case swap_kind::promote:
-      end_canary(true);
+      canary_.ended(true, plugin_ ? plugin_->object().md5() : "");
       [[fallthrough]];
     case swap_kind::version:
       plugin_ = std::move(next);
-      running_series_ = version_metrics(plugin_->object().md5());
+      versions_.running(plugin_->object().md5());
       source_.swapped(pause);
       break;
   }

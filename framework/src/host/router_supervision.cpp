@@ -50,14 +50,14 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
       // Counted against the message too: when it comes back too often, it is dead-lettered.
       if (auto d = self->deliveries_.find(delivery_id); d != self->deliveries_.end()) {
         // A canary's failures are the version's, not the message's: they do not make it poison.
-        if (!d->second.poison_id.empty() && !self->on_canary(index)) self->poison_.failed(d->second.poison_id, what);
+        if (!d->second.poison_id.empty() && !self->canary_.on(index)) self->poison_.failed(d->second.poison_id, what);
         if (d->second.retry_copy) d->second.failure = what;
       }
       self->finish_one(index, delivery_id, true);
     }
     if (self->stopping_ || index >= self->slots_.size()) return;
     auto& slot = self->slots_[index];
-    if (self->on_canary(index)) {
+    if (self->canary_.on(index)) {
       // The canary's verdict judges its failures: they neither escalate nor spend the pool's restarts.
       auto kind = self->spec_.supervision.kind;
       bool restart = kind == strategy::restart || kind == strategy::escalate;
