@@ -23,24 +23,29 @@ struct command_line_values {
 };
 
 void define_links(CLI::App& app, dde::activator::activator_options& o) {
-  app.add_option("--registry", o.registry,
-                 "WebSocket URL of the registry; a comma-separated list for a registry pair on a shared store "
-                 "(manual: Operations, \"A registry that remembers, and a pair\"): the node registers with the one "
-                 "that is active, and moves on to the next when its link ends or a standby refuses it")
+  app.add_option(
+         "--registry", o.registry,
+         "WebSocket URL of the registry; a comma-separated list for a registry pair on a shared store "
+         "(manual: Operations, \"A registry that remembers, and a pair\"): the node registers with the one "
+         "that is active, and moves on to the next when its link ends or a standby refuses it")
       ->type_name("URL");
   app.add_option("--listen", o.listen, "address to listen on")->type_name("HOST");
   app.add_option("--port", o.port, "port of /activator (remote workers) and /control (local isolate systems)")
       ->type_name("PORT")
       ->check(CLI::Range(0, 65535));
   app.add_option("--name", o.name, "this node's name in the registry")->type_name("NAME");
-  app.add_option("--advertise-host", o.advertise_host, "address other nodes reach this one at (default: --listen)")
+  app.add_option("--advertise-host", o.advertise_host,
+                 "address other nodes reach this one at (default: --listen)")
       ->type_name("HOST");
-  app.add_option("--threads", o.threads, "threads of the activator")->type_name("N")->check(CLI::Range(1, 64));
+  app.add_option("--threads", o.threads, "threads of the activator")
+      ->type_name("N")
+      ->check(CLI::Range(1, 64));
 }
 
 void define_isolate_systems(CLI::App& app, dde::activator::manager_options& m) {
   app.add_option("--host-binary", m.host_binary, "the isolate-system executable")->type_name("FILE");
-  app.add_option("--log-dir", m.log_dir, "where each isolate system's log goes (<dir>/<system>.log)")->type_name("DIR");
+  app.add_option("--log-dir", m.log_dir, "where each isolate system's log goes (<dir>/<system>.log)")
+      ->type_name("DIR");
   dde::add_duration(app, "--orphan-timeout-ms", m.orphan_timeout, 100, 86400000,
                     "an isolate system stops after this long without its activator")
       ->type_name("MS");
@@ -60,9 +65,10 @@ void define_isolate_systems(CLI::App& app, dde::activator::manager_options& m) {
                  "how the kernel schedules each isolate system's threads (its --scheduling): batch or normal")
       ->type_name("POLICY")
       ->check(dde::scheduling_check);
-  app.add_option("--plugin-allow", m.plugin_allow,
-                 "plugins (and custom routers) only from this directory or http(s) URL prefix, for the isolate "
-                 "systems and the remote workers of this node (default: from anywhere)")
+  app.add_option(
+         "--plugin-allow", m.plugin_allow,
+         "plugins (and custom routers) only from this directory or http(s) URL prefix, for the isolate "
+         "systems and the remote workers of this node (default: from anywhere)")
       ->type_name("PREFIX")
       ->allow_extra_args(false);
 }
@@ -72,19 +78,23 @@ void define_options(CLI::App& app, dde::activator::activator_options& o, command
   char hostname[HOST_NAME_MAX + 1] = "node";
   ::gethostname(hostname, sizeof hostname);
   o.name = hostname;
-  o.manager.host_binary = (std::filesystem::canonical("/proc/self/exe").parent_path() / "dde-isolate-system").string();
+  o.manager.host_binary =
+      (std::filesystem::canonical("/proc/self/exe").parent_path() / "dde-isolate-system").string();
   o.manager.log_dir = "/tmp";
   define_links(app, o);
   define_isolate_systems(app, o.manager);
-  app.add_option("--cluster-secret-file", v.cluster_secret_file,
-                 "file holding the cluster secret: required of /activator and /control links, sent to the registry "
-                 "and handed to the isolate systems through their environment (default: $DDE_CLUSTER_SECRET)")
+  app.add_option(
+         "--cluster-secret-file", v.cluster_secret_file,
+         "file holding the cluster secret: required of /activator and /control links, sent to the registry "
+         "and handed to the isolate systems through their environment (default: $DDE_CLUSTER_SECRET)")
       ->type_name("FILE");
   app.add_option("--trace-log", v.trace_log,
-                 "span log (manual: Operations, \"Traces\") of this node's remote workers and, through DDE_TRACE_LOG, "
+                 "span log (manual: Operations, \"Traces\") of this node's remote workers and, through "
+                 "DDE_TRACE_LOG, "
                  "of the isolate systems it starts (default: $DDE_TRACE_LOG, else none)")
       ->type_name("FILE");
-  app.add_option("--trace-node", v.trace_node, "the node named in the span log (default: $DDE_TRACE_NODE, else the host name)")
+  app.add_option("--trace-node", v.trace_node,
+                 "the node named in the span log (default: $DDE_TRACE_NODE, else the host name)")
       ->type_name("NAME");
   dde::add_log_level(app, o.manager.log_level);
   dde::add_tls_flags(app, o.tls, true);
@@ -132,7 +142,8 @@ int run(const dde::activator::activator_options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  dde::command_line line("dde-activator", "A DDE node: System Bootstrapper + Isolate Deployer (thesis 3.2.4).");
+  dde::command_line line("dde-activator",
+                         "A DDE node: System Bootstrapper + Isolate Deployer (thesis 3.2.4).");
   dde::activator::activator_options o;
   command_line_values values;
   define_options(line.app(), o, values);

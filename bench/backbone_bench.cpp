@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "suite/bench_cluster.hpp"
 #include "bench_cli.hpp"
+#include "suite/bench_cluster.hpp"
 
 namespace {
 
@@ -43,15 +43,16 @@ void dde_point(rabbitmq_node& broker, point& p, long n) {
                     std::to_string(p.prefetch);
   std::string queue = sys + ".consumer";
   // Production, measured at the broker.
-  auto producer = start_host(sys, mqs.url(),
-                             {pool(sys, "producer", "producer",
-                                   {{"to", sys + "/consumer"}, {"count", n}, {"size", 64}, {"stats_dir", dir.string()}},
-                                   1, p.mode)},
-                             dir / "host-producer.log");
+  auto producer = start_host(
+      sys, mqs.url(),
+      {pool(sys, "producer", "producer",
+            {{"to", sys + "/consumer"}, {"count", n}, {"size", 64}, {"stats_dir", dir.string()}}, 1, p.mode)},
+      dir / "host-producer.log");
   if (!wait_until([&] { return broker.queue_depth(queue).value_or(0) >= n; }, 600s, 5ms))
     throw std::runtime_error("production did not finish:\n" + producer->log());
   auto filled_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                       std::chrono::system_clock::now().time_since_epoch()).count();
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
   wait_until([&] { return !all_stats(dir, "producer-").empty(); }, 10s);
   auto started_us = all_stats(dir, "producer-").at(0).value("first_us", std::int64_t(0));
   p.dde_produce = double(n) / (double(filled_us - started_us) / 1e6);
@@ -75,7 +76,8 @@ int main(int argc, char** argv) {
   bool quick = false;
   if (auto code = dde::bench::bench_command_line(
           argc, argv, "dde-bench-backbone",
-          "DDE end to end next to raw rabbitmq-c on one throw-away broker (see the manual's Benchmarks).", quick))
+          "DDE end to end next to raw rabbitmq-c on one throw-away broker (see the manual's Benchmarks).",
+          quick))
     return *code;
   long n_fast = quick ? 20000 : 100000;
   long n_slow = quick ? 2000 : 10000;
@@ -84,19 +86,23 @@ int main(int argc, char** argv) {
   std::vector<point> points;
   for (std::string mode : {"at-most-once", "at-least-once"})
     for (int prefetch : {1, 8, 64}) points.push_back({mode, prefetch});
-  std::cout << "DDE backbone benchmark: 64-byte messages, one producer then one consumer, broker on this machine\n";
+  std::cout
+      << "DDE backbone benchmark: 64-byte messages, one producer then one consumer, broker on this machine\n";
   for (auto& p : points) {
     long n = p.prefetch == 1 ? n_slow : n_fast;
     std::cerr << "[bench] " << p.mode << " prefetch " << p.prefetch << " (" << n << " messages)...\n";
     dde_point(broker, p, n);
-    p.raw_produce = raw(broker, "rawbench" + std::to_string(::getpid()), p.mode, p.prefetch, n, p.raw_consume);
+    p.raw_produce =
+        raw(broker, "rawbench" + std::to_string(::getpid()), p.mode, p.prefetch, n, p.raw_consume);
   }
-  std::printf("\n| mode | prefetch | DDE produce msg/s | raw produce msg/s | ratio | DDE consume msg/s | raw consume msg/s | ratio |\n");
+  std::printf(
+      "\n| mode | prefetch | DDE produce msg/s | raw produce msg/s | ratio | DDE consume msg/s | raw consume "
+      "msg/s | ratio |\n");
   std::printf("|---|---|---|---|---|---|---|---|\n");
   for (auto& p : points)
-    std::printf("| %s | %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |\n", p.mode.c_str(), p.prefetch, p.dde_produce,
-                p.raw_produce, p.raw_produce > 0 ? p.dde_produce / p.raw_produce : 0, p.dde_consume, p.raw_consume,
-                p.raw_consume > 0 ? p.dde_consume / p.raw_consume : 0);
+    std::printf("| %s | %d | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f |\n", p.mode.c_str(), p.prefetch,
+                p.dde_produce, p.raw_produce, p.raw_produce > 0 ? p.dde_produce / p.raw_produce : 0,
+                p.dde_consume, p.raw_consume, p.raw_consume > 0 ? p.dde_consume / p.raw_consume : 0);
   broker.stop();
   return 0;
 }

@@ -13,7 +13,8 @@ namespace dde::bench {
 inline std::optional<int> bench_command_line(int argc, char** argv, const char* program, const char* summary,
                                              bool& quick) {
   command_line line(program, summary);
-  line.app().add_flag("--quick", quick, "a short run: fewer messages and repetitions (what CI's bench_smoke_test runs)");
+  line.app().add_flag("--quick", quick,
+                      "a short run: fewer messages and repetitions (what CI's bench_smoke_test runs)");
   return line.parse_or_exit(argc, argv);
 }
 

@@ -13,8 +13,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "cluster.hpp"
 #include "bench_cli.hpp"
+#include "cluster.hpp"
 
 namespace {
 
@@ -50,9 +50,11 @@ scale_run run_scale(rabbitmq_node& broker, int run) {
   const std::size_t max = 8;
   auto body = deploy_body(id, mqs.url(), sys, "work", "consumer", {{"work_ms", 2}, {"log_dir", dir}});
   body["credits"] = 4;
-  body["scale"] = {{"min", 1}, {"max", max}, {"targetBacklogPerWorker", 100}, {"cooldownMs", 2000}, {"sampleMs", 250}};
+  body["scale"] = {
+      {"min", 1}, {"max", max}, {"targetBacklogPerWorker", 100}, {"cooldownMs", 2000}, {"sampleMs", 250}};
   if (rest("POST", registry.url() + "/registry/deploy", body.dump()).status != 200) return out;
-  auto producer = deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/work"}, {"count", n}});
+  auto producer =
+      deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/work"}, {"count", n}});
   if (rest("POST", registry.url() + "/registry/deploy", producer.dump()).status != 200) return out;
   std::optional<clock_type::time_point> above, at_max, drained;
   wait_until(
@@ -92,8 +94,8 @@ failover_run run_failover(rabbitmq_node& broker, int run) {
                           {"localhost", "localhost"});
   body["failover"] = true;
   if (rest("POST", registry.url() + "/registry/deploy", body.dump()).status != 200) return out;
-  auto producer =
-      deploy_body(idb, mqs.url(), sys + "p", "producer", "producer", {{"to", sys + "/work"}, {"count", n}, {"rate", 400}});
+  auto producer = deploy_body(idb, mqs.url(), sys + "p", "producer", "producer",
+                              {{"to", sys + "/work"}, {"count", n}, {"rate", 400}});
   if (rest("POST", registry.url() + "/registry/deploy", producer.dump()).status != 200) return out;
   wait_until([&] { return read_seq_logs(dir).unique.size() >= 800; }, 120s);
   auto p = pool_of(registry, ida, sys, sys + "/work");
@@ -117,7 +119,9 @@ failover_run run_failover(rabbitmq_node& broker, int run) {
   wait_until(
       [&] {
         auto now = clock_type::now();
-        if (!detected && !rest("GET", registry.url() + "/registry/failover").json.value("failovers", nlohmann::json::array()).empty())
+        if (!detected && !rest("GET", registry.url() + "/registry/failover")
+                              .json.value("failovers", nlohmann::json::array())
+                              .empty())
           detected = now;
         if (!handled && handled_elsewhere()) handled = now;
         return detected && handled;
@@ -141,8 +145,9 @@ std::string fmt(double ms) {
 
 int main(int argc, char** argv) {
   bool quick = false;
-  if (auto code = dde::bench::bench_command_line(argc, argv, "dde-bench-elastic",
-                                                 "Autoscaling: scale-up and scale-down times on a local cluster.", quick))
+  if (auto code = dde::bench::bench_command_line(
+          argc, argv, "dde-bench-elastic", "Autoscaling: scale-up and scale-down times on a local cluster.",
+          quick))
     return *code;
   const int runs = quick ? 1 : 3;
   rabbitmq_node broker("elastic");
@@ -156,10 +161,12 @@ int main(int argc, char** argv) {
     std::cerr << "[bench] failover run " << r + 1 << "/" << runs << " done\n";
   }
   std::printf("DDE elastic pools benchmark: %d run(s)\n\n", runs);
-  std::printf("| run | scale-up 1 -> 8 workers, ms | back to 1 after drain, ms | node lost -> detected, ms | "
-              "node lost -> first message handled elsewhere, ms | messages lost |\n|---|---|---|---|---|---|\n");
+  std::printf(
+      "| run | scale-up 1 -> 8 workers, ms | back to 1 after drain, ms | node lost -> detected, ms | "
+      "node lost -> first message handled elsewhere, ms | messages lost |\n|---|---|---|---|---|---|\n");
   for (int r = 0; r < runs; ++r)
-    std::printf("| %d | %s | %s | %s | %s | %zu |\n", r + 1, fmt(scales[r].up_ms).c_str(), fmt(scales[r].down_ms).c_str(),
-                fmt(failovers[r].detected_ms).c_str(), fmt(failovers[r].handled_ms).c_str(), failovers[r].lost);
+    std::printf("| %d | %s | %s | %s | %s | %zu |\n", r + 1, fmt(scales[r].up_ms).c_str(),
+                fmt(scales[r].down_ms).c_str(), fmt(failovers[r].detected_ms).c_str(),
+                fmt(failovers[r].handled_ms).c_str(), failovers[r].lost);
   return 0;
 }

@@ -27,7 +27,8 @@ double median(std::vector<double> v) {
 }
 
 std::int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -75,11 +76,14 @@ struct bench {
       std::filesystem::copy_file(worker_path("consumer"), next);
       std::ofstream(next, std::ios::app) << '\n';
       install_file(next, d / "libconsumer.so");
-      if (!wait_until([&] {
-            auto p = consumer_pool(node, sys);
-            auto state = p.is_object() ? p.value("/hotDeploy/canary/state"_json_pointer, std::string()) : "";
-            return state == "running";
-          }, 60s))
+      if (!wait_until(
+              [&] {
+                auto p = consumer_pool(node, sys);
+                auto state =
+                    p.is_object() ? p.value("/hotDeploy/canary/state"_json_pointer, std::string()) : "";
+                return state == "running";
+              },
+              60s))
         throw std::runtime_error("the canary did not start: " + consumer_pool(node, sys).dump());
     }
     deploy(deploy_body(node, mqs.url(), sys + "p", "producer", "producer",
@@ -133,8 +137,9 @@ int main(int argc, char** argv) {
     std::cerr << "dde-bench-features: " << e.what() << "\n";
     return 1;
   }
-  std::vector<std::string> raw_args{"consume", "--queue", "featraw" + std::to_string(::getpid()), "--count",
-                                    std::to_string(n), "--prefetch", "64", "--multiple-ack"};
+  std::vector<std::string> raw_args{"consume", "--queue",         "featraw" + std::to_string(::getpid()),
+                                    "--count", std::to_string(n), "--prefetch",
+                                    "64",      "--multiple-ack"};
   auto produce = raw_args;
   produce[0] = "produce";
   produce.resize(5);
@@ -148,15 +153,17 @@ int main(int argc, char** argv) {
   broker.delete_queue("featraw" + std::to_string(::getpid()));
 
   std::ifstream spans(dir / "spans.jsonl");
-  std::size_t span_lines = std::count(std::istreambuf_iterator<char>(spans), std::istreambuf_iterator<char>(), '\n');
-  std::printf("DDE features benchmark: %ld at-least-once 64-byte messages producer -> consumer (2 workers), "
-              "median of %d alternating round(s)\n\n",
-              n, rounds);
+  std::size_t span_lines =
+      std::count(std::istreambuf_iterator<char>(spans), std::istreambuf_iterator<char>(), '\n');
+  std::printf(
+      "DDE features benchmark: %ld at-least-once 64-byte messages producer -> consumer (2 workers), "
+      "median of %d alternating round(s)\n\n",
+      n, rounds);
   std::printf("| variant | msg/s | vs plain | raw rabbitmq-c consume (multiple acks) |\n|---|---|---|---|\n");
   double base = median(rates["plain"]);
   for (auto& v : variants)
-    std::printf("| %s | %.0f | %.2f | %.0f |\n", v.c_str(), median(rates[v]), base > 0 ? median(rates[v]) / base : 0,
-                raw);
+    std::printf("| %s | %.0f | %.2f | %.0f |\n", v.c_str(), median(rates[v]),
+                base > 0 ? median(rates[v]) / base : 0, raw);
   std::printf("\nspan log: %zu spans for %ld traced messages\n", span_lines, n * rounds);
   broker.stop();
   return 0;

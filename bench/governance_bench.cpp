@@ -13,8 +13,8 @@
 #include <set>
 
 #include "api_server.hpp"
-#include "cluster.hpp"
 #include "bench_cli.hpp"
+#include "cluster.hpp"
 
 namespace {
 
@@ -65,7 +65,9 @@ int main(int argc, char** argv) {
     for (auto& node : {a, b}) {
       logs.push_back(dir / (sys + "-" + node + ".log"));
       auto body = deploy_body(node, mqs.url(), sys, "api", "api_caller",
-                              {{"url", api.call_url()}, {"log", logs.back().string()}, {"governance", governance},
+                              {{"url", api.call_url()},
+                               {"log", logs.back().string()},
+                               {"governance", governance},
                                {"retryLimit", 10}},
                               {"localhost", "localhost", "localhost", "localhost"});
       body["backoff"] = {{"retryLimit", 10}};
@@ -102,15 +104,17 @@ int main(int argc, char** argv) {
   results.push_back(run("governance", true, 0));
   results.push_back(run("naive", false, 0));
 
-  std::printf("\nRate-limit governance: %d calls, 8 workers in 2 isolate systems, API limit %d/s, penalty 1 s x2 per "
-              "call in a cessation (max 30 s)\n",
-              n, limit);
-  std::printf("%-12s %11s %10s %6s %6s %6s %12s %14s %9s\n", "run", "configured", "achieved", "ok", "dead", "429s",
-              "escalations", "max cessation", "elapsed");
+  std::printf(
+      "\nRate-limit governance: %d calls, 8 workers in 2 isolate systems, API limit %d/s, penalty 1 s x2 per "
+      "call in a cessation (max 30 s)\n",
+      n, limit);
+  std::printf("%-12s %11s %10s %6s %6s %6s %12s %14s %9s\n", "run", "configured", "achieved", "ok", "dead",
+              "429s", "escalations", "max cessation", "elapsed");
   for (auto& r : results)
-    std::printf("%-12s %9.0f/s %8.1f/s %6zu %6zu %6llu %12llu %11lld ms %8.1fs%s\n", r.name.c_str(), r.configured,
-                r.achieved, r.ok, r.dead, static_cast<unsigned long long>(r.api.limited),
-                static_cast<unsigned long long>(r.api.escalations), static_cast<long long>(r.api.max_penalty.count()),
-                r.seconds, r.finished ? "" : " (unfinished)");
+    std::printf("%-12s %9.0f/s %8.1f/s %6zu %6zu %6llu %12llu %11lld ms %8.1fs%s\n", r.name.c_str(),
+                r.configured, r.achieved, r.ok, r.dead, static_cast<unsigned long long>(r.api.limited),
+                static_cast<unsigned long long>(r.api.escalations),
+                static_cast<long long>(r.api.max_penalty.count()), r.seconds,
+                r.finished ? "" : " (unfinished)");
   return 0;
 }

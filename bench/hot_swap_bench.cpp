@@ -9,8 +9,8 @@
 #include <map>
 #include <set>
 
-#include "cluster.hpp"
 #include "bench_cli.hpp"
+#include "cluster.hpp"
 
 namespace {
 
@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   std::string sys = "hotswap" + std::to_string(::getpid());
   auto plugin = dir / "libecho.so";
   install_file(worker_path("echo_v1"), plugin);
-  auto body = deploy_body(id, mqs.url(), sys, "echo", "echo_v1", {{"log_dir", dir}}, {"localhost", "localhost"});
+  auto body =
+      deploy_body(id, mqs.url(), sys, "echo", "echo_v1", {{"log_dir", dir}}, {"localhost", "localhost"});
   body["uri"] = plugin.string();
   body["hotDeployment"] = true;
   body["hotDeploymentIntervalMs"] = 50;
@@ -83,10 +84,12 @@ int main(int argc, char** argv) {
   std::map<std::int64_t, int> per_window;
   for (auto& l : log) ++per_window[l.time_us / 100000];
   std::vector<double> windows;
-  for (auto it = std::next(per_window.begin()); it != per_window.end() && std::next(it) != per_window.end(); ++it)
+  for (auto it = std::next(per_window.begin()); it != per_window.end() && std::next(it) != per_window.end();
+       ++it)
     windows.push_back(it->second * 10.0);  // msg/s in that 100 ms window (first and last are partial)
 
-  std::printf("DDE hot-swap benchmark: %d swaps of a 2-worker echo pool under %d msg/s (at-least-once)\n", swaps, rate);
+  std::printf("DDE hot-swap benchmark: %d swaps of a 2-worker echo pool under %d msg/s (at-least-once)\n",
+              swaps, rate);
   std::printf("| | p50 ms | max ms |\n|---|---|---|\n");
   std::printf("| swap pause (last old -> first new message) | %.1f | %.1f |\n", pct(pauses, 0.5),
               pauses.empty() ? 0 : *std::max_element(pauses.begin(), pauses.end()));

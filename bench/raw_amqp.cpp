@@ -3,7 +3,6 @@
 // each over one or more connections (one thread each), and rpc (raw_rpc.cpp); each command prints
 // one result line on stdout.
 #include "raw_amqp.hpp"
-#include "steady_rate.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -13,6 +12,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "steady_rate.hpp"
 
 namespace {
 
@@ -74,8 +75,7 @@ options parse(int argc, char** argv) {
       if (eq == std::string::npos || eq == 0)
         throw std::invalid_argument("--queue-arg wants KEY=VALUE, got " + arg);
       o.queue_args.emplace_back(arg.substr(0, eq), arg.substr(eq + 1));
-    }
-    else if (flag == "--count")
+    } else if (flag == "--count")
       o.count = std::stoull(value());
     else if (flag == "--size")
       o.size = std::stoull(value());
@@ -90,8 +90,7 @@ options parse(int argc, char** argv) {
       o.props.id = o.props.id || o.props.same_id;
       if (!o.props.id && !o.props.app && !o.props.ts)
         throw std::invalid_argument("--props: name id, same-id, app or ts");
-    }
-    else if (flag == "--confirm-window")
+    } else if (flag == "--confirm-window")
       o.confirm_window = std::stoull(value());
     else if (flag == "--prefetch")
       o.prefetch = static_cast<std::uint16_t>(std::stoul(value()));
@@ -157,13 +156,14 @@ void publish_share(const connection& c, const options& o, std::uint64_t count, c
   confirms window;
   for (std::uint64_t published = 0; published < count; ++published) {
     if (o.props.id) {
-      std::snprintf(id, sizeof id, "%023llu", static_cast<unsigned long long>(o.props.same_id ? 0 : published));
+      std::snprintf(id, sizeof id, "%023llu",
+                    static_cast<unsigned long long>(o.props.same_id ? 0 : published));
       props.message_id = amqp_bytes_t{23, id};
     }
     if (o.props.ts) {
-      props.timestamp = static_cast<std::uint64_t>(
-          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-              .count());
+      props.timestamp = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                       std::chrono::system_clock::now().time_since_epoch())
+                                                       .count());
     }
     if (o.confirm_window > 0 && published - window.confirmed >= o.confirm_window)
       window.await(c, published - o.confirm_window + 1, o.idle_timeout_s);
@@ -228,9 +228,10 @@ struct consume_tally {
     if (received++ == 0) start = next_progress = now;
     if (now - start <= std::chrono::seconds(1)) first_second = received;
     if (progress && now >= next_progress) {
-      std::fprintf(stderr, "progress %lld %llu\n",
-                   static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()),
-                   static_cast<unsigned long long>(received));
+      std::fprintf(
+          stderr, "progress %lld %llu\n",
+          static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count()),
+          static_cast<unsigned long long>(received));
       next_progress += std::chrono::seconds(1);
     }
     end = now;
@@ -251,8 +252,9 @@ void consume_on(const connection& c, const options& o, consume_tally& tally) {
     c.rpc_ok("basic.consume");
     consumer_tags.push_back(text(consume_ok->consumer_tag));
   }
-  const std::uint64_t ack_every =
-      !o.multiple_ack ? 1 : o.ack_every > 0 ? o.ack_every : std::max<std::uint64_t>(1, o.prefetch / 2);
+  const std::uint64_t ack_every = !o.multiple_ack   ? 1
+                                  : o.ack_every > 0 ? o.ack_every
+                                                    : std::max<std::uint64_t>(1, o.prefetch / 2);
   std::uint64_t unacked = 0, last_tag = 0;
   auto last_progress = clock_type::now();
   while (!tally.finished) {
@@ -301,10 +303,12 @@ void consume(const options& o) {
   if (tally.redelivered > 0) std::cerr << "note: " << tally.redelivered << " deliveries were redeliveries\n";
   // The rate after the first second: what a consumer sustains once the first burst (the broker's
   // and the kernel's buffers, caches still warm) is over.
-  const double steady = dde::bench::steady_rate(double(tally.received), double(tally.first_second),
-                                                std::chrono::duration<double>(tally.end - tally.start).count());
+  const double steady =
+      dde::bench::steady_rate(double(tally.received), double(tally.first_second),
+                              std::chrono::duration<double>(tally.end - tally.start).count());
   report("consume", tally.received, tally.size, tally.start, tally.end,
-         "first_second=" + std::to_string(tally.first_second) + " steady_rate=" + std::to_string(std::llround(steady)));
+         "first_second=" + std::to_string(tally.first_second) +
+             " steady_rate=" + std::to_string(std::llround(steady)));
 }
 
 /// Prints the body size of the first message in the queue and gives it back (basic.get, basic.reject

@@ -35,8 +35,8 @@ struct options {
   std::uint64_t ack_every = 0;  ///< with multiple_ack: ack after this many (0: prefetch / 2)
   int idle_timeout_s = 30;
   bool progress = false;  ///< consume: the running count on stderr once a second
-  int connections = 1;  ///< produce/consume: parallel connections (one thread each); rpc: requesters
-  int suppliers = 1;    ///< rpc: supplier connections
+  int connections = 1;    ///< produce/consume: parallel connections (one thread each); rpc: requesters
+  int suppliers = 1;      ///< rpc: supplier connections
   int consumers_per_channel = 1;  ///< consume: broker consumers on each connection's one channel
   /// declare: more queue arguments (x-queue-version=2, x-queue-mode=lazy...); digits go as a long
   std::vector<std::pair<std::string, std::string>> queue_args;
@@ -127,12 +127,13 @@ using clock_type = std::chrono::steady_clock;
 inline void report(const char* what, std::uint64_t count, std::size_t size, clock_type::time_point start,
                    clock_type::time_point end, const std::string& extra = "") {
   const double seconds = std::chrono::duration<double>(end - start).count();
-  auto wall_us = [now = clock_type::now(), wall = std::chrono::system_clock::now()](clock_type::time_point t) {
+  auto wall_us = [now = clock_type::now(),
+                  wall = std::chrono::system_clock::now()](clock_type::time_point t) {
     return static_cast<long long>(
         std::chrono::duration_cast<std::chrono::microseconds>((wall - (now - t)).time_since_epoch()).count());
   };
-  std::printf("raw %s count=%llu size=%zu seconds=%.3f rate=%.0f msg/s first_us=%lld last_us=%lld%s%s\n", what,
-              static_cast<unsigned long long>(count), size, seconds,
+  std::printf("raw %s count=%llu size=%zu seconds=%.3f rate=%.0f msg/s first_us=%lld last_us=%lld%s%s\n",
+              what, static_cast<unsigned long long>(count), size, seconds,
               seconds > 0 ? static_cast<double>(count) / seconds : 0.0, wall_us(start), wall_us(end),
               extra.empty() ? "" : " ", extra.c_str());
   std::fflush(stdout);

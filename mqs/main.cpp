@@ -8,8 +8,8 @@
 #include "dde/log.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/mqs_server.hpp"
-#include "dde/net/elastic_threads.hpp"
 #include "dde/net/auth.hpp"
+#include "dde/net/elastic_threads.hpp"
 
 namespace {
 

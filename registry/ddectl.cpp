@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   inv.registry = dde::ctl::choose_registry(inv.registry, headers, inv.timeout);
   if (inv.ask) {
     dde::ctl::ask_outcome outcome;
-    if (inv.ask->check_registry) outcome = dde::ctl::resolve_pool(*inv.ask, {inv.registry, headers}, inv.timeout);
+    if (inv.ask->check_registry)
+      outcome = dde::ctl::resolve_pool(*inv.ask, {inv.registry, headers}, inv.timeout);
     if (outcome.status == 0) outcome = dde::ctl::run_ask(*inv.ask, inv.timeout);
     if (outcome.status == 0)
       std::fputs((outcome.text + "\n").c_str(), stdout);
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
       std::fputs(dde::ctl::render(inv.command, inv.args, body, inv.output).c_str(), stdout);
   }
   if (res.status >= 300) {
-    std::fprintf(stderr, "ddectl: %s (HTTP %d)\n", dde::ctl::registry_error_text(res.body).c_str(), res.status);
+    std::fprintf(stderr, "ddectl: %s (HTTP %d)\n", dde::ctl::registry_error_text(res.body).c_str(),
+                 res.status);
     return 1;
   }
   return 0;

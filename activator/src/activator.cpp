@@ -1,8 +1,7 @@
 #include "activator.hpp"
 
-#include <future>
-
 #include <boost/asio/executor_work_guard.hpp>
+#include <future>
 
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
@@ -29,8 +28,8 @@ void activator::start() {
   // Children attach over loopback when the activator listens there or on every address.
   std::string control_host = options_.listen == "0.0.0.0" ? "127.0.0.1" : options_.listen;
   if (auto ec = server_->start())
-    throw std::runtime_error("cannot listen on " + options_.listen + ":" + std::to_string(options_.port) + ": " +
-                             ec.message());
+    throw std::runtime_error("cannot listen on " + options_.listen + ":" + std::to_string(options_.port) +
+                             ": " + ec.message());
   m.control_url = ws_scheme(options_.tls) + control_host + ":" + std::to_string(server_->port()) + "/control";
   systems_ = std::make_shared<system_manager>(io_, m);
   server_->add_websocket("/control", systems_);
@@ -46,8 +45,9 @@ void activator::start() {
   auto guard = std::make_shared<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>(
       io_.get_executor());
   for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this, guard] { io_.run(); });
-  logger("activator")->info("activator {} listening on {}{}:{}/activator, registry {}", options_.name, ws_scheme(options_.tls),
-                            options_.listen, server_->port(), options_.registry);
+  logger("activator")
+      ->info("activator {} listening on {}{}:{}/activator, registry {}", options_.name,
+             ws_scheme(options_.tls), options_.listen, server_->port(), options_.registry);
 }
 
 net::http_response activator::ops(const net::http_request& req) {
@@ -65,7 +65,8 @@ net::http_response activator::ops(const net::http_request& req) {
   }
   net::http_response out;
   out.status = 404;
-  out.body = R"({"error": "the activator serves WebSocket /activator and /control, GET /health and GET /metrics"})";
+  out.body =
+      R"({"error": "the activator serves WebSocket /activator and /control, GET /health and GET /metrics"})";
   return out;
 }
 

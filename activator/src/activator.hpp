@@ -2,12 +2,11 @@
 // One node's activator: the System Bootstrapper, the Isolate Deployer (`/activator`) and the
 // control endpoint its isolate systems attach to (`/control`), on one port.
 
+#include <boost/asio/io_context.hpp>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
 
 #include "bootstrapper.hpp"
 #include "dde/net/ws.hpp"
@@ -19,12 +18,12 @@ struct activator_options {
   std::string listen = "127.0.0.1";
   std::uint16_t port = 42042;
   std::string registry = "ws://127.0.0.1:8000/registry";
-  std::string name;             ///< node name (default: hostname)
-  std::string advertise_host;   ///< host in the registration (default: --listen)
-  manager_options manager;      ///< control_url is filled in from listen/port
+  std::string name;            ///< node name (default: hostname)
+  std::string advertise_host;  ///< host in the registration (default: --listen)
+  manager_options manager;     ///< control_url is filled in from listen/port
   int threads = 2;
   std::string cluster_secret;  ///< required of /activator and /control links (empty: open)
-  net::tls_options tls;  ///< listen with https/wss when tls.cert_file is set
+  net::tls_options tls;        ///< listen with https/wss when tls.cert_file is set
 };
 
 class activator {

@@ -27,15 +27,16 @@ struct request_runner {
   void operator()(protocol::node::set_rate& r) const {
     nlohmann::json limits = nlohmann::json::object();
     if (!r.rate.is_discarded() && !r.rate.is_null()) limits["rate"] = plain(r.rate);
-    if (!r.max_in_flight.is_discarded() && !r.max_in_flight.is_null()) limits["maxInFlight"] = plain(r.max_in_flight);
+    if (!r.max_in_flight.is_discarded() && !r.max_in_flight.is_null())
+      limits["maxInFlight"] = plain(r.max_in_flight);
     systems.set_rate(std::move(r.system), std::move(r.isolate), std::move(limits), answer);
   }
   void operator()(protocol::node::restart& r) const {
     systems.restart(std::move(r.system), std::move(r.isolate), answer);
   }
   void operator()(protocol::node::kill& r) const {
-    systems.kill(std::move(r.system), std::move(r.isolate), r.worker_id ? nlohmann::json(*r.worker_id) : nlohmann::json(),
-                 answer);
+    systems.kill(std::move(r.system), std::move(r.isolate),
+                 r.worker_id ? nlohmann::json(*r.worker_id) : nlohmann::json(), answer);
   }
   void operator()(protocol::node::redeploy& r) const { systems.redeploy(plain(r.body), answer); }
   void operator()(protocol::node::migrate& r) const {
@@ -57,8 +58,9 @@ bootstrapper::bootstrapper(boost::asio::io_context& io, std::shared_ptr<system_m
 std::vector<net::ws_url> parse_registry_urls(const std::string& list) {
   auto urls = net::parse_ws_url_list(list);
   if (urls.empty())
-    throw std::invalid_argument("bad --registry \"" + list +
-                                "\": expected ws://host:port/registry, or a comma-separated list of such URLs");
+    throw std::invalid_argument(
+        "bad --registry \"" + list +
+        "\": expected ws://host:port/registry, or a comma-separated list of such URLs");
   return urls;
 }
 
@@ -103,7 +105,8 @@ void bootstrapper::link_down(const std::string& why) {
   // With a registry pair, the next one: it may be the active one now (or the same one, back).
   current_ = (current_ + 1) % urls_.size();
   auto delay = retry_.schedule([self = shared_from_this()] { self->do_connect(); });
-  log()->warn("registry {} unavailable: {}; trying {} in {} ms", left, why, net::url_text(urls_[current_]), delay.count());
+  log()->warn("registry {} unavailable: {}; trying {} in {} ms", left, why, net::url_text(urls_[current_]),
+              delay.count());
 }
 
 void bootstrapper::on_open(const std::shared_ptr<net::ws_connection>& conn) {
@@ -147,7 +150,8 @@ void bootstrapper::on_message(const std::shared_ptr<net::ws_connection>& conn, s
         self->registration_ = self->id_;
       }
       self->retry_.reset();
-      log()->info("registered with {} as bootstrapper {}", net::url_text(self->urls_[self->current_]), self->id_);
+      log()->info("registered with {} as bootstrapper {}", net::url_text(self->urls_[self->current_]),
+                  self->id_);
     } else if (auto* request = std::get_if<protocol::request_frame>(&frame.value())) {
       self->serve(conn, std::move(*request));
     } else if (auto* bad = std::get_if<protocol::bad_request>(&frame.value())) {

@@ -2,21 +2,20 @@
 // The System Bootstrapper (thesis 3.2.4): registers this node with the registry, keeps the link
 // (re-registering with the same id after the registry restarts) and serves its requests.
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-#include <nlohmann/json.hpp>
-
 #include "dde/net/retry_timer.hpp"
-#include "dde/protocol/node_frames.hpp"
 #include "dde/net/ws.hpp"
+#include "dde/protocol/node_frames.hpp"
 #include "system_manager.hpp"
 
 namespace dde::activator {
@@ -35,7 +34,8 @@ struct bootstrapper_options {
 
 class bootstrapper : public net::ws_handler, public std::enable_shared_from_this<bootstrapper> {
  public:
-  bootstrapper(boost::asio::io_context& io, std::shared_ptr<system_manager> systems, bootstrapper_options options);
+  bootstrapper(boost::asio::io_context& io, std::shared_ptr<system_manager> systems,
+               bootstrapper_options options);
   void start();
   void stop();
   /// The id the registry gave this node (empty until registered).

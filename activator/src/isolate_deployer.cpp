@@ -1,10 +1,9 @@
 #include "isolate_deployer.hpp"
 
-#include <map>
-#include <mutex>
-
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <map>
+#include <mutex>
 
 #include "dde/envelope.hpp"
 #include "dde/log.hpp"
@@ -21,7 +20,8 @@ std::shared_ptr<spdlog::logger> log() { return logger("activator.deployer"); }
 /// One remote worker: the cell runs here, everything it sends goes back over the proxy's link.
 class remote_worker : public runtime::cell_owner, public std::enable_shared_from_this<remote_worker> {
  public:
-  remote_worker(boost::asio::io_context& io, std::shared_ptr<net::ws_connection> conn) : io_(io), conn_(std::move(conn)) {}
+  remote_worker(boost::asio::io_context& io, std::shared_ptr<net::ws_connection> conn)
+      : io_(io), conn_(std::move(conn)) {}
 
   std::string spawn(const protocol::proxy::spawn& frame, const std::vector<std::string>& plugin_allow) {
     auto spec = dde::parse_pool_spec(frame.spec);
@@ -54,7 +54,7 @@ class remote_worker : public runtime::cell_owner, public std::enable_shared_from
     if (!cell_) return;
     auto d = f.what == protocol::proxy::directive::resume    ? runtime::directive::resume
              : f.what == protocol::proxy::directive::restart ? runtime::directive::restart
-                                                              : runtime::directive::stop;
+                                                             : runtime::directive::stop;
     cell_->supervise(d, f.delay);
   }
   void handle(protocol::proxy::spawn&) {}  // the deployer answers a second spawn itself
@@ -67,13 +67,16 @@ class remote_worker : public runtime::cell_owner, public std::enable_shared_from
   std::string worker_id() const { return cell_ ? cell_->id() : std::string(); }
 
   // cell_owner: everything goes back to the proxy.
-  void worker_done(std::size_t, std::uint64_t delivery_id) override { send(protocol::deployer::done{delivery_id}); }
+  void worker_done(std::size_t, std::uint64_t delivery_id) override {
+    send(protocol::deployer::done{delivery_id});
+  }
   void worker_failed(std::size_t, std::uint64_t delivery_id, std::string what, std::string new_id) override {
     send(protocol::deployer::failed{delivery_id, std::move(what), std::move(new_id)});
   }
   void worker_rate_limited(std::size_t, std::uint64_t delivery_id, std::chrono::milliseconds delay,
                            std::string reason, message m) override {
-    send(protocol::deployer::rate_limited{delivery_id, delay, std::move(reason), to_envelope(m), m.redelivered()});
+    send(protocol::deployer::rate_limited{delivery_id, delay, std::move(reason), to_envelope(m),
+                                          m.redelivered()});
   }
   void worker_up(std::size_t, std::string id) override { send(protocol::deployer::up{std::move(id)}); }
   void worker_crashed(std::size_t, std::uint64_t delivery_id, std::string what) override {
@@ -99,7 +102,8 @@ class remote_worker : public runtime::cell_owner, public std::enable_shared_from
 class deployer : public net::ws_handler {
   static metric_cell& clients() {
     return metrics_registry::process().gauge("dde_activator_websocket_clients",
-                                             "Open WebSocket connections, by endpoint.", {{"endpoint", "activator"}});
+                                             "Open WebSocket connections, by endpoint.",
+                                             {{"endpoint", "activator"}});
   }
 
  public:

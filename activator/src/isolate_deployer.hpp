@@ -2,11 +2,10 @@
 // The Isolate Deployer (thesis 3.2.4): runs workers on this node for routers elsewhere. Each proxy
 // connection to `/activator` hosts one worker (activator/PROTOCOL.md).
 
+#include <boost/asio/io_context.hpp>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
 
 #include "dde/net/ws.hpp"
 

@@ -24,7 +24,8 @@ protocol::control_response failed(int status, std::string error) {
 
 metric_cell& control_clients() {
   return metrics_registry::process().gauge("dde_activator_websocket_clients",
-                                           "Open WebSocket connections, by endpoint.", {{"endpoint", "control"}});
+                                           "Open WebSocket connections, by endpoint.",
+                                           {{"endpoint", "control"}});
 }
 
 std::shared_ptr<spdlog::logger> log() { return logger("activator"); }
@@ -68,17 +69,28 @@ void system_manager::spawn(record& r) {
   r.started = std::chrono::steady_clock::now();
   r.own_child = true;
   std::vector<std::string> args = {options_.host_binary,
-                                   "--name", r.name,
-                                   "--mqs", r.mqs,
-                                   "--control", options_.control_url,
-                                   "--instance", r.instance,
-                                   "--orphan-timeout-ms", std::to_string(options_.orphan_timeout.count()),
-                                   "--threads", std::to_string(options_.host_threads),
-                                   "--thread-lag-us", std::to_string(options_.host_thread_lag.count()),
-                                   "--scheduling", options_.host_scheduling,
-                                   "--plugin-cache", plugin_cache(),
-                                   "--ops-port", "0",
-                                   "--log-level", options_.log_level};
+                                   "--name",
+                                   r.name,
+                                   "--mqs",
+                                   r.mqs,
+                                   "--control",
+                                   options_.control_url,
+                                   "--instance",
+                                   r.instance,
+                                   "--orphan-timeout-ms",
+                                   std::to_string(options_.orphan_timeout.count()),
+                                   "--threads",
+                                   std::to_string(options_.host_threads),
+                                   "--thread-lag-us",
+                                   std::to_string(options_.host_thread_lag.count()),
+                                   "--scheduling",
+                                   options_.host_scheduling,
+                                   "--plugin-cache",
+                                   plugin_cache(),
+                                   "--ops-port",
+                                   "0",
+                                   "--log-level",
+                                   options_.log_level};
   for (auto& allow : options_.plugin_allow) {
     args.push_back("--plugin-allow");
     args.push_back(allow);
@@ -91,8 +103,8 @@ void system_manager::spawn(record& r) {
     return;
   }
   r.pid = pid;
-  log()->info("started isolate system {} (pid {}, instance {}, MQS {}), log {}", r.name, pid, r.instance, r.mqs,
-              log_path);
+  log()->info("started isolate system {} (pid {}, instance {}, MQS {}), log {}", r.name, pid, r.instance,
+              r.mqs, log_path);
   // A child that never says hello is given up on.
   r.timer = std::make_shared<boost::asio::steady_timer>(strand_, options_.start_timeout);
   r.timer->async_wait([self = shared_from_this(), name = r.name, pid](boost::system::error_code ec) {
@@ -101,7 +113,8 @@ void system_manager::spawn(record& r) {
     if (it == self->systems_.end() || it->second.pid != pid || it->second.control) return;
     auto waiting = std::move(it->second.waiting);
     it->second.waiting.clear();
-    for (auto& w : waiting) w(false, "no hello within " + std::to_string(self->options_.start_timeout.count()) + " ms");
+    for (auto& w : waiting)
+      w(false, "no hello within " + std::to_string(self->options_.start_timeout.count()) + " ms");
   });
 }
 
@@ -138,8 +151,10 @@ void system_manager::on_message(const std::shared_ptr<net::ws_connection>& conn,
       log()->warn("ignoring a bad frame from an isolate system ({}): {}", frame.error(), data.substr(0, 200));
       return;
     }
-    if (auto* hello = std::get_if<protocol::control_hello>(&frame.value())) return self->on_hello(conn, *hello);
-    if (auto* event = std::get_if<protocol::control_event>(&frame.value())) return self->on_event(conn, event->fields);
+    if (auto* hello = std::get_if<protocol::control_hello>(&frame.value()))
+      return self->on_hello(conn, *hello);
+    if (auto* event = std::get_if<protocol::control_event>(&frame.value()))
+      return self->on_event(conn, event->fields);
     auto& response = std::get<protocol::control_response>(frame.value());
     auto it = self->pending_.find(response.id);
     if (it == self->pending_.end()) return;
@@ -150,7 +165,8 @@ void system_manager::on_message(const std::shared_ptr<net::ws_connection>& conn,
   });
 }
 
-void system_manager::on_hello(const std::shared_ptr<net::ws_connection>& conn, const protocol::control_hello& hello) {
+void system_manager::on_hello(const std::shared_ptr<net::ws_connection>& conn,
+                              const protocol::control_hello& hello) {
   const auto& name = hello.system;
   const auto& instance = hello.instance;
   if (!valid_name(name)) {
@@ -171,16 +187,18 @@ void system_manager::on_hello(const std::shared_ptr<net::ws_connection>& conn, c
     r.control = conn;
     r.started = std::chrono::steady_clock::now();
     auto& adopted = systems_[name] = std::move(r);
-    log()->info("adopted isolate system {} (pid {}) that was running before this activator", name, adopted.pid);
-    request(adopted, protocol::control::describe{}, [self = shared_from_this(), name](const protocol::control_response& resp) {
-      auto it = self->systems_.find(name);
-      if (it == self->systems_.end() || !resp.ok) return;
-      for (auto& [system, pools] : resp.result.items())
-        for (auto& p : pools) {
-          auto body = deploy_body_of_description(system, p);
-          it->second.pools[body["isolateName"].get<std::string>()] = body;
-        }
-    });
+    log()->info("adopted isolate system {} (pid {}) that was running before this activator", name,
+                adopted.pid);
+    request(adopted, protocol::control::describe{},
+            [self = shared_from_this(), name](const protocol::control_response& resp) {
+              auto it = self->systems_.find(name);
+              if (it == self->systems_.end() || !resp.ok) return;
+              for (auto& [system, pools] : resp.result.items())
+                for (auto& p : pools) {
+                  auto body = deploy_body_of_description(system, p);
+                  it->second.pools[body["isolateName"].get<std::string>()] = body;
+                }
+            });
     return;
   }
   auto& r = it->second;
@@ -291,7 +309,8 @@ void system_manager::on_lost(record& r, const std::string& why) {
                {{"system", name}})
       .add();
   r.state = "restarting";
-  log()->error("isolate system {} {}; restarting it in {} ms (restart {})", name, why, r.backoff.count(), r.restarts);
+  log()->error("isolate system {} {}; restarting it in {} ms (restart {})", name, why, r.backoff.count(),
+               r.restarts);
   r.timer = std::make_shared<boost::asio::steady_timer>(strand_, r.backoff);
   r.timer->async_wait([self = shared_from_this(), name](boost::system::error_code ec) {
     if (ec) return;

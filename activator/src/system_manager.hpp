@@ -5,18 +5,17 @@
 
 #include <sys/types.h>
 
-#include <chrono>
-#include <functional>
-#include <map>
-#include <memory>
-#include <string>
-#include <vector>
-
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "dde/net/ws.hpp"
 #include "dde/protocol/control_frames.hpp"
@@ -26,9 +25,9 @@
 namespace dde::activator {
 
 struct manager_options {
-  std::string host_binary;      ///< dde-isolate-system
-  std::string control_url;      ///< what children connect to: ws://127.0.0.1:PORT/control
-  std::string log_dir;          ///< children's logs: <log_dir>/<system>.log
+  std::string host_binary;  ///< dde-isolate-system
+  std::string control_url;  ///< what children connect to: ws://127.0.0.1:PORT/control
+  std::string log_dir;      ///< children's logs: <log_dir>/<system>.log
   std::string log_level = "info";
   std::chrono::milliseconds start_timeout{15000};
   std::chrono::milliseconds request_timeout{15000};
@@ -40,16 +39,20 @@ struct manager_options {
   int host_threads = 2;
   std::chrono::microseconds host_thread_lag{1000};  ///< the systems' --thread-lag-us
   std::string host_scheduling = "batch";            ///< the systems' --scheduling
-  std::vector<std::string> plugin_allow;  ///< handed to each isolate system as --plugin-allow
+  std::vector<std::string> plugin_allow;            ///< handed to each isolate system as --plugin-allow
 };
 
 /// The outcome of a request: its result, or why not with the HTTP status to answer as the code.
 using outcome = result<nlohmann::json>;
 using outcome_fn = std::function<void(outcome)>;
 /// Done, with `result` (an empty object: nothing to tell).
-inline outcome succeeded(nlohmann::json result = nlohmann::json::object()) { return outcome(std::move(result)); }
+inline outcome succeeded(nlohmann::json result = nlohmann::json::object()) {
+  return outcome(std::move(result));
+}
 /// Refused with HTTP `status` and why.
-inline outcome refused(int status, std::string why) { return http_failure<nlohmann::json>(status, std::move(why)); }
+inline outcome refused(int status, std::string why) {
+  return http_failure<nlohmann::json>(status, std::move(why));
+}
 
 class system_manager : public net::ws_handler, public std::enable_shared_from_this<system_manager> {
  public:
@@ -86,7 +89,8 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
  private:
   /// On the strand: stops pool `isolate` of `system` and starts it with `new_body`, or with its old
   /// body again if that fails.
-  void replace_pool(const std::string& system, const std::string& isolate, nlohmann::json new_body, outcome_fn done);
+  void replace_pool(const std::string& system, const std::string& isolate, nlohmann::json new_body,
+                    outcome_fn done);
 
   struct record {
     std::string name, mqs, instance;
@@ -106,7 +110,7 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
     std::chrono::milliseconds backoff{0};
     std::chrono::steady_clock::time_point started;
     int restarts = 0;
-    int deploying = 0;  ///< deploys waiting for it to attach or for their pool's answer
+    int deploying = 0;        ///< deploys waiting for it to attach or for their pool's answer
     bool discarding = false;  ///< stopping because a failed deploy left it with no pool
     std::vector<std::function<void()>> after_exit;  ///< deploys that came while it was being discarded
     std::string last_exit;

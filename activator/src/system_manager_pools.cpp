@@ -2,13 +2,12 @@
 // (starting its isolate system first when needed), shut it down, describe every system, migrate,
 // RESTART, KILL and a new rate, each a request to the isolate system's /control link. Starting,
 // adopting, watching and redeploying the systems themselves is in system_manager.cpp.
-#include "system_manager.hpp"
-
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
 #include "dde/names.hpp"
 #include "dde/protocol/pool_spec.hpp"
+#include "system_manager.hpp"
 
 namespace dde::activator {
 
@@ -29,13 +28,16 @@ void system_manager::add_pool(const std::string& system, nlohmann::json body, bo
 }
 
 void system_manager::deploy(nlohmann::json body, outcome_fn done) {
-  boost::asio::post(strand_, [self = shared_from_this(), body = std::move(body), done = std::move(done)]() mutable {
+  boost::asio::post(strand_, [self = shared_from_this(), body = std::move(body),
+                              done = std::move(done)]() mutable {
     if (self->stopping_all_) return done(refused(503, "the activator is stopping"));
     auto spec = dde::parse_pool_spec(body);
     if (!spec) return done(refused(400, spec.error()));
     auto mqs = body.value("messageQueuingSystemServer", std::string());
     if (net::parse_ws_url_list(mqs).empty())
-      return done(refused(400, "field \"messageQueuingSystemServer\" must be a ws:// or wss:// URL (or a comma-separated list)"));
+      return done(refused(
+          400,
+          "field \"messageQueuingSystemServer\" must be a ws:// or wss:// URL (or a comma-separated list)"));
     auto name = spec.value().system;
     auto it = self->systems_.find(name);
     if (it != self->systems_.end() && it->second.discarding) {
@@ -46,8 +48,8 @@ void system_manager::deploy(nlohmann::json body, outcome_fn done) {
       return;
     }
     if (it != self->systems_.end() && it->second.mqs != mqs)
-      return done(refused(409, "isolate system \"" + name + "\" already runs on this node with MQS " +
-                                            it->second.mqs));
+      return done(refused(
+          409, "isolate system \"" + name + "\" already runs on this node with MQS " + it->second.mqs));
     if (it != self->systems_.end() && it->second.stopping)
       return done(refused(409, "isolate system \"" + name + "\" is shutting down"));
     if (it == self->systems_.end()) {
@@ -94,13 +96,15 @@ void system_manager::deploy_ended(const std::string& system, bool ok) {
 void system_manager::shutdown(std::string system, std::string isolate, outcome_fn done) {
   boost::asio::post(strand_, [self = shared_from_this(), system, isolate, done = std::move(done)] {
     auto it = self->systems_.find(system);
-    if (it == self->systems_.end()) return done(refused(404, "no isolate system \"" + system + "\" on this node"));
+    if (it == self->systems_.end())
+      return done(refused(404, "no isolate system \"" + system + "\" on this node"));
     auto& r = it->second;
     if (isolate.empty()) {
       // What it stopped: the system and every pool it ran.
       nlohmann::json pools = nlohmann::json::array();
       for (auto& [name, body] : r.pools) pools.push_back(name);
-      auto stopped = succeeded({{"stopped", {{"isolateSystemName", system}, {"pools", pools}, {"pid", r.pid}}}});
+      auto stopped =
+          succeeded({{"stopped", {{"isolateSystemName", system}, {"pools", pools}, {"pid", r.pid}}}});
       r.stopping = true;
       if (!r.control) {
         if (r.pid > 0) self->procs_->signal(r.pid, SIGTERM);
@@ -139,23 +143,24 @@ void system_manager::describe(outcome_fn done) {
         continue;
       }
       ++*remaining;
-      self->request(r, protocol::control::describe{},
-                    [self, result, finish, facts, name = name](const protocol::control_response& resp) mutable {
-        auto& list = (*result)[name] = nlohmann::json::array();
-        if (resp.ok) {
-          for (auto& [system, pools] : resp.result.items())
-            for (auto p : pools) {
-              p.update(facts);
-              list.push_back(p);
+      self->request(
+          r, protocol::control::describe{},
+          [self, result, finish, facts, name = name](const protocol::control_response& resp) mutable {
+            auto& list = (*result)[name] = nlohmann::json::array();
+            if (resp.ok) {
+              for (auto& [system, pools] : resp.result.items())
+                for (auto p : pools) {
+                  p.update(facts);
+                  list.push_back(p);
+                }
+            } else if (auto it = self->systems_.find(name); it != self->systems_.end()) {
+              // Its pools as deployed, each saying why nothing more is known: an empty list read as a
+              // system running nothing (a dashboard showed a stopped pool's node green for a poll).
+              facts["poolState"] = "not answering: " + resp.error;
+              list = self->pools_as_deployed(it->second, facts);
             }
-        } else if (auto it = self->systems_.find(name); it != self->systems_.end()) {
-          // Its pools as deployed, each saying why nothing more is known: an empty list read as a
-          // system running nothing (a dashboard showed a stopped pool's node green for a poll).
-          facts["poolState"] = "not answering: " + resp.error;
-          list = self->pools_as_deployed(it->second, facts);
-        }
-        finish();
-      });
+            finish();
+          });
     }
     finish();
   });
@@ -174,51 +179,56 @@ nlohmann::json system_manager::pools_as_deployed(const record& r, const nlohmann
   return list;
 }
 
-void system_manager::migrate(std::string system, std::string isolate, nlohmann::json workers_paths, outcome_fn done) {
-  boost::asio::post(strand_, [self = shared_from_this(), system, isolate, workers_paths, done = std::move(done)] {
-    auto it = self->systems_.find(system);
-    if (it == self->systems_.end() || !it->second.pools.count(isolate))
-      return done(refused(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\" here"));
-    auto new_body = it->second.pools[isolate];
-    new_body["workersPaths"] = workers_paths;
-    self->replace_pool(system, isolate, std::move(new_body), done);
-  });
+void system_manager::migrate(std::string system, std::string isolate, nlohmann::json workers_paths,
+                             outcome_fn done) {
+  boost::asio::post(
+      strand_, [self = shared_from_this(), system, isolate, workers_paths, done = std::move(done)] {
+        auto it = self->systems_.find(system);
+        if (it == self->systems_.end() || !it->second.pools.count(isolate))
+          return done(refused(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\" here"));
+        auto new_body = it->second.pools[isolate];
+        new_body["workersPaths"] = workers_paths;
+        self->replace_pool(system, isolate, std::move(new_body), done);
+      });
 }
 
 void system_manager::redeploy(nlohmann::json body, outcome_fn done) {
-  boost::asio::post(strand_, [self = shared_from_this(), body = std::move(body), done = std::move(done)]() mutable {
-    auto spec = dde::parse_pool_spec(body);
-    if (!spec) return done(refused(400, spec.error()));
-    const auto& system = spec.value().system;
-    const auto& isolate = spec.value().isolate;
-    auto it = self->systems_.find(system);
-    if (it == self->systems_.end() || !it->second.pools.count(isolate))
-      return done(refused(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\" here"));
-    auto mqs = body.value("messageQueuingSystemServer", it->second.mqs);
-    if (mqs != it->second.mqs)
-      return done(refused(409, "isolate system \"" + system + "\" runs with MQS " + it->second.mqs +
-                                   ", not " + mqs + "; a pool cannot change its system's MQS"));
-    body["messageQueuingSystemServer"] = mqs;
-    self->replace_pool(system, isolate, std::move(body), done);
-  });
+  boost::asio::post(
+      strand_, [self = shared_from_this(), body = std::move(body), done = std::move(done)]() mutable {
+        auto spec = dde::parse_pool_spec(body);
+        if (!spec) return done(refused(400, spec.error()));
+        const auto& system = spec.value().system;
+        const auto& isolate = spec.value().isolate;
+        auto it = self->systems_.find(system);
+        if (it == self->systems_.end() || !it->second.pools.count(isolate))
+          return done(refused(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\" here"));
+        auto mqs = body.value("messageQueuingSystemServer", it->second.mqs);
+        if (mqs != it->second.mqs)
+          return done(refused(409, "isolate system \"" + system + "\" runs with MQS " + it->second.mqs +
+                                       ", not " + mqs + "; a pool cannot change its system's MQS"));
+        body["messageQueuingSystemServer"] = mqs;
+        self->replace_pool(system, isolate, std::move(body), done);
+      });
 }
 
-void system_manager::replace_pool(const std::string& system, const std::string& isolate, nlohmann::json new_body,
-                                  outcome_fn done) {
+void system_manager::replace_pool(const std::string& system, const std::string& isolate,
+                                  nlohmann::json new_body, outcome_fn done) {
   auto it = systems_.find(system);
   auto old_body = it->second.pools[isolate];
   auto spec = dde::parse_pool_spec(new_body);
   if (!spec) return done(refused(400, spec.error()));
   // Stop the old workers (their messages finish; the rest wait in the broker), then start the new.
   request(it->second, protocol::control::remove_isolate{isolate},
-          [self = shared_from_this(), system, isolate, old_body, new_body, done](const protocol::control_response& resp) {
+          [self = shared_from_this(), system, isolate, old_body, new_body,
+           done](const protocol::control_response& resp) {
             if (!resp.ok) return done(refused(resp.status, resp.error));
             self->add_pool(system, new_body, true, [self, system, old_body, done](outcome o) {
               if (o) return done(std::move(o));
               // Put the old pool back, and answer once it runs again.
               self->add_pool(system, old_body, false, [o, done](outcome back) {
                 if (back) return done(o);
-                done(refused(http_status(o), o.error() + "; starting the old spec again failed too: " + back.error()));
+                done(refused(http_status(o),
+                             o.error() + "; starting the old spec again failed too: " + back.error()));
               });
             });
           });
@@ -252,7 +262,8 @@ void system_manager::kill(std::string system, std::string isolate, nlohmann::jso
   });
 }
 
-void system_manager::set_rate(std::string system, std::string isolate, nlohmann::json limits, outcome_fn done) {
+void system_manager::set_rate(std::string system, std::string isolate, nlohmann::json limits,
+                              outcome_fn done) {
   boost::asio::post(strand_, [self = shared_from_this(), system, isolate, limits, done = std::move(done)] {
     auto it = self->systems_.find(system);
     if (it == self->systems_.end())
@@ -261,18 +272,19 @@ void system_manager::set_rate(std::string system, std::string isolate, nlohmann:
       return limits.contains(key) ? limits[key] : nlohmann::json(nlohmann::json::value_t::discarded);
     };
     protocol::control::set_rate req{isolate, given("rate"), given("maxInFlight")};
-    self->request(it->second, req, [self, system, isolate, limits, done](const protocol::control_response& resp) {
-      if (!resp.ok) return done(refused(resp.status, resp.error));
-      // A restarted isolate system keeps the new limits.
-      auto it = self->systems_.find(system);
-      if (it != self->systems_.end() && it->second.pools.count(isolate)) {
-        auto& body = it->second.pools[isolate];
-        body.erase("rate");
-        body.erase("maxInFlight");
-        body.update(limits);
-      }
-      done(succeeded());
-    });
+    self->request(it->second, req,
+                  [self, system, isolate, limits, done](const protocol::control_response& resp) {
+                    if (!resp.ok) return done(refused(resp.status, resp.error));
+                    // A restarted isolate system keeps the new limits.
+                    auto it = self->systems_.find(system);
+                    if (it != self->systems_.end() && it->second.pools.count(isolate)) {
+                      auto& body = it->second.pools[isolate];
+                      body.erase("rate");
+                      body.erase("maxInFlight");
+                      body.update(limits);
+                    }
+                    done(succeeded());
+                  });
   });
 }
 

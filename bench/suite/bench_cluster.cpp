@@ -1,5 +1,4 @@
 #include "bench_cluster.hpp"
-#include "steady_rate.hpp"
 
 #include <poll.h>
 #include <sys/inotify.h>
@@ -8,6 +7,8 @@
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+
+#include "steady_rate.hpp"
 
 namespace dde::bench {
 namespace fs = std::filesystem;

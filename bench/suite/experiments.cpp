@@ -44,8 +44,8 @@ struct flow_point {
   production produced;
   double consumed = 0;
   double consumed_steady = 0;  ///< after the consumers' first second
-  double broker_us = 0;  ///< the broker's CPU µs per message while ours consumed
-  double rested_s = 0;   ///< from the filled queue to our consumers' start: the raw consumers rest as long
+  double broker_us = 0;        ///< the broker's CPU µs per message while ours consumed
+  double rested_s = 0;  ///< from the filled queue to our consumers' start: the raw consumers rest as long
   raw_flow raw;
   long payload_bytes = -1;  ///< of the first message our producers left in the queue
 };
@@ -87,10 +87,18 @@ double median(std::vector<double> v) {
 template <class Point>
 flow_point median_of_runs(int runs, Point point) {
   auto figures = [](flow_point& f) {
-    return std::array<double*, 12>{&f.produced.at_isolates, &f.produced.at_broker,  &f.consumed,
-                                   &f.raw.produce,          &f.raw.produce_client, &f.raw.consume,
-                                   &f.raw.consume_best,     &f.broker_us,          &f.raw.broker_us_best,
-                                   &f.consumed_steady,      &f.raw.consume_best_steady, &f.rested_s};
+    return std::array<double*, 12>{&f.produced.at_isolates,
+                                   &f.produced.at_broker,
+                                   &f.consumed,
+                                   &f.raw.produce,
+                                   &f.raw.produce_client,
+                                   &f.raw.consume,
+                                   &f.raw.consume_best,
+                                   &f.broker_us,
+                                   &f.raw.broker_us_best,
+                                   &f.consumed_steady,
+                                   &f.raw.consume_best_steady,
+                                   &f.rested_s};
   };
   std::vector<flow_point> all;
   for (int i = 0; i < runs; ++i) all.push_back(point());
@@ -166,8 +174,9 @@ table exp1_consumers(suite_context& ctx) {
         t.add({mode, std::to_string(p), std::to_string(n_consumers), std::to_string(n), num(f.consumed),
                num(f.raw.consume_best), num(f.raw.consume), ratio(f.consumed, f.raw.consume_best),
                ratio(f.consumed, f.raw.consume), or_dash(num(f.consumed_steady)),
-               or_dash(num(f.raw.consume_best_steady)), or_dash(ratio(f.consumed_steady, f.raw.consume_best_steady)),
-               num(f.broker_us, 1), num(f.raw.broker_us_best, 1), num(f.rested_s, 1)});
+               or_dash(num(f.raw.consume_best_steady)),
+               or_dash(ratio(f.consumed_steady, f.raw.consume_best_steady)), num(f.broker_us, 1),
+               num(f.raw.broker_us_best, 1), num(f.rested_s, 1)});
         auto key = "consume." + mode + ".p" + std::to_string(p) + ".c" + std::to_string(n_consumers);
         ctx.headline[key + ".ours"] = f.consumed;
         ctx.headline[key + ".raw"] = f.raw.consume_best;
@@ -176,15 +185,15 @@ table exp1_consumers(suite_context& ctx) {
           ctx.headline[key + ".ours_steady"] = f.consumed_steady;
           ctx.headline[key + ".raw_steady"] = f.raw.consume_best_steady;
         }
-        ctx.clock.line(label + " ours " + num(f.consumed) + " msg/s, raw best " + num(f.raw.consume_best) +
-                       ", raw acking each " + num(f.raw.consume) + ", ratio " +
-                       ratio(f.consumed, f.raw.consume_best) +
-                       (steady ? "; after the first second ours " + num(f.consumed_steady) + ", raw best " +
-                                     num(f.raw.consume_best_steady) + ", ratio " +
-                                     ratio(f.consumed_steady, f.raw.consume_best_steady)
-                               : std::string()) +
-                       "; broker CPU " + num(f.broker_us, 1) + " µs/msg (raw best " + num(f.raw.broker_us_best, 1) +
-                       "); each drained a queue that rested " + num(f.rested_s, 1) + " s");
+        ctx.clock.line(
+            label + " ours " + num(f.consumed) + " msg/s, raw best " + num(f.raw.consume_best) +
+            ", raw acking each " + num(f.raw.consume) + ", ratio " + ratio(f.consumed, f.raw.consume_best) +
+            (steady ? "; after the first second ours " + num(f.consumed_steady) + ", raw best " +
+                          num(f.raw.consume_best_steady) + ", ratio " +
+                          ratio(f.consumed_steady, f.raw.consume_best_steady)
+                    : std::string()) +
+            "; broker CPU " + num(f.broker_us, 1) + " µs/msg (raw best " + num(f.raw.broker_us_best, 1) +
+            "); each drained a queue that rested " + num(f.rested_s, 1) + " s");
       }
   return t;
 }
@@ -205,9 +214,8 @@ table exp2_message_size(suite_context& ctx) {
       if (f.payload_bytes != size) ctx.headline["size.mismatch"] += 1;
       ctx.headline["size.checked"] += 1;
       t.add({mode, std::to_string(size), std::to_string(f.payload_bytes), std::to_string(n), num(f.consumed),
-             num(f.raw.consume),
-             ratio(f.consumed, f.raw.consume), num(f.produced.at_broker), num(f.raw.produce),
-             ratio(f.produced.at_broker, f.raw.produce)});
+             num(f.raw.consume), ratio(f.consumed, f.raw.consume), num(f.produced.at_broker),
+             num(f.raw.produce), ratio(f.produced.at_broker, f.raw.produce)});
       ctx.clock.line("exp2 " + short_mode(mode) + " size " + std::to_string(size) + ": consume ours " +
                      num(f.consumed) + " raw " + num(f.raw.consume) + "; produce ours " +
                      num(f.produced.at_broker) + " raw " + num(f.raw.produce));
@@ -306,7 +314,8 @@ table exp5_simultaneous(suite_context& ctx) {
 std::vector<table> exp6_7_request_reply(suite_context& ctx) {
   table rr{"exp6_request_reply",
            "Thesis fig. 5.9: request-reply throughput vs requesters and suppliers",
-           {"mode", "requesters", "suppliers", "asks", "ours_msg_s", "raw_msg_s", "ratio", "lost_asks", "late_asks"}};
+           {"mode", "requesters", "suppliers", "asks", "ours_msg_s", "raw_msg_s", "ratio", "lost_asks",
+            "late_asks"}};
   table rtt{
       "exp7_rtt",
       "Thesis fig. 5.10: request-reply round-trip time (ms; with 1 requester each figure the median of 3 "
@@ -343,10 +352,9 @@ std::vector<table> exp6_7_request_reply(suite_context& ctx) {
         ctx.headline[key + ".p99.ours"] = ours.p99_ms;
         ctx.headline[key + ".p50.raw"] = raw.p50_ms;
         ctx.headline[key + ".p99.raw"] = raw.p99_ms;
-        ctx.clock.line(label + " ours " + num(ours.rate) + " msg/s (p50 " +
-                       num(ours.p50_ms, 2) + " ms, p99 " + num(ours.p99_ms, 2) + " ms), raw " +
-                       num(raw.rate) + " (p50 " + num(raw.p50_ms, 2) + " ms, p99 " + num(raw.p99_ms, 2) +
-                       " ms)");
+        ctx.clock.line(label + " ours " + num(ours.rate) + " msg/s (p50 " + num(ours.p50_ms, 2) +
+                       " ms, p99 " + num(ours.p99_ms, 2) + " ms), raw " + num(raw.rate) + " (p50 " +
+                       num(raw.p50_ms, 2) + " ms, p99 " + num(raw.p99_ms, 2) + " ms)");
       }
   return {rr, rtt};
 }
@@ -355,16 +363,18 @@ table exp8_recovery(suite_context& ctx) {
   using namespace std::chrono_literals;
   const int runs = ctx.quick ? 1 : 3;
   constexpr double rate = 2000;  // msg/s
-  table t{"exp8_recovery",
-          "Recovery: seconds from the broker (its first AMQP login) or a new MQS (its port) "
-          "accepting connections until the consumers get a message again (at-least-once, quorum queue; a "
-          "producer at 2,000 msg/s and 2 consumers in one isolate system; the broker is stopped (SIGTERM) and started, "
-          "the MQS killed and started again 2 s later; outage: the consumers' longest gap that ended after the "
-          "fault; median and "
-          "worst of " +
-              std::to_string(runs) + " run" + (runs > 1 ? "s" : "") + ")",
-          {"scenario", "runs", "messages", "ours_resume_s_median", "ours_resume_s_worst",
-           "ours_outage_s_median", "ours_outage_s_worst", "lost", "duplicates"}};
+  table t{
+      "exp8_recovery",
+      "Recovery: seconds from the broker (its first AMQP login) or a new MQS (its port) "
+      "accepting connections until the consumers get a message again (at-least-once, quorum queue; a "
+      "producer at 2,000 msg/s and 2 consumers in one isolate system; the broker is stopped (SIGTERM) and "
+      "started, "
+      "the MQS killed and started again 2 s later; outage: the consumers' longest gap that ended after the "
+      "fault; median and "
+      "worst of " +
+          std::to_string(runs) + " run" + (runs > 1 ? "s" : "") + ")",
+      {"scenario", "runs", "messages", "ours_resume_s_median", "ours_resume_s_worst", "ours_outage_s_median",
+       "ours_outage_s_worst", "lost", "duplicates"}};
   auto& c = ctx.cluster;
   // An MQS of its own: killing it disturbs no other experiment's pools.
   const auto url = c.mqs_url(64, 8);
@@ -418,15 +428,18 @@ table exp8_recovery(suite_context& ctx) {
       duplicates += r.duplicates;
       failed = failed || !r.resumed;
       if (r.resumed) resume.push_back(r.resume_s), outage.push_back(r.outage_s);
-      ctx.clock.line("exp8 " + sc.name + " run " + std::to_string(i + 1) + ": " +
-                     (r.resumed ? "consuming resumed " + num(r.resume_s, 3) + " s after the repaired peer "
-                                  "accepted connections (outage " + num(r.outage_s, 2) + " s: last message " +
-                                  time_of_day(r.stopped_us) + ", ready " + time_of_day(r.ready_us) +
-                                  ", first message " + time_of_day(r.resumed_us) + ")"
-                                : r.flow_ended_first ? std::string("measured nothing: three times the fault came after the flow had ended")
-                                                     : std::string("consuming did NOT resume")) +
-                     ", " + std::to_string(r.unique) + " of " + std::to_string(r.count) + " consumed, " +
-                     std::to_string(r.duplicates) + " duplicates");
+      ctx.clock.line(
+          "exp8 " + sc.name + " run " + std::to_string(i + 1) + ": " +
+          (r.resumed ? "consuming resumed " + num(r.resume_s, 3) +
+                           " s after the repaired peer "
+                           "accepted connections (outage " +
+                           num(r.outage_s, 2) + " s: last message " + time_of_day(r.stopped_us) + ", ready " +
+                           time_of_day(r.ready_us) + ", first message " + time_of_day(r.resumed_us) + ")"
+           : r.flow_ended_first
+               ? std::string("measured nothing: three times the fault came after the flow had ended")
+               : std::string("consuming did NOT resume")) +
+          ", " + std::to_string(r.unique) + " of " + std::to_string(r.count) + " consumed, " +
+          std::to_string(r.duplicates) + " duplicates");
     }
     std::sort(resume.begin(), resume.end());
     std::sort(outage.begin(), outage.end());

@@ -22,7 +22,9 @@ struct suite_context {
 
   /// Whether the point labelled `label` (as its progress line begins, e.g. "exp1 AMO prefetch 64
   /// consumers 1:") runs.
-  bool wants(const std::string& label) const { return points.empty() || label.find(points) != std::string::npos; }
+  bool wants(const std::string& label) const {
+    return points.empty() || label.find(points) != std::string::npos;
+  }
 
   /// A fresh system name and stats directory for the next point, its pools on `mqs`.
   setup next(const std::string& mode, std::vector<std::string> mqs);

@@ -73,7 +73,8 @@ std::string targets(std::map<std::string, double>& h) {
     auto key = "consume." + mode + ".p64.c" + std::to_string(consumers);
     if (!has(key + ".ours")) return;
     double ours = h[key + ".ours"], best = h[key + ".raw"], each = h[key + ".raw_each"];
-    md += target_line((mode == "at-most-once" ? "AMO" : "ALO") + std::string(" consumption / best raw, prefetch 64, 64 B, ") +
+    md += target_line((mode == "at-most-once" ? "AMO" : "ALO") +
+                          std::string(" consumption / best raw, prefetch 64, 64 B, ") +
                           std::to_string(consumers) + " consumer" + (consumers > 1 ? "s" : ""),
                       best > 0 ? ours / best : 0, goal, true, num(ours) + " msg/s", num(best), num(each));
   };
@@ -110,7 +111,8 @@ std::string targets(std::map<std::string, double>& h) {
     auto key = "rtt.at-most-once.r" + std::to_string(r) + ".s1.p99";
     if (!has(key + ".ours")) continue;
     md += target_line("AMO request-reply p99 (ms), " + std::to_string(r) + " requesters, 1 supplier",
-                      h[key + ".ours"], 5, false, num(h[key + ".ours"], 2) + " ms", num(h[key + ".raw"], 2) + " ms");
+                      h[key + ".ours"], 5, false, num(h[key + ".ours"], 2) + " ms",
+                      num(h[key + ".raw"], 2) + " ms");
   }
   // Experiment 8: the worst run is judged (a run that did not resume misses).
   auto recovery = [&](const std::string& key, const std::string& what) {

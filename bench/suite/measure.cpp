@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 using namespace test;
 
 std::int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -31,7 +32,6 @@ int spread(int workers, int nodes, F fn) {
   for (int j = 0; j < used; ++j) fn(j, workers / used + (j < workers % used ? 1 : 0));
   return used;
 }
-
 
 std::string unique_queue() {
   static std::atomic<int> n{0};
@@ -97,9 +97,11 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
   return p;
 }
 
-int deploy_consumers(bench_cluster& c, const setup& s, int consumers, int credits, const nlohmann::json& args) {
+int deploy_consumers(bench_cluster& c, const setup& s, int consumers, int credits,
+                     const nlohmann::json& args) {
   return spread(consumers, c.nodes(), [&](int node, int workers) {
-    c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()], {s.system, "consumer", "consumer", args, workers, s.mode, credits});
+    c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()],
+             {s.system, "consumer", "consumer", args, workers, s.mode, credits});
   });
 }
 
@@ -107,9 +109,11 @@ int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits
   return deploy_consumers(c, s, consumers, credits, {{"stats_dir", s.stats_dir}});
 }
 
-int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits, std::int64_t not_before_us) {
+int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits,
+                             std::int64_t not_before_us) {
   const auto go = s.stats_dir / "consumers.go";
-  const int used = deploy_consumers(c, s, consumers, credits, {{"stats_dir", s.stats_dir}, {"start_file", go.string()}});
+  const int used =
+      deploy_consumers(c, s, consumers, credits, {{"stats_dir", s.stats_dir}, {"start_file", go.string()}});
   // Not every worker need get one: at prefetch 1 (at-least-once) the first hosts to pull may hold
   // every message in flight between them. Then they start 3 s after the last deploy.
   if (auto early = not_before_us - now_us(); early > 0)
@@ -120,7 +124,8 @@ int start_consumers_together(bench_cluster& c, const setup& s, int consumers, in
 
 double await_consumed(bench_cluster& c, const setup& s, long n) {
   auto received = [&] { return read_span(s.stats_dir, "consumer-", "received").total; };
-  if (!await_change(s.stats_dir, [&] { return received() >= n; }, point_timeout)) {
+  if (!await_change(
+          s.stats_dir, [&] { return received() >= n; }, point_timeout)) {
     std::cerr << "[bench] consumption did not finish (" << received() << " of " << n << ")\n";
     explain_stall(c, s);
     return 0;
@@ -281,7 +286,8 @@ recovery measure_recovery(bench_cluster& c, const setup& s, double rate, long co
   // before the fault began (the stats, written 200 ms after the last message, are final by now:
   // the fault lasts seconds): no outage to measure.
   if (const auto now = stats(); field(now, "unique") >= count && field(now, "last_us") <= ready_us) {
-    std::cerr << "[bench] exp8: all " << count << " messages were consumed before the fault took effect: run void\n";
+    std::cerr << "[bench] exp8: all " << count
+              << " messages were consumed before the fault took effect: run void\n";
     r.flow_ended_first = true;
     r.unique = long(field(now, "unique"));
     r.duplicates = long(field(now, "duplicates"));
@@ -398,7 +404,8 @@ raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, 
     f.consume_best = best.count("rate") ? best["rate"] : 0;
     f.consume_best_steady = best.count("steady_rate") ? best["steady_rate"] : 0;
     if (best.count("first_us") && best.count("last_us") && n > 0)
-      f.broker_us_best = broker_cpu.between(std::int64_t(best["first_us"]), std::int64_t(best["last_us"])) * 1e6 / double(n);
+      f.broker_us_best =
+          broker_cpu.between(std::int64_t(best["first_us"]), std::int64_t(best["last_us"])) * 1e6 / double(n);
   }
   c.broker().delete_queue(queue);
   return f;

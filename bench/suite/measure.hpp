@@ -35,8 +35,8 @@ int deploy_consumers(bench_cluster& c, const setup& s, int consumers, int credit
 std::int64_t now_us();
 
 struct production {
-  double at_isolates = 0;  ///< messages / time the producer workers took to send them all
-  double at_broker = 0;    ///< messages / time until the queue held them all
+  double at_isolates = 0;      ///< messages / time the producer workers took to send them all
+  double at_broker = 0;        ///< messages / time until the queue held them all
   std::int64_t filled_us = 0;  ///< with `at_broker`: when the queue held them all (µs since the epoch)
 };
 
@@ -51,9 +51,9 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
 /// Returns the nodes used, for stop_systems.
 int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits);
 /// The same for a filled queue: the consumers start together, as a raw client's connections do,
-/// once each holds its first message (or 3 s after the last deploy; not each as its node starts it, beside the others still
-/// starting, which counted the deployment's stagger in the rate).
-/// With `not_before_us`, not before then.
+/// once each holds its first message (or 3 s after the last deploy; not each as its node starts it, beside
+/// the others still starting, which counted the deployment's stagger in the rate). With `not_before_us`, not
+/// before then.
 int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits,
                              std::int64_t not_before_us = 0);
 /// How long a filled queue rests before its consumers, ours and raw alike, start draining it. A
@@ -111,11 +111,11 @@ class readiness_probe {
 /// moment (they resumed) and until they hold every sequence number.
 struct recovery {
   bool resumed = false;
-  double resume_s = 0;   ///< from ready to the first message consumed after the outage
-  double outage_s = 0;   ///< the consumers' longest gap between two messages that ended after the fault
-  long count = 0;        ///< messages the producer was asked for
-  long unique = 0;       ///< distinct sequence numbers consumed
-  long duplicates = 0;   ///< consumed more than once (at-least-once allows them)
+  double resume_s = 0;  ///< from ready to the first message consumed after the outage
+  double outage_s = 0;  ///< the consumers' longest gap between two messages that ended after the fault
+  long count = 0;       ///< messages the producer was asked for
+  long unique = 0;      ///< distinct sequence numbers consumed
+  long duplicates = 0;  ///< consumed more than once (at-least-once allows them)
   /// Wall-clock µs, to read beside the daemons' logs: the last message before the outage,
   /// the repaired peer accepting connections, the first message after the gap.
   std::int64_t stopped_us = 0, ready_us = 0, resumed_us = 0;
@@ -133,7 +133,7 @@ recovery measure_recovery(bench_cluster& c, const setup& s, double rate, long co
 struct raw_flow {
   double produce = 0, produce_client = 0, consume = 0, consume_best = 0;
   double consume_best_steady = 0;  ///< the best client's rate after its first second
-  double broker_us_best = 0;  ///< the broker's CPU µs per message while the best client consumed
+  double broker_us_best = 0;       ///< the broker's CPU µs per message while the best client consumed
 };
 
 /// The CPU time (user + system) of process `pid`, sampled every 5 ms from its construction until

@@ -21,8 +21,8 @@ void explain_stall(bench_cluster& c, const setup& s) {
     if (!show.is_object() || !show.contains(s.system)) continue;
     for (auto& pool : show[s.system])
       std::cerr << "[bench] node " << node << " pool " << pool.value("id", nlohmann::json()).dump() << " "
-                << pool.value("poolState", nlohmann::json()).dump() << ": " << pool.value("stats", nlohmann::json()).dump()
-                << "\n";
+                << pool.value("poolState", nlohmann::json()).dump() << ": "
+                << pool.value("stats", nlohmann::json()).dump() << "\n";
   }
   // The daemons' warnings and errors, last ones last.
   std::vector<std::string> lines;

@@ -46,13 +46,15 @@ void define_link_options(CLI::App& app, dde::host::isolate_system_options& o) {
   app.add_option("--window", o.window, "unconfirmed at-least-once messages before senders wait")
       ->type_name("N")
       ->check(CLI::Range(1, 1000000));
-  dde::add_duration(app, "--stall-timeout-ms", o.stall_timeout, 0, 3600000,
-                    "a pool with credit out at the MQS that gets no delivery this long while its queue holds "
-                    "ready messages is stalled: logged, counted, /health degraded, and the MQS link moves to a "
-                    "fresh connection (the next --mqs URL); 0: never")
+  dde::add_duration(
+      app, "--stall-timeout-ms", o.stall_timeout, 0, 3600000,
+      "a pool with credit out at the MQS that gets no delivery this long while its queue holds "
+      "ready messages is stalled: logged, counted, /health degraded, and the MQS link moves to a "
+      "fresh connection (the next --mqs URL); 0: never")
       ->type_name("MS")
       ->envname("DDE_STALL_TIMEOUT_MS");
-  app.add_option("--control", o.control_url, "the node activator's control endpoint, e.g. ws://127.0.0.1:42042/control")
+  app.add_option("--control", o.control_url,
+                 "the node activator's control endpoint, e.g. ws://127.0.0.1:42042/control")
       ->type_name("URL");
   dde::add_duration(app, "--orphan-timeout-ms", o.orphan_timeout, 100, 86400000,
                     "with --control: stop after this long without an activator")
@@ -66,7 +68,9 @@ void define_options(CLI::App& app, dde::host::isolate_system_options& o, command
   app.add_option("--pool", v.pool_files, "JSON file with a pool spec (the thesis's addIsolate body)")
       ->type_name("FILE")
       ->allow_extra_args(false);
-  app.add_option("--pool-json", v.pool_texts, "a pool spec given inline as JSON")->type_name("JSON")->allow_extra_args(false);
+  app.add_option("--pool-json", v.pool_texts, "a pool spec given inline as JSON")
+      ->type_name("JSON")
+      ->allow_extra_args(false);
   app.add_option("--instance", o.instance, "instance UUID (default: a new one)")->type_name("UUID");
   app.add_option("--threads", o.threads, "threads that run the pools, at most: the first alone until it lags")
       ->type_name("N")
@@ -79,7 +83,8 @@ void define_options(CLI::App& app, dde::host::isolate_system_options& o, command
                  "keep copies of plugin versions that worked here (with --control), and "
                  "plugins downloaded from http(s) URIs (default for those: a temporary directory)")
       ->type_name("DIR");
-  app.add_option("--ca-file", o.ca_file, "PEM file of the CA(s) that https plugin URIs are verified against "
+  app.add_option("--ca-file", o.ca_file,
+                 "PEM file of the CA(s) that https plugin URIs are verified against "
                  "(default: the system's store)")
       ->type_name("FILE")
       ->envname("DDE_CA_FILE");
@@ -88,21 +93,25 @@ void define_options(CLI::App& app, dde::host::isolate_system_options& o, command
                  "activator is told; the activator starts its systems with 0); empty: none")
       ->type_name("PORT")
       ->check(CLI::Range(0, 65535));
-  app.add_option("--plugin-allow", o.plugin_allow,
-                 "load plugins (and custom routers) only from this directory or http(s) URL prefix (default: from "
-                 "anywhere)")
+  app.add_option(
+         "--plugin-allow", o.plugin_allow,
+         "load plugins (and custom routers) only from this directory or http(s) URL prefix (default: from "
+         "anywhere)")
       ->type_name("PREFIX")
       ->allow_extra_args(false);
-  app.add_option("--cluster-secret-file", v.cluster_secret_file,
-                 "file holding the cluster secret sent on the links to the MQS, the activator and remote workers "
-                 "(default: $DDE_CLUSTER_SECRET, else none)")
+  app.add_option(
+         "--cluster-secret-file", v.cluster_secret_file,
+         "file holding the cluster secret sent on the links to the MQS, the activator and remote workers "
+         "(default: $DDE_CLUSTER_SECRET, else none)")
       ->type_name("FILE");
-  app.add_option("--trace-log", v.trace_log,
-                 "append a JSON line per span (a message handled, manual: Operations, \"Traces\") to this file and "
-                 "start a trace for messages sent outside one (default: $DDE_TRACE_LOG, else no span log; "
-                 "traceparent headers that arrive are carried on either way)")
+  app.add_option(
+         "--trace-log", v.trace_log,
+         "append a JSON line per span (a message handled, manual: Operations, \"Traces\") to this file and "
+         "start a trace for messages sent outside one (default: $DDE_TRACE_LOG, else no span log; "
+         "traceparent headers that arrive are carried on either way)")
       ->type_name("FILE");
-  app.add_option("--trace-node", v.trace_node, "the node named in the span log (default: $DDE_TRACE_NODE, else the host name)")
+  app.add_option("--trace-node", v.trace_node,
+                 "the node named in the span log (default: $DDE_TRACE_NODE, else the host name)")
       ->type_name("NAME");
   app.add_option("--scheduling", v.scheduling, dde::scheduling_help)
       ->type_name("POLICY")

@@ -16,12 +16,12 @@ namespace {
 class help_layout : public CLI::Formatter {
  public:
   std::string make_help(const CLI::App* app, std::string, CLI::AppFormatMode) const override {
-    std::string out = "usage: " + app->get_name() + " [options]\n" + app->get_description() + "\n\noptions:\n";
+    std::string out =
+        "usage: " + app->get_name() + " [options]\n" + app->get_description() + "\n\noptions:\n";
     for (const CLI::Option* opt : app->get_options()) out += help_line(*opt);
     if (!app->get_footer().empty()) out += "\n" + app->get_footer() + "\n";
     return out;
   }
-
 };
 
 /// `--config FILE` as a JSON object: each key an option's name, each value a string, a whole number,
@@ -33,7 +33,8 @@ class json_config : public CLI::Config {
     for (const CLI::Option* opt : app->get_options()) {
       if (!opt->get_configurable() || opt->get_lnames().empty()) continue;
       auto values = opt->reduced_results();
-      if (values.empty() && default_also && !opt->get_default_str().empty()) values = {opt->get_default_str()};
+      if (values.empty() && default_also && !opt->get_default_str().empty())
+        values = {opt->get_default_str()};
       if (values.size() == 1) out[opt->get_lnames().front()] = values.front();
       if (values.size() > 1) out[opt->get_lnames().front()] = values;
     }
@@ -63,7 +64,8 @@ class json_config : public CLI::Config {
     if (value.is_string()) return value.get<std::string>();
     if (value.is_number_integer()) return value.dump();
     if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
-    throw CLI::ConfigError("\"" + key + "\" must be a string, a whole number, true/false or an array of those");
+    throw CLI::ConfigError("\"" + key +
+                           "\" must be a string, a whole number, true/false or an array of those");
   }
 };
 
@@ -83,7 +85,8 @@ std::string command_line::reason(const CLI::ParseError& e) const {
     const std::string unknown = "INI was not able to parse ";
     if (what.rfind(unknown, 0) == 0) what = "unknown key \"" + what.substr(unknown.size()) + "\"";
     const CLI::Option* file = app_.get_config_ptr();
-    return "config file " + (file && !file->results().empty() ? file->results().front() + ": " : std::string()) + what;
+    return "config file " +
+           (file && !file->results().empty() ? file->results().front() + ": " : std::string()) + what;
   }
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) && what.size() > 8 &&
       what.compare(what.size() - 8, 8, " missing") == 0)
@@ -105,7 +108,8 @@ std::string help_line(const CLI::Option& opt) {
   std::string text = left + " " + opt.get_description();
   if (opt.get_items_expected_max() > 1) text += " (repeatable)";
   // A repeatable option's default is an empty list, which CLI11 shows as "[]".
-  if (!opt.get_default_str().empty() && opt.get_default_str() != "[]") text += " (default: " + opt.get_default_str() + ")";
+  if (!opt.get_default_str().empty() && opt.get_default_str() != "[]")
+    text += " (default: " + opt.get_default_str() + ")";
   if (!opt.get_envname().empty()) text += " [$" + opt.get_envname() + "]";
   return text + "\n";
 }
@@ -145,14 +149,9 @@ command_line::outcome command_line::parse(int argc, const char* const* argv) {
 std::optional<int> command_line::parse_or_exit(int argc, const char* const* argv) {
   auto result = parse(argc, argv);
   switch (result.what) {
-    case outcome::run:
-      return std::nullopt;
-    case outcome::help:
-      std::cout << result.text;
-      return 0;
-    case outcome::version:
-      std::cout << result.text << "\n";
-      return 0;
+    case outcome::run: return std::nullopt;
+    case outcome::help: std::cout << result.text; return 0;
+    case outcome::version: std::cout << result.text << "\n"; return 0;
     case outcome::error:
       std::cerr << program_ << ": " << result.text << "\nTry '" << program_ << " --help'.\n";
       return 2;

@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 
-
 namespace dde {
 namespace {
 sigset_t stop_signals() {
@@ -65,8 +64,8 @@ bool notify_systemd(const std::string& state) {
   int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   auto size = socklen_t(offsetof(sockaddr_un, sun_path) + length);
-  bool sent = ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&addr), size) ==
-              ssize_t(state.size());
+  bool sent = ::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<const sockaddr*>(&addr),
+                       size) == ssize_t(state.size());
   ::close(fd);
   return sent;
 }

@@ -166,8 +166,8 @@ std::string address_of_topic(std::string_view topic) {
 bool is_address_of_topic(std::string_view address, std::string_view topic) {
   auto dot = address_dot(topic);
   if (dot == std::string_view::npos) return address.empty();
-  return address.size() == topic.size() && address[dot] == '/' && address.substr(0, dot) == topic.substr(0, dot) &&
-         address.substr(dot + 1) == topic.substr(dot + 1);
+  return address.size() == topic.size() && address[dot] == '/' &&
+         address.substr(0, dot) == topic.substr(0, dot) && address.substr(dot + 1) == topic.substr(dot + 1);
 }
 
 }  // namespace
@@ -233,12 +233,18 @@ void join_rest(envelope& e, const std::vector<std::pair<std::string, std::string
                std::string_view content_type, std::string_view topic, std::string payload) {
   if (headers) {
     for (auto& [name, value] : *headers) {
-      if (name == "to") e.to = value;
-      else if (name == "replyTo") e.reply_to = value;
-      else if (name == "inReplyTo") e.in_reply_to = value;
-      else if (name == "toWorker") e.to_worker = value;
-      else if (name == "askInstance") e.ask_instance = value;
-      else if (name == "askWorker") e.ask_worker = value;
+      if (name == "to")
+        e.to = value;
+      else if (name == "replyTo")
+        e.reply_to = value;
+      else if (name == "inReplyTo")
+        e.in_reply_to = value;
+      else if (name == "toWorker")
+        e.to_worker = value;
+      else if (name == "askInstance")
+        e.ask_instance = value;
+      else if (name == "askWorker")
+        e.ask_worker = value;
       else if (name == "deadLetter") {
         auto j = value.empty() ? nlohmann::json() : wire::parse_json(value);
         e.dead_letter = j.is_object() ? std::move(j) : nlohmann::json();
@@ -281,7 +287,8 @@ envelope join_envelope(delivered_props&& props, std::string_view topic, std::str
   envelope e;
   e.id = std::move(props.message_id);
   e.from = std::move(props.app_id);
-  join_rest(e, props.headers.empty() ? nullptr : &props.headers, props.content_type, topic, std::move(payload));
+  join_rest(e, props.headers.empty() ? nullptr : &props.headers, props.content_type, topic,
+            std::move(payload));
   return e;
 }
 

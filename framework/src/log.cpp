@@ -1,8 +1,8 @@
 #include "dde/log.hpp"
 
-#include <mutex>
-
 #include <spdlog/sinks/stdout_color_sinks.h>
+
+#include <mutex>
 
 namespace dde {
 

@@ -63,13 +63,14 @@ void metric_histogram::observe(double value) {
 std::vector<std::uint64_t> metric_histogram::cumulative() const {
   std::vector<std::uint64_t> out(bounds_.size() + 1);
   std::uint64_t total = 0;
-  for (std::size_t i = 0; i <= bounds_.size(); ++i) out[i] = total += buckets_[i].load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i <= bounds_.size(); ++i)
+    out[i] = total += buckets_[i].load(std::memory_order_relaxed);
   return out;
 }
 
 const std::vector<double>& latency_buckets() {
-  static const std::vector<double> bounds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                             0.05,   0.1,     0.25,   0.5,   1,      2.5,   5,    10, 30, 60};
+  static const std::vector<double> bounds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                             0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30,    60};
   return bounds;
 }
 
@@ -105,7 +106,8 @@ std::string escape_label_value(const std::string& value) {
   return out;
 }
 
-metrics_registry::family& metrics_registry::family_of(const std::string& name, kind type, const std::string& help) {
+metrics_registry::family& metrics_registry::family_of(const std::string& name, kind type,
+                                                      const std::string& help) {
   auto& f = families_[name];
   if (f.series.empty() && f.histograms.empty() && f.help.empty()) {
     f.type = type;
@@ -133,7 +135,8 @@ metric_cell& metrics_registry::gauge(const std::string& name, const std::string&
 }
 
 metric_histogram& metrics_registry::histogram(const std::string& name, const std::string& help,
-                                              const std::vector<double>& bounds, const metric_labels& labels) {
+                                              const std::vector<double>& bounds,
+                                              const metric_labels& labels) {
   std::lock_guard lock(mutex_);
   auto& slot = family_of(name, kind::histogram, help).histograms[render_labels(labels)];
   if (!slot) slot = std::make_unique<metric_histogram>(bounds);
@@ -163,17 +166,21 @@ std::string metrics_registry::render() {
     if (f.series.empty() && f.histograms.empty()) continue;
     out += "# HELP " + name + ' ' + f.help + '\n';
     out += "# TYPE " + name +
-           (f.type == kind::counter ? " counter\n" : f.type == kind::gauge ? " gauge\n" : " histogram\n");
+           (f.type == kind::counter ? " counter\n"
+            : f.type == kind::gauge ? " gauge\n"
+                                    : " histogram\n");
     for (auto& [labels, c] : f.series) out += name + labels + ' ' + render_value(c->value()) + '\n';
     for (auto& [rendered, h] : f.histograms) {
       const std::string& labels = rendered;  // a lambda may not capture a structured binding (clang 14)
       // {pool="x"} becomes {pool="x",le="0.5"}; no labels, {le="0.5"}.
       auto with_le = [&](const std::string& le) {
-        return labels.empty() ? "{le=\"" + le + "\"}" : labels.substr(0, labels.size() - 1) + ",le=\"" + le + "\"}";
+        return labels.empty() ? "{le=\"" + le + "\"}"
+                              : labels.substr(0, labels.size() - 1) + ",le=\"" + le + "\"}";
       };
       auto counts = h->cumulative();
       for (std::size_t i = 0; i < h->bounds().size(); ++i)
-        out += name + "_bucket" + with_le(render_bound(h->bounds()[i])) + ' ' + render_value(double(counts[i])) + '\n';
+        out += name + "_bucket" + with_le(render_bound(h->bounds()[i])) + ' ' +
+               render_value(double(counts[i])) + '\n';
       out += name + "_bucket" + with_le("+Inf") + ' ' + render_value(double(counts.back())) + '\n';
       out += name + "_sum" + labels + ' ' + render_value(h->sum()) + '\n';
       out += name + "_count" + labels + ' ' + render_value(double(counts.back())) + '\n';
@@ -188,8 +195,10 @@ metrics_registry& metrics_registry::process() {
 }
 
 void add_process_metrics(metrics_registry& registry) {
-  registry.gauge("dde_build_info", "DDE's version, as a label of a constant 1.", {{"version", version()}}).set(1);
-  registry.gauge("process_resident_memory_bytes", "Resident memory size in bytes.").set(double(resident_memory_bytes()));
+  registry.gauge("dde_build_info", "DDE's version, as a label of a constant 1.", {{"version", version()}})
+      .set(1);
+  registry.gauge("process_resident_memory_bytes", "Resident memory size in bytes.")
+      .set(double(resident_memory_bytes()));
   // /proc/self/stat: after the command (in parentheses), field 14 utime, 15 stime, 22 starttime, 23 vsize.
   std::ifstream stat_file("/proc/self/stat");
   std::string stat((std::istreambuf_iterator<char>(stat_file)), {});
@@ -206,7 +215,9 @@ void add_process_metrics(metrics_registry& registry) {
       while (proc_stat >> key)
         if (key == "btime" && (proc_stat >> boot)) break;
       if (boot > 0)
-        registry.gauge("process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds.")
+        registry
+            .gauge("process_start_time_seconds",
+                   "Start time of the process since the Unix epoch, in seconds.")
             .set(boot + std::stod(f[19]) / ticks);
     }
   }
@@ -219,13 +230,14 @@ void add_process_metrics(metrics_registry& registry) {
   }
   std::error_code ec;
   double fds = 0;
-  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec); !ec && it != std::filesystem::directory_iterator();
-       it.increment(ec))
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
     ++fds;
   registry.gauge("process_open_fds", "Open file descriptors.").set(fds);
   rlimit limit{};
   if (::getrlimit(RLIMIT_NOFILE, &limit) == 0)
-    registry.gauge("process_max_fds", "The most file descriptors the process may open.").set(double(limit.rlim_cur));
+    registry.gauge("process_max_fds", "The most file descriptors the process may open.")
+        .set(double(limit.rlim_cur));
 }
 
 std::uint64_t resident_memory_bytes() {

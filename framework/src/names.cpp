@@ -61,8 +61,7 @@ bool valid_topic(std::string_view topic) {
         if (part == 0 || ++parts > 4) return false;
         part = 0;
         break;
-      default:
-        return false;
+      default: return false;
     }
   }
   return part > 0 && parts >= 2;

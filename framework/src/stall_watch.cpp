@@ -47,7 +47,7 @@ bool stall_watch::answer(const std::string& topic, std::uint64_t ready, clock::t
   if (it == suspects_.end() || !it->second.asked) return false;
   auto& s = it->second;
   s.asked = false;
-  s.next_ask = now + limit_;  // whatever the answer, not again before one more limit
+  s.next_ask = now + limit_;                  // whatever the answer, not again before one more limit
   if (last_traffic > s.traffic_when_asked) {  // it moved
     s.empty_answers = 0;
     return false;

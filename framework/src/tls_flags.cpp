@@ -23,8 +23,11 @@ void add_tls_flags(CLI::App& app, net::tls_options& tls, bool listening) {
                            : "PEM client certificate presented on outgoing wss/https links")
       ->type_name("FILE")
       ->envname("DDE_TLS_CERT");
-  app.add_option("--tls-key", tls.key_file, "PEM private key of --tls-cert")->type_name("FILE")->envname("DDE_TLS_KEY");
-  app.add_option("--tls-ca", tls.ca_file, "PEM CA certificate(s) peers are verified against (default: the system's store)")
+  app.add_option("--tls-key", tls.key_file, "PEM private key of --tls-cert")
+      ->type_name("FILE")
+      ->envname("DDE_TLS_KEY");
+  app.add_option("--tls-ca", tls.ca_file,
+                 "PEM CA certificate(s) peers are verified against (default: the system's store)")
       ->type_name("FILE")
       ->envname("DDE_TLS_CA");
   if (listening)

@@ -12,8 +12,10 @@ void ack_batcher::delivered(std::uint64_t tag, std::uint32_t consumer) {
   marks_.push_back({state::open, consumer});
   ++outstanding_;
   auto it = std::find_if(held_.begin(), held_.end(), [&](auto& h) { return h.first == consumer; });
-  if (it == held_.end()) held_.emplace_back(consumer, 1);
-  else ++it->second;
+  if (it == held_.end())
+    held_.emplace_back(consumer, 1);
+  else
+    ++it->second;
 }
 
 std::uint32_t ack_batcher::held_by(std::uint32_t consumer) const {

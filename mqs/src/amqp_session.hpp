@@ -57,7 +57,8 @@ class amqp_session {
     std::uint8_t delivery_mode = 1;  ///< 2: persistent
     std::string_view content_type, message_id, app_id, expiration;
     const std::vector<std::pair<std::string, std::string>>* headers = nullptr;  ///< long-string values
-    std::uint64_t published_us = 0;  ///< the publish stamp (0: none): the `timestamp` property (broker_props.hpp)
+    std::uint64_t published_us =
+        0;  ///< the publish stamp (0: none): the `timestamp` property (broker_props.hpp)
   };
 
   /// Connects to the broker over rabbitmq-c and logs in; nullptr and `error` on failure.
@@ -112,7 +113,8 @@ class amqp_session {
                          bool no_ack = false) = 0;
   virtual result cancel(std::uint16_t channel, const std::string& consumer_tag) = 0;
   virtual result declare(std::uint16_t channel, const queue_spec& spec, bool passive) = 0;
-  /// Passive queue.declare of `queue`: its ready messages and consumers. A missing queue closes `channel` (404).
+  /// Passive queue.declare of `queue`: its ready messages and consumers. A missing queue closes `channel`
+  /// (404).
   virtual result queue_depth(std::uint16_t channel, const std::string& queue, std::uint32_t& messages,
                              std::uint32_t& consumers) = 0;
   /// Declares exchange `name` of `type` (not auto-deleted, not internal).
@@ -137,7 +139,8 @@ class amqp_session {
   virtual std::string nack(std::uint16_t channel, std::uint64_t tag, bool multiple, bool requeue);
   /// Waits (at most `timeout`) until the broker confirmed every publish up to `last_seq` on a channel
   /// in confirm mode; an error when it nacks one, closes the channel or stays silent.
-  virtual result wait_confirms(std::uint16_t channel, std::uint64_t last_seq, std::chrono::milliseconds timeout);
+  virtual result wait_confirms(std::uint16_t channel, std::uint64_t last_seq,
+                               std::chrono::milliseconds timeout);
 
   /// Reads one frame if one is ready, without waiting (heartbeats are serviced here):
   /// 1 read, 0 nothing ready, < 0 an AMQP status (the connection is broken). The frame's decoded

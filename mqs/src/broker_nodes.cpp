@@ -43,8 +43,8 @@ std::unique_ptr<amqp_session> amqp_session::open(const broker_params& p, std::st
 }
 
 broker_params broker_params_for(const config& cfg, std::string connection_name, std::uint16_t heartbeat_s) {
-  broker_params params{cfg.broker_host, cfg.broker_port, {}, 0, cfg.user, cfg.password, cfg.vhost, heartbeat_s,
-                       std::move(connection_name)};
+  broker_params params{cfg.broker_host, cfg.broker_port,           {}, 0, cfg.user, cfg.password, cfg.vhost,
+                       heartbeat_s,     std::move(connection_name)};
   params.nodes = cfg.brokers;
   params.tls = cfg.broker_tls;
   params.ca_file = cfg.broker_ca;

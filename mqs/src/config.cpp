@@ -23,17 +23,21 @@ void define_listener(CLI::App& app, config& c) {
 }
 
 void define_broker(CLI::App& app, config& c) {
-  app.add_option("--broker", c.broker,
-                 "the RabbitMQ node, or the nodes of a cluster, as amqp[s]://[USER@]HOST[:PORT][,HOST[:PORT]...]"
-                 "[/VHOST]: the publishing connection and each topic's consumer take the first node that "
-                 "answers (topics start at different nodes) and move to the next when theirs goes away. "
-                 "Instead of --broker-host, --broker-port, --vhost and --broker-tls (amqps)")
+  app.add_option(
+         "--broker", c.broker,
+         "the RabbitMQ node, or the nodes of a cluster, as amqp[s]://[USER@]HOST[:PORT][,HOST[:PORT]...]"
+         "[/VHOST]: the publishing connection and each topic's consumer take the first node that "
+         "answers (topics start at different nodes) and move to the next when theirs goes away. "
+         "Instead of --broker-host, --broker-port, --vhost and --broker-tls (amqps)")
       ->type_name("URL");
   app.add_option("--broker-host", c.broker_host, "RabbitMQ host")->type_name("HOST");
-  app.add_option("--broker-port", c.broker_port, "RabbitMQ AMQP port")->type_name("PORT")->check(CLI::Range(1, 65535));
+  app.add_option("--broker-port", c.broker_port, "RabbitMQ AMQP port")
+      ->type_name("PORT")
+      ->check(CLI::Range(1, 65535));
   app.add_option("--user", c.user, "RabbitMQ user")->type_name("NAME");
-  app.add_option("--password", c.password,
-                 "RabbitMQ password (never logged; ps shows it: prefer --broker-password-file or the variable)")
+  app.add_option(
+         "--password", c.password,
+         "RabbitMQ password (never logged; ps shows it: prefer --broker-password-file or the variable)")
       ->type_name("SECRET")
       ->envname("DDE_BROKER_PASSWORD");
   app.add_option("--broker-password-file", c.broker_password_file, "file holding the RabbitMQ password")
@@ -43,8 +47,9 @@ void define_broker(CLI::App& app, config& c) {
                  "basic.qos prefetch of each topic's consumer: unacknowledged messages it may hold")
       ->type_name("N")
       ->check(CLI::Range(1, 65535));
-  app.add_option("--quorum-group-size", c.quorum.group_size,
-                 "replicas of each quorum queue the MQS declares on a RabbitMQ cluster (0: one on every node)")
+  app.add_option(
+         "--quorum-group-size", c.quorum.group_size,
+         "replicas of each quorum queue the MQS declares on a RabbitMQ cluster (0: one on every node)")
       ->type_name("N")
       ->check(CLI::Range(0, 255));
   app.add_option("--queue-leader-locator", c.quorum.leader_locator,
@@ -60,31 +65,39 @@ void define_flow(CLI::App& app, config& c) {
   add_duration(app, "--idle-timeout-ms", c.idle_timeout, 1, day_ms,
                "a topic's dequeuer closes after this long with no pull, no credit and nothing unacknowledged")
       ->type_name("MS");
-  add_duration(app, "--lease-ms", c.lease, 0, day_ms,
-               "renew a delivery held this long (a long job, or one waiting for credit) before the broker's "
-               "consumer_timeout takes it back; keep it below that timeout (RabbitMQ's default: 30 min). 0: never")
+  add_duration(
+      app, "--lease-ms", c.lease, 0, day_ms,
+      "renew a delivery held this long (a long job, or one waiting for credit) before the broker's "
+      "consumer_timeout takes it back; keep it below that timeout (RabbitMQ's default: 30 min). 0: never")
       ->type_name("MS")
-      ->check([](const std::string& v) { return v != "0" && std::stoll(v) < 100 ? "must be 0 (never) or at least 100" : ""; });
+      ->check([](const std::string& v) {
+        return v != "0" && std::stoll(v) < 100 ? "must be 0 (never) or at least 100" : "";
+      });
   app.add_option("--confirm-window", c.confirm_window,
                  "at-least-once messages published and not yet confirmed by the broker, at most")
       ->type_name("N")
       ->check(CLI::Range(1, 1000000));
-  add_duration(app, "--confirm-timeout-ms", c.confirm_timeout, 0, day_ms,
-               "published messages wait this long for a confirm, nothing settled meanwhile, and the publishing "
-               "connection moves to the next node (a frozen broker node answers nothing). 0: never")
+  add_duration(
+      app, "--confirm-timeout-ms", c.confirm_timeout, 0, day_ms,
+      "published messages wait this long for a confirm, nothing settled meanwhile, and the publishing "
+      "connection moves to the next node (a frozen broker node answers nothing). 0: never")
       ->type_name("MS");
-  add_duration(app, "--stall-timeout-ms", c.stall_timeout, 0, day_ms,
-               "a topic whose hosts hold credit and whose queue has ready messages, with nothing delivered for "
-               "this long, turns /health degraded and is consumed again on a fresh connection. 0: never")
+  add_duration(
+      app, "--stall-timeout-ms", c.stall_timeout, 0, day_ms,
+      "a topic whose hosts hold credit and whose queue has ready messages, with nothing delivered for "
+      "this long, turns /health degraded and is consumed again on a fresh connection. 0: never")
       ->type_name("MS");
-  app.add_option("--max-message", c.max_message, "largest record body (message) accepted; larger ones get an error record")
+  app.add_option("--max-message", c.max_message,
+                 "largest record body (message) accepted; larger ones get an error record")
       ->type_name("BYTES")
       ->check(CLI::Range(std::uint64_t(1), std::uint64_t(std::numeric_limits<std::uint32_t>::max())));
-  app.add_option("--max-frame", c.max_frame, "largest WebSocket message; a larger one closes that connection with 1009")
+  app.add_option("--max-frame", c.max_frame,
+                 "largest WebSocket message; a larger one closes that connection with 1009")
       ->type_name("BYTES")
       ->check(CLI::Range(std::uint64_t(1024), std::uint64_t(std::numeric_limits<std::uint32_t>::max())));
-  app.add_option("--backlog-messages", c.backlog_messages,
-                 "enqueued messages not yet published/confirmed above which clients stop being read (backpressure)")
+  app.add_option(
+         "--backlog-messages", c.backlog_messages,
+         "enqueued messages not yet published/confirmed above which clients stop being read (backpressure)")
       ->type_name("N")
       ->check(CLI::Range(1, 100000000));
   app.add_option("--backlog-bytes", c.backlog_bytes, "the same limit in bytes of message bodies")
@@ -98,9 +111,10 @@ void define_threads(CLI::App& app, config& c) {
                  "others while it lags")
       ->type_name("N")
       ->check(CLI::Range(1, 64));
-  add_duration(app, "--thread-lag-us", c.thread_lag, 0, 10ll * 1000 * 1000,
-               "a thread beyond the first joins while a probe waits this long to run or the first is 90% busy "
-               "(0: every thread runs all the time)")
+  add_duration(
+      app, "--thread-lag-us", c.thread_lag, 0, 10ll * 1000 * 1000,
+      "a thread beyond the first joins while a probe waits this long to run or the first is 90% busy "
+      "(0: every thread runs all the time)")
       ->type_name("US");
   app.add_flag("--dequeuer-thread", c.dequeuer_thread,
                "run the dequeuer's loop on a thread of its own (woken through an eventfd) rather than on the "
@@ -120,16 +134,20 @@ void define_security(CLI::App& app, config& c) {
   app.add_option("--tls-ca", c.tls.ca_file,
                  "PEM CA certificate(s) client certificates (and by default the broker's) must chain to")
       ->type_name("FILE");
-  app.add_flag("--tls-verify-client", c.tls.verify_client, "refuse clients without a certificate signed by --tls-ca");
+  app.add_flag("--tls-verify-client", c.tls.verify_client,
+               "refuse clients without a certificate signed by --tls-ca");
   app.add_flag("--broker-tls", c.broker_tls,
                "amqps: TLS to RabbitMQ, its certificate verified (give --broker-port, e.g. 5671)");
-  app.add_option("--broker-ca", c.broker_ca, "PEM CA the broker's certificate must chain to (default: --tls-ca)")
+  app.add_option("--broker-ca", c.broker_ca,
+                 "PEM CA the broker's certificate must chain to (default: --tls-ca)")
       ->type_name("FILE");
-  app.add_option("--broker-cert", c.broker_cert, "PEM client certificate presented to the broker")->type_name("FILE");
+  app.add_option("--broker-cert", c.broker_cert, "PEM client certificate presented to the broker")
+      ->type_name("FILE");
   app.add_option("--broker-key", c.broker_key, "PEM private key of --broker-cert")->type_name("FILE");
-  app.add_option("--cluster-secret-file", c.cluster_secret_file,
-                 "file holding the cluster secret that hosts must send (else $DDE_CLUSTER_SECRET; none: links "
-                 "are open)")
+  app.add_option(
+         "--cluster-secret-file", c.cluster_secret_file,
+         "file holding the cluster secret that hosts must send (else $DDE_CLUSTER_SECRET; none: links "
+         "are open)")
       ->type_name("FILE");
 }
 

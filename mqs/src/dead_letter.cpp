@@ -60,8 +60,10 @@ std::string address_of(std::string_view topic) {
 }
 
 result<std::size_t> parse_limit(const json& j) {
-  if (!j.is_number_integer() || j.get<std::int64_t>() < 1 || j.get<std::int64_t>() > std::int64_t(dlq_max_scan))
-    return result<std::size_t>::failure("\"limit\" must be an integer from 1 to " + std::to_string(dlq_max_scan));
+  if (!j.is_number_integer() || j.get<std::int64_t>() < 1 ||
+      j.get<std::int64_t>() > std::int64_t(dlq_max_scan))
+    return result<std::size_t>::failure("\"limit\" must be an integer from 1 to " +
+                                        std::to_string(dlq_max_scan));
   return std::size_t(j.get<std::int64_t>());
 }
 
@@ -77,9 +79,11 @@ result<dlq_request> parse_body(std::string_view text, bool replay) {
       if (!value.is_string()) return R::failure("\"topic\" must be a string");
       r.topic = value.get<std::string>();
     } else if (key == "ids") {
-      if (!value.is_array() || value.empty()) return R::failure("\"ids\" must be a non-empty array of strings");
+      if (!value.is_array() || value.empty())
+        return R::failure("\"ids\" must be a non-empty array of strings");
       for (auto& id : value) {
-        if (!id.is_string() || id.get_ref<const std::string&>().empty() || id.get_ref<const std::string&>().size() > 255)
+        if (!id.is_string() || id.get_ref<const std::string&>().empty() ||
+            id.get_ref<const std::string&>().size() > 255)
           return R::failure("\"ids\" must hold message ids: strings of 1 to 255 bytes");
         r.ids.push_back(id.get<std::string>());
       }
@@ -157,7 +161,8 @@ json describe_dead_letter(const dead_message& m, std::string_view topic) {
     out["attempts"] = dl.value("attempts", 0);
     if (auto md5 = dl.value("md5", std::string()); !md5.empty()) out["md5"] = md5;
     out["pool"] = dl.value("pool", address_of(topic));
-    if (auto at = dl.find("at"); at != dl.end() && at->is_number_integer()) out["at"] = at->get<std::int64_t>();
+    if (auto at = dl.find("at"); at != dl.end() && at->is_number_integer())
+      out["at"] = at->get<std::int64_t>();
     auto payload = e->is_bytes ? e->bytes : e->body.dump(-1, ' ', false, json::error_handler_t::replace);
     out["size"] = payload.size();
     put_body(out, payload);
@@ -204,7 +209,8 @@ result<dlq_request> parse_dlq_query(std::string_view target) {
   using R = result<dlq_request>;
   dlq_request r;
   auto topic = net::query_param(target, "topic");
-  if (!topic || topic->empty()) return R::failure("missing query parameter \"topic\" (GET /dlq?topic=<system>.<pool>)");
+  if (!topic || topic->empty())
+    return R::failure("missing query parameter \"topic\" (GET /dlq?topic=<system>.<pool>)");
   r.topic = *topic;
   if (!valid_topic(r.topic) || r.topic.rfind("dde.", 0) == 0)
     return R::failure("\"topic\" must be a pool's queue, <system>.<pool> (names of [A-Za-z0-9_-]), not \"" +

@@ -49,7 +49,8 @@ class held_letters {
   void give_back() {
     if (held_.empty()) return;
     if (auto e = s_.nack(get_channel, *held_.rbegin(), true, true); !e.empty())
-      log()->warn("{}: could not give dead letters back ({}); the broker does when the connection ends", queue_, e);
+      log()->warn("{}: could not give dead letters back ({}); the broker does when the connection ends",
+                  queue_, e);
     held_.clear();
   }
 
@@ -81,7 +82,8 @@ dlq_answer list(amqp_session& s, const dlq_request& req) {
   amqp_session::result r;
   auto depth = depth_of(s, queue, r);
   if (!r.ok()) return broker_failed(r);
-  nlohmann::json out = {{"topic", req.topic}, {"depth", depth.value_or(0)}, {"messages", nlohmann::json::array()}};
+  nlohmann::json out = {
+      {"topic", req.topic}, {"depth", depth.value_or(0)}, {"messages", nlohmann::json::array()}};
   if (!depth) return ok(out);
   held_letters held(s, queue);
   dead_message m;
@@ -96,9 +98,14 @@ dlq_answer list(amqp_session& s, const dlq_request& req) {
   }
   if (!r.ok()) return broker_failed(r);
   if (req.id && out["messages"].empty())
-    return failed(404, "no message \"" + *req.id + "\" in " + queue + " (looked through " + std::to_string(scanned) +
-                           " of its messages)");
+    return failed(404, "no message \"" + *req.id + "\" in " + queue + " (looked through " +
+                           std::to_string(scanned) + " of its messages)");
   return ok(std::move(out));
+}
+
+dlq_answer nothing_found(const std::string& error, const dlq_request& req,
+                         const std::set<std::string>& found) {
+  return {404, {{"error", error}, {"replayed", 0}, {"missing", missing_ids(req, found)}}};
 }
 
 dlq_answer replay(amqp_session& s, const dlq_request& req, std::uint64_t now_us) {
@@ -114,7 +121,7 @@ dlq_answer replay(amqp_session& s, const dlq_request& req, std::uint64_t now_us)
   std::set<std::string> wanted(req.ids.begin(), req.ids.end()), found;
   if (!depth) {
     if (req.all) return ok(nlohmann::json{{"replayed", 0}, {"missing", nlohmann::json::array()}});
-    return {404, {{"error", "no dead-letter queue " + queue}, {"replayed", 0}, {"missing", missing_ids(req, found)}}};
+    return nothing_found("no dead-letter queue " + queue, req, found);
   }
   held_letters held(s, queue);
   std::vector<dead_message> chosen;
@@ -130,9 +137,7 @@ dlq_answer replay(amqp_session& s, const dlq_request& req, std::uint64_t now_us)
     chosen.push_back(std::move(m));
   }
   if (!r.ok()) return broker_failed(r);
-  if (chosen.empty() && !req.all)
-    return {404,
-            {{"error", "none of the ids is in " + queue}, {"replayed", 0}, {"missing", missing_ids(req, found)}}};
+  if (chosen.empty() && !req.all) return nothing_found("none of the ids is in " + queue, req, found);
   if (!chosen.empty()) {
     if (r = s.open_channel(publish_channel); !r.ok()) return broker_failed(r);
     if (r = s.confirm_select(publish_channel); !r.ok()) return broker_failed(r);
@@ -167,7 +172,8 @@ dlq_answer purge(amqp_session& s, const dlq_request& req) {
   if (!r.ok()) return broker_failed(r);
   if (!depth) {
     if (req.all) return ok(nlohmann::json{{"purged", 0}});
-    return {404, {{"error", "no dead-letter queue " + queue}, {"purged", 0}, {"missing", missing_ids(req, {})}}};
+    return {404,
+            {{"error", "no dead-letter queue " + queue}, {"purged", 0}, {"missing", missing_ids(req, {})}}};
   }
   if (req.all) {
     std::uint32_t count = 0;
@@ -179,7 +185,8 @@ dlq_answer purge(amqp_session& s, const dlq_request& req) {
   held_letters held(s, queue);
   dead_message m;
   std::size_t purged = 0;
-  for (std::size_t scanned = 0; scanned < dlq_max_scan && found.size() < wanted.size() && held.next(m, r); ++scanned) {
+  for (std::size_t scanned = 0; scanned < dlq_max_scan && found.size() < wanted.size() && held.next(m, r);
+       ++scanned) {
     auto id = dead_letter_id(m);
     if (!wanted.count(id)) continue;
     found.insert(id);
@@ -188,7 +195,9 @@ dlq_answer purge(amqp_session& s, const dlq_request& req) {
   }
   if (!r.ok()) return broker_failed(r);
   if (purged == 0)
-    return {404, {{"error", "none of the ids is in " + queue}, {"purged", 0}, {"missing", missing_ids(req, found)}}};
+    return {
+        404,
+        {{"error", "none of the ids is in " + queue}, {"purged", 0}, {"missing", missing_ids(req, found)}}};
   log()->info("{}: {} dead letter(s) purged", req.topic, purged);
   return ok(nlohmann::json{{"purged", purged}, {"missing", missing_ids(req, found)}});
 }

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <charconv>
 
+#include "broker_props_amqp.hpp"
 #include "dde/log.hpp"
 #include "dde/mqs/broker_props.hpp"
 #include "dde/mqs/queue_spec.hpp"
-#include "broker_props_amqp.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "mqs_metrics.hpp"
 
@@ -57,7 +57,10 @@ std::uint32_t consumer_number(std::string_view tag, std::string_view first) {
 }
 
 dequeuer::dequeuer(const config& cfg, std::string mqs_id, broker_env env)
-    : cfg_(cfg), mqs_id_(std::move(mqs_id)), env_(std::move(env)), dispatcher_(*this, cfg.idle_timeout, cfg.lease) {
+    : cfg_(cfg),
+      mqs_id_(std::move(mqs_id)),
+      env_(std::move(env)),
+      dispatcher_(*this, cfg.idle_timeout, cfg.lease) {
   params_ = broker_params_for(cfg, "dde-mqs dequeuer", cfg.heartbeat_s);
   turn_now_ = now();
 }
@@ -152,7 +155,8 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
       auto& cs = clients_[id];
       if (!cs.conn) cs.conn = cmd.conn;
       if (cmd.binary_deliver) cs.form = deliver_header::binary;
-      if (auto err = dispatcher_.pull(id, cmd.topic, cmd.mode, cmd.credit, now, cmd.consumers); !err.empty()) {
+      if (auto err = dispatcher_.pull(id, cmd.topic, cmd.mode, cmd.credit, now, cmd.consumers);
+          !err.empty()) {
         nlohmann::json header{
             {"action", "pull"}, {"topic", cmd.topic}, {"mode", to_string(cmd.mode)}, {"credit", cmd.credit}};
         append_error(outbox(id, cs), err, cmd.record, &header);
@@ -163,12 +167,8 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
       tell(notices);
       break;
     }
-    case dequeue_command::kind::ack:
-      dispatcher_.ack(id, cmd.tags, now);
-      break;
-    case dequeue_command::kind::nack:
-      dispatcher_.nack(id, cmd.tags, cmd.requeue, now);
-      break;
+    case dequeue_command::kind::ack: dispatcher_.ack(id, cmd.tags, now); break;
+    case dequeue_command::kind::nack: dispatcher_.nack(id, cmd.tags, cmd.requeue, now); break;
     case dequeue_command::kind::cancel:
       dispatcher_.cancel(id, cmd.topic, now);
       pauses_.stop_listening(id, cmd.topic);
@@ -186,8 +186,7 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
     }
     case dequeue_command::kind::leased:
     case dequeue_command::kind::dead_lettered:
-    case dequeue_command::kind::depth:
-      break;  // answered above
+    case dequeue_command::kind::depth: break;  // answered above
   }
 }
 
@@ -219,8 +218,10 @@ void dequeuer::read_frames(broker_link& link) {
     if (frame.frame_type == AMQP_FRAME_HEADER) {
       ch->remaining = frame.payload.properties.body_size;
       ch->body.clear();
-      ch->props = ch->governance ? message_props{}
-                                 : props_of(static_cast<const amqp_basic_properties_t*>(frame.payload.properties.decoded));
+      ch->props =
+          ch->governance
+              ? message_props{}
+              : props_of(static_cast<const amqp_basic_properties_t*>(frame.payload.properties.decoded));
       ch->oversize = ch->governance && ch->remaining > max_governance_message;
       if (!ch->oversize) ch->body.reserve(ch->remaining);
       if (ch->remaining == 0) complete(*ch);
@@ -243,8 +244,8 @@ void dequeuer::on_method(broker_link& link, amqp_frame_t& frame) {
     case AMQP_BASIC_DELIVER_METHOD: {
       auto* m = static_cast<amqp_basic_deliver_t*>(method.decoded);
       if (!ch || !of_channel(m->consumer_tag, ch->consumer_tag)) break;  // stale
-      auto consumer =
-          consumer_number({static_cast<const char*>(m->consumer_tag.bytes), m->consumer_tag.len}, ch->consumer_tag);
+      auto consumer = consumer_number({static_cast<const char*>(m->consumer_tag.bytes), m->consumer_tag.len},
+                                      ch->consumer_tag);
       ch->reading = true;
       ch->lease_copy = consumer == lease_consumer;
       ch->ref = broker_ref{ch->epoch, frame.channel, m->delivery_tag};
@@ -276,8 +277,7 @@ void dequeuer::on_method(broker_link& link, amqp_frame_t& frame) {
     case AMQP_CONNECTION_UNBLOCKED_METHOD:
       if (&link == &main_) log()->info("the broker unblocked the consuming connections");
       break;
-    default:
-      break;
+    default: break;
   }
 }
 

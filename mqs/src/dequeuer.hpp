@@ -19,16 +19,16 @@
 #include <unordered_set>
 #include <vector>
 
-#include "dde/net/backoff.hpp"
 #include "broker_link.hpp"
-#include "enqueuer.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/dispatcher.hpp"
 #include "dde/mqs/pause_board.hpp"
 #include "dde/mqs/resent_ids.hpp"
-#include "dde/stall_watch.hpp"
-#include "dde/protocol/mqs_records.hpp"
+#include "dde/net/backoff.hpp"
 #include "dde/net/ws.hpp"
+#include "dde/protocol/mqs_records.hpp"
+#include "dde/stall_watch.hpp"
+#include "enqueuer.hpp"
 #include "exit_latch.hpp"
 #include "inbox.hpp"
 #include "mqs_metrics.hpp"
@@ -56,8 +56,8 @@ struct dequeue_command {
   bool requeue = true;
   std::size_t record = 0;  ///< index in its batch, for an error record
   std::chrono::milliseconds pause_ms{0};
-  std::string reason;  ///< of a pause
-  std::string origin;  ///< of a pause: "<mqs id>/<host instance>"
+  std::string reason;       ///< of a pause
+  std::string origin;       ///< of a pause: "<mqs id>/<host instance>"
   std::uint64_t ready = 0;  ///< of a depth (the stall watch's question about `topic`): messages ready
 };
 
@@ -85,7 +85,9 @@ class dequeuer : private dispatcher_port {
   void submit(std::vector<dequeue_command>&& commands) { inbox_.push(std::move(commands)); }
   /// Before start(): how the MQS's own messages (lease copies, dead-lettered copies) are published
   /// (the enqueuer's submit, counted in its flow). Without it they are refused.
-  void set_publisher(std::function<void(std::vector<outgoing_message>&&)> publish) { publish_ = std::move(publish); }
+  void set_publisher(std::function<void(std::vector<outgoing_message>&&)> publish) {
+    publish_ = std::move(publish);
+  }
 
   using clock = std::chrono::steady_clock;
   /// One turn of the thread's loop: connects and consumes when due, handles the hosts' commands,
@@ -108,7 +110,7 @@ class dequeuer : private dispatcher_port {
   struct consumer {
     delivery_mode mode = delivery_mode::at_least_once;
     std::uint32_t wanted = 1;  ///< broker consumers on its channel: one per worker of the hosts pulling it
-    broker_link link;  ///< its own connection; link.channel is 0 while not consuming
+    broker_link link;          ///< its own connection; link.channel is 0 while not consuming
     clock::time_point retry_at{};
     /// After the broker cancelled or closed the consumer (1 s, doubling to 30 s).
     net::backoff retry{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000)};
@@ -128,25 +130,31 @@ class dequeuer : private dispatcher_port {
     std::string topic;
     delivery_mode mode = delivery_mode::at_least_once;
     std::uint64_t epoch = 0;
-    std::string tag;  ///< of the first consumer
+    std::string tag;     ///< of the first consumer
     bool first = false;  ///< for the topic's first pull: a refusal goes to the hosts that pulled it
     broker_params params;
-    std::vector<queue_spec> specs;  ///< declared in order (the dead-letter queue, then the topic's)
+    std::vector<queue_spec> specs;          ///< declared in order (the dead-letter queue, then the topic's)
     std::optional<queue_spec> lease_queue;  ///< consumed beside it as "<tag>+<lease_suffix>"
     std::uint16_t prefetch = 0;
     // What became of it.
-    std::unique_ptr<amqp_session> session;  ///< consuming on topic_channel when `failed` and `error` are empty
-    std::string failed;  ///< the connection failed (retried after the reconnect backoff)
-    std::string error;   ///< the broker refused (channel level)
+    std::unique_ptr<amqp_session>
+        session;                        ///< consuming on topic_channel when `failed` and `error` are empty
+    std::string failed;                 ///< the connection failed (retried after the reconnect backoff)
+    std::string error;                  ///< the broker refused (channel level)
     std::vector<std::string> existing;  ///< queues used as they were (other arguments)
   };
   struct channel_state {
     channel_state(std::string t, std::uint64_t e, std::string tag, broker_link& l, std::uint16_t ch,
                   ack_batcher::clock::duration ack_hold = {})
-        : topic(std::move(t)), epoch(e), consumer_tag(std::move(tag)), link(&l), channel(ch), acks(ch, ack_hold) {}
+        : topic(std::move(t)),
+          epoch(e),
+          consumer_tag(std::move(tag)),
+          link(&l),
+          channel(ch),
+          acks(ch, ack_hold) {}
     std::string topic;
     std::uint64_t epoch = 0;
-    std::string consumer_tag;  ///< of the first consumer; the others' are "<it>+<n>"
+    std::string consumer_tag;            ///< of the first consumer; the others' are "<it>+<n>"
     std::vector<std::string> more_tags;  ///< the other consumers on the channel, one per extra host
     std::uint32_t next_more = 1;
     /// When the last delivery arrived or the last ack or reject was settled (it makes room for
@@ -168,7 +176,7 @@ class dequeuer : private dispatcher_port {
   };
   struct client_state {
     std::shared_ptr<net::ws_connection> conn;
-    std::string out;  ///< records to send at the end of this turn
+    std::string out;                             ///< records to send at the end of this turn
     deliver_header form = deliver_header::json;  ///< how its hello asked for `deliver` headers
   };
 

@@ -51,7 +51,8 @@ void dequeuer::plan_link(const std::string& topic, consumer& c, bool first) {
   plan->params.connection_name += " " + topic;
   // Topics start at different nodes of a cluster; a link that was lost starts at the node after its last.
   if (!plan->params.nodes.empty())
-    plan->params.first_node = c.first_node.value_or(std::hash<std::string>{}(topic) % plan->params.nodes.size());
+    plan->params.first_node =
+        c.first_node.value_or(std::hash<std::string>{}(topic) % plan->params.nodes.size());
   if (auto dl = dead_letter_spec_for(topic, c.mode, cfg_.quorum)) plan->specs.push_back(*dl);
   plan->specs.push_back(spec_for(topic, c.mode, cfg_.quorum));
   if (cfg_.lease.count() > 0 && c.mode == delivery_mode::at_least_once)
@@ -118,7 +119,8 @@ amqp_session::result dequeuer::cancel_and_close(amqp_session& s, std::uint16_t c
   return r;
 }
 
-void dequeuer::retire(std::unique_ptr<amqp_session> session, std::uint16_t channel, std::vector<std::string> tags) {
+void dequeuer::retire(std::unique_ptr<amqp_session> session, std::uint16_t channel,
+                      std::vector<std::string> tags) {
   // std::function wants a copyable job: the session rides in a shared_ptr.
   auto held = std::make_shared<std::unique_ptr<amqp_session>>(std::move(session));
   offload([held, channel, tags = std::move(tags), &watch = opener_thread_.socket_fd] {
@@ -142,8 +144,8 @@ void dequeuer::adopt(link_plan& p) {
   auto& c = it->second;
   c.opening = 0;
   for (auto& name : p.existing)
-    log()->warn("queue {} exists with other arguments than the MQS would give it for {}: using it as it is", name,
-                to_string(c.mode));
+    log()->warn("queue {} exists with other arguments than the MQS would give it for {}: using it as it is",
+                name, to_string(c.mode));
   if (!p.failed.empty()) {
     c.link.session = std::move(p.session);
     c.link.failed = p.failed;
@@ -157,7 +159,8 @@ void dequeuer::adopt(link_plan& p) {
       consumers_.erase(it);
       nlohmann::json header{{"action", "pull"}, {"topic", p.topic}, {"mode", to_string(p.mode)}};
       for (auto id : dispatcher_.refuse(p.topic))
-        if (auto cs = clients_.find(id); cs != clients_.end()) append_error(outbox(id, cs->second), p.error, {}, &header);
+        if (auto cs = clients_.find(id); cs != clients_.end())
+          append_error(outbox(id, cs->second), p.error, {}, &header);
     } else {
       auto delay = c.retry.next();
       log()->error("{}; retrying in {} ms", p.error, delay.count());
@@ -185,11 +188,11 @@ void dequeuer::set_consumers(const std::string& topic, std::uint32_t consumers) 
   auto it = consumers_.find(topic);
   if (it == consumers_.end()) return;
   it->second.wanted = std::clamp<std::uint32_t>(consumers, 1, max_consumers);
-  if (it->second.link.channel)
-    shrink_due_ = std::min(shrink_due_, match_consumers(topic, it->second, now()));
+  if (it->second.link.channel) shrink_due_ = std::min(shrink_due_, match_consumers(topic, it->second, now()));
 }
 
-dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, consumer& c, clock::time_point now) {
+dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, consumer& c,
+                                                      clock::time_point now) {
   constexpr auto never = clock::time_point::max();
   auto* ch = channel_of(c.link);
   if (!ch) return never;
@@ -210,9 +213,10 @@ dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, 
   watch_rpcs(c.link);
   amqp_session::result r;
   if (have() > c.wanted) {
-    bool full = std::all_of(ch->more_tags.begin() + (c.wanted - 1), ch->more_tags.end(), [&](const std::string& t) {
-      return ch->acks.held_by(consumer_number(t, ch->consumer_tag)) >= cfg_.prefetch;
-    });
+    bool full =
+        std::all_of(ch->more_tags.begin() + (c.wanted - 1), ch->more_tags.end(), [&](const std::string& t) {
+          return ch->acks.held_by(consumer_number(t, ch->consumer_tag)) >= cfg_.prefetch;
+        });
     std::uint32_t ready = 0, consumers = 0;
     if (!full) r = c.link.session->queue_depth(ch->channel, topic, ready, consumers);
     if (r.ok() && ready > 0) {
@@ -312,7 +316,7 @@ std::string dequeuer::start_consumer(const std::string& topic, delivery_mode mod
   auto [it, fresh] = consumers_.try_emplace(topic);
   it->second.mode = mode;
   if (main_.usable()) plan_link(topic, it->second, true);  // else consumed once the broker is back
-  return {};  // a refusal comes when the link is adopted (adopt)
+  return {};                                               // a refusal comes when the link is adopted (adopt)
 }
 
 void dequeuer::stop_consumer(const std::string& topic) {

@@ -48,7 +48,7 @@ void dequeuer::on_lease_copy(channel_state& ch) {
     return;
   }
   log()->debug("lease copy of delivery {} of {} arrived (tag {}{})", *id, ch.topic, ch.ref.tag,
-                ch.redelivered ? ", redelivered" : "");
+               ch.redelivered ? ", redelivered" : "");
   dispatcher_.on_lease_copy(ch.topic, ch.ref, *id, now());
 }
 

@@ -51,9 +51,11 @@ void dequeuer::on_depth(const dequeue_command& answer, clock::time_point now) {
   auto* ch = c.link.usable() && c.link.channel ? channel_of(c.link) : nullptr;
   if (!ch || !stalls_.answer(answer.topic, answer.ready, ch->last_traffic, now)) return;
   auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(now - ch->last_traffic).count();
-  logger("mqs.dequeuer")->warn("consumer of {} got nothing for {} ms while its hosts hold credit and {} messages are ready "
-              "(its connection to {} may be frozen): consuming it on a fresh connection",
-              answer.topic, quiet, answer.ready, c.link.session->node());
+  logger("mqs.dequeuer")
+      ->warn(
+          "consumer of {} got nothing for {} ms while its hosts hold credit and {} messages are ready "
+          "(its connection to {} may be frozen): consuming it on a fresh connection",
+          answer.topic, quiet, answer.ready, c.link.session->node());
   mqs_metrics::process().topic(answer.topic).stalls.add();
   c.link.failed = "stalled for " + std::to_string(quiet) + " ms";
 }

@@ -74,8 +74,8 @@ void dequeuer::wait(clock::time_point wake_at) {
   watch(main_);
   for (auto& [topic, c] : consumers_) watch(c.link);
   // Rounded up: a wake-up due in 0.4 ms waits 1 ms rather than polling without a timeout until then.
-  int timeout_ms =
-      int(std::clamp<long long>(std::chrono::ceil<std::chrono::milliseconds>(wake_at - now()).count(), 0, 1000));
+  int timeout_ms = int(
+      std::clamp<long long>(std::chrono::ceil<std::chrono::milliseconds>(wake_at - now()).count(), 0, 1000));
   if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {  // EINTR: everything is read next turn
     inbox_ready_ = opened_ready_ = true;
     return;

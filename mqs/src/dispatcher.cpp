@@ -229,7 +229,8 @@ void dispatcher::on_broker_lost() {
 void dispatcher::expire_idle(clock::time_point now) {
   for (auto it = topics_.begin(); it != topics_.end();) {
     auto& ts = it->second;
-    bool awaited = std::any_of(orphans_.begin(), orphans_.end(), [&](auto& o) { return o.second.topic == &*it; });
+    bool awaited =
+        std::any_of(orphans_.begin(), orphans_.end(), [&](auto& o) { return o.second.topic == &*it; });
     if (ts.credits.empty() && ts.in_flight == 0 && !awaited && now - ts.last_used >= idle_timeout_) {
       // Buffered deliveries go back to the queue when the consumer's channel closes.
       std::string name = it->first;

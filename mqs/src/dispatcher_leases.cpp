@@ -11,8 +11,8 @@ namespace {
 constexpr auto lease_retry = std::chrono::seconds(1);
 }  // namespace
 
-void dispatcher::settle_copy(const std::string& topic, const broker_ref& ref, int how, const std::string& body,
-                             const message_props& props) {
+void dispatcher::settle_copy(const std::string& topic, const broker_ref& ref, int how,
+                             const std::string& body, const message_props& props) {
   if (how == settle_ack)
     port_.ack(ref);
   else if (how == settle_release)
@@ -23,7 +23,8 @@ void dispatcher::settle_copy(const std::string& topic, const broker_ref& ref, in
     port_.dead_letter_copy(topic, body, props, ref);
 }
 
-void dispatcher::settle_hold(topic_entry& topic, holding& h, int how, std::string& body, message_props& props) {
+void dispatcher::settle_hold(topic_entry& topic, holding& h, int how, std::string& body,
+                             message_props& props) {
   switch (h.phase) {
     case lease_phase::publishing:
       // The held delivery settles as asked; the copy, if the broker took it, is dropped as it comes.
@@ -117,7 +118,8 @@ void dispatcher::on_lease_copy(const std::string& topic, const broker_ref& ref, 
     return;
   }
   if (h->phase == lease_phase::held) {
-    port_.release(ref);  // a second copy (the enqueuer published again after a lost connection): one is enough
+    port_.release(
+        ref);  // a second copy (the enqueuer published again after a lost connection): one is enough
     return;
   }
   // The copy may come before the broker's confirm reached us (another connection, another thread):

@@ -194,8 +194,8 @@ void enqueuer::lost(const std::string& why) {
     pending_confirmed_.push_front(std::move(*it));
   }
   auto delay = backoff_.next();
-  log()->warn("broker connection lost: {}; reconnecting in {} ms ({} messages to publish)", why, delay.count(),
-              pending_confirmed_.size() + pending_transient_.size());
+  log()->warn("broker connection lost: {}; reconnecting in {} ms ({} messages to publish)", why,
+              delay.count(), pending_confirmed_.size() + pending_transient_.size());
   next_connect_ = now() + delay;
 }
 

@@ -19,13 +19,13 @@
 #include <unordered_set>
 #include <vector>
 
-#include "dde/net/backoff.hpp"
 #include "amqp_session.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/confirm_tracker.hpp"
 #include "dde/mqs/flow_control.hpp"
 #include "dde/mqs/publish_frames.hpp"
 #include "dde/names.hpp"
+#include "dde/net/backoff.hpp"
 #include "dde/net/ws.hpp"
 #include "exit_latch.hpp"
 #include "inbox.hpp"
@@ -113,7 +113,8 @@ class enqueuer {
   void asio_turn();
   void stop_asio_loop();
   /// Writes what waits in unsent_ without waiting; true once nothing does.
-  bool write_unsent();  clock::time_point now() const { return env_.now(); }
+  bool write_unsent();
+  clock::time_point now() const { return env_.now(); }
   void connect();
   void lost(const std::string& why);
   void take_inbox();

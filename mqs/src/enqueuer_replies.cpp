@@ -6,8 +6,8 @@
 #include <unordered_map>
 
 #include "dde/log.hpp"
-#include "dde/protocol/mqs_records.hpp"
 #include "dde/mqs/broker_props.hpp"
+#include "dde/protocol/mqs_records.hpp"
 #include "enqueuer.hpp"
 #include "mqs_metrics.hpp"
 
@@ -15,15 +15,16 @@ namespace dde::mqs {
 
 void enqueuer::retry_nacked(std::vector<outgoing_message> nacked) {
   if (nacked.empty()) return;
-  logger("mqs.enqueuer")->warn("the broker nacked {} message(s) (first to {}); publishing them again in 200 ms", nacked.size(),
-              nacked.front().topic);
+  logger("mqs.enqueuer")
+      ->warn("the broker nacked {} message(s) (first to {}); publishing them again in 200 ms", nacked.size(),
+             nacked.front().topic);
   // Published again in the order they were first published (a host's seqs grow with its sends; a
   // multiple nack may list them in any order).
   std::stable_sort(nacked.begin(), nacked.end(), [](const outgoing_message& a, const outgoing_message& b) {
     return a.conn == b.conn ? a.seq < b.seq : a.conn.get() < b.conn.get();
   });
   for (auto& m : nacked) {
-    mark_resent(m.props);  // a nack does not promise the broker kept no copy
+    mark_resent(m.props);      // a nack does not promise the broker kept no copy
     declared_.erase(m.topic);  // the queue may have gone: declare it again before the retry
     retry_.emplace_back(now() + std::chrono::milliseconds(200), std::move(m));
   }
@@ -83,14 +84,16 @@ void enqueuer::confirms_overdue() {
   // Twice as long after each replacement that brought no confirm (up to 8 times): when the queue's
   // leader itself is what does not answer, no node confirms, and moving on only sends copies again.
   auto limit = cfg_.confirm_timeout * (1 << std::min(overdue_in_a_row_, 3));
-  if (cfg_.confirm_timeout.count() == 0 || blocked_ || unconfirmed_.size() == 0 || now() - last_settled_ < limit)
+  if (cfg_.confirm_timeout.count() == 0 || blocked_ || unconfirmed_.size() == 0 ||
+      now() - last_settled_ < limit)
     return;
   ++overdue_in_a_row_;
   lost(std::to_string(unconfirmed_.size()) + " messages had no confirm for " + std::to_string(limit.count()) +
        " ms");
 }
 
-void enqueuer::on_method(std::uint16_t channel, const amqp_method_t& method, std::vector<outgoing_message>& nacked) {
+void enqueuer::on_method(std::uint16_t channel, const amqp_method_t& method,
+                         std::vector<outgoing_message>& nacked) {
   switch (method.id) {
     case AMQP_BASIC_ACK_METHOD: {
       auto* m = static_cast<amqp_basic_ack_t*>(method.decoded);
@@ -111,7 +114,8 @@ void enqueuer::on_method(std::uint16_t channel, const amqp_method_t& method, std
         pauses_.on_channel_closed(amqp_session::describe_close(method));
         break;
       }
-      auto why = "channel " + std::to_string(channel) + " closed by the broker: " + amqp_session::describe_close(method);
+      auto why = "channel " + std::to_string(channel) +
+                 " closed by the broker: " + amqp_session::describe_close(method);
       session_->reply_channel_close_ok(channel);
       lost(why);
       break;
@@ -124,7 +128,9 @@ void enqueuer::on_method(std::uint16_t channel, const amqp_method_t& method, std
     }
     case AMQP_CONNECTION_BLOCKED_METHOD: {
       auto* m = static_cast<amqp_connection_blocked_t*>(method.decoded);
-      logger("mqs.enqueuer")->warn("the broker blocks publishing: {}", std::string(static_cast<const char*>(m->reason.bytes), m->reason.len));
+      logger("mqs.enqueuer")
+          ->warn("the broker blocks publishing: {}",
+                 std::string(static_cast<const char*>(m->reason.bytes), m->reason.len));
       blocked_ = true;
       break;
     }
@@ -133,8 +139,7 @@ void enqueuer::on_method(std::uint16_t channel, const amqp_method_t& method, std
       blocked_ = false;
       last_settled_ = now();  // the wait for confirms starts again
       break;
-    default:
-      break;
+    default: break;
   }
 }
 

@@ -26,12 +26,14 @@ topic_counters& mqs_metrics::topic(const std::string& name) {
               r.gauge("dde_mqs_topic_consumers",
                       "Broker consumers this MQS holds on the topic's queue (one per worker pulling it).", l),
               r.counter("dde_mqs_leases_renewed_total",
-                        "At-least-once deliveries held past --lease-ms and renewed through the lease queue, per topic.",
+                        "At-least-once deliveries held past --lease-ms and renewed through the lease queue, "
+                        "per topic.",
                         l),
-              r.counter("dde_mqs_consumer_stalls_total",
-                        "Times the topic's hosts held credit and its queue had ready messages while its consumer "
-                        "got nothing for --stall-timeout-ms (then consumed on a fresh connection).",
-                        l)})
+              r.counter(
+                  "dde_mqs_consumer_stalls_total",
+                  "Times the topic's hosts held credit and its queue had ready messages while its consumer "
+                  "got nothing for --stall-timeout-ms (then consumed on a fresh connection).",
+                  l)})
       .first->second;
 }
 
@@ -53,9 +55,9 @@ metric_cell& mqs_metrics::broker_connections(const std::string& node) {
   std::lock_guard lock(mutex_);
   for (auto& [name, cell] : nodes_)
     if (name == node) return *cell;
-  auto& cell = registry_.gauge("dde_mqs_broker_connections",
-                               "Broker connections open (publishing, consuming, one per consumed topic), per node.",
-                               {{"node", node}});
+  auto& cell = registry_.gauge(
+      "dde_mqs_broker_connections",
+      "Broker connections open (publishing, consuming, one per consumed topic), per node.", {{"node", node}});
   nodes_.emplace_back(node, &cell);
   return cell;
 }

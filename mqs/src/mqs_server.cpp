@@ -1,11 +1,11 @@
 #include "dde/mqs/mqs_server.hpp"
 
-#include "dead_letters.hpp"
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/net/ops_endpoints.hpp"
 #include "dde/net/target.hpp"
 #include "dde/net/ws.hpp"
+#include "dead_letters.hpp"
 #include "mqs_metrics.hpp"
 #include "queue_inspector.hpp"
 #include "service.hpp"
@@ -92,7 +92,8 @@ void answer_topics(const std::string& target, queue_inspector& inspector, respon
 /// GET /dlq, POST /dlq/replay, POST /dlq/purge (mqs/PROTOCOL.md, "Dead letters"). They show message
 /// bodies and move or drop messages: with a cluster secret configured they need it (X-DDE-Cluster-Secret),
 /// as the WebSocket links between daemons do.
-void answer_dlq(const net::http_request& req, const std::string& secret, dead_letter_desk& desk, respond_fn respond) {
+void answer_dlq(const net::http_request& req, const std::string& secret, dead_letter_desk& desk,
+                respond_fn respond) {
   auto reply = [&respond](int status, nlohmann::json body) {
     net::http_response out;
     out.status = status;
@@ -102,9 +103,11 @@ void answer_dlq(const net::http_request& req, const std::string& secret, dead_le
   if (!secret.empty()) {
     auto it = req.headers.find(std::string(net::cluster_secret_header));
     if (it == req.headers.end() || !net::constant_time_equal(it->second, secret)) {
-      logger("mqs")->warn("refused {} {} from {}: {} cluster secret", req.method, net::target_path(req.target),
-                          req.remote, it == req.headers.end() ? "no" : "wrong");
-      return reply(401, {{"error", "the dead-letter endpoints need the cluster secret (header X-DDE-Cluster-Secret)"}});
+      logger("mqs")->warn("refused {} {} from {}: {} cluster secret", req.method,
+                          net::target_path(req.target), req.remote, it == req.headers.end() ? "no" : "wrong");
+      return reply(
+          401,
+          {{"error", "the dead-letter endpoints need the cluster secret (header X-DDE-Cluster-Secret)"}});
     }
   }
   const auto path = net::target_path(req.target);
@@ -112,7 +115,8 @@ void answer_dlq(const net::http_request& req, const std::string& secret, dead_le
   result<dlq_request> parsed = result<dlq_request>::failure("");
   const char* method = path == "/dlq" ? "GET" : "POST";
   if (req.method != method)
-    return reply(405, {{"error", "method " + req.method + " is not allowed on " + std::string(path) + "; use " + method}});
+    return reply(405, {{"error", "method " + req.method + " is not allowed on " + std::string(path) +
+                                     "; use " + method}});
   if (path == "/dlq") {
     action = dlq_action::list;
     parsed = parse_dlq_query(req.target);
@@ -132,7 +136,9 @@ void answer_dlq(const net::http_request& req, const std::string& secret, dead_le
   });
 }
 
-bool is_dlq_path(std::string_view path) { return path == "/dlq" || path == "/dlq/replay" || path == "/dlq/purge"; }
+bool is_dlq_path(std::string_view path) {
+  return path == "/dlq" || path == "/dlq/replay" || path == "/dlq/purge";
+}
 
 }  // namespace
 
@@ -159,8 +165,9 @@ mqs_server::mqs_server(boost::asio::io_context& io, const config& cfg) : impl_(s
   impl_->server->add_websocket("/mqs", impl_->svc);
   impl_->server->set_http_async([svc = std::weak_ptr<service>(impl_->svc),
                                  inspector = std::weak_ptr<queue_inspector>(impl_->inspector),
-                                 desk = std::weak_ptr<dead_letter_desk>(impl_->desk), secret = cfg.cluster_secret](
-                                    const net::http_request& req, respond_fn respond) {
+                                 desk = std::weak_ptr<dead_letter_desk>(impl_->desk),
+                                 secret = cfg.cluster_secret](const net::http_request& req,
+                                                              respond_fn respond) {
     auto s = svc.lock();
     auto i = inspector.lock();
     auto d = desk.lock();

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "dde/protocol/mqs_request.hpp"
 #include "dde/names.hpp"
+#include "dde/protocol/mqs_request.hpp"
 
 namespace dde::mqs {
 namespace {

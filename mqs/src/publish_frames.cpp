@@ -26,7 +26,8 @@ constexpr std::uint16_t app_id_flag = 0x0008;
 
 }  // namespace
 
-publish_frames::publish_frames(std::uint32_t frame_max) : frame_max_(std::max<std::uint32_t>(frame_max, 4096)) {}
+publish_frames::publish_frames(std::uint32_t frame_max)
+    : frame_max_(std::max<std::uint32_t>(frame_max, 4096)) {}
 
 // Big-endian, each written with one append: the frames of every message publish go through these.
 void publish_frames::u16(std::uint16_t v) {

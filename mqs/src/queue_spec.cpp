@@ -20,7 +20,8 @@ constexpr std::int64_t max_lease_ms = 24ll * 3600 * 1000;
 }  // namespace
 
 std::string lease_topic(std::string_view mqs_id, std::int64_t ttl_ms, std::string_view topic) {
-  return std::string(lease_prefix) + std::to_string(ttl_ms) + "-" + std::string(mqs_id) + "." + std::string(topic);
+  return std::string(lease_prefix) + std::to_string(ttl_ms) + "-" + std::string(mqs_id) + "." +
+         std::string(topic);
 }
 
 std::optional<lease_queue> parse_lease_topic(std::string_view name) {
@@ -71,11 +72,8 @@ queue_spec spec_for(std::string_view topic, delivery_mode mode, const quorum_pla
       s.delivery_limit = delivery_limit;
       s.dead_letter_queue = dead_letter_topic(topic);
       break;
-    case delivery_mode::at_most_once:
-      break;
-    case delivery_mode::reply:
-      s.expires_ms = reply_queue_expiry_ms;
-      break;
+    case delivery_mode::at_most_once: break;
+    case delivery_mode::reply: s.expires_ms = reply_queue_expiry_ms; break;
   }
   return s;
 }

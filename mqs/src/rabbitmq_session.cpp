@@ -7,9 +7,9 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-#include <cerrno>
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <string_view>
@@ -20,8 +20,6 @@
 
 namespace dde::mqs {
 namespace {
-
-
 
 amqp_table_entry_t string_entry(const char* key, const std::string& value) {
   amqp_table_entry_t e;
@@ -115,13 +113,16 @@ std::string login(amqp_connection_state_t state, const broker_params& p) {
   props[1].value.kind = AMQP_FIELD_KIND_TABLE;
   props[1].value.value.table = amqp_table_t{3, caps};
   amqp_table_t properties{2, props};
-  auto reply = amqp_login_with_properties(state, p.vhost.c_str(), channel_max, frame_max, p.heartbeat_s, &properties,
-                                          AMQP_SASL_METHOD_PLAIN, p.user.c_str(), p.password.c_str());
+  auto reply =
+      amqp_login_with_properties(state, p.vhost.c_str(), channel_max, frame_max, p.heartbeat_s, &properties,
+                                 AMQP_SASL_METHOD_PLAIN, p.user.c_str(), p.password.c_str());
   if (reply.reply_type == AMQP_RESPONSE_NORMAL) return {};
-  if (reply.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION) return "login refused: " + amqp_session::describe_close(reply.reply);
+  if (reply.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION)
+    return "login refused: " + amqp_session::describe_close(reply.reply);
   if (reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION)
     return std::string("login failed: ") + amqp_error_string2(reply.library_error) +
-           (reply.library_error == AMQP_STATUS_CONNECTION_CLOSED || reply.library_error == AMQP_STATUS_SOCKET_CLOSED
+           (reply.library_error == AMQP_STATUS_CONNECTION_CLOSED ||
+                    reply.library_error == AMQP_STATUS_SOCKET_CLOSED
                 ? " (wrong user, password or vhost?)"
                 : "");
   return "login failed";
@@ -163,8 +164,10 @@ std::string rabbitmq_session::write_frames(std::string_view bytes, std::size_t* 
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       // The broker reads slower (or blocks publishers): wait, as rabbitmq-c's own send does.
       pollfd p{fd(), POLLOUT, 0};
-      if (::poll(&p, 1, -1) < 0 && errno != EINTR) err = errno;
-      else if (p.revents & (POLLERR | POLLHUP | POLLNVAL)) err = EPIPE;
+      if (::poll(&p, 1, -1) < 0 && errno != EINTR)
+        err = errno;
+      else if (p.revents & (POLLERR | POLLHUP | POLLNVAL))
+        err = EPIPE;
     } else if (errno != EINTR) {
       err = errno;
     }
@@ -185,14 +188,11 @@ std::uint16_t rabbitmq_session::channel_max() const {
 }
 
 amqp_session::result rabbitmq_session::check(const amqp_rpc_reply_t& reply, std::uint16_t channel,
-                                         const char* what) {
+                                             const char* what) {
   result r;
   switch (reply.reply_type) {
-    case AMQP_RESPONSE_NORMAL:
-      return r;
-    case AMQP_RESPONSE_NONE:
-      r.error = std::string(what) + ": no reply";
-      break;
+    case AMQP_RESPONSE_NORMAL: return r;
+    case AMQP_RESPONSE_NONE: r.error = std::string(what) + ": no reply"; break;
     case AMQP_RESPONSE_LIBRARY_EXCEPTION:
       r.error = std::string(what) + ": " + amqp_error_string2(reply.library_error);
       break;
@@ -234,7 +234,7 @@ amqp_session::result rabbitmq_session::qos(std::uint16_t channel, std::uint16_t 
 }
 
 amqp_session::result rabbitmq_session::consume(std::uint16_t channel, const std::string& queue,
-                                           const std::string& consumer_tag, bool no_ack) {
+                                               const std::string& consumer_tag, bool no_ack) {
   amqp_basic_consume(state_, channel, bytes_of(queue), bytes_of(consumer_tag), 0, no_ack, 0,
                      amqp_empty_table);
   return check(amqp_get_rpc_reply(state_), channel, "basic.consume");
@@ -246,7 +246,7 @@ amqp_session::result rabbitmq_session::cancel(std::uint16_t channel, const std::
 }
 
 amqp_session::result rabbitmq_session::declare_exchange(std::uint16_t channel, std::string_view name,
-                                                    const char* type, bool durable) {
+                                                        const char* type, bool durable) {
   amqp_exchange_declare(state_, channel, amqp_bytes_t{name.size(), const_cast<char*>(name.data())},
                         amqp_cstring_bytes(type), 0, durable, 0, 0, amqp_empty_table);
   return check(amqp_get_rpc_reply(state_), channel, "exchange.declare");
@@ -260,7 +260,7 @@ amqp_session::result rabbitmq_session::declare_private_queue(std::uint16_t chann
 }
 
 amqp_session::result rabbitmq_session::bind(std::uint16_t channel, const std::string& queue,
-                                        std::string_view exchange, const std::string& routing_key) {
+                                            std::string_view exchange, const std::string& routing_key) {
   amqp_queue_bind(state_, channel, bytes_of(queue),
                   amqp_bytes_t{exchange.size(), const_cast<char*>(exchange.data())}, bytes_of(routing_key),
                   amqp_empty_table);
@@ -269,7 +269,8 @@ amqp_session::result rabbitmq_session::bind(std::uint16_t channel, const std::st
 
 amqp_session::result rabbitmq_session::declare(std::uint16_t channel, const queue_spec& spec, bool passive) {
   std::vector<amqp_table_entry_t> args;
-  const std::string quorum = "quorum", empty, at_least_once = "at-least-once", reject_publish = "reject-publish";
+  const std::string quorum = "quorum", empty, at_least_once = "at-least-once",
+                    reject_publish = "reject-publish";
   if (!passive) {
     if (spec.quorum) {
       args.push_back(string_entry("x-queue-type", quorum));
@@ -296,7 +297,7 @@ amqp_session::result rabbitmq_session::declare(std::uint16_t channel, const queu
 }
 
 amqp_session::result rabbitmq_session::queue_depth(std::uint16_t channel, const std::string& queue,
-                                               std::uint32_t& messages, std::uint32_t& consumers) {
+                                                   std::uint32_t& messages, std::uint32_t& consumers) {
   auto* ok = amqp_queue_declare(state_, channel, bytes_of(queue), 1, 0, 0, 0, amqp_empty_table);
   auto r = check(amqp_get_rpc_reply(state_), channel, "queue.declare (passive)");
   if (r.ok() && ok) {
@@ -346,8 +347,9 @@ void rabbitmq_session::reply_connection_close_ok() {
   broken_ = true;
 }
 
-std::string rabbitmq_session::publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
-                                  const publish_props& p, std::string_view body) {
+std::string rabbitmq_session::publish(std::uint16_t channel, std::string_view exchange,
+                                      std::string_view routing_key, const publish_props& p,
+                                      std::string_view body) {
   amqp_basic_properties_t props{};
   props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
   props.delivery_mode = p.delivery_mode;
@@ -377,7 +379,8 @@ std::string rabbitmq_session::publish(std::uint16_t channel, std::string_view ex
     props._flags |= AMQP_BASIC_HEADERS_FLAG;
     props.headers = amqp_table_t{int(entries.size()), entries.data()};
   }
-  int rc = amqp_basic_publish(state_, channel, bytes_of(exchange), bytes_of(routing_key), 0, 0, &props, bytes_of(body));
+  int rc = amqp_basic_publish(state_, channel, bytes_of(exchange), bytes_of(routing_key), 0, 0, &props,
+                              bytes_of(body));
   return rc == AMQP_STATUS_OK ? std::string() : std::string("basic.publish: ") + amqp_error_string2(rc);
 }
 

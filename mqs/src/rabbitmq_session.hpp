@@ -11,8 +11,12 @@
 
 namespace dde::mqs {
 
-inline std::string bytes_text(amqp_bytes_t b) { return std::string(static_cast<const char*>(b.bytes), b.len); }
-inline amqp_bytes_t bytes_of(std::string_view s) { return amqp_bytes_t{s.size(), const_cast<char*>(s.data())}; }
+inline std::string bytes_text(amqp_bytes_t b) {
+  return std::string(static_cast<const char*>(b.bytes), b.len);
+}
+inline amqp_bytes_t bytes_of(std::string_view s) {
+  return amqp_bytes_t{s.size(), const_cast<char*>(s.data())};
+}
 
 /// The real connection: rabbitmq-c 0.11, plain TCP or TLS.
 class rabbitmq_session final : public amqp_session {
@@ -45,14 +49,17 @@ class rabbitmq_session final : public amqp_session {
   result declare(std::uint16_t channel, const queue_spec& spec, bool passive) override;
   result queue_depth(std::uint16_t channel, const std::string& queue, std::uint32_t& messages,
                      std::uint32_t& consumers) override;
-  result declare_exchange(std::uint16_t channel, std::string_view name, const char* type, bool durable) override;
+  result declare_exchange(std::uint16_t channel, std::string_view name, const char* type,
+                          bool durable) override;
   result declare_private_queue(std::uint16_t channel, std::string& name) override;
   result bind(std::uint16_t channel, const std::string& queue, std::string_view exchange,
               const std::string& routing_key) override;
-  result get_message(std::uint16_t channel, const std::string& queue, dead_message& out, bool& empty) override;
+  result get_message(std::uint16_t channel, const std::string& queue, dead_message& out,
+                     bool& empty) override;
   result purge(std::uint16_t channel, const std::string& queue, std::uint32_t& count) override;
   std::string nack(std::uint16_t channel, std::uint64_t tag, bool multiple, bool requeue) override;
-  result wait_confirms(std::uint16_t channel, std::uint64_t last_seq, std::chrono::milliseconds timeout) override;
+  result wait_confirms(std::uint16_t channel, std::uint64_t last_seq,
+                       std::chrono::milliseconds timeout) override;
   int try_read_frame(amqp_frame_t& frame) override;
   void reply_channel_close_ok(std::uint16_t channel) override;
   void reply_connection_close_ok() override;

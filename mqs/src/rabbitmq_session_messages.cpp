@@ -23,10 +23,14 @@ void read_death(const amqp_field_value_t& v, dead_message& out) {
   for (int i = 0; i < t.num_entries; ++i) {
     auto& e = t.entries[i];
     bool text = e.value.kind == AMQP_FIELD_KIND_UTF8 || e.value.kind == AMQP_FIELD_KIND_BYTES;
-    if (key_is(e.key, "reason") && text) out.death_reason = bytes_text(e.value.value.bytes);
-    else if (key_is(e.key, "queue") && text) out.death_queue = bytes_text(e.value.value.bytes);
-    else if (key_is(e.key, "time")) out.death_time_s = integer_of(e.value).value_or(0);
-    else if (key_is(e.key, "count")) out.death_count = integer_of(e.value).value_or(0);
+    if (key_is(e.key, "reason") && text)
+      out.death_reason = bytes_text(e.value.value.bytes);
+    else if (key_is(e.key, "queue") && text)
+      out.death_queue = bytes_text(e.value.value.bytes);
+    else if (key_is(e.key, "time"))
+      out.death_time_s = integer_of(e.value).value_or(0);
+    else if (key_is(e.key, "count"))
+      out.death_count = integer_of(e.value).value_or(0);
   }
 }
 
@@ -50,7 +54,9 @@ amqp_session::result amqp_session::purge(std::uint16_t, const std::string&, std:
   return {"queue.purge: not supported by this session"};
 }
 
-std::string amqp_session::nack(std::uint16_t, std::uint64_t, bool, bool) { return "basic.nack: not supported"; }
+std::string amqp_session::nack(std::uint16_t, std::uint64_t, bool, bool) {
+  return "basic.nack: not supported";
+}
 
 amqp_session::result amqp_session::wait_confirms(std::uint16_t, std::uint64_t, std::chrono::milliseconds) {
   return {"confirms: not supported by this session"};
@@ -84,7 +90,8 @@ amqp_session::result rabbitmq_session::get_message(std::uint16_t channel, const 
   return r;
 }
 
-amqp_session::result rabbitmq_session::purge(std::uint16_t channel, const std::string& queue, std::uint32_t& count) {
+amqp_session::result rabbitmq_session::purge(std::uint16_t channel, const std::string& queue,
+                                             std::uint32_t& count) {
   auto* ok = amqp_queue_purge(state_, channel, bytes_of(queue));
   auto r = check(amqp_get_rpc_reply(state_), channel, "queue.purge");
   if (r.ok() && ok) count = ok->message_count;
@@ -105,7 +112,8 @@ amqp_session::result rabbitmq_session::wait_confirms(std::uint16_t channel, std:
   std::uint64_t below = 1;  // every seq under this one is confirmed
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (below <= last_seq) {
-    auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+    auto left =
+        std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return {"no publisher confirm within " + std::to_string(timeout.count()) + " ms"};
     struct timeval tv {
       static_cast<time_t>(left.count() / 1000000), static_cast<suseconds_t>(left.count() % 1000000)

@@ -88,7 +88,8 @@ net::readiness service::readiness() const {
   for (auto& node : cfg_.brokers) nodes += (nodes.empty() ? "" : ",") + node.str();
   r.details["broker"] = nodes;
   int node = enqueuer_.node();
-  if (node >= 0 && std::size_t(node) < cfg_.brokers.size()) r.details["publishing_node"] = cfg_.brokers[node].str();
+  if (node >= 0 && std::size_t(node) < cfg_.brokers.size())
+    r.details["publishing_node"] = cfg_.brokers[node].str();
   std::string connections;
   for (auto& [on, count] : mqs_metrics::process().connections_per_node())
     connections += (connections.empty() ? "" : ",") + on + "=" + std::to_string(count);
@@ -99,7 +100,8 @@ net::readiness service::readiness() const {
   }
   if (enqueuer_.connected()) return r;
   r.ready = false;
-  r.reason = cfg_.brokers.size() > 1 ? "no broker node of " + nodes + " is reachable" : "broker " + nodes + " unreachable";
+  r.reason = cfg_.brokers.size() > 1 ? "no broker node of " + nodes + " is reachable"
+                                     : "broker " + nodes + " unreachable";
   return r;
 }
 
@@ -207,9 +209,13 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
                 return;
               }
               enqueued_bytes += e.body.size();
-              enqueues.push_back(
-                  outgoing_message{conn, std::move(q.topic), q.mode, q.seq.value_or(0), std::string(e.body),
-                                   std::move(q.props), {}});
+              enqueues.push_back(outgoing_message{conn,
+                                                  std::move(q.topic),
+                                                  q.mode,
+                                                  q.seq.value_or(0),
+                                                  std::string(e.body),
+                                                  std::move(q.props),
+                                                  {}});
             },
             [&](pull_request& p) {
               dequeue_command c;
@@ -245,7 +251,9 @@ void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::s
               c.topic = std::move(k.topic);
               commands.push_back(std::move(c));
             },
-            [&](depth_request& d) { depths.push_back(depth_query{conn, std::move(d.topic)}); },
+            [&](depth_request& d) {
+              depths.push_back(depth_query{conn, std::move(d.topic)});
+            },
             [&](pause_request& p) {
               log()->info("host {} ({}) pauses {} for {} ms: {}", s->system, s->instance, p.topic, p.ms,
                           p.reason.substr(0, 200));

@@ -66,7 +66,8 @@ result<apply_request> parse_apply(const ordered_json& body) {
   if (body.is_object()) {
     for (auto& [key, value] : body.items())
       if (key != "pools" && key != "dryRun")
-        return r_apply::failure("unknown field \"" + key + "\": an apply body is {\"pools\": [...], \"dryRun\": false}");
+        return r_apply::failure("unknown field \"" + key +
+                                "\": an apply body is {\"pools\": [...], \"dryRun\": false}");
     auto it = body.find("pools");
     if (it == body.end()) return r_apply::failure("missing field \"pools\", the array of deploy bodies");
     pools = &*it;
@@ -87,8 +88,8 @@ result<apply_request> parse_apply(const ordered_json& body) {
     if (!parsed) return r_apply::failure(where + ": " + parsed.error());
     auto address = parsed.value().spec.addr().str();
     if (auto [it, fresh] = seen.emplace(address, i); !fresh)
-      return r_apply::failure(where + ": pool " + address + " is already pools[" + std::to_string(it->second) +
-                              "]; a pool is applied once");
+      return r_apply::failure(where + ": pool " + address + " is already pools[" +
+                              std::to_string(it->second) + "]; a pool is applied once");
     out.pools.push_back(std::move(parsed.value()));
   }
   return out;
@@ -145,7 +146,8 @@ std::vector<apply_step> plan_apply(const std::vector<deploy_request>& desired,
     const auto& current = here ? *here : *elsewhere;
     auto running = running_body(current);
     // A description that cannot be read back: deploy the file's pool over it.
-    step.changed = running ? differences(want, *running) : std::vector<std::string>{"(unreadable description)"};
+    step.changed =
+        running ? differences(want, *running) : std::vector<std::string>{"(unreadable description)"};
     auto have = running ? std::move(running->body) : ordered_json::object();
     if (!here) {
       step.action = apply_action::move;

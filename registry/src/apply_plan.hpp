@@ -30,7 +30,8 @@ struct described_pool {
   ordered_json entry;
 };
 /// Every pool the nodes described, by address "system/isolate" (`describes`: node id -> describe).
-std::map<std::string, std::vector<described_pool>> pools_by_address(const std::map<std::string, ordered_json>& describes);
+std::map<std::string, std::vector<described_pool>> pools_by_address(
+    const std::map<std::string, ordered_json>& describes);
 
 enum class apply_action {
   create,     ///< deploy: no node runs the pool
@@ -44,11 +45,12 @@ std::string_view to_string(apply_action a);
 /// One step of a plan.
 struct apply_step {
   apply_action action = apply_action::unchanged;
-  std::string pool;  ///< system/isolate
-  std::string node;  ///< where the file wants it (bootstrapperId)
-  std::string from;  ///< move: the node it runs on now
+  std::string pool;                  ///< system/isolate
+  std::string node;                  ///< where the file wants it (bootstrapperId)
+  std::string from;                  ///< move: the node it runs on now
   std::vector<std::string> changed;  ///< the fields that differ (configure, redeploy, move)
-  ordered_json body;  ///< create, redeploy, move: the deploy body to send; configure: {"rate"?, "maxInFlight"?}
+  ordered_json
+      body;  ///< create, redeploy, move: the deploy body to send; configure: {"rate"?, "maxInFlight"?}
 };
 
 /// The steps that make the described cluster match `desired`, one per desired pool, in its order.

@@ -1,12 +1,12 @@
 #include "ctl_ask.hpp"
-#include "ctl_commands.hpp"
-#include "ctl_requests.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "ctl_commands.hpp"
+#include "ctl_requests.hpp"
 #include "dde/envelope.hpp"
 #include "dde/names.hpp"
 #include "dde/net/auth.hpp"
@@ -131,18 +131,20 @@ ask_outcome resolve_pool(ask_call& call, const registry_access& registry, std::c
   auto get = [&](const std::string& path, json& out) -> ask_outcome {
     auto res = net::http_fetch("GET", registry.url + path, "", registry.headers, timeout);
     if (!res.answered())
-      return {3, "cannot reach the registry at " + registry.url + " to find pool " + call.to + ": " + res.error +
-                     " (--no-registry asks without it)"};
+      return {3, "cannot reach the registry at " + registry.url + " to find pool " + call.to + ": " +
+                     res.error + " (--no-registry asks without it)"};
     if (res.status >= 300)
       return {1, "the registry answered GET " + path + " with HTTP " + std::to_string(res.status) + ": " +
                      registry_error_text(res.body)};
     out = json::parse(res.body, nullptr, false);
-    if (out.is_discarded()) return {1, "the registry answered GET " + path + " with something other than JSON"};
+    if (out.is_discarded())
+      return {1, "the registry answered GET " + path + " with something other than JSON"};
     return {0, {}};
   };
   json nodes;
   if (auto r = get("/registry/system/list", nodes); r.status != 0) return r;
-  if (!nodes.is_array()) return {1, "the registry answered GET /registry/system/list with something other than a list"};
+  if (!nodes.is_array())
+    return {1, "the registry answered GET /registry/system/list with something other than a list"};
   std::string unanswered;
   for (auto& node : nodes) {
     auto id = node.is_object() ? node.value("bootstrapperId", std::string()) : std::string();
@@ -163,15 +165,17 @@ ask_outcome resolve_pool(ask_call& call, const registry_access& registry, std::c
                          "; leave --mode out"};
         call.mode = mode;
         if (call.mqs.empty()) call.mqs = pool.value("messageQueuingSystemServer", std::string());
-        if (call.mqs.empty()) return {1, "the registry does not say which MQS pool " + call.to + " uses; give --mqs"};
+        if (call.mqs.empty())
+          return {1, "the registry does not say which MQS pool " + call.to + " uses; give --mqs"};
         return {0, {}};
       }
     }
   }
-  return {1, "no pool " + call.to + " is deployed on the " + std::to_string(nodes.size()) +
-                 " node(s) the registry knows; nothing was sent (ddectl list and ddectl show ID list the pools; "
-                 "--no-registry sends anyway)" +
-                 unanswered};
+  return {1,
+          "no pool " + call.to + " is deployed on the " + std::to_string(nodes.size()) +
+              " node(s) the registry knows; nothing was sent (ddectl list and ddectl show ID list the pools; "
+              "--no-registry sends anyway)" +
+              unanswered};
 }
 
 ask_outcome run_ask(const ask_call& call, std::chrono::milliseconds timeout) {

@@ -1,5 +1,4 @@
 #include "ctl_commands.hpp"
-#include "ctl_requests.hpp"
 
 #include <cctype>
 #include <fstream>
@@ -9,6 +8,7 @@
 #include <stdexcept>
 #include <variant>
 
+#include "ctl_requests.hpp"
 #include "dde/command_line.hpp"
 #include "dde/names.hpp"
 #include "dde/net/auth.hpp"
@@ -32,8 +32,9 @@ struct command {
 };
 
 void common_options(CLI::App& app, common_values& v) {
-  app.add_option("--registry", v.registry,
-                 "the registry's base URL; a comma-separated list for a registry pair: the active one is used")
+  app.add_option(
+         "--registry", v.registry,
+         "the registry's base URL; a comma-separated list for a registry pair: the active one is used")
       ->type_name("URL");
   app.add_option("-o,--output", v.output, "table (for people) or json (the registry's answer, for scripts)")
       ->type_name("FORMAT")
@@ -43,15 +44,18 @@ void common_options(CLI::App& app, common_values& v) {
   app.add_option("--timeout-ms", v.timeout_ms, "give up on an answer after this long (apply: 300000)")
       ->type_name("MS")
       ->check(CLI::Range(1, 3600 * 1000));
-  app.add_option("--token-file", v.token_file, "file holding the registry's bearer token (default: $DDE_TOKEN)")
+  app.add_option("--token-file", v.token_file,
+                 "file holding the registry's bearer token (default: $DDE_TOKEN)")
       ->type_name("FILE");
   app.add_option("--cluster-secret-file", v.cluster_secret_file,
                  "ask: file holding the cluster secret (default: $DDE_CLUSTER_SECRET)")
       ->type_name("FILE");
-  app.add_option("--tls-ca", v.tls_ca, "https/wss: PEM CA the registry (and MQS) are verified against (default: system store)")
+  app.add_option("--tls-ca", v.tls_ca,
+                 "https/wss: PEM CA the registry (and MQS) are verified against (default: system store)")
       ->type_name("FILE");
   app.add_option("--ca", v.ca, "the same as --tls-ca")->type_name("FILE");
-  app.add_option("--tls-cert", v.tls_cert, "https/wss: PEM client certificate, for a registry with --tls-verify-client")
+  app.add_option("--tls-cert", v.tls_cert,
+                 "https/wss: PEM client certificate, for a registry with --tls-verify-client")
       ->type_name("FILE");
   app.add_option("--tls-key", v.tls_key, "PEM private key of --tls-cert")->type_name("FILE");
 }
@@ -60,13 +64,16 @@ void no_options(CLI::App&, option_values&) {}
 
 void deploy_options(CLI::App& app, option_values& all) {
   auto& v = all.deploy;
-  app.add_option("--bootstrapper", v.bootstrapper, "bootstrapperId of the node (bootstrapperId)")->type_name("ID");
-  app.add_option("--mqs", v.mqs, "the MQS the isolate system uses, ws://host:port/mqs (messageQueuingSystemServer)")
+  app.add_option("--bootstrapper", v.bootstrapper, "bootstrapperId of the node (bootstrapperId)")
+      ->type_name("ID");
+  app.add_option("--mqs", v.mqs,
+                 "the MQS the isolate system uses, ws://host:port/mqs (messageQueuingSystemServer)")
       ->type_name("URL");
   app.add_option("--system", v.system, "isolate system name (isolateSystemName)")->type_name("NAME");
   app.add_option("--isolate", v.isolate, "pool name (isolateName)")->type_name("NAME");
   app.add_option("--uri", v.uri, "the worker plugin .so (uri)")->type_name("URI");
-  app.add_option("--workers", v.workers, "comma-separated workersPaths: localhost or ws://host:port/activator")
+  app.add_option("--workers", v.workers,
+                 "comma-separated workersPaths: localhost or ws://host:port/activator")
       ->type_name("LIST");
   app.add_option("--router", v.router,
                  "routerType: roundRobin, random, broadcast, smallestMailbox, consistentHash, scatterGather, "
@@ -82,7 +89,8 @@ void deploy_options(CLI::App& app, option_values& all) {
          "credits: messages a worker may hold (the node's default if unset)")
       ->type_name("N")
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--sha256", v.sha256, "the plugin's SHA-256 (hex): a plugin file with another hash is refused")
+  app.add_option("--sha256", v.sha256,
+                 "the plugin's SHA-256 (hex): a plugin file with another hash is refused")
       ->type_name("HEX");
 }
 
@@ -107,9 +115,11 @@ void dlq_options(CLI::App& app, option_values& v) {
 }
 
 void ask_options(CLI::App& app, option_values& v) {
-  app.add_option("--mqs", v.ask_mqs, "the dde-mqs to send through (default: the pool's, as the registry knows it)")
+  app.add_option("--mqs", v.ask_mqs,
+                 "the dde-mqs to send through (default: the pool's, as the registry knows it)")
       ->type_name("URL");
-  app.add_option("--mode", v.mode, "at-least-once or at-most-once (default: the pool's; with --no-registry: at-least-once)")
+  app.add_option("--mode", v.mode,
+                 "at-least-once or at-most-once (default: the pool's; with --no-registry: at-least-once)")
       ->type_name("MODE");
   app.add_flag("--no-registry", v.no_registry,
                "send without asking the registry (the MQS declares the queue if it is new; --mqs default "
@@ -136,7 +146,8 @@ std::variant<rest_call, ask_call> shutdown_from(const std::vector<std::string>& 
   return rest_call{"POST", "/registry/system/shutdown", body.dump(2)};
 }
 
-std::variant<rest_call, ask_call> kill_from(const std::vector<std::string>& a, const option_values&, std::istream&) {
+std::variant<rest_call, ask_call> kill_from(const std::vector<std::string>& a, const option_values&,
+                                            std::istream&) {
   json body = pool_body(a);
   if (a.size() == 4) body["workerId"] = a[3];
   return rest_call{"POST", "/registry/system/kill", body.dump(2)};
@@ -157,8 +168,8 @@ const std::vector<command>& commands() {
   static const std::vector<command> all = {
       {"list", "", "Lists the connected nodes: GET /registry/system/list.", 0, 0, no_options,
        [](a, o, auto&) { return get("/registry/system/list"); }},
-      {"show", "ID", "Shows the isolate systems and pools of node ID: GET /registry/system/ID.", 1, 1, no_options,
-       [](a args, o, auto&) { return get("/registry/system/" + net::percent_encode(args[0])); }},
+      {"show", "ID", "Shows the isolate systems and pools of node ID: GET /registry/system/ID.", 1, 1,
+       no_options, [](a args, o, auto&) { return get("/registry/system/" + net::percent_encode(args[0])); }},
       {"deploy", "(FILE.json | --bootstrapper ID --mqs URL --system S --isolate I --uri U)",
        "Deploys a pool: POST /registry/deploy with a thesis deploy body from FILE.json ('-' = standard\n"
        "input) or built from the options.",
@@ -171,7 +182,9 @@ const std::vector<command>& commands() {
        "Restarts every worker of pool SYSTEM/ISOLATE on node ID once its in-flight messages are done\n"
        "(thesis RESTART): POST /registry/system/restart.",
        3, 3, no_options,
-       [](a args, o, auto&) { return rest_call{"POST", "/registry/system/restart", pool_body(args).dump(2)}; }},
+       [](a args, o, auto&) {
+         return rest_call{"POST", "/registry/system/restart", pool_body(args).dump(2)};
+       }},
       {"kill", "ID SYSTEM ISOLATE [WORKER]",
        "Kills worker WORKER of pool SYSTEM/ISOLATE on node ID, or every worker without WORKER (thesis\n"
        "KILL): each finishes the messages it holds and stays down until a restart: POST "
@@ -317,18 +330,21 @@ invocation parse_invocation(const std::vector<std::string>& args, std::istream& 
   const command* cmd = p.chosen();
   try {
     if (parsed.what == dde::command_line::outcome::help) {
-      out.help = cmd ? command_help(*cmd, *p.line.app().get_subcommand(cmd->name), p.line.app()) : general_help();
+      out.help =
+          cmd ? command_help(*cmd, *p.line.app().get_subcommand(cmd->name), p.line.app()) : general_help();
       return out;
     }
     if (parsed.what == dde::command_line::outcome::version) {
       out.help = parsed.text + "\n";
       return out;
     }
-    if (!p.unknown_command.empty()) throw usage_error("unknown command \"" + p.unknown_command + "\" (see ddectl --help)");
+    if (!p.unknown_command.empty())
+      throw usage_error("unknown command \"" + p.unknown_command + "\" (see ddectl --help)");
     if (parsed.what == dde::command_line::outcome::error) throw usage_error(parsed.text);
     if (!cmd)
       throw usage_error(
-          "missing command (list, show, status, deploy, apply, shutdown, restart, kill, migrate, health, dlq, ask)");
+          "missing command (list, show, status, deploy, apply, shutdown, restart, kill, migrate, health, "
+          "dlq, ask)");
     if (p.positionals.size() < cmd->min_args || p.positionals.size() > cmd->max_args)
       throw usage_error("usage: " + usage_line(*cmd) + " (see ddectl " + cmd->name + " --help)");
     auto& sub = *p.line.app().get_subcommand(cmd->name);

@@ -28,14 +28,14 @@ struct invocation {
   std::optional<ask_call> ask;
   std::string registry = "http://127.0.0.1:8000";  ///< base URL
   std::chrono::milliseconds timeout{30000};
-  std::string token;           ///< bearer token for the registry (empty: none)
-  std::string cluster_secret;  ///< ask: sent to the MQS (empty: none)
-  net::tls_options tls;  ///< https/wss: --tls-ca (--ca), --tls-cert, --tls-key
-  std::string command;            ///< e.g. "show" (what the answer is rendered as)
-  std::vector<std::string> args;  ///< the command's positional arguments
+  std::string token;                            ///< bearer token for the registry (empty: none)
+  std::string cluster_secret;                   ///< ask: sent to the MQS (empty: none)
+  net::tls_options tls;                         ///< https/wss: --tls-ca (--ca), --tls-cert, --tls-key
+  std::string command;                          ///< e.g. "show" (what the answer is rendered as)
+  std::vector<std::string> args;                ///< the command's positional arguments
   output_format output = output_format::table;  ///< -o table|json
-  std::string help;   ///< print to stdout and exit 0 when not empty
-  std::string error;  ///< usage error: print to stderr and exit 2 when not empty
+  std::string help;                             ///< print to stdout and exit 0 when not empty
+  std::string error;                            ///< usage error: print to stderr and exit 2 when not empty
 };
 
 /// Reads `args` (argv without the program name). `deploy -` reads the body from `stdin_for_dash`.

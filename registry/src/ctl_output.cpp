@@ -58,7 +58,8 @@ std::string rate_of(const json& pool) {
 std::string workers_of(const json& pool) {
   auto w = pool.find("workers");
   if (w == pool.end() || !w->is_array()) return field(pool, "workersCount");
-  auto running = std::count_if(w->begin(), w->end(), [](const json& x) { return x.value("state", "") == "running"; });
+  auto running =
+      std::count_if(w->begin(), w->end(), [](const json& x) { return x.value("state", "") == "running"; });
   return std::to_string(running) + "/" + std::to_string(w->size());
 }
 
@@ -66,7 +67,8 @@ std::string list_table(const json& body) {
   if (!body.is_array() || body.empty()) return "no node is connected\n";
   std::vector<std::vector<std::string>> rows;
   for (auto& n : body)
-    rows.push_back({field(n, "bootstrapperId"), field(n, "name"), field(n, "activator"), field(n, "connectedAt")});
+    rows.push_back(
+        {field(n, "bootstrapperId"), field(n, "name"), field(n, "activator"), field(n, "connectedAt")});
   return table({"ID", "NAME", "ACTIVATOR", "CONNECTED"}, rows);
 }
 
@@ -93,19 +95,20 @@ std::string show_table(const json& body) {
       if (short_state(state) != state) notes.emplace_back(id, state);
       auto stats = p.value("stats", json::object());
       auto governance = p.value("governance", json::object());
-      pools.push_back({id, short_state(state), workers_of(p), field(p, "routerType"), field(p, "deliveryMode"),
-                       rate_of(p), field(stats, "delivered"), field(stats, "done"), field(stats, "failed"),
-                       field(governance, "deadLettered")});
+      pools.push_back({id, short_state(state), workers_of(p), field(p, "routerType"),
+                       field(p, "deliveryMode"), rate_of(p), field(stats, "delivered"), field(stats, "done"),
+                       field(stats, "failed"), field(governance, "deadLettered")});
       for (auto& w : p.value("workers", json::array()))
         workers.push_back({field(w, "id"), id, field(w, "path"), field(w, "state"), field(w, "inFlight"),
                            field(w, "done")});
     }
   }
-  std::string out = table({"SYSTEM", "PROCESS", "PID", "RESTARTS", "POOLS"}, systems) + "\n" +
-                    table({"POOL", "STATE", "WORKERS", "ROUTER", "MODE", "RATE", "IN", "DONE", "FAILED", "DEAD"},
-                          pools) +
-                    reasons(notes);
-  if (!workers.empty()) out += "\n" + table({"WORKER", "POOL", "PATH", "STATE", "IN-FLIGHT", "DONE"}, workers);
+  std::string out =
+      table({"SYSTEM", "PROCESS", "PID", "RESTARTS", "POOLS"}, systems) + "\n" +
+      table({"POOL", "STATE", "WORKERS", "ROUTER", "MODE", "RATE", "IN", "DONE", "FAILED", "DEAD"}, pools) +
+      reasons(notes);
+  if (!workers.empty())
+    out += "\n" + table({"WORKER", "POOL", "PATH", "STATE", "IN-FLIGHT", "DONE"}, workers);
   return out;
 }
 
@@ -128,15 +131,16 @@ std::string status_table(const json& body) {
         auto state = field(p, "poolState");
         if (short_state(state) != state) notes.emplace_back(id, state);
         auto live = p.value("live", json::object());
-        rows.push_back({name, field(system, "name"), id.substr(id.find('/') + 1), short_state(state), workers_of(p),
-                        field(live, "in"), field(live, "out"), field(live, "inFlight"), field(live, "queueDepth"),
-                        field(live, "deadLetterDepth")});
+        rows.push_back({name, field(system, "name"), id.substr(id.find('/') + 1), short_state(state),
+                        workers_of(p), field(live, "in"), field(live, "out"), field(live, "inFlight"),
+                        field(live, "queueDepth"), field(live, "deadLetterDepth")});
       }
   }
   if (rows.empty()) return "no node is connected\n";
-  std::string out = table({"NODE", "SYSTEM", "POOL", "STATE", "WORKERS", "IN/S", "OUT/S", "IN-FLIGHT", "QUEUE", "DLQ"},
-                          rows) +
-                    reasons(notes);
+  std::string out =
+      table({"NODE", "SYSTEM", "POOL", "STATE", "WORKERS", "IN/S", "OUT/S", "IN-FLIGHT", "QUEUE", "DLQ"},
+            rows) +
+      reasons(notes);
   if (body.contains("mqsError")) out += "queue depths: " + field(body, "mqsError") + "\n";
   return out;
 }
@@ -147,8 +151,8 @@ std::string apply_table(const json& body) {
   for (auto& line : body.value("pools", json::array())) {
     auto node = field(line, "node");
     if (line.contains("from")) node = field(line, "from") + " -> " + node;
-    rows.push_back({field(line, "pool"), node, field(line, "action"), join(strings(line.value("changed", json::array()))),
-                    field(line, "result")});
+    rows.push_back({field(line, "pool"), node, field(line, "action"),
+                    join(strings(line.value("changed", json::array()))), field(line, "result")});
     if (line.contains("error")) notes.emplace_back(field(line, "pool"), field(line, "error"));
   }
   std::vector<std::string> counts;
@@ -175,13 +179,15 @@ std::string cut(std::string text, std::size_t n) {
   if (text.size() <= n) return text;
   text.resize(n - 3);
   while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xc0) == 0x80) text.pop_back();
-  if (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xc0) == 0xc0) text.pop_back();  // a cut lead byte
+  if (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xc0) == 0xc0)
+    text.pop_back();  // a cut lead byte
   return text + "...";
 }
 
 std::string dlq_show(const json& m) {
   std::string out;
-  for (auto key : {"id", "pool", "source", "reason", "attempts", "md5", "at", "size", "encoding", "truncated"})
+  for (auto key :
+       {"id", "pool", "source", "reason", "attempts", "md5", "at", "size", "encoding", "truncated"})
     if (m.contains(key)) out += std::string(key) + ": " + field(m, key) + "\n";
   return out + "body:\n" + field(m, "body") + "\n";
 }
@@ -195,11 +201,13 @@ std::string dlq_sentence(const std::vector<std::string>& args, const json& body)
     auto n = field(body, "replayed");
     return "replayed " + n + " of " + (asked.empty() ? n : asked) + " to " + pool + tail + "\n";
   }
-  return "purged " + field(body, "purged") + (asked.empty() ? "" : " of " + asked) + " dead letter(s) of " + pool +
-         tail + "\n";
+  return "purged " + field(body, "purged") + (asked.empty() ? "" : " of " + asked) + " dead letter(s) of " +
+         pool + tail + "\n";
 }
 
-std::string arg(const std::vector<std::string>& args, std::size_t i) { return i < args.size() ? args[i] : "?"; }
+std::string arg(const std::vector<std::string>& args, std::size_t i) {
+  return i < args.size() ? args[i] : "?";
+}
 
 std::string sentence(const std::string& command, const std::vector<std::string>& args, const json& body) {
   if (command == "deploy")
@@ -209,19 +217,21 @@ std::string sentence(const std::string& command, const std::vector<std::string>&
     auto system = stopped.contains("isolateSystemName") ? field(stopped, "isolateSystemName") : arg(args, 1);
     auto pools = strings(stopped.value("pools", json::array()));
     if (args.size() >= 3) return "stopped pool " + system + "/" + args[2] + "\n";
-    return "stopped isolate system " + system + (stopped.contains("pid") ? " (pid " + field(stopped, "pid") + ")" : "") +
+    return "stopped isolate system " + system +
+           (stopped.contains("pid") ? " (pid " + field(stopped, "pid") + ")" : "") +
            (pools.empty() ? std::string() : " and its pools " + join(pools)) + "\n";
   }
   if (command == "restart")
     return "restarting pool " + arg(args, 1) + "/" + arg(args, 2) + " on node " + arg(args, 0) +
            ": each worker is replaced once the messages it holds are done\n";
   if (command == "kill")
-    return "killed worker(s) " + join(strings(body.value("killed", json::array()))) + " of pool " + arg(args, 1) + "/" +
-           arg(args, 2) + "; they finish what they hold (ddectl restart brings them back)\n";
+    return "killed worker(s) " + join(strings(body.value("killed", json::array()))) + " of pool " +
+           arg(args, 1) + "/" + arg(args, 2) +
+           "; they finish what they hold (ddectl restart brings them back)\n";
   if (command == "migrate") {
     if (body.contains("to"))
-      return "moved pool " + arg(args, 1) + "/" + arg(args, 2) + " from node " + field(body, "from") + " to node " +
-             field(body, "to") + "\n";
+      return "moved pool " + arg(args, 1) + "/" + arg(args, 2) + " from node " + field(body, "from") +
+             " to node " + field(body, "to") + "\n";
     return "redeployed pool " + arg(args, 1) + "/" + arg(args, 2) + " on node " + arg(args, 0) +
            " with its new workers\n";
   }
@@ -260,8 +270,8 @@ std::string dlq_table(const json& body, long long now_ms) {
   std::vector<std::vector<std::string>> rows;
   auto messages = body.value("messages", json::array());
   for (auto& m : messages)
-    rows.push_back({field(m, "id"), cut(field(m, "reason"), 60), field(m, "attempts"), field(m, "md5").substr(0, 12),
-                    age(m, now_ms), field(m, "size")});
+    rows.push_back({field(m, "id"), cut(field(m, "reason"), 60), field(m, "attempts"),
+                    field(m, "md5").substr(0, 12), age(m, now_ms), field(m, "size")});
   auto pool = field(body, "pool");
   std::string head = std::to_string(messages.size()) + " of " + field(body, "depth") + " dead letter(s)" +
                      (pool.empty() ? "" : " of " + pool) + "\n";
@@ -278,7 +288,8 @@ std::string render(const std::string& command, const std::vector<std::string>& a
   if (command == "status") return status_table(body);
   if (command == "apply") return apply_table(body);
   if (command == "dlq" && !args.empty()) {
-    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::system_clock::now().time_since_epoch());
     if (args[0] == "list") return dlq_table(body, now.count());
     if (args[0] == "show") return dlq_show(body);
     return dlq_sentence(args, body);

@@ -48,10 +48,12 @@ rest_call deploy_from_file(const std::string& file, std::istream& stdin_for_dash
 
 /// `apply -f FILE`: the file as it is (an array of deploy bodies or {"pools": [...]}), marked as a
 /// dry run with --dry-run.
-rest_call apply_from(const std::vector<std::string>& a, const option_values& v, std::istream& stdin_for_dash) {
+rest_call apply_from(const std::vector<std::string>& a, const option_values& v,
+                     std::istream& stdin_for_dash) {
   const auto& file = v.filename;
   if (!file.empty() && !a.empty()) throw usage_error("give the file once: -f FILE or FILE");
-  if (file.empty() && a.empty()) throw usage_error("apply needs -f FILE (a JSON array of deploy bodies, '-' = standard input)");
+  if (file.empty() && a.empty())
+    throw usage_error("apply needs -f FILE (a JSON array of deploy bodies, '-' = standard input)");
   auto call = deploy_from_file(file.empty() ? a[0] : file, stdin_for_dash);
   call.path = "/registry/apply";
   auto body = json::parse(call.body);

@@ -3,9 +3,9 @@
 // apply, dlq and ask (ctl_requests.cpp). Private to ddectl_commands; ctl_commands.cpp holds the
 // command table and the invocation parser that call these.
 #include <cstddef>
+#include <cstdint>
 #include <istream>
 #include <optional>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,7 +32,7 @@ struct common_values {
 /// The values of `deploy`'s options: the thesis deploy body's fields.
 struct deploy_values {
   std::string bootstrapper, mqs, system, isolate, uri, workers = "localhost", router = "roundRobin", args,
-      delivery_mode, sha256;
+                                                       delivery_mode, sha256;
   bool hot_deployment = true;
   std::optional<std::int64_t> credits;
 };

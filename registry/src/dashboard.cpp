@@ -135,14 +135,13 @@ void dashboard::round(std::function<void()> then) {
   };
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     (*samples)[i].info = nodes[i];
-    bool sent =
-        nodes_.request(nodes[i].id, protocol::node::describe{}, [samples, i, finish](node_answer a) {
-          if (a && a.value().is_object())
-            (*samples)[i].describe = std::move(a.value());
-          else
-            (*samples)[i].error = a ? "describe answered with something other than an object" : a.error();
-          finish();
-        });
+    bool sent = nodes_.request(nodes[i].id, protocol::node::describe{}, [samples, i, finish](node_answer a) {
+      if (a && a.value().is_object())
+        (*samples)[i].describe = std::move(a.value());
+      else
+        (*samples)[i].error = a ? "describe answered with something other than an object" : a.error();
+      finish();
+    });
     if (!sent) {
       (*samples)[i].error = "disconnected";
       --*remaining;

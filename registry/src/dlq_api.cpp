@@ -27,7 +27,10 @@ std::optional<std::string> decode_segment(std::string_view s) {
     int v = 0;
     for (int k = 1; k <= 2; ++k) {
       char c = s[i + k];
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      int d = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                     : -1;
       if (d < 0) return std::nullopt;
       v = v * 16 + d;
     }
@@ -48,14 +51,16 @@ struct dlq_op {
 /// The MQS's body for a replay or purge (`op`) of `topic`, from the client's (empty: every message).
 result<std::string> action_body(const std::string& text, const std::string& op, const std::string& topic) {
   using R = result<std::string>;
-  auto body = text.find_first_not_of(" \t\r\n") == std::string::npos ? result<ordered_json>(ordered_json::object())
-                                                                      : parse_body(text, false);
+  auto body = text.find_first_not_of(" \t\r\n") == std::string::npos
+                  ? result<ordered_json>(ordered_json::object())
+                  : parse_body(text, false);
   if (!body) return R::failure("400 " + body.error());
   nlohmann::json out = {{"topic", topic}};
   for (auto& [key, value] : body.value().items()) {
     if (key == "ids") {
       if (!value.is_array() || value.empty())
-        return R::failure("400 \"ids\" must be a non-empty array of message ids (or leave it out: every message)");
+        return R::failure(
+            "400 \"ids\" must be a non-empty array of message ids (or leave it out: every message)");
       for (auto& id : value)
         if (!id.is_string() || id.get_ref<const std::string&>().empty())
           return R::failure("400 \"ids\" must hold message ids (non-empty strings)");
@@ -84,8 +89,9 @@ result<dlq_op> parse_op(const rest_request& req, std::string_view path) {
     start = slash + 1;
   }
   if (parts.size() < 2 || parts.size() > 3)
-    return R::failure("404 the dead-letter paths are /registry/dlq/{system}/{pool}, /registry/dlq/{system}/{pool}/{id} "
-                      "and POST /registry/dlq/{system}/{pool}/replay or /purge");
+    return R::failure(
+        "404 the dead-letter paths are /registry/dlq/{system}/{pool}, /registry/dlq/{system}/{pool}/{id} "
+        "and POST /registry/dlq/{system}/{pool}/replay or /purge");
   dlq_op op;
   op.system = parts[0];
   op.pool = parts[1];
@@ -97,7 +103,8 @@ result<dlq_op> parse_op(const rest_request& req, std::string_view path) {
     if (req.method != "GET") return R::failure("405 GET");
     op.op = "list";
     op.mqs_path = "/dlq?topic=" + topic;
-    if (auto limit = net::query_param(req.target, "limit")) op.mqs_path += "&limit=" + net::percent_encode(*limit);
+    if (auto limit = net::query_param(req.target, "limit"))
+      op.mqs_path += "&limit=" + net::percent_encode(*limit);
     return op;
   }
   if (req.method == "GET") {
@@ -125,7 +132,8 @@ rest_reply op_error(const std::string& error, const std::string& method, std::st
   int status = std::stoi(error.substr(0, 3));
   if (status == 405) {
     auto allowed = error.substr(4);
-    auto r = error_reply(405, "method " + method + " is not allowed on " + std::string(path) + "; use " + allowed);
+    auto r =
+        error_reply(405, "method " + method + " is not allowed on " + std::string(path) + "; use " + allowed);
     r.headers["Allow"] = allowed;
     return r;
   }
@@ -157,17 +165,20 @@ void forward(const std::shared_ptr<lookup>& l, const mqs_http_fn& http) {
     return l->reply(error_reply(404, why));
   }
   auto base = mqs_http_base(l->mqs);
-  if (!base) return l->reply(error_reply(502, "pool " + address + " names an MQS that is not a ws:// URL: " + l->mqs));
-  mqs_call call{l->op.op == "list" || l->op.op == "show" ? "GET" : "POST", *base + l->op.mqs_path, l->op.mqs_body};
+  if (!base)
+    return l->reply(error_reply(502, "pool " + address + " names an MQS that is not a ws:// URL: " + l->mqs));
+  mqs_call call{l->op.op == "list" || l->op.op == "show" ? "GET" : "POST", *base + l->op.mqs_path,
+                l->op.mqs_body};
   http(std::move(call), [l, address](mqs_reply r) {
     if (!r.answered) {
       registry_log()->warn("dlq {} {}: MQS {} unreachable: {}", l->op.op, address, l->mqs, r.error);
-      return l->reply(error_reply(502, "the MQS of " + address + " (" + l->mqs + ") did not answer: " + r.error));
+      return l->reply(
+          error_reply(502, "the MQS of " + address + " (" + l->mqs + ") did not answer: " + r.error));
     }
     auto body = ordered_json::parse(r.body, nullptr, false);
     if (!body.is_object())
-      return l->reply(error_reply(502, "the MQS of " + address + " answered HTTP " + std::to_string(r.status) +
-                                           " without a JSON object"));
+      return l->reply(error_reply(502, "the MQS of " + address + " answered HTTP " +
+                                           std::to_string(r.status) + " without a JSON object"));
     if (r.status == 404 && l->op.op == "show" && !body.contains("messages"))
       return l->reply(error_reply(404, "no dead letter \"" + l->op.id + "\" for " + address));
     if (r.status >= 300) return l->reply({r.status, std::move(body), {}});

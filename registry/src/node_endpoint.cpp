@@ -1,8 +1,8 @@
 #include "node_endpoint.hpp"
 
 #include "dde/log.hpp"
-#include "dde/protocol/node_frames.hpp"
 #include "dde/net/ws.hpp"
+#include "dde/protocol/node_frames.hpp"
 
 namespace dde::registry {
 namespace {
@@ -50,8 +50,8 @@ void node_endpoint::on_text(std::uint64_t conn, const std::string& text) {
 void node_endpoint::on_binary(std::uint64_t conn) {
   auto it = connections_.find(conn);
   if (it == connections_.end()) return;
-  it->second.link->send(
-      protocol::encode(protocol::error_frame{"binary frames are not part of the registry protocol; send JSON text"}));
+  it->second.link->send(protocol::encode(
+      protocol::error_frame{"binary frames are not part of the registry protocol; send JSON text"}));
 }
 
 void node_endpoint::on_register(std::uint64_t conn, connection& c, const ordered_json& frame) {
@@ -103,11 +103,13 @@ void node_endpoint::on_frame(std::uint64_t conn, connection& c, const std::strin
     return;
   }
   if (type == "register") {
-    c.link->send(protocol::encode(protocol::error_frame{"this connection is already registered as node " + id}));
+    c.link->send(
+        protocol::encode(protocol::error_frame{"this connection is already registered as node " + id}));
     return;
   }
   registry_log()->warn("node {} sent a frame of unknown type \"{}\"", id, type);
-  c.link->send(protocol::encode(protocol::error_frame{"unknown frame type \"" + type + "\"; expected response or event"}));
+  c.link->send(protocol::encode(
+      protocol::error_frame{"unknown frame type \"" + type + "\"; expected response or event"}));
 }
 
 void node_endpoint::close_all(const std::string& reason) {

@@ -37,7 +37,8 @@ std::string node_table::fresh_id() {
 std::string node_table::add(std::uint64_t conn, std::shared_ptr<node_link> link, node_info info,
                             const std::optional<std::string>& wanted) {
   remove(conn);  // a connection holds at most one registration
-  std::string id = wanted && protocol::valid_bootstrapper_id(*wanted) && !nodes_.count(*wanted) ? *wanted : fresh_id();
+  std::string id =
+      wanted && protocol::valid_bootstrapper_id(*wanted) && !nodes_.count(*wanted) ? *wanted : fresh_id();
   info.id = id;
   nodes_[id] = node{std::move(info), conn, next_seq_++, std::move(link)};
   by_conn_[conn] = id;
@@ -137,10 +138,10 @@ std::size_t node_table::expire() {
       ++p;
       continue;
     }
-    failures.emplace_back(
-        std::move(p->second.done),
-        http_failure<ordered_json>(504, "node " + p->second.node_id + " did not answer \"" + p->second.action +
-                                      "\" within " + std::to_string(opts_.request_timeout.count()) + " ms"));
+    failures.emplace_back(std::move(p->second.done),
+                          http_failure<ordered_json>(
+                              504, "node " + p->second.node_id + " did not answer \"" + p->second.action +
+                                       "\" within " + std::to_string(opts_.request_timeout.count()) + " ms"));
     ended(p->second);
     p = pending_.erase(p);
   }

@@ -81,9 +81,9 @@ class node_table {
   std::vector<node_info> list() const;
   std::size_t size() const { return nodes_.size(); }
 
-  /// Sends `request` to node `id` (or a unique name, see resolve). `done` runs exactly once (later, never inside this call): with the
-  /// node's answer, 504 after the request timeout, or 502 if the node disconnects. Returns false, and
-  /// drops `done`, when no node has that id.
+  /// Sends `request` to node `id` (or a unique name, see resolve). `done` runs exactly once (later, never
+  /// inside this call): with the node's answer, 504 after the request timeout, or 502 if the node
+  /// disconnects. Returns false, and drops `done`, when no node has that id.
   bool request(const std::string& id, protocol::node_request request, answer_fn done);
   /// Matches a response frame from connection `conn` to its request; an error text for a
   /// response nobody waits for (unknown id, already timed out, or from another node).

@@ -22,7 +22,8 @@ ordered_json moved_entry(const ordered_json& entry) {
 }
 
 long long epoch_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -38,10 +39,14 @@ std::size_t node_watch::restore() {
     if (n.info.id.rfind(waiting_row, 0) == 0) {
       // A failover that found no node before this registry led: its pools wait again.
       n.info.id.erase(0, waiting_row.size());
-      logger("registry")->info("remembered pools of lost node {} ({}) waiting for a node: they go to the next node that registers",
-                               n.info.id, n.info.name);
+      logger("registry")
+          ->info(
+              "remembered pools of lost node {} ({}) waiting for a node: they go to the next node that "
+              "registers",
+              n.info.id, n.info.name);
       // Its row goes once none of them waits (they may all find a node at once).
-      if (!fail_over(n.info, n.pools, "its failover pools were waiting for a node when this registry started or took over"))
+      if (!fail_over(n.info, n.pools,
+                     "its failover pools were waiting for a node when this registry started or took over"))
         remember_waiting(n.info);
       continue;
     }
@@ -53,8 +58,9 @@ std::size_t node_watch::restore() {
     w.last_heard = now;
     w.gone_since = now;
     w.patience = opts_.restore_grace;
-    logger("registry")->info("remembered node {} ({}) with {} isolate system(s): lost unless it registers within {} ms",
-                             n.info.id, n.info.name, n.pools.size(), opts_.restore_grace.count());
+    logger("registry")
+        ->info("remembered node {} ({}) with {} isolate system(s): lost unless it registers within {} ms",
+               n.info.id, n.info.name, n.pools.size(), opts_.restore_grace.count());
   }
   return nodes;
 }
@@ -67,8 +73,9 @@ void node_watch::remember(const std::string& id, watched& w) {
     opts_.store->save({w.info, pools});
     w.saved = std::move(pools);
   } catch (const std::exception& e) {
-    logger("registry")->error("node {}: {} (it is still watched; failover after a registry restart may miss it)", id,
-                              e.what());
+    logger("registry")
+        ->error("node {}: {} (it is still watched; failover after a registry restart may miss it)", id,
+                e.what());
   }
 }
 
@@ -96,9 +103,11 @@ void node_watch::tick() {
     }
     w.info = info;
     if (now - w.last_heard > opts_.timeout) {
-      lose(info.id, "no answer to heartbeats for " +
-                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_heard).count()) +
-                        " ms");
+      lose(info.id,
+           "no answer to heartbeats for " +
+               std::to_string(
+                   std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_heard).count()) +
+               " ms");
       continue;
     }
     ask(info.id, w);
@@ -172,8 +181,8 @@ void node_watch::lose(const std::string& id, const std::string& why) {
 bool node_watch::fail_over(const node_info& lost, const ordered_json& pools, const std::string& why) {
   auto seq = next_failover_++;
   bool waits = false;
-  ordered_json record = {{"failover", seq}, {"node", lost.id},    {"name", lost.name},
-                         {"lostAt", epoch_ms()}, {"reason", why}, {"pools", ordered_json::array()}};
+  ordered_json record = {{"failover", seq},      {"node", lost.id}, {"name", lost.name},
+                         {"lostAt", epoch_ms()}, {"reason", why},   {"pools", ordered_json::array()}};
   auto survivors = nodes_.list();
   for (auto& [system, list] : pools.items()) {
     if (!list.is_array()) continue;
@@ -183,8 +192,9 @@ bool node_watch::fail_over(const node_info& lost, const ordered_json& pools, con
       if (survivors.empty()) {
         auto moved = moved_entry(entry);
         moved["error"] = no_node_left;
-        logger("registry")->error("failover of {} from node {}: no node left to run it; it waits for one",
-                                  moved["pool"].get<std::string>(), lost.id);
+        logger("registry")
+            ->error("failover of {} from node {}: no node left to run it; it waits for one",
+                    moved["pool"].get<std::string>(), lost.id);
         unplaced_.push_back({seq, index, lost, system, entry});
         waits = true;
         record["pools"].push_back(std::move(moved));
@@ -220,26 +230,29 @@ ordered_json node_watch::place(const unplaced& pool, const std::vector<node_info
     moved["to"].push_back({{"node", target.id}, {"workers", count}, {"status", "deploying"}});
     auto slot = moved["to"].size() - 1;
     auto target_id = target.id;
-    bool sent = nodes_.request(
-        target.id, protocol::node::deploy{body.value()}, [this, seq, index, slot, pool_id, target_id](node_answer a) {
-          if (a)
-            logger("registry")->info("failover: {} runs on node {} now", pool_id, target_id);
-          else
-            logger("registry")->error("failover: deploying {} on node {} failed ({}): {}", pool_id, target_id,
-                                      http_status(a), a.error());
-          // The record may have been pushed out of the list meanwhile.
-          auto* record = record_of(seq);
-          if (!record || index >= (*record)["pools"].size()) return;
-          auto& to = (*record)["pools"][index]["to"][slot];
-          to["status"] = a ? "deployed" : "failed";
-          if (!a) to["error"] = a.error();
-          to["atMs"] = epoch_ms();
-        });
+    bool sent =
+        nodes_.request(target.id, protocol::node::deploy{body.value()},
+                       [this, seq, index, slot, pool_id, target_id](node_answer a) {
+                         if (a)
+                           logger("registry")->info("failover: {} runs on node {} now", pool_id, target_id);
+                         else
+                           logger("registry")
+                               ->error("failover: deploying {} on node {} failed ({}): {}", pool_id,
+                                       target_id, http_status(a), a.error());
+                         // The record may have been pushed out of the list meanwhile.
+                         auto* record = record_of(seq);
+                         if (!record || index >= (*record)["pools"].size()) return;
+                         auto& to = (*record)["pools"][index]["to"][slot];
+                         to["status"] = a ? "deployed" : "failed";
+                         if (!a) to["error"] = a.error();
+                         to["atMs"] = epoch_ms();
+                       });
     if (!sent) moved["to"][slot]["status"] = "failed";
   }
   ++spread_;
-  logger("registry")->warn("failover: {} ({} worker(s)) from lost node {} to {} node(s)", pool_id, workers,
-                           pool.from.id, moved["to"].size());
+  logger("registry")
+      ->warn("failover: {} ({} worker(s)) from lost node {} to {} node(s)", pool_id, workers, pool.from.id,
+             moved["to"].size());
   return moved;
 }
 
@@ -279,9 +292,11 @@ void node_watch::remember_waiting(const node_info& lost) {
     else
       opts_.store->save({row.info, remembered_pools(row.pools)});
   } catch (const std::exception& e) {
-    logger("registry")->error("pools of lost node {} waiting for a node: {} (a registry restart or takeover meanwhile "
-                              "would not place them)",
-                              lost.id, e.what());
+    logger("registry")
+        ->error(
+            "pools of lost node {} waiting for a node: {} (a registry restart or takeover meanwhile "
+            "would not place them)",
+            lost.id, e.what());
   }
 }
 
@@ -292,11 +307,14 @@ ordered_json node_watch::status() const {
     std::size_t pools = 0;
     for (auto& [system, list] : w.pools.items())
       if (list.is_array()) pools += list.size();
-    ordered_json n = {{"bootstrapperId", id},
-                      {"name", w.info.name},
-                      {"lastHeardMsAgo", std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_heard).count()},
-                      {"pools", pools}};
-    if (w.gone_since) n["disconnectedMsAgo"] = std::chrono::duration_cast<std::chrono::milliseconds>(now - *w.gone_since).count();
+    ordered_json n = {
+        {"bootstrapperId", id},
+        {"name", w.info.name},
+        {"lastHeardMsAgo", std::chrono::duration_cast<std::chrono::milliseconds>(now - w.last_heard).count()},
+        {"pools", pools}};
+    if (w.gone_since)
+      n["disconnectedMsAgo"] =
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - *w.gone_since).count();
     nodes.push_back(std::move(n));
   }
   return {{"heartbeatMs", opts_.heartbeat.count()},

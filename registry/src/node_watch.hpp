@@ -105,7 +105,7 @@ class node_watch {
   std::deque<ordered_json> failovers_;  ///< the latest, newest last
   std::size_t spread_ = 0;              ///< rotates the first target between pools
   std::uint64_t next_failover_ = 1;
-  std::vector<unplaced> unplaced_;      ///< failover pools waiting for a node, oldest first
+  std::vector<unplaced> unplaced_;  ///< failover pools waiting for a node, oldest first
 };
 
 }  // namespace dde::registry

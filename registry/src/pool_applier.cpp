@@ -36,7 +36,8 @@ ordered_json line_of(const apply_step& step) {
 }
 
 /// Records how the current step ended and goes on with the next.
-void step_done(const std::shared_ptr<apply_run>& run, const node_answer& answer, const std::string& context = "") {
+void step_done(const std::shared_ptr<apply_run>& run, const node_answer& answer,
+               const std::string& context = "") {
   auto& step = run->plan[run->next];
   auto line = line_of(step);
   if (answer) {
@@ -48,8 +49,8 @@ void step_done(const std::shared_ptr<apply_run>& run, const node_answer& answer,
     line["error"] = error;
     if (!run->first_failure) run->first_failure = http_status(answer);
     run->failures.push_back(step.pool + ": " + error);
-    registry_log()->warn("apply {}: {} on node {} failed ({}): {}", step.pool, to_string(step.action), step.node,
-                         http_status(answer), error);
+    registry_log()->warn("apply {}: {} on node {} failed ({}): {}", step.pool, to_string(step.action),
+                         step.node, http_status(answer), error);
   }
   run->lines.push_back(std::move(line));
   ++run->next;
@@ -66,8 +67,10 @@ void send(const std::shared_ptr<apply_run>& run, const std::string& node, protoc
 void finish(const std::shared_ptr<apply_run>& run) {
   std::map<std::string, int> summary;
   for (auto& line : run->lines)
-    ++summary[line.value("result", "") == "failed" ? std::string("failed") : line.value("action", std::string())];
-  ordered_json body = {{"dryRun", run->req.dry_run}, {"pools", run->lines}, {"summary", ordered_json(summary)}};
+    ++summary[line.value("result", "") == "failed" ? std::string("failed")
+                                                   : line.value("action", std::string())];
+  ordered_json body = {
+      {"dryRun", run->req.dry_run}, {"pools", run->lines}, {"summary", ordered_json(summary)}};
   if (run->failures.empty()) return run->reply({200, std::move(body), {}});
   std::string error = std::to_string(run->failures.size()) + " of " + std::to_string(run->plan.size()) +
                       " pools could not be applied";
@@ -90,28 +93,28 @@ void run_next(const std::shared_ptr<apply_run>& run) {
   const auto slash = step.pool.find('/');
   const std::string system = step.pool.substr(0, slash), isolate = step.pool.substr(slash + 1);
   switch (step.action) {
-    case apply_action::create:
-      return send(run, step.node, protocol::node::deploy{step.body}, done);
-    case apply_action::redeploy:
-      return send(run, step.node, protocol::node::redeploy{step.body}, done);
+    case apply_action::create: return send(run, step.node, protocol::node::deploy{step.body}, done);
+    case apply_action::redeploy: return send(run, step.node, protocol::node::redeploy{step.body}, done);
     case apply_action::configure: {
       auto given = [&](const char* key) {
         return step.body.contains(key) ? step.body[key] : ordered_json(ordered_json::value_t::discarded);
       };
-      return send(run, step.node, protocol::node::set_rate{system, isolate, given("rate"), given("maxInFlight")}, done);
+      return send(run, step.node,
+                  protocol::node::set_rate{system, isolate, given("rate"), given("maxInFlight")}, done);
     }
     case apply_action::move: {
       // Deployed where the file wants it first; shut down where it ran only once that worked.
       auto from = step.from;
-      return send(run, step.node, protocol::node::deploy{step.body}, [run, from, system, isolate](node_answer a) {
-        if (!a) return step_done(run, a, "deploying it failed, nothing was shut down: ");
-        send(run, from, protocol::node::shutdown{system, isolate}, [run, from](node_answer s) {
-          step_done(run, s, "it runs on the new node, but shutting it down on node " + from + " failed: ");
-        });
-      });
+      return send(
+          run, step.node, protocol::node::deploy{step.body}, [run, from, system, isolate](node_answer a) {
+            if (!a) return step_done(run, a, "deploying it failed, nothing was shut down: ");
+            send(run, from, protocol::node::shutdown{system, isolate}, [run, from](node_answer s) {
+              step_done(run, s,
+                        "it runs on the new node, but shutting it down on node " + from + " failed: ");
+            });
+          });
     }
-    case apply_action::unchanged:
-      break;
+    case apply_action::unchanged: break;
   }
 }
 
@@ -129,9 +132,9 @@ void apply_pools(node_table& nodes, apply_request req, reply_fn reply) {
   for (auto& pool : req.pools) {
     auto id = nodes.resolve(pool.bootstrapper_id);
     if (id.empty())
-      return reply(error_reply(404, "pool " + pool.spec.addr().str() + ": unknown bootstrapperId \"" +
-                                        pool.bootstrapper_id +
-                                        "\" (no connected node has that id or that name); nothing was applied"));
+      return reply(error_reply(
+          404, "pool " + pool.spec.addr().str() + ": unknown bootstrapperId \"" + pool.bootstrapper_id +
+                   "\" (no connected node has that id or that name); nothing was applied"));
     pool.bootstrapper_id = id;
   }
   auto run = std::make_shared<apply_run>(nodes, std::move(req), std::move(reply));

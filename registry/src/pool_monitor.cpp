@@ -37,7 +37,8 @@ std::map<std::string, std::set<std::string>> pool_monitor::topics_by_mqs() const
   return out;
 }
 
-ordered_json pool_monitor::sample(pool_history& h, const ordered_json& stats, clock::time_point now, double t) {
+ordered_json pool_monitor::sample(pool_history& h, const ordered_json& stats, clock::time_point now,
+                                  double t) {
   double delivered = number(stats, "delivered"), done = number(stats, "done"), sent = number(stats, "sent");
   double rate_in = 0, rate_out = 0, rate_sent = 0;
   double dt = std::chrono::duration<double>(now - h.at).count();
@@ -137,8 +138,7 @@ void export_pool(metrics_registry& r, const metric_labels& l, const ordered_json
       .set(hot.value("state", std::string()) == "refused" ? 1 : 0);
   r.counter("dde_pool_dead_lettered_total", "Messages the router dead-lettered.", l)
       .set(number(live, "deadLettered"));
-  r.gauge("dde_pool_in_flight", "Messages held by the pool's workers.", l)
-      .set(number(live, "inFlight"));
+  r.gauge("dde_pool_in_flight", "Messages held by the pool's workers.", l).set(number(live, "inFlight"));
   r.gauge("dde_pool_workers", "Workers of the pool.", l).set(number(pool, "workersCount"));
   r.gauge("dde_pool_rate_in", "Messages in per second (last round).", l).set(number(live, "in"));
   r.gauge("dde_pool_rate_out", "Messages out per second (last round).", l).set(number(live, "out"));
@@ -149,8 +149,8 @@ void export_pool(metrics_registry& r, const metric_labels& l, const ordered_json
     r.gauge("dde_pool_dead_letter_queue_messages", "Messages in the pool's dead-letter queue.", l)
         .set(number(live, "deadLetterDepth"));
   if (live.contains("redelivered"))
-    r.counter("dde_pool_redelivered_total",
-              "Messages the broker redelivered on the pool's topic (per MQS).", l)
+    r.counter("dde_pool_redelivered_total", "Messages the broker redelivered on the pool's topic (per MQS).",
+              l)
         .set(number(live, "redelivered"));
 }
 
@@ -182,8 +182,9 @@ void pool_monitor::export_metrics(metrics_registry& r) const {
       r.counter("dde_system_restarts_total", "Restarts of the isolate system by its activator.", sl)
           .set(number(system, "restarts"));
       for (auto& pool : system["pools"])
-        export_pool(r, {{"node", node.value("name", std::string())}, {"pool", pool.value("topic", std::string())}},
-                    pool);
+        export_pool(
+            r, {{"node", node.value("name", std::string())}, {"pool", pool.value("topic", std::string())}},
+            pool);
     }
 }
 

@@ -35,19 +35,18 @@ void step(const std::shared_ptr<move>& m, const std::string& node, protocol::nod
 void do_shutdown(const std::shared_ptr<move>& m) {
   const auto& from = m->req.bootstrapper_id;
   const auto& to = *m->req.to_bootstrapper_id;
-  step(m, from, protocol::node::shutdown{m->req.system, m->req.isolate},
-       [m, from, to](node_answer answer) {
-         if (!answer)
-           return m->fail(http_status(answer), "pool " + m->what + " now runs on node " + to +
-                                             ", but shutting it down on node " + from +
-                                             " failed: " + answer.error());
-         registry_log()->info("migrate {} from node {} to node {}: ok", m->what, from, to);
-         ordered_json body = {{"from", from},
-                              {"to", to},
-                              {"deploy", std::move(m->deploy_result)},
-                              {"shutdown", answer.value().is_null() ? ordered_json::object() : answer.value()}};
-         m->reply({200, std::move(body), {}});
-       });
+  step(m, from, protocol::node::shutdown{m->req.system, m->req.isolate}, [m, from, to](node_answer answer) {
+    if (!answer)
+      return m->fail(http_status(answer), "pool " + m->what + " now runs on node " + to +
+                                              ", but shutting it down on node " + from +
+                                              " failed: " + answer.error());
+    registry_log()->info("migrate {} from node {} to node {}: ok", m->what, from, to);
+    ordered_json body = {{"from", from},
+                         {"to", to},
+                         {"deploy", std::move(m->deploy_result)},
+                         {"shutdown", answer.value().is_null() ? ordered_json::object() : answer.value()}};
+    m->reply({200, std::move(body), {}});
+  });
 }
 
 void do_deploy(const std::shared_ptr<move>& m, const ordered_json& body) {
@@ -55,7 +54,7 @@ void do_deploy(const std::shared_ptr<move>& m, const ordered_json& body) {
   step(m, to, protocol::node::deploy{body}, [m, to](node_answer answer) {
     if (!answer)
       return m->fail(http_status(answer), "deploying " + m->what + " on node " + to +
-                                        " failed, nothing was shut down: " + answer.error());
+                                              " failed, nothing was shut down: " + answer.error());
     m->deploy_result = answer.value().is_null() ? ordered_json::object() : std::move(answer.value());
     do_shutdown(m);
   });
@@ -107,7 +106,8 @@ result<ordered_json> redeploy_body(const ordered_json& entry, const std::string&
   // describes the running pool rather than its spec (stats, state, workers, pid, ...) stays behind.
   const auto& spec_fields = pool_spec_fields();
   for (auto& [key, value] : entry.items())
-    if (std::binary_search(spec_fields.begin(), spec_fields.end(), key) && !body.contains(key) && !value.is_null())
+    if (std::binary_search(spec_fields.begin(), spec_fields.end(), key) && !body.contains(key) &&
+        !value.is_null())
       body[key] = value;
   return body;
 }
@@ -116,9 +116,10 @@ void move_pool(node_table& nodes, const migrate_request& req, reply_fn reply) {
   const auto& to = *req.to_bootstrapper_id;
   if (!nodes.find(req.bootstrapper_id)) return reply(unknown_node_reply(req.bootstrapper_id));
   if (!nodes.find(to))
-    return reply(error_reply(404, "unknown toBootstrapperId \"" + to +
-                                      "\": no connected node has that id or that name, or several share the name (GET "
-                                      "/registry/system/list)"));
+    return reply(
+        error_reply(404, "unknown toBootstrapperId \"" + to +
+                             "\": no connected node has that id or that name, or several share the name (GET "
+                             "/registry/system/list)"));
   auto m =
       std::make_shared<move>(move{nodes, req, std::move(reply), req.system + "/" + req.isolate, nullptr});
   step(m, req.bootstrapper_id, protocol::node::describe{},

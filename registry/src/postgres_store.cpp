@@ -70,8 +70,8 @@ class postgres_store : public state_store {
     auto r = query("SELECT id, info, pools FROM dde_registry_nodes ORDER BY saved_at, id");
     std::vector<remembered_node> out;
     for (int i = 0; i < PQntuples(r.get()); ++i)
-      out.push_back(decode_node({PQgetvalue(r.get(), i, 0), PQgetvalue(r.get(), i, 1), PQgetvalue(r.get(), i, 2)},
-                                name()));
+      out.push_back(decode_node(
+          {PQgetvalue(r.get(), i, 0), PQgetvalue(r.get(), i, 1), PQgetvalue(r.get(), i, 2)}, name()));
     return out;
   }
 
@@ -104,11 +104,12 @@ class postgres_store : public state_store {
   void connect() {
     // Defaults first, the URL last: what the URL says wins. A stalled store holds the registry's
     // strand at most a few seconds (connect_timeout, tcp_user_timeout, statement_timeout).
-    const char* keys[] = {"connect_timeout", "keepalives_idle", "keepalives_interval", "keepalives_count",
-                          "tcp_user_timeout", "options", "application_name", "dbname", nullptr};
+    const char* keys[] = {"connect_timeout",  "keepalives_idle",  "keepalives_interval",
+                          "keepalives_count", "tcp_user_timeout", "options",
+                          "application_name", "dbname",           nullptr};
     std::string app = "dde-registry " + self_;
-    const char* values[] = {"3", "5", "2", "2", "5000", "-c statement_timeout=5000", app.c_str(), url_.c_str(),
-                            nullptr};
+    const char* values[] = {"3",         "5",          "2",    "2", "5000", "-c statement_timeout=5000",
+                            app.c_str(), url_.c_str(), nullptr};
     conn_.reset(PQconnectdbParams(keys, values, 1));
     if (!conn_) throw std::runtime_error("cannot reach the " + name() + ": out of memory");
     if (PQstatus(conn_.get()) != CONNECTION_OK)
@@ -126,10 +127,12 @@ class postgres_store : public state_store {
 
   /// The tables, made by the first registry that leads (IF NOT EXISTS: the others find them).
   void set_up() {
-    query("CREATE TABLE IF NOT EXISTS dde_registry_nodes (id TEXT PRIMARY KEY, info TEXT NOT NULL, "
-          "pools TEXT NOT NULL, saved_at BIGINT NOT NULL)");
-    query("CREATE TABLE IF NOT EXISTS dde_registry_leader (lock BIGINT PRIMARY KEY, registry TEXT NOT NULL, "
-          "since BIGINT NOT NULL)");
+    query(
+        "CREATE TABLE IF NOT EXISTS dde_registry_nodes (id TEXT PRIMARY KEY, info TEXT NOT NULL, "
+        "pools TEXT NOT NULL, saved_at BIGINT NOT NULL)");
+    query(
+        "CREATE TABLE IF NOT EXISTS dde_registry_leader (lock BIGINT PRIMARY KEY, registry TEXT NOT NULL, "
+        "since BIGINT NOT NULL)");
     query("INSERT INTO dde_registry_leader (lock, registry, since) VALUES (" + std::string(lock_key) +
               ", $1, (extract(epoch from now()) * 1000)::bigint) ON CONFLICT (lock) DO UPDATE SET "
               "registry = excluded.registry, since = excluded.since",
@@ -149,7 +152,8 @@ class postgres_store : public state_store {
   result query(const std::string& sql, const std::vector<std::string>& params = {}) {
     std::vector<const char*> values;
     for (auto& p : params) values.push_back(p.c_str());
-    result r(PQexecParams(conn_.get(), sql.c_str(), int(values.size()), nullptr, values.data(), nullptr, nullptr, 0));
+    result r(PQexecParams(conn_.get(), sql.c_str(), int(values.size()), nullptr, values.data(), nullptr,
+                          nullptr, 0));
     auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
       throw std::runtime_error(name() + ": " + trimmed(PQerrorMessage(conn_.get())));

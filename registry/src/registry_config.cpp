@@ -22,7 +22,6 @@ std::string default_advertise(const registry_config& cfg) {
   return (cfg.tls.enabled() ? "https://" : "http://") + net::host_port(host, cfg.port);
 }
 
-
 /// The command line's values that settings take after a check or a lookup.
 struct command_line_values {
   std::string admin_token_file, read_token_file, admin_token, read_token, cluster_secret_file;
@@ -58,10 +57,11 @@ void define_store(CLI::App& app, registry_config& d) {
                  "SQLite file where the registry remembers each node and the pools it runs, so that after a "
                  "restart a node that does not come back is still failed over (empty: remember nothing)")
       ->type_name("FILE");
-  app.add_option("--state-url", d.state_url,
-                 "PostgreSQL database (libpq URI, e.g. postgresql://dde@db:5432/dde) that the registries of a "
-                 "cluster share: one leads and acts, the others stand by (REST answers 503 naming the active "
-                 "one) and take over within --standby-poll-ms of its end. Instead of --state-file")
+  app.add_option(
+         "--state-url", d.state_url,
+         "PostgreSQL database (libpq URI, e.g. postgresql://dde@db:5432/dde) that the registries of a "
+         "cluster share: one leads and acts, the others stand by (REST answers 503 naming the active "
+         "one) and take over within --standby-poll-ms of its end. Instead of --state-file")
       ->type_name("URL");
   add_duration(app, "--standby-poll-ms", d.standby_poll, 50, 3600 * 1000,
                "with --state-url: how often a standby tries to take the lead, and the active registry checks "
@@ -78,20 +78,24 @@ void define_store(CLI::App& app, registry_config& d) {
 }
 
 void define_access(CLI::App& app, registry_config& d, command_line_values& v) {
-  app.add_option("--admin-token-file", v.admin_token_file,
-                 "file holding the admin bearer token (everything); default $DDE_ADMIN_TOKEN, else none: the API "
-                 "is open")
+  app.add_option(
+         "--admin-token-file", v.admin_token_file,
+         "file holding the admin bearer token (everything); default $DDE_ADMIN_TOKEN, else none: the API "
+         "is open")
       ->type_name("FILE");
   app.add_option("--read-token-file", v.read_token_file,
                  "file holding the read-only bearer token (GET endpoints, /metrics, the dashboard's data); "
                  "default $DDE_READ_TOKEN")
       ->type_name("FILE");
-  app.add_option("--admin-token", v.admin_token, "the admin token itself (discouraged: ps shows it; prefer the file)")
+  app.add_option("--admin-token", v.admin_token,
+                 "the admin token itself (discouraged: ps shows it; prefer the file)")
       ->type_name("TOKEN");
-  app.add_option("--read-token", v.read_token, "the read-only token itself (discouraged: ps shows it; prefer the file)")
+  app.add_option("--read-token", v.read_token,
+                 "the read-only token itself (discouraged: ps shows it; prefer the file)")
       ->type_name("TOKEN");
-  app.add_option("--cluster-secret-file", v.cluster_secret_file,
-                 "file holding the cluster secret that nodes must send on /registry; default $DDE_CLUSTER_SECRET")
+  app.add_option(
+         "--cluster-secret-file", v.cluster_secret_file,
+         "file holding the cluster secret that nodes must send on /registry; default $DDE_CLUSTER_SECRET")
       ->type_name("FILE");
   add_tls_flags(app, d.tls, true);
 }
@@ -110,7 +114,8 @@ void define_options(dde::command_line& line, registry_config& d, command_line_va
 void finish(registry_config& cfg, const command_line_values& v) {
   if (cfg.listen.empty()) throw std::invalid_argument("--listen must not be empty");
   if (!cfg.state_url.empty() && !cfg.state_file.empty())
-    throw std::invalid_argument("--state-file and --state-url exclude each other: one store remembers the cluster");
+    throw std::invalid_argument(
+        "--state-file and --state-url exclude each other: one store remembers the cluster");
   auto token = [&](const std::string& given, const std::string& file, const char* env) {
     if (!given.empty()) {
       cfg.token_on_command_line = true;
@@ -131,12 +136,13 @@ void finish(registry_config& cfg, const command_line_values& v) {
 
 command_line_result parse_command_line(int argc, const char* const* argv) {
   command_line_result out;
-  dde::command_line line("dde-registry",
-                         "The DDE registry: nodes (their activators) register over WebSocket at ws://HOST:PORT/registry;\n"
-                         "the REST API (GET /registry/system/list, GET /registry/system/{id}, POST /registry/deploy,\n"
-                         "POST /registry/system/shutdown, POST /registry/migrate, GET /registry/health) drives them.\n"
-                         "The dashboard is at http://HOST:PORT/ (live feed: WebSocket /dashboard/live); GET /metrics\n"
-                         "(Prometheus text format) and GET /health on the same port.");
+  dde::command_line line(
+      "dde-registry",
+      "The DDE registry: nodes (their activators) register over WebSocket at ws://HOST:PORT/registry;\n"
+      "the REST API (GET /registry/system/list, GET /registry/system/{id}, POST /registry/deploy,\n"
+      "POST /registry/system/shutdown, POST /registry/migrate, GET /registry/health) drives them.\n"
+      "The dashboard is at http://HOST:PORT/ (live feed: WebSocket /dashboard/live); GET /metrics\n"
+      "(Prometheus text format) and GET /health on the same port.");
   command_line_values values;
   define_options(line, out.cfg, values);
   auto parsed = line.parse(argc, argv);

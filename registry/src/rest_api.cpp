@@ -175,31 +175,20 @@ void rest_api::serve(std::size_t route, const rest_request& req, const std::stri
     run(body.value());
   };
   switch (table().served_by[route]) {
-    case endpoint::list:
-      return list(reply);
-    case endpoint::show:
-      return show(path.substr(path.rfind('/') + 1), reply);
-    case endpoint::deploy:
-      return with_body([&](const ordered_json& b) { deploy(b, reply); });
-    case endpoint::shutdown:
-      return with_body([&](const ordered_json& b) { shutdown(b, reply); });
-    case endpoint::rate:
-      return with_body([&](const ordered_json& b) { set_rate(b, reply); });
-    case endpoint::restart:
-      return with_body([&](const ordered_json& b) { restart(b, reply); });
-    case endpoint::kill:
-      return with_body([&](const ordered_json& b) { kill(b, reply); });
-    case endpoint::migrate:
-      return with_body([&](const ordered_json& b) { migrate(b, reply); });
-    case endpoint::apply:
-      return with_body([&](const ordered_json& b) { apply(b, reply); }, true);
-    case endpoint::health:
-      return health(reply);
+    case endpoint::list: return list(reply);
+    case endpoint::show: return show(path.substr(path.rfind('/') + 1), reply);
+    case endpoint::deploy: return with_body([&](const ordered_json& b) { deploy(b, reply); });
+    case endpoint::shutdown: return with_body([&](const ordered_json& b) { shutdown(b, reply); });
+    case endpoint::rate: return with_body([&](const ordered_json& b) { set_rate(b, reply); });
+    case endpoint::restart: return with_body([&](const ordered_json& b) { restart(b, reply); });
+    case endpoint::kill: return with_body([&](const ordered_json& b) { kill(b, reply); });
+    case endpoint::migrate: return with_body([&](const ordered_json& b) { migrate(b, reply); });
+    case endpoint::apply: return with_body([&](const ordered_json& b) { apply(b, reply); }, true);
+    case endpoint::health: return health(reply);
     case endpoint::failover:
       if (!failover_status_) return reply(error_reply(404, "this registry does not watch its nodes"));
       return reply({200, failover_status_(), {}});
-    case endpoint::dlq:
-      return handle_dlq(nodes_, mqs_http_, req, std::move(reply));
+    case endpoint::dlq: return handle_dlq(nodes_, mqs_http_, req, std::move(reply));
     case endpoint::dashboard:
       return reply(error_reply(500, req.method + " " + path + " reached the REST API, not the dashboard"));
     case endpoint::websocket: {

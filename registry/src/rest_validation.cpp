@@ -1,7 +1,6 @@
 #include "rest_validation.hpp"
 
 #include <algorithm>
-
 #include <boost/algorithm/string/predicate.hpp>
 
 #include "dde/names.hpp"
@@ -58,7 +57,8 @@ namespace {
 
 /// Why `body` has a field no deploy reads (a typo would otherwise be silently ignored), or "".
 std::string unknown_deploy_field(const ordered_json& body) {
-  static const std::vector<std::string> request_fields = {"action", "bootstrapperId", "messageQueuingSystemServer"};
+  static const std::vector<std::string> request_fields = {"action", "bootstrapperId",
+                                                          "messageQueuingSystemServer"};
   const auto& spec_fields = pool_spec_fields();
   auto known = [&](const std::string& key) {
     return std::binary_search(spec_fields.begin(), spec_fields.end(), key) ||
@@ -101,7 +101,8 @@ result<deploy_request> parse_deploy(const ordered_json& body) {
     return r::failure(e);
   if (net::parse_ws_url_list(out.mqs).empty())
     return r::failure("field \"messageQueuingSystemServer\" is \"" + out.mqs +
-                      "\": expected a WebSocket URL ws://host:port/path (or several, comma-separated, to fail over between)");
+                      "\": expected a WebSocket URL ws://host:port/path (or several, comma-separated, to "
+                      "fail over between)");
 
   // The pool itself: the same parser the isolate systems use, so both agree on what is valid.
   auto spec = dde::parse_pool_spec(nlohmann::json(body));
@@ -155,9 +156,9 @@ result<migrate_request> parse_migrate(const ordered_json& body) {
   if (auto paths = field(body, "workersPaths")) {
     // Checked by the pool parser, so the rules are those of a deploy.
     auto spec = dde::parse_pool_spec({{"isolateSystemName", out.system},
-                                       {"isolateName", out.isolate},
-                                       {"uri", "x.so"},
-                                       {"workersPaths", *paths}});
+                                      {"isolateName", out.isolate},
+                                      {"uri", "x.so"},
+                                      {"workersPaths", *paths}});
     if (!spec) return r::failure(spec.error());
     out.workers_paths = spec.value().workers_paths;
   }

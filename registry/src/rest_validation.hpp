@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "dde/protocol/pool_spec.hpp"
 #include "dde/protocol/node_frames.hpp"
+#include "dde/protocol/pool_spec.hpp"
 
 namespace dde::registry {
 
@@ -25,9 +25,9 @@ result<ordered_json> parse_body(std::string_view text, bool arrays_too = false);
 /// `POST /registry/deploy`.
 struct deploy_request {
   std::string bootstrapper_id;
-  std::string mqs;       ///< messageQueuingSystemServer
+  std::string mqs;      ///< messageQueuingSystemServer
   dde::pool_spec spec;  ///< the pool, checked with the isolate systems' own parser
-  ordered_json body;     ///< forwarded to the node as given
+  ordered_json body;    ///< forwarded to the node as given
 };
 result<deploy_request> parse_deploy(const ordered_json& body);
 

@@ -23,7 +23,8 @@ class sqlite_store : public state_store {
  public:
   explicit sqlite_store(std::string path) : path_(std::move(path)) {
     sqlite3* db = nullptr;
-    int rc = sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+    int rc = sqlite3_open_v2(path_.c_str(), &db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
     db_.reset(db);
     if (rc != SQLITE_OK) fail("cannot open", rc);
     sqlite3_busy_timeout(db_.get(), 5000);
@@ -31,8 +32,9 @@ class sqlite_store : public state_store {
     // machine's power), and costs no fsync.
     exec("PRAGMA journal_mode=WAL");
     exec("PRAGMA synchronous=NORMAL");
-    exec("CREATE TABLE IF NOT EXISTS nodes (id TEXT PRIMARY KEY, info TEXT NOT NULL, pools TEXT NOT NULL, "
-         "saved_at INTEGER NOT NULL)");
+    exec(
+        "CREATE TABLE IF NOT EXISTS nodes (id TEXT PRIMARY KEY, info TEXT NOT NULL, pools TEXT NOT NULL, "
+        "saved_at INTEGER NOT NULL)");
   }
 
   std::vector<remembered_node> load() override {
@@ -46,8 +48,10 @@ class sqlite_store : public state_store {
   }
 
   void save(const remembered_node& node) override {
-    auto s = prepare("INSERT INTO nodes (id, info, pools, saved_at) VALUES (?1, ?2, ?3, strftime('%s','now')) "
-                     "ON CONFLICT(id) DO UPDATE SET info = excluded.info, pools = excluded.pools, saved_at = excluded.saved_at");
+    auto s = prepare(
+        "INSERT INTO nodes (id, info, pools, saved_at) VALUES (?1, ?2, ?3, strftime('%s','now')) "
+        "ON CONFLICT(id) DO UPDATE SET info = excluded.info, pools = excluded.pools, saved_at = "
+        "excluded.saved_at");
     auto row = encode_node(node);
     bind(s, 1, row.id);
     bind(s, 2, row.info);
@@ -78,7 +82,8 @@ class sqlite_store : public state_store {
   }
   statement prepare(const char* sql) {
     sqlite3_stmt* s = nullptr;
-    if (int rc = sqlite3_prepare_v2(db_.get(), sql, -1, &s, nullptr); rc != SQLITE_OK) fail("cannot query", rc);
+    if (int rc = sqlite3_prepare_v2(db_.get(), sql, -1, &s, nullptr); rc != SQLITE_OK)
+      fail("cannot query", rc);
     return statement(s);
   }
   static void bind(const statement& s, int i, const std::string& text) {
@@ -100,7 +105,9 @@ std::unique_ptr<state_store> open_sqlite_store(const std::string& path) {
 }
 
 node_row encode_node(const remembered_node& node) {
-  ordered_json info = {{"name", node.info.name}, {"ip", node.info.ip}, {"port", node.info.port},
+  ordered_json info = {{"name", node.info.name},
+                       {"ip", node.info.ip},
+                       {"port", node.info.port},
                        {"activator", node.info.activator}};
   return {node.info.id, info.dump(), node.pools.dump(-1, ' ', false, ordered_json::error_handler_t::replace)};
 }
@@ -131,7 +138,8 @@ ordered_json remembered_pools(const ordered_json& describe) {
       if (!entry.is_object()) continue;
       ordered_json pool = ordered_json::object();
       for (auto& [key, value] : entry.items())
-        if (key == "id" || key == "workerUri" || key == "workersCount" || key == "messageQueuingSystemServer" ||
+        if (key == "id" || key == "workerUri" || key == "workersCount" ||
+            key == "messageQueuingSystemServer" ||
             std::binary_search(spec_fields.begin(), spec_fields.end(), key))
           pool[key] = value;
       kept.push_back(std::move(pool));

@@ -18,8 +18,8 @@ namespace {
 bool same(const dde::envelope& a, const dde::envelope& b) {
   return a.id == b.id && a.from == b.from && a.to == b.to && a.reply_to == b.reply_to &&
          a.ask_instance == b.ask_instance && a.ask_worker == b.ask_worker && a.in_reply_to == b.in_reply_to &&
-         a.to_worker == b.to_worker && a.body == b.body && a.bytes == b.bytes && a.dead_letter == b.dead_letter &&
-         a.is_bytes == b.is_bytes;
+         a.to_worker == b.to_worker && a.body == b.body && a.bytes == b.bytes &&
+         a.dead_letter == b.dead_letter && a.is_bytes == b.is_bytes;
 }
 
 }  // namespace

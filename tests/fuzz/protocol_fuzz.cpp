@@ -106,7 +106,8 @@ std::string records_round(std::string_view batch) {
       mqs::message_props props = d->props;
       props.published_us = d->published_us;
       std::string binary;
-      mqs::append_deliver(binary, d->topic, d->tag, d->redelivered, rec.body, props, mqs::deliver_header::binary);
+      mqs::append_deliver(binary, d->topic, d->tag, d->redelivered, rec.body, props,
+                          mqs::deliver_header::binary);
       auto framed = wire::split_batch(binary, 1 << 20);
       if (framed.error.empty()) {  // (a header over the 64 KiB limit: too big either way)
         DDE_FUZZ_CHECK(framed.records.size() == 1 && framed.records[0].body == rec.body);
@@ -183,18 +184,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         DDE_FUZZ_CHECK(frame_round(once) == once);
       break;
     }
-    case 3:
-      stable(spec_round, input);
-      break;
-    case 4:
-      stable(control_round, input);
-      break;
-    case 5:
-      stable(proxy_round, input);
-      break;
-    default:
-      stable(deployer_round, input);
-      break;
+    case 3: stable(spec_round, input); break;
+    case 4: stable(control_round, input); break;
+    case 5: stable(proxy_round, input); break;
+    default: stable(deployer_round, input); break;
   }
   return 0;
 }

@@ -31,7 +31,10 @@ TEST_F(Autoscale, ABacklogScalesThePoolTowardsMaxAndItShrinksBackToMinOnceDraine
   auto r = deploy_pool(id, sys, "work", "consumer", {{"work_ms", 2}}, 1,
                        {{"credits", 4},
                         {"scale",
-                         {{"min", 1}, {"max", max}, {"targetBacklogPerWorker", 100}, {"cooldownMs", 3000},
+                         {{"min", 1},
+                          {"max", max},
+                          {"targetBacklogPerWorker", 100},
+                          {"cooldownMs", 3000},
                           {"sampleMs", 500}}}});
   ASSERT_EQ(r.status, 200) << r.body;
   r = deploy(deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/work"}, {"count", n}}));

@@ -92,12 +92,14 @@ TEST(Backbone, StoppingAProducerHostHandsOverEveryAtMostOnceMessageItSent) {
   const std::int64_t n = 20000;
   auto sys = unique_system("amostop");
   const std::string queue = sys + ".consumer";
-  auto producer = start_host(sys, mqs.url(),
-                             {pool(sys, "producer", "producer",
-                                   {{"to", sys + "/consumer"}, {"count", n}, {"size", 2048}, {"stats_dir", dir}},
-                                   1, "at-most-once")},
-                             dir / "host-producer.log");
-  ASSERT_TRUE(wait_until([&] { return workers_finished(dir, "producer-", 1); }, long_wait)) << producer->log();
+  auto producer =
+      start_host(sys, mqs.url(),
+                 {pool(sys, "producer", "producer",
+                       {{"to", sys + "/consumer"}, {"count", n}, {"size", 2048}, {"stats_dir", dir}}, 1,
+                       "at-most-once")},
+                 dir / "host-producer.log");
+  ASSERT_TRUE(wait_until([&] { return workers_finished(dir, "producer-", 1); }, long_wait))
+      << producer->log();
   auto at_stop = broker.queue_depth(queue).value_or(0);
   EXPECT_EQ(producer->stop(), 0) << producer->log();
   auto depth = [&] { return broker.queue_depth(queue).value_or(0); };
@@ -151,9 +153,11 @@ TEST(Backbone, APoolWhoseMqsLinkStopsDeliveringIsFoundStalledReportedAndServedOn
                              dir / "host-consumer.log", {{"DDE_STALL_TIMEOUT_MS", "2000"}},
                              {"--ops-port", std::to_string(ops)});
   auto producer = start_host(
-      sys, mqs.url(), {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"rate", 1000}})},
+      sys, mqs.url(),
+      {pool(sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", n}, {"rate", 1000}})},
       dir / "host-producer.log");
-  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 2000; }, long_wait)) << consumer->log();
+  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 2000; }, long_wait))
+      << consumer->log();
   proxy.stall(true);
   const auto base = "http://127.0.0.1:" + std::to_string(ops);
   net::http_result health;
@@ -198,10 +202,11 @@ TEST(Backbone, BrokerRestartMidStreamLosesNothingTheProducerSent) {
       dir / "host-producer-1.log");
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).lines >= 3000; }, long_wait)) << consumer->log();
   broker.stop();
-  auto second = start_host(sys, mqs.url(),
-                           {pool(sys, "producer", "producer",
-                                 {{"to", sys + "/consumer"}, {"count", half}, {"start_seq", half}, {"rate", 2000}})},
-                           dir / "host-producer-2.log");
+  auto second =
+      start_host(sys, mqs.url(),
+                 {pool(sys, "producer", "producer",
+                       {{"to", sys + "/consumer"}, {"count", half}, {"start_seq", half}, {"rate", 2000}})},
+                 dir / "host-producer-2.log");
   broker.start();
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait))
       << "missing " << read_seq_logs(dir).missing(n).size() << "\nMQS:\n"
@@ -257,7 +262,8 @@ TEST(Backbone, AskRepliesReachTheAskingInstanceAcrossTwoIsolateSystems) {
                        {{"to", sys + "/supplier"}, {"count", count}, {"concurrency", 4}, {"stats_dir", dir}});
   auto a = start_host(sys, mqs.url(), {req_pool}, dir / "host-requester-a.log");
   auto b = start_host(sys, mqs.url(), {req_pool}, dir / "host-requester-b.log");
-  ASSERT_TRUE(wait_until([&] { return workers_finished(dir, "requester-", 2); }, long_wait)) << a->log() << b->log();
+  ASSERT_TRUE(wait_until([&] { return workers_finished(dir, "requester-", 2); }, long_wait))
+      << a->log() << b->log();
   for (auto& s : all_stats(dir, "requester-")) {
     EXPECT_EQ(s["replied"], count) << s.dump();
     EXPECT_EQ(s["misrouted"], 0) << s.dump();
@@ -282,7 +288,8 @@ TEST(Backbone, EveryAtMostOnceAskGetsExactlyOneReplyInAHealthyRun) {
            "at-most-once");
   auto a = start_host(sys + "r", mqs.url(), {req_pool}, dir / "host-requester-a.log");
   auto b = start_host(sys + "r", mqs.url(), {req_pool}, dir / "host-requester-b.log");
-  ASSERT_TRUE(wait_until([&] { return workers_finished(dir, "requester-", 2); }, long_wait)) << a->log() << b->log();
+  ASSERT_TRUE(wait_until([&] { return workers_finished(dir, "requester-", 2); }, long_wait))
+      << a->log() << b->log();
   for (auto& s : all_stats(dir, "requester-")) {
     EXPECT_EQ(s["replied"], count) << s.dump();
     EXPECT_EQ(s["lost"], 0) << s.dump();

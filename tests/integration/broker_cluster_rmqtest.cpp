@@ -78,8 +78,8 @@ class BrokerCluster : public Fault {
 
   /// Accounts as the fault suite does, then: no duplicate the broker did not flag, the MQS never
   /// restarted, and consumption resumed within `gap_limit` of the fault.
-  void account_cluster(const std::string& fault, std::int64_t injected, std::int64_t repaired, std::string note,
-                       std::chrono::milliseconds gap_limit) {
+  void account_cluster(const std::string& fault, std::int64_t injected, std::int64_t repaired,
+                       std::string note, std::chrono::milliseconds gap_limit) {
     account(fault, injected, repaired, std::move(note));
     EXPECT_EQ(unexplained_duplicates(read_echo_logs(dir)), 0u) << "duplicates the broker did not flag";
     EXPECT_TRUE(mqs.proc->running()) << mqs.proc->log();
@@ -94,9 +94,10 @@ TEST_F(BrokerCluster, NothingIsLostWhenTheNodeTheMqsIsOnIsKilled) {
   auto before = connections();
   auto injected = wall_us();
   nodes()[0]->kill9();
-  account_cluster("kill -9 of the broker node the MQS publishes on", injected, injected, "connections " + before,
-                  10s);
-  EXPECT_NE(mqs.proc->log().find("reconnected to broker at 127.0.0.1:"), std::string::npos) << mqs.proc->log();
+  account_cluster("kill -9 of the broker node the MQS publishes on", injected, injected,
+                  "connections " + before, 10s);
+  EXPECT_NE(mqs.proc->log().find("reconnected to broker at 127.0.0.1:"), std::string::npos)
+      << mqs.proc->log();
   const auto dead = nodes()[0]->host() + ":" + std::to_string(nodes()[0]->port()) + "=0";
   EXPECT_TRUE(wait_until([&] { return connections().find(dead) != std::string::npos; }, 30s))
       << "connections still counted on the dead node: " << connections();

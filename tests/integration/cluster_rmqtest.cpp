@@ -1,7 +1,6 @@
 // DDE as a cluster driven over REST (thesis 3.2.2, 3.2.4): real dde-registry, dde-activator,
 // dde-isolate-system, dde-mqs processes and a real RabbitMQ node, all on loopback.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 
 #include <fstream>
@@ -41,7 +40,8 @@ TEST_F(Cluster, DeploysTheThesisSampleBodiesAndReadsBackTheThesisShapes) {
   EXPECT_EQ(p["routerType"], "random");
   EXPECT_EQ(p["hotDeployment"], true);
 
-  auto producer = deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", 2000}});
+  auto producer =
+      deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", 2000}});
   ASSERT_EQ(deploy(producer).status, 200);
   ASSERT_TRUE(wait_until([&] { return sum_stats(dir, "consumer-").value("unique", 0) >= 2000; }, long_wait))
       << sum_stats(dir, "consumer-").dump();
@@ -53,8 +53,8 @@ TEST_F(Cluster, APoolWithALocalAndARemoteWorkerUsesBothAndSurvivesLosingTheRemot
   auto b = node("remote-b");
   auto id = node_id(registry, "local-a");
   auto sys = unique_system("remote");
-  auto consumer = deploy_body(id, mqs.url(), sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}},
-                              {"localhost", b.url()});
+  auto consumer = deploy_body(id, mqs.url(), sys, "consumer", "consumer",
+                              {{"stats_dir", dir}, {"log_dir", dir}}, {"localhost", b.url()});
   ASSERT_EQ(deploy(consumer).status, 200);
   // Both workers run: the remote one in node B's activator.
   ASSERT_TRUE(wait_until(
@@ -67,7 +67,8 @@ TEST_F(Cluster, APoolWithALocalAndARemoteWorkerUsesBothAndSurvivesLosingTheRemot
       },
       30s))
       << pools_of(registry, id, sys).dump();
-  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/consumer"}, {"count", 2000}}))
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "producer", "producer",
+                               {{"to", sys + "/consumer"}, {"count", 2000}}))
                 .status,
             200);
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= 2000; }, long_wait));
@@ -94,8 +95,8 @@ TEST_F(Cluster, MigratesAConsumerPoolBetweenNodesUnderASteadyProducerWithoutLoss
   auto id_a = node_id(registry, "mig-a"), id_b = node_id(registry, "mig-b");
   auto sys = unique_system("mig");
   const int n = 8000;
-  ASSERT_EQ(deploy(deploy_body(id_a, mqs.url(), sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}},
-                               {"localhost", "localhost"}))
+  ASSERT_EQ(deploy(deploy_body(id_a, mqs.url(), sys, "consumer", "consumer",
+                               {{"stats_dir", dir}, {"log_dir", dir}}, {"localhost", "localhost"}))
                 .status,
             200);
   ASSERT_EQ(deploy(deploy_body(id_a, mqs.url(), sys, "producer", "producer",
@@ -113,11 +114,13 @@ TEST_F(Cluster, MigratesAConsumerPoolBetweenNodesUnderASteadyProducerWithoutLoss
   // More messages once the pool runs on B: the stream goes on across the move by construction (the
   // first producer may have finished during a slow migration on a loaded machine).
   const int more = 2000;
-  ASSERT_EQ(deploy(deploy_body(id_a, mqs.url(), sys, "producer2", "producer",
-                               {{"to", sys + "/consumer"}, {"count", more}, {"start_seq", n}, {"rate", 2000}}))
-                .status,
-            200);
-  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n + more); }, long_wait))
+  ASSERT_EQ(
+      deploy(deploy_body(id_a, mqs.url(), sys, "producer2", "producer",
+                         {{"to", sys + "/consumer"}, {"count", more}, {"start_seq", n}, {"rate", 2000}}))
+          .status,
+      200);
+  ASSERT_TRUE(
+      wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n + more); }, long_wait))
       << "missing " << read_seq_logs(dir).missing(n + more).size();
   auto report = read_seq_logs(dir);
   EXPECT_TRUE(report.missing(n + more).empty());
@@ -134,11 +137,14 @@ TEST_F(Cluster, ShuttingDownOnePoolLeavesTheRestAndShuttingDownASystemEndsItsPro
   auto id = node_id(registry, "shut-a");
   auto s1 = unique_system("shutone"), s2 = unique_system("shuttwo");
   for (auto [sys, pool_name] : {std::pair{s1, "p1"}, std::pair{s1, "p2"}, std::pair{s2, "p3"}})
-    ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, pool_name, "supplier", nlohmann::json::object())).status, 200);
-  auto shut = rest("POST", registry.url() + "/registry/system/shutdown",
-                   nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", s1}, {"isolateName", "p1"}}.dump());
+    ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, pool_name, "supplier", nlohmann::json::object())).status,
+              200);
+  auto shut =
+      rest("POST", registry.url() + "/registry/system/shutdown",
+           nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", s1}, {"isolateName", "p1"}}.dump());
   ASSERT_EQ(shut.status, 200) << shut.body;
-  EXPECT_EQ(shut.json["stopped"]["pools"], nlohmann::json::array({"p1"})) << "it says what it stopped: " << shut.body;
+  EXPECT_EQ(shut.json["stopped"]["pools"], nlohmann::json::array({"p1"}))
+      << "it says what it stopped: " << shut.body;
   auto left = pools_of(registry, id, s1);
   ASSERT_EQ(left.size(), 1u) << left.dump();
   EXPECT_EQ(left[0]["id"], s1 + "/p2");
@@ -152,7 +158,8 @@ TEST_F(Cluster, ShuttingDownOnePoolLeavesTheRestAndShuttingDownASystemEndsItsPro
   EXPECT_EQ(shut.json["stopped"]["isolateSystemName"], s1) << shut.body;
   EXPECT_EQ(shut.json["stopped"]["pools"], nlohmann::json::array({"p2"})) << shut.body;
   EXPECT_TRUE(wait_until([&] { return !pid_running(pid); }, 30s));
-  EXPECT_TRUE(wait_until([&] { return !rest("GET", registry.url() + "/registry/system/" + id).json.contains(s1); }, 10s));
+  EXPECT_TRUE(wait_until(
+      [&] { return !rest("GET", registry.url() + "/registry/system/" + id).json.contains(s1); }, 10s));
   EXPECT_EQ(pools_of(registry, id, s2).size(), 1u);
 }
 
@@ -214,7 +221,8 @@ TEST_F(Cluster, ApplyMakesTheClusterMatchAFileAndApplyingItTwiceChangesNothing) 
   consumer["workersPaths"] = {"localhost", "localhost"};
   auto planned = apply({"--dry-run", "-o", "json"});
   ASSERT_EQ(planned.exit, 0) << planned.err << planned.out;
-  EXPECT_EQ(actions(planned), (std::vector<std::string>{"redeploy:planned", "unchanged:planned"})) << planned.out;
+  EXPECT_EQ(actions(planned), (std::vector<std::string>{"redeploy:planned", "unchanged:planned"}))
+      << planned.out;
   EXPECT_EQ(worker_ids("consumer"), workers) << "a dry run changes nothing";
 
   auto redeployed = apply({"-o", "json"});
@@ -225,7 +233,8 @@ TEST_F(Cluster, ApplyMakesTheClusterMatchAFileAndApplyingItTwiceChangesNothing) 
   EXPECT_EQ(pools[0]["id"], sys + "/consumer") << "pools are listed by id, whichever was deployed last";
   EXPECT_EQ(consumer_of(pools)["routerType"], "random") << pools.dump();
   EXPECT_EQ(consumer_of(pools)["workersCount"], 2);
-  EXPECT_EQ(consumer_of(pools)["rate"], (nlohmann::json{{"messages", 100}, {"perMs", 1000}})) << "kept through the redeploy";
+  EXPECT_EQ(consumer_of(pools)["rate"], (nlohmann::json{{"messages", 100}, {"perMs", 1000}}))
+      << "kept through the redeploy";
   auto asked = run_tool("ddectl", {"ask", sys + "/consumer", R"({"n": 1})", "--registry", registry.url()});
   EXPECT_EQ(asked.exit, 0) << "the redeployed pool serves: " << asked.err;
 
@@ -249,8 +258,10 @@ TEST_F(Cluster, DdectlAskFindsThePoolThroughTheRegistryAndAnUnknownPoolCreatesNo
   auto a = node("ask-a");
   auto id = node_id(registry, "ask-a");
   auto sys = unique_system("ctlask");
-  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "greeter", "supplier", nlohmann::json::object())).status, 200);
-  auto asked = run_tool("ddectl", {"ask", sys + "/greeter", R"({"name": "Ada"})", "--registry", registry.url()});
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "greeter", "supplier", nlohmann::json::object())).status,
+            200);
+  auto asked =
+      run_tool("ddectl", {"ask", sys + "/greeter", R"({"name": "Ada"})", "--registry", registry.url()});
   ASSERT_EQ(asked.exit, 0) << asked.err;
   auto reply = nlohmann::json::parse(asked.out, nullptr, false);
   ASSERT_TRUE(reply.is_object()) << asked.out;
@@ -270,16 +281,19 @@ TEST_F(Cluster, ADeployToAnUnreachableMqsIsRefusedAndAPoolThatLosesItsMqsSaysItI
   auto sys = unique_system("nolink");
   auto r = deploy(deploy_body(id, "ws://127.0.0.1:1/mqs", sys, "p", "supplier", nlohmann::json::object()));
   EXPECT_EQ(r.status, 504) << r.body;
-  EXPECT_NE(r.body.find("cannot deploy " + sys + "/p: no link to the MQS within 10000 ms (MQS ws://127.0.0.1:1/mqs "
+  EXPECT_NE(r.body.find("cannot deploy " + sys +
+                        "/p: no link to the MQS within 10000 ms (MQS ws://127.0.0.1:1/mqs "
                         "unreachable: "),
             std::string::npos)
       << r.body;
-  EXPECT_TRUE(wait_until([&] { return !rest("GET", registry.url() + "/registry/system/" + id).json.contains(sys); }, 30s))
+  EXPECT_TRUE(wait_until(
+      [&] { return !rest("GET", registry.url() + "/registry/system/" + id).json.contains(sys); }, 30s))
       << "a refused deploy leaves no isolate system behind";
 
   auto own = start_mqs(shared_broker(), dir / "own-mqs");
   auto linked = unique_system("linked");
-  ASSERT_EQ(deploy(deploy_body(id, own.url(), linked, "p", "supplier", nlohmann::json::object())).status, 200);
+  ASSERT_EQ(deploy(deploy_body(id, own.url(), linked, "p", "supplier", nlohmann::json::object())).status,
+            200);
   auto pool = [&] {
     auto pools = pools_of(registry, id, linked);
     return pools.empty() ? nlohmann::json() : pools[0];
@@ -287,10 +301,12 @@ TEST_F(Cluster, ADeployToAnUnreachableMqsIsRefusedAndAPoolThatLosesItsMqsSaysItI
   EXPECT_EQ(pool()["poolState"], "running") << pool().dump();
   EXPECT_EQ(pool()["mqsLink"]["linked"], true) << pool().dump();
   own.proc->stop();
-  ASSERT_TRUE(wait_until([&] { return pool().value("poolState", std::string()).rfind("not connected: ", 0) == 0; }, 30s))
+  ASSERT_TRUE(wait_until(
+      [&] { return pool().value("poolState", std::string()).rfind("not connected: ", 0) == 0; }, 30s))
       << pool().dump();
   EXPECT_EQ(pool()["mqsLink"]["linked"], false);
-  EXPECT_NE(pool()["mqsLink"]["error"].get<std::string>().find(own.url()), std::string::npos) << pool().dump();
+  EXPECT_NE(pool()["mqsLink"]["error"].get<std::string>().find(own.url()), std::string::npos)
+      << pool().dump();
 }
 
 TEST_F(Cluster, AKilledIsolateSystemIsRestartedWithItsPoolsAndLosesNothing) {
@@ -298,7 +314,8 @@ TEST_F(Cluster, AKilledIsolateSystemIsRestartedWithItsPoolsAndLosesNothing) {
   auto id = node_id(registry, "crash-a");
   auto consumers = unique_system("crashc"), producers = unique_system("crashp");
   const int n = 12000;
-  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), consumers, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}))
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), consumers, "consumer", "consumer",
+                               {{"stats_dir", dir}, {"log_dir", dir}}))
                 .status,
             200);
   ASSERT_EQ(deploy(deploy_body(id, mqs.url(), producers, "producer", "producer",
@@ -310,7 +327,8 @@ TEST_F(Cluster, AKilledIsolateSystemIsRestartedWithItsPoolsAndLosesNothing) {
   ASSERT_GT(pid, 0);
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait))
-      << "missing " << read_seq_logs(dir).missing(n).size() << "\n" << a.proc->log();
+      << "missing " << read_seq_logs(dir).missing(n).size() << "\n"
+      << a.proc->log();
   EXPECT_TRUE(read_seq_logs(dir).missing(n).empty());
   auto pools = pools_of(registry, id, consumers);
   ASSERT_EQ(pools.size(), 1u);
@@ -323,7 +341,8 @@ TEST_F(Cluster, BadRequestsGetPreciseErrorsAndDisturbNothing) {
   auto a = node("bad-a");
   auto id = node_id(registry, "bad-a");
   auto sys = unique_system("bad");
-  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "supplier", "supplier", nlohmann::json::object())).status, 200);
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "supplier", "supplier", nlohmann::json::object())).status,
+            200);
   auto before = pools_of(registry, id, sys);
 
   auto missing_plugin = deploy_body(id, mqs.url(), sys, "ghost", "supplier", nlohmann::json::object());
@@ -374,13 +393,15 @@ TEST_F(Cluster, BadRequestsGetPreciseErrorsAndDisturbNothing) {
   EXPECT_EQ(rest("GET", registry.url() + "/registry/health").status, 200);
 }
 
-
 TEST_F(Cluster, PoolsKeepRunningWhileTheRegistryRestartsAndNodesComeBackWithTheirIds) {
   auto a = node("reg-a");
   auto id = node_id(registry, "reg-a");
   auto sys = unique_system("regrestart");
   const int n = 8000;
-  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}})).status, 200);
+  ASSERT_EQ(
+      deploy(deploy_body(id, mqs.url(), sys, "consumer", "consumer", {{"stats_dir", dir}, {"log_dir", dir}}))
+          .status,
+      200);
   ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "producer", "producer",
                                {{"to", sys + "/consumer"}, {"count", n}, {"rate", 2000}}))
                 .status,
@@ -402,7 +423,8 @@ TEST_F(Cluster, ARestartedActivatorAdoptsItsRunningIsolateSystems) {
   auto a = node("adopt-a");
   auto id = node_id(registry, "adopt-a");
   auto sys = unique_system("adopt");
-  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "supplier", "supplier", nlohmann::json::object(), {"localhost", "localhost"}))
+  ASSERT_EQ(deploy(deploy_body(id, mqs.url(), sys, "supplier", "supplier", nlohmann::json::object(),
+                               {"localhost", "localhost"}))
                 .status,
             200);
   int pid = pools_of(registry, id, sys).at(0).value("pid", -1);
@@ -423,8 +445,8 @@ TEST_F(Cluster, ARestartedActivatorAdoptsItsRunningIsolateSystems) {
   ASSERT_TRUE(wait_until(
       [&] {
         auto pools = pools_of(registry, new_id, sys);
-        return pools.size() == 1 && pools[0].value("state", "") == "running" && pools[0].value("pid", -1) != pid &&
-               pid_running(pools[0].value("pid", -1));
+        return pools.size() == 1 && pools[0].value("state", "") == "running" &&
+               pools[0].value("pid", -1) != pid && pid_running(pools[0].value("pid", -1));
       },
       60s))
       << rest("GET", registry.url() + "/registry/system/" + new_id).body << again.proc->log();
@@ -435,7 +457,8 @@ TEST_F(Cluster, AnIsolateSystemThatNeverSaysHelloFailsItsDeployAfterTheNodesStar
   auto mute = dir / "mute-host.sh";
   std::ofstream(mute) << "#!/bin/sh\nexec sleep 600\n";
   std::filesystem::permissions(mute, std::filesystem::perms::owner_all);
-  auto a = start_activator(registry, dir, "mute-a", 0, {"--host-binary", mute.string(), "--host-start-timeout-ms", "700"});
+  auto a = start_activator(registry, dir, "mute-a", 0,
+                           {"--host-binary", mute.string(), "--host-start-timeout-ms", "700"});
   auto id = node_id(registry, "mute-a");
   auto sys = unique_system("mute");
   auto r = deploy(deploy_body(id, mqs.url(), sys, "p", "supplier", nlohmann::json::object()));
@@ -475,7 +498,8 @@ TEST_F(Cluster, EachRouterTypeDistributesMessagesAsItSays) {
       long_wait));
   for (int d : done_of("roundRobin")) EXPECT_GT(d, n / 6) << "round-robin spreads the load";
   for (int d : done_of("random")) EXPECT_GT(d, 0) << "random reaches every worker";
-  EXPECT_EQ(done_of("broadcast"), (std::vector<int>{n, n, n})) << "broadcast gives every worker every message";
+  EXPECT_EQ(done_of("broadcast"), (std::vector<int>{n, n, n}))
+      << "broadcast gives every worker every message";
   EXPECT_EQ(done_of("custom"), (std::vector<int>{0, 0, n})) << "the custom router picks the last worker";
 }
 

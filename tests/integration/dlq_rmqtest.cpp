@@ -19,7 +19,8 @@ class DeadLetters : public Cluster {
     auto id = node_id(registry, "dlq-" + sys);
     auto r = deploy_pool(id, sys, "faulty", "faulty", std::move(args), 1, {{"supervision", supervision}});
     EXPECT_EQ(r.status, 200) << r.body;
-    r = deploy(deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/faulty"}, {"count", n}}));
+    r = deploy(
+        deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/faulty"}, {"count", n}}));
     EXPECT_EQ(r.status, 200) << r.body;
     return id;
   }
@@ -70,7 +71,8 @@ TEST_F(DeadLetters, TheHostsDeadLettersAreListedWithTheirMd5AndReplayedExactlyOn
   for (auto& m : list.json["messages"]) {
     EXPECT_EQ(m["source"], "host");
     EXPECT_EQ(m["attempts"], 2);
-    EXPECT_NE(m["reason"].get<std::string>().find("supervision.maxFailures 2"), std::string::npos) << m.dump();
+    EXPECT_NE(m["reason"].get<std::string>().find("supervision.maxFailures 2"), std::string::npos)
+        << m.dump();
     EXPECT_EQ(m["md5"], md5) << "the plugin version that failed it";
     EXPECT_EQ(m["pool"], sys + "/faulty");
     EXPECT_GT(m["at"].get<std::int64_t>(), 0);
@@ -92,7 +94,8 @@ TEST_F(DeadLetters, TheHostsDeadLettersAreListedWithTheirMd5AndReplayedExactlyOn
   auto fixed = deploy_pool(id, sys, "faulty", "faulty", json::object(), 1);
   ASSERT_EQ(fixed.status, 200) << fixed.body;
 
-  auto some = reg("POST", "/registry/dlq/" + sys + "/faulty/replay", json{{"ids", {id_of(list.json, 3)}}}.dump());
+  auto some =
+      reg("POST", "/registry/dlq/" + sys + "/faulty/replay", json{{"ids", {id_of(list.json, 3)}}}.dump());
   ASSERT_EQ(some.status, 200) << some.body;
   EXPECT_EQ(some.json["replayed"], 1);
   EXPECT_EQ(some.json["missing"], json::array());
@@ -111,14 +114,16 @@ TEST_F(DeadLetters, TheHostsDeadLettersAreListedWithTheirMd5AndReplayedExactlyOn
   EXPECT_TRUE(report.missing(20).empty());
   EXPECT_EQ(report.duplicates(), 0u) << "each replayed message was handled once";
 
-  auto gone = reg("POST", "/registry/dlq/" + sys + "/faulty/replay", json{{"ids", {id_of(list.json, 3)}}}.dump());
+  auto gone =
+      reg("POST", "/registry/dlq/" + sys + "/faulty/replay", json{{"ids", {id_of(list.json, 3)}}}.dump());
   EXPECT_EQ(gone.status, 404) << gone.body;
   EXPECT_EQ(gone.json["missing"], json::array({id_of(list.json, 3)}));
 }
 
 TEST_F(DeadLetters, TheBrokersDeadLettersSayWhyAndPurgeEmptiesTheQueue) {
   auto sys = unique_system("dlqbroker");
-  auto id = start(sys, {{"throw_on", {4, 6}}}, {{"strategy", "resume"}, {"failedMessage", "dead-letter"}}, 10);
+  auto id =
+      start(sys, {{"throw_on", {4, 6}}}, {{"strategy", "resume"}, {"failedMessage", "dead-letter"}}, 10);
   ASSERT_TRUE(wait_until([&] { return dead(sys) == 2u && handled().unique.size() >= 8; }, long_wait))
       << pool_of(id, sys).dump();
 
@@ -139,7 +144,8 @@ TEST_F(DeadLetters, TheBrokersDeadLettersSayWhyAndPurgeEmptiesTheQueue) {
   EXPECT_EQ(direct.json["depth"], 2);
   EXPECT_EQ(seqs(direct.json), (std::vector<std::int64_t>{4}));
 
-  auto one = reg("POST", "/registry/dlq/" + sys + "/faulty/purge", json{{"ids", {id_of(list.json, 4)}}}.dump());
+  auto one =
+      reg("POST", "/registry/dlq/" + sys + "/faulty/purge", json{{"ids", {id_of(list.json, 4)}}}.dump());
   ASSERT_EQ(one.status, 200) << one.body;
   EXPECT_EQ(one.json["purged"], 1);
   EXPECT_EQ(seqs(reg("GET", "/registry/dlq/" + sys + "/faulty").json), (std::vector<std::int64_t>{6}));

@@ -54,9 +54,13 @@ TEST_F(Failover, APoolOfALostNodeComesBackOnTheOthersAndNoMessageIsLost) {
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
   auto killed = std::chrono::steady_clock::now();
   // The default heartbeat timeout is 3 s; the two copies (a worker each) come up on b and c.
-  ASSERT_TRUE(wait_until([&] { return running_copies(registry, {idb, idc}, sys, sys + "/work") == 2; }, long_wait,
-                         100ms));
-  auto back = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return running_copies(registry, {idb, idc}, sys, sys + "/work") == 2;
+      },
+      long_wait, 100ms));
+  auto back =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed);
   std::cout << "failover: the pool ran on the surviving nodes " << back.count() << " ms after the kill\n";
   EXPECT_LT(back, 15s) << "heartbeat timeout 3 s plus a few seconds (generous for a loaded machine)";
   for (auto& id : {idb, idc}) {
@@ -66,7 +70,8 @@ TEST_F(Failover, APoolOfALostNodeComesBackOnTheOthersAndNoMessageIsLost) {
     EXPECT_TRUE(pools[0].value("failover", false)) << "it fails over again if this node is lost too";
   }
 
-  ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait, 200ms))
+  ASSERT_TRUE(
+      wait_until([&] { return read_seq_logs(dir).unique.size() >= std::size_t(n); }, long_wait, 200ms))
       << read_seq_logs(dir).missing(n).size() << " missing";
   EXPECT_TRUE(read_seq_logs(dir).missing(n).empty());
 
@@ -108,13 +113,14 @@ int stream_remembered_on(Failover& t, const registry_process& registry, const st
 /// arrives, and the failover names node a as remembered from the store.
 void expect_failed_over_remembered(Failover& t, const registry_process& registry, const std::string& ida,
                                    const std::string& idb, int n) {
-  ASSERT_TRUE(
-      wait_until([&] { return running_copies(registry, {idb}, t.sys, t.sys + "/work") == 1; }, long_wait, 100ms))
+  ASSERT_TRUE(wait_until([&] { return running_copies(registry, {idb}, t.sys, t.sys + "/work") == 1; },
+                         long_wait, 100ms))
       << rest("GET", registry.url() + "/registry/failover").body;
   auto pools = pools_of(registry, idb, t.sys);
   ASSERT_EQ(pools.size(), 1u);
   EXPECT_EQ(pools[0].value("workersCount", 0), 2) << "both workers on the one survivor";
-  ASSERT_TRUE(wait_until([&] { return read_seq_logs(t.dir).unique.size() >= std::size_t(n); }, long_wait, 200ms))
+  ASSERT_TRUE(
+      wait_until([&] { return read_seq_logs(t.dir).unique.size() >= std::size_t(n); }, long_wait, 200ms))
       << read_seq_logs(t.dir).missing(n).size() << " missing";
   EXPECT_TRUE(read_seq_logs(t.dir).missing(n).empty());
   auto status = rest("GET", registry.url() + "/registry/failover").json;
@@ -155,8 +161,8 @@ TEST_F(Failover, WhenTheActiveRegistryAndANodeDieTogetherTheStandbyTakesOverAndF
   // moves to it, and node a, remembered but not back within the grace, is failed over to node b.
   postgres_server store("failover-pair");
   store.start();
-  const std::vector<std::string> pair = {"--state-url", store.url(), "--standby-poll-ms", "200",
-                                         "--restore-grace-ms", "6000"};
+  const std::vector<std::string> pair = {"--state-url", store.url(),          "--standby-poll-ms",
+                                         "200",         "--restore-grace-ms", "6000"};
   registry.proc->stop();
   registry = start_registry(dir, 0, {}, {}, pair);  // r1: the fixture's deploy helpers talk to it
   auto& r1 = registry;
@@ -179,10 +185,13 @@ TEST_F(Failover, WhenTheActiveRegistryAndANodeDieTogetherTheStandbyTakesOverAndF
   auto killed = std::chrono::steady_clock::now();
   ASSERT_TRUE(wait_until([&] { return rest("GET", r2.url() + "/registry/health").status == 200; }, 30s))
       << r2.proc->log();
-  ASSERT_TRUE(wait_until([&] { return node_id(r2, b.name) == idb; }, 60s)) << "node b moves to r2 under its id";
-  ASSERT_TRUE(wait_until([&] { return running_copies(r2, {idb}, sys, sys + "/work") == 1; }, long_wait, 100ms))
+  ASSERT_TRUE(wait_until([&] { return node_id(r2, b.name) == idb; }, 60s))
+      << "node b moves to r2 under its id";
+  ASSERT_TRUE(
+      wait_until([&] { return running_copies(r2, {idb}, sys, sys + "/work") == 1; }, long_wait, 100ms))
       << rest("GET", r2.url() + "/registry/failover").body;
-  auto back = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed);
+  auto back =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed);
   std::cout << "registry pair: node a's pool ran on node b " << back.count()
             << " ms after registry r1 and node a were killed (grace 6000 ms)\n";
   expect_failed_over_remembered(*this, r2, ida, idb, n);

@@ -21,7 +21,8 @@ namespace dde::test {
 struct fault_row {
   std::string fault;
   std::uint64_t produced = 0, consumed = 0, lost = 0, duplicated = 0;
-  double recovery_ms = 0;  ///< from the repair (or the injection, when nothing is repaired) to the next message consumed
+  double recovery_ms =
+      0;  ///< from the repair (or the injection, when nothing is repaired) to the next message consumed
   double longest_gap_ms = 0;  ///< the longest pause in consumption after the injection
   std::string note;
 };
@@ -33,10 +34,11 @@ inline std::vector<fault_row>& fault_table() {
 
 inline std::string format_row(const fault_row& r) {
   char line[512];
-  std::snprintf(line, sizeof line, "| %-50s | %8llu | %8llu | %4llu | %10llu | %11.0f | %14.0f | %s", r.fault.c_str(),
-                static_cast<unsigned long long>(r.produced), static_cast<unsigned long long>(r.consumed),
-                static_cast<unsigned long long>(r.lost), static_cast<unsigned long long>(r.duplicated),
-                r.recovery_ms, r.longest_gap_ms, r.note.c_str());
+  std::snprintf(line, sizeof line, "| %-50s | %8llu | %8llu | %4llu | %10llu | %11.0f | %14.0f | %s",
+                r.fault.c_str(), static_cast<unsigned long long>(r.produced),
+                static_cast<unsigned long long>(r.consumed), static_cast<unsigned long long>(r.lost),
+                static_cast<unsigned long long>(r.duplicated), r.recovery_ms, r.longest_gap_ms,
+                r.note.c_str());
   return line;
 }
 
@@ -44,15 +46,16 @@ inline std::string format_row(const fault_row& r) {
 class fault_table_printer : public ::testing::Environment {
  public:
   void TearDown() override {
-    std::printf("\n| %-50s | %8s | %8s | %4s | %10s | %11s | %14s | note\n", "fault", "produced", "consumed", "lost",
-                "duplicated", "recovery ms", "longest gap ms");
+    std::printf("\n| %-50s | %8s | %8s | %4s | %10s | %11s | %14s | note\n", "fault", "produced", "consumed",
+                "lost", "duplicated", "recovery ms", "longest gap ms");
     for (auto& r : fault_table()) std::printf("%s\n", format_row(r).c_str());
     std::fflush(stdout);
   }
 };
 
 inline std::int64_t wall_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -96,8 +99,9 @@ class Fault : public ::testing::Test {
                             echo_args, {"localhost", "localhost"});
     auto r = rest("POST", registry.url() + "/registry/deploy", echo.dump());
     ASSERT_EQ(r.status, 200) << r.body;
-    auto producer = deploy_body(id, both ? consumer_mqs : mqs.url(), producers, "producer", "producer",
-                                {{"to", consumers + "/echo"}, {"count", count}, {"rate", per_second}, {"stats_dir", dir}});
+    auto producer = deploy_body(
+        id, both ? consumer_mqs : mqs.url(), producers, "producer", "producer",
+        {{"to", consumers + "/echo"}, {"count", count}, {"rate", per_second}, {"stats_dir", dir}});
     r = rest("POST", registry.url() + "/registry/deploy", producer.dump());
     ASSERT_EQ(r.status, 200) << r.body;
   }
@@ -110,7 +114,8 @@ class Fault : public ::testing::Test {
   /// Waits until the load is steady: a quarter of it consumed.
   void await_steady() {
     ASSERT_TRUE(wait_until([&] { return consumed() >= std::size_t(count_ / 4); }, long_wait))
-        << "consumed " << consumed() << "\n" << mqs.proc->log();
+        << "consumed " << consumed() << "\n"
+        << mqs.proc->log();
   }
   /// The pid of the isolate system running `system` (from the registry), or -1.
   int host_pid(const std::string& system) {
@@ -161,8 +166,7 @@ class Fault : public ::testing::Test {
   activator_process node_;
   std::string id;
   // Queues of their own per test: a redelivery left over from one test never reaches the next.
-  std::string consumers = unique_test_system("faultc"),
-              producers = consumers + "p";
+  std::string consumers = unique_test_system("faultc"), producers = consumers + "p";
   int count_ = messages;
 };
 

@@ -61,7 +61,7 @@ struct api_run {
   };
   std::vector<call> calls;
   std::map<std::string, std::multimap<std::string, std::int64_t>> starts;  ///< caller -> seq -> start
-  std::map<std::string, std::vector<pause>> pauses;                         ///< caller -> its pool's pauses
+  std::map<std::string, std::vector<pause>> pauses;                        ///< caller -> its pool's pauses
 
   api_run(const std::filesystem::path& dir, const std::map<std::string, std::filesystem::path>& host_logs) {
     std::ifstream in(dir / "calls.log");
@@ -82,7 +82,8 @@ struct api_run {
       for (std::string line; std::getline(host, line);) {
         auto at = line.find("no message starts for ");
         auto us_at = log_line_us(line);
-        if (at != std::string::npos && us_at) pauses[caller].push_back({*us_at, std::atoll(line.c_str() + at + 22)});
+        if (at != std::string::npos && us_at)
+          pauses[caller].push_back({*us_at, std::atoll(line.c_str() + at + 22)});
       }
     }
   }
@@ -119,8 +120,9 @@ struct api_run {
       }
       auto ms = [](std::int64_t us) { return std::to_string(us / 1000) + " ms"; };
       auto what = c.caller + "'s seq " + c.seq + " reached the API " + ms(c.us - violation) +
-                  " after the violation; started at " + (started ? ms(*started - violation) : "(none logged)") +
-                  ", its pool paused at " + (knew ? ms(*knew - violation) : "(never)");
+                  " after the violation; started at " +
+                  (started ? ms(*started - violation) : "(none logged)") + ", its pool paused at " +
+                  (knew ? ms(*knew - violation) : "(never)");
       // Pause lines are whole milliseconds: a start within the same millisecond counts as before.
       (started && (!knew || *started < *knew + 1000) ? out.first : out.second).push_back(what);
     }
@@ -143,7 +145,8 @@ class Governance : public Cluster {
     EXPECT_EQ(r.status, 200) << r.body;
     return id;
   }
-  void produce(int n, nlohmann::json extra_args = nlohmann::json::object(), const std::string& to = "faulty") {
+  void produce(int n, nlohmann::json extra_args = nlohmann::json::object(),
+               const std::string& to = "faulty") {
     nlohmann::json args = {{"to", sys + "/" + to}, {"count", n}};
     args.update(extra_args);
     auto r = deploy(deploy_body(id, mqs.url(), sys, "producer", "producer", args));
@@ -164,7 +167,8 @@ class Governance : public Cluster {
 TEST_F(Governance, BackoffPausesEveryWorkerOfThePoolAndRetriesTheMessage) {
   const int n = 300;
   const auto pause = 1500ms;
-  deploy_faulty({{"backoff_on", {40}}, {"backoff_times", 2}, {"backoff_ms", pause.count()}}, nlohmann::json::object(), 4);
+  deploy_faulty({{"backoff_on", {40}}, {"backoff_times", 2}, {"backoff_ms", pause.count()}},
+                nlohmann::json::object(), 4);
   produce(n);
   ASSERT_TRUE(wait_until([&] { return handled().unique.size() >= std::size_t(n); }, long_wait));
   EXPECT_TRUE(handled().missing(n).empty());
@@ -179,7 +183,8 @@ TEST_F(Governance, BackoffPausesEveryWorkerOfThePoolAndRetriesTheMessage) {
   for (auto& b : backoffs)
     for (auto& s : starts)
       EXPECT_FALSE(s.us > b.us + grace && s.us < b.us + pause_us - 20000)
-          << "seq " << s.seq << " started " << (s.us - b.us) / 1000 << " ms into a pause of " << pause.count() << " ms";
+          << "seq " << s.seq << " started " << (s.us - b.us) / 1000 << " ms into a pause of " << pause.count()
+          << " ms";
   // Without the pool-wide pause, the three other workers would have gone on: the stream lasted long enough.
   auto seq40 = std::find_if(starts.begin(), starts.end(), [](const timed& t) { return t.seq == 40; });
   ASSERT_NE(seq40, starts.end());
@@ -200,13 +205,15 @@ TEST_F(Governance, TheRetryLimitDeadLettersTheMessageWithItsReason) {
   produce(n);
   ASSERT_TRUE(wait_until([&] { return handled().unique.size() >= std::size_t(n - 1); }, long_wait));
   std::optional<std::string> dead;
-  ASSERT_TRUE(wait_until([&] { return (dead = shared_broker().get("dde.dead." + sys + ".faulty")).has_value(); }, 60s));
+  ASSERT_TRUE(wait_until(
+      [&] { return (dead = shared_broker().get("dde.dead." + sys + ".faulty")).has_value(); }, 60s));
   auto e = nlohmann::json::parse(*dead);
   EXPECT_EQ(e["body"]["seq"], 7) << *dead;
   EXPECT_EQ(e["deadLetter"]["attempts"], 3) << *dead;
   EXPECT_EQ(e["deadLetter"]["pool"], sys + "/faulty");
   EXPECT_NE(e["deadLetter"]["reason"].get<std::string>().find("retry limit 2"), std::string::npos) << *dead;
-  EXPECT_NE(e["deadLetter"]["reason"].get<std::string>().find("asked to back off on 7"), std::string::npos) << *dead;
+  EXPECT_NE(e["deadLetter"]["reason"].get<std::string>().find("asked to back off on 7"), std::string::npos)
+      << *dead;
   EXPECT_EQ(read_timed(dir, "backoff-").size(), 3u);
   auto missing = handled().missing(n);
   EXPECT_EQ(missing, std::vector<std::int64_t>{7});
@@ -243,8 +250,10 @@ TEST_F(Governance, APauseReachesEveryReplicaOfThePoolThroughTheMqs) {
     EXPECT_FALSE(s.us > backoffs[0].us + grace && s.us < backoffs[0].us + pause_us - 20000)
         << "seq " << s.seq << " started " << (s.us - backoffs[0].us) / 1000 << " ms into the pause";
   nlohmann::json a, b;
-  for (auto& p : pools_of(registry, id, sys)) if (p["id"] == sys + "/faulty") a = p;
-  for (auto& p : pools_of(registry, id_b, sys)) if (p["id"] == sys + "/faulty") b = p;
+  for (auto& p : pools_of(registry, id, sys))
+    if (p["id"] == sys + "/faulty") a = p;
+  for (auto& p : pools_of(registry, id_b, sys))
+    if (p["id"] == sys + "/faulty") b = p;
   ASSERT_TRUE(a.is_object() && b.is_object());
   // One replica was hit and paused itself; the other heard it through the MQS.
   auto own = a["governance"]["pauses"].get<int>() + b["governance"]["pauses"].get<int>();
@@ -286,11 +295,13 @@ TEST_F(Governance, EightWorkersInTwoSystemsNeverEscalateARateLimitedApisPenalty)
   };
   ASSERT_TRUE(wait_until([&] { return settled() >= std::size_t(n); }, long_wait)) << settled();
   auto stats = api.stats();
-  api_run run(dir, {{"a", dir / ("gov-a-" + sys) / (sys + ".log")}, {"b", dir / ("gov-b-" + sys) / (sys + ".log")}});
+  api_run run(
+      dir, {{"a", dir / ("gov-a-" + sys) / (sys + ".log")}, {"b", dir / ("gov-b-" + sys) / (sys + ".log")}});
   for (auto caller : {"a", "b"})
     EXPECT_TRUE(!run.starts[caller].empty() && !run.pauses[caller].empty())
         << caller << ": the logs of its calls' starts and of its pauses are what the checks below read";
-  EXPECT_EQ(run.starts_during_pauses(), std::vector<std::string>{}) << "no message starts while its pool is paused";
+  EXPECT_EQ(run.starts_during_pauses(), std::vector<std::string>{})
+      << "no message starts while its pool is paused";
   // No worker calls once its pool knows of a cessation. A call that the loaded machine kept on its way
   // past the API's grace is counted during the cessation (and may escalate it); those are reported.
   auto [on_their_way, dde_made] = run.calls_during_cessations();
@@ -305,7 +316,8 @@ TEST_F(Governance, EightWorkersInTwoSystemsNeverEscalateARateLimitedApisPenalty)
   int pauses = 0;
   for (auto node_id_ : {id, id_b})
     for (auto& p : pools_of(registry, node_id_, sys))
-      if (p["id"] == sys + "/api") pauses += p["governance"]["pauses"].get<int>() + p["governance"]["remotePauses"].get<int>();
+      if (p["id"] == sys + "/api")
+        pauses += p["governance"]["pauses"].get<int>() + p["governance"]["remotePauses"].get<int>();
   EXPECT_GE(pauses, 2) << "both replicas paused";
 }
 
@@ -313,8 +325,9 @@ TEST_F(Governance, SubPoolsCapEachKeyWhileOtherKeysGoOn) {
   node_ = std::make_unique<activator_process>(node("gov-" + sys));
   id = node_id(registry, "gov-" + sys);
   const int work_ms = 60;
-  auto r = deploy_pool(id, sys, "echo", "echo_v1", {{"work_ms", work_ms}}, 6,
-                       {{"subPools", {{"key", "service"}, {"capacity", {{"write", 1}}}, {"defaultCapacity", 3}}}});
+  auto r =
+      deploy_pool(id, sys, "echo", "echo_v1", {{"work_ms", work_ms}}, 6,
+                  {{"subPools", {{"key", "service"}, {"capacity", {{"write", 1}}}, {"defaultCapacity", 3}}}});
   ASSERT_EQ(r.status, 200) << r.body;
   const int n = 90;
   produce(n, {{"key_field", "service"}, {"keys", {"write", "read", "read"}}}, "echo");

@@ -10,7 +10,6 @@
 namespace dde::test {
 namespace {
 
-
 class HotDeploy : public Cluster {
  protected:
   void start_node(const std::map<std::string, std::string>& env = {}) {
@@ -19,7 +18,8 @@ class HotDeploy : public Cluster {
   }
   /// Two echo workers of the plugin at `uri`, its md5 checked every 100 ms.
   nlohmann::json echo_body(const std::string& uri) {
-    auto body = deploy_body(id, mqs.url(), sys, "echo", "echo_v1", {{"log_dir", dir}}, {"localhost", "localhost"});
+    auto body =
+        deploy_body(id, mqs.url(), sys, "echo", "echo_v1", {{"log_dir", dir}}, {"localhost", "localhost"});
     body["uri"] = uri;
     body["hotDeployment"] = true;
     body["hotDeploymentIntervalMs"] = 100;
@@ -128,7 +128,8 @@ TEST_F(HotDeploy, BadVersionsAreRefusedWithTheirReasonAndTheOldOneKeepsServing) 
   std::filesystem::remove(plugin);
   ASSERT_TRUE(wait_until(
       [&] { return hot_state().value("error", std::string()).find("missing") != std::string::npos; }, 30s));
-  for (auto& line : read_echo_logs(dir)) EXPECT_EQ(line.version, 1) << "seq " << line.seq << " ran a refused version";
+  for (auto& line : read_echo_logs(dir))
+    EXPECT_EQ(line.version, 1) << "seq " << line.seq << " ran a refused version";
   EXPECT_EQ(hot_state()["swaps"], 0);
 }
 
@@ -146,8 +147,9 @@ TEST_F(HotDeploy, RestartReplacesEveryWorkerAfterItsMessagesWithoutLoss) {
   const int n = 3000;
   produce("producer", n, 0, 1500);
   ASSERT_TRUE(wait_until([&] { return handled() >= 500; }, long_wait));
-  auto r = rest("POST", registry.url() + "/registry/system/restart",
-                nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", sys}, {"isolateName", "echo"}}.dump());
+  auto r = rest(
+      "POST", registry.url() + "/registry/system/restart",
+      nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", sys}, {"isolateName", "echo"}}.dump());
   ASSERT_EQ(r.status, 200) << r.body;
   ASSERT_TRUE(wait_until([&] { return unique_handled() >= std::size_t(n); }, long_wait));
   auto log = read_echo_logs(dir);
@@ -158,8 +160,9 @@ TEST_F(HotDeploy, RestartReplacesEveryWorkerAfterItsMessagesWithoutLoss) {
   auto after = workers();
   ASSERT_EQ(after.size(), 2u);
   for (auto& w : after) EXPECT_EQ(before.count(w), 0u) << "every worker is a fresh instance";
-  auto bad = rest("POST", registry.url() + "/registry/system/restart",
-                  nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", sys}, {"isolateName", "nope"}}.dump());
+  auto bad = rest(
+      "POST", registry.url() + "/registry/system/restart",
+      nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", sys}, {"isolateName", "nope"}}.dump());
   EXPECT_EQ(bad.status, 404) << bad.body;
   EXPECT_NE(bad.body.find("no pool"), std::string::npos) << bad.body;
 }
@@ -188,7 +191,8 @@ TEST_F(HotDeploy, AVersionThatCrashesTheIsolateSystemFallsBackToTheLastOneThatWo
   EXPECT_NE(pid_of_echo(), pid);
   auto state = hot_state();
   EXPECT_EQ(state["state"], "refused") << state.dump();
-  EXPECT_NE(state.value("error", std::string()).find("crashed the isolate system"), std::string::npos) << state.dump();
+  EXPECT_NE(state.value("error", std::string()).find("crashed the isolate system"), std::string::npos)
+      << state.dump();
 }
 
 TEST_F(HotDeploy, AnHttpPluginIsPolledWithItsETagAndANewVersionTakesOverUnderLoad) {

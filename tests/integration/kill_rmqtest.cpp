@@ -146,7 +146,8 @@ TEST_F(Kill, AKilledPoolLeavesItsMessagesInTheBrokerAndARestartHandlesEveryOne) 
   };
   ASSERT_TRUE(wait_until([&] { return in_broker() >= std::uint64_t(n) - handled_before; }, long_wait))
       << "every message not handled before the kill waits in the broker: " << handled_before
-      << " handled, in the broker: " << in_broker() << ", ready: " << shared_broker().queue_depth(queue).value_or(0);
+      << " handled, in the broker: " << in_broker()
+      << ", ready: " << shared_broker().queue_depth(queue).value_or(0);
   EXPECT_EQ(read_echo_logs(dir).size(), frozen) << "nothing was handled while the pool was killed";
   EXPECT_EQ(post("kill", nlohmann::json::object()).status, 409) << "every worker is already killed";
 

@@ -148,13 +148,13 @@ TEST_F(Leases, AJobHeldFarLongerThanTheConsumerTimeoutIsDeliveredOnceWhileWithou
   // Neither host acks. The broker takes the control's message back (3 s, checked each second) and
   // delivers it again.
   ASSERT_TRUE(control->wait_for([&] { return control->count("deliver") == 2; }, 60s))
-      << "without leases the broker should take the message back:\n" << plain.log();
+      << "without leases the broker should take the message back:\n"
+      << plain.log();
   EXPECT_TRUE(control->records("deliver").at(1).header.value("redelivered", false));
   EXPECT_NE(plain.log().find("timed out"), std::string::npos) << plain.log();
 
   // Held as long again and more (several leases, each renewed in the lease queue), still one delivery.
-  ASSERT_TRUE(dde::test::wait_until([&] { return renewals(leased, long_topic) >= 6; }, 60s))
-      << leased.log();
+  ASSERT_TRUE(dde::test::wait_until([&] { return renewals(leased, long_topic) >= 6; }, 60s)) << leased.log();
   EXPECT_EQ(worker->count("deliver"), 1u) << "no redelivery, no duplicate:\n" << leased.log();
   EXPECT_EQ(leased.log().find("timed out"), std::string::npos) << leased.log();
   EXPECT_EQ(leased.log().find("closed by the broker"), std::string::npos) << leased.log();
@@ -188,12 +188,15 @@ TEST_F(Leases, AnMqsStoppedWhileARenewedJobIsHeldGivesItsCopyBackToThePoolNotToI
   auto worker = host(again, topic, second_id);
   ASSERT_TRUE(worker);
   ASSERT_TRUE(worker->wait_for([&] { return worker->count("deliver") >= 1; }, 30s))
-      << "the stopped MQS's copy returns to the pool's queue:\n" << first_log << "\n" << again.log();
+      << "the stopped MQS's copy returns to the pool's queue:\n"
+      << first_log << "\n"
+      << again.log();
   auto job = worker->records("deliver").at(0);
   EXPECT_EQ(job.body, "handed back");
   // How it left the lease queue: rejected by the stopping MQS, not expired a lease later (a 1 s lease
   // here cannot tell the two apart by time on a loaded machine; the broker's header can).
-  auto headers = job.header.value("props", nlohmann::json::object()).value("headers", nlohmann::json::object());
+  auto headers =
+      job.header.value("props", nlohmann::json::object()).value("headers", nlohmann::json::object());
   EXPECT_EQ(headers.value("x-first-death-reason", ""), "rejected") << job.header.dump() << "\n" << first_log;
   EXPECT_EQ(headers.value("x-first-death-queue", ""), lease_queue(first_id, topic)) << job.header.dump();
   worker->ack({job.header.at("tag").get<std::uint64_t>()});
@@ -219,7 +222,8 @@ TEST_F(Leases, AnMqsKilledWhileARenewedJobIsHeldLosesNothingTheJobComesBackWithi
   auto worker = host(again, topic, second_id);
   ASSERT_TRUE(worker);
   ASSERT_TRUE(worker->wait_for([&] { return worker->count("deliver") >= 1; }, 30s))
-      << "the copy left in the dead MQS's lease queue returns to the pool's queue:\n" << again.log();
+      << "the copy left in the dead MQS's lease queue returns to the pool's queue:\n"
+      << again.log();
   // Held past a lease here too. The job still carries the dead MQS's x-dde-lease: this MQS's copy
   // must name its own delivery, or it would not stand for it and would go back to the pool's queue
   // as one more copy (seen once in a stress round, where a slow loop below held the job so long).
@@ -253,8 +257,9 @@ TEST_F(Leases, AnMqsKilledWhileARenewedJobIsHeldLosesNothingTheJobComesBackWithi
       seen += q + ": ";
       try {
         auto t = broker().queue_totals(q);
-        seen += t ? std::to_string(t->messages) + " message(s), " + std::to_string(t->dlx) + " dead-lettering\n"
-                  : "no such queue\n";
+        seen +=
+            t ? std::to_string(t->messages) + " message(s), " + std::to_string(t->dlx) + " dead-lettering\n"
+              : "no such queue\n";
       } catch (const std::exception& e) {
         seen += std::string(e.what()) + "\n";
       }

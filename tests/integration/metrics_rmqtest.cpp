@@ -196,7 +196,8 @@ TEST_F(Cluster, AnIsolateSystemServesMetricsThatCountItsMessagesAndHealthThatFol
   // Per-pool handling time.
   EXPECT_EQ(m.types["dde_host_handling_seconds"], "histogram");
   EXPECT_EQ(m.value("dde_host_handling_seconds_count", consumer), n) << raw;
-  EXPECT_EQ(m.value("dde_host_handling_seconds_bucket", {{"pool", sys + ".consumer"}, {"le", "+Inf"}}), n) << raw;
+  EXPECT_EQ(m.value("dde_host_handling_seconds_bucket", {{"pool", sys + ".consumer"}, {"le", "+Inf"}}), n)
+      << raw;
   // Time in queue: every message came through the MQS, stamped when it published it.
   EXPECT_EQ(m.types["dde_host_queue_seconds"], "histogram");
   EXPECT_EQ(m.value("dde_host_queue_seconds_count", consumer), n) << raw;

@@ -175,8 +175,9 @@ double cpu_seconds(int pid) {
 /// queue on `broker`: its rate, as dde-raw-amqp prints it.
 std::string raw_confirmed(dde::test::rabbitmq_node& broker, std::size_t size) {
   auto queue = topic_name("rawconfirm");
-  auto raw = dde::test::bin_path("dde-raw-amqp").string() + " produce --port " + std::to_string(broker.port()) +
-             " --queue " + queue + " --queue-type quorum --persistent --confirm-window 1000 --count 20000 --size " +
+  auto raw = dde::test::bin_path("dde-raw-amqp").string() + " produce --port " +
+             std::to_string(broker.port()) + " --queue " + queue +
+             " --queue-type quorum --persistent --confirm-window 1000 --count 20000 --size " +
              std::to_string(size);
   std::string line;
   if (auto* p = ::popen(raw.c_str(), "r")) {
@@ -209,9 +210,10 @@ int lease_bench(dde::test::rabbitmq_node& broker, int n, const std::string& body
     }
   std::sort(off.begin(), off.end());
   std::sort(on.begin(), on.end());
-  std::printf("at-least-once consume, prefetch 64, median of 3: leases off %7.0f msg/s, leases on (none due) %7.0f "
-              "msg/s (%.2f)\n",
-              off[1], on[1], on[1] / off[1]);
+  std::printf(
+      "at-least-once consume, prefetch 64, median of 3: leases off %7.0f msg/s, leases on (none due) %7.0f "
+      "msg/s (%.2f)\n",
+      off[1], on[1], on[1] / off[1]);
 
   const int held = std::min(n, 2000);
   extra_flags = {"--lease-ms", "200"};
@@ -229,7 +231,12 @@ int lease_bench(dde::test::rabbitmq_node& broker, int n, const std::string& body
     records.clear();
   });
   c.pull(topic, "at-least-once", std::uint32_t(held));
-  c.wait_for([&] { std::lock_guard lock(m); return tags.size() >= std::size_t(held); }, 60s);
+  c.wait_for(
+      [&] {
+        std::lock_guard lock(m);
+        return tags.size() >= std::size_t(held);
+      },
+      60s);
   // From the end of the first round of renewals, over five more.
   dde::test::wait_until([&] { return renewals(mqs.port, topic) >= held; }, 60s, 5ms);
   auto t1 = steady_clock::now();
@@ -244,8 +251,9 @@ int lease_bench(dde::test::rabbitmq_node& broker, int n, const std::string& body
   dde::test::wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(0); }, 60s);
   c.close();
   double rate = (r2 - r1) / duration<double>(t2 - t1).count();
-  std::printf("lease renewals, %d messages held, --lease-ms 200: %7.0f renewals/s, dde-mqs CPU %.0f us per renewal\n",
-              held, rate, (cpu2 - cpu1) * 1e6 / std::max(1.0, r2 - r1));
+  std::printf(
+      "lease renewals, %d messages held, --lease-ms 200: %7.0f renewals/s, dde-mqs CPU %.0f us per renewal\n",
+      held, rate, (cpu2 - cpu1) * 1e6 / std::max(1.0, r2 - r1));
 
   std::printf("raw rabbitmq-c confirmed publish, quorum queue, window 1000: %s msg/s\n",
               raw_confirmed(broker, body.size()).c_str());
@@ -273,11 +281,10 @@ double raw_delay(dde::test::rabbitmq_node& broker, int n, std::size_t size, int 
   amqp_socket_open(socket, "127.0.0.1", broker.port());
   amqp_login(conn, "/", 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, "guest", "guest");
   amqp_channel_open(conn, 1);
-  std::vector<amqp_table_entry_t> args{text_entry("x-queue-type", "quorum"),
-                                       text_entry("x-dead-letter-exchange", ""),
-                                       text_entry("x-dead-letter-routing-key", target),
-                                       text_entry("x-dead-letter-strategy", "at-least-once"),
-                                       text_entry("x-overflow", "reject-publish")};
+  std::vector<amqp_table_entry_t> args{
+      text_entry("x-queue-type", "quorum"), text_entry("x-dead-letter-exchange", ""),
+      text_entry("x-dead-letter-routing-key", target), text_entry("x-dead-letter-strategy", "at-least-once"),
+      text_entry("x-overflow", "reject-publish")};
   amqp_table_entry_t ttl;
   ttl.key = amqp_cstring_bytes("x-message-ttl");
   ttl.value.kind = AMQP_FIELD_KIND_I64;
@@ -305,7 +312,8 @@ double raw_delay(dde::test::rabbitmq_node& broker, int n, std::size_t size, int 
       confirmed = std::max<std::uint64_t>(confirmed, ack->multiple ? ack->delivery_tag : confirmed + 1);
     }
   }
-  dde::test::wait_until([&] { return broker.queue_depth(target) >= std::optional<std::uint32_t>(n); }, 300s, 5ms);
+  dde::test::wait_until([&] { return broker.queue_depth(target) >= std::optional<std::uint32_t>(n); }, 300s,
+                        5ms);
   double rate = n / (duration<double>(steady_clock::now() - t0).count() - delay_ms / 1000.0);
   amqp_channel_close(conn, 1, AMQP_REPLY_SUCCESS);
   amqp_connection_close(conn, AMQP_REPLY_SUCCESS);
@@ -351,26 +359,33 @@ int delay_bench(dde::test::rabbitmq_node& broker, int n, std::size_t size) {
     for (int j = i; j < std::min(n, i + 500); ++j) {
       auto body = std::to_string(now_us());
       body.resize(std::max(size, body.size() + 1), ' ');
-      dde::wire::append_record(batch, {{"action", "enqueue"}, {"topic", delay_topic}, {"mode", "at-least-once"},
-                                       {"seq", j + 1}},
-                               body);
+      dde::wire::append_record(
+          batch, {{"action", "enqueue"}, {"topic", delay_topic}, {"mode", "at-least-once"}, {"seq", j + 1}},
+          body);
     }
     c.send(std::move(batch));
     c.wait_for([&] { return confirms + 20000 >= std::size_t(i); }, 60s);
   }
-  c.wait_for([&] { std::lock_guard lock(m); return late_ms.size() >= std::size_t(n); }, 300s);
+  c.wait_for(
+      [&] {
+        std::lock_guard lock(m);
+        return late_ms.size() >= std::size_t(n);
+      },
+      300s);
   double seconds = duration<double>(steady_clock::now() - t0).count() - delay_ms / 1000.0;
   std::lock_guard lock(m);
   std::sort(late_ms.begin(), late_ms.end());
   if (late_ms.size() < std::size_t(n)) std::printf("only %zu of %d came back\n", late_ms.size(), n);
   if (late_ms.empty()) return 1;
-  std::printf("delayed retry path, %d messages through a %d ms delay queue: %7.0f msg/s; late by p50 %.1f ms, "
-              "p99 %.1f ms, max %.1f ms\n",
-              n, delay_ms, late_ms.size() / seconds, late_ms[late_ms.size() / 2], late_ms[late_ms.size() * 99 / 100],
-              late_ms.back());
+  std::printf(
+      "delayed retry path, %d messages through a %d ms delay queue: %7.0f msg/s; late by p50 %.1f ms, "
+      "p99 %.1f ms, max %.1f ms\n",
+      n, delay_ms, late_ms.size() / seconds, late_ms[late_ms.size() / 2], late_ms[late_ms.size() * 99 / 100],
+      late_ms.back());
   std::printf("raw rabbitmq-c through the same kind of delay queue:                %7.0f msg/s\n",
               raw_delay(broker, n, size, delay_ms));
-  std::printf("raw rabbitmq-c confirmed publish, quorum queue, window 1000: %s msg/s\n", raw_confirmed(broker, size).c_str());
+  std::printf("raw rabbitmq-c confirmed publish, quorum queue, window 1000: %s msg/s\n",
+              raw_confirmed(broker, size).c_str());
   broker.delete_queue(topic);
   broker.delete_queue(delay_topic);
   broker.delete_queue("dde.dead." + topic);

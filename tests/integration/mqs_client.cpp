@@ -149,7 +149,10 @@ void mqs_client::send_record(const nlohmann::json& header, std::string_view body
 }
 
 bool mqs_client::hello(const std::string& system, std::chrono::milliseconds timeout, bool binary_deliver) {
-  nlohmann::json h{{"action", "hello"}, {"protocol", wire::protocol_version}, {"system", system}, {"instance", new_uuid()}};
+  nlohmann::json h{{"action", "hello"},
+                   {"protocol", wire::protocol_version},
+                   {"system", system},
+                   {"instance", new_uuid()}};
   if (binary_deliver) h["deliver"] = "binary";
   send_record(h);
   return wait_for([&] { return count("welcome") > 0; }, timeout);

@@ -41,7 +41,8 @@ class mqs_client {
   void enqueue(const std::string& topic, const std::string& mode, std::optional<std::uint64_t> seq,
                std::string_view body);
   /// `consumers`: the host's workers on the topic (0: not said).
-  void pull(const std::string& topic, const std::string& mode, std::uint32_t credit, std::uint32_t consumers = 0);
+  void pull(const std::string& topic, const std::string& mode, std::uint32_t credit,
+            std::uint32_t consumers = 0);
   void ack(const std::vector<std::uint64_t>& tags);
   void nack(const std::vector<std::uint64_t>& tags, bool requeue);
 

@@ -21,8 +21,8 @@ TEST(MqsBroker, AConsumerWhoseConnectionStopsForwardingIsFoundStalledReportedAnd
   do topic = unique_topic("stall");
   while (std::hash<std::string>{}(topic) % 2 != 0);
   mqs_process mqs(broker, {"--broker",
-                           "amqp://guest@127.0.0.1:" + std::to_string(proxy.port()) + ",127.0.0.1:" +
-                               std::to_string(broker.port()) + "/",
+                           "amqp://guest@127.0.0.1:" + std::to_string(proxy.port()) +
+                               ",127.0.0.1:" + std::to_string(broker.port()) + "/",
                            "--stall-timeout-ms", "2000"});
   mqs_client c(mqs.port());
   ASSERT_TRUE(c.hello());
@@ -51,7 +51,8 @@ TEST(MqsBroker, AConsumerWhoseConnectionStopsForwardingIsFoundStalledReportedAnd
             (std::set<std::string>{"before 1", "before 2", "after 1", "after 2", "after 3"}));
   EXPECT_NE(mqs.log().find("consumer of " + topic + " got nothing for "), std::string::npos) << mqs.log();
   auto metrics = net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(mqs.port()) + "/metrics");
-  EXPECT_EQ(dde::test::parse_prometheus(metrics.body).value("dde_mqs_consumer_stalls_total", {{"pool", topic}}), 1)
+  EXPECT_EQ(
+      dde::test::parse_prometheus(metrics.body).value("dde_mqs_consumer_stalls_total", {{"pool", topic}}), 1)
       << metrics.body;
   EXPECT_TRUE(dde::test::wait_until(
       [&] { return net::http_fetch("GET", health_url).body.find("\"ready\"") != std::string::npos; }, 30s))
@@ -109,7 +110,8 @@ TEST(MqsBroker, ThePrefetchIsPerHostEachHostPullingATopicHasABrokerConsumerOfIts
     // ready in the broker (one shared consumer would have let 2 go; no prefetch, all 20).
     for (auto* h : {&a, &b, &c}) h->pull(topic, "at-least-once", 10);
     ASSERT_TRUE(wait_until([&] { return delivered({&a, &b, &c}) >= 6; }, 20s)) << mqs.log();
-    ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(3); }, 20s));
+    ASSERT_TRUE(
+        wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(3); }, 20s));
     EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(n - 6));
     EXPECT_EQ(delivered({&a, &b, &c}), 6u);
     c.drop();  // leaves without acking: its consumer goes, its deliveries go back to the queue
@@ -130,11 +132,13 @@ TEST(MqsBroker, ThePrefetchIsPerHostEachHostPullingATopicHasABrokerConsumerOfIts
         return all.size() == std::size_t(n);
       },
       20s))
-      << all.size() << " of " << n << "\n" << mqs.log();
+      << all.size() << " of " << n << "\n"
+      << mqs.log();
   ASSERT_TRUE(wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(0); }, 20s));
   // c's consumer was cancelled (a quorum queue counts a cancelled consumer until what it delivered
   // is settled: by now it is).
-  ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(2); }, 20s))
+  ASSERT_TRUE(
+      wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(2); }, 20s))
       << mqs.log();
   a.close();
   b.close();
@@ -148,14 +152,16 @@ TEST(MqsBroker, AHostThatTellsItsWorkersGetsTheirPrefetchEach) {
   mqs_client a(mqs.port());
   ASSERT_TRUE(a.hello("a"));
   ASSERT_TRUE(enqueue_confirmed(a, topic, 20)) << mqs.log();
-  a.send_record({{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", 20}, {"consumers", 3}});
+  a.send_record(
+      {{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", 20}, {"consumers", 3}});
   ASSERT_TRUE(a.wait_for([&] { return a.count("deliver") >= 6; }, 20s)) << mqs.log();
-  ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(3); }, 20s));
+  ASSERT_TRUE(
+      wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(3); }, 20s));
   EXPECT_EQ(broker.queue_depth(topic), std::optional<std::uint32_t>(14));
   EXPECT_EQ(a.count("deliver"), 6u);
   // GET /topics reports the same consumers; "xnames" is another parameter, not "names".
-  auto topics = net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(mqs.port()) +
-                                           "/topics?xnames=nothing&names=" + topic);
+  auto topics = net::http_fetch(
+      "GET", "http://127.0.0.1:" + std::to_string(mqs.port()) + "/topics?xnames=nothing&names=" + topic);
   ASSERT_EQ(topics.status, 200) << topics.error;
   auto stats = nlohmann::json::parse(topics.body).at("topics");
   EXPECT_EQ(stats.size(), 1u) << stats.dump();
@@ -164,10 +170,12 @@ TEST(MqsBroker, AHostThatTellsItsWorkersGetsTheirPrefetchEach) {
   // Scaled down to one worker: the two consumers go once no delivery came for a while (their
   // windows are full: none comes), then the acks make room for prefetch 2 again, on one consumer
   // (the broker counts a cancelled consumer until what it delivered is settled).
-  a.send_record({{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", 1}, {"consumers", 1}});
+  a.send_record(
+      {{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", 1}, {"consumers", 1}});
   ASSERT_TRUE(wait_until([&] { return mqs_consumers(mqs, topic) == 1; }, 20s)) << mqs.log();
   a.ack(tags_of(a.records("deliver")));
-  ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(1); }, 20s))
+  ASSERT_TRUE(
+      wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(1); }, 20s))
       << mqs.log();
   ASSERT_TRUE(wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(12); }, 20s));
   EXPECT_EQ(a.count("deliver"), 8u);
@@ -188,7 +196,8 @@ TEST(MqsBroker, AHostScalingDownMidStreamGetsNothingBackRedelivered) {
   ASSERT_TRUE(producer.hello("p"));
   constexpr int n = 4000;
   auto_ack(a);
-  a.send_record({{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", n}, {"consumers", 4}});
+  a.send_record(
+      {{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", n}, {"consumers", 4}});
   // Published as it is consumed (about 4,000 a second), so deliveries are on their way all along.
   std::thread feed([&] {
     for (int i = 1; i <= n; ++i) {
@@ -198,7 +207,8 @@ TEST(MqsBroker, AHostScalingDownMidStreamGetsNothingBackRedelivered) {
   });
   bool scaled = a.wait_for([&] { return a.count("deliver") >= n / 4; }, 30s);
   // The host's pool went from four workers to one, mid-stream.
-  a.send_record({{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", 1}, {"consumers", 1}});
+  a.send_record(
+      {{"action", "pull"}, {"topic", topic}, {"mode", "at-least-once"}, {"credit", 1}, {"consumers", 1}});
   bool all = a.wait_for([&] { return bodies_of(a.records("deliver")).size() == std::size_t(n); }, 60s);
   feed.join();
   ASSERT_TRUE(scaled) << mqs.log();
@@ -209,7 +219,8 @@ TEST(MqsBroker, AHostScalingDownMidStreamGetsNothingBackRedelivered) {
   EXPECT_EQ(a.count("deliver"), std::size_t(n));
   // Quiet now: the three consumers the host no longer needs go.
   ASSERT_TRUE(wait_until([&] { return mqs_consumers(mqs, topic) == 1; }, 20s)) << mqs.log();
-  ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(1); }, 20s))
+  ASSERT_TRUE(
+      wait_until([&] { return broker.queue_consumers(topic) == std::optional<std::uint32_t>(1); }, 20s))
       << mqs.log();
   a.close();
   stop_and_expect_ready(mqs, broker, topic, 0);

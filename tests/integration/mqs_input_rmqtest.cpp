@@ -1,10 +1,9 @@
 // dde-mqs against a real RabbitMQ: bad input, and a host that does not read its socket.
 #include <gtest/gtest.h>
 
-#include "dde/wire/record.hpp"
-
 #include <fstream>
 
+#include "dde/wire/record.hpp"
 #include "mqs_rmq_support.hpp"
 #include "tcp_proxy.hpp"
 

@@ -38,7 +38,8 @@ inline bool enqueue_confirmed(mqs_client& c, const std::string& topic, int n) {
 
 /// Stops the MQS (its consumers close: what they held unacked goes back to the queue), expects
 /// `ready` messages left in `topic`'s queue, and deletes it.
-inline void stop_and_expect_ready(mqs_process& mqs, rabbitmq_node& broker, const std::string& topic, std::uint32_t ready) {
+inline void stop_and_expect_ready(mqs_process& mqs, rabbitmq_node& broker, const std::string& topic,
+                                  std::uint32_t ready) {
   EXPECT_EQ(mqs.stop(), 0);
   // The broker returns what a closed channel held asynchronously (a quorum queue's consumer goes
   // through its Raft log): the count is right once it did, not at the moment the MQS exited.
@@ -49,7 +50,8 @@ inline void stop_and_expect_ready(mqs_process& mqs, rabbitmq_node& broker, const
 
 /// The broker consumers the MQS says it holds on `topic` (GET /topics "consumers"), -1 if unknown.
 inline int mqs_consumers(mqs_process& mqs, const std::string& topic) {
-  auto r = net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(mqs.port()) + "/topics?names=" + topic);
+  auto r =
+      net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(mqs.port()) + "/topics?names=" + topic);
   if (r.status != 200) return -1;
   return nlohmann::json::parse(r.body).at("topics").at(topic).value("consumers", -1);
 }

@@ -4,21 +4,20 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <sstream>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <vector>
-
-#include <fstream>
 
 #include "dde/names.hpp"
 #include "dde/net/http_client.hpp"
 #include "dde_test.hpp"
-#include "tcp_proxy.hpp"
 #include "mqs_client.hpp"
 #include "mqs_process.hpp"
 #include "mqs_rmq_support.hpp"
 #include "prometheus_text.hpp"
+#include "tcp_proxy.hpp"
 
 namespace dde::mqs::test {
 namespace {
@@ -85,44 +84,51 @@ TEST(MqsBroker, PropsGoToTheBrokerAsAmqpPropertiesAndComeBackWithTheDelivery) {
                                 {"headers", {{"replyTo", "sys/r"}, {"toWorker", "w \"1\""}}}};
   // The same for a host that reads binary deliver headers (mqs/PROTOCOL.md *Binary deliver*).
   for (bool binary : {false, true})
-  for (auto mode : {"at-least-once", "at-most-once"}) {
-    SCOPED_TRACE(std::string(mode) + (binary ? ", binary deliver" : ", JSON deliver"));
-    mqs_client c(mqs.port());
-    ASSERT_TRUE(c.hello("test", 10s, binary));
-    EXPECT_EQ(c.records("welcome").at(0).header.value("deliver", "json"), binary ? "binary" : "json");
-    auto q = topic + (mode[3] == 'l' ? "l" : "m") + (binary ? "b" : "j");
-    auto plain_id = props;
-    plain_id["messageId"] = "m-1";
-    const auto sent_us = wall_clock_us();
-    c.send_record({{"action", "enqueue"}, {"topic", q}, {"mode", mode}, {"seq", 1}, {"props", props}}, "payload");
-    c.send_record({{"action", "enqueue"}, {"topic", q}, {"mode", mode}, {"seq", 2}}, "bare");
-    c.send_record({{"action", "enqueue"}, {"topic", q}, {"mode", mode}, {"seq", 3}, {"props", plain_id}}, "plain");
-    ASSERT_TRUE(wait_until([&] { return broker.queue_depth(q) == std::optional<std::uint32_t>(3); }, 30s)) << mqs.log();
-    const auto queued_us = wall_clock_us();
-    auto before = c.count("deliver");
-    auto_ack(c);  // prefetch 1: the second delivery needs the first one's ack
-    c.pull(q, mode, 3);
-    ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= before + 3; }, 30s)) << mqs.log();
-    auto all = c.records("deliver");
-    ASSERT_EQ(all.size(), before + 3);
-    std::vector<wire::record> got(all.begin() + std::ptrdiff_t(before), all.end());
-    for (auto& d : got) EXPECT_EQ(d.header.value("binary", false), binary) << d.header.dump();
-    EXPECT_EQ(got[0].header.at("props"), props);
-    EXPECT_EQ(got[0].body, "payload");
-    // The MQS's publish stamp: µs on its wall clock, between the enqueue and the message in the queue.
-    const auto published = got[0].header.value("published", std::uint64_t(0));
-    EXPECT_GE(published, sent_us) << got[0].header.dump();
-    EXPECT_LE(published, queued_us) << got[0].header.dump();
-    EXPECT_FALSE(got[1].header.contains("props")) << got[1].header.dump();
-    EXPECT_EQ(got[1].body, "bare");
-    EXPECT_EQ(got[2].header.at("props"), plain_id);
-    EXPECT_EQ(got[2].body, "plain");
-    ASSERT_TRUE(wait_until([&] { return broker.queue_depth(q) == std::optional<std::uint32_t>(0); }, 30s));
-  }
+    for (auto mode : {"at-least-once", "at-most-once"}) {
+      SCOPED_TRACE(std::string(mode) + (binary ? ", binary deliver" : ", JSON deliver"));
+      mqs_client c(mqs.port());
+      ASSERT_TRUE(c.hello("test", 10s, binary));
+      EXPECT_EQ(c.records("welcome").at(0).header.value("deliver", "json"), binary ? "binary" : "json");
+      auto q = topic + (mode[3] == 'l' ? "l" : "m") + (binary ? "b" : "j");
+      auto plain_id = props;
+      plain_id["messageId"] = "m-1";
+      const auto sent_us = wall_clock_us();
+      c.send_record({{"action", "enqueue"}, {"topic", q}, {"mode", mode}, {"seq", 1}, {"props", props}},
+                    "payload");
+      c.send_record({{"action", "enqueue"}, {"topic", q}, {"mode", mode}, {"seq", 2}}, "bare");
+      c.send_record({{"action", "enqueue"}, {"topic", q}, {"mode", mode}, {"seq", 3}, {"props", plain_id}},
+                    "plain");
+      ASSERT_TRUE(wait_until([&] { return broker.queue_depth(q) == std::optional<std::uint32_t>(3); }, 30s))
+          << mqs.log();
+      const auto queued_us = wall_clock_us();
+      auto before = c.count("deliver");
+      auto_ack(c);  // prefetch 1: the second delivery needs the first one's ack
+      c.pull(q, mode, 3);
+      ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= before + 3; }, 30s)) << mqs.log();
+      auto all = c.records("deliver");
+      ASSERT_EQ(all.size(), before + 3);
+      std::vector<wire::record> got(all.begin() + std::ptrdiff_t(before), all.end());
+      for (auto& d : got) EXPECT_EQ(d.header.value("binary", false), binary) << d.header.dump();
+      EXPECT_EQ(got[0].header.at("props"), props);
+      EXPECT_EQ(got[0].body, "payload");
+      // The MQS's publish stamp: µs on its wall clock, between the enqueue and the message in the queue.
+      const auto published = got[0].header.value("published", std::uint64_t(0));
+      EXPECT_GE(published, sent_us) << got[0].header.dump();
+      EXPECT_LE(published, queued_us) << got[0].header.dump();
+      EXPECT_FALSE(got[1].header.contains("props")) << got[1].header.dump();
+      EXPECT_EQ(got[1].body, "bare");
+      EXPECT_EQ(got[2].header.at("props"), plain_id);
+      EXPECT_EQ(got[2].body, "plain");
+      ASSERT_TRUE(wait_until([&] { return broker.queue_depth(q) == std::optional<std::uint32_t>(0); }, 30s));
+    }
   // Props the broker cannot carry are refused, by seq, before anything is published.
   mqs_client c(mqs.port());
   ASSERT_TRUE(c.hello());
-  c.send_record({{"action", "enqueue"}, {"topic", topic}, {"mode", "at-least-once"}, {"seq", 3}, {"props", {{"appId", 5}}}},
+  c.send_record({{"action", "enqueue"},
+                 {"topic", topic},
+                 {"mode", "at-least-once"},
+                 {"seq", 3},
+                 {"props", {{"appId", 5}}}},
                 "x");
   ASSERT_TRUE(c.wait_for([&] { return c.count("reject") >= 1; }, 30s)) << mqs.log();
   auto reject = c.records("reject").at(0);
@@ -203,7 +209,8 @@ TEST(MqsBroker, TopicsConsumedAtOnceOnFreshQuorumQueuesNeverCostAnotherTopicItsD
     std::string batch;
     for (int i = 0; i < 8; ++i) {
       fresh.push_back(unique_topic("fresh" + std::to_string(round) + "_" + std::to_string(i)));
-      wire::append_record(batch, {{"action", "pull"}, {"topic", fresh.back()}, {"mode", "at-least-once"}, {"credit", 1}});
+      wire::append_record(
+          batch, {{"action", "pull"}, {"topic", fresh.back()}, {"mode", "at-least-once"}, {"credit", 1}});
     }
     c.send(std::move(batch));
   }
@@ -215,8 +222,7 @@ TEST(MqsBroker, TopicsConsumedAtOnceOnFreshQuorumQueuesNeverCostAnotherTopicItsD
       if (d.header.at("topic") == topic) out.push_back(d);
     return out;
   };
-  ASSERT_TRUE(c.wait_for(
-      [&] { return c.count("deliver") >= std::size_t(held) + fresh.size(); }, 120s))
+  ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= std::size_t(held) + fresh.size(); }, 120s))
       << mqs.log();
   for (auto& t : fresh) EXPECT_EQ(deliveries_of(t).size(), 1u) << t;
 
@@ -301,8 +307,8 @@ TEST(MqsBroker, AnIdleDequeuerIsClosedAndComesBackWithTheNextPull) {
   c.pull(topic, "at-most-once", 1);
   ASSERT_TRUE(c.wait_for([&] { return c.count("deliver") >= 1; }, 20s)) << mqs.log();
   // No credit left, nothing unacknowledged: the consumer goes after the idle timeout.
-  ASSERT_TRUE(wait_until([&] { return mqs.log().find("closing the idle dequeuer of " + topic) != std::string::npos; },
-                         20s))
+  ASSERT_TRUE(wait_until(
+      [&] { return mqs.log().find("closing the idle dequeuer of " + topic) != std::string::npos; }, 20s))
       << mqs.log();
   c.enqueue(topic, "at-most-once", std::nullopt, "second");
   ASSERT_TRUE(wait_until([&] { return broker.queue_depth(topic) == std::optional<std::uint32_t>(1); }, 20s));
@@ -364,7 +370,8 @@ TEST(MqsBroker, HostsAreStillServedWhileTheDequeuerWaitsOnABrokerGoneSilent) {
   auto t0 = std::chrono::steady_clock::now();
   mqs_client late(mqs.port());  // connects (the WebSocket handshake) before it returns
   EXPECT_TRUE(late.hello("late", 3s)) << mqs.log();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "the late host waited for the dequeuer's RPC\n" << mqs.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "the late host waited for the dequeuer's RPC\n"
+                                                       << mqs.log();
   late.close();
   proxy.stall(false);
   c.enqueue(topic, "at-most-once", std::nullopt, "after");
@@ -394,15 +401,18 @@ TEST(MqsBroker, HostsAreStillServedWhileTheBrokerBlocksPublishing) {
   const auto metrics_url = "http://127.0.0.1:" + std::to_string(mqs.port()) + "/metrics";
   auto unwritten = [&] {
     auto r = net::http_fetch("GET", metrics_url);
-    return r.status == 200 ? dde::test::parse_prometheus(r.body).value("dde_mqs_publish_unwritten_bytes").value_or(0)
-                           : -1.0;
+    return r.status == 200
+               ? dde::test::parse_prometheus(r.body).value("dde_mqs_publish_unwritten_bytes").value_or(0)
+               : -1.0;
   };
-  ASSERT_TRUE(wait_until([&] { return unwritten() > 0; }, 30s)) << "the broker's socket never filled\n" << mqs.log();
+  ASSERT_TRUE(wait_until([&] { return unwritten() > 0; }, 30s)) << "the broker's socket never filled\n"
+                                                                << mqs.log();
   auto t0 = std::chrono::steady_clock::now();
   mqs_client late(mqs.port());
   EXPECT_TRUE(late.hello("late", 3s)) << mqs.log();
   EXPECT_EQ(net::http_fetch("GET", "http://127.0.0.1:" + std::to_string(mqs.port()) + "/health").status, 200);
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "a host waited for the broker to read\n" << mqs.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "a host waited for the broker to read\n"
+                                                       << mqs.log();
   EXPECT_GT(unwritten(), 0) << "the broker read while blocked: the hello above proves nothing";
   late.close();
   ASSERT_TRUE(broker.set_memory_watermark(0.4));

@@ -4,9 +4,9 @@
 //
 // The namespaces are created by this test and deleted at exit. The test process enters node A's
 // namespace in main(), before any thread exists, so everything it starts runs there.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -41,8 +41,9 @@ void setup() {
   bool ok = sh("ip netns add " + ns_a) && sh("ip netns add " + ns_b) &&
             sh("ip link add " + va + " netns " + ns_a + " type veth peer name " + vb + " netns " + ns_b) &&
             sh("ip -n " + ns_a + " addr add " + addr_a + "/24 dev " + va) &&
-            sh("ip -n " + ns_b + " addr add " + addr_b + "/24 dev " + vb) && sh("ip -n " + ns_a + " link set lo up") &&
-            sh("ip -n " + ns_b + " link set lo up") && sh("ip -n " + ns_a + " link set " + va + " up") &&
+            sh("ip -n " + ns_b + " addr add " + addr_b + "/24 dev " + vb) &&
+            sh("ip -n " + ns_a + " link set lo up") && sh("ip -n " + ns_b + " link set lo up") &&
+            sh("ip -n " + ns_a + " link set " + va + " up") &&
             sh("ip -n " + ns_b + " link set " + vb + " up");
   if (!ok) {
     teardown();
@@ -74,9 +75,23 @@ TEST(NetworkNamespaces, TwoNodesWithTheirOwnAddressesShareAPool) {
   std::string registry_ws = "ws://" + addr_a + ":" + std::to_string(registry.port) + "/registry";
   auto activator = [&](const std::string& ns, const std::string& addr, const std::string& name) {
     std::filesystem::create_directories(dir / name);
-    std::vector<std::string> argv{"ip", "netns", "exec", ns, bin_path("dde-activator").string(), "--registry",
-                                  registry_ws, "--listen", addr, "--port", "42042", "--name", name, "--log-dir",
-                                  (dir / name).string(), "--orphan-timeout-ms", "10000"};
+    std::vector<std::string> argv{"ip",
+                                  "netns",
+                                  "exec",
+                                  ns,
+                                  bin_path("dde-activator").string(),
+                                  "--registry",
+                                  registry_ws,
+                                  "--listen",
+                                  addr,
+                                  "--port",
+                                  "42042",
+                                  "--name",
+                                  name,
+                                  "--log-dir",
+                                  (dir / name).string(),
+                                  "--orphan-timeout-ms",
+                                  "10000"};
     return std::make_unique<child_process>(argv, dir / (name + ".log"));
   };
   auto a = activator(ns_a, addr_a, "node-a");
@@ -99,7 +114,9 @@ TEST(NetworkNamespaces, TwoNodesWithTheirOwnAddressesShareAPool) {
   EXPECT_EQ(ip_of["node-b"], addr_b);
 
   // A pool on A with one local worker and one on B (its Isolate Deployer at B's address).
-  auto deploy = [&](const nlohmann::json& body) { return rest("POST", base + "/registry/deploy", body.dump()); };
+  auto deploy = [&](const nlohmann::json& body) {
+    return rest("POST", base + "/registry/deploy", body.dump());
+  };
   auto consumer = deploy_body(id_of["node-a"], mqs.url(), "netns", "consumer", "consumer",
                               {{"stats_dir", dir}, {"log_dir", dir}},
                               {"localhost", "ws://" + addr_b + ":42042/activator"});

@@ -5,9 +5,9 @@
 
 #include <thread>
 
+#include "dde/runtime/plugin_loader.hpp"
 #include "dde_test.hpp"
 #include "host/plugin_fetcher.hpp"
-#include "dde/runtime/plugin_loader.hpp"
 #include "plugin_server.hpp"
 #include "tls_server.hpp"
 

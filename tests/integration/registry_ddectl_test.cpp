@@ -28,7 +28,8 @@ TEST(RegistryCtl, DdectlPrintsTablesOrJsonAndExitsWithTheDocumentedCodes) {
 
   auto table = run({"list"});
   EXPECT_EQ(table.exit, 0) << table.err;
-  EXPECT_EQ(table.out.rfind("ID         NAME    ACTIVATOR", 0), 0u) << "a table for people by default:\n" << table.out;
+  EXPECT_EQ(table.out.rfind("ID         NAME    ACTIVATOR", 0), 0u) << "a table for people by default:\n"
+                                                                    << table.out;
   EXPECT_NE(table.out.find("\n" + node.id() + "  node-a  ws://"), std::string::npos) << table.out;
   auto list = run({"-o", "json", "list"});
   EXPECT_EQ(list.exit, 0) << list.err;
@@ -59,18 +60,22 @@ TEST(RegistryCtl, DdectlPrintsTablesOrJsonAndExitsWithTheDocumentedCodes) {
             "(ddectl list and ddectl show ID list the pools; --no-registry sends anyway)\n");
   auto wrong_mode = run({"ask", "sampleSystem/printer", "--mode", "at-most-once"});
   EXPECT_EQ(wrong_mode.exit, 1) << wrong_mode.err;
-  EXPECT_NE(wrong_mode.err.find("pool sampleSystem/printer is at-least-once (on node " + node.id() + "), not "
+  EXPECT_NE(wrong_mode.err.find("pool sampleSystem/printer is at-least-once (on node " + node.id() +
+                                "), not "
                                 "at-most-once"),
             std::string::npos)
       << wrong_mode.err;
-  auto known = run({"ask", "sampleSystem/printer", "{}", "--mqs", "ws://127.0.0.1:1/mqs", "--timeout-ms", "5000"});
+  auto known =
+      run({"ask", "sampleSystem/printer", "{}", "--mqs", "ws://127.0.0.1:1/mqs", "--timeout-ms", "5000"});
   EXPECT_EQ(known.exit, 3) << known.err;
   EXPECT_EQ(known.err.rfind("ddectl: cannot reach the MQS at ws://127.0.0.1:1/mqs", 0), 0u) << known.err;
   auto unchecked = run({"ask", "nosys/nopool", "--no-registry", "--mqs", "ws://127.0.0.1:1/mqs"});
   EXPECT_EQ(unchecked.exit, 3) << "--no-registry goes straight to the MQS: " << unchecked.err;
   auto no_registry = ddectl({"ask", "a/b", "--registry", "http://127.0.0.1:1"});
   EXPECT_EQ(no_registry.exit, 3) << no_registry.err;
-  EXPECT_EQ(no_registry.err.rfind("ddectl: cannot reach the registry at http://127.0.0.1:1 to find pool a/b", 0), 0u)
+  EXPECT_EQ(
+      no_registry.err.rfind("ddectl: cannot reach the registry at http://127.0.0.1:1 to find pool a/b", 0),
+      0u)
       << no_registry.err;
 
   auto shown_table = run({"show", node.id()});
@@ -123,11 +128,11 @@ TEST(RegistryCtl, ARegistryOnIpv6LoopbackIsReachedByBracketedUrls) {
   registry_process registry({"--listen", "::1"});
   auto url = "http://[::1]:" + std::to_string(registry.port());
   auto dir = fresh_dir("v6-node");
-  dde::test::child_process node({dde::test::bin_path("dde-activator").string(), "--registry",
-                                 "ws://[::1]:" + std::to_string(registry.port()) + "/registry", "--listen", "::1",
-                                 "--port", std::to_string(dde::test::free_port()), "--name", "v6-node",
-                                 "--log-dir", dir.string()},
-                                dir / "activator.log");
+  dde::test::child_process node(
+      {dde::test::bin_path("dde-activator").string(), "--registry",
+       "ws://[::1]:" + std::to_string(registry.port()) + "/registry", "--listen", "::1", "--port",
+       std::to_string(dde::test::free_port()), "--name", "v6-node", "--log-dir", dir.string()},
+      dir / "activator.log");
   tool_result listed;
   ASSERT_TRUE(dde::test::wait_until(
       [&] {

@@ -20,9 +20,9 @@ class RegistryPair : public ::testing::Test {
   /// A registry on the shared store that polls it every 100 ms, with a heartbeat (so it describes
   /// its nodes and remembers their pools).
   std::unique_ptr<registry_process> registry() {
-    return std::make_unique<registry_process>(std::vector<std::string>{
-        "--state-url", store.url(), "--standby-poll-ms", "100", "--heartbeat-ms", "200", "--heartbeat-timeout-ms",
-        "30000", "--restore-grace-ms", "60000"});
+    return std::make_unique<registry_process>(
+        std::vector<std::string>{"--state-url", store.url(), "--standby-poll-ms", "100", "--heartbeat-ms",
+                                 "200", "--heartbeat-timeout-ms", "30000", "--restore-grace-ms", "60000"});
   }
   static bool active(registry_process& r) { return r.get("/registry/health").status == 200; }
   dde::test::postgres_server store{::testing::UnitTest::GetInstance()->current_test_info()->name()};
@@ -39,7 +39,8 @@ TEST_F(RegistryPair, TheStandbyRefusesNamingTheActiveAndTakesOverWithItsNodesWhe
   }
   auto r2 = registry();
   // r2 waits: it lives (its log), but answers 503 naming r1, and refuses nodes.
-  ASSERT_TRUE(wait_until([&] { return r2->get("/registry/health").body.value("leader", "") == r1->url(); }, 30s))
+  ASSERT_TRUE(
+      wait_until([&] { return r2->get("/registry/health").body.value("leader", "") == r1->url(); }, 30s))
       << r2->log();
   auto health = r2->get("/registry/health");
   EXPECT_EQ(health.status, 503);
@@ -69,8 +70,10 @@ TEST_F(RegistryPair, TheStandbyRefusesNamingTheActiveAndTakesOverWithItsNodesWhe
       },
       30s))
       << r1->get("/registry/failover").body.dump() << r1->log();
-  // ddectl given both (the standby first) talks to the active one; given the standby alone, it says who leads.
-  auto both = dde::test::run_tool("ddectl", {"--registry", r2->url() + "," + r1->url(), "list", "-o", "json"});
+  // ddectl given both (the standby first) talks to the active one; given the standby alone, it says who
+  // leads.
+  auto both =
+      dde::test::run_tool("ddectl", {"--registry", r2->url() + "," + r1->url(), "list", "-o", "json"});
   EXPECT_EQ(both.exit, 0) << both.err;
   EXPECT_NE(both.out.find(ida), std::string::npos) << both.out;
   auto standby = dde::test::run_tool("ddectl", {"--registry", r2->url(), "list"});
@@ -91,9 +94,10 @@ TEST_F(RegistryPair, TheStandbyRefusesNamingTheActiveAndTakesOverWithItsNodesWhe
   fake_node back(r2->port(), again);
   ASSERT_TRUE(back.wait_registered()) << r2->log();
   EXPECT_EQ(back.id(), ida);
-  ASSERT_TRUE(wait_until([&] { return !r2->get("/registry/failover").body["nodes"][0].contains("disconnectedMsAgo"); },
-                         30s));
-  EXPECT_EQ(r2->get("/registry/failover").body["failovers"].size(), 0u) << "it came back: nothing to fail over";
+  ASSERT_TRUE(wait_until(
+      [&] { return !r2->get("/registry/failover").body["nodes"][0].contains("disconnectedMsAgo"); }, 30s));
+  EXPECT_EQ(r2->get("/registry/failover").body["failovers"].size(), 0u)
+      << "it came back: nothing to fail over";
 }
 
 TEST_F(RegistryPair, AnActiveRegistryThatLosesTheStoreStepsDownAndLeadsAgainOnceTheStoreIsBack) {

@@ -1,13 +1,14 @@
 // The REST API of a real dde-registry process (thesis 3.2.2 plus DDE's additions), with fake
 // nodes answering like real ones: the thesis's samples, every bad input, and pool migration.
 #include <arpa/inet.h>
-#include <cstring>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <cstring>
 
 #include "registry_test_process.hpp"
 
@@ -143,10 +144,12 @@ TEST(RegistryRest, EveryBadInputGetsItsStatusAndMessageAndNothingDeployedIsTouch
        "field \"messageQueuingSystemServer\" is \"http://127.0.0.1:42043/mqs\": expected a WebSocket URL "
        "ws://host:port/path (or several, comma-separated, to fail over between)"},
       {"POST", "/registry/deploy", with("bootstrapperId", "12133208"), 404,
-       "unknown bootstrapperId \"12133208\": no connected node has that id or that name, or several share the name (GET /registry/system/list)"},
+       "unknown bootstrapperId \"12133208\": no connected node has that id or that name, or several share "
+       "the name (GET /registry/system/list)"},
       {"POST", "/registry/deploy", std::string(5000, ' '), 413, "request body exceeds 4096 bytes"},
       {"GET", "/registry/system/12133208", "", 404,
-       "unknown bootstrapperId \"12133208\": no connected node has that id or that name, or several share the name (GET /registry/system/list)"},
+       "unknown bootstrapperId \"12133208\": no connected node has that id or that name, or several share "
+       "the name (GET /registry/system/list)"},
       {"GET", "/registry/nodes", "", 404, "unknown path \"/registry/nodes\"; the registry serves..."},
       {"DELETE", "/registry/deploy", "", 405, "method DELETE is not allowed on /registry/deploy; use POST"},
       {"POST", "/registry/system/list", "{}", 405,
@@ -208,7 +211,8 @@ std::string raw_exchange(int port, const std::string& request) {
       ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
     char buf[4096];
     ssize_t n;
-    while (answer.size() < 4096 && (n = ::recv(fd, buf, sizeof buf, 0)) > 0) answer.append(buf, std::size_t(n));
+    while (answer.size() < 4096 && (n = ::recv(fd, buf, sizeof buf, 0)) > 0)
+      answer.append(buf, std::size_t(n));
   }
   ::close(fd);
   return answer;
@@ -225,7 +229,8 @@ TEST(RegistryRest, ATargetThatIsNotUtf8GetsItsErrorAndTheRegistryGoesOn) {
   EXPECT_EQ(answer.rfind("HTTP/1.1 404", 0), 0u) << answer;
   EXPECT_NE(answer.find("no WebSocket endpoint at /"), std::string::npos) << answer;
 
-  auto rest = raw_exchange(registry.port(), "GET /registry/\xc3\x28 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  auto rest = raw_exchange(registry.port(),
+                           "GET /registry/\xc3\x28 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(rest.rfind("HTTP/1.1 404", 0), 0u) << rest;
   EXPECT_NE(rest.find("unknown path"), std::string::npos) << rest;
 
@@ -298,8 +303,9 @@ TEST(RegistryDaemon, TellsSystemdItIsReadyOnceItListens) {
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0) << std::strerror(errno);
   auto port = dde::test::free_port();
-  dde::test::child_process registry({dde::test::bin_path("dde-registry").string(), "--port", std::to_string(port)},
-                                    dir / "registry.log", {{"NOTIFY_SOCKET", path}});
+  dde::test::child_process registry(
+      {dde::test::bin_path("dde-registry").string(), "--port", std::to_string(port)}, dir / "registry.log",
+      {{"NOTIFY_SOCKET", path}});
   pollfd p{fd, POLLIN, 0};
   ASSERT_EQ(::poll(&p, 1, 30000), 1) << "no notification within 30 s:\n" << registry.log();
   char buf[512] = {};

@@ -13,8 +13,13 @@ using dde::test::wait_until;
 registry_process::registry_process(std::vector<std::string> extra) {
   port_ = dde::test::free_port();
   // The fake nodes of these tests count the requests they get: no heartbeat (pings, describes).
-  std::vector<std::string> argv = {bin_path("dde-registry").string(), "--port", std::to_string(port_),
-                                   "--log-level", "debug", "--heartbeat-ms", "0"};
+  std::vector<std::string> argv = {bin_path("dde-registry").string(),
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--log-level",
+                                   "debug",
+                                   "--heartbeat-ms",
+                                   "0"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   proc_ =
       std::make_unique<dde::test::child_process>(argv, dde::test::fresh_dir("registry") / "dde-registry.log");

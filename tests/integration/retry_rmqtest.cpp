@@ -33,7 +33,8 @@ TEST_F(DelayedRetry, AFailedMessageComesBackAfterEachDelayThenGoesToTheDeadLette
   auto r = deploy_pool(id, sys, "faulty", "faulty", {{"throw_on", {7}}, {"throw_once_on", {3}}}, 1,
                        {{"retry", {{"delays", {400, 800}}}}, {"supervision", {{"strategy", "resume"}}}});
   ASSERT_EQ(r.status, 200) << r.body;
-  r = deploy(deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/faulty"}, {"count", 10}}));
+  r = deploy(
+      deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/faulty"}, {"count", 10}}));
   ASSERT_EQ(r.status, 200) << r.body;
   const std::string dead = "dde.dead." + sys + ".faulty";
   auto& broker = shared_broker();
@@ -41,7 +42,8 @@ TEST_F(DelayedRetry, AFailedMessageComesBackAfterEachDelayThenGoesToTheDeadLette
   ASSERT_TRUE(wait_until([&] { return broker.queue_depth(dead).value_or(0) >= 1; }, long_wait))
       << "thrown: " << times_by_seq(dir, "thrown-").size() << " seqs";
   auto handled = read_seq_logs(dir, "faulty-");
-  ASSERT_TRUE(wait_until([&] { return (handled = read_seq_logs(dir, "faulty-")).unique.size() >= 9; }, long_wait));
+  ASSERT_TRUE(
+      wait_until([&] { return (handled = read_seq_logs(dir, "faulty-")).unique.size() >= 9; }, long_wait));
   std::set<std::int64_t> expected{0, 1, 2, 3, 4, 5, 6, 8, 9};
   EXPECT_EQ(handled.unique, expected) << "seq 3 succeeded on its retry; seq 7 never did";
   EXPECT_EQ(handled.lines, 9u) << "each handled once";
@@ -79,7 +81,8 @@ TEST_F(DelayedRetry, AWorkersSendAfterArrivesOnceItsDelayPassed) {
   ASSERT_EQ(r.status, 200) << r.body;
   auto& broker = shared_broker();
   // The pool's queue exists once its MQS consumes it for the pool.
-  ASSERT_TRUE(wait_until([&] { return broker.queue_consumers(sys + ".faulty").value_or(0) >= 1; }, long_wait));
+  ASSERT_TRUE(
+      wait_until([&] { return broker.queue_consumers(sys + ".faulty").value_or(0) >= 1; }, long_wait));
   // From outside DDE: seq 99 asks the worker to send seq 100 to its own pool 700 ms later.
   broker.publish(sys + ".faulty", {R"({"action": "later", "delay_ms": 700, "later_seq": 100, "seq": 99})"});
   ASSERT_TRUE(wait_until([&] { return read_seq_logs(dir, "faulty-").unique.count(100) == 1; }, long_wait));

@@ -43,13 +43,15 @@ class Routers : public Cluster {
   /// test's pools go to a system of their own (`suffix`): the fixture's queues exist already.
   void settle_queues(const std::string& suffix) {
     sys += suffix;
-    for (const std::string pool_name : {"echo", "requester"}) shared_broker().declare_queue(sys + "." + pool_name, true);
+    for (const std::string pool_name : {"echo", "requester"})
+      shared_broker().declare_queue(sys + "." + pool_name, true);
     ASSERT_TRUE(shared_broker().wait_quorum_queues_registered());
   }
   /// Deploys a requester that asks sys/echo `n` times, one at a time, and waits until it has its answers.
   nlohmann::json ask_echo(int n) {
-    auto r = deploy_pool(id, sys, "requester", "requester",
-                         {{"to", sys + "/echo"}, {"count", n}, {"concurrency", 1}, {"stats_dir", dir.string()}}, 1);
+    auto r = deploy_pool(
+        id, sys, "requester", "requester",
+        {{"to", sys + "/echo"}, {"count", n}, {"concurrency", 1}, {"stats_dir", dir.string()}}, 1);
     EXPECT_EQ(r.status, 200) << r.body;
     nlohmann::json stats;
     EXPECT_TRUE(wait_until(
@@ -91,7 +93,8 @@ TEST_F(Routers, SmallestMailboxSendsNothingToABusyWorkerWhileAnotherIsIdle) {
   // The producer starts once the pool consumes: messages sent before would wait in the queue and
   // reach the pool in one burst, where the rule itself puts every other one on the busy worker
   // (seen under load: seqs 3, 5, ..., 11 behind seq 0).
-  ASSERT_TRUE(wait_until([&] { return shared_broker().queue_consumers(sys + ".echo").value_or(0) >= 1; }, long_wait));
+  ASSERT_TRUE(
+      wait_until([&] { return shared_broker().queue_consumers(sys + ".echo").value_or(0) >= 1; }, long_wait));
   const int n = 50;
   produce("echo", n, {{"rate", 20}});
   ASSERT_TRUE(wait_until([&] { return done_times().size() >= std::size_t(n); }, long_wait));
@@ -108,7 +111,8 @@ TEST_F(Routers, SmallestMailboxSendsNothingToABusyWorkerWhileAnotherIsIdle) {
       behind.push_back(int(l.seq));
       continue;
     }
-    EXPECT_LT(done[l.seq], done[0]) << "seq " << l.seq << " went to the idle worker but waited for the busy one";
+    EXPECT_LT(done[l.seq], done[0]) << "seq " << l.seq
+                                    << " went to the idle worker but waited for the busy one";
   }
   // A message goes to the busy worker only when the other holds more (a tie goes to the one whose
   // message started last): the k-th one behind seq 0 needs the other worker to hold k + 1 at that
@@ -128,9 +132,9 @@ TEST_F(Routers, SmallestMailboxSendsNothingToABusyWorkerWhileAnotherIsIdle) {
   ASSERT_EQ(workers.size(), 2u) << workers.dump();
   ASSERT_EQ(busy_found, 1u) << "the busy worker " << slow_worker << " is not in " << workers.dump();
   ASSERT_GE(other_peak, 1u) << "no peakInFlight for the other worker: " << workers.dump();
-  EXPECT_LT(behind.size(), other_peak) << "messages queued behind the busy worker: "
-                                       << ::testing::PrintToString(behind) << "; the other held at most "
-                                       << other_peak;
+  EXPECT_LT(behind.size(), other_peak)
+      << "messages queued behind the busy worker: " << ::testing::PrintToString(behind)
+      << "; the other held at most " << other_peak;
 }
 
 TEST_F(Routers, ConsistentHashKeepsEveryKeyOnOneWorker) {
@@ -149,7 +153,8 @@ TEST_F(Routers, ConsistentHashKeepsEveryKeyOnOneWorker) {
     all_workers.insert(l.worker);
   }
   EXPECT_EQ(workers_of.size(), users.size());
-  for (auto& [user, workers] : workers_of) EXPECT_EQ(workers.size(), 1u) << user << " went to several workers";
+  for (auto& [user, workers] : workers_of)
+    EXPECT_EQ(workers.size(), 1u) << user << " went to several workers";
   EXPECT_EQ(all_workers.size(), 4u) << "the keys spread over the pool";
 }
 
@@ -238,9 +243,10 @@ TEST_F(Routers, ConsistentHashMovesOnlyTheNewWorkersShareOfKeysWhenThePoolGrows)
 TEST_F(Routers, ScatterGatherReturnsTheFirstReplyAndCountsTheDroppedOnes) {
   // Instances 0 and 1 answer after 2 s, instance 2 after 10 ms; every copy is answered.
   settle_queues("sg");
-  auto r = deploy_pool(id, sys, "echo", "echo_v1",
-                       {{"work_ms", 10}, {"slow_instances", {0, 1}}, {"slow_ms", 2000}, {"reply_when_done", true}}, 3,
-                       {{"routerType", "scatterGather"}, {"credits", 2}});
+  auto r =
+      deploy_pool(id, sys, "echo", "echo_v1",
+                  {{"work_ms", 10}, {"slow_instances", {0, 1}}, {"slow_ms", 2000}, {"reply_when_done", true}},
+                  3, {{"routerType", "scatterGather"}, {"credits", 2}});
   ASSERT_EQ(r.status, 200) << r.body;
   const int n = 20;
   auto asked = ask_echo(n);
@@ -256,9 +262,10 @@ TEST_F(Routers, ScatterGatherReturnsTheFirstReplyAndCountsTheDroppedOnes) {
 TEST_F(Routers, TailChoppingAsksAnotherWorkerWhenTheFirstIsSlowAndReturnsTheFirstReply) {
   // Instance 0 answers after 2 s, the others after 10 ms; a copy goes to another worker after 100 ms.
   settle_queues("tc");
-  auto r = deploy_pool(id, sys, "echo", "echo_v1",
-                       {{"work_ms", 10}, {"slow_instances", {0}}, {"slow_ms", 2000}, {"reply_when_done", true}}, 3,
-                       {{"routerType", "tail-chopping"}, {"tailChopDelayMs", 100}, {"credits", 4}});
+  auto r =
+      deploy_pool(id, sys, "echo", "echo_v1",
+                  {{"work_ms", 10}, {"slow_instances", {0}}, {"slow_ms", 2000}, {"reply_when_done", true}}, 3,
+                  {{"routerType", "tail-chopping"}, {"tailChopDelayMs", 100}, {"credits", 4}});
   ASSERT_EQ(r.status, 200) << r.body;
   const int n = 12;
   auto asked = ask_echo(n);

@@ -24,7 +24,8 @@ class Supervision : public Cluster {
     return id;
   }
   void produce(const std::string& id, const std::string& sys, int n) {
-    auto r = deploy(deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/faulty"}, {"count", n}}));
+    auto r = deploy(
+        deploy_body(id, mqs.url(), sys, "producer", "producer", {{"to", sys + "/faulty"}, {"count", n}}));
     EXPECT_EQ(r.status, 200) << r.body;
   }
   nlohmann::json faulty_pool(const std::string& id, const std::string& sys) {
@@ -61,7 +62,8 @@ TEST_F(Supervision, DeadLetterSendsTheFailedMessageToTheDeadLetterQueue) {
   run(sys, {{"throw_on", {42}}}, {{"strategy", "resume"}, {"failedMessage", "dead-letter"}}, 100);
   ASSERT_TRUE(wait_until([&] { return handled().unique.size() >= 99; }, long_wait));
   // Never silently dropped: it waits in dde.dead.<queue>.
-  ASSERT_TRUE(wait_until([&] { return shared_broker().queue_depth("dde.dead." + sys + ".faulty") == 1u; }, 30s));
+  ASSERT_TRUE(
+      wait_until([&] { return shared_broker().queue_depth("dde.dead." + sys + ".faulty") == 1u; }, 30s));
   EXPECT_EQ(handled().missing(100), std::vector<std::int64_t>{42});
   auto dead = shared_broker().get("dde.dead." + sys + ".faulty");
   ASSERT_TRUE(dead);
@@ -82,7 +84,8 @@ TEST_F(Supervision, TheRestartLimitStopsACrashLoop) {
   auto sys = unique_system("suplimit");
   std::vector<int> all(50);
   for (int i = 0; i < 50; ++i) all[std::size_t(i)] = i;
-  auto id = run(sys, {{"throw_on", all}}, {{"strategy", "restart"}, {"maxRestarts", 3}, {"withinMs", 60000}}, 50);
+  auto id =
+      run(sys, {{"throw_on", all}}, {{"strategy", "restart"}, {"maxRestarts", 3}, {"withinMs", 60000}}, 50);
   ASSERT_TRUE(wait_until(
       [&] {
         auto p = faulty_pool(id, sys);
@@ -94,7 +97,8 @@ TEST_F(Supervision, TheRestartLimitStopsACrashLoop) {
   EXPECT_EQ(p["stats"]["restarts"], 3) << p.dump();
   EXPECT_NE(p["poolState"].get<std::string>().find("asked to throw"), std::string::npos);
   // The messages are not lost: they wait in the broker for a fixed version.
-  EXPECT_TRUE(wait_until([&] { return shared_broker().queue_depth(sys + ".faulty").value_or(0) >= 45u; }, 30s));
+  EXPECT_TRUE(
+      wait_until([&] { return shared_broker().queue_depth(sys + ".faulty").value_or(0) >= 45u; }, 30s));
 }
 
 TEST_F(Supervision, APoisonMessageGoesToTheDeadLetterQueueWithItsFailureAndThePoolGoesOn) {
@@ -102,15 +106,17 @@ TEST_F(Supervision, APoisonMessageGoesToTheDeadLetterQueueWithItsFailureAndThePo
   auto sys = unique_system("suppoison");
   auto id = run(sys, {{"throw_on", {42}}}, {{"strategy", "restart"}, {"maxFailures", 3}}, 100);
   ASSERT_TRUE(wait_until([&] { return handled().unique.size() >= 99; }, long_wait));
-  ASSERT_TRUE(wait_until([&] { return shared_broker().queue_depth("dde.dead." + sys + ".faulty") == 1u; }, 30s));
+  ASSERT_TRUE(
+      wait_until([&] { return shared_broker().queue_depth("dde.dead." + sys + ".faulty") == 1u; }, 30s));
   EXPECT_EQ(handled().missing(100), std::vector<std::int64_t>{42});
   auto dead = shared_broker().get("dde.dead." + sys + ".faulty");
   ASSERT_TRUE(dead);
   auto j = nlohmann::json::parse(*dead);
   EXPECT_EQ(j["body"]["seq"], 42) << *dead;
   EXPECT_EQ(j["deadLetter"]["attempts"], 3) << *dead;
-  EXPECT_EQ(j["deadLetter"]["reason"],
-            "failed 3 times (supervision.maxFailures 3); last failure: on_receive threw: asked to throw on 42");
+  EXPECT_EQ(
+      j["deadLetter"]["reason"],
+      "failed 3 times (supervision.maxFailures 3); last failure: on_receive threw: asked to throw on 42");
   auto p = faulty_pool(id, sys);
   EXPECT_EQ(p["poolState"], "running") << p.dump();
   EXPECT_EQ(p["stats"]["failed"], 3);
@@ -127,14 +133,16 @@ TEST_F(Supervision, AStoppedPoolStartsAgainWithRestartAndLosesNothing) {
     return p.is_object() ? p.value("poolState", std::string()) : std::string();
   };
   ASSERT_TRUE(wait_until([&] { return state().rfind("stopped", 0) == 0; }, long_wait)) << state();
-  auto body = nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", sys}, {"isolateName", "faulty"}}.dump();
+  auto body =
+      nlohmann::json{{"bootstrapperId", id}, {"isolateSystemName", sys}, {"isolateName", "faulty"}}.dump();
   auto refused = rest("POST", registry.url() + "/registry/system/kill", body);
   EXPECT_EQ(refused.status, 409) << refused.body;
   EXPECT_NE(refused.body.find("RESTART starts it again"), std::string::npos) << refused.body;
   auto r = rest("POST", registry.url() + "/registry/system/restart", body);
   ASSERT_EQ(r.status, 200) << r.body;
   // The messages it gave back when it stopped are handled now, each thrown once already.
-  ASSERT_TRUE(wait_until([&] { return handled().unique.size() >= 100; }, long_wait)) << faulty_pool(id, sys).dump();
+  ASSERT_TRUE(wait_until([&] { return handled().unique.size() >= 100; }, long_wait))
+      << faulty_pool(id, sys).dump();
   EXPECT_TRUE(handled().missing(100).empty());
   EXPECT_EQ(state(), "running");
 }

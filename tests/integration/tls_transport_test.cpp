@@ -2,9 +2,9 @@
 // a wrong CA, a missing client certificate and plain ws:// to a TLS port. No broker.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <atomic>
 #include <fstream>
 #include <future>
 #include <thread>
@@ -45,9 +45,13 @@ class probe : public net::ws_handler, public first_outcome {
 class oversize : public net::ws_handler, public first_outcome {
  public:
   explicit oversize(std::size_t size) : size_(size) {}
-  void on_open(const std::shared_ptr<net::ws_connection>& conn) override { conn->send(std::string(size_, 'z'), true); }
+  void on_open(const std::shared_ptr<net::ws_connection>& conn) override {
+    conn->send(std::string(size_, 'z'), true);
+  }
   void on_message(const std::shared_ptr<net::ws_connection>&, std::string, bool) override {}
-  void on_close(const std::shared_ptr<net::ws_connection>&, const std::string& reason) override { settle(reason); }
+  void on_close(const std::shared_ptr<net::ws_connection>&, const std::string& reason) override {
+    settle(reason);
+  }
 
  private:
   std::size_t size_;
@@ -299,7 +303,8 @@ TEST_F(TlsTransport, AnHttpFetchOfAnAddressStartsNoResolverThreadWhileANameIsSti
   EXPECT_EQ(std::stoi(by_address.body), before) << "a call to an address started a thread";
   auto by_name = net::http_fetch("GET", "http://localhost:" + port + "/", "", {}, 10s);
   ASSERT_EQ(by_name.status, 200) << by_name.error;
-  EXPECT_GT(std::stoi(by_name.body), before) << "a name goes through asio's resolver (its thread): the count sees it";
+  EXPECT_GT(std::stoi(by_name.body), before)
+      << "a name goes through asio's resolver (its thread): the count sees it";
 }
 
 TEST_F(TlsTransport, PlainServersStillServeWs) {
@@ -320,9 +325,11 @@ TEST_F(TlsTransport, AMessageOverTheLimitIsRefusedWith1009AndThePeerReadsWhyWhil
       net::client_options o;
       if (tls) o.tls = {"", "", certs_->ca(), false};
       net::ws_connect(
-          io_, *net::parse_ws_url(url), client, [client](const std::string& why) { client->settle("fail:" + why); }, o);
+          io_, *net::parse_ws_url(url), client,
+          [client](const std::string& why) { client->settle("fail:" + why); }, o);
       ASSERT_EQ(outcome.wait_for(30s), std::future_status::ready);
-      EXPECT_EQ(outcome.get(), "closed by peer: a message over 65536 bytes") << (tls ? "wss" : "ws") << " try " << i;
+      EXPECT_EQ(outcome.get(), "closed by peer: a message over 65536 bytes")
+          << (tls ? "wss" : "ws") << " try " << i;
     }
     server_->stop();
   }
@@ -374,8 +381,8 @@ TEST_F(TlsTransport, UnusableCertificateFilesAreAPreciseStartupError) {
     net::server::create(io_, o);
     FAIL() << "no error for a missing certificate";
   } catch (const std::exception& e) {
-    EXPECT_EQ(std::string(e.what()),
-              "cannot use TLS certificate " + (certs_->dir / "missing.pem").string() + ": No such file or directory");
+    EXPECT_EQ(std::string(e.what()), "cannot use TLS certificate " + (certs_->dir / "missing.pem").string() +
+                                         ": No such file or directory");
   }
   o.tls = {certs_->cert("server"), certs_->key("client"), "", false};
   EXPECT_THROW(net::server::create(io_, o), std::runtime_error);

@@ -40,7 +40,8 @@ TEST_F(Traces, OneAskIsFollowedAcrossTwoSystemsOnTwoNodesThroughTheirSpanLogs) {
                                 {{"DDE_TRACE_LOG", spans_a.string()}, {"DDE_TRACE_NODE", "trace-a"}});
   auto node_b = start_activator(registry, dir, "trace-b", 0, {},
                                 {{"DDE_TRACE_LOG", spans_b.string()}, {"DDE_TRACE_NODE", "trace-b"}});
-  auto r = deploy_pool(node_id(registry, "trace-b"), sys_b, "supplier", "supplier", nlohmann::json::object(), 1);
+  auto r =
+      deploy_pool(node_id(registry, "trace-b"), sys_b, "supplier", "supplier", nlohmann::json::object(), 1);
   ASSERT_EQ(r.status, 200) << r.body;
   r = deploy_pool(node_id(registry, "trace-a"), sys_a, "requester", "requester",
                   {{"to", sys_b + "/supplier"}, {"count", 1}, {"concurrency", 1}, {"stats_dir", dir}}, 1);
@@ -81,17 +82,18 @@ TEST_F(Traces, OneAskIsFollowedAcrossTwoSystemsOnTwoNodesThroughTheirSpanLogs) {
   EXPECT_EQ(ids.size(), 3u) << "three distinct spans";
 }
 
-
 TEST_F(Traces, ADelayedRetryIsAnotherSpanOfTheSameTraceWithTheSameParent) {
   auto sys = unique_system("traceretry");
   auto spans = dir / "spans.jsonl";
-  const std::map<std::string, std::string> env{{"DDE_TRACE_LOG", spans.string()}, {"DDE_TRACE_NODE", "retry-node"}};
+  const std::map<std::string, std::string> env{{"DDE_TRACE_LOG", spans.string()},
+                                               {"DDE_TRACE_NODE", "retry-node"}};
   auto faulty = pool(sys, "faulty", "faulty", {{"throw_once_on", {3}}, {"log_dir", dir}});
   faulty["retry"] = {{"delays", {300}}};
   faulty["supervision"] = {{"strategy", "resume"}};
   auto host = start_host(sys, mqs.url(), {faulty}, dir / "host-faulty.log", env);
-  auto producer = start_host(sys, mqs.url(), {pool(sys, "producer", "producer", {{"to", sys + "/faulty"}, {"count", 5}})},
-                             dir / "host-producer.log", env);
+  auto producer =
+      start_host(sys, mqs.url(), {pool(sys, "producer", "producer", {{"to", sys + "/faulty"}, {"count", 5}})},
+                 dir / "host-producer.log", env);
   // The failed attempt and the retry: two spans of the pool for one message id.
   std::vector<nlohmann::json> attempts;
   ASSERT_TRUE(wait_until(

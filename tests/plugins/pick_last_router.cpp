@@ -4,7 +4,8 @@
 namespace {
 class pick_last : public dde::router_policy {
  public:
-  std::vector<std::size_t> select_worker(const dde::message&, const std::vector<dde::worker_info>& workers) override {
+  std::vector<std::size_t> select_worker(const dde::message&,
+                                         const std::vector<dde::worker_info>& workers) override {
     if (workers.empty()) return {};
     return {workers.size() - 1};
   }

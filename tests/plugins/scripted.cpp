@@ -18,7 +18,8 @@ namespace {
 class scripted : public dde::worker {
  public:
   scripted() {
-    if (args().value("throw_in_constructor", false)) throw std::runtime_error("constructor refused, as asked");
+    if (args().value("throw_in_constructor", false))
+      throw std::runtime_error("constructor refused, as asked");
   }
 
   void on_start() override {
@@ -56,8 +57,8 @@ class scripted : public dde::worker {
       } else if (step.contains("send")) {
         send({{"from_step", "send"}}, step["send"].get<std::string>());
       } else if (step.contains("send_after")) {
-        send_after(std::chrono::milliseconds(step["send_after"].get<long long>()), {{"from_step", "send_after"}},
-                   step["to"].get<std::string>());
+        send_after(std::chrono::milliseconds(step["send_after"].get<long long>()),
+                   {{"from_step", "send_after"}}, step["to"].get<std::string>());
       } else if (step.contains("ask")) {
         ask({{"from_step", "ask"}}, step["ask"].get<std::string>());
       } else if (step.contains("forward")) {

@@ -21,8 +21,8 @@ struct ask_result {
 /// where the pool runs (its MQS).
 ask_result ddectl_ask(const std::string& registry, const std::string& to, const std::string& body,
                       const std::filesystem::path& log) {
-  child_process ctl({bin_path("ddectl").string(), "--registry", registry, "ask", to, body, "--timeout-ms", "60000"},
-                    log);
+  child_process ctl(
+      {bin_path("ddectl").string(), "--registry", registry, "ask", to, body, "--timeout-ms", "60000"}, log);
   auto status = ctl.wait_exit(90s);
   return {status && WIFEXITED(*status) ? std::optional<int>(WEXITSTATUS(*status)) : std::nullopt, ctl.log()};
 }
@@ -37,7 +37,8 @@ TEST_F(Cluster, TheOutOfTreeExampleBuiltAgainstTheInstalledSdkAnswersAnAsk) {
   auto deployed = deploy(body);
   ASSERT_EQ(deployed.status, 200) << deployed.body;
 
-  auto answer = ddectl_ask(registry.url(), sys + "/echo", R"({"hello": "sdk", "n": 7})", dir / "ddectl-ask.log");
+  auto answer =
+      ddectl_ask(registry.url(), sys + "/echo", R"({"hello": "sdk", "n": 7})", dir / "ddectl-ask.log");
   ASSERT_EQ(answer.status, 0) << answer.output;
   auto reply = nlohmann::json::parse(answer.output, nullptr, false);
   EXPECT_EQ(reply, (nlohmann::json{{"echo", {{"hello", "sdk"}, {"n", 7}}}, {"by", "out-of-tree"}}))

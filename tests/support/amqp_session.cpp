@@ -53,16 +53,12 @@ amqp_session::~amqp_session() {
 
 void amqp_session::check(const amqp_rpc_reply_t& reply, const std::string& what) {
   switch (reply.reply_type) {
-    case AMQP_RESPONSE_NORMAL:
-      return;
-    case AMQP_RESPONSE_NONE:
-      connection_ok_ = false;
-      throw amqp_error(what + ": missing RPC reply", 0);
+    case AMQP_RESPONSE_NORMAL: return;
+    case AMQP_RESPONSE_NONE: connection_ok_ = false; throw amqp_error(what + ": missing RPC reply", 0);
     case AMQP_RESPONSE_LIBRARY_EXCEPTION:
       connection_ok_ = false;
       throw amqp_error(what + ": " + amqp_error_string2(reply.library_error), 0);
-    case AMQP_RESPONSE_SERVER_EXCEPTION:
-      break;
+    case AMQP_RESPONSE_SERVER_EXCEPTION: break;
   }
   if (reply.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
     const auto* close = static_cast<const amqp_channel_close_t*>(reply.reply.decoded);

@@ -73,13 +73,15 @@ std::string child_process::log() const {
   return out.str();
 }
 
-tool_result run_tool(const std::string& tool, const std::vector<std::string>& args, const std::string& stdin_file) {
+tool_result run_tool(const std::string& tool, const std::vector<std::string>& args,
+                     const std::string& stdin_file) {
   auto dir = fresh_dir(tool);
   // sh keeps stderr apart from stdout (child_process sends both to its log file).
   std::vector<std::string> argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" <\"$STDIN_FILE\" 2>\"$ERR_FILE\"",
                                    bin_path(tool).string()};
   argv.insert(argv.end(), args.begin(), args.end());
-  child_process proc(argv, dir / "out.txt", {{"STDIN_FILE", stdin_file}, {"ERR_FILE", (dir / "err.txt").string()}});
+  child_process proc(argv, dir / "out.txt",
+                     {{"STDIN_FILE", stdin_file}, {"ERR_FILE", (dir / "err.txt").string()}});
   auto status = proc.wait_exit(30s);
   tool_result r;
   if (status && WIFEXITED(*status)) r.exit = WEXITSTATUS(*status);

@@ -51,7 +51,8 @@ mqs_process start_mqs(rabbitmq_node& broker, const fs::path& dir, int prefetch, 
                                 std::to_string(prefetch),
                                 "--log-level",
                                 mqs_log_level()};
-  for (auto& list : {tls.args(), mqs_env_args(), extra_args}) argv.insert(argv.end(), list.begin(), list.end());
+  for (auto& list : {tls.args(), mqs_env_args(), extra_args})
+    argv.insert(argv.end(), list.begin(), list.end());
   m.proc = std::make_unique<child_process>(argv, dir / ("mqs-" + std::to_string(m.port) + ".log"), env);
   if (!wait_until([&] { return port_open(m.port); }, 20s))
     throw std::runtime_error("dde-mqs did not listen on " + std::to_string(m.port) + ":\n" + m.proc->log());
@@ -84,11 +85,10 @@ registry_process start_registry(const fs::path& dir, std::uint16_t port,
   // Up: active (200), or a standby of a registry pair (503 with its role).
   auto up = [&] {
     auto health = rest("GET", r.url() + "/registry/health", {}, r.token);
-    return health.status == 200 || (health.status == 503 && health.json.is_object() &&
-                                     health.json.value("role", "") == "standby");
+    return health.status == 200 ||
+           (health.status == 503 && health.json.is_object() && health.json.value("role", "") == "standby");
   };
-  if (!wait_until(up, 20s))
-    throw std::runtime_error("dde-registry did not start:\n" + r.proc->log());
+  if (!wait_until(up, 20s)) throw std::runtime_error("dde-registry did not start:\n" + r.proc->log());
   return r;
 }
 

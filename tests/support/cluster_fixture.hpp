@@ -21,9 +21,11 @@ inline std::string unique_test_system(const std::string& base) {
 }
 
 /// The pools of `system` on node `id`, as GET /registry/system/{id} reports them.
-inline nlohmann::json pools_of(const registry_process& registry, const std::string& id, const std::string& system) {
+inline nlohmann::json pools_of(const registry_process& registry, const std::string& id,
+                               const std::string& system) {
   auto show = rest("GET", registry.url() + "/registry/system/" + id, {}, registry.token);
-  if (show.status != 200 || !show.json.is_object() || !show.json.contains(system)) return nlohmann::json::array();
+  if (show.status != 200 || !show.json.is_object() || !show.json.contains(system))
+    return nlohmann::json::array();
   return show.json[system];
 }
 

@@ -9,8 +9,8 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dde::test {
@@ -202,7 +202,7 @@ class rabbitmq_node {
   std::uint16_t dist_port_ = 0;
   std::uint16_t tls_port_ = 0;
   std::string tls_config_;
-  std::string extra_config_;    ///< more rabbitmq.conf lines
+  std::string extra_config_;     ///< more rabbitmq.conf lines
   std::string advanced_config_;  ///< advanced.config, when not empty
   std::filesystem::path dir_;
   std::unique_ptr<child_process> server_;

@@ -1,8 +1,8 @@
 // wait_until, free_port, fresh_dir, bin_path, worker_path, port_open.
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -108,7 +108,7 @@ bool claim_port(std::uint16_t port) {
     std::ifstream in(file);
     if (!(in >> owner) || owner <= 0) return false;  // being written by its claimer this very moment
     if (::kill(static_cast<pid_t>(owner), 0) == 0 || errno == EPERM) return false;  // its claimer lives
-    ::unlink(file.c_str());  // its claimer is gone
+    ::unlink(file.c_str());                                                         // its claimer is gone
   }
   return false;
 }

@@ -4,6 +4,7 @@
 // told to fail, and counts what it answered. Built on dde's own HTTP server, on a thread of its own.
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -11,8 +12,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
 
 #include "dde/net/ws.hpp"
 

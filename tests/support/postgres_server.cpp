@@ -27,8 +27,9 @@ std::filesystem::path server_bin_dir() {
     }
   }
   if (best.empty())
-    throw std::runtime_error("no PostgreSQL server in /usr/lib/postgresql: install the postgresql package "
-                             "(deploy/install-deps.sh does)");
+    throw std::runtime_error(
+        "no PostgreSQL server in /usr/lib/postgresql: install the postgresql package "
+        "(deploy/install-deps.sh does)");
   return best;
 }
 
@@ -41,11 +42,12 @@ postgres_server::postgres_server(const std::string& name)
   if (::geteuid() == 0) {
     const passwd* pw = ::getpwnam("postgres");
     if (!pw) throw std::runtime_error("running as root, but there is no postgres user to run PostgreSQL as");
-    if (::chown(dir_.c_str(), pw->pw_uid, pw->pw_gid) != 0 || ::chown(data_.c_str(), pw->pw_uid, pw->pw_gid) != 0)
+    if (::chown(dir_.c_str(), pw->pw_uid, pw->pw_gid) != 0 ||
+        ::chown(data_.c_str(), pw->pw_uid, pw->pw_gid) != 0)
       throw std::runtime_error("cannot give " + dir_.string() + " to the postgres user");
   }
-  auto initdb = as_server_user({(server_bin_dir() / "initdb").string(), "-D", data_.string(), "-U", "dde", "-A",
-                                "trust", "-E", "UTF8", "--no-locale", "--no-sync"});
+  auto initdb = as_server_user({(server_bin_dir() / "initdb").string(), "-D", data_.string(), "-U", "dde",
+                                "-A", "trust", "-E", "UTF8", "--no-locale", "--no-sync"});
   child_process run(initdb, dir_ / "initdb.log");
   auto status = run.wait_exit(120s);
   if (!status || *status != 0) throw std::runtime_error("initdb failed:\n" + run.log());
@@ -73,10 +75,13 @@ void postgres_server::start(std::chrono::milliseconds timeout) {
                               std::to_string(port_), "-k", "", "-c", "listen_addresses=127.0.0.1", "-c",
                               "fsync=off", "-c", "max_connections=50"});
   server_ = std::make_unique<child_process>(argv, dir_ / "postgres.log");
-  auto conninfo = "host=127.0.0.1 port=" + std::to_string(port_) + " user=dde dbname=postgres connect_timeout=2";
-  bool up = wait_until([&] { return !server_->running() || PQping(conninfo.c_str()) == PQPING_OK; }, timeout, 50ms);
+  auto conninfo =
+      "host=127.0.0.1 port=" + std::to_string(port_) + " user=dde dbname=postgres connect_timeout=2";
+  bool up =
+      wait_until([&] { return !server_->running() || PQping(conninfo.c_str()) == PQPING_OK; }, timeout, 50ms);
   if (!up || !server_->running())
-    throw std::runtime_error("PostgreSQL did not start on port " + std::to_string(port_) + ":\n" + log_tail());
+    throw std::runtime_error("PostgreSQL did not start on port " + std::to_string(port_) + ":\n" +
+                             log_tail());
 }
 
 void postgres_server::stop() {

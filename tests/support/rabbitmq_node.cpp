@@ -179,7 +179,8 @@ std::optional<rabbitmq_node::queue_totals_t> rabbitmq_node::queue_totals(const s
   }
   const auto expr =
       "case rabbit_amqqueue:lookup(rabbit_misc:r(<<\"/\">>, queue, <<\"" + quoted +
-      "\"/utf8>>)) of {ok, Q} -> {ok, {_, M}, _} = ra:local_query(amqqueue:get_pid(Q), fun rabbit_fifo:overview/1),"
+      "\"/utf8>>)) of {ok, Q} -> {ok, {_, M}, _} = ra:local_query(amqqueue:get_pid(Q), fun "
+      "rabbit_fifo:overview/1),"
       " [maps:get(num_messages, M), maps:get(num_discarded, M) + maps:get(num_discard_checked_out, M)];"
       " _ -> missing end.";
   const auto out = rabbitmqctl_output({"-q", "eval", expr}, 60s);
@@ -187,7 +188,8 @@ std::optional<rabbitmq_node::queue_totals_t> rabbitmq_node::queue_totals(const s
   if (out->find("missing") != std::string::npos) return std::nullopt;
   unsigned long long messages = 0, dlx = 0;  // "[3,0]"
   if (std::sscanf(out->c_str(), " [%llu,%llu]", &messages, &dlx) == 2) return queue_totals_t{messages, dlx};
-  throw std::runtime_error("rabbitmqctl eval on " + node_name_ + " answered '" + *out + "' for queue " + queue);
+  throw std::runtime_error("rabbitmqctl eval on " + node_name_ + " answered '" + *out + "' for queue " +
+                           queue);
 }
 
 void rabbitmq_node::stop() {
@@ -242,16 +244,18 @@ bool rabbitmq_node::set_memory_watermark(double fraction) {
 }
 
 std::map<std::string, std::string> rabbitmq_node::quorum_leaders() {
-  const auto out = rabbitmqctl_output({"-q", "list_queues", "name", "type", "leader", "--no-table-headers"}, 60s);
-  if (!out) throw std::runtime_error("rabbitmqctl list_queues failed on " + node_name_ + " (see rabbitmqctl.log)");
+  const auto out =
+      rabbitmqctl_output({"-q", "list_queues", "name", "type", "leader", "--no-table-headers"}, 60s);
+  if (!out)
+    throw std::runtime_error("rabbitmqctl list_queues failed on " + node_name_ + " (see rabbitmqctl.log)");
   std::map<std::string, std::string> leaders;
   std::istringstream lines(*out);
   std::string line;
   while (std::getline(lines, line)) {
     std::istringstream fields(line);
     std::string name, type, leader;
-    if (std::getline(fields, name, '\t') && std::getline(fields, type, '\t') && std::getline(fields, leader) &&
-        type == "quorum")
+    if (std::getline(fields, name, '\t') && std::getline(fields, type, '\t') &&
+        std::getline(fields, leader) && type == "quorum")
       leaders[name] = leader;
   }
   return leaders;
@@ -280,7 +284,8 @@ bool rabbitmq_node::join_cluster(const rabbitmq_node& seed) {
   if (rabbitmqctl({"stop_app"}, 60s) != 0) return false;
   if (rabbitmqctl({"join_cluster", seed.node_name()}, 60s) != 0) return false;
   if (rabbitmqctl({"start_app"}, 60s) != 0) return false;
-  return wait_until([this] { return detail::can_login(host_, port_, user(), password(), 2000ms); }, 60s, 100ms);
+  return wait_until([this] { return detail::can_login(host_, port_, user(), password(), 2000ms); }, 60s,
+                    100ms);
 }
 
 std::string rabbitmq_node::log_tail() const {

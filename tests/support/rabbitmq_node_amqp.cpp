@@ -27,8 +27,7 @@ void await_confirms(amqp_session& session, std::uint64_t last_tag) {
         confirmed = ack->multiple ? ack->delivery_tag : std::max(confirmed, ack->delivery_tag);
         break;
       }
-      case AMQP_BASIC_NACK_METHOD:
-        throw amqp_error("publish: broker nacked a message", 0);
+      case AMQP_BASIC_NACK_METHOD: throw amqp_error("publish: broker nacked a message", 0);
       case AMQP_BASIC_RETURN_METHOD:
         throw amqp_error("publish: message returned as unroutable (does the queue exist?)", 312);
       case AMQP_CHANNEL_CLOSE_METHOD: {
@@ -38,8 +37,7 @@ void await_confirms(amqp_session& session, std::uint64_t last_tag) {
         session.check(reply, "publish");
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
 }
@@ -77,7 +75,9 @@ void rabbitmq_node::delete_queue(const std::string& queue) {
   session.check_last_rpc("queue.delete " + queue);
 }
 
-void rabbitmq_node::declare_queue(const std::string& queue, bool quorum) { declare_queue(queue, quorum, {}, {}); }
+void rabbitmq_node::declare_queue(const std::string& queue, bool quorum) {
+  declare_queue(queue, quorum, {}, {});
+}
 
 void rabbitmq_node::declare_queue(const std::string& queue, bool quorum,
                                   const std::map<std::string, std::string>& strings,

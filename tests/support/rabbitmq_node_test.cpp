@@ -64,15 +64,20 @@ TEST(RabbitmqNode, QueueTotalsCountUnackedAndDeadLetteredNotYetConfirmed) {
   // A queue whose messages expire at once towards a queue that does not exist: dead-lettered
   // at-least-once, they wait in the source, ready nowhere.
   node.declare_queue("totals.expiring", /*quorum=*/true,
-                     {{"x-overflow", "reject-publish"}, {"x-dead-letter-exchange", ""},
-                      {"x-dead-letter-routing-key", "totals.nowhere"}, {"x-dead-letter-strategy", "at-least-once"}},
+                     {{"x-overflow", "reject-publish"},
+                      {"x-dead-letter-exchange", ""},
+                      {"x-dead-letter-routing-key", "totals.nowhere"},
+                      {"x-dead-letter-strategy", "at-least-once"}},
                      {{"x-message-ttl", 1}});
   node.publish("totals.expiring", {"x", "y", "z"});
   std::optional<rabbitmq_node::queue_totals_t> seen;
-  EXPECT_TRUE(wait_until([&] {
-    seen = node.queue_totals("totals.expiring");
-    return seen && seen->dlx == 3;
-  }, 30s, 200ms)) << "dlx " << (seen ? seen->dlx : 0);
+  EXPECT_TRUE(wait_until(
+      [&] {
+        seen = node.queue_totals("totals.expiring");
+        return seen && seen->dlx == 3;
+      },
+      30s, 200ms))
+      << "dlx " << (seen ? seen->dlx : 0);
   ASSERT_TRUE(seen);
   EXPECT_EQ(seen->messages, 3u) << "still held";
   EXPECT_EQ(node.queue_depth("totals.expiring"), 0u) << "but not ready";

@@ -3,17 +3,15 @@
 // test answers their requests. Deploy waits for the hello of the instance it started; a crash is
 // restarted after the backoff and gets its pools back (with the last limits, and the last good
 // plugin version when a swap crashed it); a link that closes answers what it left unanswered.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
-#include <gtest/gtest.h>
-
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <map>
 #include <optional>
 #include <set>
-
-#include <boost/asio/io_context.hpp>
 
 #include "dde/protocol/control_frames.hpp"
 #include "dde/protocol/pool_spec.hpp"
@@ -61,12 +59,9 @@ class fake_processes final : public process_table {
 };
 
 nlohmann::json pool_body(const std::string& isolate = "consumer") {
-  return {{"isolateSystemName", "sys"},
-          {"isolateName", isolate},
-          {"uri", "/plugins/consumer.so"},
-          {"workersPaths", {"localhost", "localhost"}},
-          {"routerType", "roundRobin"},
-          {"messageQueuingSystemServer", "ws://127.0.0.1:9/mqs"}};
+  return {{"isolateSystemName", "sys"},    {"isolateName", isolate},
+          {"uri", "/plugins/consumer.so"}, {"workersPaths", {"localhost", "localhost"}},
+          {"routerType", "roundRobin"},    {"messageQueuingSystemServer", "ws://127.0.0.1:9/mqs"}};
 }
 
 int exit_status(int code) { return code << 8; }  // as wait(2) reports exit(code)
@@ -98,7 +93,8 @@ class SystemManager : public ::testing::Test {
   void run_until(Pred done) {
     auto deadline = std::chrono::steady_clock::now() + 10s;
     while (!done()) {
-      if (std::chrono::steady_clock::now() > deadline) return ADD_FAILURE() << "the awaited event did not come";
+      if (std::chrono::steady_clock::now() > deadline)
+        return ADD_FAILURE() << "the awaited event did not come";
       io.restart();
       io.run_one_for(100ms);
     }
@@ -140,8 +136,8 @@ class SystemManager : public ::testing::Test {
 
   void answer(const std::shared_ptr<recording_connection>& conn, std::uint64_t id, bool ok,
               nlohmann::json result = nlohmann::json::object(), int status = 200, std::string error = {}) {
-    manager->on_message(conn, protocol::encode(protocol::control_response{id, ok, std::move(result), status, error}),
-                        false);
+    manager->on_message(
+        conn, protocol::encode(protocol::control_response{id, ok, std::move(result), status, error}), false);
     settle();
   }
 
@@ -224,7 +220,8 @@ TEST_F(SystemManager, ASecondPoolGoesToTheRunningSystemAndAnotherMqsIsAConflict)
   EXPECT_EQ(procs->spawned.size(), 1u);
   ASSERT_TRUE(other_mqs);
   EXPECT_EQ(http_status(*other_mqs), 409);
-  EXPECT_NE(other_mqs->error().find("already runs on this node with MQS ws://127.0.0.1:9/mqs"), std::string::npos);
+  EXPECT_NE(other_mqs->error().find("already runs on this node with MQS ws://127.0.0.1:9/mqs"),
+            std::string::npos);
   auto reqs = requests(*conn);
   ASSERT_EQ(reqs.size(), 1u);
   // The host's refusal is the deploy's answer, status and all.
@@ -339,7 +336,8 @@ TEST_F(SystemManager, ASystemThatDiesBeforeItsHelloFailsTheDeployAndIsNotRestart
 TEST_F(SystemManager, ACrashedSystemIsRestartedAfterItsBackoffAndGetsItsPoolsBackWithTheirNewLimits) {
   auto conn = deployed(pool_body());
   std::optional<outcome> rate;
-  manager->set_rate("sys", "consumer", {{"rate", {{"messages", 7}, {"perMs", 1000}}}}, [&](outcome o) { rate = o; });
+  manager->set_rate("sys", "consumer", {{"rate", {{"messages", 7}, {"perMs", 1000}}}},
+                    [&](outcome o) { rate = o; });
   settle();
   auto reqs = requests(*conn);
   ASSERT_EQ(reqs.size(), 1u);
@@ -378,10 +376,12 @@ TEST_F(SystemManager, ACrashedSystemIsRestartedAfterItsBackoffAndGetsItsPoolsBac
 /// dies of `signal`; returns the pool spec the restarted system is asked to add.
 class SwapCrash : public SystemManager {
  protected:
-  nlohmann::json redeployed_after(std::function<void(const std::shared_ptr<recording_connection>&)> before_crash,
-                                  int signal) {
+  nlohmann::json redeployed_after(
+      std::function<void(const std::shared_ptr<recording_connection>&)> before_crash, int signal) {
     auto conn = deployed(pool_body());
-    event(conn, {{"event", "pluginGood"}, {"isolateName", "consumer"}, {"md5", "good"}, {"path", "/cache/good.so"}});
+    event(
+        conn,
+        {{"event", "pluginGood"}, {"isolateName", "consumer"}, {"md5", "good"}, {"path", "/cache/good.so"}});
     before_crash(conn);
     settle();
     manager->on_close(conn, "eof");
@@ -399,7 +399,9 @@ class SwapCrash : public SystemManager {
 
 TEST_F(SwapCrash, ASwapThatCrashedTheSystemIsRedeployedFromTheLastGoodVersion) {
   auto spec = redeployed_after(
-      [&](auto& conn) { event(conn, {{"event", "pluginSwapping"}, {"isolateName", "consumer"}, {"md5", "bad"}}); },
+      [&](auto& conn) {
+        event(conn, {{"event", "pluginSwapping"}, {"isolateName", "consumer"}, {"md5", "bad"}});
+      },
       SIGSEGV);
   ASSERT_TRUE(spec.is_object()) << "the restarted system is asked to add its pool once";
   EXPECT_EQ(spec["lastGoodCopy"], "/cache/good.so");
@@ -410,7 +412,8 @@ TEST_F(SwapCrash, ASwapThatCrashedTheSystemIsRedeployedFromTheLastGoodVersion) {
 TEST_F(SwapCrash, ASwapWhoseEventNeverLeftTheCrashingSystemIsFoundByItsMarkerFile) {
   // The process died 12 ms into the swap, its pluginSwapping event still queued: only the marker tells.
   auto marker = protocol::swap_marker_path("/tmp/logs/plugin-cache", "sys", "consumer");
-  auto spec = redeployed_after([&](auto&) { ASSERT_TRUE(protocol::write_swap_marker(marker, "bad")); }, SIGABRT);
+  auto spec =
+      redeployed_after([&](auto&) { ASSERT_TRUE(protocol::write_swap_marker(marker, "bad")); }, SIGABRT);
   ASSERT_TRUE(spec.is_object()) << "the restarted system is asked to add its pool once";
   EXPECT_EQ(spec["lastGoodCopy"], "/cache/good.so");
   EXPECT_EQ(spec["crashedMd5"], "bad");

@@ -7,6 +7,7 @@
 
 #include <amqp.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,14 +16,12 @@
 #include <chrono>
 #include <deque>
 #include <map>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "amqp_session.hpp"
 #include "dde/protocol/mqs_records.hpp"
@@ -87,7 +86,6 @@ struct published_message {
   std::uint64_t published_us = 0;  ///< its x-dde-published-us stamp
   std::vector<std::pair<std::string, std::string>> headers;
 };
-
 
 class fake_session final : public amqp_session {
  public:
@@ -218,9 +216,10 @@ class fake_session final : public amqp_session {
   std::string publish(std::uint16_t channel, std::string_view exchange, std::string_view routing_key,
                       const publish_props& props, std::string_view body) override {
     if (broken) return "basic.publish: socket is closed";
-    published.push_back({channel, std::string(exchange), std::string(routing_key), std::string(body),
-                         std::string(props.message_id), props.delivery_mode, props.published_us,
-                         props.headers ? *props.headers : std::vector<std::pair<std::string, std::string>>{}});
+    published.push_back(
+        {channel, std::string(exchange), std::string(routing_key), std::string(body),
+         std::string(props.message_id), props.delivery_mode, props.published_us,
+         props.headers ? *props.headers : std::vector<std::pair<std::string, std::string>>{}});
     return {};
   }
   std::string ack(std::uint16_t channel, std::uint64_t tag, bool multiple) override {
@@ -312,7 +311,9 @@ class fake_session final : public amqp_session {
     frame = current_->frame;
     return 1;
   }
-  void reply_channel_close_ok(std::uint16_t ch) override { rpcs.push_back("channel.close-ok " + std::to_string(ch)); }
+  void reply_channel_close_ok(std::uint16_t ch) override {
+    rpcs.push_back("channel.close-ok " + std::to_string(ch));
+  }
   void reply_connection_close_ok() override {
     rpcs.push_back("connection.close-ok");
     broken = true;
@@ -401,7 +402,8 @@ inline session_opener fake_broker::opener() {
 inline fake_session* fake_broker::find(const std::string& suffix) const {
   for (auto it = live.rbegin(); it != live.rend(); ++it) {
     const auto& n = (*it)->name;
-    if (n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) return *it;
+    if (n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
+      return *it;
   }
   return nullptr;
 }

@@ -36,7 +36,8 @@ TEST(Backoff, JitterOnlyShortensEachDelayByUpToItsShare) {
 
 TEST(Backoff, ClientsThatFailedTogetherDoNotRetryTogether) {
   std::set<long long> first_waits;
-  for (std::uint32_t seed = 0; seed < 50; ++seed) first_waits.insert(backoff(1000ms, 5000ms, 0.2, seed).next().count());
+  for (std::uint32_t seed = 0; seed < 50; ++seed)
+    first_waits.insert(backoff(1000ms, 5000ms, 0.2, seed).next().count());
   EXPECT_GT(first_waits.size(), 25u) << "50 clients should spread over the 200 ms of jitter";
 }
 

@@ -9,15 +9,15 @@
 #include <thread>
 #include <vector>
 
+#include "dde/command_line.hpp"
 #include "dde/daemon.hpp"
 #include "dde/envelope.hpp"
 #include "dde/metrics.hpp"
-#include "dde/command_line.hpp"
 #include "dde/names.hpp"
-#include "dde/net/ws.hpp"
 #include "dde/net/http_client.hpp"
-#include "net/url.hpp"
+#include "dde/net/ws.hpp"
 #include "dde/wire/record.hpp"
+#include "net/url.hpp"
 
 namespace {
 
@@ -103,7 +103,9 @@ TEST(SystemdNotify, ReadyGoesToAnAbstractSocketAsOneDatagram) {
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, name.data(), name.size());
   addr.sun_path[0] = '\0';
-  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), socklen_t(offsetof(sockaddr_un, sun_path) + name.size())), 0);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&addr),
+                   socklen_t(offsetof(sockaddr_un, sun_path) + name.size())),
+            0);
   ::setenv("NOTIFY_SOCKET", name.c_str(), 1);
   EXPECT_TRUE(dde::notify_ready("listening on port 8000"));
   EXPECT_TRUE(dde::notify_stopping());
@@ -153,12 +155,14 @@ TEST(Metrics, TheProcessFiguresAndTheBuildAreThere) {
   dde::metrics_registry r;
   dde::add_process_metrics(r);
   auto text = r.render();
-  for (auto family : {"# TYPE process_cpu_seconds_total counter", "# TYPE process_resident_memory_bytes gauge",
-                      "# TYPE process_virtual_memory_bytes gauge", "# TYPE process_open_fds gauge",
-                      "# TYPE process_max_fds gauge", "# TYPE process_start_time_seconds gauge",
-                      "# TYPE dde_build_info gauge"})
+  for (auto family :
+       {"# TYPE process_cpu_seconds_total counter", "# TYPE process_resident_memory_bytes gauge",
+        "# TYPE process_virtual_memory_bytes gauge", "# TYPE process_open_fds gauge",
+        "# TYPE process_max_fds gauge", "# TYPE process_start_time_seconds gauge",
+        "# TYPE dde_build_info gauge"})
     EXPECT_NE(text.find(family), std::string::npos) << family << " in\n" << text;
-  EXPECT_NE(text.find(std::string("dde_build_info{version=\"") + dde::version() + "\"} 1\n"), std::string::npos)
+  EXPECT_NE(text.find(std::string("dde_build_info{version=\"") + dde::version() + "\"} 1\n"),
+            std::string::npos)
       << text;
 }
 
@@ -278,7 +282,8 @@ TEST(Envelope, JoiningOwnedPropertiesGivesWhatJoiningTheirViewGivesAndTakesTheir
     EXPECT_EQ(by_move.from, e->from);
     EXPECT_EQ(by_move.is_bytes, e->is_bytes);
   }
-  EXPECT_EQ(dde::join_envelope(dde::delivered_props{}, "sys.pool", R"({"id":"w","from":"a/b","body":5})").body, 5);
+  EXPECT_EQ(
+      dde::join_envelope(dde::delivered_props{}, "sys.pool", R"({"id":"w","from":"a/b","body":5})").body, 5);
   auto foreign = dde::join_envelope(dde::delivered_props{}, "sys.pool", "not json");
   EXPECT_EQ(foreign.from, dde::external_sender);
   EXPECT_TRUE(foreign.is_bytes);
@@ -304,7 +309,8 @@ TEST(Envelope, ARecipientTheTopicDoesNotNameTravelsInTheHeaders) {
   dde::envelope e;
   e.from = "sys/producer";
   e.body = 1;
-  EXPECT_FALSE(nlohmann::json::parse(dde::split_envelope(e, dde::reply_topic("inst")).props).contains("headers"))
+  EXPECT_FALSE(
+      nlohmann::json::parse(dde::split_envelope(e, dde::reply_topic("inst")).props).contains("headers"))
       << "no recipient, no header";
 }
 

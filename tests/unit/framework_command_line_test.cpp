@@ -34,7 +34,9 @@ class CommandLine : public ::testing::Test {
     app.add_option("--port", s_.port, "port")->type_name("PORT")->check(CLI::Range(0, 65535));
     app.add_option("--allow", s_.allow, "a prefix")->type_name("PREFIX")->allow_extra_args(false);
     app.add_flag("--verbose", s_.verbose, "say more");
-    app.add_option("--secret-file", s_.secret_file, "the secret")->type_name("FILE")->envname("DDE_TEST_SECRET_FILE");
+    app.add_option("--secret-file", s_.secret_file, "the secret")
+        ->type_name("FILE")
+        ->envname("DDE_TEST_SECRET_FILE");
     add_duration(app, "--timeout-ms", s_.timeout, 1, 60000, "give up after this long")->type_name("MS");
     line_->accept_config_file("{\"port\": 1}");
     std::vector<const char*> argv{"dde-test"};
@@ -51,7 +53,8 @@ class CommandLine : public ::testing::Test {
 };
 
 TEST_F(CommandLine, ValuesAreTypedCheckedAndTheLastOfTwoCounts) {
-  ASSERT_EQ(parse({"--port", "9", "--port=10", "--timeout-ms", "250", "--verbose"}).what, command_line::outcome::run);
+  ASSERT_EQ(parse({"--port", "9", "--port=10", "--timeout-ms", "250", "--verbose"}).what,
+            command_line::outcome::run);
   EXPECT_EQ(s_.port, 10);
   EXPECT_EQ(s_.timeout.count(), 250);
   EXPECT_TRUE(s_.verbose);
@@ -75,7 +78,8 @@ TEST_F(CommandLine, TheCommandLineOverridesTheConfigFileWhichOverridesTheEnviron
   ::setenv("DDE_TEST_SECRET_FILE", "/from/env", 1);
   ASSERT_EQ(parse({}).what, command_line::outcome::run);
   EXPECT_EQ(s_.secret_file, "/from/env");
-  write_config(R"({"port": 4000, "allow": ["/x", "/y"], "verbose": true, "secret-file": "/from/file", "timeout-ms": 9})");
+  write_config(
+      R"({"port": 4000, "allow": ["/x", "/y"], "verbose": true, "secret-file": "/from/file", "timeout-ms": 9})");
   ASSERT_EQ(parse({"--config", path_.string()}).what, command_line::outcome::run);
   EXPECT_EQ(s_.port, 4000);
   EXPECT_EQ(s_.allow, (std::vector<std::string>{"/x", "/y"}));
@@ -90,14 +94,18 @@ TEST_F(CommandLine, TheCommandLineOverridesTheConfigFileWhichOverridesTheEnviron
 
 TEST_F(CommandLine, ABadConfigFileIsNamedWithWhatIsWrongInIt) {
   write_config(R"({"colour": "red"})");
-  EXPECT_EQ(parse({"--config", path_.string()}).text, "config file " + path_.string() + ": unknown key \"colour\"");
+  EXPECT_EQ(parse({"--config", path_.string()}).text,
+            "config file " + path_.string() + ": unknown key \"colour\"");
   write_config("[1, 2]");
-  EXPECT_EQ(parse({"--config", path_.string()}).text, "config file " + path_.string() + ": must hold a JSON object");
+  EXPECT_EQ(parse({"--config", path_.string()}).text,
+            "config file " + path_.string() + ": must hold a JSON object");
   write_config(R"({"port": 1.5})");
   EXPECT_EQ(parse({"--config", path_.string()}).text,
-            "config file " + path_.string() + ": \"port\" must be a string, a whole number, true/false or an array of those");
+            "config file " + path_.string() +
+                ": \"port\" must be a string, a whole number, true/false or an array of those");
   write_config(R"({"help": true})");
-  EXPECT_NE(parse({"--config", path_.string()}).text.find("not allowed in a configuration file"), std::string::npos);
+  EXPECT_NE(parse({"--config", path_.string()}).text.find("not allowed in a configuration file"),
+            std::string::npos);
   std::filesystem::remove(path_);
   auto missing = parse({"--config", path_.string()});
   EXPECT_EQ(missing.what, command_line::outcome::error);
@@ -107,11 +115,15 @@ TEST_F(CommandLine, ABadConfigFileIsNamedWithWhatIsWrongInIt) {
 TEST_F(CommandLine, HelpAndVersionAreAnsweredInOneLayout) {
   auto help = parse({"--help"});
   ASSERT_EQ(help.what, command_line::outcome::help);
-  EXPECT_EQ(help.text.rfind("usage: dde-test [options]\nA program for the test.\n\noptions:\n", 0), 0u) << help.text;
-  EXPECT_NE(help.text.find("  --port PORT                port (default: 8000)\n"), std::string::npos) << help.text;
+  EXPECT_EQ(help.text.rfind("usage: dde-test [options]\nA program for the test.\n\noptions:\n", 0), 0u)
+      << help.text;
+  EXPECT_NE(help.text.find("  --port PORT                port (default: 8000)\n"), std::string::npos)
+      << help.text;
   EXPECT_NE(help.text.find("  --allow PREFIX             a prefix (repeatable)\n"), std::string::npos);
-  EXPECT_NE(help.text.find("  --secret-file FILE         the secret [$DDE_TEST_SECRET_FILE]\n"), std::string::npos);
-  EXPECT_NE(help.text.find("  --timeout-ms MS            give up after this long (default: 1500)\n"), std::string::npos);
+  EXPECT_NE(help.text.find("  --secret-file FILE         the secret [$DDE_TEST_SECRET_FILE]\n"),
+            std::string::npos);
+  EXPECT_NE(help.text.find("  --timeout-ms MS            give up after this long (default: 1500)\n"),
+            std::string::npos);
   EXPECT_NE(help.text.find("  --verbose                  say more\n"), std::string::npos);
   auto version = parse({"--version"});
   ASSERT_EQ(version.what, command_line::outcome::version);

@@ -99,7 +99,12 @@ TEST(FastJson, DumpsWhatNlohmannDumps) {
            R"({"a":[1,-2,3.5,-0,-0.0,1e3,2E-2,1.5e+10,true,false,null,{},[],""],"b":{"c":{"d":[[]]}}})",
            R"({"esc":"q\"b\\s\/b\bf\fn\nr\rt\t\u0001\u001f","u":"\u00e9\u4e2d\ud83d\ude00"})",
            R"([18446744073709551615,-9223372036854775808,9223372036854775807,0,-1])",
-           R"("")", R"(null)", R"(true)", R"(0.1)", R"(1e308)", R"(-1.5e-300)",
+           R"("")",
+           R"(null)",
+           R"(true)",
+           R"(0.1)",
+           R"(1e308)",
+           R"(-1.5e-300)",
        })
     expect_same_dump(json::parse(text));
   // Strings as they come from workers: invalid UTF-8 (replaced), every byte, long runs with a stop
@@ -132,14 +137,10 @@ TEST(FastJson, AgreesWithNlohmannOnRandomDocuments) {
   // Valid documents too: random values dumped, and parsed back.
   std::function<json(int)> make = [&](int depth) -> json {
     switch (rng() % (depth > 3 ? 5 : 7)) {
-      case 0:
-        return nullptr;
-      case 1:
-        return rng() % 2 == 0;
-      case 2:
-        return std::int64_t(rng()) - std::int64_t(rng());
-      case 3:
-        return double(rng()) / double(rng() | 1) * (rng() % 2 ? 1 : -1);
+      case 0: return nullptr;
+      case 1: return rng() % 2 == 0;
+      case 2: return std::int64_t(rng()) - std::int64_t(rng());
+      case 3: return double(rng()) / double(rng() | 1) * (rng() % 2 ? 1 : -1);
       case 4: {
         std::string s;
         for (int k = int(rng() % 12); k > 0; --k) s += char(1 + rng() % 126);

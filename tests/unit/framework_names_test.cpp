@@ -132,7 +132,8 @@ TEST(Names, ADelayQueueNamesItsDelayAndTheTopicItsMessagesReturnTo) {
   EXPECT_EQ(d->delay_ms, 5000);
   EXPECT_EQ(d->topic, "sys.pool");
   EXPECT_TRUE(dde::valid_topic(dde::delay_topic("sys.pool", 86400000)));
-  for (auto other : {"sys.pool", "dde.dead.sys.pool", "dde.delay-.sys.pool", "dde.delay-0.sys.pool",
-                     "dde.delay-86400001.sys.pool", "dde.delay-5s.sys.pool", "dde.delay-5000.sys", "dde.delay-5000"})
+  for (auto other :
+       {"sys.pool", "dde.dead.sys.pool", "dde.delay-.sys.pool", "dde.delay-0.sys.pool",
+        "dde.delay-86400001.sys.pool", "dde.delay-5s.sys.pool", "dde.delay-5000.sys", "dde.delay-5000"})
     EXPECT_FALSE(dde::parse_delay_topic(other)) << other;
 }

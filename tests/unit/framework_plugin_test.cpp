@@ -1,14 +1,13 @@
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "dde/protocol/pool_spec.hpp"
 #include "dde/runtime/load_failures.hpp"
 #include "dde/runtime/plugin_loader.hpp"
-#include "dde/protocol/pool_spec.hpp"
 
 namespace {
 
@@ -51,7 +50,8 @@ TEST(PluginLoader, RefusesAMissingFile) {
 }
 
 TEST(PluginLoader, RefusesAFileThatIsNotAnElfObject) {
-  auto path = (std::filesystem::temp_directory_path() / ("dde-not-elf-" + std::to_string(::getpid()) + ".so")).string();
+  auto path = (std::filesystem::temp_directory_path() / ("dde-not-elf-" + std::to_string(::getpid()) + ".so"))
+                  .string();
   std::ofstream(path) << "#!/bin/sh\necho hello\n";
   auto p = dde::runtime::worker_plugin::load(path);
   std::filesystem::remove(path);
@@ -186,7 +186,8 @@ TEST(PoolSpec, SaysExactlyWhatIsWrong) {
   EXPECT_NE(error_for({{"isolateName", nullptr}}).find("missing field \"isolateName\""), std::string::npos);
   EXPECT_NE(error_for({{"isolateName", "../x"}}).find("names must be"), std::string::npos);
   EXPECT_NE(error_for({{"routerType", "fastest"}}).find("unknown routerType \"fastest\""), std::string::npos);
-  EXPECT_NE(error_for({{"workersPaths", nlohmann::json::array()}}).find("non-empty array"), std::string::npos);
+  EXPECT_NE(error_for({{"workersPaths", nlohmann::json::array()}}).find("non-empty array"),
+            std::string::npos);
   EXPECT_NE(error_for({{"deliveryMode", "exactly-once"}}).find("deliveryMode"), std::string::npos);
   EXPECT_NE(error_for({{"credits", 0}}).find("credits"), std::string::npos);
   EXPECT_NE(error_for({{"hotDeployment", "yes"}}).find("hotDeployment"), std::string::npos);
@@ -205,8 +206,9 @@ TEST(PoolSpec, SaysExactlyWhatIsWrong) {
   EXPECT_NE(error_for({{"backoff", {{"retryLimit", -1}}}}).find("backoff.retryLimit"), std::string::npos);
   EXPECT_NE(error_for({{"backoff", {{"maxDelayMs", 0}}}}).find("backoff.maxDelayMs"), std::string::npos);
   EXPECT_NE(error_for({{"subPools", {{"capacity", {{"a", 1}}}}}}).find("\"key\""), std::string::npos);
-  EXPECT_NE(error_for({{"subPools", {{"key", "k"}, {"capacity", {{"a", 0}}}}}}).find("subPools.capacity[\"a\"]"),
-            std::string::npos);
+  EXPECT_NE(
+      error_for({{"subPools", {{"key", "k"}, {"capacity", {{"a", 0}}}}}}).find("subPools.capacity[\"a\"]"),
+      std::string::npos);
 }
 
 TEST(PoolSpec, RetryDelaysAreReadCheckedAndRoundTrip) {
@@ -218,9 +220,9 @@ TEST(PoolSpec, RetryDelaysAreReadCheckedAndRoundTrip) {
   };
   auto spec = with({{"retry", {{"delays", {1000, 5000, 30000}}}}});
   ASSERT_TRUE(spec) << spec.error();
-  EXPECT_EQ(spec.value().retry.delays,
-            (std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(1000), std::chrono::milliseconds(5000),
-                                                    std::chrono::milliseconds(30000)}));
+  EXPECT_EQ(spec.value().retry.delays, (std::vector<std::chrono::milliseconds>{
+                                           std::chrono::milliseconds(1000), std::chrono::milliseconds(5000),
+                                           std::chrono::milliseconds(30000)}));
   auto j = dde::to_json(spec.value());
   EXPECT_EQ(j["retry"], (nlohmann::json{{"delays", {1000, 5000, 30000}}}));
   j.update({{"isolateSystemName", "s"}, {"isolateName", "c"}, {"uri", "/x.so"}});
@@ -231,12 +233,14 @@ TEST(PoolSpec, RetryDelaysAreReadCheckedAndRoundTrip) {
   const std::string shape =
       "field \"retry\" must be {\"delays\": [ms, ...]}: 1 to 10 delays, each an integer from 1 to 86400000 "
       "(milliseconds)";
-  for (auto bad : {nlohmann::json(1000), nlohmann::json::object(), nlohmann::json{{"delays", nlohmann::json::array()}},
-                   nlohmann::json{{"delays", {0}}}, nlohmann::json{{"delays", {"1s"}}},
-                   nlohmann::json{{"delays", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}}})
+  for (auto bad :
+       {nlohmann::json(1000), nlohmann::json::object(), nlohmann::json{{"delays", nlohmann::json::array()}},
+        nlohmann::json{{"delays", {0}}}, nlohmann::json{{"delays", {"1s"}}},
+        nlohmann::json{{"delays", {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}}}})
     EXPECT_EQ(with({{"retry", bad}}).error(), shape) << bad.dump();
-  EXPECT_NE(with({{"retry", {{"delays", {10}}}}, {"deliveryMode", "at-most-once"}}).error().find(
-                "needs deliveryMode at-least-once"),
+  EXPECT_NE(with({{"retry", {{"delays", {10}}}}, {"deliveryMode", "at-most-once"}})
+                .error()
+                .find("needs deliveryMode at-least-once"),
             std::string::npos);
   EXPECT_NE(with({{"retry", {{"delays", {10}}}}, {"supervision", {{"failedMessage", "dead-letter"}}}})
                 .error()

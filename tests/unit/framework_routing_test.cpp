@@ -8,8 +8,8 @@
 
 namespace {
 
-using dde::host::pool_ledger;
 using dde::router_kind;
+using dde::host::pool_ledger;
 
 pool_ledger make(router_kind kind, std::size_t workers, std::size_t credits) {
   pool_ledger l(kind, credits, 42);
@@ -114,7 +114,8 @@ TEST(Credits, WhileSomeAreOutstandingCreditsGoBackInChunksOfHalfTheWindow) {
   }
   for (int i = 0; i < 7; ++i) {
     l.finish(std::size_t(i % 2));
-    EXPECT_EQ(l.take_credit_request(), 0u) << "6 asked are still to come; " << i + 1 << " back is less than 8";
+    EXPECT_EQ(l.take_credit_request(), 0u)
+        << "6 asked are still to come; " << i + 1 << " back is less than 8";
   }
   l.finish(1);
   EXPECT_EQ(l.take_credit_request(), 8u) << "half the window back: asked in one pull";
@@ -125,7 +126,8 @@ TEST(Credits, WhileSomeAreOutstandingCreditsGoBackInChunksOfHalfTheWindow) {
   }
   EXPECT_EQ(l.room(), 0u);
   l.finish(0);
-  EXPECT_EQ(l.take_credit_request(), 1u) << "nothing asked is left: the room is asked for at once, however small";
+  EXPECT_EQ(l.take_credit_request(), 1u)
+      << "nothing asked is left: the room is asked for at once, however small";
   // A pool of one worker with one credit asks for each message.
   auto one = make(router_kind::round_robin, 1, 1);
   EXPECT_EQ(one.take_credit_request(), 1u);

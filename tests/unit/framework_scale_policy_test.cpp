@@ -5,8 +5,8 @@
 
 namespace {
 
-using dde::host::scale_policy;
 using dde::scale_spec;
+using dde::host::scale_policy;
 using namespace std::chrono_literals;
 
 scale_spec spec_1_to_8() {
@@ -90,8 +90,9 @@ TEST(ScalePolicy, TheScaleFieldIsParsedWithItsBoundsChecked) {
   EXPECT_EQ(ok.value().scale.max, 16u);
   EXPECT_EQ(ok.value().scale.cooldown, 2000ms);
   EXPECT_EQ(dde::to_json(ok.value())["scale"]["targetBacklogPerWorker"], 100);
-  for (auto bad : {nlohmann::json{{"min", 4}, {"max", 2}}, nlohmann::json{{"min", 1}}, nlohmann::json{{"max", 0}},
-                   nlohmann::json{{"max", 4}, {"targetBacklogPerWorker", 0}}, nlohmann::json(3)}) {
+  for (auto bad :
+       {nlohmann::json{{"min", 4}, {"max", 2}}, nlohmann::json{{"min", 1}}, nlohmann::json{{"max", 0}},
+        nlohmann::json{{"max", 4}, {"targetBacklogPerWorker", 0}}, nlohmann::json(3)}) {
     auto r = with(bad);
     ASSERT_FALSE(r) << bad.dump();
     EXPECT_NE(r.error().find("field \"scale\" must be"), std::string::npos) << r.error();

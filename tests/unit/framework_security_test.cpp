@@ -9,9 +9,9 @@
 #include <sstream>
 
 #include "dde/net/auth.hpp"
+#include "dde/protocol/pool_spec.hpp"
 #include "dde/runtime/plugin_allow.hpp"
 #include "dde/runtime/plugin_loader.hpp"
-#include "dde/protocol/pool_spec.hpp"
 
 namespace {
 
@@ -160,7 +160,8 @@ TEST(PluginAllow, PathsMustLieInsideAListedDirectoryAfterCanonicalisation) {
               std::string::npos)
         << bad << ": " << why;
   }
-  EXPECT_NE(runtime::check_plugin_allowed("https://h/plugins/a.so", allow), "") << "a directory allows no URL";
+  EXPECT_NE(runtime::check_plugin_allowed("https://h/plugins/a.so", allow), "")
+      << "a directory allows no URL";
   EXPECT_EQ(runtime::check_plugin_allowed((d / "anything.so").string(), {}), "") << "no list: anywhere";
 }
 

@@ -84,11 +84,13 @@ TEST(Traceparent, TravelsAsAnAmqpHeaderAndComesBack) {
 TEST(Traceparent, AnUntracedMessageCarriesNoHeaderAndNoTraceId) {
   auto m = split_envelope(traced(""), "c.d");
   EXPECT_EQ(m.props.find("traceparent"), std::string::npos) << m.props;
-  EXPECT_TRUE(to_message(join_envelope(nlohmann::json::parse(m.props), "c.d", m.payload), false).trace_id().empty());
+  EXPECT_TRUE(
+      to_message(join_envelope(nlohmann::json::parse(m.props), "c.d", m.payload), false).trace_id().empty());
 }
 
 TEST(Traceparent, AMalformedHeaderIsDroppedWhereTheMessageIsRead) {
-  auto props = nlohmann::json::parse(R"({"messageId":"x","appId":"a/b","headers":{"traceparent":"00-zz-1-01"}})");
+  auto props =
+      nlohmann::json::parse(R"({"messageId":"x","appId":"a/b","headers":{"traceparent":"00-zz-1-01"}})");
   auto e = join_envelope(props, "c.d", "{}");
   EXPECT_TRUE(e.traceparent.empty());
   EXPECT_TRUE(to_message(std::move(e), false).trace_id().empty());
@@ -102,7 +104,8 @@ TEST(Traceparent, AWholeEnvelopeKeepsIt) {
 }
 
 TEST(SpanLog, WritesOneJsonLinePerSampledSpan) {
-  auto path = std::filesystem::temp_directory_path() / ("dde-span-log-" + std::to_string(::getpid()) + ".jsonl");
+  auto path =
+      std::filesystem::temp_directory_path() / ("dde-span-log-" + std::to_string(::getpid()) + ".jsonl");
   std::filesystem::remove(path);
   {
     trace::span_log log(path.string(), "node-1");

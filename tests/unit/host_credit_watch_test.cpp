@@ -44,7 +44,8 @@ TEST_F(CreditWatch, DeliveriesUseCreditAndKeepThePoolOutOfSuspicion) {
   EXPECT_TRUE(watch.sweep(at(17s)).ask.empty()) << "a delivery 9 s ago";
   watch.delivered(pool, at(17s));
   EXPECT_EQ(watch.credit(pool), 0u);
-  EXPECT_TRUE(watch.sweep(at(60s)).ask.empty()) << "no credit out: the pool waits for its workers, not the MQS";
+  EXPECT_TRUE(watch.sweep(at(60s)).ask.empty())
+      << "no credit out: the pool waits for its workers, not the MQS";
 }
 
 TEST_F(CreditWatch, AnEmptyQueueOrAnAnswerThatCouldNotSayIsNoStall) {

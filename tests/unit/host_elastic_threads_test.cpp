@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -13,10 +16,6 @@
 #include <set>
 #include <string>
 #include <thread>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "dde/net/elastic_threads.hpp"
 
@@ -242,9 +241,11 @@ TEST(ElasticThreads, LooksAtAnIdleContextPostNoProbe) {
     auto w = wchan_of(tid);
     return w.rfind("do_epoll_wait", 0) == 0 || w.rfind("ep_poll", 0) == 0;
   };
-  if (!eventually(idle)) GTEST_SKIP() << "the kernel does not say the thread waits in epoll_wait: " << wchan_of(tid);
+  if (!eventually(idle))
+    GTEST_SKIP() << "the kernel does not say the thread waits in epoll_wait: " << wchan_of(tid);
   const auto looks = threads.looks(), probes = threads.probes();
-  ASSERT_TRUE(eventually([&] { return threads.looks() >= looks + 50; })) << "the parked thread stopped looking";
+  ASSERT_TRUE(eventually([&] { return threads.looks() >= looks + 50; }))
+      << "the parked thread stopped looking";
   // Nothing ran on the context meanwhile; a look that raced the first thread's way into
   // epoll_wait may have probed (the look just before the count started).
   EXPECT_LE(threads.probes() - probes, 1u) << "of " << threads.looks() - looks << " looks";

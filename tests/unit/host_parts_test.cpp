@@ -56,30 +56,26 @@ TEST(AskTracker, AsksTimeOutOldestFirstAndTooManyPendingEndTheOldest) {
 }
 
 TEST(Asks, ObservesARoundTripWhenItsReplyComesAndATimeoutWhenNoneCame) {
-  boost::asio::io_context io;
-  auto strand = boost::asio::make_strand(io);
-  auto c = std::make_shared<testing::manual_clock>();
-  asks rounds(*c, strand, "parts.asker", 60s);
+  testing::manual_time t;
+  asks rounds(*t.clock, t.strand, "parts.asker", 60s);
   auto& registry = metrics_registry::process();
   auto& own = registry.histogram("dde_host_ask_seconds", "", latency_buckets(), {{"pool", "parts.asker"}});
   EXPECT_EQ(own.cumulative().back(), 0u) << "the pool's own series exists before its first ask";
-  auto& seconds = registry.histogram("dde_host_ask_seconds", "", latency_buckets(), {{"pool", "parts.asked"}});
+  auto& seconds =
+      registry.histogram("dde_host_ask_seconds", "", latency_buckets(), {{"pool", "parts.asked"}});
   auto& timeouts = registry.counter("dde_host_ask_timeouts_total", "", {{"pool", "parts.asked"}});
-  rounds.sent("answered", "parts.asked", c->now());
-  rounds.sent("silent", "parts.asked", c->now());
-  c->advance(250ms);
-  io.run();
+  rounds.sent("answered", "parts.asked", t.clock->now());
+  rounds.sent("silent", "parts.asked", t.clock->now());
+  t.advance(250ms);
   rounds.replied("answered");
   EXPECT_EQ(seconds.cumulative().back(), 1u);
   EXPECT_DOUBLE_EQ(seconds.sum(), 0.25);
   EXPECT_EQ(rounds.pending(), 1u);
-  c->advance(60s);
-  io.restart();
-  io.run();
+  t.advance(60s);
   EXPECT_EQ(timeouts.value(), 1) << "the unanswered ask times out 60 s after it went";
   EXPECT_EQ(seconds.cumulative().back(), 2u);
   EXPECT_EQ(rounds.pending(), 0u);
-  EXPECT_EQ(c->pending(), 0u) << "nothing pending: no timer armed";
+  EXPECT_EQ(t.clock->pending(), 0u) << "nothing pending: no timer armed";
 }
 
 /// A pool for the autoscaler: workers that grow and shrink at once, and depth answers the test gives.
@@ -111,16 +107,12 @@ pool_spec scaled_spec() {
 }
 
 TEST(Autoscaler, SamplesTheDepthEachPeriodAndGrowsAfterTwoSamplesAboveTheTarget) {
-  boost::asio::io_context io;
-  auto strand = boost::asio::make_strand(io);
-  auto c = std::make_shared<testing::manual_clock>();
+  testing::manual_time t;
   scaled_pool pool;
-  autoscaler scaling(*c, strand, scaled_spec(), pool);
+  autoscaler scaling(*t.clock, t.strand, scaled_spec(), pool);
   scaling.start();
   auto sample = [&](std::uint64_t backlog) {
-    c->advance(500ms);
-    io.restart();
-    io.run();
+    t.advance(500ms);
     ASSERT_FALSE(pool.asked.empty());
     auto answer = pool.asked.back();
     pool.asked.clear();
@@ -143,18 +135,14 @@ TEST(Autoscaler, SamplesTheDepthEachPeriodAndGrowsAfterTwoSamplesAboveTheTarget)
   sample(1000);
   EXPECT_EQ(pool.workers, 2u) << "not while its slots change";
   scaling.stop();
-  c->advance(5s);
-  io.restart();
-  io.run();
+  t.advance(5s);
   EXPECT_TRUE(pool.asked.empty()) << "stopped: no more samples";
 }
 
 TEST(Autoscaler, AFailedSampleIsShownAndChangesNothing) {
-  boost::asio::io_context io;
-  auto strand = boost::asio::make_strand(io);
-  auto c = std::make_shared<testing::manual_clock>();
+  testing::manual_time t;
   scaled_pool pool;
-  autoscaler scaling(*c, strand, scaled_spec(), pool);
+  autoscaler scaling(*t.clock, t.strand, scaled_spec(), pool);
   scaling.start();
   scaling.on_depth(1000, "queue not found");
   scaling.on_depth(1000, "queue not found");
@@ -168,21 +156,20 @@ TEST(Autoscaler, AFailedSampleIsShownAndChangesNothing) {
 }
 
 TEST(Asks, AStoppedPoolArmsNoTimer) {
-  boost::asio::io_context io;
-  auto strand = boost::asio::make_strand(io);
-  auto c = std::make_shared<testing::manual_clock>();
-  asks rounds(*c, strand, "parts.stopping", 60s);
-  rounds.sent("a", "parts.elsewhere", c->now());
-  EXPECT_EQ(c->pending(), 1u);
+  testing::manual_time t;
+  asks rounds(*t.clock, t.strand, "parts.stopping", 60s);
+  rounds.sent("a", "parts.elsewhere", t.clock->now());
+  EXPECT_EQ(t.clock->pending(), 1u);
   rounds.stop();
-  rounds.sent("b", "parts.elsewhere", c->now());
-  EXPECT_EQ(c->pending(), 0u);
+  rounds.sent("b", "parts.elsewhere", t.clock->now());
+  EXPECT_EQ(t.clock->pending(), 0u);
   EXPECT_EQ(rounds.pending(), 2u);
 }
 using time_point = std::chrono::steady_clock::time_point;
 const time_point t0{std::chrono::hours(10)};
 
-supervision_spec restart_spec(int max_restarts, std::chrono::milliseconds within, std::chrono::milliseconds backoff) {
+supervision_spec restart_spec(int max_restarts, std::chrono::milliseconds within,
+                              std::chrono::milliseconds backoff) {
   supervision_spec s;
   s.kind = strategy::restart;
   s.max_restarts = max_restarts;
@@ -193,7 +180,8 @@ supervision_spec restart_spec(int max_restarts, std::chrono::milliseconds within
 
 TEST(Supervisor, RestartsUntilTheLimitWithinTheWindowThenStopsThePool) {
   supervisor sup(restart_spec(3, 1000ms, 0ms));
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(sup.on_failure(t0 + i * 10ms).what, supervisor::action::restart_worker);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(sup.on_failure(t0 + i * 10ms).what, supervisor::action::restart_worker);
   EXPECT_EQ(sup.on_failure(t0 + 40ms).what, supervisor::action::stop_pool);
   EXPECT_EQ(sup.stopped_state("boom"), "stopped: 3 restarts within 1000 ms; last failure: boom");
 }
@@ -246,7 +234,8 @@ TEST(Supervisor, FailuresOlderThanTheWindowNoLongerCount) {
   supervisor sup(restart_spec(2, 1000ms, 0ms));
   EXPECT_EQ(sup.on_failure(t0).what, supervisor::action::restart_worker);
   EXPECT_EQ(sup.on_failure(t0 + 500ms).what, supervisor::action::restart_worker);
-  EXPECT_EQ(sup.on_failure(t0 + 1001ms).what, supervisor::action::restart_worker) << "the first one left the window";
+  EXPECT_EQ(sup.on_failure(t0 + 1001ms).what, supervisor::action::restart_worker)
+      << "the first one left the window";
   EXPECT_EQ(sup.recent(), 2u);
   EXPECT_EQ(sup.on_failure(t0 + 1002ms).what, supervisor::action::stop_pool);
 }
@@ -255,7 +244,8 @@ TEST(Supervisor, TheBackoffDoublesPerRecentRestartUpToThirtySeconds) {
   supervisor sup(restart_spec(20, 3600000ms, 100ms));
   std::vector<long long> waits;
   for (int i = 0; i < 11; ++i) waits.push_back(sup.on_failure(t0 + i * 1ms).backoff.count());
-  EXPECT_EQ(waits, (std::vector<long long>{100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000}));
+  EXPECT_EQ(waits,
+            (std::vector<long long>{100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000, 30000}));
 }
 
 TEST(Supervisor, EachStrategyHasItsAction) {
@@ -268,7 +258,8 @@ TEST(Supervisor, EachStrategyHasItsAction) {
   s.max_restarts = 1;
   supervisor esc(s);
   EXPECT_EQ(esc.on_failure(t0).what, supervisor::action::restart_pool);
-  EXPECT_EQ(esc.on_failure(t0 + 1ms).what, supervisor::action::stop_pool) << "escalations count against the limit";
+  EXPECT_EQ(esc.on_failure(t0 + 1ms).what, supervisor::action::stop_pool)
+      << "escalations count against the limit";
   s.kind = strategy::resume;
   supervisor resume(s);
   for (int i = 0; i < 100; ++i) ASSERT_EQ(resume.on_failure(t0).what, supervisor::action::resume);
@@ -348,51 +339,40 @@ struct watched_slots : watched_pool {
 };
 
 TEST(WorkerWatch, PingsAQuietWorkerThatHoldsAMessageAndReplacesItWithoutAPong) {
-  boost::asio::io_context io;
-  auto strand = boost::asio::make_strand(io);
-  auto c = std::make_shared<testing::manual_clock>();
+  testing::manual_time t;
   watched_slots pool;
   pool.held = {false, false};
-  worker_watch watch(*c, strand, 1000ms, 500ms, pool);
+  worker_watch watch(*t.clock, t.strand, 1000ms, 500ms, pool);
   watch.resize(2);
   watch.start();
-  auto run = [&](std::chrono::milliseconds d) {
-    c->advance(d);
-    io.restart();
-    io.run();
-  };
-  run(1000ms);
-  EXPECT_EQ(c->pending(), 0u) << "nothing held, no PING out: the watch sleeps";
+  t.advance(1000ms);
+  EXPECT_EQ(t.clock->pending(), 0u) << "nothing held, no PING out: the watch sleeps";
   pool.held[1] = true;
   watch.handed(1, true);
-  EXPECT_EQ(c->pending(), 1u) << "a hand-over wakes it";
-  for (int i = 0; i < 8 && pool.pings.empty(); ++i) run(250ms);
+  EXPECT_EQ(t.clock->pending(), 1u) << "a hand-over wakes it";
+  for (int i = 0; i < 8 && pool.pings.empty(); ++i) t.advance(250ms);
   ASSERT_EQ(pool.pings.size(), 1u);
   EXPECT_EQ(pool.pings[0].first, 1u);
   pool.pings[0].second(false, 0ms);  // a PONG from a worker that is not busy: alive
   EXPECT_EQ(pool.answers, 1);
   pool.pings.clear();
-  for (int i = 0; i < 8 && pool.pings.empty(); ++i) run(250ms);
+  for (int i = 0; i < 8 && pool.pings.empty(); ++i) t.advance(250ms);
   ASSERT_EQ(pool.pings.size(), 1u) << "still quiet and holding: PINGed again";
-  for (int i = 0; i < 8 && pool.replaced.empty(); ++i) run(250ms);
+  for (int i = 0; i < 8 && pool.replaced.empty(); ++i) t.advance(250ms);
   EXPECT_EQ(pool.replaced, std::vector<std::size_t>{1}) << "no PONG within the timeout";
   watch.stop();
-  EXPECT_EQ(c->pending(), 0u);
+  EXPECT_EQ(t.clock->pending(), 0u);
 }
 
 TEST(WorkerWatch, APongFromAWorkerBusyTooLongFailsItsMessage) {
-  boost::asio::io_context io;
-  auto strand = boost::asio::make_strand(io);
-  auto c = std::make_shared<testing::manual_clock>();
+  testing::manual_time t;
   watched_slots pool;
   pool.held = {true};
-  worker_watch watch(*c, strand, 1000ms, 500ms, pool);
+  worker_watch watch(*t.clock, t.strand, 1000ms, 500ms, pool);
   watch.resize(1);
   watch.start();
   for (int i = 0; i < 8 && pool.pings.empty(); ++i) {
-    c->advance(250ms);
-    io.restart();
-    io.run();
+    t.advance(250ms);
   }
   ASSERT_EQ(pool.pings.size(), 1u);
   pool.pings[0].second(true, 1500ms);
@@ -420,9 +400,7 @@ struct trial_pool : canary_pool {
 };
 
 struct CanaryTrial : ::testing::Test {
-  boost::asio::io_context io;
-  strand_type strand = boost::asio::make_strand(io);
-  std::shared_ptr<testing::manual_clock> clock = std::make_shared<testing::manual_clock>();
+  testing::manual_time t;
   trial_pool pool;
   pool_spec spec = [] {
     pool_spec s;
@@ -434,22 +412,22 @@ struct CanaryTrial : ::testing::Test {
     return s;
   }();
   version_meter versions{"parts.canary"};
-  canary trial{*clock, strand, spec, versions, pool};
-  std::shared_ptr<worker_plugin> next = worker_plugin::load(std::string(DDE_WORKER_DIR) + "/libecho_v2.so").value();
+  canary trial{*t.clock, t.strand, spec, versions, pool};
+  std::shared_ptr<worker_plugin> next =
+      worker_plugin::load(std::string(DDE_WORKER_DIR) + "/libecho_v2.so").value();
 
-  CanaryTrial() { pool.old_version = worker_plugin::load(std::string(DDE_WORKER_DIR) + "/libecho_v1.so").value(); }
-  void window_passes() {
-    clock->advance(1000ms);
-    io.restart();
-    io.run();
+  CanaryTrial() {
+    pool.old_version = worker_plugin::load(std::string(DDE_WORKER_DIR) + "/libecho_v1.so").value();
   }
+  void window_passes() { t.advance(1000ms); }
 };
 
 TEST_F(CanaryTrial, TriesTheNewVersionOnItsShareAndPromotesItWhenItFailsNoMoreThanTheOld) {
   ASSERT_TRUE(trial.begin(next, {0, 2}, 3).value());
   ASSERT_EQ(pool.swaps.size(), 1u);
   EXPECT_EQ(pool.swaps[0].first, canary_pool::step::try_it);
-  EXPECT_EQ(pool.swaps[0].second, (std::vector<bool>{true, false, false})) << "one worker, the first eligible";
+  EXPECT_EQ(pool.swaps[0].second, (std::vector<bool>{true, false, false}))
+      << "one worker, the first eligible";
   EXPECT_TRUE(trial.chosen(0));
   EXPECT_FALSE(trial.on(0)) << "not judged before its slots run it";
   trial.started();

@@ -44,15 +44,16 @@ TEST_F(RouterTest, WithTheDeadLetterOptionAFailedMessageIsNotRequeued) {
 }
 
 TEST_F(RouterTest, ThePoolStopsAfterMaxRestartsWithinTheWindowAndStopsConsuming) {
-  auto r = start_pool(1, {{"supervision", {{"strategy", "restart"}, {"maxRestarts", 2}, {"withinMs", 60000}}}},
-                      {5, 6, 7});
+  auto r = start_pool(
+      1, {{"supervision", {{"strategy", "restart"}, {"maxRestarts", 2}, {"withinMs", 60000}}}}, {5, 6, 7});
   deliver(1, 5);
   deliver(2, 6);
   EXPECT_TRUE(link->cancelled.empty()) << "two restarts are allowed";
   deliver(3, 7);
   EXPECT_EQ(link->cancelled, std::vector<std::string>{"unit.pool"});
   auto d = describe(*r);
-  EXPECT_EQ(d["poolState"].get<std::string>().rfind("stopped: 2 restarts within 60000 ms", 0), 0u) << d.dump();
+  EXPECT_EQ(d["poolState"].get<std::string>().rfind("stopped: 2 restarts within 60000 ms", 0), 0u)
+      << d.dump();
   EXPECT_EQ(d["stats"]["restarts"], 2);
 }
 
@@ -70,8 +71,9 @@ TEST_F(RouterTest, AMessageThatFailedMaxFailuresTimesIsDeadLetteredWithItsFailur
   EXPECT_EQ(link->enqueued[0].first, "dde.dead.unit.pool");
   auto dead = nlohmann::json::parse(link->enqueued[0].second);
   EXPECT_EQ(dead["deadLetter"]["attempts"], 3) << dead.dump();
-  EXPECT_EQ(dead["deadLetter"]["reason"],
-            "failed 3 times (supervision.maxFailures 3); last failure: on_receive threw: asked to throw on 5");
+  EXPECT_EQ(
+      dead["deadLetter"]["reason"],
+      "failed 3 times (supervision.maxFailures 3); last failure: on_receive threw: asked to throw on 5");
   EXPECT_EQ(dead["body"], (nlohmann::json{{"seq", 5}})) << "the whole message, as it came";
   deliver(5, 6);
   EXPECT_EQ(link->acks.back(), (std::pair<std::uint64_t, std::uint64_t>{1, 5})) << "the pool goes on";
@@ -113,7 +115,8 @@ TEST_F(RouterTest, WithRetryDelaysAFailedMessageWaitsInTheDelayQueueOfEachDelayT
   EXPECT_EQ(dead["deadLetter"]["attempts"], 3);
   EXPECT_EQ(dead["deadLetter"]["reason"],
             "failed 3 times (retry.delays spent); last failure: on_receive threw: asked to throw on 5");
-  EXPECT_EQ(dead["deadLetter"]["md5"].get<std::string>().size(), 32u) << "the version that failed it, as any dead letter";
+  EXPECT_EQ(dead["deadLetter"]["md5"].get<std::string>().size(), 32u)
+      << "the version that failed it, as any dead letter";
   EXPECT_EQ(dead["body"], (nlohmann::json{{"seq", 5}}));
   link->held[2].settled(true);
   settle();

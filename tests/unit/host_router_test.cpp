@@ -202,8 +202,9 @@ TEST_F(RouterTest, ARedeliveredMessageIsCounted) {
 }
 
 TEST_F(RouterTest, AStoppedPoolSaysHowToStartItAndRestartStartsItAgain) {
-  auto r = start_pool(1, {{"credits", 4}, {"supervision", {{"strategy", "restart"}, {"maxRestarts", 1}, {"maxFailures", 0}}}},
-                      {5, 6});
+  auto r = start_pool(
+      1, {{"credits", 4}, {"supervision", {{"strategy", "restart"}, {"maxRestarts", 1}, {"maxFailures", 0}}}},
+      {5, 6});
   deliver(1, 5);
   deliver(2, 6);
   ASSERT_EQ(link->cancelled, std::vector<std::string>{"unit.pool"});
@@ -211,9 +212,10 @@ TEST_F(RouterTest, AStoppedPoolSaysHowToStartItAndRestartStartsItAgain) {
   r->set_rate(10, 1000ms, 0, [&](op_result done) { answer = std::move(done); });
   settle();
   ASSERT_TRUE(answer && !*answer);
-  EXPECT_EQ(answer->error(),
-            "pool unit/pool is stopped: 1 restarts within 60000 ms; RESTART starts it again (ddectl restart ID "
-            "unit pool, or POST /registry/system/restart)");
+  EXPECT_EQ(
+      answer->error(),
+      "pool unit/pool is stopped: 1 restarts within 60000 ms; RESTART starts it again (ddectl restart ID "
+      "unit pool, or POST /registry/system/restart)");
   EXPECT_EQ(http_status(*answer), 409);
   link->pulls.clear();
   r->restart_workers([&](op_result done) { answer = std::move(done); });
@@ -241,7 +243,8 @@ TEST_F(RouterTest, AReconnectedLinkIsAskedForEveryCreditAgain) {
 }
 
 TEST_F(RouterTest, TailChoppingAsksTheNextWorkerOnlyOnceTheDelayPassed) {
-  auto r = start_pool(2, {{"routerType", "tailChopping"}, {"tailChopDelayMs", 100}}, {}, {{"hang_once_on", {1}}});
+  auto r =
+      start_pool(2, {{"routerType", "tailChopping"}, {"tailChopDelayMs", 100}}, {}, {{"hang_once_on", {1}}});
   deliver(5, 1);  // the first worker never finishes it
   auto first = describe(*r)["firstReply"];
   EXPECT_EQ(first["copies"], 1);
@@ -280,7 +283,8 @@ TEST_F(RouterTest, ShutdownOfAnIdlePoolNeedsNoTimeout) {
 
 TEST_F(RouterTest, AutoscalingGrowsWithTheBacklogAtEachSample) {
   link->depth = 1000;
-  auto r = start_pool(1, {{"scale", {{"min", 1}, {"max", 4}, {"targetBacklogPerWorker", 10}, {"sampleMs", 500}}}});
+  auto r =
+      start_pool(1, {{"scale", {{"min", 1}, {"max", 4}, {"targetBacklogPerWorker", 10}, {"sampleMs", 500}}}});
   EXPECT_EQ(describe(*r)["workersCount"], 1);
   advance(500ms);
   EXPECT_EQ(link->depth_asked, 1);
@@ -347,7 +351,8 @@ TEST_F(RouterTest, AKilledWorkerTakesNothingMoreAndRestartBringsItBack) {
   r->kill_workers("no-such-worker", [&](kill_result killed) { answer = std::move(killed); });
   settle();
   ASSERT_FALSE(*answer);
-  EXPECT_EQ(answer->error().rfind("no worker \"no-such-worker\" in pool unit/pool", 0), 0u) << answer->error();
+  EXPECT_EQ(answer->error().rfind("no worker \"no-such-worker\" in pool unit/pool", 0), 0u)
+      << answer->error();
   EXPECT_EQ(http_status(*answer), 404);
   std::optional<op_result> restarted;
   r->restart_workers([&](op_result done) { restarted = std::move(done); });
@@ -386,7 +391,8 @@ TEST_F(RouterTest, KillWaitsForWhatTheWorkerHoldsAndRestartWaitsForInFlightMessa
 }
 
 TEST_F(HotSwapTest, ASwapIsMarkedOnDiskForTheActivatorUntilTheNewVersionFinishesAMessage) {
-  auto r = start_pool(1, {{"uri", plugin.string()}, {"hotDeployment", true}, {"hotDeploymentIntervalMs", 1000}});
+  auto r =
+      start_pool(1, {{"uri", plugin.string()}, {"hotDeployment", true}, {"hotDeploymentIntervalMs", 1000}});
   std::vector<std::string> events;
   r->set_events([&](nlohmann::json e) { events.push_back(e.value("event", "")); }, (dir / "cache").string());
   auto marker = protocol::swap_marker_path(dir / "cache", "unit", "pool");
@@ -402,7 +408,8 @@ TEST_F(HotSwapTest, ASwapIsMarkedOnDiskForTheActivatorUntilTheNewVersionFinishes
 }
 
 TEST_F(HotSwapTest, ANewVersionIsSwappedInAtThePollAndABrokenOneRefused) {
-  auto r = start_pool(2, {{"uri", plugin.string()}, {"hotDeployment", true}, {"hotDeploymentIntervalMs", 1000}});
+  auto r =
+      start_pool(2, {{"uri", plugin.string()}, {"hotDeployment", true}, {"hotDeploymentIntervalMs", 1000}});
   auto before = describe(*r)["pluginMd5"].get<std::string>();
   replace_with(std::string(DDE_WORKER_DIR) + "/libecho_v2.so");
   advance(999ms);

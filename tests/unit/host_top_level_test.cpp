@@ -87,7 +87,8 @@ class TopLevelTest : public ::testing::Test {
     return out;
   }
   /// What the host sent on `c` since the last call, as the MQS reads it.
-  static std::vector<mqs::request> requests(recording_connection& c, std::vector<std::string>* bodies = nullptr) {
+  static std::vector<mqs::request> requests(recording_connection& c,
+                                            std::vector<std::string>* bodies = nullptr) {
     std::vector<mqs::request> out;
     for (auto& r : c.take()) {
       auto parsed = mqs::parse_request(r.header);

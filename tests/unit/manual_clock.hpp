@@ -3,13 +3,13 @@
 // posts each timer that came due to its strand (in deadline order) for the test's io_context to run.
 
 #include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
-
-#include <boost/asio/post.hpp>
 
 #include "host/clock.hpp"
 
@@ -77,7 +77,8 @@ class manual_clock : public clock, public std::enable_shared_from_this<manual_cl
 
   class manual_timer : public timer {
    public:
-    manual_timer(std::shared_ptr<manual_clock> c, strand_type strand) : clock_(c), strand_(std::move(strand)) {}
+    manual_timer(std::shared_ptr<manual_clock> c, strand_type strand)
+        : clock_(c), strand_(std::move(strand)) {}
     ~manual_timer() override { cancel(); }
     void after(std::chrono::milliseconds delay, std::function<void()> fn) override {
       cancel();
@@ -86,7 +87,8 @@ class manual_clock : public clock, public std::enable_shared_from_this<manual_cl
       std::lock_guard lock(clock_->mutex_);
       key_ = key{clock_->now_ + delay, clock_->next_++};
       // As the real timer: once due and posted, it still does not run after a cancel or a new after().
-      auto guarded = [fn = std::move(fn), armed = std::weak_ptr<std::uint64_t>(generation_), mine = *generation_] {
+      auto guarded = [fn = std::move(fn), armed = std::weak_ptr<std::uint64_t>(generation_),
+                      mine = *generation_] {
         auto now = armed.lock();
         if (now && *now == mine) fn();
       };
@@ -115,6 +117,19 @@ class manual_clock : public clock, public std::enable_shared_from_this<manual_cl
   std::chrono::system_clock::time_point wall_{std::chrono::seconds(1'790'000'000)};
   std::uint64_t next_ = 0;
   std::map<key, entry> pending_;
+};
+
+/// An io_context, a strand on it and a manual clock, for a host component's tests: advance() moves
+/// time on and runs what came due before it returns.
+struct manual_time {
+  boost::asio::io_context io;
+  strand_type strand = boost::asio::make_strand(io);
+  std::shared_ptr<manual_clock> clock = std::make_shared<manual_clock>();
+  void advance(std::chrono::milliseconds d) {
+    clock->advance(d);
+    io.restart();
+    io.run();
+  }
 };
 
 }  // namespace dde::host::testing

@@ -70,7 +70,8 @@ class waiting_connection final : public net::ws_connection {
     return out;
   }
   /// The deliveries (the MQS's tag, the body) once there are at least `n`, or after `limit`.
-  std::vector<std::pair<std::uint64_t, std::string>> deliveries(std::size_t n, std::chrono::milliseconds limit = 5s) {
+  std::vector<std::pair<std::uint64_t, std::string>> deliveries(std::size_t n,
+                                                                std::chrono::milliseconds limit = 5s) {
     std::vector<std::pair<std::uint64_t, std::string>> out;
     for (auto& [d, body] : of<deliver_record>(n, limit)) out.emplace_back(d.tag, body);
     return out;
@@ -171,7 +172,8 @@ class DequeuerOnAsioTest : public AsioLoopTest {
         std::string tag;
         if (s && s->serial() > after)
           for (auto& r : s->rpcs)
-            if (r.rfind("basic.consume 1 s.consumer ", 0) == 0) tag = r.substr(std::strlen("basic.consume 1 s.consumer "));
+            if (r.rfind("basic.consume 1 s.consumer ", 0) == 0)
+              tag = r.substr(std::strlen("basic.consume 1 s.consumer "));
         return std::make_pair(tag.empty() ? nullptr : s, tag);
       });
       if (found.first) return found;
@@ -181,7 +183,8 @@ class DequeuerOnAsioTest : public AsioLoopTest {
   }
   /// Has the broker send `count` deliveries one after another, each once the last reached the host.
   /// Returns how long they took.
-  steady::duration deliver_one_by_one(fake_session* s, const std::string& tag, int count, std::uint64_t first_tag) {
+  steady::duration deliver_one_by_one(fake_session* s, const std::string& tag, int count,
+                                      std::uint64_t first_tag) {
     auto t0 = steady::now();
     auto before = host->deliveries(0, 0ms).size();
     for (int i = 0; i < count; ++i) {
@@ -250,7 +253,8 @@ TEST_F(DequeuerOnAsioTest, TheAcksAHostSentLastReachTheBrokerWhenTheDequeuerStop
       if (name == std::string("dde-mqs dequeuer ") + topic) out.insert(out.end(), a.begin(), a.end());
     return out;
   });
-  EXPECT_EQ(acks, (std::vector<settlement>{{1, 2, true}})) << "one ack with multiple, sent before the link closed";
+  EXPECT_EQ(acks, (std::vector<settlement>{{1, 2, true}}))
+      << "one ack with multiple, sent before the link closed";
 }
 
 /// What reached the broker's end of a fake socket: whole AMQP frames, the publishes' bodies in order.
@@ -292,7 +296,8 @@ class broker_end {
       auto u8 = [&](std::size_t i) { return std::uint32_t(static_cast<unsigned char>(bytes[i])); };
       std::uint32_t size = u8(3) << 24 | u8(4) << 16 | u8(5) << 8 | u8(6);
       if (bytes.size() < 8 + std::size_t(size)) return;
-      EXPECT_EQ(u8(7 + size), 0xCEu) << "frame " << frames << " does not end where it says: frames interleaved";
+      EXPECT_EQ(u8(7 + size), 0xCEu) << "frame " << frames
+                                     << " does not end where it says: frames interleaved";
       if (u8(0) == AMQP_FRAME_BODY) bodies.push_back(bytes.substr(7, size));
       ++frames;
       bytes.erase(0, 8 + std::size_t(size));

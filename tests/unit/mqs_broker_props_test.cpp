@@ -29,9 +29,9 @@ TEST(BrokerProps, EveryUuidIdComesBackAsItWentAndTravelsIn23Characters) {
 
 TEST(BrokerProps, AnyOtherIdIsLeftAsItIsBothWays) {
   for (std::string id : {"", "order-17", "5F0C2A8E-1B7D-4C7E-9A51-3F6D2B9E8C11",  // uppercase
-                         "5f0c2a8e1b7d4c7e9a513f6d2b9e8c11",                       // no dashes
-                         "5f0c2a8e-1b7d-4c7e-9a51-3f6d2b9e8c1g",                   // not hex
-                         "5f0c2a8e-1b7d-4c7e-9a51+3f6d2b9e8c11"})                  // a dash missing
+                         "5f0c2a8e1b7d4c7e9a513f6d2b9e8c11",                      // no dashes
+                         "5f0c2a8e-1b7d-4c7e-9a51-3f6d2b9e8c1g",                  // not hex
+                         "5f0c2a8e-1b7d-4c7e-9a51+3f6d2b9e8c11"})                 // a dash missing
     EXPECT_EQ(broker_message_id(id), id);
   // Another publisher's ids that are not a compacted UUID: wrong length, no mark, a character
   // outside base64url, padding bits set.
@@ -42,7 +42,7 @@ TEST(BrokerProps, AnyOtherIdIsLeftAsItIsBothWays) {
 
 TEST(BrokerProps, ATimestampInSecondsOrMillisecondsIsAnotherPublishersAndReadInMicroseconds) {
   EXPECT_EQ(stamp_of_timestamp(0), 0u);
-  EXPECT_EQ(stamp_of_timestamp(1'790'000'000), 1'790'000'000'000'000u);  // seconds (AMQP's convention)
+  EXPECT_EQ(stamp_of_timestamp(1'790'000'000), 1'790'000'000'000'000u);      // seconds (AMQP's convention)
   EXPECT_EQ(stamp_of_timestamp(1'790'000'000'123), 1'790'000'000'123'000u);  // milliseconds
   EXPECT_EQ(stamp_of_timestamp(1'790'000'000'123'456), 1'790'000'000'123'456u);  // an MQS's µs
 }

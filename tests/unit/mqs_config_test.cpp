@@ -1,6 +1,5 @@
 // dde-mqs settings and queue declarations.
 #include <gtest/gtest.h>
-
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -52,7 +51,8 @@ TEST(MqsConfig, TheBrokerLoopsRunOnTheElasticThreadsUnlessGivenThreadsOfTheirOwn
   EXPECT_EQ(cl.cfg.thread_lag.count(), 0);
   EXPECT_TRUE(cl.cfg.dequeuer_thread);
   EXPECT_TRUE(cl.cfg.enqueuer_thread);
-  EXPECT_EQ(parse({"--thread-lag-us", "20000000"}).error, "--thread-lag-us: Value 20000000 not in range 0 to 10000000");
+  EXPECT_EQ(parse({"--thread-lag-us", "20000000"}).error,
+            "--thread-lag-us: Value 20000000 not in range 0 to 10000000");
 }
 
 TEST(MqsConfig, ThreadsAreScheduledAsABatchUnlessToldNormal) {
@@ -70,7 +70,8 @@ TEST(MqsConfig, BadFlagsAreExplained) {
   EXPECT_EQ(parse({"--threads", "x"}).error, "--threads: Value x not in range 1 to 64");
   EXPECT_EQ(parse({"--lease-ms", "50"}).error, "--lease-ms: must be 0 (never) or at least 100");
   EXPECT_EQ(parse({"stray"}).error, "unexpected argument \"stray\" (see --help)");
-  EXPECT_EQ(parse({"--log-level", "loud"}).error, "--log-level: loud not in {trace,debug,info,warn,error,critical,off}");
+  EXPECT_EQ(parse({"--log-level", "loud"}).error,
+            "--log-level: loud not in {trace,debug,info,warn,error,critical,off}");
   EXPECT_NE(parse({"--max-message", "20000000"}).error, "");
   EXPECT_TRUE(parse({"--help"}).help);
 }
@@ -93,7 +94,8 @@ TEST(MqsConfig, TlsFlagsNameFilesOrStandAloneAndAreChecked) {
   EXPECT_EQ(cl.cfg.broker_ca, "ca.pem");  // --tls-ca by default
   EXPECT_FALSE(parse({}).cfg.broker_tls);
   EXPECT_EQ(parse({"--tls-cert", "c.pem"}).error, "--tls-cert and --tls-key go together");
-  EXPECT_EQ(parse({"--tls-verify-client"}).error, "--tls-verify-client needs --tls-cert, --tls-key and --tls-ca");
+  EXPECT_EQ(parse({"--tls-verify-client"}).error,
+            "--tls-verify-client needs --tls-cert, --tls-key and --tls-ca");
   EXPECT_EQ(parse({"--broker-tls=maybe"}).error, "Could not convert: --broker-tls = maybe");
   EXPECT_FALSE(parse({"--broker-tls=false"}).cfg.broker_tls);
 }
@@ -123,11 +125,28 @@ TEST(MqsConfig, AConfigFileIsReadAndFlagsOverrideIt) {
 
 TEST(MqsConfig, HelpDocumentsEveryFlagWithItsDefault) {
   auto help = help_text();
-  for (auto flag : {"--listen", "--port", "--broker-host", "--broker-port", "--user", "--password", "--vhost",
-                    "--prefetch", "--idle-timeout-ms", "--confirm-window", "--confirm-timeout-ms", "--quorum-group-size",
-                    "--queue-leader-locator", "--max-message", "--max-frame",
-                    "--threads", "--thread-lag-us", "--dequeuer-thread", "--enqueuer-thread", "--scheduling",
-                    "--log-level", "--config"})
+  for (auto flag : {"--listen",
+                    "--port",
+                    "--broker-host",
+                    "--broker-port",
+                    "--user",
+                    "--password",
+                    "--vhost",
+                    "--prefetch",
+                    "--idle-timeout-ms",
+                    "--confirm-window",
+                    "--confirm-timeout-ms",
+                    "--quorum-group-size",
+                    "--queue-leader-locator",
+                    "--max-message",
+                    "--max-frame",
+                    "--threads",
+                    "--thread-lag-us",
+                    "--dequeuer-thread",
+                    "--enqueuer-thread",
+                    "--scheduling",
+                    "--log-level",
+                    "--config"})
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   EXPECT_NE(help.find("(default: 42043)"), std::string::npos);
   EXPECT_NE(help.find("--version"), std::string::npos);
@@ -150,8 +169,10 @@ TEST(MqsConfig, ABrokerUrlNamesEveryNodeOfACluster) {
             "--broker-password-file or $DDE_BROKER_PASSWORD");
   EXPECT_EQ(error("http://h1"), "--broker must start with amqp:// or amqps://, got \"http://h1\"");
   EXPECT_EQ(error("amqp://h1,,h2"), "--broker: broker node \"\" has no host");
-  EXPECT_EQ(error("amqp://h1:0"), "--broker: broker node \"h1:0\": the port must be a number from 1 to 65535");
-  EXPECT_EQ(error("amqp://h1:x"), "--broker: broker node \"h1:x\": the port must be a number from 1 to 65535");
+  EXPECT_EQ(error("amqp://h1:0"),
+            "--broker: broker node \"h1:0\": the port must be a number from 1 to 65535");
+  EXPECT_EQ(error("amqp://h1:x"),
+            "--broker: broker node \"h1:x\": the port must be a number from 1 to 65535");
   EXPECT_EQ(error("amqp://[::1"), "--broker: broker node \"[::1\": an IPv6 address needs its ]");
   EXPECT_EQ(error("amqp://h1/%zz"), "--broker: the vhost \"%zz\" has a broken %-escape");
 }
@@ -174,7 +195,8 @@ TEST(MqsConfig, TheBrokerFlagSetsNodesUserVhostAndTlsAndThePasswordStaysOffTheCo
   EXPECT_EQ(parse({}).cfg.password, "from-env");
   ::unsetenv("DDE_BROKER_PASSWORD");
   std::filesystem::remove(path);
-  EXPECT_NE(parse({"--broker-password-file", path.c_str()}).error.find("--broker-password-file: "), std::string::npos);
+  EXPECT_NE(parse({"--broker-password-file", path.c_str()}).error.find("--broker-password-file: "),
+            std::string::npos);
   EXPECT_NE(parse({"--broker", "amqp://u:p@h/"}).error.find("must not hold the password"), std::string::npos);
 }
 
@@ -209,7 +231,8 @@ TEST(QueueSpec, QuorumQueuesSpreadTheirLeadersAndTakeTheConfiguredGroupSize) {
   EXPECT_EQ(cl.cfg.quorum.group_size, 3u);
   EXPECT_EQ(cl.cfg.quorum.leader_locator, "client-local");
   EXPECT_EQ(parse({}).cfg.quorum.leader_locator, "balanced");
-  EXPECT_NE(parse({"--queue-leader-locator", "random"}).error.find("--queue-leader-locator"), std::string::npos);
+  EXPECT_NE(parse({"--queue-leader-locator", "random"}).error.find("--queue-leader-locator"),
+            std::string::npos);
   EXPECT_NE(parse({"--quorum-group-size", "256"}).error.find("not in range"), std::string::npos);
 }
 
@@ -252,11 +275,13 @@ TEST(QueueSpec, ALeaseQueueIsNamedByItsMqsAndReturnsWhatItHoldsToThePoolWithinIt
   EXPECT_EQ(s.message_ttl_ms, std::optional<std::int64_t>(1500));
   EXPECT_EQ(s.dead_letter_queue, std::optional<std::string>("sys.consumer"));
   EXPECT_TRUE(s.dead_letter_at_least_once);
-  EXPECT_EQ(s.expires_ms, std::optional<std::int64_t>(63000)) << "gone once unused, after its copies went back";
+  EXPECT_EQ(s.expires_ms, std::optional<std::int64_t>(63000))
+      << "gone once unused, after its copies went back";
   EXPECT_FALSE(s.delivery_limit);
   EXPECT_FALSE(dead_letter_spec_for(name, delivery_mode::at_least_once));
-  for (auto other : {"dde.lease-.x.sys.consumer", "dde.lease-12a-x.sys.consumer", "dde.lease-0-x.sys.consumer",
-                     "dde.lease-1000-.sys.consumer", "dde.lease-1000-x.consumer", "sys.consumer"})
+  for (auto other :
+       {"dde.lease-.x.sys.consumer", "dde.lease-12a-x.sys.consumer", "dde.lease-0-x.sys.consumer",
+        "dde.lease-1000-.sys.consumer", "dde.lease-1000-x.consumer", "sys.consumer"})
     EXPECT_FALSE(parse_lease_topic(other)) << other;
 }
 

@@ -18,8 +18,11 @@ dead_message host_letter(const std::string& id, json body) {
   e.to = "shop/orders";
   e.reply_to = "shop/audit";
   e.body = std::move(body);
-  e.dead_letter = {{"reason", "rate limited 4 time(s)"}, {"attempts", 4}, {"pool", "shop/orders"},
-                   {"at", 1700000000123}, {"md5", "0123456789abcdef0123456789abcdef"}};
+  e.dead_letter = {{"reason", "rate limited 4 time(s)"},
+                   {"attempts", 4},
+                   {"pool", "shop/orders"},
+                   {"at", 1700000000123},
+                   {"md5", "0123456789abcdef0123456789abcdef"}};
   dead_message m;
   m.body = encode_envelope(e);
   return m;
@@ -30,8 +33,10 @@ dead_message broker_letter(const std::string& id, std::string body) {
   dead_message m;
   m.props.message_id = id;
   m.props.app_id = "shop/producer";
-  m.props.headers = {{"replyTo", "shop/audit"}, {"x-first-death-reason", "delivery_limit"},
-                     {"x-first-death-queue", "shop.orders"}, {"x-first-death-exchange", ""}};
+  m.props.headers = {{"replyTo", "shop/audit"},
+                     {"x-first-death-reason", "delivery_limit"},
+                     {"x-first-death-queue", "shop.orders"},
+                     {"x-first-death-exchange", ""}};
   m.props.published_us = 1700000000000000;
   m.body = std::move(body);
   m.death_reason = "delivery_limit";
@@ -140,9 +145,11 @@ TEST(DeadLetterRequests, ListReadsTopicLimitAndId) {
 }
 
 TEST(DeadLetterRequests, ListRefusesBadTopicsAndLimitsPrecisely) {
-  EXPECT_EQ(parse_dlq_query("/dlq").error(), "missing query parameter \"topic\" (GET /dlq?topic=<system>.<pool>)");
+  EXPECT_EQ(parse_dlq_query("/dlq").error(),
+            "missing query parameter \"topic\" (GET /dlq?topic=<system>.<pool>)");
   EXPECT_NE(parse_dlq_query("/dlq?topic=shop").error().find("must be a pool's queue"), std::string::npos);
-  EXPECT_NE(parse_dlq_query("/dlq?topic=sh%20op.orders").error().find("must be a pool's queue"), std::string::npos);
+  EXPECT_NE(parse_dlq_query("/dlq?topic=sh%20op.orders").error().find("must be a pool's queue"),
+            std::string::npos);
   EXPECT_NE(parse_dlq_query("/dlq?topic=dde.dead.shop.orders").error().find("must be a pool's queue"),
             std::string::npos);
   for (auto bad : {"0", "1001", "x", "5x", "-1"})

@@ -54,8 +54,8 @@ class DequeuerTest : public ::testing::Test {
     deq->submit(std::move(batch));
     settle();
   }
-  void pull(std::uint32_t credit, std::uint32_t consumers = 1, delivery_mode mode = delivery_mode::at_least_once,
-            const std::string& of = topic) {
+  void pull(std::uint32_t credit, std::uint32_t consumers = 1,
+            delivery_mode mode = delivery_mode::at_least_once, const std::string& of = topic) {
     dequeue_command c;
     c.what = dequeue_command::kind::pull;
     c.topic = of;
@@ -86,7 +86,8 @@ class DequeuerTest : public ::testing::Test {
   /// The consumer tag of the topic's first consumer on `s`.
   static std::string consumer_tag(const fake_session& s) {
     for (auto& r : s.rpcs)
-      if (r.rfind("basic.consume 1 s.consumer ", 0) == 0) return r.substr(std::strlen("basic.consume 1 s.consumer "));
+      if (r.rfind("basic.consume 1 s.consumer ", 0) == 0)
+        return r.substr(std::strlen("basic.consume 1 s.consumer "));
     return {};
   }
   std::vector<delivery> deliveries() {
@@ -94,7 +95,8 @@ class DequeuerTest : public ::testing::Test {
     for (auto& [record, body] : mqs_records(*host)) {
       if (auto* d = std::get_if<deliver_record>(&record))
         out.push_back({d->tag, body, d->redelivered, d->published_us, d->props.headers});
-      else ADD_FAILURE() << "a record other than a delivery";
+      else
+        ADD_FAILURE() << "a record other than a delivery";
     }
     return out;
   }
@@ -122,8 +124,8 @@ TEST_F(DequeuerTest, TheMainConnectionConsumesPausesAndAPullConsumesItsTopicOnAC
   auto* s = link();
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->name, "dde-mqs dequeuer s.consumer");
-  std::vector<std::string> expected{"channel.open 1", "queue.declare 1 dde.dead.s.consumer", "queue.declare 1 s.consumer",
-                                    "basic.qos 1 8"};
+  std::vector<std::string> expected{"channel.open 1", "queue.declare 1 dde.dead.s.consumer",
+                                    "queue.declare 1 s.consumer", "basic.qos 1 8"};
   ASSERT_GE(s->rpcs.size(), 5u);
   EXPECT_EQ(std::vector<std::string>(s->rpcs.begin(), s->rpcs.begin() + 4), expected);
   EXPECT_FALSE(consumer_tag(*s).empty());
@@ -224,7 +226,8 @@ TEST_F(DequeuerTest, AnAtMostOnceDeliveryIsAckedToTheBrokerInTheTurnItIsHandedOv
       << "a hand-over's ack is never held back: the broker would deliver it again if the MQS died";
 }
 
-TEST_F(DequeuerTest, AtLeastOnceAcksOfConsumersThatFinishOutOfOrderGoAsOneMultipleAckOrAloneAfterAMillisecond) {
+TEST_F(DequeuerTest,
+       AtLeastOnceAcksOfConsumersThatFinishOutOfOrderGoAsOneMultipleAckOrAloneAfterAMillisecond) {
   start();
   pull(8, 2);  // two workers: two broker consumers on the topic's channel
   auto& s = *link();
@@ -248,7 +251,8 @@ TEST_F(DequeuerTest, AtLeastOnceAcksOfConsumersThatFinishOutOfOrderGoAsOneMultip
   ack({got[1].tag});
   time.advance(1ms);
   settle();
-  EXPECT_EQ(s.acks.back(), (testing::settlement{1, 6, false})) << "no longer than the hold behind a slow delivery";
+  EXPECT_EQ(s.acks.back(), (testing::settlement{1, 6, false}))
+      << "no longer than the hold behind a slow delivery";
   ack({got[0].tag});
   EXPECT_EQ(s.acks.back(), (testing::settlement{1, 5, true}));
 }
@@ -267,7 +271,8 @@ TEST_F(DequeuerTest, HeldAcksReachTheBrokerBeforeTheDequeuerStops) {
   ASSERT_TRUE(s.acks.empty());
   deq->stop();  // no thread: marks the last turn
   EXPECT_FALSE(deq->turn()) << "the last turn";
-  EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 2, false}})) << "the host's ack is not lost at a stop";
+  EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 2, false}}))
+      << "the host's ack is not lost at a stop";
 }
 
 TEST_F(DequeuerTest, ALeaseCopyOfAMessageBackFromADeadMqssLeaseQueueNamesThisMqssDeliveryAndStandsForIt) {
@@ -298,7 +303,8 @@ TEST_F(DequeuerTest, ALeaseCopyOfAMessageBackFromADeadMqssLeaseQueueNamesThisMqs
   EXPECT_EQ(s.acks, (std::vector<testing::settlement>{{1, 1, true}})) << "the copy stands for the delivery";
   s.deliver(1, tag + "+lease", 2, "job", false, {}, 0, named[0]);
   settle();
-  EXPECT_TRUE(s.rejects.empty()) << "the copy names a delivery this MQS holds: taken, not sent back to the pool";
+  EXPECT_TRUE(s.rejects.empty())
+      << "the copy names a delivery this MQS holds: taken, not sent back to the pool";
   ack({got[0].tag});
   EXPECT_EQ(s.acks.back(), (testing::settlement{1, 2, true})) << "the host's ack settles the copy";
   EXPECT_TRUE(deliveries().empty()) << "the host saw the job once";
@@ -516,8 +522,8 @@ TEST_F(DequeuerTest, ATopicWhoseConsumeIsRefusedAgainAndAgainIsTriedAtLeastEvery
 
 TEST_F(DequeuerTest, AChannelLevelRefusalOfConsumeIsAnErrorToTheHost) {
   start();
-  broker.refuse_next["basic.consume 1 s.consumer"] = {"basic.consume: 403 ACCESS_REFUSED - no read access", true,
-                                                      403};
+  broker.refuse_next["basic.consume 1 s.consumer"] = {"basic.consume: 403 ACCESS_REFUSED - no read access",
+                                                      true, 403};
   pull(1);
   auto got = mqs_records(*host);
   ASSERT_EQ(got.size(), 1u);
@@ -553,7 +559,8 @@ TEST_F(DequeuerTest, AnotherTopicsLinkBeingOpenedHoldsUpNoDeliveryAndNoAck) {
   ASSERT_NE(other, nullptr);
   std::string tag;
   for (auto& r : other->rpcs)
-    if (r.rfind("basic.consume 1 other.pool ", 0) == 0) tag = r.substr(std::strlen("basic.consume 1 other.pool "));
+    if (r.rfind("basic.consume 1 other.pool ", 0) == 0)
+      tag = r.substr(std::strlen("basic.consume 1 other.pool "));
   ASSERT_FALSE(tag.empty()) << "consuming other.pool";
   other->deliver(1, tag, 1, "b");
   settle();
@@ -621,8 +628,8 @@ TEST_F(DequeuerTest, ARefusalThatComesAfterThePullGoesToEveryHostThatPulledAndAL
   deq->submit(std::move(batch));
   settle();
   EXPECT_TRUE(mqs_records(*host).empty()) << "nothing to say before the broker answers";
-  broker.refuse_next["basic.consume 1 s.consumer"] = {"basic.consume: 403 ACCESS_REFUSED - no read access", true,
-                                                      403};
+  broker.refuse_next["basic.consume 1 s.consumer"] = {"basic.consume: 403 ACCESS_REFUSED - no read access",
+                                                      true, 403};
   ASSERT_EQ(openings.size(), 1u);
   openings[0]();
   settle();
@@ -681,7 +688,8 @@ TEST_F(DequeuerTest, EachWorkerGetsABrokerConsumerAndTheExtrasGoOnceNoDeliveryCa
   ack({held[0].tag});  // makes room: a delivery may be on its way to a consumer
   time.advance(200ms);
   settle();
-  EXPECT_EQ(s.count("basic.cancel"), 0u) << "not within a second of an ack: what it let out may be in transit";
+  EXPECT_EQ(s.count("basic.cancel"), 0u)
+      << "not within a second of an ack: what it let out may be in transit";
   time.advance(800ms);
   settle();
   EXPECT_EQ(s.count("basic.cancel 1 " + tag + "+"), 2u);

@@ -4,8 +4,8 @@
 #include <set>
 
 #include "dde/mqs/dispatcher.hpp"
-#include "mqs_fake_port.hpp"
 #include "dde/protocol/mqs_request.hpp"
+#include "mqs_fake_port.hpp"
 
 namespace dde::mqs {
 namespace {

@@ -61,8 +61,10 @@ class EnqueuerTest : public ::testing::Test {
   std::vector<std::uint64_t> confirmed() {
     std::vector<std::uint64_t> out;
     for (auto& r : records()) {
-      if (auto* c = std::get_if<confirm_record>(&r)) out.insert(out.end(), c->seqs.begin(), c->seqs.end());
-      else ADD_FAILURE() << "a record other than a confirm";
+      if (auto* c = std::get_if<confirm_record>(&r))
+        out.insert(out.end(), c->seqs.begin(), c->seqs.end());
+      else
+        ADD_FAILURE() << "a record other than a confirm";
     }
     return out;
   }
@@ -143,8 +145,12 @@ TEST_P(EnqueuerLossTest, WhatTheBrokerHadNotConfirmedIsPublishedAgainInOrderOnTh
   first->confirm(1, false);
   switch (GetParam()) {
     case loss::socket: first->drop(); break;
-    case loss::connection_close: first->close_connection_by_broker(320, "CONNECTION_FORCED - broker restart"); break;
-    case loss::channel_close: first->close_channel_by_broker(1, 406, "PRECONDITION_FAILED - unknown delivery tag"); break;
+    case loss::connection_close:
+      first->close_connection_by_broker(320, "CONNECTION_FORCED - broker restart");
+      break;
+    case loss::channel_close:
+      first->close_channel_by_broker(1, 406, "PRECONDITION_FAILED - unknown delivery tag");
+      break;
   }
   auto wait = settle();
   EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{1}));
@@ -195,7 +201,8 @@ TEST_F(EnqueuerTest, NackedMessagesArePublishedAgainAfter200msInTheOrderTheyWere
   settle();
   EXPECT_EQ(published(s), (std::vector<std::string>{"m1", "m2", "m3", "m4", "m1", "m2", "m3"}));
   for (std::size_t i = 0; i < s.published.size(); ++i)
-    EXPECT_EQ(s.published[i].headers.size(), i < 4 ? 0u : 1u) << "only the copies sent again are marked resent";
+    EXPECT_EQ(s.published[i].headers.size(), i < 4 ? 0u : 1u)
+        << "only the copies sent again are marked resent";
   EXPECT_EQ(s.count("queue.declare 3 s.consumer"), 2u) << "the queue is declared again before the retry";
   s.confirm(7, true);
   settle();
@@ -244,7 +251,8 @@ TEST_F(EnqueuerTest, NacksThatKeepComingForTwoSecondsReplaceTheConnectionThoughO
   EXPECT_EQ(confirmed(), (std::vector<std::uint64_t>{1}));
 }
 
-TEST_F(EnqueuerTest, ABrokerThatConfirmsNothingForTheConfirmTimeoutLosesTheConnectionUnlessItBlocksPublishing) {
+TEST_F(EnqueuerTest,
+       ABrokerThatConfirmsNothingForTheConfirmTimeoutLosesTheConnectionUnlessItBlocksPublishing) {
   cfg.confirm_timeout = 5000ms;
   start();
   send({1, 2});
@@ -336,7 +344,8 @@ TEST_F(EnqueuerTest, ARefusedQueueDeclareRejectsThatMessageToItsHostAndTheNextOn
   start();
   settle();
   auto& s = session();
-  s.refuse_next["queue.declare 3 s.consumer"] = {"queue.declare: 403 ACCESS_REFUSED - no configure access", true, 403};
+  s.refuse_next["queue.declare 3 s.consumer"] = {"queue.declare: 403 ACCESS_REFUSED - no configure access",
+                                                 true, 403};
   send({1});
   settle();
   auto got = records();

@@ -60,7 +60,7 @@ class fake_port : public dispatcher_port {
   std::vector<dead_copy> dead_copies;
   std::vector<delivered> deliveries;
   std::string refuse_start;
-  std::set<client_id> full;  ///< hosts whose send queue is full
+  std::set<client_id> full;                                      ///< hosts whose send queue is full
   std::vector<std::pair<std::string, std::uint32_t>> consumers;  ///< set_consumers calls
 };
 

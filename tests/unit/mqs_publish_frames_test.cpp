@@ -20,8 +20,8 @@ struct decoded_publish {
   int delivery_mode = -1;
   std::string body;
   int body_frames = 0;
-  message_props props;  ///< what rabbitmq-c decoded of the properties, read back as the MQS does
-  std::string broker_message_id;  ///< the message id as the broker got it
+  message_props props;               ///< what rabbitmq-c decoded of the properties, read back as the MQS does
+  std::string broker_message_id;     ///< the message id as the broker got it
   std::size_t properties_bytes = 0;  ///< of the content header, after class, weight and body size
   amqp_flags_t flags = 0;
 };
@@ -44,7 +44,8 @@ std::vector<decoded_publish> decode(const std::string& bytes, std::uint32_t fram
     // A frame's payload size is at bytes 3..6 of it (type, channel, size).
     std::size_t payload_size = 0;
     if (left.len >= 7)
-      for (int i = 3; i < 7; ++i) payload_size = payload_size << 8 | static_cast<unsigned char*>(left.bytes)[i];
+      for (int i = 3; i < 7; ++i)
+        payload_size = payload_size << 8 | static_cast<unsigned char*>(left.bytes)[i];
     int used = amqp_handle_input(st, left, &frame);
     if (used < 0) {
       ADD_FAILURE() << "rabbitmq-c refused the bytes: " << amqp_error_string2(used);
@@ -174,7 +175,8 @@ TEST(PublishFrames, ThePublishStampIsTheTimestampPropertyInMicroseconds) {
   auto got = decode(batch.bytes(), 131072);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0].props, stamped);
-  EXPECT_EQ(got[1].flags, AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_TIMESTAMP_FLAG) << "no header table for it";
+  EXPECT_EQ(got[1].flags, AMQP_BASIC_DELIVERY_MODE_FLAG | AMQP_BASIC_TIMESTAMP_FLAG)
+      << "no header table for it";
   EXPECT_EQ(got[1].props, only_stamp);
 }
 

@@ -1,9 +1,10 @@
 // Validation of what hosts send to the MQS: record batches, headers, and the records sent back.
+#include "dde/protocol/mqs_request.hpp"
+
 #include <gtest/gtest.h>
 
 #include "dde/mqs/batch_reader.hpp"
 #include "dde/protocol/mqs_records.hpp"
-#include "dde/protocol/mqs_request.hpp"
 #include "dde/wire/record.hpp"
 
 namespace dde::mqs {
@@ -54,7 +55,8 @@ TEST(MqsRequest, AnEnqueueCarriesItsPropsAndBadPropsAreNamedAndRejectedBySeq) {
   EXPECT_EQ(bad({{"messageId", std::string(256, 'm')}}), "props.messageId of 256 bytes exceeds 255");
   EXPECT_EQ(bad({{"priority", "9"}}), "props.priority is not one of messageId, appId, contentType, headers");
   EXPECT_EQ(bad({{"headers", {{"n", 1}}}}), "props.headers.n must be a string");
-  EXPECT_EQ(bad({{"headers", {{std::string(129, 'k'), "v"}}}}), "a props.headers name must be 1 to 128 bytes long");
+  EXPECT_EQ(bad({{"headers", {{std::string(129, 'k'), "v"}}}}),
+            "a props.headers name must be 1 to 128 bytes long");
   EXPECT_EQ(bad({{"headers", {{"a", std::string(40000, 'v')}, {"b", std::string(40000, 'v')}}}}),
             "props.headers exceed 65536 bytes in all");
   json many = json::object();
@@ -221,7 +223,9 @@ TEST(MqsRecords, HandFormattedRecordsDecodeAsJson) {
   ASSERT_EQ(batch.error, "");
   ASSERT_EQ(batch.records.size(), 5u);
   EXPECT_EQ(batch.records[4].header["props"],
-            (json{{"messageId", "m\"1"}, {"appId", "sys/p"}, {"headers", {{"to", "sys/x"}, {"bad", "\xef\xbf\xbd"}}}}));
+            (json{{"messageId", "m\"1"},
+                  {"appId", "sys/p"},
+                  {"headers", {{"to", "sys/x"}, {"bad", "\xef\xbf\xbd"}}}}));
   EXPECT_FALSE(batch.records[4].header["redelivered"].get<bool>());
   EXPECT_EQ(batch.records[0].header,
             (json{{"action", "deliver"}, {"topic", "sys.consumer"}, {"tag", 42}, {"redelivered", true}}));

@@ -141,7 +141,8 @@ TEST_F(HeldAcks, AHeldAckGoesAloneOnceItsHoldIsOverAndEveryHeldAckGoesAtAFullFlu
   b.flush(s, t0 + 999us);
   EXPECT_TRUE(s.out.empty());
   b.flush(s, t0 + 1ms);
-  EXPECT_EQ(s.out, (std::vector<sent>{{"ack", 2}})) << "a slow delivery ahead keeps it no longer than the hold";
+  EXPECT_EQ(s.out, (std::vector<sent>{{"ack", 2}}))
+      << "a slow delivery ahead keeps it no longer than the hold";
   EXPECT_EQ(b.due(), t0 + 1400us);
   b.ack(4, t0 + 1100us);
   b.flush(s);

@@ -35,7 +35,8 @@ std::vector<message_props> cases() {
   c[1].published_us = 1'790'000'000'123'456;
   c[2] = c[1];
   c[2].content_type = "application/octet-stream";
-  c[2].headers = {{"attempt", "3"}, {"deadLetter", R"({"reason":"a \"quoted\" \\ why\n"})"}, {"replyTo", "s/r"}};
+  c[2].headers = {
+      {"attempt", "3"}, {"deadLetter", R"({"reason":"a \"quoted\" \\ why\n"})"}, {"replyTo", "s/r"}};
   c[3].published_us = 7;  // a stamp and nothing else
   c[4].app_id = "x";
   c[4].headers = {{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}};
@@ -55,7 +56,8 @@ TEST(BinaryDeliver, AHostReadsWhatTheJsonHeaderOfTheSameDeliveryGives) {
       ASSERT_FALSE(b.header.empty());
       EXPECT_EQ(b.header.front(), binary_deliver_mark) << "case " << i;
       EXPECT_EQ(b.body, "{\"seq\":1}");
-      EXPECT_EQ(read_deliver(b.header), read_deliver(j.header)) << "case " << i << " redelivered " << redelivered;
+      EXPECT_EQ(read_deliver(b.header), read_deliver(j.header))
+          << "case " << i << " redelivered " << redelivered;
       EXPECT_LT(b.header.size(), j.header.size()) << "case " << i;
     }
   }

@@ -33,7 +33,8 @@ TEST(ControlFrames, EveryRequestReadsBackAsTheActivatorSentIt) {
   json spec = {{"isolateName", "consumer"}, {"uri", "/x.so"}, {"credits", 16}};
   EXPECT_EQ(request_of(1, control::add_isolate{spec, std::nullopt}).spec, spec);
   EXPECT_FALSE(request_of(1, control::add_isolate{spec, std::nullopt}).link_timeout_ms) << "a redeploy waits";
-  EXPECT_EQ(request_of(1, control::add_isolate{spec, 10000u}).link_timeout_ms, std::optional<std::uint32_t>(10000));
+  EXPECT_EQ(request_of(1, control::add_isolate{spec, 10000u}).link_timeout_ms,
+            std::optional<std::uint32_t>(10000));
   EXPECT_EQ(request_of(2, control::remove_isolate{"consumer"}).isolate, "consumer");
   EXPECT_EQ(request_of(5, control::restart_isolate{"consumer"}).isolate, "consumer");
   auto one = request_of(7, control::kill_isolate{"consumer", std::string("w-3")});
@@ -51,24 +52,27 @@ TEST(ControlFrames, EveryRequestReadsBackAsTheActivatorSentIt) {
 }
 
 TEST(ControlFrames, EveryRequestTypeHasItsOwnAction) {
-  std::vector<control_request> all = {control::add_isolate{}, control::remove_isolate{}, control::restart_isolate{},
-                                      control::kill_isolate{}, control::set_rate{},      control::describe{},
-                                      control::shutdown{}};
+  std::vector<control_request> all = {
+      control::add_isolate{}, control::remove_isolate{}, control::restart_isolate{}, control::kill_isolate{},
+      control::set_rate{},    control::describe{},       control::shutdown{}};
   std::set<std::string_view> actions;
   for (auto& r : all) actions.insert(action_of(r));
   EXPECT_EQ(actions.size(), all.size());
 }
 
 TEST(ControlFrames, ARequestTheHostCannotDoIsAnsweredWithItsIdAndWhy) {
-  auto empty_worker = parse_control_request(R"({"type":"request","id":9,"action":"killIsolate","isolateName":"c","workerId":""})");
+  auto empty_worker = parse_control_request(
+      R"({"type":"request","id":9,"action":"killIsolate","isolateName":"c","workerId":""})");
   ASSERT_TRUE(empty_worker);
   auto bad = std::get<bad_request>(empty_worker.value());
   EXPECT_EQ(bad.id, 9u);
   EXPECT_EQ(bad.error, "field \"workerId\" must be a non-empty string (or absent: every worker)");
 
-  auto no_wait = parse_control_request(R"({"type":"request","id":3,"action":"addIsolate","spec":{},"mqsLinkTimeoutMs":0})");
+  auto no_wait = parse_control_request(
+      R"({"type":"request","id":3,"action":"addIsolate","spec":{},"mqsLinkTimeoutMs":0})");
   ASSERT_TRUE(no_wait);
-  EXPECT_EQ(std::get<bad_request>(no_wait.value()).error, "field \"mqsLinkTimeoutMs\" must be an integer from 1 to 600000");
+  EXPECT_EQ(std::get<bad_request>(no_wait.value()).error,
+            "field \"mqsLinkTimeoutMs\" must be an integer from 1 to 600000");
 
   auto unknown = parse_control_request(R"({"type":"request","id":4,"action":"explode"})");
   ASSERT_TRUE(unknown);
@@ -83,7 +87,8 @@ TEST(ControlFrames, ARequestTheHostCannotDoIsAnsweredWithItsIdAndWhy) {
 }
 
 TEST(ControlFrames, AHelloReadsBackWithEveryField) {
-  auto parsed = parse_host_frame(encode(control_hello{"sampleSystem", "uuid-1", 4242, "ws://127.0.0.1:42043/mqs", 9100}));
+  auto parsed = parse_host_frame(
+      encode(control_hello{"sampleSystem", "uuid-1", 4242, "ws://127.0.0.1:42043/mqs", 9100}));
   ASSERT_TRUE(parsed) << parsed.error();
   auto hello = std::get<control_hello>(parsed.value());
   EXPECT_EQ(hello.system, "sampleSystem");
@@ -105,7 +110,8 @@ TEST(ControlFrames, AHelloOfAnotherProtocolVersionIsRefused) {
 }
 
 TEST(ControlFrames, EventsAndResponsesReadBack) {
-  auto event = parse_host_frame(encode(control_event{{{"event", "pluginGood"}, {"isolateName", "c"}, {"md5", "ab"}}}));
+  auto event =
+      parse_host_frame(encode(control_event{{{"event", "pluginGood"}, {"isolateName", "c"}, {"md5", "ab"}}}));
   ASSERT_TRUE(event);
   auto fields = std::get<control_event>(event.value()).fields;
   EXPECT_EQ(fields["event"], "pluginGood");

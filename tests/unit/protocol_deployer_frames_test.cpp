@@ -63,7 +63,8 @@ TEST(DeployerFrames, EveryDeployerFrameReadsBack) {
   EXPECT_EQ(failed.error, "boom");
   EXPECT_EQ(failed.worker_id, "w-2");
   EXPECT_EQ(deployer_round(deployer::failed{0, "down", ""}).worker_id, "");
-  auto limited = deployer_round(deployer::rate_limited{18, std::chrono::milliseconds(1500), "429", sample(), false});
+  auto limited =
+      deployer_round(deployer::rate_limited{18, std::chrono::milliseconds(1500), "429", sample(), false});
   EXPECT_EQ(limited.delivery, 18u);
   EXPECT_EQ(limited.delay.count(), 1500);
   EXPECT_EQ(limited.reason, "429");
@@ -80,16 +81,19 @@ TEST(DeployerFrames, EveryDeployerFrameReadsBack) {
 
 TEST(DeployerFrames, FramesAnEndGetsWrongSayWhy) {
   EXPECT_EQ(parse_proxy_frame("[]").error(), "frame is not a JSON object");
-  EXPECT_EQ(parse_proxy_frame(R"({"type":"spawn","protocol":2,"spec":{}})").error(), "unsupported protocol version 2");
+  EXPECT_EQ(parse_proxy_frame(R"({"type":"spawn","protocol":2,"spec":{}})").error(),
+            "unsupported protocol version 2");
   EXPECT_EQ(parse_proxy_frame(R"({"type":"message","envelope":"{}"})").error(),
             "field \"delivery\" must be a non-negative whole number");
   EXPECT_EQ(parse_proxy_frame(R"({"type":"supervise","directive":"reboot"})").error(),
             "field \"directive\" must be resume, restart or stop");
   EXPECT_EQ(parse_deployer_frame(R"({"type":"teleport"})").error(), "unknown frame type \"teleport\"");
-  EXPECT_EQ(parse_deployer_frame(R"({"type":"enqueue","topic":"bad topic","mode":"at-most-once","envelope":"{}"})")
-                .error(),
-            "invalid topic \"bad topic\"");
-  EXPECT_FALSE(parse_deployer_frame(R"({"type":"enqueue","topic":"s.c","mode":"sometimes","envelope":"{}"})"));
+  EXPECT_EQ(
+      parse_deployer_frame(R"({"type":"enqueue","topic":"bad topic","mode":"at-most-once","envelope":"{}"})")
+          .error(),
+      "invalid topic \"bad topic\"");
+  EXPECT_FALSE(
+      parse_deployer_frame(R"({"type":"enqueue","topic":"s.c","mode":"sometimes","envelope":"{}"})"));
 }
 
 }  // namespace

@@ -119,7 +119,8 @@ TEST(MqsRequests, APullReadsBackAndABigCreditIsSplitIntoRecordsTheMqsAccepts) {
 TEST(MqsRequests, AcksAndNacksReadBackWithEveryTag) {
   std::string out;
   append(out, ack_request{{1, 2, 18446744073709551615ull}});
-  EXPECT_EQ(std::get<ack_request>(read_request(out)).tags, (std::vector<std::uint64_t>{1, 2, 18446744073709551615ull}));
+  EXPECT_EQ(std::get<ack_request>(read_request(out)).tags,
+            (std::vector<std::uint64_t>{1, 2, 18446744073709551615ull}));
   for (bool requeue : {true, false}) {
     out.clear();
     append(out, nack_request{{7}, requeue});
@@ -208,7 +209,8 @@ std::vector<message_props> hand_read_cases(const std::string& message_id) {
   cases[1].message_id = message_id;
   cases[2] = cases[1];
   cases[2].content_type = "application/octet-stream";
-  cases[2].headers = {{"replyTo", "s/requester"}, {"attempt", "3"},
+  cases[2].headers = {{"replyTo", "s/requester"},
+                      {"attempt", "3"},
                       {"deadLetter", R"({"reason":"a \"quoted\" \\ why\n\t/"})"}};
   return cases;
 }
@@ -228,7 +230,7 @@ TEST(MqsRecords, AHostReadsTheDeliverHeadersAnMqsWritesWithoutAJsonTreeAndGetsWh
       ASSERT_TRUE(fast) << "the hand reader missed " << header;
       EXPECT_EQ(fast, deliver_from_json(header)) << header;
       auto expected = cases[i];
-      expected.published_us = 0;  // reported as the record's own field
+      expected.published_us = 0;                                    // reported as the record's own field
       std::sort(expected.headers.begin(), expected.headers.end());  // in name order, as from JSON
       EXPECT_EQ(fast->props, expected) << header;
       EXPECT_EQ(fast->published_us, cases[i].published_us);
@@ -239,14 +241,14 @@ TEST(MqsRecords, AHostReadsTheDeliverHeadersAnMqsWritesWithoutAJsonTreeAndGetsWh
 
 TEST(MqsRecords, AHeaderOfAnyOtherShapeIsLeftToTheJsonReadingWhichDecides) {
   const std::vector<std::string> others{
-      R"({"topic":"s.p","action":"deliver","tag":1,"redelivered":false})",           // another order
-      R"({"action":"deliver", "topic":"s.p","tag":1,"redelivered":false})",          // a space
-      R"({"action":"deliver","topic":"s.p","tag":01,"redelivered":false})",          // a leading zero
-      R"({"action":"deliver","topic":"s.p","tag":1.0,"redelivered":false})",         // not an integer
-      R"({"action":"deliver","topic":"s.p","tag":-1,"redelivered":false})",          // signed
+      R"({"topic":"s.p","action":"deliver","tag":1,"redelivered":false})",    // another order
+      R"({"action":"deliver", "topic":"s.p","tag":1,"redelivered":false})",   // a space
+      R"({"action":"deliver","topic":"s.p","tag":01,"redelivered":false})",   // a leading zero
+      R"({"action":"deliver","topic":"s.p","tag":1.0,"redelivered":false})",  // not an integer
+      R"({"action":"deliver","topic":"s.p","tag":-1,"redelivered":false})",   // signed
       R"({"action":"deliver","topic":"s.p","tag":18446744073709551616,"redelivered":false})",  // too big
-      R"({"action":"deliver","topic":"s.\u0070","tag":1,"redelivered":false})",     // a \u escape
-      "{\"action\":\"deliver\",\"topic\":\"s.p\xc3\xa9\",\"tag\":1,\"redelivered\":false}",  // UTF-8
+      R"({"action":"deliver","topic":"s.\u0070","tag":1,"redelivered":false})",                // a \u escape
+      "{\"action\":\"deliver\",\"topic\":\"s.p\xc3\xa9\",\"tag\":1,\"redelivered\":false}",    // UTF-8
       R"({"action":"deliver","topic":"s.p","tag":1,"redelivered":false,"props":{"appId":"a","appId":"b"}})",
       R"({"action":"deliver","topic":"s.p","tag":1,"redelivered":false,"props":{"headers":{"h":"1","h":"2"}}})",
       R"({"action":"deliver","topic":"s.p","tag":1,"redelivered":false,"props":{"other":"x"}})",
@@ -337,27 +339,27 @@ TEST(MqsRequests, AnEnqueueHeaderOfAnyOtherShapeOrBeyondALimitIsLeftToTheJsonRea
     many_headers += (i ? ",\"h" : "\"h") + std::to_string(i) + "\":\"v\"";
   many_headers += "}}";
   const std::vector<std::string> others{
-      R"({"topic":"s.p","action":"enqueue","mode":"at-most-once"})",                // another order
-      R"({"action":"enqueue", "topic":"s.p","mode":"at-most-once"})",               // a space
-      R"({"action":"enqueue","topic":"s.p","mode":"at-most-once","other":1})",      // another field
-      R"({"action":"enqueue","topic":"s","mode":"at-most-once"})",                  // a bad topic
-      R"({"action":"enqueue","topic":"s.p","mode":"sometimes"})",                   // a bad mode
-      R"({"action":"enqueue","topic":"s.p","mode":"at-least-once"})",               // no seq
-      R"({"action":"enqueue","topic":"s.p","mode":"at-least-once","seq":-1})",      // a signed seq
-      R"({"action":"enqueue","topic":"s.p","mode":"at-least-once","seq":1.5})",     // not whole
+      R"({"topic":"s.p","action":"enqueue","mode":"at-most-once"})",             // another order
+      R"({"action":"enqueue", "topic":"s.p","mode":"at-most-once"})",            // a space
+      R"({"action":"enqueue","topic":"s.p","mode":"at-most-once","other":1})",   // another field
+      R"({"action":"enqueue","topic":"s","mode":"at-most-once"})",               // a bad topic
+      R"({"action":"enqueue","topic":"s.p","mode":"sometimes"})",                // a bad mode
+      R"({"action":"enqueue","topic":"s.p","mode":"at-least-once"})",            // no seq
+      R"({"action":"enqueue","topic":"s.p","mode":"at-least-once","seq":-1})",   // a signed seq
+      R"({"action":"enqueue","topic":"s.p","mode":"at-least-once","seq":1.5})",  // not whole
       R"({"action":"enqueue","topic":"s.p","mode":"at-least-once","seq":18446744073709551616})",
-      R"({"action":"enqueue","topic":"s.\u0070","mode":"at-most-once"})",          // a \u escape
-      head + R"(,"props":{"appId":"caf)" + "\xc3\xa9" + R"("}})",                   // UTF-8
-      head + R"(,"props":{"appId":"a","appId":"b"}})",                              // a repeated key
-      head + R"(,"props":{"headers":{"h":"1","h":"2"}}})",                          // a repeated header
-      head + R"(,"props":{"headers":{"x-dde-published-us":"1"}}})",                 // the MQS's own
-      head + R"(,"props":{"headers":{"":"1"}}})",                                   // an empty name
+      R"({"action":"enqueue","topic":"s.\u0070","mode":"at-most-once"})",  // a \u escape
+      head + R"(,"props":{"appId":"caf)" + "\xc3\xa9" + R"("}})",          // UTF-8
+      head + R"(,"props":{"appId":"a","appId":"b"}})",                     // a repeated key
+      head + R"(,"props":{"headers":{"h":"1","h":"2"}}})",                 // a repeated header
+      head + R"(,"props":{"headers":{"x-dde-published-us":"1"}}})",        // the MQS's own
+      head + R"(,"props":{"headers":{"":"1"}}})",                          // an empty name
       head + R"(,"props":{"headers":{")" + std::string(max_prop_header_name + 1, 'n') + R"(":"1"}}})",
       head + R"(,"props":{"messageId":")" + std::string(max_prop_string + 1, 'm') + R"("}})",
       head + R"(,"props":{"headers":{"a":")" + std::string(max_prop_headers_bytes, 'v') + R"("}}})",
       head + many_headers + "}",
-      head + R"(,"props":{"headers":{"n":1}}})",                                    // not a string
-      head + R"(,"props":{"other":"x"}})",                                          // not a property
+      head + R"(,"props":{"headers":{"n":1}}})",  // not a string
+      head + R"(,"props":{"other":"x"}})",        // not a property
       head + "}x",
       head,
   };

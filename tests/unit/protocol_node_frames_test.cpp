@@ -54,7 +54,8 @@ TEST(NodeFrames, ARegisterFrameOfAnotherProtocolVersionIsRefusedNamingBoth) {
 TEST(NodeFrames, EveryRequestReadsBackAsItWasSent) {
   auto deploy = round_trip(7, node::deploy{{{"isolateName", "c"}, {"args", {{"n", 1}}}}});
   EXPECT_EQ(deploy.id, 7u);
-  EXPECT_EQ(std::get<node::deploy>(deploy.request).body, (ordered_json{{"isolateName", "c"}, {"args", {{"n", 1}}}}));
+  EXPECT_EQ(std::get<node::deploy>(deploy.request).body,
+            (ordered_json{{"isolateName", "c"}, {"args", {{"n", 1}}}}));
 
   auto pool = std::get<node::shutdown>(round_trip(8, node::shutdown{"s", std::string("c")}).request);
   EXPECT_EQ(pool.system, "s");
@@ -76,7 +77,8 @@ TEST(NodeFrames, EveryRequestReadsBackAsItWasSent) {
   EXPECT_EQ(rate.rate, (ordered_json{{"messages", 10}, {"perMs", 60000}}));
   EXPECT_EQ(rate.max_in_flight, 2);
   auto unchanged = std::get<node::set_rate>(
-      round_trip(12, node::set_rate{"s", "c", nullptr, ordered_json(ordered_json::value_t::discarded)}).request);
+      round_trip(12, node::set_rate{"s", "c", nullptr, ordered_json(ordered_json::value_t::discarded)})
+          .request);
   EXPECT_TRUE(unchanged.rate.is_null()) << "null clears the rate";
   EXPECT_TRUE(unchanged.max_in_flight.is_discarded()) << "absent leaves it as is";
 
@@ -84,14 +86,15 @@ TEST(NodeFrames, EveryRequestReadsBackAsItWasSent) {
       round_trip(10, node::migrate{"s", "c", {"localhost", "ws://10.0.0.2:42042/activator"}}).request);
   EXPECT_EQ(migrate.workers_paths, (std::vector<std::string>{"localhost", "ws://10.0.0.2:42042/activator"}));
 
-  ordered_json spec = {{"isolateSystemName", "s"}, {"isolateName", "c"}, {"uri", "/w.so"}, {"routerType", "random"}};
+  ordered_json spec = {
+      {"isolateSystemName", "s"}, {"isolateName", "c"}, {"uri", "/w.so"}, {"routerType", "random"}};
   EXPECT_EQ(std::get<node::redeploy>(round_trip(15, node::redeploy{spec}).request).body, spec);
 }
 
 TEST(NodeFrames, EveryRequestTypeHasItsOwnAction) {
-  std::vector<node_request> all = {node::deploy{}, node::shutdown{}, node::describe{}, node::ping{},
-                                   node::restart{}, node::kill{},     node::set_rate{}, node::migrate{},
-                                   node::redeploy{}};
+  std::vector<node_request> all = {node::deploy{},   node::shutdown{}, node::describe{},
+                                   node::ping{},     node::restart{},  node::kill{},
+                                   node::set_rate{}, node::migrate{},  node::redeploy{}};
   std::set<std::string_view> actions;
   for (auto& r : all) actions.insert(action_of(r));
   EXPECT_EQ(actions.size(), all.size());
@@ -107,7 +110,8 @@ TEST(NodeFrames, ARequestWithABadFieldIsDecodedAsBadWithItsIdToAnswer) {
   EXPECT_EQ(bad->error, "field \"isolateName\" must be a string");
   decoded = parse_registry_frame(R"({"type":"request","id":6,"action":"redeploy","body":"x"})");
   ASSERT_TRUE(decoded);
-  EXPECT_EQ(std::get<bad_request>(decoded.value()).error, "field \"body\" must be the deploy body, an object");
+  EXPECT_EQ(std::get<bad_request>(decoded.value()).error,
+            "field \"body\" must be the deploy body, an object");
 
   decoded = parse_registry_frame(R"({"type":"request","id":6,"action":"reboot"})");
   ASSERT_TRUE(decoded);
@@ -131,13 +135,15 @@ TEST(NodeFrames, RegisteredAndErrorFramesReadBack) {
 }
 
 TEST(NodeFrames, ResponsesReadBackAndAnOutOfRangeStatusBecomes500) {
-  auto ok = parse_response(ordered_json::parse(encode(response_frame{7, true, {{"instance", "i"}}, 200, ""})));
+  auto ok =
+      parse_response(ordered_json::parse(encode(response_frame{7, true, {{"instance", "i"}}, 200, ""})));
   ASSERT_TRUE(ok) << ok.error();
   EXPECT_EQ(ok.value().id, 7u);
   EXPECT_TRUE(ok.value().ok);
   EXPECT_EQ(ok.value().result, (ordered_json{{"instance", "i"}}));
 
-  auto failed = parse_response(ordered_json::parse(encode(response_frame{8, false, nullptr, 404, "no pool"})));
+  auto failed =
+      parse_response(ordered_json::parse(encode(response_frame{8, false, nullptr, 404, "no pool"})));
   ASSERT_TRUE(failed);
   EXPECT_EQ(failed.value().status, 404);
   EXPECT_EQ(failed.value().error, "no pool");

@@ -22,7 +22,8 @@ nlohmann::json round_trip(const nlohmann::json& body) {
 
 TEST(PoolSpec, ADeployBodyWithEveryFieldReadsBackAsTheSameSpec) {
   auto body = nlohmann::json::parse(R"({
-    "isolateName": "c", "uri": "https://plugins.example/w.so", "sha256": ")" + std::string(64, 'a') + R"(",
+    "isolateName": "c", "uri": "https://plugins.example/w.so", "sha256": ")" +
+                                    std::string(64, 'a') + R"(",
     "workersPaths": ["localhost", "localhost"], "routerType": "consistentHash", "hashKey": "k",
     "rate": {"messages": 5, "perMs": 100}, "maxInFlight": 3, "credits": 16, "deliveryMode": "at-most-once",
     "subPools": {"key": "tenant", "capacity": {"a": 2}, "defaultCapacity": 1},
@@ -59,16 +60,20 @@ TEST(PoolSpec, ACanaryReadsBackAndTakesItsShareOfTheLocalWorkers) {
       R"({"isolateName": "c", "uri": "/w.so", "canary": {"percent": 25, "windowMs": 500, "minMessages": 7,
           "maxFailureRateIncrease": 0.1}})"));
   ASSERT_TRUE(back.is_object());
-  EXPECT_EQ(back["canary"], (nlohmann::json{{"percent", 25}, {"windowMs", 500}, {"minMessages", 7},
-                                            {"maxFailureRateIncrease", 0.1}}));
-  auto defaults = parse_pool_spec(nlohmann::json::parse(R"({"isolateName": "c", "uri": "/w.so", "canary": {}})"), "s");
+  EXPECT_EQ(back["canary"],
+            (nlohmann::json{
+                {"percent", 25}, {"windowMs", 500}, {"minMessages", 7}, {"maxFailureRateIncrease", 0.1}}));
+  auto defaults =
+      parse_pool_spec(nlohmann::json::parse(R"({"isolateName": "c", "uri": "/w.so", "canary": {}})"), "s");
   ASSERT_TRUE(defaults) << defaults.error();
   const auto& c = defaults.value().canary;
   EXPECT_EQ(c.workers, 1u);
   EXPECT_EQ(c.window.count(), 60000);
   EXPECT_EQ(c.min_messages, 20u);
   EXPECT_DOUBLE_EQ(c.max_increase, 0.05);
-  EXPECT_FALSE(parse_pool_spec(nlohmann::json::parse(R"({"isolateName": "c", "uri": "/w.so"})"), "s").value().canary.enabled());
+  EXPECT_FALSE(parse_pool_spec(nlohmann::json::parse(R"({"isolateName": "c", "uri": "/w.so"})"), "s")
+                   .value()
+                   .canary.enabled());
   canary_spec quarter;
   quarter.percent = 25;
   EXPECT_EQ(quarter.share_of(10), 3u) << "rounded up";
@@ -81,30 +86,36 @@ TEST(PoolSpec, ACanaryReadsBackAndTakesItsShareOfTheLocalWorkers) {
 TEST(PoolSpec, ABadCanaryIsRefusedWithWhatIsWrong) {
   auto error = [](const std::string& canary, const std::string& extra = "") {
     auto spec = parse_pool_spec(
-        nlohmann::json::parse(R"({"isolateName": "c", "uri": "/w.so", "canary": )" + canary + extra + "}"), "s");
+        nlohmann::json::parse(R"({"isolateName": "c", "uri": "/w.so", "canary": )" + canary + extra + "}"),
+        "s");
     return spec ? std::string() : spec.error();
   };
   EXPECT_NE(error("5").find("field \"canary\" must be {"), std::string::npos);
-  EXPECT_NE(error(R"({"workers": 0})").find("canary.workers must be an integer from 1 to 1024, got 0"), std::string::npos);
-  EXPECT_NE(error(R"({"percent": 101})").find("canary.percent must be an integer from 1 to 100"), std::string::npos);
+  EXPECT_NE(error(R"({"workers": 0})").find("canary.workers must be an integer from 1 to 1024, got 0"),
+            std::string::npos);
+  EXPECT_NE(error(R"({"percent": 101})").find("canary.percent must be an integer from 1 to 100"),
+            std::string::npos);
   EXPECT_NE(error(R"({"workers": 1, "percent": 10})").find("exclude each other"), std::string::npos);
   EXPECT_NE(error(R"({"windowMs": 10})").find("canary.windowMs must be an integer from 100 to 86400000"),
             std::string::npos);
   EXPECT_NE(error(R"({"minMessages": "20"})").find("canary.minMessages must be"), std::string::npos);
-  EXPECT_NE(error(R"({"maxFailureRateIncrease": 5})").find("canary.maxFailureRateIncrease must be a number from 0 to 1"),
+  EXPECT_NE(error(R"({"maxFailureRateIncrease": 5})")
+                .find("canary.maxFailureRateIncrease must be a number from 0 to 1"),
             std::string::npos);
   EXPECT_NE(error(R"({"window": 1000})").find("unknown field canary.window"), std::string::npos);
-  EXPECT_NE(error("{}", R"(, "hotDeployment": false)").find("needs \"hotDeployment\": true"), std::string::npos);
+  EXPECT_NE(error("{}", R"(, "hotDeployment": false)").find("needs \"hotDeployment\": true"),
+            std::string::npos);
 }
 
 TEST(PoolSpec, APoolDeployedAgainFromItsDescriptionIsThePoolItWas) {
   // What an activator does with the pools of an isolate system it adopted: their descriptions (with
   // what the host adds) become deploy bodies again when the system has to be redeployed.
-  for (auto text : {R"({"isolateName": "c", "uri": "/w.so", "workersPaths": ["localhost", "localhost"],
+  for (auto text :
+       {R"({"isolateName": "c", "uri": "/w.so", "workersPaths": ["localhost", "localhost"],
                         "routerType": "consistentHash", "hashKey": "k", "backoff": {"retryLimit": 2, "maxDelayMs": 10},
                         "subPools": {"key": "tenant", "capacity": {"a": 2}, "defaultCapacity": 1},
                         "failover": true, "rate": {"messages": 5, "perMs": 100}, "args": {"x": 1}})",
-                    R"({"isolateName": "t", "uri": "/w.so", "routerType": "tailChopping", "tailChopDelayMs": 50,
+        R"({"isolateName": "t", "uri": "/w.so", "routerType": "tailChopping", "tailChopDelayMs": 50,
                         "scale": {"min": 1, "max": 4, "cooldownMs": 2000}, "deliveryMode": "at-most-once"})"}) {
     auto spec = parse_pool_spec(nlohmann::json::parse(text), "sys");
     ASSERT_TRUE(spec) << spec.error();
@@ -129,12 +140,30 @@ namespace dde {
 namespace {
 
 TEST(PoolSpec, ItsFieldsAreWhatADeployBodyCarriesAndTheParserReads) {
-  std::vector<std::string> expected = {"args",          "backoff",        "canary",       "credits",      "deliveryMode",
-                                       "failover",      "hashKey",        "hotDeployment", "hotDeploymentIntervalMs",
-                                       "isolateName",   "isolateSystemName", "maxInFlight", "pingAfterMs",
-                                       "pongTimeoutMs", "rate",           "retry",        "routerType",   "scale",
-                                       "sha256",        "subPools",       "supervision",  "tailChopDelayMs",
-                                       "uri",           "workersPaths"};
+  std::vector<std::string> expected = {"args",
+                                       "backoff",
+                                       "canary",
+                                       "credits",
+                                       "deliveryMode",
+                                       "failover",
+                                       "hashKey",
+                                       "hotDeployment",
+                                       "hotDeploymentIntervalMs",
+                                       "isolateName",
+                                       "isolateSystemName",
+                                       "maxInFlight",
+                                       "pingAfterMs",
+                                       "pongTimeoutMs",
+                                       "rate",
+                                       "retry",
+                                       "routerType",
+                                       "scale",
+                                       "sha256",
+                                       "subPools",
+                                       "supervision",
+                                       "tailChopDelayMs",
+                                       "uri",
+                                       "workersPaths"};
   std::sort(expected.begin(), expected.end());
   EXPECT_EQ(pool_spec_fields(), expected);
 }

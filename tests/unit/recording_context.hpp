@@ -10,8 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "dde/worker.hpp"
 #include "dde/runtime/plugin_loader.hpp"
+#include "dde/worker.hpp"
 
 namespace dde::test {
 

@@ -296,9 +296,10 @@ TEST_F(RegistryMove, AnUnknownTargetIsA404) {
       "POST", "/registry/migrate",
       R"({"bootstrapperId": "266393094", "isolateSystemName": "s", "isolateName": "c", "toBootstrapperId": "5"})");
   EXPECT_EQ(last->status, 404);
-  EXPECT_EQ(last->body["error"],
-            "unknown toBootstrapperId \"5\": no connected node has that id or that name, or several share the "
-            "name (GET /registry/system/list)");
+  EXPECT_EQ(
+      last->body["error"],
+      "unknown toBootstrapperId \"5\": no connected node has that id or that name, or several share the "
+      "name (GET /registry/system/list)");
 }
 
 }  // namespace

@@ -12,9 +12,9 @@ namespace {
 const char* mqs = "ws://127.0.0.1:42043/mqs";
 
 json deploy_body(const std::string& node, const std::string& isolate, json extra = json::object()) {
-  json body = {{"bootstrapperId", node},        {"messageQueuingSystemServer", mqs},
-               {"isolateSystemName", "shop"},   {"isolateName", isolate},
-               {"uri", "/w/libconsumer.so"},    {"workersPaths", {"localhost"}},
+  json body = {{"bootstrapperId", node},      {"messageQueuingSystemServer", mqs},
+               {"isolateSystemName", "shop"}, {"isolateName", isolate},
+               {"uri", "/w/libconsumer.so"},  {"workersPaths", {"localhost"}},
                {"routerType", "roundRobin"}};
   body.update(extra);
   return body;
@@ -104,7 +104,8 @@ TEST(ApplyPlan, AnotherMqsIsADifference) {
 }
 
 TEST(ApplyPlan, APoolRunningOnAnotherNodeIsMovedThere) {
-  auto plan = plan_apply(desired({deploy_body("2", "a")}), running("1", {deploy_body("1", "a", {{"credits", 7}})}));
+  auto plan =
+      plan_apply(desired({deploy_body("2", "a")}), running("1", {deploy_body("1", "a", {{"credits", 7}})}));
   ASSERT_EQ(plan.size(), 1u);
   EXPECT_EQ(plan[0].action, apply_action::move);
   EXPECT_EQ(plan[0].from, "1");
@@ -142,7 +143,8 @@ TEST(ApplyBody, BadBodiesAreRefusedNamingTheEntryAndTheField) {
       {json{{"pool", json::array()}},
        "unknown field \"pool\": an apply body is {\"pools\": [...], \"dryRun\": false}"},
       {json{{"dryRun", true}}, "missing field \"pools\", the array of deploy bodies"},
-      {json{{"pools", json::array({deploy_body("1", "a")})}, {"dryRun", "yes"}}, "field \"dryRun\" must be true or false"},
+      {json{{"pools", json::array({deploy_body("1", "a")})}, {"dryRun", "yes"}},
+       "field \"dryRun\" must be true or false"},
       {json{{"pools", 3}}, "the pools to apply must be an array of deploy bodies (or {\"pools\": [...]})"},
       {json::array({deploy_body("1", "a"), deploy_body("1", "a")}),
        "pools[1]: pool shop/a is already pools[0]; a pool is applied once"},
@@ -205,7 +207,8 @@ TEST_F(RegistryApply, EachPoolIsAppliedInTurnAndTheAnswerSaysWhatHappened) {
 }
 
 TEST_F(RegistryApply, AFailedStepDoesNotStopTheOthersAndItsStatusIsTheAnswers) {
-  apply(json::array({deploy_body("node-a", "broken", {{"uri", "/w/missing.so"}}), deploy_body("node-b", "fine")}));
+  apply(json::array(
+      {deploy_body("node-a", "broken", {{"uri", "/w/missing.so"}}), deploy_body("node-b", "fine")}));
   describe(a, {});
   describe(b, {});
   a.fail(id(a), 400, "plugin /w/missing.so does not exist");
@@ -213,13 +216,15 @@ TEST_F(RegistryApply, AFailedStepDoesNotStopTheOthersAndItsStatusIsTheAnswers) {
   b.ok(id(b), json::object());
   ASSERT_TRUE(last);
   EXPECT_EQ(last->status, 400);
-  EXPECT_EQ(last->body["error"], "1 of 2 pools could not be applied; shop/broken: plugin /w/missing.so does not exist");
+  EXPECT_EQ(last->body["error"],
+            "1 of 2 pools could not be applied; shop/broken: plugin /w/missing.so does not exist");
   EXPECT_EQ(last->body["pools"][0]["result"], "failed");
   EXPECT_EQ(last->body["pools"][1]["result"], "ok");
 }
 
 TEST_F(RegistryApply, ARedeployAndAMoveAreSentAsSuch) {
-  apply(json::array({deploy_body("node-a", "router", {{"routerType", "random"}}), deploy_body("node-b", "moving")}));
+  apply(json::array(
+      {deploy_body("node-a", "router", {{"routerType", "random"}}), deploy_body("node-b", "moving")}));
   describe(a, {deploy_body("266393094", "router"), deploy_body("266393094", "moving")});
   describe(b, {});
   EXPECT_EQ(a.last()["action"], "redeploy");
@@ -251,7 +256,8 @@ TEST_F(RegistryApply, AnUnknownNodeOrAnUndescribableOneAppliesNothing) {
   apply(json::array({deploy_body("node-a", "x"), deploy_body("node-z", "y")}));
   ASSERT_TRUE(last);
   EXPECT_EQ(last->status, 404);
-  EXPECT_NE(last->body["error"].get<std::string>().find("unknown bootstrapperId \"node-z\""), std::string::npos);
+  EXPECT_NE(last->body["error"].get<std::string>().find("unknown bootstrapperId \"node-z\""),
+            std::string::npos);
   EXPECT_TRUE(a.link->requests().empty());
 
   last.reset();
@@ -261,7 +267,8 @@ TEST_F(RegistryApply, AnUnknownNodeOrAnUndescribableOneAppliesNothing) {
   ASSERT_TRUE(last);
   EXPECT_EQ(last->status, 504);
   EXPECT_EQ(last->body["error"],
-            "cannot describe node 12133208: node 12133208 did not answer \"describe\" within 15000 ms; nothing was applied");
+            "cannot describe node 12133208: node 12133208 did not answer \"describe\" within 15000 ms; "
+            "nothing was applied");
   EXPECT_EQ(a.link->requests().size(), 1u) << "the second apply's describe, no deploy";
 }
 

@@ -1,12 +1,12 @@
 // dde-registry's command line and --config file: flags in a config file count (a security flag
 // silently ignored would leave a registry open that its operator believes closed).
+#include "registry_config.hpp"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include "registry_config.hpp"
 
 namespace dde::registry {
 namespace {
@@ -39,13 +39,15 @@ TEST_F(RegistryConfig, AFlagInTheConfigFileCountsAsOnTheCommandLine) {
 }
 
 TEST_F(RegistryConfig, BadValuesInTheConfigFileAreNamed) {
-  EXPECT_EQ(parse(R"({"tls-verify-client": "maybe"})").error, "Could not convert: --tls-verify-client = maybe");
+  EXPECT_EQ(parse(R"({"tls-verify-client": "maybe"})").error,
+            "Could not convert: --tls-verify-client = maybe");
   EXPECT_EQ(parse(R"({"port": {"n": 1}})").error,
             "config file " + path_.string() +
                 ": \"port\" must be a string, a whole number, true/false or an array of those");
   EXPECT_EQ(parse(R"({"port": [1, 2]})").cfg.port, 2) << "the last, as on the command line";
   EXPECT_EQ(parse(R"({"port": 70000})").error, "--port: Value 70000 not in range 0 to 65535");
-  EXPECT_EQ(parse(R"({"no-such-key": 1})").error, "config file " + path_.string() + ": unknown key \"no-such-key\"");
+  EXPECT_EQ(parse(R"({"no-such-key": 1})").error,
+            "config file " + path_.string() + ": unknown key \"no-such-key\"");
   auto ok = parse(R"({"port": 4321, "heartbeat-ms": "0"})");
   EXPECT_EQ(ok.error, "");
   EXPECT_EQ(ok.cfg.port, 4321);

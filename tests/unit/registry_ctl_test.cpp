@@ -95,7 +95,9 @@ TEST(RegistryCtl, BadUsageIsAnErrorWithoutACall) {
     EXPECT_FALSE(inv.call);
     return inv.error;
   };
-  EXPECT_EQ(error_of({}), "missing command (list, show, status, deploy, apply, shutdown, restart, kill, migrate, health, dlq, ask)");
+  EXPECT_EQ(error_of({}),
+            "missing command (list, show, status, deploy, apply, shutdown, restart, kill, migrate, health, "
+            "dlq, ask)");
   EXPECT_EQ(error_of({"launch"}), "unknown command \"launch\" (see ddectl --help)");
   EXPECT_EQ(error_of({"show"}), "usage: ddectl show ID (see ddectl show --help)");
   EXPECT_EQ(error_of({"deploy", "--bootstrapper", "1"}), "deploy needs --mqs (or a FILE.json)");

@@ -25,8 +25,9 @@ class RegistryDlq : public ::testing::Test {
   }
   /// Sends a request; the node's describe is answered with `described`.
   void send(const std::string& method, const std::string& target, const std::string& body = "",
-            json described = {{"shop", json::array({{{"id", "shop/orders"},
-                                                    {"messageQueuingSystemServer", "ws://10.0.0.5:42043/mqs"}}})}}) {
+            json described = {
+                {"shop", json::array({{{"id", "shop/orders"},
+                                       {"messageQueuingSystemServer", "ws://10.0.0.5:42043/mqs"}}})}}) {
     api.handle({method, target, body, "test"}, [this](rest_reply r) { replies.push_back(std::move(r)); });
     auto requests = node.link->requests();
     if (!requests.empty() && requests.back()["action"] == "describe" && answered < requests.size()) {
@@ -71,7 +72,8 @@ TEST_F(RegistryDlq, ShowAnswersTheOneMessageOr404) {
   EXPECT_EQ(replies.at(0).body["reason"], "rejected");
 
   send("GET", "/registry/dlq/shop/orders/gone");
-  mqs_answers(404, {{"error", "no message \"gone\" in dde.dead.shop.orders (looked through 3 of its messages)"}});
+  mqs_answers(404,
+              {{"error", "no message \"gone\" in dde.dead.shop.orders (looked through 3 of its messages)"}});
   EXPECT_EQ(replies.at(1).status, 404);
   EXPECT_EQ(replies.at(1).body["error"], "no dead letter \"gone\" for shop/orders");
 }
@@ -81,13 +83,15 @@ TEST_F(RegistryDlq, ReplayOfIdsOrOfEverythingBecomesTheMqsBody) {
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].method, "POST");
   EXPECT_EQ(calls[0].url, "http://10.0.0.5:42043/dlq/replay");
-  EXPECT_EQ(nlohmann::json::parse(calls[0].body), (nlohmann::json{{"topic", "shop.orders"}, {"ids", {"a", "b"}}}));
+  EXPECT_EQ(nlohmann::json::parse(calls[0].body),
+            (nlohmann::json{{"topic", "shop.orders"}, {"ids", {"a", "b"}}}));
   mqs_answers(200, {{"replayed", 1}, {"missing", {"b"}}});
   EXPECT_EQ(replies.at(0).body["replayed"], 1);
   EXPECT_EQ(replies.at(0).body["missing"], json::array({"b"}));
 
   send("POST", "/registry/dlq/shop/orders/replay", "{}");
-  EXPECT_EQ(nlohmann::json::parse(calls.at(1).body), (nlohmann::json{{"topic", "shop.orders"}, {"all", true}}));
+  EXPECT_EQ(nlohmann::json::parse(calls.at(1).body),
+            (nlohmann::json{{"topic", "shop.orders"}, {"all", true}}));
   send("POST", "/registry/dlq/shop/orders/purge", "");
   EXPECT_EQ(calls.at(2).url, "http://10.0.0.5:42043/dlq/purge");
   EXPECT_EQ(json::parse(calls.at(2).body), (json{{"topic", "shop.orders"}}));
@@ -98,7 +102,8 @@ TEST_F(RegistryDlq, AnUnknownPoolIsA404ThatSaysWhy) {
   EXPECT_TRUE(calls.empty());
   ASSERT_EQ(replies.size(), 1u);
   EXPECT_EQ(replies[0].status, 404);
-  EXPECT_EQ(replies[0].body["error"], "no node runs pool shop/nothing (GET /registry/status), so its MQS is unknown");
+  EXPECT_EQ(replies[0].body["error"],
+            "no node runs pool shop/nothing (GET /registry/status), so its MQS is unknown");
 }
 
 TEST_F(RegistryDlq, BadInputIsRefusedBeforeAnyNodeOrMqsIsAsked) {
@@ -167,32 +172,37 @@ TEST(CtlDlq, BadUsageSaysWhatIsMissing) {
   EXPECT_EQ(parse({"dlq", "purge", "shop/orders", "a", "--all"}).error,
             "dlq purge takes message ids or --all, not both");
   EXPECT_EQ(parse({"dlq", "list", "shop"}).error, "\"shop\" is not a pool address system/pool");
-  EXPECT_EQ(parse({"dlq", "drop", "shop/orders"}).error, "dlq needs list, show, replay or purge, got \"drop\"");
+  EXPECT_EQ(parse({"dlq", "drop", "shop/orders"}).error,
+            "dlq needs list, show, replay or purge, got \"drop\"");
   EXPECT_EQ(parse({"dlq", "show", "shop/orders"}).error, "usage: ddectl dlq show SYSTEM/POOL ID");
 }
 
 TEST(CtlDlq, ListIsATableAndReplayAndPurgeAreSentences) {
-  json body = {{"pool", "shop/orders"},
-               {"depth", 2},
-               {"messages",
-                {{{"id", "m-1"}, {"reason", "rejected"}, {"attempts", 1}, {"at", 1000000}, {"size", 9}},
-                 {{"id", "m-2"},
-                  {"reason", "rate limited 4 time(s), retry limit 3 reached; last reason: the API said 429 slow down"},
-                  {"attempts", 4},
-                  {"md5", "0123456789abcdef0123456789abcdef"},
-                  {"at", 1000000 - 3600 * 1000},
-                  {"size", 120}}}}};
-  EXPECT_EQ(ctl::dlq_table(body, 1000000 + 42000),
-            "2 of 2 dead letter(s) of shop/orders\n"
-            "ID   REASON                                                        ATTEMPTS  MD5           AGE  SIZE\n"
-            "m-1  rejected                                                      1         -             42s  9\n"
-            "m-2  rate limited 4 time(s), retry limit 3 reached; last reaso...  4         0123456789ab  60m  120\n");
+  json body = {
+      {"pool", "shop/orders"},
+      {"depth", 2},
+      {"messages",
+       {{{"id", "m-1"}, {"reason", "rejected"}, {"attempts", 1}, {"at", 1000000}, {"size", 9}},
+        {{"id", "m-2"},
+         {"reason", "rate limited 4 time(s), retry limit 3 reached; last reason: the API said 429 slow down"},
+         {"attempts", 4},
+         {"md5", "0123456789abcdef0123456789abcdef"},
+         {"at", 1000000 - 3600 * 1000},
+         {"size", 120}}}}};
+  EXPECT_EQ(
+      ctl::dlq_table(body, 1000000 + 42000),
+      "2 of 2 dead letter(s) of shop/orders\n"
+      "ID   REASON                                                        ATTEMPTS  MD5           AGE  SIZE\n"
+      "m-1  rejected                                                      1         -             42s  9\n"
+      "m-2  rate limited 4 time(s), retry limit 3 reached; last reaso...  4         0123456789ab  60m  "
+      "120\n");
   EXPECT_EQ(ctl::render("dlq", {"replay", "shop/orders", "a", "b", "c"},
                         json{{"replayed", 3}, {"missing", json::array()}, {"pool", "shop/orders"}},
                         ctl::output_format::table),
             "replayed 3 of 3 to shop/orders\n");
   EXPECT_EQ(ctl::render("dlq", {"replay", "shop/orders", "a", "b"},
-                        json{{"replayed", 1}, {"missing", {"b"}}, {"pool", "shop/orders"}}, ctl::output_format::table),
+                        json{{"replayed", 1}, {"missing", {"b"}}, {"pool", "shop/orders"}},
+                        ctl::output_format::table),
             "replayed 1 of 2 to shop/orders; not found: b\n");
   EXPECT_EQ(ctl::render("dlq", {"purge", "shop/orders"}, json{{"purged", 7}}, ctl::output_format::table),
             "purged 7 dead letter(s) of shop/orders\n");

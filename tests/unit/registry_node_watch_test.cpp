@@ -2,7 +2,6 @@
 // closed, and its pools with failover: true go to the surviving nodes, their workers spread; a node
 // that reconnects under its id within the timeout is not lost.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -279,7 +278,8 @@ TEST(RegistryNodeWatchStore, ARememberedNodeThatDoesNotComeBackAfterARestartIsFa
   EXPECT_TRUE(store.rows.count("12133208"));
   auto status = watch.status();
   ASSERT_EQ(status["failovers"].size(), 1u);
-  EXPECT_NE(status["failovers"][0]["reason"].get<std::string>().find("remembered from before this registry started or took over"),
+  EXPECT_NE(status["failovers"][0]["reason"].get<std::string>().find(
+                "remembered from before this registry started or took over"),
             std::string::npos);
 }
 
@@ -292,7 +292,9 @@ TEST(RegistryNodeWatchStore, APoolWaitingForANodeIsRememberedAndPlacedByTheNextR
     scripted_node a{first.table, 1, "266393094", "node-a"};
     std::size_t seen = 0;
     first.watch->tick();
-    answer_all(a, seen, json{{"sys", json::array({pool_entry("sys/work", true, 2), pool_entry("sys/other", false, 1)})}});
+    answer_all(
+        a, seen,
+        json{{"sys", json::array({pool_entry("sys/work", true, 2), pool_entry("sys/other", false, 1)})}});
     ASSERT_TRUE(store.rows.count("266393094"));
     first.table.remove(a.conn);
     first.watch->tick();  // a's connection ended: lost unless back within the timeout
@@ -312,7 +314,8 @@ TEST(RegistryNodeWatchStore, APoolWaitingForANodeIsRememberedAndPlacedByTheNextR
   EXPECT_TRUE(status["nodes"].empty()) << status.dump();
   ASSERT_EQ(status["failovers"].size(), 1u) << status.dump();
   EXPECT_EQ(status["failovers"][0]["node"], "266393094");
-  EXPECT_EQ(status["failovers"][0]["pools"][0]["error"], "no node left to run it: it goes to the next node that registers");
+  EXPECT_EQ(status["failovers"][0]["pools"][0]["error"],
+            "no node left to run it: it goes to the next node that registers");
   next.watch->tick();  // no node yet: it goes on waiting, still remembered
   EXPECT_TRUE(store.rows.count("waiting:266393094"));
 
@@ -396,7 +399,8 @@ TEST(RegistrySqliteStore, WhatIsSavedIsLoadedAgainAfterReopeningAndForgottenRows
     open_sqlite_store("/nonexistent-dir/x.db");
     ADD_FAILURE() << "a file that cannot be created is an error";
   } catch (const std::runtime_error& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("cannot open state file /nonexistent-dir/x.db: ", 0), 0u) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("cannot open state file /nonexistent-dir/x.db: ", 0), 0u)
+        << e.what();
   }
 }
 

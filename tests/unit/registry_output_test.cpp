@@ -39,18 +39,21 @@ TEST(CtlOutput, ListIsATableOfNodesAndJsonOnlyWhenAsked) {
 }
 
 TEST(CtlOutput, ShowListsSystemsPoolsWithStateRatesAndWorkersAndWhyAPoolIsNotRunning) {
-  json pool = {{"id", "shop/orders"},
-               {"routerType", "roundRobin"},
-               {"deliveryMode", "at-least-once"},
-               {"rate", {{"messages", 10}, {"perMs", 60000}}},
-               {"poolState", "stopped: 10 restarts within 60000 ms"},
-               {"state", "running"},
-               {"pid", 4242},
-               {"restarts", 0},
-               {"stats", {{"delivered", 7}, {"done", 5}, {"failed", 2}}},
-               {"governance", {{"deadLettered", 1}}},
-               {"workers", json::array({{{"id", "w1"}, {"path", "localhost"}, {"state", "running"}, {"inFlight", 0}, {"done", 5}},
-                                        {{"id", "w2"}, {"path", "localhost"}, {"state", "down"}, {"inFlight", 0}, {"done", 0}}})}};
+  json pool = {
+      {"id", "shop/orders"},
+      {"routerType", "roundRobin"},
+      {"deliveryMode", "at-least-once"},
+      {"rate", {{"messages", 10}, {"perMs", 60000}}},
+      {"poolState", "stopped: 10 restarts within 60000 ms"},
+      {"state", "running"},
+      {"pid", 4242},
+      {"restarts", 0},
+      {"stats", {{"delivered", 7}, {"done", 5}, {"failed", 2}}},
+      {"governance", {{"deadLettered", 1}}},
+      {"workers",
+       json::array(
+           {{{"id", "w1"}, {"path", "localhost"}, {"state", "running"}, {"inFlight", 0}, {"done", 5}},
+            {{"id", "w2"}, {"path", "localhost"}, {"state", "down"}, {"inFlight", 0}, {"done", 0}}})}};
   auto out = render("show", {"266393094"}, json{{"shop", json::array({pool})}}, output_format::table);
   EXPECT_EQ(out,
             "SYSTEM  PROCESS  PID   RESTARTS  POOLS\n"
@@ -69,20 +72,24 @@ TEST(CtlOutput, ShowListsSystemsPoolsWithStateRatesAndWorkersAndWhyAPoolIsNotRun
 TEST(CtlOutput, StatusIsOneRowPerPoolWithItsRatesAndDepths) {
   json snapshot = {
       {"uptimeSeconds", 3},
-      {"nodes", json::array({{{"bootstrapperId", "1"},
-                              {"name", "node-a"},
-                              {"health", "ok"},
-                              {"systems", json::array({{{"name", "shop"},
-                                                        {"pools", json::array({{{"id", "shop/orders"},
-                                                                                {"poolState", "running"},
-                                                                                {"workersCount", 2},
-                                                                                {"live",
-                                                                                 {{"in", 120.5},
-                                                                                  {"out", 118.0},
-                                                                                  {"inFlight", 3},
-                                                                                  {"queueDepth", 40},
-                                                                                  {"deadLetterDepth", 0}}}}})}}})}},
-                             {{"bootstrapperId", "2"}, {"name", "node-b"}, {"health", "unreachable"}, {"error", "timed out"}}})}};
+      {"nodes",
+       json::array({{{"bootstrapperId", "1"},
+                     {"name", "node-a"},
+                     {"health", "ok"},
+                     {"systems", json::array({{{"name", "shop"},
+                                               {"pools", json::array({{{"id", "shop/orders"},
+                                                                       {"poolState", "running"},
+                                                                       {"workersCount", 2},
+                                                                       {"live",
+                                                                        {{"in", 120.5},
+                                                                         {"out", 118.0},
+                                                                         {"inFlight", 3},
+                                                                         {"queueDepth", 40},
+                                                                         {"deadLetterDepth", 0}}}}})}}})}},
+                    {{"bootstrapperId", "2"},
+                     {"name", "node-b"},
+                     {"health", "unreachable"},
+                     {"error", "timed out"}}})}};
   EXPECT_EQ(render("status", {}, snapshot, output_format::table),
             "NODE    SYSTEM  POOL    STATE        WORKERS  IN/S   OUT/S  IN-FLIGHT  QUEUE  DLQ\n"
             "node-a  shop    orders  running      2        120.5  118    3          40     0\n"
@@ -92,9 +99,17 @@ TEST(CtlOutput, StatusIsOneRowPerPoolWithItsRatesAndDepths) {
 
 TEST(CtlOutput, ApplySaysWhatItDidWithEachPoolAndCountsThem) {
   json answer = {{"dryRun", true},
-                 {"pools", json::array({{{"pool", "shop/a"}, {"node", "1"}, {"action", "create"}, {"changed", json::array()}, {"result", "planned"}},
-                                        {{"pool", "shop/b"}, {"node", "2"}, {"from", "1"}, {"action", "move"},
-                                         {"changed", json::array({"credits"})}, {"result", "planned"}}})},
+                 {"pools", json::array({{{"pool", "shop/a"},
+                                         {"node", "1"},
+                                         {"action", "create"},
+                                         {"changed", json::array()},
+                                         {"result", "planned"}},
+                                        {{"pool", "shop/b"},
+                                         {"node", "2"},
+                                         {"from", "1"},
+                                         {"action", "move"},
+                                         {"changed", json::array({"credits"})},
+                                         {"result", "planned"}}})},
                  {"summary", {{"create", 1}, {"move", 1}}}};
   EXPECT_EQ(render("apply", {}, answer, output_format::table),
             "POOL    NODE    ACTION  CHANGED  RESULT\n"
@@ -108,13 +123,16 @@ TEST(CtlOutput, OtherCommandsAnswerInASentence) {
                    json{{"stopped", {{"isolateSystemName", "shop"}, {"pools", {"a", "b"}}, {"pid", 77}}}},
                    output_format::table),
             "stopped isolate system shop (pid 77) and its pools a, b\n");
-  EXPECT_EQ(render("shutdown", {"1", "shop", "a"}, json{{"stopped", {{"isolateSystemName", "shop"}, {"pools", {"a"}}}}},
-                   output_format::table),
-            "stopped pool shop/a\n");
-  EXPECT_EQ(render("deploy", {}, json{{"isolateSystemName", "shop"}, {"isolateName", "a"}}, output_format::table),
-            "deployed pool shop/a\n");
-  EXPECT_EQ(render("health", {}, json{{"status", "ok"}, {"nodes", 2}, {"uptimeSeconds", 9}}, output_format::table),
-            "ok: 2 node(s) connected, up 9 s\n");
+  EXPECT_EQ(
+      render("shutdown", {"1", "shop", "a"},
+             json{{"stopped", {{"isolateSystemName", "shop"}, {"pools", {"a"}}}}}, output_format::table),
+      "stopped pool shop/a\n");
+  EXPECT_EQ(
+      render("deploy", {}, json{{"isolateSystemName", "shop"}, {"isolateName", "a"}}, output_format::table),
+      "deployed pool shop/a\n");
+  EXPECT_EQ(
+      render("health", {}, json{{"status", "ok"}, {"nodes", 2}, {"uptimeSeconds", 9}}, output_format::table),
+      "ok: 2 node(s) connected, up 9 s\n");
   EXPECT_EQ(render("migrate", {"1", "shop", "a"}, json{{"from", "1"}, {"to", "2"}}, output_format::table),
             "moved pool shop/a from node 1 to node 2\n");
 }
@@ -141,7 +159,8 @@ TEST(CtlCommands, ApplySendsTheFileAndMarksADryRun) {
   EXPECT_EQ(nlohmann::json::parse(dry.call->body),
             nlohmann::json::parse(R"({"pools": [{"isolateName": "a"}], "dryRun": true})"));
   EXPECT_EQ(dry.timeout, std::chrono::milliseconds(5000));
-  EXPECT_EQ(parse({"apply"}).error, "apply needs -f FILE (a JSON array of deploy bodies, '-' = standard input)");
+  EXPECT_EQ(parse({"apply"}).error,
+            "apply needs -f FILE (a JSON array of deploy bodies, '-' = standard input)");
   EXPECT_EQ(parse({"apply", "-f", "-"}, "[").error, "standard input is not valid JSON");
   EXPECT_EQ(parse({"apply", "-f", "-"}, "3").error,
             "the file must hold a JSON array of deploy bodies or {\"pools\": [...]}");

@@ -1,11 +1,11 @@
 // registry_role: when a registry acts and when it stands by, driven by a scripted store (the real
 // PostgreSQL store and two registry processes are tested in tests/integration/registry_pair_test.cpp).
+#include "registry_role.hpp"
+
 #include <gtest/gtest.h>
 
 #include <deque>
 #include <stdexcept>
-
-#include "registry_role.hpp"
 
 namespace dde::registry {
 namespace {

@@ -151,10 +151,10 @@ TEST_F(RegistryValidation, NamesThatCannotBeQueueNamesAreRefused) {
 }
 
 TEST_F(RegistryValidation, AnUnknownRouterTypeIsRefused) {
-  expect_deploy_refused(
-      with("routerType", "fastestFirst"), 400,
-      "unknown routerType \"fastestFirst\": use roundRobin, random, broadcast, smallestMailbox, consistentHash, "
-      "scatterGather, tailChopping, or the path of a custom router .so");
+  expect_deploy_refused(with("routerType", "fastestFirst"), 400,
+                        "unknown routerType \"fastestFirst\": use roundRobin, random, broadcast, "
+                        "smallestMailbox, consistentHash, "
+                        "scatterGather, tailChopping, or the path of a custom router .so");
 }
 
 TEST_F(RegistryValidation, AnUnknownFieldIsRefusedByNameWithTheFieldItProbablyMeant) {
@@ -164,23 +164,29 @@ TEST_F(RegistryValidation, AnUnknownFieldIsRefusedByNameWithTheFieldItProbablyMe
   EXPECT_EQ(r.status, 400);
   auto error = r.body["error"].get<std::string>();
   EXPECT_EQ(error.rfind("unknown field \"workerCount\"; a deploy body has action bootstrapperId "
-                        "messageQueuingSystemServer args backoff ", 0), 0u) << error;
+                        "messageQueuingSystemServer args backoff ",
+                        0),
+            0u)
+      << error;
   EXPECT_NE(error.find(" workersPaths"), std::string::npos) << error;
   // What only the activator adds to a redeploy is not for a user to send.
-  expect_deploy_refused(with("lastGoodCopy", "/tmp/x.so"), 400,
-                        "unknown field \"lastGoodCopy\"; a deploy body has action bootstrapperId "
-                        "messageQueuingSystemServer args backoff canary credits deliveryMode failover hashKey "
-                        "hotDeployment hotDeploymentIntervalMs isolateName isolateSystemName maxInFlight pingAfterMs pongTimeoutMs "
-                        "rate retry routerType scale sha256 subPools supervision tailChopDelayMs uri workersPaths");
+  expect_deploy_refused(
+      with("lastGoodCopy", "/tmp/x.so"), 400,
+      "unknown field \"lastGoodCopy\"; a deploy body has action bootstrapperId "
+      "messageQueuingSystemServer args backoff canary credits deliveryMode failover hashKey "
+      "hotDeployment hotDeploymentIntervalMs isolateName isolateSystemName maxInFlight pingAfterMs "
+      "pongTimeoutMs "
+      "rate retry routerType scale sha256 subPools supervision tailChopDelayMs uri workersPaths");
   EXPECT_TRUE(node.link->requests().empty());
 }
 
 TEST_F(RegistryValidation, AnMqsAddressThatIsNotAWebSocketUrlIsRefused) {
   for (const char* bad : {"http://127.0.0.1:42043/mqs", "ws://:42043/mqs", "ws://127.0.0.1:99999/mqs", "mqs"})
-    expect_deploy_refused(with("messageQueuingSystemServer", bad), 400,
-                          std::string("field \"messageQueuingSystemServer\" is \"") + bad +
-                              "\": expected a WebSocket URL ws://host:port/path (or several, comma-separated, to fail over "
-                              "between)");
+    expect_deploy_refused(
+        with("messageQueuingSystemServer", bad), 400,
+        std::string("field \"messageQueuingSystemServer\" is \"") + bad +
+            "\": expected a WebSocket URL ws://host:port/path (or several, comma-separated, to fail over "
+            "between)");
 }
 
 TEST_F(RegistryValidation, AWorkersPathThatIsNeitherLocalhostNorAnActivatorUrlIsRefused) {

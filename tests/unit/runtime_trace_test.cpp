@@ -5,10 +5,9 @@
 // without one, nothing new is traced and nothing is written, but a trace that arrives is carried on.
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <fstream>
-
-#include <boost/asio/io_context.hpp>
 
 #include "dde/envelope.hpp"
 #include "dde/protocol/pool_spec.hpp"
@@ -28,7 +27,8 @@ class sends_owner final : public cell_owner {
   void worker_failed(std::size_t, std::uint64_t, std::string, std::string) override {}
   void worker_up(std::size_t, std::string) override {}
   void worker_crashed(std::size_t, std::uint64_t, std::string) override { ++crashed; }
-  void worker_rate_limited(std::size_t, std::uint64_t, std::chrono::milliseconds, std::string, message) override {}
+  void worker_rate_limited(std::size_t, std::uint64_t, std::chrono::milliseconds, std::string,
+                           message) override {}
   void enqueue(std::string, delivery_mode, const envelope& e) override {
     if (e.to != "probe/events") sent.push_back(e);
   }
@@ -67,12 +67,15 @@ class Tracing : public ::testing::Test {
   }
 
   std::shared_ptr<worker_cell> started_cell() {
-    auto spec = parse_pool_spec(
-        {{"isolateSystemName", "unit"}, {"isolateName", "pool"}, {"uri", "/scripted.so"}, {"args", nlohmann::json::object()}});
+    auto spec = parse_pool_spec({{"isolateSystemName", "unit"},
+                                 {"isolateName", "pool"},
+                                 {"uri", "/scripted.so"},
+                                 {"args", nlohmann::json::object()}});
     EXPECT_TRUE(spec) << spec.error();
     auto plugin = worker_plugin::load(std::string(DDE_WORKER_DIR) + "/libtest_scripted.so");
     EXPECT_TRUE(plugin) << plugin.error();
-    auto c = std::make_shared<worker_cell>(io, owner, std::make_shared<pool_spec>(spec.value()), plugin.value(), 0);
+    auto c = std::make_shared<worker_cell>(io, owner, std::make_shared<pool_spec>(spec.value()),
+                                           plugin.value(), 0);
     EXPECT_TRUE(c->create());
     c->start();
     settle();
@@ -105,7 +108,8 @@ class Tracing : public ::testing::Test {
 
 TEST_F(Tracing, WhatAWorkerSendsWhileHandlingATracedMessageContinuesItsTrace) {
   auto c = started_cell();
-  c->post_message(msg({{{"send", "x/y"}}, {{"ask", "x/z"}}, {{"forward", "x/w"}}, "reply", "done"}, incoming, true), 1);
+  c->post_message(
+      msg({{{"send", "x/y"}}, {{"ask", "x/z"}}, {{"forward", "x/w"}}, "reply", "done"}, incoming, true), 1);
   settle();
   ASSERT_EQ(owner->sent.size(), 4u);
   std::string hop_span;
@@ -190,7 +194,8 @@ TEST_F(Tracing, AFailedHopIsAnErrorSpan) {
 TEST_F(Tracing, AnUnsampledTraceIsCarriedOnButNotWritten) {
   trace_to_file();
   auto c = started_cell();
-  c->post_message(msg({{{"send", "x/y"}}, "done"}, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"), 1);
+  c->post_message(msg({{{"send", "x/y"}}, "done"}, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"),
+                  1);
   settle();
   ASSERT_EQ(owner->sent.size(), 1u);
   auto out = trace::parse(owner->sent[0].traceparent);

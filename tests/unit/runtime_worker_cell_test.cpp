@@ -7,10 +7,9 @@
 // envelopes; a first-reply race the owner says is lost drops the reply.
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <optional>
-
-#include <boost/asio/io_context.hpp>
 
 #include "dde/envelope.hpp"
 #include "dde/names.hpp"
@@ -81,7 +80,7 @@ class recording_owner final : public cell_owner {
 
   std::vector<std::string> timeline;
   std::vector<std::chrono::steady_clock::time_point> times;  ///< when each timeline line was told
-  std::vector<std::string> worker_ids;  ///< the worker id of each probe event
+  std::vector<std::string> worker_ids;                       ///< the worker id of each probe event
   std::vector<std::string> up_ids;
   std::vector<sent> sends;
   std::vector<message> limited_messages;
@@ -104,7 +103,8 @@ class WorkerCell : public ::testing::Test {
     EXPECT_TRUE(spec) << spec.error();
     auto plugin = worker_plugin::load(std::string(DDE_WORKER_DIR) + "/libtest_scripted.so");
     EXPECT_TRUE(plugin) << plugin.error();
-    return std::make_shared<worker_cell>(io, owner, std::make_shared<pool_spec>(spec.value()), plugin.value(), 0);
+    return std::make_shared<worker_cell>(io, owner, std::make_shared<pool_spec>(spec.value()), plugin.value(),
+                                         0);
   }
 
   /// A cell whose worker was created and started.
@@ -167,7 +167,9 @@ class WorkerCell : public ::testing::Test {
   /// Runs until `line` is in the timeline (timers: a real clock, waited for, not slept on).
   void run_until_line(const std::string& line) {
     auto deadline = std::chrono::steady_clock::now() + 10s;
-    auto seen = [&] { return std::find(owner->timeline.begin(), owner->timeline.end(), line) != owner->timeline.end(); };
+    auto seen = [&] {
+      return std::find(owner->timeline.begin(), owner->timeline.end(), line) != owner->timeline.end();
+    };
     while (!seen()) {
       if (std::chrono::steady_clock::now() > deadline) return ADD_FAILURE() << "never saw \"" << line << "\"";
       io.restart();
@@ -241,8 +243,8 @@ TEST_F(WorkerCell, StopGivesBackWhatWaitedAndTakesNothingMore) {
   auto c = crashed_with_waiting(2);
   c->supervise(directive::stop, 0ms);
   settle();
-  EXPECT_EQ(take(), (lines{"kill", "failed 12: stopped by its supervisor", "failed 13: stopped by its supervisor",
-                           "failed 0: stopped by its supervisor"}));
+  EXPECT_EQ(take(), (lines{"kill", "failed 12: stopped by its supervisor",
+                           "failed 13: stopped by its supervisor", "failed 0: stopped by its supervisor"}));
   c->post_message(msg(4, {"done"}), 14);
   settle();
   EXPECT_EQ(take(), (lines{"failed 14: worker stopped"}));
@@ -344,7 +346,8 @@ TEST_F(WorkerCell, SendAfterGoesToTheTargetsDelayQueueAtLeastOnce) {
   settle();
   EXPECT_EQ(take(), (lines{"receive 1", "send dde.delay-1500.other.sink", "done 11"}));
   ASSERT_EQ(owner->sends.size(), 1u);
-  EXPECT_EQ(owner->sends[0].mode, delivery_mode::at_least_once) << "a delay queue is durable, whatever the pool";
+  EXPECT_EQ(owner->sends[0].mode, delivery_mode::at_least_once)
+      << "a delay queue is durable, whatever the pool";
   EXPECT_EQ(owner->sends[0].e.to, "other/sink") << "where it goes when the delay passed";
   EXPECT_EQ(owner->sends[0].e.body["from_step"], "send_after");
   // A delay out of range, or a bad address, is the worker's error: the message fails.
@@ -355,19 +358,24 @@ TEST_F(WorkerCell, SendAfterGoesToTheTargetsDelayQueueAtLeastOnce) {
   settle();
   auto seen = take();
   ASSERT_EQ(seen.size(), 4u) << ::testing::PrintToString(seen);
-  EXPECT_EQ(seen[1], "crashed 12: on_receive threw: send_after: the delay must be from 1 ms to 24 h, not 0 ms");
-  EXPECT_EQ(seen[3], "crashed 13: on_receive threw: send_after: \"nowhere\" is not an address system/isolate");
+  EXPECT_EQ(seen[1],
+            "crashed 12: on_receive threw: send_after: the delay must be from 1 ms to 24 h, not 0 ms");
+  EXPECT_EQ(seen[3],
+            "crashed 13: on_receive threw: send_after: \"nowhere\" is not an address system/isolate");
   EXPECT_EQ(owner->sends.size(), 1u);
 }
 
 TEST_F(WorkerCell, SendAskReplyAndForwardBuildTheirEnvelopes) {
   auto c = started_cell();
-  c->post_message(msg(1, {{{"send", "other/sink"}}, {{"ask", "other/service"}}, "reply", {{"forward", "other/next"}},
+  c->post_message(msg(1, {{{"send", "other/sink"}},
+                          {{"ask", "other/service"}},
+                          "reply",
+                          {{"forward", "other/next"}},
                           "done"}),
                   11);
   settle();
-  EXPECT_EQ(take(), (lines{"receive 1", "send other.sink", "send other.service", "send src.pool", "send other.next",
-                           "done 11"}));
+  EXPECT_EQ(take(), (lines{"receive 1", "send other.sink", "send other.service", "send src.pool",
+                           "send other.next", "done 11"}));
   ASSERT_EQ(owner->sends.size(), 4u);
   auto& send = owner->sends[0].e;
   EXPECT_EQ(send.from, "unit/pool");
@@ -401,7 +409,8 @@ TEST_F(WorkerCell, AReplyToAnAskGoesToTheAskingInstanceAndWorkerAndAReplyToARace
   owner->lost_races.insert("raced");
   c->post_message(to_message(e, false), 12);
   settle();
-  EXPECT_EQ(take(), (lines{"receive 1", "send " + reply_topic(e.ask_instance), "done 11", "receive 2", "done 12"}));
+  EXPECT_EQ(take(),
+            (lines{"receive 1", "send " + reply_topic(e.ask_instance), "done 11", "receive 2", "done 12"}));
   ASSERT_EQ(owner->sends.size(), 1u);
   EXPECT_EQ(owner->sends[0].mode, delivery_mode::reply);
   EXPECT_EQ(owner->sends[0].e.in_reply_to, "asked");
@@ -424,8 +433,9 @@ TEST_F(WorkerCell, ABadAddressIsTheWorkersFailureWithThePreciseReason) {
   auto c = started_cell();
   c->post_message(msg(1, {{{"send", "no-slash"}}}), 11);
   settle();
-  EXPECT_EQ(take(), (lines{"receive 1",
-                           "crashed 11: on_receive threw: send: \"no-slash\" is not an address system/isolate"}));
+  EXPECT_EQ(take(),
+            (lines{"receive 1",
+                   "crashed 11: on_receive threw: send: \"no-slash\" is not an address system/isolate"}));
 }
 
 TEST_F(WorkerCell, PingSaysWhetherTheWorkerIsBusyAndFailCurrentFailsOnlyAHeldMessage) {

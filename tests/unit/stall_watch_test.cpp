@@ -1,7 +1,7 @@
 // The delivery watchdog's bookkeeping (dde/stall_watch.hpp), on a clock the test moves.
-#include <gtest/gtest.h>
-
 #include "dde/stall_watch.hpp"
+
+#include <gtest/gtest.h>
 
 namespace dde {
 namespace {
@@ -34,7 +34,8 @@ TEST_F(StallWatch, NoHostWaitingOrTrafficMeansNoSuspicion) {
   EXPECT_TRUE(sweep(60s).empty()) << "an ack or a delivery 5 s ago";
 }
 
-TEST_F(StallWatch, ReadyMessagesAndNoTrafficSinceTheQuestionMakeAStallReportedUntilTheChannelMovesAndALimitPassed) {
+TEST_F(StallWatch,
+       ReadyMessagesAndNoTrafficSinceTheQuestionMakeAStallReportedUntilTheChannelMovesAndALimitPassed) {
   ASSERT_EQ(sweep(10s).size(), 1u);
   EXPECT_TRUE(watch.answer("sys.pool", 5, traffic, t0 + 10100ms));
   EXPECT_EQ(watch.report(t0 + 12s), "sys.pool for 12000 ms");

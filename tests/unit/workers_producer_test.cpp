@@ -1,7 +1,6 @@
 // The producer sample worker: `size` is the exact byte size of each payload it sends (the AMQP body
 // is the body's compact JSON text), across sequence numbers of every length and with a key field.
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -66,7 +65,8 @@ TEST_F(Producer, WithAStartFileItSaysReadyAndSendsOnlyOnceTheFileExists) {
   // Its stats file says it is ready and has sent nothing, with no start time yet.
   nlohmann::json stats;
   for (auto& f : std::filesystem::directory_iterator(dir))
-    if (f.path().filename().string().rfind("producer-", 0) == 0) stats = nlohmann::json::parse(std::ifstream(f.path()));
+    if (f.path().filename().string().rfind("producer-", 0) == 0)
+      stats = nlohmann::json::parse(std::ifstream(f.path()));
   ASSERT_TRUE(stats.is_object());
   EXPECT_EQ(stats.value("ready", 0), 1);
   EXPECT_EQ(stats.value("sent", -1), 0);

@@ -25,7 +25,6 @@ class ThrottlerWorker : public ::testing::Test, public plugin_harness {
       return threw == std::string::npos ? what : what.substr(threw + 7);
     }
   }
-
 };
 
 TEST_F(ThrottlerWorker, ForwardsUnchangedInOrderAtTheRate) {

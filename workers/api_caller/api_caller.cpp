@@ -97,8 +97,7 @@ class api_caller : public dde::worker {
         // Naive: this worker alone waits and calls again; the rest of the pool keeps calling.
         after(outcome.delay, [this, msg, retries] { attempt(msg, retries + 1); });
         return;
-      case dde::samples::api_outcome::kind::failed:
-        throw std::runtime_error(outcome.reason);
+      case dde::samples::api_outcome::kind::failed: throw std::runtime_error(outcome.reason);
     }
   }
 

@@ -3,14 +3,15 @@
 //   args: {"stats_dir": "", "log_dir": "", "work_ms": 0, "start_file": ""}
 //   start_file: each worker holds its first message, uncounted, until that file exists (looked for
 //   every 2 ms), so that consumers deployed one after another start together, once the last holds one.
-//   stats_dir/consumer-PID.json: {"received","holding","unique","duplicates","redelivered","sum","first_us","last_us",
+//   stats_dir/consumer-PID.json:
+//   {"received","holding","unique","duplicates","redelivered","sum","first_us","last_us",
 //                                 "first_second","max_gap_us","max_gap_from_us","max_gap_to_us","gaps"}
 //   (wall-clock µs; first_second: messages received within a second of this process's first, so a
-//   benchmark can tell a first burst from the rate sustained after it; max_gap_*: the longest pause between two consecutive receipts in this process,
-//   from the receipt before it to the one after it; "gaps": the longest few pauses, longest first, each
-//   [from_us, to_us]: an outage is the longest one that ends after it began, which is not always the
-//   longest of the whole run when a loaded machine stalled the flow for longer before)
-//   log_dir/consumer-PID.log: one sequence number per line, written before the message is acked.
+//   benchmark can tell a first burst from the rate sustained after it; max_gap_*: the longest pause between
+//   two consecutive receipts in this process, from the receipt before it to the one after it; "gaps": the
+//   longest few pauses, longest first, each [from_us, to_us]: an outage is the longest one that ends after it
+//   began, which is not always the longest of the whole run when a loaded machine stalled the flow for longer
+//   before) log_dir/consumer-PID.log: one sequence number per line, written before the message is acked.
 #include <fcntl.h>
 
 #include <algorithm>
@@ -26,7 +27,8 @@ namespace {
 /// Shared by every consumer instance in this process.
 struct tally {
   std::mutex mutex;
-  std::int64_t received = 0, holding = 0, unique = 0, duplicates = 0, redelivered = 0, sum = 0, first_us = 0, last_us = 0;
+  std::int64_t received = 0, holding = 0, unique = 0, duplicates = 0, redelivered = 0, sum = 0, first_us = 0,
+               last_us = 0;
   std::int64_t first_second = 0;
   std::int64_t max_gap_us = 0, max_gap_from_us = 0, max_gap_to_us = 0;
   static constexpr std::size_t kept_gaps = 8;
@@ -78,7 +80,8 @@ struct tally {
   void write(const std::string& dir, bool force) {
     std::lock_guard lock(mutex);
     auto now = dde::samples::now_us();
-    if ((received == written_received && holding == written_holding) || (!force && now - last_write_us < 200000))
+    if ((received == written_received && holding == written_holding) ||
+        (!force && now - last_write_us < 200000))
       return;
     written_received = received;
     written_holding = holding;

@@ -37,15 +37,16 @@ class echo : public dde::worker {
         slow_on_(args().value("slow_on", nlohmann::json::array())),
         reply_when_done_(dde::samples::arg_or<bool>(args(), "reply_when_done", false)) {
     auto slow_instances = args().value("slow_instances", nlohmann::json::array());
-    slow_instance_ = std::find(slow_instances.begin(), slow_instances.end(), nlohmann::json(instances_made++)) !=
-                     slow_instances.end();
+    slow_instance_ = std::find(slow_instances.begin(), slow_instances.end(),
+                               nlohmann::json(instances_made++)) != slow_instances.end();
     auto dir = dde::samples::arg_or<std::string>(args(), "log_dir", "");
     if (!dir.empty()) {
       auto path = dir + "/echo-" + dde::samples::pid_text() + ".log";
       log_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       kill_log_ = dir + "/killed-" + dde::samples::pid_text() + ".log";
       auto done_path = dir + "/done-" + dde::samples::pid_text() + ".log";
-      if (work_ms_ > 0 || slow_ms_ > 0) done_fd_ = ::open(done_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (work_ms_ > 0 || slow_ms_ > 0)
+        done_fd_ = ::open(done_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     }
   }
   ~echo() override {
@@ -66,9 +67,9 @@ class echo : public dde::worker {
 
   void on_receive(const dde::message& msg) override {
     if (log_fd_ >= 0 && msg.body().is_object() && msg.body().contains("seq")) {
-      std::string line = std::to_string(msg.body().value("seq", -1)) + " v" + std::to_string(ECHO_VERSION) + " " +
-                         std::to_string(dde::samples::now_us()) + (msg.redelivered() ? " 1 " : " 0 ") + worker_id() +
-                         "\n";
+      std::string line = std::to_string(msg.body().value("seq", -1)) + " v" + std::to_string(ECHO_VERSION) +
+                         " " + std::to_string(dde::samples::now_us()) + (msg.redelivered() ? " 1 " : " 0 ") +
+                         worker_id() + "\n";
       if (::write(log_fd_, line.data(), line.size()) < 0) {
         // A test aid: a failed write shows up as a missing line.
       }
@@ -80,7 +81,8 @@ class echo : public dde::worker {
     bool answers = msg.sender() != "external";
     if (answers && !reply_when_done_) reply(answer);
     auto seq = msg.body().is_object() ? msg.body().value("seq", -1) : -1;
-    bool slow = slow_instance_ || std::find(slow_on_.begin(), slow_on_.end(), nlohmann::json(seq)) != slow_on_.end();
+    bool slow =
+        slow_instance_ || std::find(slow_on_.begin(), slow_on_.end(), nlohmann::json(seq)) != slow_on_.end();
     int ms = slow ? slow_ms_ : work_ms_;
     if (ms <= 0) {
       if (answers && reply_when_done_) reply(answer);

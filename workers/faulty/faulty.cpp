@@ -84,7 +84,9 @@ class faulty : public dde::worker {
         return backoff(std::chrono::milliseconds(backoff_ms_), why);
       }
     }
-    auto thrown = [&] { append(state().thrown_fd, std::to_string(seq) + " " + std::to_string(started) + "\n"); };
+    auto thrown = [&] {
+      append(state().thrown_fd, std::to_string(seq) + " " + std::to_string(started) + "\n");
+    };
     if (action == "throw" || throw_on_.count(seq)) {
       std::lock_guard lock(state().mutex);
       thrown();
@@ -99,8 +101,8 @@ class faulty : public dde::worker {
     }
     if (action == "crash" || crash_on_.count(seq)) std::abort();
     if (action == "later")
-      send_after(std::chrono::milliseconds(body.value("delay_ms", 1000)), {{"seq", body.value("later_seq", -1)}},
-                 body.value("to", self()));
+      send_after(std::chrono::milliseconds(body.value("delay_ms", 1000)),
+                 {{"seq", body.value("later_seq", -1)}}, body.value("to", self()));
     if (action == "hang" || hang_on_.count(seq)) return;
     if (hang_once_on_.count(seq)) {
       std::lock_guard lock(state().mutex);
@@ -110,7 +112,8 @@ class faulty : public dde::worker {
       std::lock_guard lock(state().mutex);
       append(state().log_fd, std::to_string(seq) + " " + std::to_string(started) + "\n");
     }
-    if (!msg.sender().empty() && msg.sender() != "external" && action.size()) reply({{"ok", true}, {"worker", worker_id()}});
+    if (!msg.sender().empty() && msg.sender() != "external" && action.size())
+      reply({{"ok", true}, {"worker", worker_id()}});
     done();
   }
 

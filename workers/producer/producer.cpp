@@ -90,9 +90,13 @@ class producer : public dde::worker {
     auto now = dde::samples::now_us();
     if (!final_write && now - last_write_us_ < 250000) return;
     last_write_us_ = now;
-    dde::samples::write_stats(stats_dir_, "producer-" + dde::samples::pid_text() + "-" + worker_id() + ".json",
-                              {{"sent", next_ - first_seq()}, {"first_us", started_us_}, {"last_us", now},
-                               {"finished", next_ >= end_}, {"ready", 1}});
+    dde::samples::write_stats(stats_dir_,
+                              "producer-" + dde::samples::pid_text() + "-" + worker_id() + ".json",
+                              {{"sent", next_ - first_seq()},
+                               {"first_us", started_us_},
+                               {"last_us", now},
+                               {"finished", next_ >= end_},
+                               {"ready", 1}});
   }
 
   std::string to_;

@@ -113,18 +113,21 @@ class requester : public dde::worker {
       if (sorted.empty()) return 0;
       return sorted[std::min(sorted.size() - 1, std::size_t(p * double(sorted.size())))];
     };
-    dde::samples::write_stats(
-        stats_dir_, name + ".json",
-        {{"asked", asked_},
-         {"warmed", warming_ == 0 ? 1 : 0},
-         {"first_us", first_us_},
-         {"last_us", last_us_},
-         {"replied", replied_},
-         {"misrouted", misrouted_},
-         {"lost", lost_},
-         {"late", late_},
-         {"finished", finished},
-         {"rtt_us", {{"p50", pct(0.5)}, {"p90", pct(0.9)}, {"p99", pct(0.99)}, {"max", sorted.empty() ? 0 : sorted.back()}}}});
+    dde::samples::write_stats(stats_dir_, name + ".json",
+                              {{"asked", asked_},
+                               {"warmed", warming_ == 0 ? 1 : 0},
+                               {"first_us", first_us_},
+                               {"last_us", last_us_},
+                               {"replied", replied_},
+                               {"misrouted", misrouted_},
+                               {"lost", lost_},
+                               {"late", late_},
+                               {"finished", finished},
+                               {"rtt_us",
+                                {{"p50", pct(0.5)},
+                                 {"p90", pct(0.9)},
+                                 {"p99", pct(0.99)},
+                                 {"max", sorted.empty() ? 0 : sorted.back()}}}});
     // The .rtt lands after the last stats: whoever waits for it (the suite, bench/profile/rr.sh)
     // then reads this requester's final figures.
     if (finished && rtt_log_ && !stats_dir_.empty() && !rtt_written_) {

@@ -3,12 +3,11 @@
 /// Typed access to a deployment's `args` (the JSON object of the deploy body). Workers use the
 /// members `worker::arg` and `worker::required_arg`; these free functions do the work.
 
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 namespace dde {
 

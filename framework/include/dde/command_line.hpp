@@ -64,7 +64,8 @@ template <class Duration>
 CLI::Option* add_duration(CLI::App& app, const std::string& name, Duration& target, std::int64_t min,
                           std::int64_t max, const std::string& help) {
   return app
-      .add_option_function<std::int64_t>(name, [&target](std::int64_t count) { target = Duration(count); }, help)
+      .add_option_function<std::int64_t>(
+          name, [&target](std::int64_t count) { target = Duration(count); }, help)
       ->default_str(std::to_string(target.count()))
       ->check(CLI::Range(min, max));
 }

@@ -20,7 +20,9 @@ inline constexpr const char* scheduling_help =
 /// Error text when `policy` is neither "batch" nor "normal"; nothing when it is one.
 std::optional<std::string> check_scheduling(const std::string& policy);
 /// The same as a command-line check: the error text, or empty when `policy` is one.
-inline std::string scheduling_check(const std::string& policy) { return check_scheduling(policy).value_or(""); }
+inline std::string scheduling_check(const std::string& policy) {
+  return check_scheduling(policy).value_or("");
+}
 /// Applies `policy` to the calling thread, and so to every thread it starts afterwards: call it
 /// before the daemon starts threads. Returns the error text when the kernel refused.
 std::optional<std::string> apply_scheduling(const std::string& policy);

@@ -4,14 +4,14 @@
 /// At the broker (split_envelope): the AMQP body is the payload alone and the rest goes in AMQP
 /// properties (mqs/PROTOCOL.md, "props"). Whole, as JSON (encode_envelope: remote workers, dead
 /// letters, older senders): {"id","from","to","replyTo"?,"ask"?:{"instance","worker"},"inReplyTo"?,
-/// "toWorker"?, "traceparent"?, "body"? | "bin"? (base64), "deadLetter"?}. A body that is neither is read as a plain payload.
+/// "toWorker"?, "traceparent"?, "body"? | "bin"? (base64), "deadLetter"?}. A body that is neither is read as
+/// a plain payload.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "dde/message.hpp"
 
@@ -79,11 +79,13 @@ envelope join_envelope(const delivery_props& props, std::string_view topic, std:
 
 /// A delivery's properties, owned: what a deliver record's "props" says.
 struct delivered_props {
-  std::string message_id, app_id, content_type;  ///< `app_id` empty: the props had no "appId"
+  std::string message_id, app_id, content_type;              ///< `app_id` empty: the props had no "appId"
   std::vector<std::pair<std::string, std::string>> headers;  ///< the string-valued ones
 
   /// The properties as join_envelope reads them (valid while this is).
-  delivery_props view() const { return {message_id, app_id, content_type, headers.empty() ? nullptr : &headers}; }
+  delivery_props view() const {
+    return {message_id, app_id, content_type, headers.empty() ? nullptr : &headers};
+  }
 };
 /// What join_envelope(props.view(), topic, payload) gives, with the id and the sender moved out of
 /// `props` instead of copied.

@@ -2,10 +2,10 @@
 /// \file
 /// One named spdlog logger per component.
 
+#include <spdlog/spdlog.h>
+
 #include <memory>
 #include <string>
-
-#include <spdlog/spdlog.h>
 
 namespace dde {
 

@@ -2,11 +2,10 @@
 /// \file
 /// A message as a worker sees it: the payload plus who sent it and where a reply goes.
 
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "dde/args.hpp"
 

@@ -67,8 +67,8 @@ class metrics_registry {
   /// The cell of `name` with `labels`, created at 0. A family's type and help come from its first use.
   metric_cell& counter(const std::string& name, const std::string& help, const metric_labels& labels = {});
   metric_cell& gauge(const std::string& name, const std::string& help, const metric_labels& labels = {});
-  metric_histogram& histogram(const std::string& name, const std::string& help, const std::vector<double>& bounds,
-                              const metric_labels& labels = {});
+  metric_histogram& histogram(const std::string& name, const std::string& help,
+                              const std::vector<double>& bounds, const metric_labels& labels = {});
   /// Forgets every series of gauge `name` (before setting a fresh set of them, e.g. per pool).
   void clear(const std::string& name);
   /// Runs `fn` at the start of every `render`, to refresh gauges that are read, not counted.
@@ -84,7 +84,7 @@ class metrics_registry {
   struct family {
     kind type = kind::counter;
     std::string help;
-    std::map<std::string, std::unique_ptr<metric_cell>> series;  ///< by rendered label set
+    std::map<std::string, std::unique_ptr<metric_cell>> series;           ///< by rendered label set
     std::map<std::string, std::unique_ptr<metric_histogram>> histograms;  ///< by rendered label set
   };
   /// Family `name`, created with `type` and `help` on its first use (under the lock).

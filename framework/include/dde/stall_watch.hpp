@@ -41,7 +41,8 @@ class stall_watch {
   /// The answer for suspect `topic`: `ready` messages in its queue, its last traffic now. True when
   /// the topic is stalled (it did not move since it was asked and messages are ready): the caller
   /// consumes it afresh.
-  bool answer(const std::string& topic, std::uint64_t ready, clock::time_point last_traffic, clock::time_point now);
+  bool answer(const std::string& topic, std::uint64_t ready, clock::time_point last_traffic,
+              clock::time_point now);
   /// The stalled topics as /health names them ("a.b for 12000 ms, c.d for 5000 ms"); empty when none.
   std::string report(clock::time_point now) const;
 

@@ -7,12 +7,11 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "dde/args.hpp"
 #include "dde/message.hpp"
@@ -129,7 +128,9 @@ class worker {
   T arg(std::string_view name, T fallback) const {
     return dde::arg_or<T>(args(), name, std::move(fallback), self());
   }
-  std::string arg(std::string_view name, const char* fallback) const { return arg<std::string>(name, fallback); }
+  std::string arg(std::string_view name, const char* fallback) const {
+    return arg<std::string>(name, fallback);
+  }
   /// `args()[name]` as T; throws `argument_error` naming the argument and this pool when it is
   /// missing or has another type. Thrown from the constructor, it fails the deploy with that message.
   template <class T>
@@ -163,25 +164,21 @@ class worker_access {
 }  // namespace dde
 
 /// Exports `Class` (a `dde::worker` with a default constructor) as this plugin's worker.
-#define DDE_WORKER(Class)                                                                          \
-  extern "C" __attribute__((visibility("default"))) int dde_plugin_abi_version() {                 \
-    return DDE_ABI_VERSION;                                                                        \
-  }                                                                                                \
-  extern "C" __attribute__((visibility("default"))) int dde_create_worker(                         \
-      ::dde::worker_context* ctx, ::dde::worker** out, char* error, unsigned long error_size) {    \
-    ::dde::detail::constructing_context = ctx;                                                     \
-    try {                                                                                          \
-      *out = new Class();                                                                          \
-      ::dde::detail::constructing_context = nullptr;                                               \
-      return 0;                                                                                    \
-    } catch (const std::exception& e) {                                                            \
-      std::snprintf(error, error_size, "%s", e.what());                                            \
-    } catch (...) {                                                                                \
-      std::snprintf(error, error_size, "unknown exception");                                       \
-    }                                                                                              \
-    ::dde::detail::constructing_context = nullptr;                                                 \
-    return 1;                                                                                      \
-  }                                                                                                \
-  extern "C" __attribute__((visibility("default"))) void dde_destroy_worker(::dde::worker* w) {    \
-    delete w;                                                                                      \
-  }
+#define DDE_WORKER(Class)                                                                                    \
+  extern "C" __attribute__((visibility("default"))) int dde_plugin_abi_version() { return DDE_ABI_VERSION; } \
+  extern "C" __attribute__((visibility("default"))) int dde_create_worker(                                   \
+      ::dde::worker_context* ctx, ::dde::worker** out, char* error, unsigned long error_size) {              \
+    ::dde::detail::constructing_context = ctx;                                                               \
+    try {                                                                                                    \
+      *out = new Class();                                                                                    \
+      ::dde::detail::constructing_context = nullptr;                                                         \
+      return 0;                                                                                              \
+    } catch (const std::exception& e) {                                                                      \
+      std::snprintf(error, error_size, "%s", e.what());                                                      \
+    } catch (...) {                                                                                          \
+      std::snprintf(error, error_size, "unknown exception");                                                 \
+    }                                                                                                        \
+    ::dde::detail::constructing_context = nullptr;                                                           \
+    return 1;                                                                                                \
+  }                                                                                                          \
+  extern "C" __attribute__((visibility("default"))) void dde_destroy_worker(::dde::worker* w) { delete w; }

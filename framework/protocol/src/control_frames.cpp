@@ -30,7 +30,8 @@ decoded decode(const std::string& action, const json& frame) {
   if (action == "shutdown") return control_request(control::shutdown{});
   if (action == "addIsolate") {
     auto spec = field(frame, "spec");
-    if (!spec || !spec->is_object()) return decoded::failure("field \"spec\" must be the pool spec, an object");
+    if (!spec || !spec->is_object())
+      return decoded::failure("field \"spec\" must be the pool spec, an object");
     control::add_isolate add{*spec, std::nullopt};
     if (auto t = field(frame, "mqsLinkTimeoutMs")) {
       if (!t->is_number_unsigned() || t->get<std::uint64_t>() == 0 || t->get<std::uint64_t>() > 600000)
@@ -39,7 +40,8 @@ decoded decode(const std::string& action, const json& frame) {
     }
     return control_request(std::move(add));
   }
-  if (action != "removeIsolate" && action != "restartIsolate" && action != "killIsolate" && action != "setRate")
+  if (action != "removeIsolate" && action != "restartIsolate" && action != "killIsolate" &&
+      action != "setRate")
     return decoded::failure("unknown control action \"" + action + "\"");
   auto isolate = isolate_of(frame);
   if (!isolate) return decoded::failure_of(isolate);
@@ -54,7 +56,8 @@ decoded decode(const std::string& action, const json& frame) {
     }
     return control_request(std::move(k));
   }
-  return control_request(control::set_rate{isolate.value(), given(frame, "rate"), given(frame, "maxInFlight")});
+  return control_request(
+      control::set_rate{isolate.value(), given(frame, "rate"), given(frame, "maxInFlight")});
 }
 
 struct field_writer {
@@ -81,8 +84,8 @@ struct field_writer {
 }  // namespace
 
 std::string encode(const control_hello& f) {
-  json frame = {{"type", "hello"}, {"protocol", f.protocol}, {"system", f.system},
-                {"instance", f.instance}, {"pid", f.pid},     {"mqs", f.mqs}};
+  json frame = {{"type", "hello"},        {"protocol", f.protocol}, {"system", f.system},
+                {"instance", f.instance}, {"pid", f.pid},           {"mqs", f.mqs}};
   if (f.ops_port) frame["opsPort"] = f.ops_port;
   return frame.dump();
 }
@@ -116,10 +119,13 @@ result<std::variant<control_request_frame, bad_request>> parse_control_request(s
   if (!id || !id->is_number_unsigned()) return r::failure("a request needs an \"id\", an unsigned integer");
   auto n = id->get<std::uint64_t>();
   auto action = field(frame, "action");
-  if (!action || !action->is_string()) return std::variant<control_request_frame, bad_request>(bad_request{n, "field \"action\" must be a string"});
+  if (!action || !action->is_string())
+    return std::variant<control_request_frame, bad_request>(
+        bad_request{n, "field \"action\" must be a string"});
   auto request = decode(action->get<std::string>(), frame);
   if (!request) return std::variant<control_request_frame, bad_request>(bad_request{n, request.error()});
-  return std::variant<control_request_frame, bad_request>(control_request_frame{n, std::move(request).value()});
+  return std::variant<control_request_frame, bad_request>(
+      control_request_frame{n, std::move(request).value()});
 }
 
 result<host_frame> parse_host_frame(std::string_view text) {
@@ -148,7 +154,8 @@ result<host_frame> parse_host_frame(std::string_view text) {
   text_field("instance", h.instance);
   text_field("mqs", h.mqs);
   if (auto pid = field(frame, "pid"); pid && pid->is_number_integer()) h.pid = pid->get<long long>();
-  if (auto ops = field(frame, "opsPort"); ops && ops->is_number_unsigned() && ops->get<std::uint64_t>() <= 65535)
+  if (auto ops = field(frame, "opsPort");
+      ops && ops->is_number_unsigned() && ops->get<std::uint64_t>() <= 65535)
     h.ops_port = static_cast<std::uint16_t>(ops->get<std::uint64_t>());
   return host_frame(std::move(h));
 }

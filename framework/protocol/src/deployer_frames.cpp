@@ -40,7 +40,8 @@ struct reader {
   std::chrono::milliseconds ms(const char* key) {
     auto f = find(key);
     if (!f) return std::chrono::milliseconds(0);
-    if (!f->is_number_integer() || f->get<long long>() < 0) fail(key, "a non-negative whole number of milliseconds");
+    if (!f->is_number_integer() || f->get<long long>() < 0)
+      fail(key, "a non-negative whole number of milliseconds");
     return std::chrono::milliseconds(f->is_number_integer() ? std::max(0LL, f->get<long long>()) : 0);
   }
 };
@@ -63,20 +64,30 @@ json object_of(std::string_view text, std::string& type) {
 
 struct proxy_writer {
   json operator()(const proxy::spawn& f) const {
-    return {{"type", "spawn"}, {"protocol", f.protocol}, {"spec", f.spec}, {"index", f.index}, {"instance", f.instance}};
+    return {{"type", "spawn"},
+            {"protocol", f.protocol},
+            {"spec", f.spec},
+            {"index", f.index},
+            {"instance", f.instance}};
   }
   json operator()(const proxy::message& f) const {
-    return {{"type", "message"}, {"delivery", f.delivery}, {"envelope", encode_envelope(f.env)},
+    return {{"type", "message"},
+            {"delivery", f.delivery},
+            {"envelope", encode_envelope(f.env)},
             {"redelivered", f.redelivered}};
   }
-  json operator()(const proxy::reply& f) const { return {{"type", "reply"}, {"envelope", encode_envelope(f.env)}}; }
+  json operator()(const proxy::reply& f) const {
+    return {{"type", "reply"}, {"envelope", encode_envelope(f.env)}};
+  }
   json operator()(const proxy::supervise& f) const {
     return {{"type", "supervise"}, {"directive", directive_names[int(f.what)]}, {"delayMs", f.delay.count()}};
   }
 };
 
 struct deployer_writer {
-  json operator()(const deployer::spawned& f) const { return {{"type", "spawned"}, {"workerId", f.worker_id}}; }
+  json operator()(const deployer::spawned& f) const {
+    return {{"type", "spawned"}, {"workerId", f.worker_id}};
+  }
   json operator()(const deployer::error& f) const { return {{"type", "error"}, {"error", f.error}}; }
   json operator()(const deployer::done& f) const { return {{"type", "done"}, {"delivery", f.delivery}}; }
   json operator()(const deployer::failed& f) const {
@@ -95,7 +106,10 @@ struct deployer_writer {
     return {{"type", "crashed"}, {"delivery", f.delivery}, {"error", f.error}};
   }
   json operator()(const deployer::enqueue& f) const {
-    return {{"type", "enqueue"}, {"topic", f.topic}, {"mode", to_string(f.mode)}, {"envelope", encode_envelope(f.env)}};
+    return {{"type", "enqueue"},
+            {"topic", f.topic},
+            {"mode", to_string(f.mode)},
+            {"envelope", encode_envelope(f.env)}};
   }
 };
 
@@ -117,8 +131,10 @@ result<proxy_frame> parse_proxy_frame(std::string_view text) {
   reader r{frame, {}};
   if (type == "spawn") {
     auto protocol = r.find("protocol");
-    if (!protocol || !protocol->is_number_integer() || protocol->get<long long>() != deployer_protocol_version)
-      return out::failure("unsupported protocol version " + (protocol ? protocol->dump() : std::string("null")));
+    if (!protocol || !protocol->is_number_integer() ||
+        protocol->get<long long>() != deployer_protocol_version)
+      return out::failure("unsupported protocol version " +
+                          (protocol ? protocol->dump() : std::string("null")));
     auto spec = r.find("spec");
     if (!spec || !spec->is_object()) return out::failure("field \"spec\" must be the pool spec, an object");
     proxy::spawn s{*spec, 0, {}, deployer_protocol_version};
@@ -187,7 +203,8 @@ result<deployer_frame> parse_deployer_frame(std::string_view text) {
     if (!mode) r.fail("mode", "at-least-once, at-most-once or reply");
     f.mode = mode.value_or(delivery_mode::at_least_once);
     f.env = r.env();
-    if (r.error.empty() && !valid_topic(f.topic)) return out::failure("invalid topic \"" + f.topic.substr(0, 200) + "\"");
+    if (r.error.empty() && !valid_topic(f.topic))
+      return out::failure("invalid topic \"" + f.topic.substr(0, 200) + "\"");
     return finish<deployer_frame>(r, std::move(f));
   }
   return out::failure("unknown frame type \"" + type.substr(0, 100) + "\"");

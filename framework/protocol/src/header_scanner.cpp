@@ -42,8 +42,8 @@ bool scan_props(header_scanner& s, message_props& out, props_of whose) {
 }
 
 bool enqueue_props_as_parsed(const message_props& p) {
-  return props_limits_error(p).empty() &&
-         std::none_of(p.headers.begin(), p.headers.end(), [](auto& h) { return h.first == published_header; });
+  return props_limits_error(p).empty() && std::none_of(p.headers.begin(), p.headers.end(),
+                                                       [](auto& h) { return h.first == published_header; });
 }
 
 }  // namespace dde::mqs

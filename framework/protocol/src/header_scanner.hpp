@@ -46,17 +46,7 @@ class header_scanner {
       if (c != '\\') return false;  // invalid JSON, or UTF-8 the JSON parser checks
       out.append(run, std::size_t(p_ - run));
       if (++p_ == end_) return false;
-      switch (*p_) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        default: return false;
-      }
+      if (!wire::append_unescaped(*p_, out)) return false;
       run = ++p_;
     }
     return false;

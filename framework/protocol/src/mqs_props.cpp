@@ -30,7 +30,8 @@ std::string props_limits_error(const message_props& p) {
     return "props.headers has " + std::to_string(p.headers.size()) + " entries, more than 32";
   std::size_t bytes = 0;
   for (auto& [name, value] : p.headers) {
-    if (name.empty() || name.size() > max_prop_header_name) return "a props.headers name must be 1 to 128 bytes long";
+    if (name.empty() || name.size() > max_prop_header_name)
+      return "a props.headers name must be 1 to 128 bytes long";
     bytes += name.size() + value.size();
   }
   if (bytes > max_prop_headers_bytes) return "props.headers exceed 65536 bytes in all";

@@ -301,8 +301,7 @@ std::optional<deliver_record> parse_deliver_header(std::string_view header) {
   header_scanner s(header);
   deliver_record r;
   if (!s.literal(R"({"action":"deliver","topic":)") || !s.string(r.topic) || !valid_topic(r.topic) ||
-      !s.literal(R"(,"tag":)") ||
-      !s.number(r.tag))
+      !s.literal(R"(,"tag":)") || !s.number(r.tag))
     return std::nullopt;
   if (s.literal(R"(,"redelivered":true)"))
     r.redelivered = true;
@@ -325,8 +324,8 @@ std::optional<deliver_record> parse_binary_deliver(std::string_view header) {
     return std::nullopt;
   r.redelivered = flags & flag_redelivered;
   if ((flags & flag_published) && (!in.number(r.published_us, 8) || r.published_us == 0)) return std::nullopt;
-  if (!in.short_string(r.topic) || !valid_topic(r.topic) || !in.short_string(r.props.message_id) || !in.short_string(r.props.app_id) ||
-      !in.short_string(r.props.content_type) || !in.number(headers, 2))
+  if (!in.short_string(r.topic) || !valid_topic(r.topic) || !in.short_string(r.props.message_id) ||
+      !in.short_string(r.props.app_id) || !in.short_string(r.props.content_type) || !in.number(headers, 2))
     return std::nullopt;
   r.props.headers.resize(headers);
   for (auto& [name, value] : r.props.headers) {

@@ -120,7 +120,8 @@ parsed_request parse_pull(const json& h) {
     if (!k->is_number_integer()) return fail("field \"consumers\" must be a whole number");
     auto consumers = k->get<std::int64_t>();
     if (consumers < 1 || consumers > max_consumers)
-      return fail("consumers " + std::to_string(consumers) + " is out of range 1.." + std::to_string(max_consumers));
+      return fail("consumers " + std::to_string(consumers) + " is out of range 1.." +
+                  std::to_string(max_consumers));
     r.consumers = static_cast<std::uint32_t>(consumers);
   }
   return ok(std::move(r));
@@ -264,13 +265,14 @@ void put_tags(std::string& h, const std::vector<std::uint64_t>& tags) {
 }  // namespace
 
 void append(std::string& out, const hello_request& r) {
-  nlohmann::json h{{"action", "hello"}, {"protocol", r.protocol}, {"system", r.system}, {"instance", r.instance}};
+  nlohmann::json h{
+      {"action", "hello"}, {"protocol", r.protocol}, {"system", r.system}, {"instance", r.instance}};
   if (r.binary_deliver) h["deliver"] = "binary";
   wire::append_record(out, h);
 }
 
-void append_enqueue(std::string& out, std::string_view topic, delivery_mode mode, std::optional<std::uint64_t> seq,
-                    std::string_view props_json, std::string_view body) {
+void append_enqueue(std::string& out, std::string_view topic, delivery_mode mode,
+                    std::optional<std::uint64_t> seq, std::string_view props_json, std::string_view body) {
   auto h = open_header("enqueue", topic);
   h.reserve(h.size() + 48 + props_json.size());
   h.append(R"(,"mode":")").append(to_string(mode)).push_back('"');

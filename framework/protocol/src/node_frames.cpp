@@ -11,7 +11,8 @@ const ordered_json* field(const ordered_json& frame, const char* name) {
 /// A required string field: its value, or the error naming it.
 result<std::string> text(const ordered_json& frame, const char* name) {
   auto f = field(frame, name);
-  if (!f || !f->is_string()) return result<std::string>::failure(std::string("field \"") + name + "\" must be a string");
+  if (!f || !f->is_string())
+    return result<std::string>::failure(std::string("field \"") + name + "\" must be a string");
   return f->get<std::string>();
 }
 
@@ -20,7 +21,8 @@ result<std::optional<std::string>> optional_text(const ordered_json& frame, cons
   auto f = field(frame, name);
   if (!f) return std::optional<std::string>();
   if (!f->is_string())
-    return result<std::optional<std::string>>::failure(std::string("field \"") + name + "\" must be a string");
+    return result<std::optional<std::string>>::failure(std::string("field \"") + name +
+                                                       "\" must be a string");
   return std::optional<std::string>(f->get<std::string>());
 }
 
@@ -42,12 +44,14 @@ decoded decode(const std::string& action, const ordered_json& frame) {
   if (action == "describe") return node_request(node::describe{});
   if (action == "deploy") {
     auto body = field(frame, "body");
-    if (!body || !body->is_object()) return decoded::failure("field \"body\" must be the deploy body, an object");
+    if (!body || !body->is_object())
+      return decoded::failure("field \"body\" must be the deploy body, an object");
     return node_request(node::deploy{*body});
   }
   if (action == "redeploy") {
     auto body = field(frame, "body");
-    if (!body || !body->is_object()) return decoded::failure("field \"body\" must be the deploy body, an object");
+    if (!body || !body->is_object())
+      return decoded::failure("field \"body\" must be the deploy body, an object");
     return node_request(node::redeploy{*body});
   }
   if (action == "shutdown") {
@@ -77,7 +81,8 @@ decoded decode(const std::string& action, const ordered_json& frame) {
   }
   if (action == "migrate") {
     auto paths = field(frame, "workersPaths");
-    if (!paths || !paths->is_array()) return decoded::failure("field \"workersPaths\" must be an array of strings");
+    if (!paths || !paths->is_array())
+      return decoded::failure("field \"workersPaths\" must be an array of strings");
     std::vector<std::string> out;
     for (auto& p : *paths) {
       if (!p.is_string()) return decoded::failure("field \"workersPaths\" must be an array of strings");
@@ -128,12 +133,13 @@ bool valid_bootstrapper_id(std::string_view id) {
 }
 
 std::string encode(const register_frame& f) {
-  ordered_json frame = {{"type", "register"},
-                        {"protocol", f.protocol},
-                        {"bootstrapperId", f.previous_id ? ordered_json(*f.previous_id) : ordered_json(nullptr)},
-                        {"host", f.host},
-                        {"port", f.port},
-                        {"name", f.name}};
+  ordered_json frame = {
+      {"type", "register"},
+      {"protocol", f.protocol},
+      {"bootstrapperId", f.previous_id ? ordered_json(*f.previous_id) : ordered_json(nullptr)},
+      {"host", f.host},
+      {"port", f.port},
+      {"name", f.name}};
   if (f.tls) frame["tls"] = true;
   return frame.dump();
 }
@@ -141,12 +147,14 @@ std::string encode(const register_frame& f) {
 result<register_frame> parse_register(const ordered_json& frame) {
   using r = result<register_frame>;
   auto type = frame.is_object() ? field(frame, "type") : nullptr;
-  if (!type || *type != "register") return r::failure("the first frame must be {\"type\": \"register\", ...}");
+  if (!type || *type != "register")
+    return r::failure("the first frame must be {\"type\": \"register\", ...}");
   auto protocol = field(frame, "protocol");
   if (!protocol || !protocol->is_number_integer())
     return r::failure("field \"protocol\" must be the protocol version, an integer");
   if (protocol->get<long long>() != node_protocol_version)
-    return r::failure("protocol version " + protocol->dump() + " is not supported; this registry speaks version " +
+    return r::failure("protocol version " + protocol->dump() +
+                      " is not supported; this registry speaks version " +
                       std::to_string(node_protocol_version));
   register_frame out;
   if (auto id = field(frame, "bootstrapperId")) {
@@ -209,7 +217,8 @@ result<basic_response_frame<Json>> parse_response(const Json& frame) {
     if (s >= 400 && s <= 599) out.status = static_cast<int>(s);
   }
   auto error = field("error");
-  out.error = error && error->is_string() ? error->template get<std::string>() : "the node failed without saying why";
+  out.error =
+      error && error->is_string() ? error->template get<std::string>() : "the node failed without saying why";
   return out;
 }
 
@@ -219,7 +228,8 @@ template result<basic_response_frame<ordered_json>> parse_response(const ordered
 template result<basic_response_frame<nlohmann::json>> parse_response(const nlohmann::json&);
 
 std::string encode(const registered_frame& f) {
-  return ordered_json{{"type", "registered"}, {"bootstrapperId", f.bootstrapper_id}, {"protocol", node_protocol_version}}
+  return ordered_json{
+      {"type", "registered"}, {"bootstrapperId", f.bootstrapper_id}, {"protocol", node_protocol_version}}
       .dump();
 }
 
@@ -229,8 +239,8 @@ std::string encode(const error_frame& f) {
 }
 
 std::string_view action_of(const node_request& r) {
-  static constexpr std::string_view names[] = {"deploy", "shutdown", "describe", "ping",
-                                               "restart", "kill",     "setRate",  "migrate", "redeploy"};
+  static constexpr std::string_view names[] = {"deploy", "shutdown", "describe", "ping",    "restart",
+                                               "kill",   "setRate",  "migrate",  "redeploy"};
   static_assert(std::size(names) == std::variant_size_v<node_request>, "a name for every request");
   return names[r.index()];
 }
@@ -243,7 +253,8 @@ std::string encode(const request_frame& f) {
 
 std::variant<request_frame, bad_request> parse_request(const ordered_json& frame) {
   auto id = field(frame, "id");
-  if (!id || !id->is_number_unsigned()) return bad_request{0, "a request needs an \"id\", an unsigned integer"};
+  if (!id || !id->is_number_unsigned())
+    return bad_request{0, "a request needs an \"id\", an unsigned integer"};
   auto n = id->get<std::uint64_t>();
   auto action = text(frame, "action");
   if (!action) return bad_request{n, action.error()};

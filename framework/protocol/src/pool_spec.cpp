@@ -10,7 +10,8 @@
 namespace dde {
 std::string name_error(std::string_view key, const std::string& value) {
   if (valid_name(value)) return {};
-  return "field \"" + std::string(key) + "\" is \"" + value + "\": names must be 1-100 characters from A-Z a-z 0-9 _ -";
+  return "field \"" + std::string(key) + "\" is \"" + value +
+         "\": names must be 1-100 characters from A-Z a-z 0-9 _ -";
 }
 
 bool is_remote_uri(std::string_view uri) {
@@ -100,11 +101,13 @@ nlohmann::json to_json(const pool_spec& spec) {
         {"failedMessage", spec.supervision.dead_letter ? "dead-letter" : "retry"},
         {"maxFailures", spec.supervision.max_failures}}},
       {"backoff", {{"retryLimit", spec.backoff.retry_limit}, {"maxDelayMs", spec.backoff.max_delay.count()}}},
-      {"retry", spec.retry.enabled() ? nlohmann::json{{"delays", [&] {
-                                          auto out = nlohmann::json::array();
-                                          for (auto d : spec.retry.delays) out.push_back(d.count());
-                                          return out;
-                                        }()}}
+      {"retry", spec.retry.enabled() ? nlohmann::json{{"delays",
+                                                       [&] {
+                                                         auto out = nlohmann::json::array();
+                                                         for (auto d : spec.retry.delays)
+                                                           out.push_back(d.count());
+                                                         return out;
+                                                       }()}}
                                      : nlohmann::json()},
       {"subPools", spec.sub_pools.key.empty()
                        ? nlohmann::json()

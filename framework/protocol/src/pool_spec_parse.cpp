@@ -55,7 +55,7 @@ std::string parse_plugin(const nlohmann::json& body, pool_spec& spec) {
         valid = valid && std::isxdigit(static_cast<unsigned char>(c));
     if (!valid)
       return std::string("field \"sha256\" must be the plugin's SHA-256 as 64 hexadecimal characters, got " +
-                        sha->dump().substr(0, 100));
+                         sha->dump().substr(0, 100));
     spec.sha256 = sha->get<std::string>();
     for (auto& c : spec.sha256) c = char(std::tolower(static_cast<unsigned char>(c)));
   }
@@ -65,20 +65,22 @@ std::string parse_plugin(const nlohmann::json& body, pool_spec& spec) {
 /// workersPaths: "localhost" or an activator's URL each.
 std::string parse_workers_paths(const nlohmann::json& body, pool_spec& spec) {
   if (auto paths = field(body, "workersPaths")) {
-    if (!paths->is_array() || paths->empty()) return std::string("field \"workersPaths\" must be a non-empty array");
+    if (!paths->is_array() || paths->empty())
+      return std::string("field \"workersPaths\" must be a non-empty array");
     if (paths->size() > 1024) return std::string("field \"workersPaths\" has more than 1024 entries");
     spec.workers_paths.clear();
     for (auto& p : *paths) {
       if (!p.is_string()) return std::string("every entry of \"workersPaths\" must be a string");
       auto path = p.get<std::string>();
       if (path != "localhost" && !net::parse_ws_url(path))
-        return std::string("workersPaths entry \"" + path +
-                          "\" is neither \"localhost\" nor an activator URL ws://host:port/activator (wss:// with TLS)");
+        return std::string(
+            "workersPaths entry \"" + path +
+            "\" is neither \"localhost\" nor an activator URL ws://host:port/activator (wss:// with TLS)");
       // The isolate system downloads an http(s) plugin; a remote node's Isolate Deployer loads paths only.
       if (path != "localhost" && is_remote_uri(spec.uri))
         return std::string("workersPaths entry \"" + path +
-                          "\": a pool whose \"uri\" is http(s) runs on \"localhost\" "
-                          "workers only; give remote workers a path that exists on their node");
+                           "\": a pool whose \"uri\" is http(s) runs on \"localhost\" "
+                           "workers only; give remote workers a path that exists on their node");
       spec.workers_paths.push_back(path);
     }
   }
@@ -109,9 +111,10 @@ std::string parse_router(const nlohmann::json& body, pool_spec& spec) {
       spec.router = router_kind::custom;
       spec.router_uri = t.rfind("file://", 0) == 0 ? t.substr(7) : t;
     } else {
-      return std::string("unknown routerType \"" + t +
-                        "\": use roundRobin, random, broadcast, smallestMailbox, consistentHash, scatterGather, "
-                        "tailChopping, or the path of a custom router .so");
+      return std::string(
+          "unknown routerType \"" + t +
+          "\": use roundRobin, random, broadcast, smallestMailbox, consistentHash, scatterGather, "
+          "tailChopping, or the path of a custom router .so");
     }
   }
   if (auto key = field(body, "hashKey")) {
@@ -120,7 +123,8 @@ std::string parse_router(const nlohmann::json& body, pool_spec& spec) {
     spec.hash_key = key->get<std::string>();
   }
   if (spec.router == router_kind::consistent_hash && spec.hash_key.empty())
-    return std::string("routerType consistentHash needs \"hashKey\": the message body field whose value picks the worker");
+    return std::string(
+        "routerType consistentHash needs \"hashKey\": the message body field whose value picks the worker");
   return {};
 }
 
@@ -143,7 +147,8 @@ std::string parse_flow(const nlohmann::json& body, pool_spec& spec) {
       return std::string("field \"credits\" must be an integer from 1 to 4096");
     spec.credits = credits->get<int>();
   }
-  auto millis = [&](const char* key, std::chrono::milliseconds& out, long long min, long long max) -> std::string {
+  auto millis = [&](const char* key, std::chrono::milliseconds& out, long long min,
+                    long long max) -> std::string {
     auto f = field(body, key);
     if (!f) return {};
     if (!f->is_number_integer() || f->get<long long>() < min || f->get<long long>() > max)
@@ -159,9 +164,10 @@ std::string parse_flow(const nlohmann::json& body, pool_spec& spec) {
   if (first_reply_wins(spec.router))
     for (auto& path : spec.workers_paths)
       if (path != "localhost")
-        return std::string("workersPaths entry \"" + path + "\": routerType " + spec.router_type +
-                          " races copies of a message on \"localhost\" workers only (a remote worker's reply "
-                          "cannot be held back)");
+        return std::string(
+            "workersPaths entry \"" + path + "\": routerType " + spec.router_type +
+            " races copies of a message on \"localhost\" workers only (a remote worker's reply "
+            "cannot be held back)");
   return {};
 }
 
@@ -184,8 +190,9 @@ std::string parse_rate(const nlohmann::json& body, pool_spec& spec) {
       return std::string("field \"maxInFlight\" must be an integer from 1 to 1000000");
     spec.max_in_flight = k->get<std::size_t>();
   }
-  for (auto [key, out] : {std::pair{"lastGoodCopy", &spec.last_good_copy}, std::pair{"crashedMd5", &spec.crashed_md5},
-                          std::pair{"crashReason", &spec.crash_reason}}) {
+  for (auto [key, out] :
+       {std::pair{"lastGoodCopy", &spec.last_good_copy}, std::pair{"crashedMd5", &spec.crashed_md5},
+        std::pair{"crashReason", &spec.crash_reason}}) {
     auto f = field(body, key);
     if (!f) continue;
     if (!f->is_string()) return std::string(std::string("field \"") + key + "\" must be a string");
@@ -197,7 +204,8 @@ std::string parse_rate(const nlohmann::json& body, pool_spec& spec) {
 /// backoff {retryLimit, maxDelayMs}.
 std::string parse_backoff(const nlohmann::json& body, pool_spec& spec) {
   if (auto b = field(body, "backoff")) {
-    if (!b->is_object()) return std::string("field \"backoff\" must be an object {\"retryLimit\", \"maxDelayMs\"}");
+    if (!b->is_object())
+      return std::string("field \"backoff\" must be an object {\"retryLimit\", \"maxDelayMs\"}");
     if (auto n = b->find("retryLimit"); n != b->end()) {
       if (!n->is_number_integer() || n->get<long long>() < 0 || n->get<long long>() > 1000000)
         return std::string("backoff.retryLimit must be an integer from 0 to 1000000");
@@ -219,15 +227,18 @@ std::string parse_retry(const nlohmann::json& body, pool_spec& spec) {
     const char* shape =
         "field \"retry\" must be {\"delays\": [ms, ...]}: 1 to 10 delays, each an integer from 1 to 86400000 "
         "(milliseconds)";
-    if (!rt->is_object() || delays == rt->end() || !delays->is_array() || delays->empty() || delays->size() > 10)
+    if (!rt->is_object() || delays == rt->end() || !delays->is_array() || delays->empty() ||
+        delays->size() > 10)
       return std::string(shape);
     for (auto& d : *delays) {
-      if (!d.is_number_integer() || d.get<long long>() < 1 || d.get<long long>() > 86400000) return std::string(shape);
+      if (!d.is_number_integer() || d.get<long long>() < 1 || d.get<long long>() > 86400000)
+        return std::string(shape);
       spec.retry.delays.emplace_back(d.get<long long>());
     }
     if (spec.mode != delivery_mode::at_least_once)
-      return std::string("field \"retry\" needs deliveryMode at-least-once (a delayed message waits in a durable "
-                        "queue; an at-most-once message is acked when it is handed over)");
+      return std::string(
+          "field \"retry\" needs deliveryMode at-least-once (a delayed message waits in a durable "
+          "queue; an at-most-once message is acked when it is handed over)");
   }
   return {};
 }
@@ -236,9 +247,11 @@ std::string parse_retry(const nlohmann::json& body, pool_spec& spec) {
 std::string parse_sub_pools(const nlohmann::json& body, pool_spec& spec) {
   if (auto sp = field(body, "subPools")) {
     auto key = sp->is_object() ? sp->find("key") : sp->end();
-    if (!sp->is_object() || key == sp->end() || !key->is_string() || key->get_ref<const std::string&>().empty())
-      return std::string("field \"subPools\" must be {\"key\": \"<body field>\", \"capacity\": {\"<value>\": n, ...}, "
-                        "\"defaultCapacity\": n}");
+    if (!sp->is_object() || key == sp->end() || !key->is_string() ||
+        key->get_ref<const std::string&>().empty())
+      return std::string(
+          "field \"subPools\" must be {\"key\": \"<body field>\", \"capacity\": {\"<value>\": n, ...}, "
+          "\"defaultCapacity\": n}");
     spec.sub_pools.key = key->get<std::string>();
     auto count = [](const nlohmann::json& v) {
       return v.is_number_integer() && v.get<long long>() >= 0 && v.get<long long>() <= 1000000;
@@ -252,7 +265,8 @@ std::string parse_sub_pools(const nlohmann::json& body, pool_spec& spec) {
       }
     }
     if (auto d = sp->find("defaultCapacity"); d != sp->end()) {
-      if (!count(*d)) return std::string("subPools.defaultCapacity must be an integer from 0 to 1000000 (0: no limit)");
+      if (!count(*d))
+        return std::string("subPools.defaultCapacity must be an integer from 0 to 1000000 (0: no limit)");
       spec.sub_pools.default_capacity = d->get<std::size_t>();
     }
   }
@@ -273,7 +287,8 @@ std::string parse_scale(const nlohmann::json& body, pool_spec& spec) {
     auto number = [&](const char* key, long long min, long long max, auto& out) -> bool {
       auto it = sc->find(key);
       if (it == sc->end()) return true;
-      if (!it->is_number_integer() || it->template get<long long>() < min || it->template get<long long>() > max)
+      if (!it->is_number_integer() || it->template get<long long>() < min ||
+          it->template get<long long>() > max)
         return false;
       out = static_cast<std::remove_reference_t<decltype(out)>>(it->template get<long long>());
       return true;
@@ -283,7 +298,8 @@ std::string parse_scale(const nlohmann::json& body, pool_spec& spec) {
     long long cooldown = s.cooldown.count(), sample = s.sample.count();
     if (!sc->contains("max") || !number("min", 0, 1024, s.min) || !number("max", 1, 1024, s.max) ||
         !number("targetBacklogPerWorker", 1, 10000000, s.target_backlog) ||
-        !number("cooldownMs", 0, 86400000, cooldown) || !number("sampleMs", 50, 600000, sample) || s.min > s.max)
+        !number("cooldownMs", 0, 86400000, cooldown) || !number("sampleMs", 50, 600000, sample) ||
+        s.min > s.max)
       return std::string(shape);
     s.cooldown = std::chrono::milliseconds(cooldown);
     s.sample = std::chrono::milliseconds(sample);
@@ -296,7 +312,8 @@ std::string parse_canary(const nlohmann::json& body, pool_spec& spec) {
   if (auto canary = field(body, "canary")) {
     if (auto e = parse_canary_spec(*canary, spec.canary); !e.empty()) return e;
     if (!spec.hot_deployment)
-      return std::string("field \"canary\" needs \"hotDeployment\": true (a canary is how a new version is deployed)");
+      return std::string(
+          "field \"canary\" needs \"hotDeployment\": true (a canary is how a new version is deployed)");
   }
   return {};
 }
@@ -308,11 +325,16 @@ std::string parse_supervision(const nlohmann::json& body, pool_spec& spec) {
     auto& s = spec.supervision;
     if (auto st = sup->find("strategy"); st != sup->end()) {
       std::string v = st->is_string() ? st->get<std::string>() : "";
-      if (v == "resume") s.kind = strategy::resume;
-      else if (v == "restart") s.kind = strategy::restart;
-      else if (v == "stop") s.kind = strategy::stop;
-      else if (v == "escalate") s.kind = strategy::escalate;
-      else return std::string("supervision.strategy must be resume, restart, stop or escalate");
+      if (v == "resume")
+        s.kind = strategy::resume;
+      else if (v == "restart")
+        s.kind = strategy::restart;
+      else if (v == "stop")
+        s.kind = strategy::stop;
+      else if (v == "escalate")
+        s.kind = strategy::escalate;
+      else
+        return std::string("supervision.strategy must be resume, restart, stop or escalate");
     }
     if (auto m = sup->find("maxRestarts"); m != sup->end()) {
       if (!m->is_number_integer() || m->get<long long>() < 0 || m->get<long long>() > 100000)
@@ -355,8 +377,9 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
                        parse_retry, parse_sub_pools, parse_scale, parse_canary, parse_supervision})
     if (auto e = section(body, spec); !e.empty()) return r::failure(e);
   if (spec.retry.enabled() && spec.supervision.dead_letter)
-    return r::failure("field \"retry\" and supervision.failedMessage \"dead-letter\" contradict each other: a "
-                      "failed message is either retried after the delays or dead-lettered at once");
+    return r::failure(
+        "field \"retry\" and supervision.failedMessage \"dead-letter\" contradict each other: a "
+        "failed message is either retried after the delays or dead-lettered at once");
   return spec;
 }
 

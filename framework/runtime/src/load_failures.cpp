@@ -8,10 +8,11 @@ namespace dde::runtime {
 
 std::string_view to_string(plugin_failure reason) {
   // In the order of the enum: `other` first, `not_allowed` last.
-  static constexpr std::string_view labels[] = {"other",       "missing", "not_elf", "dlopen",
-                                                "entry_points", "abi",     "constructor", "fetch",
-                                                "crashed",     "checksum", "not_allowed"};
-  static_assert(std::size(labels) == std::size_t(plugin_failure::not_allowed) + 1, "a label for every reason");
+  static constexpr std::string_view labels[] = {"other",        "missing",  "not_elf",     "dlopen",
+                                                "entry_points", "abi",      "constructor", "fetch",
+                                                "crashed",      "checksum", "not_allowed"};
+  static_assert(std::size(labels) == std::size_t(plugin_failure::not_allowed) + 1,
+                "a label for every reason");
   auto i = std::size_t(reason);
   return i < std::size(labels) ? labels[i] : "other";
 }

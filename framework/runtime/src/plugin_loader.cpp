@@ -1,14 +1,13 @@
 #include "dde/runtime/plugin_loader.hpp"
 
 #include <dlfcn.h>
+#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-
-#include <openssl/evp.h>
 
 namespace dde::runtime {
 namespace fs = std::filesystem;
@@ -40,7 +39,8 @@ std::string file_digest(const fs::path& path, const EVP_MD* md) {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   EVP_DigestInit_ex(ctx.get(), md, nullptr);
   char buf[65536];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf, std::size_t(in.gcount()));
+  while (in.read(buf, sizeof buf) || in.gcount() > 0)
+    EVP_DigestUpdate(ctx.get(), buf, std::size_t(in.gcount()));
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), digest, &len);

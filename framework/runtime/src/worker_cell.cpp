@@ -96,7 +96,8 @@ void worker_cell::kill(std::function<void()> done) {
     // Messages it never finished go back to the owner as failed (at-least-once: to the broker).
     if (auto owner = self->owner_.lock()) {
       if (self->busy_) owner->worker_failed(self->index_, self->current_delivery_, "worker stopped", {});
-      for (auto& queued : self->mailbox_) owner->worker_failed(self->index_, queued.second, "worker stopped", {});
+      for (auto& queued : self->mailbox_)
+        owner->worker_failed(self->index_, queued.second, "worker stopped", {});
     }
     if (self->busy_) self->end_delivery("worker stopped");
     self->mailbox_.clear();
@@ -207,9 +208,7 @@ void worker_cell::supervise(directive d, std::chrono::milliseconds delay) {
         self->run_next();
         return;
       }
-      case directive::stop:
-        self->stop_for_good("stopped by its supervisor");
-        return;
+      case directive::stop: self->stop_for_good("stopped by its supervisor"); return;
       case directive::restart:
         if (delay.count() <= 0) return self->replace_instance();
         auto timer = std::make_shared<boost::asio::steady_timer>(self->strand_, delay);

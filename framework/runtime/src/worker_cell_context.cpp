@@ -31,9 +31,11 @@ void worker_cell::publish(std::string topic, delivery_mode mode, envelope e) {
 void worker_cell::send(nlohmann::json body, std::string bytes, bool is_bytes, std::string_view to,
                        std::string_view reply_to) {
   auto target = parse_address(to);
-  if (!target) throw std::invalid_argument("send: \"" + std::string(to) + "\" is not an address system/isolate");
+  if (!target)
+    throw std::invalid_argument("send: \"" + std::string(to) + "\" is not an address system/isolate");
   if (!reply_to.empty() && !parse_address(reply_to))
-    throw std::invalid_argument("send: replyTo \"" + std::string(reply_to) + "\" is not an address system/isolate");
+    throw std::invalid_argument("send: replyTo \"" + std::string(reply_to) +
+                                "\" is not an address system/isolate");
   envelope e = make_envelope(to);
   e.reply_to.assign(reply_to);
   e.body = std::move(body);
@@ -44,10 +46,11 @@ void worker_cell::send(nlohmann::json body, std::string bytes, bool is_bytes, st
 
 void worker_cell::send_after(std::chrono::milliseconds delay, nlohmann::json body, std::string_view to) {
   auto target = parse_address(to);
-  if (!target) throw std::invalid_argument("send_after: \"" + std::string(to) + "\" is not an address system/isolate");
+  if (!target)
+    throw std::invalid_argument("send_after: \"" + std::string(to) + "\" is not an address system/isolate");
   if (delay.count() < 1 || delay.count() > 86400000)
-    throw std::invalid_argument("send_after: the delay must be from 1 ms to 24 h, not " + std::to_string(delay.count()) +
-                                " ms");
+    throw std::invalid_argument("send_after: the delay must be from 1 ms to 24 h, not " +
+                                std::to_string(delay.count()) + " ms");
   envelope e = make_envelope(to);
   e.body = std::move(body);
   // The delay queue of the target dead-letters it back to the target's queue when the delay passed.
@@ -56,7 +59,8 @@ void worker_cell::send_after(std::chrono::milliseconds delay, nlohmann::json bod
 
 void worker_cell::ask(nlohmann::json body, std::string_view to) {
   auto target = parse_address(to);
-  if (!target) throw std::invalid_argument("ask: \"" + std::string(to) + "\" is not an address system/isolate");
+  if (!target)
+    throw std::invalid_argument("ask: \"" + std::string(to) + "\" is not an address system/isolate");
   envelope e = make_envelope(to);
   auto owner = owner_.lock();
   if (!owner) throw std::runtime_error("the worker's pool is gone");
@@ -88,7 +92,8 @@ void worker_cell::reply(const message& to_message, nlohmann::json body) {
 
 void worker_cell::forward(const message& m, std::string_view to) {
   auto target = parse_address(to);
-  if (!target) throw std::invalid_argument("forward: \"" + std::string(to) + "\" is not an address system/isolate");
+  if (!target)
+    throw std::invalid_argument("forward: \"" + std::string(to) + "\" is not an address system/isolate");
   envelope e = to_envelope(m);
   e.to.assign(to);
   if (e.id.empty()) e.id = new_uuid();  // a plain AMQP payload has none
@@ -124,7 +129,8 @@ void worker_cell::backoff(std::chrono::milliseconds delay, std::string_view reas
     gate_->pause_until(rate_gate::clock::now() + std::min(delay, spec_->backoff.max_delay));
   end_delivery(reason.empty() ? std::string_view("rate limited") : reason);
   if (auto r = owner_.lock())
-    r->worker_rate_limited(index_, current_delivery_, delay, std::string(reason), worker_access::current(*worker_));
+    r->worker_rate_limited(index_, current_delivery_, delay, std::string(reason),
+                           worker_access::current(*worker_));
   boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });
 }
 
@@ -153,14 +159,15 @@ void worker_cell::run_callback(std::uint64_t epoch, std::function<void()> fn, co
 
 void worker_cell::after(std::chrono::milliseconds delay, std::function<void()> fn) {
   auto timer = std::make_shared<boost::asio::steady_timer>(strand_, delay);
-  timer->async_wait([self = shared_from_this(), timer, epoch = epoch_, fn = std::move(fn)](
-                        boost::system::error_code ec) mutable {
+  timer->async_wait([self = shared_from_this(), timer, epoch = epoch_,
+                     fn = std::move(fn)](boost::system::error_code ec) mutable {
     if (!ec) self->run_callback(epoch, std::move(fn), "a timer callback threw: ");
   });
 }
 
 void worker_cell::log(int level, std::string_view text) {
-  logger("worker." + spec_->isolate)->log(static_cast<spdlog::level::level_enum>(std::clamp(level, 0, 5)), "{}", text);
+  logger("worker." + spec_->isolate)
+      ->log(static_cast<spdlog::level::level_enum>(std::clamp(level, 0, 5)), "{}", text);
 }
 
 }  // namespace dde::runtime

@@ -4,7 +4,8 @@
 
 namespace dde::host {
 
-asks::asks(host::clock& clock, const strand_type& strand, const std::string& pool, std::chrono::milliseconds timeout)
+asks::asks(host::clock& clock, const strand_type& strand, const std::string& pool,
+           std::chrono::milliseconds timeout)
     : clock_(clock), strand_(strand), tracker_(timeout) {
   series_of(pool);
 }
@@ -18,8 +19,9 @@ asks::series& asks::series_of(const std::string& asked) {
                               "Round trip of an ask, from its sending to its reply or its timeout (60 s), "
                               "per asked pool, in the isolate system that asks.",
                               latency_buckets(), l),
-           &metrics.counter("dde_host_ask_timeouts_total",
-                            "Asks without a reply after 60 s, per asked pool, in the isolate system that asks.", l)};
+           &metrics.counter(
+               "dde_host_ask_timeouts_total",
+               "Asks without a reply after 60 s, per asked pool, in the isolate system that asks.", l)};
   return series_.emplace(asked, s).first->second;
 }
 
@@ -34,7 +36,8 @@ void asks::sent(const std::string& id, const std::string& asked, clock::time_poi
 
 void asks::replied(const std::string& in_reply_to) {
   if (in_reply_to.empty()) return;
-  if (auto ended = tracker_.answered(in_reply_to, clock_.now())) series_of(ended->pool).seconds->observe(ended->seconds);
+  if (auto ended = tracker_.answered(in_reply_to, clock_.now()))
+    series_of(ended->pool).seconds->observe(ended->seconds);
 }
 
 void asks::stop() {

@@ -18,7 +18,8 @@ namespace dde::host {
 class asks {
  public:
   /// `pool`'s own series exist (at 0) from the start; an ask unanswered for `timeout` times out.
-  asks(host::clock& clock, const strand_type& strand, const std::string& pool, std::chrono::milliseconds timeout);
+  asks(host::clock& clock, const strand_type& strand, const std::string& pool,
+       std::chrono::milliseconds timeout);
 
   /// Ask `id` to `asked` (topic form) went out at `at`.
   void sent(const std::string& id, const std::string& asked, clock::time_point at);

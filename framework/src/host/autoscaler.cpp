@@ -11,7 +11,8 @@ constexpr std::size_t changes_kept = 50;
 constexpr auto depth_answer_timeout = std::chrono::seconds(10);
 }  // namespace
 
-autoscaler::autoscaler(host::clock& clock, const strand_type& strand, const pool_spec& spec, scaling_target& pool)
+autoscaler::autoscaler(host::clock& clock, const strand_type& strand, const pool_spec& spec,
+                       scaling_target& pool)
     : clock_(clock),
       strand_(strand),
       name_(spec.addr().str()),
@@ -73,17 +74,19 @@ void autoscaler::on_depth(std::uint64_t backlog, const std::string& error) {
   ++(now_active > from ? tally_.ups : tally_.downs);
   tally_.peak = std::max(tally_.peak, now_active);
   auto at = std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall_now().time_since_epoch());
-  tally_.changes.push_back({{"at", at.count()}, {"from", from}, {"to", now_active}, {"reason", change->reason}});
+  tally_.changes.push_back(
+      {{"at", at.count()}, {"from", from}, {"to", now_active}, {"reason", change->reason}});
   if (tally_.changes.size() > changes_kept) tally_.changes.pop_front();
-  logger("host.router")->info("{}: autoscaling {} -> {} worker(s): {}", name_, from, now_active, change->reason);
+  logger("host.router")
+      ->info("{}: autoscaling {} -> {} worker(s): {}", name_, from, now_active, change->reason);
   pool_.scaled();
 }
 
 void autoscaler::describe(nlohmann::json& pool, std::size_t active) const {
   pool["workersPaths"] = deployed_paths_;
   pool["workersCount"] = active;
-  nlohmann::json j = {{"workers", active},        {"backlog", backlog_},     {"peak", tally_.peak},
-                      {"scaleUps", tally_.ups},   {"scaleDowns", tally_.downs}, {"changes", tally_.changes}};
+  nlohmann::json j = {{"workers", active},      {"backlog", backlog_},        {"peak", tally_.peak},
+                      {"scaleUps", tally_.ups}, {"scaleDowns", tally_.downs}, {"changes", tally_.changes}};
   if (!error_.empty()) j["error"] = error_;
   pool["scaling"] = std::move(j);
 }

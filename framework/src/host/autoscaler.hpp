@@ -9,10 +9,9 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "dde/protocol/pool_spec.hpp"
 #include "host/clock.hpp"

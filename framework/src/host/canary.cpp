@@ -9,10 +9,11 @@ version_meter::series* version_meter::of(const std::string& md5) {
   if (fresh) {
     auto& metrics = metrics_registry::process();
     auto one = [&](const char* result) {
-      return &metrics.counter("dde_host_version_messages_total",
-                              "Messages that ended on a worker, per pool, plugin version (md5; \"remote\" for "
-                              "remote workers) and result (handled, failed).",
-                              {{"pool", pool_}, {"md5", md5}, {"result", result}});
+      return &metrics.counter(
+          "dde_host_version_messages_total",
+          "Messages that ended on a worker, per pool, plugin version (md5; \"remote\" for "
+          "remote workers) and result (handled, failed).",
+          {{"pool", pool_}, {"md5", md5}, {"result", result}});
     };
     it->second = {one("handled"), one("failed")};
   }
@@ -21,13 +22,19 @@ version_meter::series* version_meter::of(const std::string& md5) {
 
 canary::canary(host::clock& clock, const strand_type& strand, const pool_spec& spec, version_meter& versions,
                canary_pool& pool)
-    : clock_(clock), strand_(strand), spec_(spec.canary), name_(spec.addr().str()), versions_(versions), pool_(pool) {
+    : clock_(clock),
+      strand_(strand),
+      spec_(spec.canary),
+      name_(spec.addr().str()),
+      versions_(versions),
+      pool_(pool) {
   if (!spec_.enabled()) return;
   auto& metrics = metrics_registry::process();
   auto outcome = [&](const char* what) {
-    return &metrics.counter("dde_host_canaries_total",
-                            "Canary hot deployments that ended, per pool and outcome (promoted, rolled_back).",
-                            {{"pool", spec.addr().topic()}, {"outcome", what}});
+    return &metrics.counter(
+        "dde_host_canaries_total",
+        "Canary hot deployments that ended, per pool and outcome (promoted, rolled_back).",
+        {{"pool", spec.addr().topic()}, {"outcome", what}});
   };
   promoted_ = outcome("promoted");
   rolled_back_ = outcome("rolled_back");
@@ -51,8 +58,9 @@ result<bool> canary::begin(std::shared_ptr<worker_plugin> plugin, const std::vec
     return begun;
   }
   logger("host.router")
-      ->info("{}: plugin md5 {} starts as a canary on {} of {} worker(s); judged after {} ms and {} message(s)",
-             name_, plugin->object().md5(), share, eligible.size(), spec_.window.count(), spec_.min_messages);
+      ->info(
+          "{}: plugin md5 {} starts as a canary on {} of {} worker(s); judged after {} ms and {} message(s)",
+          name_, plugin->object().md5(), share, eligible.size(), spec_.window.count(), spec_.min_messages);
   return true;
 }
 
@@ -93,13 +101,15 @@ void canary::judge() {
 
 void canary::ended(bool promoted, const std::string& old_md5) {
   auto md5 = plugin_->object().md5();
-  last_ = {{"md5", md5},
-           {"oldMd5", old_md5},
-           {"outcome", promoted ? "promoted" : "rolledBack"},
-           {"reason", ended_},
-           {"canary", to_json(judge_->canary())},
-           {"baseline", to_json(judge_->baseline())},
-           {"at", std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall_now().time_since_epoch()).count()}};
+  last_ = {
+      {"md5", md5},
+      {"oldMd5", old_md5},
+      {"outcome", promoted ? "promoted" : "rolledBack"},
+      {"reason", ended_},
+      {"canary", to_json(judge_->canary())},
+      {"baseline", to_json(judge_->baseline())},
+      {"at",
+       std::chrono::duration_cast<std::chrono::milliseconds>(clock_.wall_now().time_since_epoch()).count()}};
   if (auto* outcome = promoted ? promoted_ : rolled_back_) outcome->add();
   if (promoted)
     logger("host.router")->info("{}: canary md5 {} promoted: {}", name_, md5, ended_);

@@ -9,18 +9,17 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "dde/metrics.hpp"
 #include "dde/protocol/pool_spec.hpp"
 #include "dde/protocol/result.hpp"
-#include "host/runtime.hpp"
 #include "host/canary_judge.hpp"
 #include "host/clock.hpp"
+#include "host/runtime.hpp"
 
 namespace dde::host {
 
@@ -114,12 +113,12 @@ class canary {
   std::string name_;  ///< the pool, for logs
   version_meter& versions_;
   canary_pool& pool_;
-  std::unique_ptr<canary_judge> judge_;  ///< null: not being judged
+  std::unique_ptr<canary_judge> judge_;    ///< null: not being judged
   std::shared_ptr<worker_plugin> plugin_;  ///< the version it tries
   std::vector<bool> slots_;                ///< the slots that run it
   version_meter::series* series_ = nullptr;
   std::unique_ptr<timer> window_;
-  std::string ended_;   ///< why it ended (the verdict), while its last swap runs
+  std::string ended_;  ///< why it ended (the verdict), while its last swap runs
   nlohmann::json last_;
   metric_cell* promoted_ = nullptr;  ///< dde_host_canaries_total{pool, outcome}
   metric_cell* rolled_back_ = nullptr;

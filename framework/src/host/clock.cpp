@@ -1,8 +1,7 @@
 #include "host/clock.hpp"
 
-#include <cstdint>
-
 #include <boost/asio/steady_timer.hpp>
+#include <cstdint>
 
 namespace dde::host {
 namespace {
@@ -34,7 +33,9 @@ class asio_timer final : public timer {
 class steady final : public clock {
  public:
   time_point now() const override { return std::chrono::steady_clock::now(); }
-  std::unique_ptr<timer> make_timer(const strand_type& strand) override { return std::make_unique<asio_timer>(strand); }
+  std::unique_ptr<timer> make_timer(const strand_type& strand) override {
+    return std::make_unique<asio_timer>(strand);
+  }
 };
 
 }  // namespace

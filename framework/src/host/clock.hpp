@@ -5,12 +5,11 @@
 // autoscaling samples, tail-chopping and drain timeouts run when the test says, not when a loaded
 // machine gets round to them.
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 #include <chrono>
 #include <functional>
 #include <memory>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
 
 namespace dde::host {
 

@@ -26,7 +26,8 @@ struct replier {
   }
 };
 
-control_link::control_link(boost::asio::io_context& io, std::shared_ptr<controller> ctrl, control_options options)
+control_link::control_link(boost::asio::io_context& io, std::shared_ptr<controller> ctrl,
+                           control_options options)
     : io_(io),
       strand_(boost::asio::make_strand(io)),
       controller_(std::move(ctrl)),
@@ -77,7 +78,8 @@ void control_link::arm_orphan_timer() {
   orphan_timer_.expires_after(options_.orphan_timeout);
   orphan_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->conn_ || self->stopped_) return;
-    log()->error("no activator at {} for {} ms: stopping", self->options_.url, self->options_.orphan_timeout.count());
+    log()->error("no activator at {} for {} ms: stopping", self->options_.url,
+                 self->options_.orphan_timeout.count());
     self->options_.request_stop("orphaned");
   });
 }
@@ -94,8 +96,8 @@ void control_link::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     self->conn_ = conn;
     self->retry_.reset();
     self->orphan_timer_.cancel();
-    protocol::control_hello hello{self->options_.system, self->options_.instance, ::getpid(), self->options_.mqs,
-                                  self->options_.ops_port};
+    protocol::control_hello hello{self->options_.system, self->options_.instance, ::getpid(),
+                                  self->options_.mqs, self->options_.ops_port};
     conn->send(protocol::encode(hello), false);
     log()->info("attached to activator {}", self->options_.url);
   });
@@ -117,7 +119,8 @@ void control_link::on_message(const std::shared_ptr<net::ws_connection>& conn, s
     log()->warn("ignoring a bad control frame ({}): {}", frame.error(), data.substr(0, 200));
     return;
   }
-  if (auto* bad = std::get_if<protocol::bad_request>(&frame.value())) return replier{conn, bad->id}(false, bad->error, 400);
+  if (auto* bad = std::get_if<protocol::bad_request>(&frame.value()))
+    return replier{conn, bad->id}(false, bad->error, 400);
   auto& request = std::get<protocol::control_request_frame>(frame.value());
   std::visit([&](auto& r) { handle(replier{conn, request.id}, r); }, request.request);
 }
@@ -152,11 +155,10 @@ void control_link::handle(const replier& reply, protocol::control::restart_isola
 }
 
 void control_link::handle(const replier& reply, protocol::control::kill_isolate& r) {
-  controller_->kill_workers(r.isolate, r.worker_id.value_or(""),
-                            [reply](kill_result killed) {
-                              if (!killed) return reply(false, killed.error(), http_status(killed));
-                              reply(true, {{"killed", killed.value()}});
-                            });
+  controller_->kill_workers(r.isolate, r.worker_id.value_or(""), [reply](kill_result killed) {
+    if (!killed) return reply(false, killed.error(), http_status(killed));
+    reply(true, {{"killed", killed.value()}});
+  });
 }
 
 void control_link::handle(const replier& reply, protocol::control::set_rate& r) {
@@ -166,8 +168,8 @@ void control_link::handle(const replier& reply, protocol::control::set_rate& r) 
   if (!r.max_in_flight.is_discarded()) probe["maxInFlight"] = r.max_in_flight;
   auto parsed = parse_pool_spec(probe, options_.system);
   if (!parsed) return reply(false, parsed.error(), 400);
-  controller_->set_rate(r.isolate, parsed.value().rate_messages, parsed.value().rate_per, parsed.value().max_in_flight,
-                        [reply](op_result set) {
+  controller_->set_rate(r.isolate, parsed.value().rate_messages, parsed.value().rate_per,
+                        parsed.value().max_in_flight, [reply](op_result set) {
                           if (!set) return reply(false, set.error(), http_status(set));
                           reply(true, nlohmann::json::object());
                         });

@@ -3,15 +3,14 @@
 // addIsolate / removeIsolate / describe / shutdown, reconnects with backoff, and stops the process
 // when no activator was reachable for `orphan_timeout`.
 
-#include <chrono>
-#include <functional>
-#include <memory>
-#include <string>
-
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <chrono>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "dde/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
@@ -23,7 +22,7 @@ namespace dde::host {
 struct replier;
 
 struct control_options {
-  std::string url;                 ///< ws://127.0.0.1:42042/control
+  std::string url;  ///< ws://127.0.0.1:42042/control
   std::string system, instance, mqs;
   std::uint16_t ops_port = 0;  ///< where this system serves /metrics and /health (0: it does not)
   std::chrono::milliseconds orphan_timeout{120000};

@@ -1,12 +1,11 @@
 #include "host/controller.hpp"
 
 #include <algorithm>
-
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
-#include "host/runtime.hpp"
 #include "host/router.hpp"
+#include "host/runtime.hpp"
 #include "host/top_level.hpp"
 
 namespace dde::host {
@@ -17,13 +16,15 @@ constexpr std::chrono::seconds drain_timeout{10};
 controller::controller(boost::asio::io_context& io, std::shared_ptr<top_level> top, std::string system)
     : io_(io), strand_(boost::asio::make_strand(io)), top_(std::move(top)), system_(std::move(system)) {}
 
-void controller::add_pool(pool_spec spec, op_done done, std::optional<std::chrono::milliseconds> link_timeout) {
+void controller::add_pool(pool_spec spec, op_done done,
+                          std::optional<std::chrono::milliseconds> link_timeout) {
   boost::asio::post(strand_, [self = shared_from_this(), spec = std::move(spec), done = std::move(done),
                               link_timeout]() mutable {
-    if (self->stopped_) return done(refused(refusal::bad_request, "isolate system " + self->system_ + " is stopping"));
+    if (self->stopped_)
+      return done(refused(refusal::bad_request, "isolate system " + self->system_ + " is stopping"));
     if (spec.system != self->system_)
-      return done(refused(refusal::bad_request, "pool is for isolate system \"" + spec.system + "\" but this is \"" +
-                                                    self->system_ + "\""));
+      return done(refused(refusal::bad_request, "pool is for isolate system \"" + spec.system +
+                                                    "\" but this is \"" + self->system_ + "\""));
     if (self->routers_.count(spec.isolate) || self->starting_.count(spec.isolate))
       return done(refused(refusal::conflict,
                           "pool \"" + spec.addr().str() + "\" is already deployed here; shut it down first"));
@@ -43,7 +44,7 @@ void controller::add_pool(pool_spec spec, op_done done, std::optional<std::chron
     // A fresh deploy: only once the MQS link is up, so that a deploy to an MQS nobody can reach is
     // an error rather than a pool that shows "running" and never gets a message.
     self->top_->when_linked(*link_timeout, [weak = std::weak_ptr<controller>(self), isolate = spec.isolate,
-                                           what = spec.addr().str()](std::string error) {
+                                            what = spec.addr().str()](std::string error) {
       auto c = weak.lock();
       if (!c) return;
       boost::asio::post(c->strand_, [c, isolate, what, error] {
@@ -63,12 +64,13 @@ void controller::prepare_pool(const std::string& isolate) {
   auto it = starting_.find(isolate);
   if (it == starting_.end()) return;
   // Weak: the callback may wait inside the router's own fetcher.
-  it->second.pool->prepare([weak = std::weak_ptr<controller>(shared_from_this()), isolate](result<bool> prepared) {
-    if (auto c = weak.lock())
-      boost::asio::post(c->strand_, [c, isolate, prepared = std::move(prepared)]() mutable {
-        c->start_pool(isolate, std::move(prepared));
+  it->second.pool->prepare(
+      [weak = std::weak_ptr<controller>(shared_from_this()), isolate](result<bool> prepared) {
+        if (auto c = weak.lock())
+          boost::asio::post(c->strand_, [c, isolate, prepared = std::move(prepared)]() mutable {
+            c->start_pool(isolate, std::move(prepared));
+          });
       });
-  });
 }
 
 void controller::start_pool(const std::string& isolate, result<bool> prepared) {
@@ -117,13 +119,11 @@ void controller::restart_pool(const std::string& isolate, op_done done) {
   });
 }
 
-void controller::kill_workers(const std::string& isolate, std::string worker_id,
-                              kill_done done) {
+void controller::kill_workers(const std::string& isolate, std::string worker_id, kill_done done) {
   boost::asio::post(strand_, [self = shared_from_this(), isolate, worker_id = std::move(worker_id),
                               done = std::move(done)]() mutable {
     auto it = self->routers_.find(isolate);
-    if (it == self->routers_.end())
-      return done(kill_result::failure_of(no_pool(isolate, self->system_)));
+    if (it == self->routers_.end()) return done(kill_result::failure_of(no_pool(isolate, self->system_)));
     it->second->kill_workers(std::move(worker_id), std::move(done));
   });
 }
@@ -148,18 +148,21 @@ void controller::describe(std::function<void(nlohmann::json)> fn) {
       auto strand = self->strand_;
       for (auto& [name, r] : self->routers_) {
         r->describe([strand, pools, remaining, fn, system, linked, error](nlohmann::json j) {
-          boost::asio::post(strand, [pools, remaining, fn, system, linked, error, j = std::move(j)]() mutable {
-            // Not connected to its MQS: a running pool gets no message; say so where its state is read.
-            j["mqsLink"] = linked ? nlohmann::json{{"linked", true}} : nlohmann::json{{"linked", false}, {"error", error}};
-            if (!linked && j.value("poolState", std::string()) == "running") j["poolState"] = "not connected: " + error;
-            pools->push_back(std::move(j));
-            if (--*remaining != 0) return;
-            // Routers answer in whatever order they finish; readers get the pools sorted by id.
-            std::sort(pools->begin(), pools->end(), [](const nlohmann::json& a, const nlohmann::json& b) {
-              return a.value("id", std::string()) < b.value("id", std::string());
-            });
-            fn({{system, *pools}});
-          });
+          boost::asio::post(
+              strand, [pools, remaining, fn, system, linked, error, j = std::move(j)]() mutable {
+                // Not connected to its MQS: a running pool gets no message; say so where its state is read.
+                j["mqsLink"] = linked ? nlohmann::json{{"linked", true}}
+                                      : nlohmann::json{{"linked", false}, {"error", error}};
+                if (!linked && j.value("poolState", std::string()) == "running")
+                  j["poolState"] = "not connected: " + error;
+                pools->push_back(std::move(j));
+                if (--*remaining != 0) return;
+                // Routers answer in whatever order they finish; readers get the pools sorted by id.
+                std::sort(pools->begin(), pools->end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+                  return a.value("id", std::string()) < b.value("id", std::string());
+                });
+                fn({{system, *pools}});
+              });
         });
       }
     });

@@ -1,20 +1,19 @@
 #pragma once
 // The controller of an isolate system (thesis 3.2.1): starts, lists and stops its routers.
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
-#include <nlohmann/json.hpp>
-
+#include "dde/protocol/pool_spec.hpp"
 #include "host/plugin_fetcher.hpp"
 #include "host/pool_ops.hpp"
-#include "dde/protocol/pool_spec.hpp"
 
 namespace dde::host {
 
@@ -33,7 +32,8 @@ class controller : public std::enable_shared_from_this<controller> {
   void set_plugin_allow(std::vector<std::string> allow) { plugin_allow_ = std::move(allow); }
   /// Deploys a pool (after downloading its plugin, for an http(s) uri). With `link_timeout`, only once
   /// the isolate system's MQS link is up: refused (504) when it is not within that time.
-  void add_pool(pool_spec spec, op_done done, std::optional<std::chrono::milliseconds> link_timeout = std::nullopt);
+  void add_pool(pool_spec spec, op_done done,
+                std::optional<std::chrono::milliseconds> link_timeout = std::nullopt);
   /// Stops one pool (its in-flight messages finish first).
   void remove_pool(const std::string& isolate, op_done done);
   /// RESTART of every worker of one pool (after its in-flight messages finish).

@@ -1,19 +1,18 @@
 #pragma once
 // One isolate system: its thread pool, top level (MQS link) and controller (pools).
 
+#include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <nlohmann/json.hpp>
-
+#include "dde/net/elastic_threads.hpp"
+#include "dde/protocol/pool_spec.hpp"
 #include "host/control_link.hpp"
 #include "host/controller.hpp"
-#include "dde/net/elastic_threads.hpp"
 #include "host/ops_server.hpp"
-#include "dde/protocol/pool_spec.hpp"
 #include "host/top_level.hpp"
 
 namespace dde::host {
@@ -22,7 +21,7 @@ struct isolate_system_options {
   std::string name;
   std::string mqs_url = "ws://127.0.0.1:42043/mqs";
   std::string instance;  ///< empty: a new UUID
-  int threads = 2;  ///< at most this many run the pools; the first alone until it lags
+  int threads = 2;       ///< at most this many run the pools; the first alone until it lags
   std::chrono::microseconds thread_lag{1000};  ///< what lagging is (elastic_threads); 0: all run always
   std::size_t window = 4096;
   /// A pool with credit out and no delivery this long while messages wait is stalled (top_level_options).

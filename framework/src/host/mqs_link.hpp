@@ -8,10 +8,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "dde/envelope.hpp"
 #include "dde/names.hpp"
@@ -57,7 +56,8 @@ class mqs_link {
   using pause_handler =
       std::function<void(std::chrono::milliseconds ms, const std::string& reason, const std::string& origin)>;
   /// What the MQS answered about a queue: its ready messages and consumers, or why not (`error`).
-  using depth_handler = std::function<void(std::uint64_t messages, std::uint64_t consumers, std::string error)>;
+  using depth_handler =
+      std::function<void(std::uint64_t messages, std::uint64_t consumers, std::string error)>;
 
   virtual ~mqs_link() = default;
 
@@ -69,7 +69,8 @@ class mqs_link {
   virtual void enqueue_then(std::string topic, std::string props, std::string body,
                             std::function<void(bool confirmed)> settled) = 0;
   /// `consumers`: the pool's workers that take messages (a broker consumer each); 0 leaves it as told.
-  virtual void pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers = 0) = 0;
+  virtual void pull(const std::string& topic, delivery_mode mode, std::size_t credit,
+                    std::uint32_t consumers = 0) = 0;
   virtual void ack(std::uint64_t generation, std::uint64_t tag) = 0;
   virtual void nack(std::uint64_t generation, std::uint64_t tag, bool requeue) = 0;
   virtual void cancel(const std::string& topic) = 0;

@@ -4,12 +4,11 @@
 // down. Both read the counters the routers and the top level keep anyway (on their strands, per
 // request), so the message path pays nothing for them.
 
+#include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <memory>
-#include <string>
-
-#include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "dde/metrics.hpp"
 #include "dde/net/ws.hpp"

@@ -35,13 +35,16 @@ void plugin_source::prepare(std::function<void(result<bool>)> ready) {
 
 void plugin_source::fetch(fetch_done on_strand_done) {
   if (!fetcher_) fetcher_ = std::make_unique<plugin_fetcher>(fetch_options_);
-  fetcher_->fetch(spec_.uri, spec_.system + "." + spec_.isolate, validators_, bind_(std::move(on_strand_done)));
+  fetcher_->fetch(spec_.uri, spec_.system + "." + spec_.isolate, validators_,
+                  bind_(std::move(on_strand_done)));
 }
 
 result<std::shared_ptr<worker_plugin>> plugin_source::load_first() const {
   auto path = spec_.last_good_copy.empty() ? running_file() : std::filesystem::path(spec_.last_good_copy);
   auto plugin = worker_plugin::load(path, spec_.sha256);
-  if (!plugin) return result<std::shared_ptr<worker_plugin>>::failure_of(plugin, [this](auto& e) { return with_source(e); });
+  if (!plugin)
+    return result<std::shared_ptr<worker_plugin>>::failure_of(plugin,
+                                                              [this](auto& e) { return with_source(e); });
   return plugin;
 }
 
@@ -77,8 +80,8 @@ void plugin_source::check() {
                   plugin_failure::missing);
   auto running = pool_.running();
   if (md5 == running->object().md5() || md5 == refused_md5_) return;
-  logger("host.router")->info("{}: plugin {} changed (md5 {}): loading the new version", spec_.addr().str(),
-                              spec_.uri, md5);
+  logger("host.router")
+      ->info("{}: plugin {} changed (md5 {}): loading the new version", spec_.addr().str(), spec_.uri, md5);
   // Everything that can refuse the new version happens before the old one stops.
   auto loaded = worker_plugin::load(spec_.plugin_path(), spec_.sha256);
   if (!loaded) return refuse(md5, loaded.error(), loaded.code<plugin_failure>());
@@ -164,7 +167,8 @@ void plugin_source::swapped(std::chrono::milliseconds pause) {
   if (!next_file_.empty()) {
     // The old version's download is no longer needed (its code lives on in a private copy).
     std::error_code ignored;
-    if (!fetched_file_.empty() && fetched_file_ != next_file_) std::filesystem::remove(fetched_file_, ignored);
+    if (!fetched_file_.empty() && fetched_file_ != next_file_)
+      std::filesystem::remove(fetched_file_, ignored);
     fetched_file_ = std::move(next_file_);
     next_file_.clear();
   }
@@ -182,12 +186,13 @@ void plugin_source::rolled_back(const std::string& md5, const std::string& why) 
   }
   auto running = pool_.running();
   logger("host.router")
-      ->error("{}: new plugin version {} refused, the running one ({}) keeps serving: {}", spec_.addr().str(), md5,
-              running ? running->object().md5() : "remote", why);
+      ->error("{}: new plugin version {} refused, the running one ({}) keeps serving: {}", spec_.addr().str(),
+              md5, running ? running->object().md5() : "remote", why);
 }
 
 std::filesystem::path plugin_source::swap_marker() const {
-  return cache_.empty() ? std::filesystem::path() : protocol::swap_marker_path(cache_, spec_.system, spec_.isolate);
+  return cache_.empty() ? std::filesystem::path()
+                        : protocol::swap_marker_path(cache_, spec_.system, spec_.isolate);
 }
 
 void plugin_source::prove() {
@@ -204,7 +209,8 @@ void plugin_source::prove() {
   auto copy = std::filesystem::path(cache_) / (spec_.system + "." + spec_.isolate + "." + md5 + ".so");
   if (!std::filesystem::exists(copy, ec)) std::filesystem::copy_file(source, copy, ec);
   if (ec) {
-    logger("host.router")->warn("{}: cannot keep a copy of plugin {}: {}", spec_.addr().str(), md5, ec.message());
+    logger("host.router")
+        ->warn("{}: cannot keep a copy of plugin {}: {}", spec_.addr().str(), md5, ec.message());
     return;
   }
   events_({{"event", "pluginGood"}, {"isolateName", spec_.isolate}, {"md5", md5}, {"path", copy.string()}});

@@ -8,9 +8,8 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "dde/protocol/pool_spec.hpp"
 #include "dde/protocol/result.hpp"

@@ -25,7 +25,8 @@ proxy_cell::proxy_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> ow
 
 result<bool> proxy_cell::create() {
   auto url = net::parse_ws_url(url_text_);
-  if (!url) return result<bool>::failure("workersPaths entry \"" + url_text_ + "\" is not a ws:// or wss:// URL");
+  if (!url)
+    return result<bool>::failure("workersPaths entry \"" + url_text_ + "\" is not a ws:// or wss:// URL");
   url_ = *url;
   return true;
 }
@@ -65,7 +66,8 @@ void proxy_cell::on_message(const std::shared_ptr<net::ws_connection>& conn, std
                   data.substr(0, 200));
       return;
     }
-    if (auto owner = self->owner_.lock()) std::visit([&](auto& f) { self->handle(*owner, f); }, frame.value());
+    if (auto owner = self->owner_.lock())
+      std::visit([&](auto& f) { self->handle(*owner, f); }, frame.value());
   });
 }
 
@@ -120,7 +122,8 @@ void proxy_cell::post_message(message&& m, std::uint64_t delivery_id) {
       return;
     }
     self->in_flight_.insert(delivery_id);
-    self->conn_->send(protocol::encode(protocol::proxy::message{delivery_id, to_envelope(m), m.redelivered()}), false);
+    self->conn_->send(
+        protocol::encode(protocol::proxy::message{delivery_id, to_envelope(m), m.redelivered()}), false);
   });
 }
 
@@ -179,7 +182,8 @@ void proxy_cell::link_down(const std::string& why) {
     if (!reported_down_) owner->worker_failed(index_, 0, why, {});
   }
   if (killed_) return;
-  if (!reported_down_) log()->warn("{}: {}; retrying every {} ms at most", spec_->addr().str(), why, max_backoff.count());
+  if (!reported_down_)
+    log()->warn("{}: {}; retrying every {} ms at most", spec_->addr().str(), why, max_backoff.count());
   reported_down_ = true;
   retry_.schedule([self = shared_from_this()] { self->do_connect(); });
 }

@@ -4,14 +4,13 @@
 // (activator/PROTOCOL.md, `/activator`). A dropped link fails its unfinished messages back to the
 // broker and respawns the worker with backoff.
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <chrono>
 #include <memory>
 #include <set>
 #include <string>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 
 #include "dde/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
@@ -23,8 +22,8 @@ namespace dde::host {
 
 class proxy_cell : public cell, public net::ws_handler, public std::enable_shared_from_this<proxy_cell> {
  public:
-  proxy_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> owner, std::shared_ptr<const pool_spec> spec,
-             std::string url, std::size_t index);
+  proxy_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> owner,
+             std::shared_ptr<const pool_spec> spec, std::string url, std::size_t index);
 
   result<bool> create() override;
   void start() override;

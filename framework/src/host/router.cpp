@@ -3,7 +3,6 @@
 #include "host/router.hpp"
 
 #include <algorithm>
-
 #include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
 
@@ -64,7 +63,8 @@ router::~router() = default;
 
 std::shared_ptr<cell> router::make_cell(std::size_t index, const std::shared_ptr<worker_plugin>& plugin) {
   const auto& path = spec_.workers_paths[index];
-  if (path != "localhost") return std::make_shared<proxy_cell>(io_, weak_from_this(), shared_spec_, path, index);
+  if (path != "localhost")
+    return std::make_shared<proxy_cell>(io_, weak_from_this(), shared_spec_, path, index);
   auto c = std::make_shared<worker_cell>(io_, weak_from_this(), shared_spec_, plugin, index);
   c->set_gate(gate_);
   return c;
@@ -131,10 +131,11 @@ result<bool> router::start() {
   if (!spec_.crashed_md5.empty()) source_.refuse_crashed();
   top_->attach(topic_, weak_from_this());
   // Pauses asked by a replica of this pool (or echoed back from our own) come through the MQS.
-  top_->set_pause_handler(topic_, [weak = weak_from_this()](std::chrono::milliseconds ms, const std::string& reason,
-                                                             const std::string& origin) {
-    if (auto self = weak.lock()) self->on_pause(ms, reason, origin);
-  });
+  top_->set_pause_handler(topic_,
+                          [weak = weak_from_this()](std::chrono::milliseconds ms, const std::string& reason,
+                                                    const std::string& origin) {
+                            if (auto self = weak.lock()) self->on_pause(ms, reason, origin);
+                          });
   logger("host.router")
       ->info("{}: {} worker(s) of {} (md5 {}), router {}, {}", spec_.addr().str(), slots_.size(), spec_.uri,
              plugin_ ? plugin_->object().md5() : "remote", spec_.router_type, to_string(spec_.mode));
@@ -180,8 +181,9 @@ void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> d
     self->drain_timer_ = self->clock_->make_timer(self->strand_);
     self->drain_timer_->after(timeout, [self] {
       if (!self->drained_) return;
-      logger("host.router")->warn("{}: {} message(s) still in flight after the shutdown timeout",
-                                  self->spec_.addr().str(), self->ledger_.total_in_flight());
+      logger("host.router")
+          ->warn("{}: {} message(s) still in flight after the shutdown timeout", self->spec_.addr().str(),
+                 self->ledger_.total_in_flight());
       auto fn = std::move(self->drained_);
       self->drained_ = nullptr;
       fn();
@@ -205,7 +207,8 @@ void router::deliver_reply(envelope e) {
     if (index == pool_ledger::npos) {
       // The asking instance is gone (restarted or removed): the reply has nowhere to go.
       ++self->stats_.replies_dropped;
-      logger("host.router")->debug("{}: reply for gone worker {} dropped", self->spec_.addr().str(), e.to_worker);
+      logger("host.router")
+          ->debug("{}: reply for gone worker {} dropped", self->spec_.addr().str(), e.to_worker);
       return;
     }
     ++self->stats_.replies;

@@ -17,6 +17,8 @@
 // the router's strand; timers come from a clock a test can drive (host/clock.hpp).
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -24,13 +26,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
-#include <nlohmann/json.hpp>
 
 #include "dde/envelope.hpp"
 #include "dde/metrics.hpp"
@@ -47,8 +46,8 @@
 #include "host/routing.hpp"
 #include "host/routing_policy.hpp"
 #include "host/runtime.hpp"
-#include "host/worker_watch.hpp"
 #include "host/supervisor.hpp"
+#include "host/worker_watch.hpp"
 
 namespace dde::host {
 
@@ -72,7 +71,7 @@ class router : public cell_owner,
  public:
   router(boost::asio::io_context& io, std::shared_ptr<mqs_link> link, pool_spec spec,
          std::shared_ptr<host::clock> clock = real_clock());
-  ~router();
+  ~router() override;
 
   /// Where plugin events go (the activator: pluginSwapping, pluginGood), and where copies of each
   /// version that worked are kept so a restarted isolate system can fall back to one. Before start().
@@ -96,7 +95,8 @@ class router : public cell_owner,
   void on_connected() override;
   // cell_owner
   void worker_done(std::size_t index, std::uint64_t delivery_id) override;
-  void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) override;
+  void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what,
+                     std::string new_id) override;
   void worker_rate_limited(std::size_t index, std::uint64_t delivery_id, std::chrono::milliseconds delay,
                            std::string reason, message m) override;
   void worker_up(std::size_t index, std::string id) override;
@@ -140,9 +140,9 @@ class router : public cell_owner,
     std::uint64_t tag = 0;
     std::vector<std::size_t> pending;  ///< workers that hold it and have not finished it
     bool failed = false;
-    std::string sub_key;  ///< its sub-pool
-    int attempts = 0;     ///< times it was rate limited so far
-    std::string poison_id;  ///< its message id, when the pool counts failures per message
+    std::string sub_key;        ///< its sub-pool
+    int attempts = 0;           ///< times it was rate limited so far
+    std::string poison_id;      ///< its message id, when the pool counts failures per message
     clock::time_point started;  ///< handed to its first worker: for the handling-time histogram
     // Delayed retry (a pool with `retry.delays`):
     int earlier_failures = 0;                   ///< the envelope's `attempt`
@@ -150,11 +150,11 @@ class router : public cell_owner,
     std::string failure;                        ///< why a worker failed it (empty: given back unfinished)
     bool canary_failed = false;  ///< a canary worker failed it: back to the queue, whatever the pool says
     // First-reply-wins pools (scatter-gather, tail-chopping):
-    std::string message_id;                       ///< replies to it are claimed ("" = not raced)
-    std::shared_ptr<const message> copy;          ///< tail-chopping: what the next worker gets
-    std::vector<std::size_t> asked;               ///< workers given a copy so far
-    std::size_t succeeded = 0;                    ///< copies done without failing
-    bool acked = false;                           ///< acked once answered; later copies change nothing
+    std::string message_id;               ///< replies to it are claimed ("" = not raced)
+    std::shared_ptr<const message> copy;  ///< tail-chopping: what the next worker gets
+    std::vector<std::size_t> asked;       ///< workers given a copy so far
+    std::size_t succeeded = 0;            ///< copies done without failing
+    bool acked = false;                   ///< acked once answered; later copies change nothing
     std::shared_ptr<timer> chop_timer;
   };
   struct waiting {
@@ -168,7 +168,7 @@ class router : public cell_owner,
   /// One worker slot (its index is the worker's index in the ledger).
   struct slot {
     std::shared_ptr<cell> worker;  ///< its instance (a local worker cell or a proxy)
-    std::string error;  ///< why it is down, for describe
+    std::string error;             ///< why it is down, for describe
     kill_phase kill = kill_phase::none;
     std::uint64_t done = 0;  ///< messages it finished, for describe
     bool parked = false;     ///< taken out by the autoscaler
@@ -217,7 +217,9 @@ class router : public cell_owner,
   bool dead_letter_poison(std::uint64_t generation, std::uint64_t tag, const message& m);
   void restart_pool(const std::string& why);
   // What the starvation guard's watch needs (router_supervision.cpp; watched_pool).
-  bool holding(std::size_t index) const override { return ledger_.alive(index) && ledger_.in_flight(index) > 0; }
+  bool holding(std::size_t index) const override {
+    return ledger_.alive(index) && ledger_.in_flight(index) > 0;
+  }
   void ping(std::size_t index, std::function<void(bool, std::chrono::milliseconds)> pong) override;
   void replace_stuck(std::size_t index) override;
   void fail_current(std::size_t index, std::string why) override;
@@ -239,7 +241,8 @@ class router : public cell_owner,
   void finish_swap();
   void swap_in();
   // The pool's side of canary hot deployment (router_canary.cpp; canary_pool).
-  result<bool> swap_slots(std::shared_ptr<worker_plugin> plugin, canary_pool::step s, std::vector<bool> only) override;
+  result<bool> swap_slots(std::shared_ptr<worker_plugin> plugin, canary_pool::step s,
+                          std::vector<bool> only) override;
   bool may_judge() const override { return !swap_.swapping && !restarting_pool_ && !stopping_; }
   void trial_began() override { source_.canary_started(); }
   void refuse(const std::string& md5, const std::string& why) override { source_.rolled_back(md5, why); }
@@ -255,7 +258,9 @@ class router : public cell_owner,
   // KILL (router_control.cpp): a slot drains (closed in the ledger), then its instance is stopped.
   void begin_kill(std::size_t index);
   void settle_kill(std::size_t index);
-  bool kill_requested(std::size_t index) const { return index < slots_.size() && slots_[index].kill != kill_phase::none; }
+  bool kill_requested(std::size_t index) const {
+    return index < slots_.size() && slots_[index].kill != kill_phase::none;
+  }
   bool parked(std::size_t index) const { return index < slots_.size() && slots_[index].parked; }
   /// "running", "down", "killing", "killed" or "parked", for describe.
   std::string worker_state(std::size_t index) const;
@@ -315,7 +320,7 @@ class router : public cell_owner,
   std::unique_ptr<timer> plugin_timer_;
   struct swap_state {
     bool swapping = false;
-    bool killing = false;     ///< the old instances are being stopped
+    bool killing = false;  ///< the old instances are being stopped
     swap_kind kind = swap_kind::version;
     clock::time_point started;
     std::shared_ptr<worker_plugin> next_plugin;

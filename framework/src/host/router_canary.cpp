@@ -26,7 +26,8 @@ result<bool> router::swap_to(std::shared_ptr<worker_plugin> plugin) {
   return begun;
 }
 
-result<bool> router::swap_slots(std::shared_ptr<worker_plugin> plugin, canary_pool::step s, std::vector<bool> only) {
+result<bool> router::swap_slots(std::shared_ptr<worker_plugin> plugin, canary_pool::step s,
+                                std::vector<bool> only) {
   auto kind = s == canary_pool::step::try_it    ? swap_kind::canary_in
               : s == canary_pool::step::promote ? swap_kind::promote
                                                 : swap_kind::roll_back;

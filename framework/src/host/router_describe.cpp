@@ -24,8 +24,8 @@ nlohmann::json router::describe_workers() const {
 }
 
 nlohmann::json router::describe_governance() const {
-  auto paused_for =
-      std::chrono::duration_cast<std::chrono::milliseconds>(gate_->paused_until() - std::chrono::steady_clock::now());
+  auto paused_for = std::chrono::duration_cast<std::chrono::milliseconds>(gate_->paused_until() -
+                                                                          std::chrono::steady_clock::now());
   return {{"pausedForMs", std::max<long long>(0, paused_for.count())},
           {"lastPauseReason", governor_.reason()},
           {"rateLimited", stats_.rate_limited},
@@ -81,7 +81,9 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
     if (r.subs_.enabled()) j["subPoolState"] = r.describe_sub_pools();
     if (first_reply_wins(r.spec_.router)) {
       auto race = r.race_.snapshot();
-      j["firstReply"] = {{"answered", race.answered}, {"dropped", race.dropped}, {"copies", race.copies},
+      j["firstReply"] = {{"answered", race.answered},
+                         {"dropped", race.dropped},
+                         {"copies", race.copies},
                          {"chopped", race.chopped}};
     }
     if (r.scaling_.enabled()) r.scaling_.describe(j, r.active_workers());

@@ -29,7 +29,8 @@ void router::start_race(std::uint64_t delivery_id, delivery& d, const message& m
 void router::arm_chop(std::uint64_t delivery_id, delivery& d) {
   if (d.asked.size() >= slots_.size()) return;  // every worker has a copy already
   if (!d.chop_timer) d.chop_timer = clock_->make_timer(strand_);
-  d.chop_timer->after(spec_.tail_chop_delay, [self = shared_from_this(), delivery_id] { self->chop(delivery_id); });
+  d.chop_timer->after(spec_.tail_chop_delay,
+                      [self = shared_from_this(), delivery_id] { self->chop(delivery_id); });
 }
 
 void router::chop(std::uint64_t delivery_id) {

@@ -2,7 +2,6 @@
 // workers its routing policy picks (a batch's share of each worker in one hop), and each message
 // finished once its workers are done: acked or failed, its room given back, more credit asked.
 #include <algorithm>
-
 #include <boost/asio/defer.hpp>
 
 #include "host/router.hpp"
@@ -215,7 +214,7 @@ void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
   {
     std::lock_guard lock(done_mutex_);
     first = done_inbox_.empty();
-    done_inbox_.push_back({index, delivery_id});
+    done_inbox_.emplace_back(index, delivery_id);
   }
   if (!first) return;
   boost::asio::defer(strand_, [self = shared_from_this()] {

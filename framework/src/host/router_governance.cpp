@@ -2,7 +2,6 @@
 // pauses the whole pool, here and, through the MQS, in every replica; the message is tried again
 // by the same worker after the pause, up to the retry limit, then dead-lettered.
 #include <algorithm>
-
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
@@ -10,13 +9,14 @@
 
 namespace dde::host {
 
-void router::worker_rate_limited(std::size_t index, std::uint64_t delivery_id, std::chrono::milliseconds delay,
-                                 std::string reason, message m) {
-  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, delay, reason = std::move(reason),
-                              m = std::move(m)]() mutable {
+void router::worker_rate_limited(std::size_t index, std::uint64_t delivery_id,
+                                 std::chrono::milliseconds delay, std::string reason, message m) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, delay,
+                              reason = std::move(reason), m = std::move(m)]() mutable {
     ++self->stats_.rate_limited;
     // The whole pool pauses, here and (through the MQS) in every replica, not only the worker that was hit.
-    self->pause_pool(std::clamp(delay, std::chrono::milliseconds(0), self->spec_.backoff.max_delay), reason, true);
+    self->pause_pool(std::clamp(delay, std::chrono::milliseconds(0), self->spec_.backoff.max_delay), reason,
+                     true);
     auto it = self->deliveries_.find(delivery_id);
     if (it == self->deliveries_.end()) return;
     auto& d = it->second;
@@ -48,32 +48,39 @@ void router::pause_pool(std::chrono::milliseconds delay, const std::string& reas
   gate_->pause_until(until);  // the worker's cell may have paused it already
   // One announcement per extension of the pause, however many workers were hit.
   if (!governor_.extend(until, reason, broadcast)) return;
-  logger("host.router")->warn("{}: rate limited ({}): no message starts for {} ms{}", spec_.addr().str(), reason,
-                              delay.count(), broadcast ? "" : " (paused by a replica)");
+  logger("host.router")
+      ->warn("{}: rate limited ({}): no message starts for {} ms{}", spec_.addr().str(), reason,
+             delay.count(), broadcast ? "" : " (paused by a replica)");
   if (broadcast) top_->pause(topic_, delay, reason);
 }
 
 void router::on_pause(std::chrono::milliseconds delay, std::string reason, std::string origin) {
-  boost::asio::post(strand_, [self = shared_from_this(), delay, reason = std::move(reason), origin = std::move(origin)] {
-    if (self->stopping_) return;
-    // Our own announcement comes back too: it changes nothing.
-    if (pause_governor::is_own(origin, self->top_->instance())) return;
-    self->pause_pool(std::min(delay, self->spec_.backoff.max_delay), reason + " [from " + origin + "]", false);
-  });
+  boost::asio::post(
+      strand_, [self = shared_from_this(), delay, reason = std::move(reason), origin = std::move(origin)] {
+        if (self->stopping_) return;
+        // Our own announcement comes back too: it changes nothing.
+        if (pause_governor::is_own(origin, self->top_->instance())) return;
+        self->pause_pool(std::min(delay, self->spec_.backoff.max_delay), reason + " [from " + origin + "]",
+                         false);
+      });
 }
 
 void router::dead_letter(const message& m, int attempts, const std::string& reason) {
-  top_->enqueue(dead_letter_topic(topic_), delivery_mode::at_least_once, {}, dead_letter_body(m, attempts, reason));
+  top_->enqueue(dead_letter_topic(topic_), delivery_mode::at_least_once, {},
+                dead_letter_body(m, attempts, reason));
 }
 
 std::string router::dead_letter_body(const message& m, int attempts, const std::string& reason) {
   auto e = to_envelope(m);
-  auto at = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
-  e.dead_letter = {{"reason", reason}, {"attempts", attempts}, {"pool", spec_.addr().str()}, {"at", at.count()}};
-  if (plugin_) e.dead_letter["md5"] = plugin_->object().md5();  // the version that failed it (ddectl dlq list)
+  auto at = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  e.dead_letter = {
+      {"reason", reason}, {"attempts", attempts}, {"pool", spec_.addr().str()}, {"at", at.count()}};
+  if (plugin_)
+    e.dead_letter["md5"] = plugin_->object().md5();  // the version that failed it (ddectl dlq list)
   ++stats_.dead_lettered;
-  logger("host.router")->error("{}: message {} dead-lettered to dde.dead.{}: {}", spec_.addr().str(), m.id(), topic_,
-                               reason);
+  logger("host.router")
+      ->error("{}: message {} dead-lettered to dde.dead.{}: {}", spec_.addr().str(), m.id(), topic_, reason);
   // Whole, as JSON in the body: whoever inspects a dead-letter queue sees every field in one place.
   return encode_envelope(e);
 }

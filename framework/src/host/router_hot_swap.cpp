@@ -20,7 +20,7 @@ void router::watch_plugin() {
 }
 
 result<bool> router::begin_swap(std::shared_ptr<worker_plugin> plugin, swap_kind kind, bool revive_killed,
-                               std::vector<bool> only) {
+                                std::vector<bool> only) {
   std::vector<std::shared_ptr<cell>> fresh(slots_.size());
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     if (spec_.workers_paths[i] != "localhost") continue;  // a remote worker loads its own copy when respawned
@@ -68,7 +68,7 @@ void router::swap_in() {
     ledger_.set_alive(i, true, s.worker->id());
     ledger_.set_open(i, true);
     s.kill = kill_phase::none;  // a RESTART revives killed workers
-    watch_.renew(i);  // a fresh instance: quiet from now, as a started or respawned one
+    watch_.renew(i);            // a fresh instance: quiet from now, as a started or respawned one
     s.worker->start();
   }
   auto next = std::move(swap_.next_plugin);
@@ -84,12 +84,8 @@ void router::swap_in() {
     case swap_kind::canary_in:
       canary_.started();  // the old version keeps the other slots
       break;
-    case swap_kind::roll_back:
-      canary_.ended(false, plugin_ ? plugin_->object().md5() : "");
-      break;
-    case swap_kind::promote:
-      canary_.ended(true, plugin_ ? plugin_->object().md5() : "");
-      [[fallthrough]];
+    case swap_kind::roll_back: canary_.ended(false, plugin_ ? plugin_->object().md5() : ""); break;
+    case swap_kind::promote: canary_.ended(true, plugin_ ? plugin_->object().md5() : ""); [[fallthrough]];
     case swap_kind::version:
       plugin_ = std::move(next);
       versions_.running(plugin_->object().md5());
@@ -97,9 +93,10 @@ void router::swap_in() {
       break;
   }
   if (swap_.kind != swap_kind::canary_in && swap_.kind != swap_kind::roll_back)
-    logger("host.router")->info("{}: now running plugin md5 {} ({}, paused {} ms)", spec_.addr().str(),
-                                plugin_->object().md5(), swap_.kind == swap_kind::restart ? "restart" : "new version",
-                                pause.count());
+    logger("host.router")
+        ->info("{}: now running plugin md5 {} ({}, paused {} ms)", spec_.addr().str(),
+               plugin_->object().md5(), swap_.kind == swap_kind::restart ? "restart" : "new version",
+               pause.count());
   ledger_.set_paused(false);
   flush_waiting();
   request_credit();

@@ -28,7 +28,8 @@ void router::ask_depth(std::function<void(std::uint64_t, std::string)> answer) {
                                 std::uint64_t messages, std::uint64_t, std::string error) {
     auto r = weak.lock();
     if (!r) return;
-    boost::asio::post(r->strand_, [r, answer, messages, error = std::move(error)] { answer(messages, error); });
+    boost::asio::post(r->strand_,
+                      [r, answer, messages, error = std::move(error)] { answer(messages, error); });
   });
 }
 

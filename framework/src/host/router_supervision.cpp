@@ -2,7 +2,6 @@
 // the supervisor decides what a worker's failure does, the guard which quiet workers get a PING and
 // which are stuck; this file carries that out on the worker slots.
 #include <algorithm>
-
 #include <boost/asio/post.hpp>
 
 #include "dde/envelope.hpp"
@@ -13,7 +12,8 @@
 
 namespace dde::host {
 
-void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) {
+void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what,
+                           std::string new_id) {
   boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, what = std::move(what),
                               new_id = std::move(new_id)] {
     // A message the worker gave back unfinished: it returns to the broker (at-least-once).
@@ -50,7 +50,8 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
       // Counted against the message too: when it comes back too often, it is dead-lettered.
       if (auto d = self->deliveries_.find(delivery_id); d != self->deliveries_.end()) {
         // A canary's failures are the version's, not the message's: they do not make it poison.
-        if (!d->second.poison_id.empty() && !self->canary_.on(index)) self->poison_.failed(d->second.poison_id, what);
+        if (!d->second.poison_id.empty() && !self->canary_.on(index))
+          self->poison_.failed(d->second.poison_id, what);
         if (d->second.retry_copy) d->second.failure = what;
       }
       self->finish_one(index, delivery_id, true);
@@ -62,14 +63,13 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
       auto kind = self->spec_.supervision.kind;
       bool restart = kind == strategy::restart || kind == strategy::escalate;
       if (restart) ++self->stats_.restarts;
-      slot.worker->supervise(restart ? directive::restart : directive::resume, self->spec_.supervision.backoff);
+      slot.worker->supervise(restart ? directive::restart : directive::resume,
+                             self->spec_.supervision.backoff);
       return;
     }
     auto decision = self->supervisor_.on_failure(self->clock_->now());
     switch (decision.what) {
-      case supervisor::action::resume:
-        slot.worker->supervise(directive::resume, decision.backoff);
-        break;
+      case supervisor::action::resume: slot.worker->supervise(directive::resume, decision.backoff); break;
       case supervisor::action::stop_worker:
         self->ledger_.set_alive(index, false);
         slot.error = "stopped after: " + what;
@@ -80,12 +80,8 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
         ++self->stats_.restarts;
         slot.worker->supervise(directive::restart, decision.backoff);
         break;
-      case supervisor::action::restart_pool:
-        self->restart_pool(what);
-        break;
-      case supervisor::action::stop_pool:
-        self->stop_pool(what);
-        break;
+      case supervisor::action::restart_pool: self->restart_pool(what); break;
+      case supervisor::action::stop_pool: self->stop_pool(what); break;
     }
   });
 }
@@ -102,21 +98,22 @@ void router::retry_later(delivery& d) {
     topic = delay_topic(topic_, delay.count());
     copy = split_envelope(e, topic);
     ++stats_.delayed;
-    logger("host.router")->info("{}: message {} failed ({}); it comes back in {} ms (retry {} of {})",
-                                spec_.addr().str(), d.retry_copy->id(), d.failure, delay.count(), failures,
-                                delays.size());
+    logger("host.router")
+        ->info("{}: message {} failed ({}); it comes back in {} ms (retry {} of {})", spec_.addr().str(),
+               d.retry_copy->id(), d.failure, delay.count(), failures, delays.size());
   } else {
     topic = dead_letter_topic(topic_);
-    copy.payload = dead_letter_body(*d.retry_copy, failures,
-                                    "failed " + std::to_string(failures) +
-                                        " times (retry.delays spent); last failure: " + d.failure);
+    copy.payload = dead_letter_body(
+        *d.retry_copy, failures,
+        "failed " + std::to_string(failures) + " times (retry.delays spent); last failure: " + d.failure);
   }
   // The original is acked only once the broker has the copy; refused, it goes back to the queue. The
   // link holds the callback until then: a weak reference, so a pool gone meanwhile is not kept alive.
   top_->enqueue_then(std::move(topic), std::move(copy.props), std::move(copy.payload),
                      [weak = weak_from_this(), generation = d.generation, tag = d.tag](bool confirmed) {
                        auto self = weak.lock();
-                       if (!self) return;  // the pool is gone: its unacked original comes back from the queue too
+                       if (!self)
+                         return;  // the pool is gone: its unacked original comes back from the queue too
                        boost::asio::post(self->strand_, [self, generation, tag, confirmed] {
                          if (confirmed)
                            self->top_->ack(generation, tag);
@@ -208,17 +205,23 @@ void router::restart_pool(const std::string& why) {
 }
 
 void router::ping(std::size_t index, std::function<void(bool, std::chrono::milliseconds)> pong) {
-  slots_[index].worker->ping([weak = weak_from_this(), pong = std::move(pong)](bool busy, std::chrono::milliseconds busy_for) {
-    if (auto self = weak.lock()) boost::asio::post(self->strand_, [pong, busy, busy_for] { pong(busy, busy_for); });
-  });
+  slots_[index].worker->ping(
+      [weak = weak_from_this(), pong = std::move(pong)](bool busy, std::chrono::milliseconds busy_for) {
+        if (auto self = weak.lock())
+          boost::asio::post(self->strand_, [pong, busy, busy_for] { pong(busy, busy_for); });
+      });
 }
 
-void router::fail_current(std::size_t index, std::string why) { slots_[index].worker->fail_current(std::move(why)); }
+void router::fail_current(std::size_t index, std::string why) {
+  slots_[index].worker->fail_current(std::move(why));
+}
 
 void router::replace_stuck(std::size_t index) {
-  logger("host.router")->error("{}: worker {} did not answer PING within {} ms; replacing it (its thread stays "
-                               "blocked in the plugin)", spec_.addr().str(), slots_[index].worker->id(),
-                               spec_.pong_timeout.count());
+  logger("host.router")
+      ->error(
+          "{}: worker {} did not answer PING within {} ms; replacing it (its thread stays "
+          "blocked in the plugin)",
+          spec_.addr().str(), slots_[index].worker->id(), spec_.pong_timeout.count());
   std::vector<std::uint64_t> held;
   for (auto& [id, d] : deliveries_)
     if (std::find(d.pending.begin(), d.pending.end(), index) != d.pending.end()) held.push_back(id);

@@ -209,14 +209,16 @@ std::vector<std::size_t> pool_ledger::select_custom(const std::vector<std::size_
 
 void pool_ledger::assign(std::size_t index) {
   auto& s = slots_.at(index);
-  if (s.in_flight++ == 0 && kind_ == router_kind::smallest_mailbox) s.busy_since = std::chrono::steady_clock::now();
+  if (s.in_flight++ == 0 && kind_ == router_kind::smallest_mailbox)
+    s.busy_since = std::chrono::steady_clock::now();
   s.peak_in_flight = std::max(s.peak_in_flight, s.in_flight);
 }
 
 void pool_ledger::finish(std::size_t index) {
   auto& s = slots_.at(index);
   if (s.in_flight > 0) --s.in_flight;
-  if (s.in_flight > 0 && kind_ == router_kind::smallest_mailbox) s.busy_since = std::chrono::steady_clock::now();
+  if (s.in_flight > 0 && kind_ == router_kind::smallest_mailbox)
+    s.busy_since = std::chrono::steady_clock::now();
 }
 
 std::vector<worker_info> pool_ledger::snapshot() const {

@@ -2,19 +2,19 @@
 // The router's bookkeeping as plain logic: which workers get a message and how many credits the
 // pool may ask the MQS for. No threads, no I/O: unit-tested directly.
 
-#include <cstddef>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <random>
 #include <vector>
 
 #include "dde/message.hpp"
-#include "dde/router.hpp"
 #include "dde/protocol/pool_spec.hpp"
+#include "dde/router.hpp"
 
 namespace dde::host {
 

@@ -44,7 +44,8 @@ class custom final : public routing_policy {
 
 result<std::unique_ptr<routing_policy>> routing_policy::make(const pool_spec& spec) {
   using made = result<std::unique_ptr<routing_policy>>;
-  if (spec.router == router_kind::consistent_hash) return made(std::make_unique<consistent_hash>(spec.hash_key));
+  if (spec.router == router_kind::consistent_hash)
+    return made(std::make_unique<consistent_hash>(spec.hash_key));
   if (spec.router != router_kind::custom) return made(std::make_unique<built_in>());
   auto plugin = router_plugin::load(spec.router_uri);
   if (!plugin) return made::failure_of(plugin);

@@ -20,8 +20,8 @@ std::optional<scale_policy::change> scale_policy::sample(clock::time_point now, 
   if (workers < spec_.min) return change{spec_.min, text("below min")};
   if (workers > spec_.max) return change{spec_.max, text("above max")};
   // Workers the backlog needs at the target (rounded up), within the bounds.
-  auto needed = std::clamp<std::size_t>(std::size_t((backlog + spec_.target_backlog - 1) / spec_.target_backlog),
-                                        spec_.min, spec_.max);
+  auto needed = std::clamp<std::size_t>(
+      std::size_t((backlog + spec_.target_backlog - 1) / spec_.target_backlog), spec_.min, spec_.max);
   bool above = workers > 0 ? backlog > spec_.target_backlog * workers : backlog > 0;
   if (above) {
     low_since_.reset();

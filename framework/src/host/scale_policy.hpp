@@ -26,7 +26,8 @@ class scale_policy {
   /// target (two samples in a row), up to double per step and never above max; shrinks by its idle
   /// workers, never below min or what the backlog needs, once the backlog was low for the cool-down
   /// and nothing changed within it. Below min it grows to min at once.
-  std::optional<change> sample(clock::time_point now, std::uint64_t backlog, std::size_t workers, std::size_t idle);
+  std::optional<change> sample(clock::time_point now, std::uint64_t backlog, std::size_t workers,
+                               std::size_t idle);
   /// A change was made (or the pool was deployed) at `now`.
   void changed(clock::time_point now);
   const scale_spec& spec() const { return spec_; }

@@ -22,8 +22,8 @@ void starvation_guard::forget(std::size_t slot) {
   if (slot < ping_out_.size()) ping_out_[slot] = 0;
 }
 
-std::vector<starvation_guard::action> starvation_guard::scan(time_point now,
-                                                             const std::function<bool(std::size_t)>& holding) {
+std::vector<starvation_guard::action> starvation_guard::scan(
+    time_point now, const std::function<bool(std::size_t)>& holding) {
   std::vector<action> todo;
   for (std::size_t i = 0; i < last_activity_.size(); ++i) {
     if (!holding(i)) continue;

@@ -6,13 +6,10 @@ namespace dde::host {
 
 supervisor::decision supervisor::on_failure(time_point now) {
   switch (spec_.kind) {
-    case strategy::resume:
-      return {action::resume};
-    case strategy::stop:
-      return {action::stop_worker};
+    case strategy::resume: return {action::resume};
+    case strategy::stop: return {action::stop_worker};
     case strategy::restart:
-    case strategy::escalate:
-      break;
+    case strategy::escalate: break;
   }
   while (!restarts_.empty() && now - restarts_.front() > spec_.within) restarts_.pop_front();
   if (int(restarts_.size()) >= spec_.max_restarts) return {action::stop_pool};
@@ -24,8 +21,8 @@ supervisor::decision supervisor::on_failure(time_point now) {
 }
 
 std::string supervisor::stop_reason() const {
-  return "stopped: " + std::to_string(spec_.max_restarts) + " restarts within " + std::to_string(spec_.within.count()) +
-         " ms";
+  return "stopped: " + std::to_string(spec_.max_restarts) + " restarts within " +
+         std::to_string(spec_.within.count()) + " ms";
 }
 
 std::string supervisor::stopped_state(const std::string& last_failure) const {

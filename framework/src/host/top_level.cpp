@@ -4,10 +4,9 @@
 // pools ask of the link is in top_level_pools.cpp.
 #include "host/top_level.hpp"
 
-#include <type_traits>
-
 #include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
+#include <type_traits>
 
 #include "dde/envelope.hpp"
 #include "dde/log.hpp"
@@ -35,8 +34,9 @@ top_level::top_level(boost::asio::io_context& io, top_level_options options)
       stop_timer_(strand_) {
   urls_ = net::parse_ws_url_list(options_.mqs_url);
   if (urls_.empty())
-    throw std::invalid_argument("bad MQS URL \"" + options_.mqs_url +
-                                "\": expected ws://host:port/path or wss://... (or several, comma-separated)");
+    throw std::invalid_argument(
+        "bad MQS URL \"" + options_.mqs_url +
+        "\": expected ws://host:port/path or wss://... (or several, comma-separated)");
 }
 
 std::string top_level::current_url() const { return net::url_text(urls_[current_]); }
@@ -65,16 +65,19 @@ void top_level::watch() {
     return stalled(found.stalled.front(), "the MQS left a depth question unanswered for " +
                                               std::to_string(options_.stall_timeout.count()) + " ms");
   for (auto& topic : found.ask)
-    ask_depth(topic, [self = shared_from_this(), topic](std::uint64_t ready, std::uint64_t, std::string error) {
-      if (!self->watch_.answer(topic, ready, !error.empty(), std::chrono::steady_clock::now())) return;
-      self->stalled(topic, std::to_string(ready) + " message(s) ready in its queue");
-    });
+    ask_depth(topic,
+              [self = shared_from_this(), topic](std::uint64_t ready, std::uint64_t, std::string error) {
+                if (!self->watch_.answer(topic, ready, !error.empty(), std::chrono::steady_clock::now()))
+                  return;
+                self->stalled(topic, std::to_string(ready) + " message(s) ready in its queue");
+              });
 }
 
 void top_level::stalled(const std::string& topic, const std::string& evidence) {
-  log()->warn("pool {} stalled: credit for {} out at MQS {} and no delivery for {} ms while {}; moving to a "
-              "fresh link",
-              topic, watch_.credit(topic), current_url(), options_.stall_timeout.count(), evidence);
+  log()->warn(
+      "pool {} stalled: credit for {} out at MQS {} and no delivery for {} ms while {}; moving to a "
+      "fresh link",
+      topic, watch_.credit(topic), current_url(), options_.stall_timeout.count(), evidence);
   abandon_link("pool " + topic + " stalled");
 }
 
@@ -131,7 +134,8 @@ void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     self->out_.clear();
     self->acks_.clear();
     self->pulls_.clear();
-    mqs::append(self->out_, mqs::hello_request{wire::protocol_version, self->options_.system, self->options_.instance, true});
+    mqs::append(self->out_, mqs::hello_request{wire::protocol_version, self->options_.system,
+                                               self->options_.instance, true});
     for (auto& [seq, u] : self->unconfirmed_) {
       self->append_enqueue(seq, u, delivery_mode::at_least_once);
       ++self->stats_.resent;
@@ -241,7 +245,8 @@ void top_level::when_linked(std::chrono::milliseconds timeout, std::function<voi
       if (ec || it == self->link_waiters_.end()) return;
       auto waiting = std::move(it->second.fn);
       self->link_waiters_.erase(it);
-      waiting("no link to the MQS within " + std::to_string(timeout.count()) + " ms (" + self->link_error() + ")");
+      waiting("no link to the MQS within " + std::to_string(timeout.count()) + " ms (" + self->link_error() +
+              ")");
     });
   });
 }
@@ -271,9 +276,8 @@ void top_level::schedule_flush() {
   // worker's reply reaches this strand before its router's ack or credit does; flushed in one pass,
   // the reply and the ack left in two WebSocket messages (two sendmsg, two reads and turns of the
   // MQS a request).
-  boost::asio::defer(strand_, [self = shared_from_this()] {
-    boost::asio::defer(self->strand_, [self] { self->flush(); });
-  });
+  boost::asio::defer(
+      strand_, [self = shared_from_this()] { boost::asio::defer(self->strand_, [self] { self->flush(); }); });
 }
 
 void top_level::flush() {

@@ -3,6 +3,9 @@
 // batches records, resends unconfirmed at-least-once messages after a reconnect, hands
 // deliveries to the router of their topic, and carries pool-wide pauses both ways.
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -12,28 +15,23 @@
 #include <unordered_map>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
-
 #include "dde/names.hpp"
 #include "dde/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/protocol/mqs_records.hpp"
+#include "dde/wire/record.hpp"
 #include "host/credit_watch.hpp"
 #include "host/mqs_link.hpp"
-#include "dde/wire/record.hpp"
 
 namespace dde::host {
-
 
 struct top_level_options {
   /// One `ws://` URL, or several comma-separated: after a failed connect or a lost link the top
   /// level tries the next one (another MQS on the same broker takes over while one is down).
   std::string mqs_url = "ws://127.0.0.1:42043/mqs";
   std::string system;
-  std::string instance;          ///< this isolate-system instance's UUID
-  std::size_t window = 4096;     ///< unconfirmed at-least-once messages before senders wait
+  std::string instance;       ///< this isolate-system instance's UUID
+  std::size_t window = 4096;  ///< unconfirmed at-least-once messages before senders wait
   std::size_t reply_credit = 256;
   /// A pool with credit out at the MQS that got no delivery for this long while its queue holds
   /// ready messages is stalled (host/credit_watch.hpp): logged, counted, /health degraded, and the
@@ -70,7 +68,8 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void enqueue_then(std::string topic, std::string props, std::string body,
                     std::function<void(bool)> settled) override;
   /// `consumers` is told to the MQS (a broker consumer each, so its prefetch is per worker).
-  void pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers = 0) override;
+  void pull(const std::string& topic, delivery_mode mode, std::size_t credit,
+            std::uint32_t consumers = 0) override;
   void ack(std::uint64_t generation, std::uint64_t tag) override;
   void nack(std::uint64_t generation, std::uint64_t tag, bool requeue) override;
   void cancel(const std::string& topic) override;

@@ -3,10 +3,9 @@
 // (deliveries, replies, pauses, queue depths). The link itself (connect, hello, reconnect, flush,
 // stop) is in top_level.cpp.
 #include <algorithm>
-#include <limits>
-
 #include <boost/asio/defer.hpp>
 #include <boost/asio/post.hpp>
+#include <limits>
 
 #include "dde/envelope.hpp"
 #include "dde/log.hpp"
@@ -80,35 +79,38 @@ void top_level::handle_record(const mqs::pause_record& r) {
 }
 
 void top_level::append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery_mode mode) {
-  mqs::append_enqueue(out_, m.topic, mode, mode == delivery_mode::at_least_once ? std::optional(seq) : std::nullopt,
-                      m.props, m.body);
+  mqs::append_enqueue(out_, m.topic, mode,
+                      mode == delivery_mode::at_least_once ? std::optional(seq) : std::nullopt, m.props,
+                      m.body);
   if (conn_ && out_.size() >= flush_at_bytes) send_out();
 }
 
 void top_level::enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) {
-  boost::asio::defer(strand_, [self = shared_from_this(),
-                              m = unconfirmed{std::move(topic), std::move(props), std::move(body), {}}, mode]() mutable {
-    if (mode == delivery_mode::at_least_once) return self->hold_until_confirmed(std::move(m));
-    ++self->stats_.enqueued;
-    if (self->conn_) {
-      self->append_enqueue(0, m, mode);
-    } else {
-      if (self->at_most_once_backlog_.size() >= max_at_most_once_backlog) {
-        self->at_most_once_backlog_.pop_front();
-        ++self->stats_.dropped_at_most_once;
-      }
-      self->at_most_once_backlog_.push_back(std::move(m));
-    }
-    self->schedule_flush();
-  });
+  boost::asio::defer(
+      strand_, [self = shared_from_this(),
+                m = unconfirmed{std::move(topic), std::move(props), std::move(body), {}}, mode]() mutable {
+        if (mode == delivery_mode::at_least_once) return self->hold_until_confirmed(std::move(m));
+        ++self->stats_.enqueued;
+        if (self->conn_) {
+          self->append_enqueue(0, m, mode);
+        } else {
+          if (self->at_most_once_backlog_.size() >= max_at_most_once_backlog) {
+            self->at_most_once_backlog_.pop_front();
+            ++self->stats_.dropped_at_most_once;
+          }
+          self->at_most_once_backlog_.push_back(std::move(m));
+        }
+        self->schedule_flush();
+      });
 }
 
 void top_level::enqueue_then(std::string topic, std::string props, std::string body,
                              std::function<void(bool)> settled) {
-  boost::asio::post(strand_, [self = shared_from_this(),
-                              m = unconfirmed{std::move(topic), std::move(props), std::move(body), std::move(settled)}]() mutable {
-    self->hold_until_confirmed(std::move(m));
-  });
+  boost::asio::post(
+      strand_, [self = shared_from_this(), m = unconfirmed{std::move(topic), std::move(props),
+                                                           std::move(body), std::move(settled)}]() mutable {
+        self->hold_until_confirmed(std::move(m));
+      });
 }
 
 void top_level::hold_until_confirmed(unconfirmed m) {
@@ -119,7 +121,8 @@ void top_level::hold_until_confirmed(unconfirmed m) {
   schedule_flush();
 }
 
-void top_level::pull(const std::string& topic, delivery_mode mode, std::size_t credit, std::uint32_t consumers) {
+void top_level::pull(const std::string& topic, delivery_mode mode, std::size_t credit,
+                     std::uint32_t consumers) {
   boost::asio::defer(strand_, [self = shared_from_this(), topic, mode, credit, consumers] {
     if (!self->conn_) return;  // on_open asks every router again
     auto& p = self->pulls_[topic];
@@ -209,7 +212,8 @@ void top_level::set_pause_handler(const std::string& topic, pause_handler fn) {
 }
 
 void top_level::attach(const std::string& topic, std::weak_ptr<topic_sink> sink) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic, sink = std::move(sink)] { self->routers_[topic] = sink; });
+  boost::asio::post(
+      strand_, [self = shared_from_this(), topic, sink = std::move(sink)] { self->routers_[topic] = sink; });
 }
 
 void top_level::detach(const std::string& topic) {
@@ -236,7 +240,8 @@ void top_level::when_writable(std::function<void()> fn) {
 void top_level::check_writable() {
   if (waiting_writers_.empty()) return;
   // Writers wake at half the window, so they refill in batches rather than one by one.
-  bool room = unconfirmed_.size() <= options_.window / 2 && at_most_once_backlog_.size() <= options_.window / 2 &&
+  bool room = unconfirmed_.size() <= options_.window / 2 &&
+              at_most_once_backlog_.size() <= options_.window / 2 &&
               (!conn_ || conn_->queued_bytes() < max_queued_bytes / 2);
   if (room) {
     auto writers = std::move(waiting_writers_);

@@ -4,8 +4,9 @@
 
 namespace dde::host {
 
-worker_watch::worker_watch(host::clock& clock, const strand_type& strand, std::chrono::milliseconds ping_after,
-                           std::chrono::milliseconds pong_timeout, watched_pool& pool)
+worker_watch::worker_watch(host::clock& clock, const strand_type& strand,
+                           std::chrono::milliseconds ping_after, std::chrono::milliseconds pong_timeout,
+                           watched_pool& pool)
     : clock_(clock), strand_(strand), pool_(pool), guard_(ping_after, pong_timeout) {}
 
 void worker_watch::start() {
@@ -35,9 +36,10 @@ void worker_watch::scan() {
       pool_.replace_stuck(todo.slot);
       continue;
     }
-    pool_.ping(todo.slot, [this, slot = todo.slot, ping = todo.ping_id](bool busy, std::chrono::milliseconds busy_for) {
-      on_pong(slot, ping, busy, busy_for);
-    });
+    pool_.ping(todo.slot,
+               [this, slot = todo.slot, ping = todo.ping_id](bool busy, std::chrono::milliseconds busy_for) {
+                 on_pong(slot, ping, busy, busy_for);
+               });
   }
   bool holding_any = false;
   for (std::size_t i = 0; i < pool_.slot_count() && !holding_any; ++i) holding_any = holding(i);
@@ -48,17 +50,15 @@ void worker_watch::scan() {
   arm();
 }
 
-void worker_watch::on_pong(std::size_t slot, std::uint64_t ping, bool busy, std::chrono::milliseconds busy_for) {
+void worker_watch::on_pong(std::size_t slot, std::uint64_t ping, bool busy,
+                           std::chrono::milliseconds busy_for) {
   switch (guard_.on_pong(slot, ping, busy, busy_for, clock_.now())) {
-    case starvation_guard::verdict::stale:
-      return;
+    case starvation_guard::verdict::stale: return;
     case starvation_guard::verdict::too_slow:
       pool_.fail_current(slot, "did not call done() within " + std::to_string(guard_.ping_after().count()) +
                                    " ms (starvation guard)");
       return;
-    case starvation_guard::verdict::answered:
-      pool_.answered();
-      return;
+    case starvation_guard::verdict::answered: pool_.answered(); return;
   }
 }
 

@@ -21,7 +21,8 @@ class watched_pool {
   /// The slot is alive and holds messages (only those are watched).
   virtual bool holding(std::size_t slot) const = 0;
   /// Sends the slot's worker a PING; `pong` must run later on the router's strand.
-  virtual void ping(std::size_t slot, std::function<void(bool busy, std::chrono::milliseconds busy_for)> pong) = 0;
+  virtual void ping(std::size_t slot,
+                    std::function<void(bool busy, std::chrono::milliseconds busy_for)> pong) = 0;
   /// No PONG in time: the worker's thread is stuck in the plugin.
   virtual void replace_stuck(std::size_t slot) = 0;
   /// A PONG, but the message it holds has not been done() for too long: a failure, for supervision.

@@ -51,16 +51,17 @@ void start_tls(std::shared_ptr<beast::tcp_stream> tcp, const ws_url& url, std::s
   if (!prepare_client_tls(stream->native_handle(), url.host))
     return on_fail("cannot set the TLS server name " + url.host);
   beast::get_lowest_layer(*stream).expires_after(options.connect_timeout);
-  stream->async_handshake(boost::asio::ssl::stream_base::client, [stream, ctx, url, handler, on_fail,
-                                                                  options](beast::error_code ec) {
-    if (ec)
-      return on_fail("TLS handshake with " + where(url) +
-                     " failed: " + describe_tls_error(ec, stream->native_handle()));
-    auto session = std::make_shared<ws_session<tls_stream>>(
-        std::move(*stream), handler, options.max_ws_message, beast::role_type::client, options.ws_idle_timeout, ctx);
-    session->set_handshake_headers(options.headers);
-    session->run_client(url.port == 443 ? url.host : where(url), url.path, on_fail);
-  });
+  stream->async_handshake(boost::asio::ssl::stream_base::client,
+                          [stream, ctx, url, handler, on_fail, options](beast::error_code ec) {
+                            if (ec)
+                              return on_fail("TLS handshake with " + where(url) +
+                                             " failed: " + describe_tls_error(ec, stream->native_handle()));
+                            auto session = std::make_shared<ws_session<tls_stream>>(
+                                std::move(*stream), handler, options.max_ws_message, beast::role_type::client,
+                                options.ws_idle_timeout, ctx);
+                            session->set_handshake_headers(options.headers);
+                            session->run_client(url.port == 443 ? url.host : where(url), url.path, on_fail);
+                          });
 }
 
 }  // namespace
@@ -69,26 +70,23 @@ void ws_connect(boost::asio::io_context& io, const ws_url& url, std::shared_ptr<
                 std::function<void(const std::string&)> on_fail, client_options options) {
   auto strand = boost::asio::make_strand(io);
   auto resolver = std::make_shared<tcp::resolver>(strand);
-  resolver->async_resolve(
-      url.host, std::to_string(url.port),
-      [resolver, strand, url, handler, on_fail, options](beast::error_code ec,
-                                                         tcp::resolver::results_type results) {
-        if (ec) return on_fail("cannot resolve " + url.host + ": " + ec.message());
-        auto stream = std::make_shared<beast::tcp_stream>(strand);
-        stream->expires_after(options.connect_timeout);
-        stream->async_connect(
-            results, [stream, url, handler, on_fail, options](beast::error_code ec, const tcp::endpoint&) {
-              if (ec)
-                return on_fail("cannot connect to " + where(url) + ": " +
-                               ec.message());
-              if (url.tls) return start_tls(stream, url, handler, on_fail, options);
-              auto session = std::make_shared<ws_session<beast::tcp_stream>>(
-                  std::move(*stream), handler, options.max_ws_message, beast::role_type::client,
-                  options.ws_idle_timeout);
-              session->set_handshake_headers(options.headers);
-              session->run_client(where(url), url.path, on_fail);
-            });
-      });
+  resolver->async_resolve(url.host, std::to_string(url.port),
+                          [resolver, strand, url, handler, on_fail, options](
+                              beast::error_code ec, tcp::resolver::results_type results) {
+                            if (ec) return on_fail("cannot resolve " + url.host + ": " + ec.message());
+                            auto stream = std::make_shared<beast::tcp_stream>(strand);
+                            stream->expires_after(options.connect_timeout);
+                            stream->async_connect(results, [stream, url, handler, on_fail, options](
+                                                               beast::error_code ec, const tcp::endpoint&) {
+                              if (ec) return on_fail("cannot connect to " + where(url) + ": " + ec.message());
+                              if (url.tls) return start_tls(stream, url, handler, on_fail, options);
+                              auto session = std::make_shared<ws_session<beast::tcp_stream>>(
+                                  std::move(*stream), handler, options.max_ws_message,
+                                  beast::role_type::client, options.ws_idle_timeout);
+                              session->set_handshake_headers(options.headers);
+                              session->run_client(where(url), url.path, on_fail);
+                            });
+                          });
 }
 
 }  // namespace dde::net

@@ -5,10 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/post.hpp>
 #include <cstring>
 #include <string>
-
-#include <boost/asio/post.hpp>
 
 #include "dde/daemon.hpp"
 #include "dde/metrics.hpp"
@@ -51,10 +50,12 @@ void open_own(std::atomic<int>& slot, const char* what) {
 elastic_threads::elastic_threads(boost::asio::io_context& io, elastic_options options)
     : io_(io),
       options_(options),
-      running_metric_(metrics_registry::process().gauge(options.metric_prefix + "_threads_running",
-                                                        "Threads that run the process's io_context now (--threads at most).")),
-      joins_metric_(metrics_registry::process().counter(
-          options.metric_prefix + "_thread_joins_total", "Times a parked thread joined the first because it lagged.")) {
+      running_metric_(metrics_registry::process().gauge(
+          options.metric_prefix + "_threads_running",
+          "Threads that run the process's io_context now (--threads at most).")),
+      joins_metric_(
+          metrics_registry::process().counter(options.metric_prefix + "_thread_joins_total",
+                                              "Times a parked thread joined the first because it lagged.")) {
   options_.threads = std::max(1, options_.threads);
   options_.period = std::max(options_.period, std::chrono::milliseconds(1));
 }

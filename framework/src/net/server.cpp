@@ -116,9 +116,9 @@ class http_session : public std::enable_shared_from_this<http_session<Stream>> {
       if (it == state_->routes.end())
         return write(error_response(404, "no WebSocket endpoint at " + std::string(path)), false,
                      req.version());
-      auto session =
-          std::make_shared<ws_session<Stream>>(std::move(stream_), it->second, state_->options.max_ws_message,
-                                               beast::role_type::server, state_->options.ws_idle_timeout, state_->tls);
+      auto session = std::make_shared<ws_session<Stream>>(
+          std::move(stream_), it->second, state_->options.max_ws_message, beast::role_type::server,
+          state_->options.ws_idle_timeout, state_->tls);
       session->run_server(std::move(req));
       return;
     }

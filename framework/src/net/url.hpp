@@ -13,10 +13,10 @@
 namespace dde::net {
 
 struct url_parts {
-  std::string scheme;                ///< lower case
-  std::string host;                  ///< without the brackets of an IPv6 literal
+  std::string scheme;                 ///< lower case
+  std::string host;                   ///< without the brackets of an IPv6 literal
   std::optional<std::uint16_t> port;  ///< when the URL names one
-  std::string target = "/";          ///< path and query ("/" when empty), without a fragment
+  std::string target = "/";           ///< path and query ("/" when empty), without a fragment
 };
 
 /// Parses an absolute URL with a host; nullopt when it is not one, names a user, or has a port that

@@ -121,14 +121,14 @@ void ws_session<Stream>::send(std::string data, bool binary) {
   // defer, not post: called from a handler of the same io_context (a host's flush), the write
   // continues that handler on its thread instead of waking another one (see top_level.cpp).
   boost::asio::defer(ws_.get_executor(),
-                    [self = shared_from_this(), data = std::move(data), binary]() mutable {
-                      if (self->finished_ || self->closing_) {
-                        self->queued_.fetch_sub(data.size(), std::memory_order_relaxed);
-                        return;
-                      }
-                      self->queue_.emplace_back(std::move(data), binary);
-                      self->do_write();
-                    });
+                     [self = shared_from_this(), data = std::move(data), binary]() mutable {
+                       if (self->finished_ || self->closing_) {
+                         self->queued_.fetch_sub(data.size(), std::memory_order_relaxed);
+                         return;
+                       }
+                       self->queue_.emplace_back(std::move(data), binary);
+                       self->do_write();
+                     });
 }
 
 template <class Stream>
@@ -218,7 +218,8 @@ void ws_session<Stream>::pause_reading(bool paused) {
     websocket::stream_base::timeout t;
     self->ws_.get_option(t);
     // (The heartbeat goes on meanwhile, so the peer's timer keeps hearing from us.)
-    t.idle_timeout = paused ? websocket::stream_base::none() : websocket::stream_base::duration(self->idle_timeout_);
+    t.idle_timeout =
+        paused ? websocket::stream_base::none() : websocket::stream_base::duration(self->idle_timeout_);
     self->ws_.set_option(t);
     if (!paused && self->open_) self->do_read();
   });

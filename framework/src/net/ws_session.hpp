@@ -2,11 +2,6 @@
 // A WebSocket connection over Beast, used by the server and the client. Private header.
 
 #include <atomic>
-#include <deque>
-#include <map>
-#include <memory>
-#include <string>
-
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
@@ -14,6 +9,10 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
 
 #include "dde/net/ws.hpp"
 
@@ -35,8 +34,9 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
  public:
   /// `anchor` is kept alive as long as the session (the SSL context under a TLS stream).
   /// `idle_timeout`: a peer heard from for none of it is taken for gone (see `heartbeat`).
-  ws_session(Stream&& stream, std::shared_ptr<ws_handler> handler, std::size_t max_message, beast::role_type role,
-             std::chrono::milliseconds idle_timeout, std::shared_ptr<const void> anchor = nullptr);
+  ws_session(Stream&& stream, std::shared_ptr<ws_handler> handler, std::size_t max_message,
+             beast::role_type role, std::chrono::milliseconds idle_timeout,
+             std::shared_ptr<const void> anchor = nullptr);
 
   /// Server side: completes the upgrade of `req`, then reads.
   void run_server(http::request<http::string_body> req);

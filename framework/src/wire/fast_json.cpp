@@ -75,10 +75,8 @@ class fast_parser {
   bool value(json& out, int depth) {
     if (p_ == end_ || depth > max_depth) return false;
     switch (*p_) {
-      case '{':
-        return object(out, depth);
-      case '[':
-        return array(out, depth);
+      case '{': return object(out, depth);
+      case '[': return array(out, depth);
       case '"': {
         ++p_;
         std::string s;
@@ -98,8 +96,7 @@ class fast_parser {
         if (!literal("null", 4)) return false;
         out = nullptr;
         return true;
-      default:
-        return number(out);
+      default: return number(out);
     }
   }
 
@@ -176,34 +173,7 @@ class fast_parser {
       if (*p_ != '\\') return false;  // a control character or a non-ASCII byte
       out.append(run, std::size_t(p_ - run));
       if (++p_ == end_) return false;
-      switch (*p_) {
-        case '"':
-          out += '"';
-          break;
-        case '\\':
-          out += '\\';
-          break;
-        case '/':
-          out += '/';
-          break;
-        case 'b':
-          out += '\b';
-          break;
-        case 'f':
-          out += '\f';
-          break;
-        case 'n':
-          out += '\n';
-          break;
-        case 'r':
-          out += '\r';
-          break;
-        case 't':
-          out += '\t';
-          break;
-        default:
-          return false;  // \u (surrogates, UTF-8) or an invalid escape
-      }
+      if (!append_unescaped(*p_, out)) return false;  // \u (surrogates, UTF-8) or an invalid escape
       run = ++p_;
     }
   }
@@ -273,23 +243,18 @@ void append_json_string(std::string& out, std::string_view text) {
 
 void append_json(std::string& out, const json& value) {
   switch (value.type()) {
-    case json::value_t::null:
-      out.append("null");
-      return;
-    case json::value_t::boolean:
-      out.append(value.get<bool>() ? "true" : "false");
-      return;
+    case json::value_t::null: out.append("null"); return;
+    case json::value_t::boolean: out.append(value.get<bool>() ? "true" : "false"); return;
     case json::value_t::number_integer:
     case json::value_t::number_unsigned: {
       char digits[24];
-      auto r = value.is_number_unsigned() ? std::to_chars(digits, digits + sizeof digits, value.get<std::uint64_t>())
-                                          : std::to_chars(digits, digits + sizeof digits, value.get<std::int64_t>());
+      auto r = value.is_number_unsigned()
+                   ? std::to_chars(digits, digits + sizeof digits, value.get<std::uint64_t>())
+                   : std::to_chars(digits, digits + sizeof digits, value.get<std::int64_t>());
       out.append(digits, r.ptr);
       return;
     }
-    case json::value_t::string:
-      append_json_string(out, value.get_ref<const std::string&>());
-      return;
+    case json::value_t::string: append_json_string(out, value.get_ref<const std::string&>()); return;
     case json::value_t::array: {
       out.push_back('[');
       bool first = true;

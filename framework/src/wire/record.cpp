@@ -54,7 +54,8 @@ framed_batch split_batch(std::string_view data, std::size_t max_body) {
     std::uint32_t bsize = 0;
     if (!get_u32(data, bsize)) return fail("truncated record: missing body size");
     if (bsize > max_body)
-      return fail("body of " + std::to_string(bsize) + " bytes exceeds the limit of " + std::to_string(max_body));
+      return fail("body of " + std::to_string(bsize) + " bytes exceeds the limit of " +
+                  std::to_string(max_body));
     if (data.size() < bsize) return fail("truncated record: body shorter than its size");
     result.records.push_back({header, data.substr(0, bsize)});
     data.remove_prefix(bsize);

@@ -97,8 +97,8 @@ class api_server_impl : public api_server {
              << (id.is_null()     ? std::string("-")
                  : id.is_string() ? id.get<std::string>()
                                   : id.dump())
-             << ' ' << (body.is_object() && body.contains("seq") ? body["seq"].dump() : std::string("-")) << ' '
-             << (caller == req.headers.end() || caller->second.empty() ? "-" : caller->second);
+             << ' ' << (body.is_object() && body.contains("seq") ? body["seq"].dump() : std::string("-"))
+             << ' ' << (caller == req.headers.end() || caller->second.empty() ? "-" : caller->second);
         if (!v.accepted) log_ << ' ' << v.retry_after.count() << ' ' << to_string(v.why);
         log_ << '\n';
         log_.flush();

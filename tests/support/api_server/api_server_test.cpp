@@ -181,7 +181,9 @@ TEST_F(ApiServer, AcceptedCallsTakeTheWorkTimeAndEveryCallIsLogged) {
   auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(call({{"id", "a"}}).status, 200);
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 200ms);
-  EXPECT_EQ(net::http_fetch("POST", server->call_url(), R"({"id":2,"seq":7})", {{"X-Caller", "pool-b"}}, 10s).status, 429);
+  EXPECT_EQ(net::http_fetch("POST", server->call_url(), R"({"id":2,"seq":7})", {{"X-Caller", "pool-b"}}, 10s)
+                .status,
+            429);
   advance(10);
   EXPECT_EQ(call({{"id", 3}}).status, 429);
   std::ifstream in(log);

@@ -22,11 +22,13 @@ int main(int argc, char** argv) {
   app.add_option("--host", o.host, "address to listen on");
   app.add_option("--port", o.port, "port to listen on (0 picks one)")->check(CLI::Range(0, 65535));
   app.add_option("--port-file", port_file, "write the bound port to this file (after listening)");
-  app.add_option("--limit", o.limits.limit, "accepted calls in every window")->check(CLI::Range(1, 1000000000));
+  app.add_option("--limit", o.limits.limit, "accepted calls in every window")
+      ->check(CLI::Range(1, 1000000000));
   dde::add_duration(app, "--per-ms", o.limits.per, 1, 86400000, "the window's length");
   dde::add_duration(app, "--penalty-ms", o.limits.penalty, 1, 86400000,
                     "the first cessation's length (and the quiet period that forgives it)");
-  app.add_option("--penalty-factor", o.limits.penalty_factor, "a call during a cessation multiplies its length by this");
+  app.add_option("--penalty-factor", o.limits.penalty_factor,
+                 "a call during a cessation multiplies its length by this");
   dde::add_duration(app, "--max-penalty-ms", o.limits.max_penalty, 1, 86400000, "the longest cessation");
   dde::add_duration(app, "--grace-ms", o.limits.grace, 0, 86400000,
                     "calls within this of a cessation's start are refused, not escalated (in flight)");

@@ -25,7 +25,10 @@ class backoff {
  public:
   backoff(std::chrono::milliseconds initial, std::chrono::milliseconds max, double jitter = 0.2,
           std::uint32_t seed = std::random_device{}())
-      : initial_(initial), max_(std::max(max, initial)), jitter_(std::clamp(jitter, 0.0, 1.0)), next_(initial_),
+      : initial_(initial),
+        max_(std::max(max, initial)),
+        jitter_(std::clamp(jitter, 0.0, 1.0)),
+        next_(initial_),
         rng_(seed) {}
 
   /// The delay to wait before the next attempt; the one after it doubles (up to max).

@@ -5,10 +5,9 @@
 /// net::backoff says (doubling from `initial` up to `max`, jittered, back to `initial` on success).
 
 #include <algorithm>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <functional>
-
-#include <boost/asio/steady_timer.hpp>
 
 #include "dde/net/backoff.hpp"
 

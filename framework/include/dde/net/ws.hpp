@@ -3,6 +3,7 @@
 /// WebSocket and HTTP transport, with Boost.Beast kept out of this header. Connections are
 /// thread-safe to use from anywhere: every call posts to the connection's strand.
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -14,8 +15,6 @@
 #include <string_view>
 #include <system_error>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
 
 #include "dde/net/tls.hpp"
 
@@ -69,17 +68,18 @@ struct http_response {
 using http_handler = std::function<http_response(const http_request&)>;
 
 /// Handles one HTTP request and answers later by calling `respond` exactly once, from any thread.
-using async_http_handler = std::function<void(const http_request&, std::function<void(http_response)> respond)>;
+using async_http_handler =
+    std::function<void(const http_request&, std::function<void(http_response)> respond)>;
 
 struct server_options {
   std::string host = "127.0.0.1";
-  std::uint16_t port = 0;                          ///< 0 picks a free port
-  std::size_t max_ws_message = 16 * 1024 * 1024;   ///< larger WebSocket messages close with 1009
+  std::uint16_t port = 0;                         ///< 0 picks a free port
+  std::size_t max_ws_message = 16 * 1024 * 1024;  ///< larger WebSocket messages close with 1009
   /// A WebSocket peer heard from for none of this is taken for gone and closed. Each side beats every
   /// quarter of it (an unsolicited pong, never answered) when it has written nothing else, so a live
   /// peer is always heard from.
   std::chrono::milliseconds ws_idle_timeout{20000};
-  std::size_t max_http_body = 1024 * 1024;         ///< larger bodies get 413
+  std::size_t max_http_body = 1024 * 1024;  ///< larger bodies get 413
   /// With `tls.cert_file` set, every connection is https/wss (plain requests are refused).
   tls_options tls;
   /// Called before every HTTP request is dispatched and before every WebSocket upgrade is accepted

@@ -16,6 +16,22 @@ namespace dde::wire {
 /// by nlohmann, so the result never differs.
 nlohmann::json parse_json(std::string_view text);
 
+/// Appends what the escape `\c` stands for when `c` is one of JSON's one-character escapes
+/// (`"` `\` `/` `b` `f` `n` `r` `t`) and says so; false for `u` (left to nlohmann) and any other.
+inline bool append_unescaped(char c, std::string& out) {
+  switch (c) {
+    case '"':
+    case '\\':
+    case '/': out += c; return true;
+    case 'b': out += '\b'; return true;
+    case 'f': out += '\f'; return true;
+    case 'n': out += '\n'; return true;
+    case 'r': out += '\r'; return true;
+    case 't': out += '\t'; return true;
+    default: return false;
+  }
+}
+
 /// The first byte in [p, end) that ends a run of plain JSON string characters (a quote, a
 /// backslash, a control character or a byte above 0x7f), or `end`; 16 bytes a step.
 const char* plain_run_end(const char* p, const char* end);

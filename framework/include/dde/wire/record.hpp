@@ -6,11 +6,10 @@
 /// Batches concatenate, so several queued writes can share one WebSocket message.
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace dde::wire {
 
@@ -29,8 +28,8 @@ void append_record(std::string& out, const nlohmann::json& header, std::string_v
 /// Result of decoding a batch: the records read, and an error naming the first bad one.
 struct decoded_batch {
   std::vector<record> records;
-  std::string error;        ///< empty when every record decoded
-  std::size_t bad_index = 0; ///< index of the record the error is about
+  std::string error;          ///< empty when every record decoded
+  std::size_t bad_index = 0;  ///< index of the record the error is about
 };
 
 /// Decodes a batch. Each header must be a JSON object with a string "action"; a body larger than
@@ -43,7 +42,7 @@ struct framed_record {
 };
 struct framed_batch {
   std::vector<framed_record> records;
-  std::string error;         ///< empty when the whole batch is framed right
+  std::string error;          ///< empty when the whole batch is framed right
   std::size_t bad_index = 0;  ///< index of the record the error is about
 };
 /// Splits a batch into records (the framing alone: sizes, the 64 KiB header limit, `max_body`).

@@ -41,7 +41,7 @@ struct config {
   std::uint16_t broker_port = 5672;
   /// The nodes of a RabbitMQ cluster, tried in turn: from --broker, else broker_host:broker_port.
   std::vector<broker_node> brokers;
-  std::string broker;  ///< --broker as given (empty: --broker-host and --broker-port)
+  std::string broker;                ///< --broker as given (empty: --broker-host and --broker-port)
   std::string broker_password_file;  ///< the broker password's file (--broker-password-file)
   std::string user = "guest";
   std::string password = "guest";
@@ -80,11 +80,11 @@ struct config {
   /// How the kernel schedules the MQS's threads (dde/daemon.hpp: apply_scheduling): "batch" or "normal".
   std::string scheduling = "batch";
   std::string log_level = "info";
-  net::tls_options tls;     ///< wss/https when tls.cert_file is set (--tls-cert, --tls-key, ...)
-  bool broker_tls = false;  ///< amqps to RabbitMQ (--broker-tls)
-  std::string broker_ca;    ///< CA the broker's certificate must chain to (default: --tls-ca)
-  std::string broker_cert;  ///< client certificate for the broker (default: none)
-  std::string broker_key;   ///< its key
+  net::tls_options tls;             ///< wss/https when tls.cert_file is set (--tls-cert, --tls-key, ...)
+  bool broker_tls = false;          ///< amqps to RabbitMQ (--broker-tls)
+  std::string broker_ca;            ///< CA the broker's certificate must chain to (default: --tls-ca)
+  std::string broker_cert;          ///< client certificate for the broker (default: none)
+  std::string broker_key;           ///< its key
   std::string cluster_secret_file;  ///< the cluster secret's file (else $DDE_CLUSTER_SECRET)
   std::string cluster_secret;       ///< read from it at startup; links without it are refused
 };

@@ -10,12 +10,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "dde/protocol/mqs_props.hpp"
 #include "dde/protocol/result.hpp"
@@ -34,14 +33,15 @@ constexpr std::size_t dlq_max_scan = 10000;
 
 /// One message read (basic.get) from a dead-letter queue.
 struct dead_message {
-  message_props props;  ///< messageId, appId, contentType, string-valued headers (x-first-death-reason among them)
+  message_props
+      props;  ///< messageId, appId, contentType, string-valued headers (x-first-death-reason among them)
   std::string body;
-  std::uint64_t tag = 0;  ///< the delivery tag of the basic.get
+  std::uint64_t tag = 0;        ///< the delivery tag of the basic.get
   std::uint32_t remaining = 0;  ///< messages ready in the queue after this one (basic.get-ok's count)
   // From the first entry of the broker's x-death header (absent on the host's own dead letters).
   std::string death_reason, death_queue;
-  std::int64_t death_time_s = 0;   ///< x-death "time" (AMQP timestamp: seconds)
-  std::int64_t death_count = 0;    ///< x-death "count"
+  std::int64_t death_time_s = 0;     ///< x-death "time" (AMQP timestamp: seconds)
+  std::int64_t death_count = 0;      ///< x-death "count"
   std::int64_t delivery_count = -1;  ///< the x-delivery-count header, -1 when absent
 };
 
@@ -63,11 +63,11 @@ replay_message replay_of(const dead_message& m, std::string_view topic);
 
 /// A request of the DLQ endpoints, checked.
 struct dlq_request {
-  std::string topic;                ///< the pool's queue, `<system>.<pool>`
-  std::vector<std::string> ids;     ///< only these (empty: see `all`)
-  bool all = false;                 ///< every message (replay: `"all": true`; purge without ids)
+  std::string topic;                      ///< the pool's queue, `<system>.<pool>`
+  std::vector<std::string> ids;           ///< only these (empty: see `all`)
+  bool all = false;                       ///< every message (replay: `"all": true`; purge without ids)
   std::size_t limit = dlq_default_limit;  ///< list: messages shown; replay: at most this many moved
-  std::optional<std::string> id;    ///< list: only the message with this id
+  std::optional<std::string> id;          ///< list: only the message with this id
 };
 
 /// GET /dlq?topic=T&limit=N&id=X.

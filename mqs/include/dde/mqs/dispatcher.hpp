@@ -14,8 +14,8 @@
 #include <unordered_set>
 #include <vector>
 
-#include "dde/protocol/mqs_props.hpp"
 #include "dde/names.hpp"
+#include "dde/protocol/mqs_props.hpp"
 
 namespace dde::mqs {
 
@@ -108,7 +108,8 @@ class dispatcher {
   /// The broker confirmed (`ok`) or refused the copy of delivery `id`.
   void lease_published(std::uint64_t id, bool ok, clock::time_point now);
   /// A copy arrived from `topic`'s lease queue with delivery `id` in its header.
-  void on_lease_copy(const std::string& topic, const broker_ref& ref, std::uint64_t id, clock::time_point now);
+  void on_lease_copy(const std::string& topic, const broker_ref& ref, std::uint64_t id,
+                     clock::time_point now);
   /// Deliveries whose copy is under way or awaited: at least one lease was taken.
   std::size_t renewing() const;
   /// Before its consumers close (a clean stop): each held lease copy is rejected without requeue,

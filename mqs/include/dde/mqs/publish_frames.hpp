@@ -21,8 +21,8 @@ class publish_frames {
   /// bytes: false and nothing appended otherwise), delivery-mode 1 (transient) or 2 (persistent),
   /// and `props` (as parse_props checked them) in the broker's form (broker_props.hpp: a UUID
   /// message id compacted, `published_us` as the `timestamp` property).
-  bool add(std::uint16_t channel, std::string_view routing_key, std::uint8_t delivery_mode, std::string_view body,
-           const message_props& props = {});
+  bool add(std::uint16_t channel, std::string_view routing_key, std::uint8_t delivery_mode,
+           std::string_view body, const message_props& props = {});
 
   const std::string& bytes() const { return out_; }
   bool empty() const { return out_.empty(); }

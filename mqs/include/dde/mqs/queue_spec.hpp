@@ -13,7 +13,8 @@ namespace dde::mqs {
 
 /// Where a RabbitMQ cluster puts the replicas and the leader of a new quorum queue.
 struct quorum_placement {
-  /// x-quorum-initial-group-size: replicas of a new quorum queue; 0: one on every node (the broker's default).
+  /// x-quorum-initial-group-size: replicas of a new quorum queue; 0: one on every node (the broker's
+  /// default).
   std::uint32_t group_size = 0;
   /// x-queue-leader-locator: "balanced" puts a new queue's leader on the node that leads fewest (leaders
   /// spread over the cluster), "client-local" on the node the declaring connection is on.

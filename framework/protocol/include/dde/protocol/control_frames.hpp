@@ -4,12 +4,11 @@
 /// every frame as a struct with one encoder and one decoder, used by both ends.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
-
-#include <nlohmann/json.hpp>
 
 #include "dde/protocol/node_frames.hpp"
 #include "dde/protocol/result.hpp"
@@ -68,8 +67,9 @@ struct describe {};
 struct shutdown {};
 }  // namespace control
 
-using control_request = std::variant<control::add_isolate, control::remove_isolate, control::restart_isolate,
-                                     control::kill_isolate, control::set_rate, control::describe, control::shutdown>;
+using control_request =
+    std::variant<control::add_isolate, control::remove_isolate, control::restart_isolate,
+                 control::kill_isolate, control::set_rate, control::describe, control::shutdown>;
 
 /// "addIsolate", "removeIsolate", "restartIsolate", "killIsolate", "setRate", "describe" or "shutdown".
 std::string_view action_of(const control_request& r);

@@ -5,11 +5,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <variant>
-
-#include <nlohmann/json.hpp>
 
 #include "dde/envelope.hpp"
 #include "dde/names.hpp"
@@ -84,8 +83,9 @@ struct enqueue {
   envelope env;
 };
 }  // namespace deployer
-using deployer_frame = std::variant<deployer::spawned, deployer::error, deployer::done, deployer::failed,
-                                    deployer::rate_limited, deployer::up, deployer::crashed, deployer::enqueue>;
+using deployer_frame =
+    std::variant<deployer::spawned, deployer::error, deployer::done, deployer::failed, deployer::rate_limited,
+                 deployer::up, deployer::crashed, deployer::enqueue>;
 
 std::string encode(const proxy_frame& f);
 /// A frame from a proxy, or why it is not one (not JSON, unknown type, a bad field).

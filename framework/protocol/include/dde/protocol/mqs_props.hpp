@@ -6,12 +6,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "dde/envelope.hpp"
 
@@ -31,7 +30,9 @@ struct message_props : delivered_props {
   std::uint64_t published_us = 0;
 
   /// Nothing a "props" object would show (`published_us` aside).
-  bool empty() const { return message_id.empty() && app_id.empty() && content_type.empty() && headers.empty(); }
+  bool empty() const {
+    return message_id.empty() && app_id.empty() && content_type.empty() && headers.empty();
+  }
 };
 
 /// The longest messageId, appId, contentType: AMQP short strings.

@@ -105,8 +105,8 @@ std::optional<deliver_record> parse_deliver_header(std::string_view header);
 /// `deliver`: the MQS only delivers from queues of valid names).
 std::optional<deliver_record> parse_binary_deliver(std::string_view header);
 
-/// Reads one record header's text: a binary deliver, parse_deliver_header, else as JSON (an error when it is not a
-/// JSON object with a string "action", or parse_mqs_record's).
+/// Reads one record header's text: a binary deliver, parse_deliver_header, else as JSON (an error when it is
+/// not a JSON object with a string "action", or parse_mqs_record's).
 result<mqs_record> read_mqs_record(std::string_view header);
 
 }  // namespace dde::mqs

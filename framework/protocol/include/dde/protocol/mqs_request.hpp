@@ -12,8 +12,8 @@
 #include <variant>
 #include <vector>
 
-#include "dde/protocol/mqs_props.hpp"
 #include "dde/names.hpp"
+#include "dde/protocol/mqs_props.hpp"
 
 namespace dde::mqs {
 
@@ -110,8 +110,8 @@ void append(std::string& out, const hello_request& r);
 /// An enqueue with its payload. `props_json` is the properties as a JSON object's text (what
 /// `props_json(message_props)` gives, or what split_envelope renders from an envelope; "" for
 /// none); `seq` is set for at-least-once.
-void append_enqueue(std::string& out, std::string_view topic, delivery_mode mode, std::optional<std::uint64_t> seq,
-                    std::string_view props_json, std::string_view body);
+void append_enqueue(std::string& out, std::string_view topic, delivery_mode mode,
+                    std::optional<std::uint64_t> seq, std::string_view props_json, std::string_view body);
 /// A pull; a credit above max_credit goes out as several records, a credit of 0 as none.
 void append(std::string& out, const pull_request& r);
 void append(std::string& out, const ack_request& r);

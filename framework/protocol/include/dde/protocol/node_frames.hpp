@@ -4,13 +4,12 @@
 /// with one encoder and one decoder. The registry and the activator's bootstrapper both use these.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "dde/protocol/result.hpp"
 

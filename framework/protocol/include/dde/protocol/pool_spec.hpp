@@ -8,11 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "dde/names.hpp"
 #include "dde/protocol/result.hpp"
@@ -40,7 +39,7 @@ enum class strategy { resume, restart, stop, escalate };
 
 struct supervision_spec {
   strategy kind = strategy::restart;
-  int max_restarts = 10;                  ///< restarts (or escalations) allowed within `within`...
+  int max_restarts = 10;                    ///< restarts (or escalations) allowed within `within`...
   std::chrono::milliseconds within{60000};  ///< ...after which the pool stops: no crash loop
   std::chrono::milliseconds backoff{0};     ///< delay before a restarted worker takes messages, doubling
   bool dead_letter = false;  ///< the failed message: false = back to the queue, true = to dde.dead.<queue>
@@ -80,7 +79,7 @@ struct sub_pool_spec {
 struct scale_spec {
   std::size_t min = 0;  ///< 0 with max 0: no autoscaling
   std::size_t max = 0;
-  std::uint64_t target_backlog = 100;       ///< messages waiting per worker the pool aims at
+  std::uint64_t target_backlog = 100;         ///< messages waiting per worker the pool aims at
   std::chrono::milliseconds cooldown{10000};  ///< low backlog this long (and no change) before shrinking
   std::chrono::milliseconds sample{1000};     ///< how often the queue depth is asked for
   bool enabled() const { return max > 0; }
@@ -107,36 +106,37 @@ std::string parse_canary_spec(const nlohmann::json& field, canary_spec& out);
 nlohmann::json to_json(const canary_spec& spec);
 
 struct pool_spec {
-  std::string system;                 ///< isolateSystemName
-  std::string isolate;                ///< isolateName
-  std::string uri;                    ///< plugin: a path, file://, http:// or https:// URI
-  std::string sha256;  ///< when set (lower-case hex), a plugin file with another hash is refused
+  std::string system;   ///< isolateSystemName
+  std::string isolate;  ///< isolateName
+  std::string uri;      ///< plugin: a path, file://, http:// or https:// URI
+  std::string sha256;   ///< when set (lower-case hex), a plugin file with another hash is refused
   // Set by the activator when it restarts an isolate system that a new plugin version crashed:
-  std::string last_good_copy;         ///< start from this copy of the last version that worked...
-  std::string crashed_md5;            ///< ...and refuse this version of `uri`...
-  std::string crash_reason;           ///< ...because of this
+  std::string last_good_copy;  ///< start from this copy of the last version that worked...
+  std::string crashed_md5;     ///< ...and refuse this version of `uri`...
+  std::string crash_reason;    ///< ...because of this
   std::vector<std::string> workers_paths{"localhost"};
   router_kind router = router_kind::round_robin;
   std::string router_type = "roundRobin";  ///< as given
-  std::string router_uri;             ///< for a custom router
-  std::string hash_key;               ///< consistent-hash: the body field whose value picks the worker
+  std::string router_uri;                  ///< for a custom router
+  std::string hash_key;                    ///< consistent-hash: the body field whose value picks the worker
   std::chrono::milliseconds tail_chop_delay{200};  ///< tail-chopping: how long a copy has to answer
   bool hot_deployment = true;
   nlohmann::json args = nlohmann::json::object();
   delivery_mode mode = delivery_mode::at_least_once;
-  int credits = 8;                    ///< messages a worker may hold (handled + waiting)
+  int credits = 8;  ///< messages a worker may hold (handled + waiting)
   supervision_spec supervision;
-  std::size_t rate_messages = 0;                 ///< rate: at most this many starts... (0: no rate)
-  std::chrono::milliseconds rate_per{1000};      ///< ...in every window this long
-  std::size_t max_in_flight = 0;                 ///< at most this many messages handled at once (0: no limit)
-  std::chrono::milliseconds hot_interval{1000};  ///< with hot_deployment: how often the plugin's md5 is checked
-  std::chrono::milliseconds ping_after{0};      ///< starvation guard: PING a worker quiet this long (0: off)
+  std::size_t rate_messages = 0;             ///< rate: at most this many starts... (0: no rate)
+  std::chrono::milliseconds rate_per{1000};  ///< ...in every window this long
+  std::size_t max_in_flight = 0;             ///< at most this many messages handled at once (0: no limit)
+  std::chrono::milliseconds hot_interval{
+      1000};                                ///< with hot_deployment: how often the plugin's md5 is checked
+  std::chrono::milliseconds ping_after{0};  ///< starvation guard: PING a worker quiet this long (0: off)
   std::chrono::milliseconds pong_timeout{5000};  ///< no PONG within this: the worker is stuck, replace it
   backoff_spec backoff;
   retry_spec retry;
   sub_pool_spec sub_pools;
-  scale_spec scale;  ///< autoscaling by queue depth (off unless given)
-  canary_spec canary;  ///< with hot_deployment: new versions start as a canary (off unless given)
+  scale_spec scale;       ///< autoscaling by queue depth (off unless given)
+  canary_spec canary;     ///< with hot_deployment: new versions start as a canary (off unless given)
   bool failover = false;  ///< the registry redeploys it on surviving nodes when its node is lost
 
   address addr() const { return {system, isolate}; }

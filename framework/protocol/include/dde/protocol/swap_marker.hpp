@@ -15,8 +15,8 @@
 
 namespace dde::protocol {
 
-inline std::filesystem::path swap_marker_path(const std::filesystem::path& plugin_cache, std::string_view system,
-                                              std::string_view isolate) {
+inline std::filesystem::path swap_marker_path(const std::filesystem::path& plugin_cache,
+                                              std::string_view system, std::string_view isolate) {
   return plugin_cache / (std::string(system) + "." + std::string(isolate) + ".swapping");
 }
 

@@ -51,7 +51,8 @@ class cell_owner {
   virtual ~cell_owner() = default;
   virtual void worker_done(std::size_t index, std::uint64_t delivery_id) = 0;
   /// A message failed (`delivery_id` 0: none was being handled). `new_id` empty: the slot is down.
-  virtual void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what, std::string new_id) = 0;
+  virtual void worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what,
+                             std::string new_id) = 0;
   /// The slot is up again (a remote worker respawned, or restarted) under `id`.
   virtual void worker_up(std::size_t index, std::string id) = 0;
   /// The worker threw (from on_receive, on_start or a callback; `delivery_id` 0 when no message was
@@ -59,8 +60,8 @@ class cell_owner {
   virtual void worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) = 0;
   /// The worker ended message `delivery_id` as rate-limited (`backoff` or `rate_limited`): pause the
   /// pool for `delay` and try `m` (the message it was handling) again.
-  virtual void worker_rate_limited(std::size_t index, std::uint64_t delivery_id, std::chrono::milliseconds delay,
-                                   std::string reason, message m) = 0;
+  virtual void worker_rate_limited(std::size_t index, std::uint64_t delivery_id,
+                                   std::chrono::milliseconds delay, std::string reason, message m) = 0;
   /// Sends `e` to `topic` (split for the broker by the top level; whole to a remote worker's proxy).
   virtual void enqueue(std::string topic, delivery_mode mode, const envelope& e) = 0;
   /// Asked (from the worker's strand) right before a reply to `message_id` is sent: false when another

@@ -8,8 +8,8 @@
 
 #include "dde/protocol/result.hpp"
 #include "dde/router.hpp"
-#include "dde/worker.hpp"
 #include "dde/runtime/load_failures.hpp"
+#include "dde/worker.hpp"
 
 namespace dde::runtime {
 

@@ -2,6 +2,8 @@
 // One worker instance: its strand, its mailbox, and the worker_context the plugin calls into.
 // A worker handles one message at a time and gets the next only after `done()`.
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -9,22 +11,20 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/strand.hpp>
-
 #include "dde/envelope.hpp"
-#include "dde/trace.hpp"
-#include "dde/worker.hpp"
+#include "dde/protocol/pool_spec.hpp"
 #include "dde/runtime/cell.hpp"
 #include "dde/runtime/rate_gate.hpp"
-#include "dde/protocol/pool_spec.hpp"
+#include "dde/trace.hpp"
+#include "dde/worker.hpp"
 
 namespace dde::runtime {
 
 class worker_cell : public cell, public worker_context, public std::enable_shared_from_this<worker_cell> {
  public:
-  worker_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> owner, std::shared_ptr<const pool_spec> spec,
-              std::shared_ptr<worker_plugin> plugin, std::size_t index);
+  worker_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> owner,
+              std::shared_ptr<const pool_spec> spec, std::shared_ptr<worker_plugin> plugin,
+              std::size_t index);
 
   /// Constructs the worker instance (on the calling thread); an error if its constructor throws.
   result<bool> create() override;
@@ -89,9 +89,9 @@ class worker_cell : public cell, public worker_context, public std::enable_share
 
   /// The span of the message being handled (trace_cell.cpp).
   struct hop {
-    bool active = false;                ///< a traced message is being handled
-    trace::context ctx;                 ///< its trace, with this hop's span id
-    std::array<char, 16> parent{};      ///< the sender's span id
+    bool active = false;            ///< a traced message is being handled
+    trace::context ctx;             ///< its trace, with this hop's span id
+    std::array<char, 16> parent{};  ///< the sender's span id
     bool has_parent = false;
     std::int64_t start_us = 0;
     std::string message_id;
@@ -117,9 +117,9 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   bool dead_ = false;
   bool suspended_ = false;  ///< after a crash, until the owner's directive
   std::shared_ptr<rate_gate> gate_;
-  bool gate_wait_ = false;  ///< refused by the gate; a timer or a finishing message wakes it
+  bool gate_wait_ = false;           ///< refused by the gate; a timer or a finishing message wakes it
   std::function<void()> gate_wake_;  ///< what wakes it (made once: not a std::function a message)
-  std::uint64_t epoch_ = 0;  ///< bumped per instance, so callbacks of a dead instance are dropped
+  std::uint64_t epoch_ = 0;          ///< bumped per instance, so callbacks of a dead instance are dropped
   /// Timer and when_writable callbacks that came due while the instance waited for its supervisor
   /// (they belong to the current instance: replacing or stopping it drops them).
   struct held_callback {
