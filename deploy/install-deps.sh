@@ -25,10 +25,10 @@ if [[ $set_name == test ]]; then
   # scripts' and the logrotate file's tests; help2man: the executables' man pages; lintian: the .deb
   # packages' test; mkdocs and mkdocs-material: the manual (docs/, built with --strict by the suite),
   # graphviz: its diagrams (docs/diagrams/*.dot, drawn as SVG when it is built); universal-ctags: the
-  # functions and classes deploy/shape-check.sh measures.
+  # functions and classes deploy/shape-check.sh measures; clang-format and clang-tidy: deploy/lint.sh.
   packages+=(libgtest-dev libgmock-dev googletest shellcheck logrotate
     dpkg-dev binutils clang libclang-rt-14-dev chromium nodejs gnuplot-nox help2man lintian
-    mkdocs mkdocs-material graphviz universal-ctags)
+    mkdocs mkdocs-material graphviz universal-ctags clang-format clang-tidy)
   # prometheus: its promtool, which metrics_rmqtest runs on every daemon's /metrics (`promtool check
   # metrics`); the policy-rc.d below keeps the package's own Prometheus service from starting.
   packages+=(prometheus)
