@@ -8,6 +8,7 @@
 #include "host/asks.hpp"
 #include "host/autoscaler.hpp"
 #include "host/canary.hpp"
+#include "host/held_messages.hpp"
 #include "host/pause_governor.hpp"
 #include "host/starvation_guard.hpp"
 #include "host/supervisor.hpp"
@@ -475,6 +476,57 @@ TEST_F(CanaryTrial, NothingEligibleMeansNoCanary) {
   EXPECT_FALSE(begun.value());
   EXPECT_TRUE(pool.swaps.empty());
   EXPECT_FALSE(trial.trying());
+}
+
+held_message numbered(int n, const std::string& key) {
+  held_message w;
+  w.tag = std::uint64_t(n);
+  w.msg.body_ = nlohmann::json{{"shop", key}, {"n", n}};
+  return w;
+}
+
+TEST(HeldMessages, AFullSubPoolHoldsItsKeyAndItsOldestGoesFirstOnceOneOfItsKeyEnds) {
+  sub_pool_spec spec;
+  spec.key = "shop";
+  spec.default_capacity = 1;
+  held_messages held(spec);
+  ASSERT_TRUE(held.sub_pools());
+  auto a1 = numbered(1, "a"), a2 = numbered(2, "a"), a3 = numbered(3, "a"), b1 = numbered(4, "b");
+  EXPECT_EQ(held.sub_key(a1.msg), "a");
+  EXPECT_FALSE(held.wait_for_sub_pool("a", a1)) << "room in its sub-pool";
+  held.sub_pool_started("a");
+  EXPECT_TRUE(held.wait_for_sub_pool("a", a2));
+  EXPECT_TRUE(held.wait_for_sub_pool("a", a3));
+  EXPECT_FALSE(held.wait_for_sub_pool("b", b1)) << "another key goes on";
+  EXPECT_EQ(held.sub_held(), 2u);
+  EXPECT_TRUE(held.empty());
+  auto d = held.describe({"a"});
+  EXPECT_EQ(d["a"]["inFlight"], 1);
+  EXPECT_EQ(d["a"]["held"], 2);
+  EXPECT_EQ(d["a"]["capacity"], 1);
+  held.push(std::move(b1));
+  held.sub_pool_finished("a");
+  EXPECT_EQ(held.sub_held(), 1u);
+  EXPECT_EQ(held.pop().tag, 2u) << "the oldest of its key, at the front of the queue";
+  EXPECT_EQ(held.pop().tag, 4u);
+  EXPECT_TRUE(held.empty());
+}
+
+TEST(HeldMessages, GivesBackEverythingItHolds) {
+  sub_pool_spec spec;
+  spec.key = "shop";
+  spec.default_capacity = 1;
+  held_messages held(spec);
+  held.sub_pool_started("a");
+  auto a2 = numbered(2, "a");
+  ASSERT_TRUE(held.wait_for_sub_pool("a", a2));
+  held.push(numbered(5, "c"));
+  held.push(numbered(6, "c"), true);
+  std::vector<std::uint64_t> given;
+  held.give_back([&](const held_message& w) { given.push_back(w.tag); });
+  EXPECT_EQ(given, (std::vector<std::uint64_t>{6, 5, 2}));
+  EXPECT_TRUE(held.empty());
+  EXPECT_EQ(held.sub_held(), 0u);
 }
 
 TEST(PauseGovernor, AnnouncesEachExtensionOnceAndCountsOwnAndRemotePauses) {

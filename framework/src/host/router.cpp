@@ -21,7 +21,7 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
       topic_(spec_.addr().topic()),
       shared_spec_(std::make_shared<const pool_spec>(spec_)),
       ledger_(spec_.router, std::size_t(spec_.credits)),
-      subs_(spec_.sub_pools),
+      held_(spec_.sub_pools),
       asks_(*clock_, strand_, topic_, ask_timeout),
       supervisor_(spec_.supervision),
       // Failed messages that go back to the queue are counted; raced copies and at-most-once ones are not.

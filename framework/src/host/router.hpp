@@ -38,6 +38,7 @@
 #include "host/autoscaler.hpp"
 #include "host/canary.hpp"
 #include "host/clock.hpp"
+#include "host/held_messages.hpp"
 #include "host/mqs_link.hpp"
 #include "host/pause_governor.hpp"
 #include "host/plugin_source.hpp"
@@ -157,13 +158,6 @@ class router : public cell_owner,
     bool acked = false;                   ///< acked once answered; later copies change nothing
     std::shared_ptr<timer> chop_timer;
   };
-  struct waiting {
-    std::uint64_t generation;
-    std::uint64_t tag;
-    std::uint64_t published_us;  ///< the MQS's publish stamp (0: none), for the time-in-queue histogram
-    message msg;
-    int earlier_failures = 0;  ///< its envelope's `attempt` (delayed retry)
-  };
   enum class kill_phase { none, draining, stopping, killed };
   /// One worker slot (its index is the worker's index in the ledger).
   struct slot {
@@ -178,7 +172,7 @@ class router : public cell_owner,
   /// Hands `w.msg` to the workers the routing picks, or holds it (in its sub-pool's queue, or in the
   /// router's queue: at its back, or at its `front` when it came from there). False when it went back
   /// to the router's queue.
-  bool dispatch(waiting&& w, bool front = false);
+  bool dispatch(held_message&& w, bool front = false);
   /// Hands a message (or a raced copy) to the worker in slot `index`.
   void hand_to(std::size_t index, message&& msg, std::uint64_t delivery_id);
   /// A delivery from the MQS, on the strand: joined into a message and dispatched.
@@ -188,8 +182,6 @@ class router : public cell_owner,
   void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven = true);
   /// An at-least-once message every worker has finished: acked, retried later, sent back or dead-lettered.
   void settle_at_broker(delivery& d);
-  /// A message of sub-pool `sub_key` ended: the oldest one waiting for it goes to the general queue.
-  void sub_pool_freed(const std::string& sub_key);
   /// Hands held messages to workers with room (not while the pool is stopping, swapping or restarting).
   void flush_waiting();
   /// Gives every message held in the router back to the broker (the pool stops).
@@ -297,10 +289,7 @@ class router : public cell_owner,
   std::vector<slot> slots_;
   std::unordered_map<std::uint64_t, delivery> deliveries_;
   std::uint64_t next_delivery_ = 1;
-  std::deque<waiting> waiting_;
-  sub_pool_ledger subs_;
-  std::map<std::string, std::deque<waiting>> sub_waiting_;  ///< per key: waiting for room in its sub-pool
-  std::size_t sub_held_ = 0;
+  held_messages held_;
   router_stats stats_;
   /// dde_host_handling_seconds{pool}: from a message's hand-over to its worker(s) to its end (done).
   metric_histogram* handling_ = nullptr;

@@ -37,18 +37,9 @@ nlohmann::json router::describe_governance() const {
 }
 
 nlohmann::json router::describe_sub_pools() const {
-  nlohmann::json subs = nlohmann::json::object();
-  auto entry = [&](const std::string& key) {
-    auto held = sub_waiting_.find(key);
-    subs[key] = {{"inFlight", subs_.in_flight(key)},
-                 {"held", held == sub_waiting_.end() ? 0 : held->second.size()},
-                 {"capacity", subs_.capacity(key)}};
-  };
-  for (auto& [key, cap] : spec_.sub_pools.capacity) entry(key);
-  for (auto& [key, held] : sub_waiting_) entry(key);
-  for (auto& [id, d] : deliveries_)
-    if (!subs.contains(d.sub_key)) entry(d.sub_key);
-  return subs;
+  std::vector<std::string> in_flight;
+  for (auto& [id, d] : deliveries_) in_flight.push_back(d.sub_key);
+  return held_.describe(in_flight);
 }
 
 nlohmann::json router::describe_latency() const {
@@ -78,7 +69,7 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
     }
     if (!r.last_error_.empty()) j["lastError"] = r.last_error_;
     j["governance"] = r.describe_governance();
-    if (r.subs_.enabled()) j["subPoolState"] = r.describe_sub_pools();
+    if (r.held_.sub_pools()) j["subPoolState"] = r.describe_sub_pools();
     if (first_reply_wins(r.spec_.router)) {
       auto race = r.race_.snapshot();
       j["firstReply"] = {{"answered", race.answered},

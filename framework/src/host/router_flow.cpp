@@ -58,36 +58,31 @@ void router::take(std::uint64_t generation, topic_sink::delivery& d) {
   dispatch({generation, d.tag, d.published_us, std::move(m), earlier_failures});
 }
 
-bool router::dispatch(waiting&& w, bool front) {
+bool router::dispatch(held_message&& w, bool front) {
   std::string sub_key;
-  if (subs_.enabled()) {
-    sub_key = subs_.key_of(w.msg);
-    if (!subs_.has_room(sub_key)) {
-      // Its sub-pool is full: it waits for one of its key to finish while other keys go on. Held
-      // messages use the pool's room, so the router never asks the MQS for more than it can hold.
-      sub_waiting_[sub_key].push_back(std::move(w));
-      ledger_.set_held(++sub_held_);
+  if (held_.sub_pools()) {
+    sub_key = held_.sub_key(w.msg);
+    // Its sub-pool is full: it waits for one of its key to finish while other keys go on.
+    if (held_.wait_for_sub_pool(sub_key, w)) {
+      ledger_.set_held(held_.sub_held());
       return true;
     }
   }
   if (busy()) {
-    waiting_.push_back(std::move(w));
+    held_.push(std::move(w));
     return false;
   }
   std::vector<std::size_t> targets = routing_->pick(w.msg, ledger_);
   if (targets.empty()) {
     // No worker has room (for consistent-hash: the key's worker has none): hold it until one finishes.
-    if (front)
-      waiting_.push_front(std::move(w));
-    else
-      waiting_.push_back(std::move(w));
+    held_.push(std::move(w), front);
     return false;
   }
   // Time in queue ends here, at the hand-over: held in this router counts as queued too.
   if (w.published_us) queue_->observe(seconds_since(w.published_us, clock_->wall_now()));
   auto& msg = w.msg;
   std::uint64_t id = next_delivery_++;
-  if (subs_.enabled()) subs_.start(sub_key);
+  if (held_.sub_pools()) held_.sub_pool_started(sub_key);
   auto& d = deliveries_[id];
   d.generation = w.generation;
   d.tag = w.tag;
@@ -149,7 +144,10 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
     if (!d.failed) handling_->observe(std::chrono::duration<double>(clock_->now() - d.started).count());
     deliveries_.erase(it);
   }
-  if (ended && subs_.enabled()) sub_pool_freed(sub_key);
+  if (ended && held_.sub_pools()) {
+    held_.sub_pool_finished(sub_key);  // the oldest waiting for it goes to the front of the queue
+    ledger_.set_held(held_.sub_held());
+  }
   // Held messages go out as workers get room (not while a swap is under way: they wait for the new ones).
   flush_waiting();
   request_credit();
@@ -174,37 +172,15 @@ void router::settle_at_broker(delivery& d) {
   }
 }
 
-void router::sub_pool_freed(const std::string& sub_key) {
-  // Its sub-pool has room again: the oldest message waiting for it goes to the general queue.
-  subs_.finish(sub_key);
-  auto held = sub_waiting_.find(sub_key);
-  if (held != sub_waiting_.end() && !held->second.empty()) {
-    auto w = std::move(held->second.front());
-    held->second.pop_front();
-    if (held->second.empty()) sub_waiting_.erase(held);
-    ledger_.set_held(--sub_held_);
-    waiting_.push_front(std::move(w));
-  }
-}
-
 void router::flush_waiting() {
-  while (!waiting_.empty() && !busy()) {
-    auto w = std::move(waiting_.front());
-    waiting_.pop_front();
-    if (!dispatch(std::move(w), true)) break;
-  }
+  while (!held_.empty() && !busy())
+    if (!dispatch(held_.pop(), true)) break;
 }
 
 void router::give_back_held() {
-  auto give_back = [this](std::deque<waiting>& held) {
-    for (auto& w : held)
-      if (spec_.mode == delivery_mode::at_least_once) top_->nack(w.generation, w.tag, true);
-    held.clear();
-  };
-  give_back(waiting_);
-  for (auto& [key, held] : sub_waiting_) give_back(held);
-  sub_waiting_.clear();
-  sub_held_ = 0;
+  held_.give_back([this](const held_message& w) {
+    if (spec_.mode == delivery_mode::at_least_once) top_->nack(w.generation, w.tag, true);
+  });
   ledger_.set_held(0);
 }
 
