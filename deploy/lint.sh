@@ -18,22 +18,20 @@ case ${1:-} in
     cd "$root"
     fix=${2:-}
     [[ -z $fix || $fix == --fix ]] || usage
-    mapfile -t files < <(git ls-files -co --exclude-standard -- '*.cpp' '*.hpp' '*.h')
-    bad=()
-    for f in "${files[@]}"; do
-      [[ -f $f ]] || continue
-      if [[ -n $fix ]]; then
-        clang-format -i "$f"
-      elif ! clang-format --dry-run -Werror "$f" >/dev/null 2>&1; then
-        bad+=("$f")
-      fi
-    done
+    mapfile -t files < <(git ls-files -co --exclude-standard -- '*.cpp' '*.hpp' '*.h' |
+      while read -r f; do [[ -f $f ]] && echo "$f"; done)
+    if [[ -n $fix ]]; then
+      clang-format -i "${files[@]}"
+      exit 0
+    fi
+    # One run over every file: it names each place that differs as "FILE:LINE:COL: error: ...".
+    mapfile -t bad < <(clang-format --dry-run -Werror "${files[@]}" 2>&1 | sed -n 's/^\([^:]*\):[0-9]*:[0-9]*: error: .*/\1/p' | sort -u)
     if ((${#bad[@]})); then
       printf 'not as clang-format writes it: %s\n' "${bad[@]}" >&2
       echo "lint: ${#bad[@]} of ${#files[@]} files; deploy/lint.sh format --fix rewrites them" >&2
       exit 1
     fi
-    [[ -n $fix ]] || echo "lint: ${#files[@]} files as clang-format writes them"
+    echo "lint: ${#files[@]} files as clang-format writes them"
     ;;
   tidy)
     need clang-tidy clang-tidy
