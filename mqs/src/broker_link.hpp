@@ -13,7 +13,7 @@
 
 namespace dde::mqs {
 
-struct broker_link final : ack_sink {
+struct broker_link : ack_sink {
   std::unique_ptr<amqp_session> session;
   std::string failed;         ///< set when an operation failed: the connection is to be dropped
   std::uint16_t channel = 0;  ///< the channel consumed on, 0 while none

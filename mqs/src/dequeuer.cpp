@@ -63,6 +63,7 @@ dequeuer::dequeuer(const config& cfg, std::string mqs_id, broker_env env)
       dispatcher_(*this, cfg.idle_timeout, cfg.lease) {
   params_ = broker_params_for(cfg, "dde-mqs dequeuer", cfg.heartbeat_s);
   turn_now_ = now();
+  timers_.clear(timer::shrink);  // until a channel has consumers to spare
 }
 
 dequeuer::~dequeuer() { stop(); }
@@ -78,25 +79,25 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   bool last = thread_.stopping;
   auto t = now();
   turn_now_ = t;
-  if (!main_.session && !last && t >= next_connect_) connect();
-  if (inbox_ready_)
-    for (auto& cmd : inbox_.take()) handle(cmd, t);
-  if (t >= next_sweep_) sweep(t, last);
+  if (!main_.session && !last && timers_.due(timer::connect, t)) connect();
+  for (auto& cmd : inbox_.take_seen()) handle(cmd, t);
+  if (timers_.due(timer::sweep, t)) sweep(t, last);
   if (main_.worth_reading()) read_frames(main_);
   for (auto& [topic, c] : consumers_)
     if (c.link.worth_reading()) read_frames(c.link);
   if (main_.usable()) retry_governance(t);
   if (main_.usable() && !last) retry_consumers(t);
-  if (opened_ready_) adopt_opened();
-  if (main_.usable() && !last && t >= shrink_due_) shrink_due_ = shrink_quiet_consumers(t);
+  for (auto& plan : opener_.take()) adopt(*plan);
+  if (main_.usable() && !last && timers_.due(timer::shrink, t))
+    timers_.set(timer::shrink, shrink_quiet_consumers(t));
   if (dispatcher_.blocked()) dispatcher_.retry_blocked();
-  if (t >= next_idle_check_) {
+  if (timers_.due(timer::idle_check, t)) {
     dispatcher_.expire_idle(t);
-    next_idle_check_ = t + idle_check_period;
+    timers_.set(timer::idle_check, t + idle_check_period);
   }
   // Stopping, no lease is renewed (the enqueuer that would publish the copy has stopped).
-  if (cfg_.lease.count() > 0 && !last && t >= next_lease_check_)
-    next_lease_check_ = dispatcher_.renew_leases(t);
+  if (cfg_.lease.count() > 0 && !last && timers_.due(timer::lease_check, t))
+    timers_.set(timer::lease_check, dispatcher_.renew_leases(t));
   // The last turns read on while a lease copy is on its way (bounded): left in the lease queue, the
   // copy of a job the host acked would come back when its TTL runs out, a duplicate. Then each held
   // copy goes back to its topic at once rather than after its TTL.
@@ -107,22 +108,18 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
     if (!awaiting) dispatcher_.hand_back_copies();
   }
   const auto acks_due = flush(last);
-  flush_own_messages();
+  own_messages_.flush();
   if (!main_.failed.empty()) connection_lost();
   for (auto& [topic, c] : consumers_)
     if (!c.link.failed.empty()) link_lost(topic, c);
   if (last) {
     if (!awaiting) return std::nullopt;
-    return std::min(*stop_deadline_, next_sweep_);
+    return std::min(*stop_deadline_, timers_.at(timer::sweep));
   }
 
-  auto wake_at = std::min(next_sweep_, main_.session ? clock::time_point::max() : next_connect_);
-  if (!consumers_.empty())
-    wake_at = std::min({wake_at, next_idle_check_, shrink_due_,
-                        cfg_.lease.count() > 0 ? next_lease_check_ : clock::time_point::max()});
+  auto wake_at = timers_.next([this](timer k) { return counts(k); });
   for (auto& [topic, c] : consumers_)
     if (main_.session && !c.link.channel && !c.opening) wake_at = std::min(wake_at, c.retry_at);
-  if (main_.session && !main_.channel) wake_at = std::min(wake_at, governance_retry_at_);
   // A host's send queue has no event when it drains: look again shortly.
   if (dispatcher_.blocked()) wake_at = std::min(wake_at, now() + blocked_poll);
   return std::min(wake_at, acks_due);
@@ -139,7 +136,7 @@ void dequeuer::sweep(clock::time_point now, bool last) {
   for (auto& [topic, c] : consumers_)
     if (i++ % slices == sweeps_ % slices) c.link.readable = true;
   ++sweeps_;
-  next_sweep_ = now + sweep_period;
+  timers_.set(timer::sweep, now + sweep_period);
   if (!last) check_stalls(now);
 }
 
@@ -152,18 +149,16 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
     case dequeue_command::kind::pull: {
       // The pool's counters exist (at 0) from its first pull on, not from its first message.
       mqs_metrics::process().topic(cmd.topic);
-      auto& cs = clients_[id];
-      if (!cs.conn) cs.conn = cmd.conn;
-      if (cmd.binary_deliver) cs.form = deliver_header::binary;
+      hosts_.pulled(id, cmd.conn, cmd.binary_deliver);
       if (auto err = dispatcher_.pull(id, cmd.topic, cmd.mode, cmd.credit, now, cmd.consumers);
           !err.empty()) {
         nlohmann::json header{
             {"action", "pull"}, {"topic", cmd.topic}, {"mode", to_string(cmd.mode)}, {"credit", cmd.credit}};
-        append_error(outbox(id, cs), err, cmd.record, &header);
+        append_error(*hosts_.records(id), err, cmd.record, &header);
         break;
       }
       std::vector<pause_notice> notices;  // a pause of the topic still running
-      pauses_.listen(id, cmd.topic, now, notices);
+      pauses_.board.listen(id, cmd.topic, now, notices);
       tell(notices);
       break;
     }
@@ -171,16 +166,16 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
     case dequeue_command::kind::nack: dispatcher_.nack(id, cmd.tags, cmd.requeue, now); break;
     case dequeue_command::kind::cancel:
       dispatcher_.cancel(id, cmd.topic, now);
-      pauses_.stop_listening(id, cmd.topic);
+      pauses_.board.stop_listening(id, cmd.topic);
       break;
     case dequeue_command::kind::disconnect:
       dispatcher_.disconnect(id, now);
-      pauses_.forget(id);
-      clients_.erase(id);
+      pauses_.board.forget(id);
+      hosts_.forget(id);
       break;
     case dequeue_command::kind::pause: {
       std::vector<pause_notice> notices;
-      pauses_.pause(cmd.topic, cmd.pause_ms, cmd.reason, cmd.origin, now, notices);
+      pauses_.board.pause(cmd.topic, cmd.pause_ms, cmd.reason, cmd.origin, now, notices);
       tell(notices);
       break;
     }
@@ -188,12 +183,6 @@ void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
     case dequeue_command::kind::dead_lettered:
     case dequeue_command::kind::depth: break;  // answered above
   }
-}
-
-dequeuer::channel_state* dequeuer::channel_of(broker_link& link) {
-  if (!link.epoch) return nullptr;
-  auto it = channels_.find(link.epoch);
-  return it == channels_.end() ? nullptr : &it->second;
 }
 
 void dequeuer::read_frames(broker_link& link) {
@@ -303,11 +292,6 @@ void dequeuer::complete(channel_state& ch) {
   ch.props = message_props{};
 }
 
-dequeuer::channel_state* dequeuer::channel_for(const broker_ref& ref) {
-  auto it = channels_.find(ref.epoch);
-  return it == channels_.end() ? nullptr : &it->second;  // void: channel gone
-}
-
 void dequeuer::ack(const broker_ref& ref) {
   if (auto* ch = channel_for(ref)) {
     counted_(ch->topic).acked.add();
@@ -322,69 +306,37 @@ void dequeuer::release(const broker_ref& ref) {
 void dequeuer::queue_ack(channel_state& ch, const broker_ref& ref) {
   ch.acks.ack(ref.tag, turn_now_);  // held only on an at-least-once topic's channel (see setup)
   ch.last_traffic = turn_now_;
-  dirty_channels_.insert(ref.epoch);
+  channels_.settled(ref.epoch);
 }
 
 void dequeuer::reject(const broker_ref& ref, bool requeue) {
   if (auto* ch = channel_for(ref)) {
     ch->acks.reject(ref.tag, requeue);
     ch->last_traffic = turn_now_;
-    dirty_channels_.insert(ref.epoch);
+    channels_.settled(ref.epoch);
   }
 }
 
 void dequeuer::deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
                        const std::string& body, const message_props& props) {
-  auto it = clients_.find(client);
-  if (it == clients_.end()) return;
+  auto* out = hosts_.records(client);
+  if (!out) return;
   auto& counted = counted_(topic);
   counted.consumed.add();
   if (redelivered) counted.redelivered.add();
-  append_deliver(outbox(client, it->second), topic, tag, redelivered, body, props, it->second.form);
+  append_deliver(*out, topic, tag, redelivered, body, props, hosts_.form(client));
 }
 
 bool dequeuer::can_deliver(client_id client) {
   // Stopping: nothing more is handed to hosts (their connections are going; an at-most-once
   // delivery handed over is acked). What is buffered goes back to its queue with the consumers.
   if (thread_.stopping) return false;
-  auto it = clients_.find(client);
-  if (it == clients_.end()) return true;  // gone: the dispatcher drops its credit on disconnect
-  // A host that does not read its socket gets no more than about one WebSocket message queued.
-  return it->second.conn->queued_bytes() + it->second.out.size() < cfg_.max_frame;
-}
-
-std::string& dequeuer::outbox(client_id client, client_state& cs) {
-  if (cs.out.empty()) dirty_clients_.push_back(client);
-  return cs.out;
+  return hosts_.has_room(client, cfg_.max_frame);
 }
 
 dequeuer::clock::time_point dequeuer::flush(bool all) {
-  auto acks_due = clock::time_point::max();
-  for (auto e = dirty_channels_.begin(); e != dirty_channels_.end();) {
-    auto it = channels_.find(*e);
-    if (it == channels_.end()) {
-      e = dirty_channels_.erase(e);
-      continue;
-    }
-    auto& acks = it->second.acks;
-    if (all)
-      acks.flush(*it->second.link);
-    else
-      acks.flush(*it->second.link, turn_now_);
-    if (auto due = acks.due()) {
-      acks_due = std::min(acks_due, *due);
-      ++e;
-    } else {
-      e = dirty_channels_.erase(e);
-    }
-  }
-  for (auto id : dirty_clients_) {
-    auto it = clients_.find(id);
-    if (it == clients_.end() || it->second.out.empty()) continue;
-    it->second.conn->send(std::move(it->second.out), true);
-    it->second.out = std::string();
-  }
-  dirty_clients_.clear();
+  auto acks_due = channels_.flush(turn_now_, all);
+  hosts_.send();
   return acks_due;
 }
 

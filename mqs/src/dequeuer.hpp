@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "broker_link.hpp"
+#include "channel_table.hpp"
 #include "dde/mqs/config.hpp"
+#include "dde/mqs/deadlines.hpp"
 #include "dde/mqs/dispatcher.hpp"
 #include "dde/mqs/pause_board.hpp"
 #include "dde/mqs/resent_ids.hpp"
@@ -30,8 +32,11 @@
 #include "dde/stall_watch.hpp"
 #include "enqueuer.hpp"
 #include "exit_latch.hpp"
+#include "host_outboxes.hpp"
 #include "inbox.hpp"
+#include "link_opener.hpp"
 #include "mqs_metrics.hpp"
+#include "own_messages.hpp"
 
 namespace boost::asio {
 class io_context;
@@ -64,7 +69,6 @@ struct dequeue_command {
 /// The number of a consumer on a topic's channel, given the first one's tag: 0 for `first`, n for
 /// "<first>+<n>", `lease_consumer` for any other ("<first>+<lease_suffix>", the lease queue's).
 constexpr std::uint32_t lease_consumer = 0xffffffff;
-constexpr std::string_view lease_suffix = "lease";
 std::uint32_t consumer_number(std::string_view tag, std::string_view first);
 
 class dequeuer : private dispatcher_port {
@@ -86,7 +90,7 @@ class dequeuer : private dispatcher_port {
   /// Before start(): how the MQS's own messages (lease copies, dead-lettered copies) are published
   /// (the enqueuer's submit, counted in its flow). Without it they are refused.
   void set_publisher(std::function<void(std::vector<outgoing_message>&&)> publish) {
-    publish_ = std::move(publish);
+    own_messages_.set_publisher(std::move(publish));
   }
 
   using clock = std::chrono::steady_clock;
@@ -97,7 +101,7 @@ class dequeuer : private dispatcher_port {
   std::optional<clock::time_point> turn();
   /// Tests without start(): where links are opened (`run` gets the opening to do, on any thread, at
   /// any time); by default in the turn that plans them.
-  void set_opener(std::function<void(std::function<void()>)> run) { offload_ = std::move(run); }
+  void set_opener(link_opener::runner run) { opener_.set_runner(std::move(run)); }
   /// The stalled topics, for /health ("a.b for 12000 ms, ..."; empty: none). Any thread.
   std::string stall_report() const { return stalls_.report(now()); }
 
@@ -121,65 +125,6 @@ class dequeuer : private dispatcher_port {
     /// after the node its last link was on.
     std::optional<std::size_t> first_node;
   };
-  /// A topic's consuming link to open: planned on the loop's thread (plan_link), opened off it
-  /// (open_link: the connection, its login, channel, declares, qos and consumes: a handful of broker
-  /// round trips, 5-10 ms here, more with TLS or a busy broker), handed back and adopted on it
-  /// (adopt). Meanwhile the loop serves every other topic: a pool being deployed, or a topic
-  /// consumed again after its connection failed, holds up no other topic's deliveries.
-  struct link_plan {
-    std::string topic;
-    delivery_mode mode = delivery_mode::at_least_once;
-    std::uint64_t epoch = 0;
-    std::string tag;     ///< of the first consumer
-    bool first = false;  ///< for the topic's first pull: a refusal goes to the hosts that pulled it
-    broker_params params;
-    std::vector<queue_spec> specs;          ///< declared in order (the dead-letter queue, then the topic's)
-    std::optional<queue_spec> lease_queue;  ///< consumed beside it as "<tag>+<lease_suffix>"
-    std::uint16_t prefetch = 0;
-    // What became of it.
-    std::unique_ptr<amqp_session>
-        session;                        ///< consuming on topic_channel when `failed` and `error` are empty
-    std::string failed;                 ///< the connection failed (retried after the reconnect backoff)
-    std::string error;                  ///< the broker refused (channel level)
-    std::vector<std::string> existing;  ///< queues used as they were (other arguments)
-  };
-  struct channel_state {
-    channel_state(std::string t, std::uint64_t e, std::string tag, broker_link& l, std::uint16_t ch,
-                  ack_batcher::clock::duration ack_hold = {})
-        : topic(std::move(t)),
-          epoch(e),
-          consumer_tag(std::move(tag)),
-          link(&l),
-          channel(ch),
-          acks(ch, ack_hold) {}
-    std::string topic;
-    std::uint64_t epoch = 0;
-    std::string consumer_tag;            ///< of the first consumer; the others' are "<it>+<n>"
-    std::vector<std::string> more_tags;  ///< the other consumers on the channel, one per extra host
-    std::uint32_t next_more = 1;
-    /// When the last delivery arrived or the last ack or reject was settled (it makes room for
-    /// more): extra consumers are cancelled only once the channel is quiet both ways.
-    std::chrono::steady_clock::time_point last_traffic{};
-    broker_link* link;  ///< the connection it lives on (its consumer's, or the main one)
-    std::uint16_t channel;
-    ack_batcher acks;
-    bool governance = false;  ///< the pause consumer (no-ack), not a topic's
-    bool lease_copy = false;  ///< the delivery being read came from the lease queue
-    bool oversize = false;    ///< a governance message too large to read: skipped
-    // The delivery being read: method, then content header, then body frames.
-    bool reading = false;
-    broker_ref ref;
-    bool redelivered = false;
-    std::uint64_t remaining = 0;
-    std::string body;
-    message_props props;
-  };
-  struct client_state {
-    std::shared_ptr<net::ws_connection> conn;
-    std::string out;                             ///< records to send at the end of this turn
-    deliver_header form = deliver_header::json;  ///< how its hello asked for `deliver` headers
-  };
-
   void run();
   /// Turns the loop, sleeping in wait() between turns, until a turn says it was the last: the
   /// thread's loop, and the last turns of an asio loop whose io_context has stopped.
@@ -189,8 +134,6 @@ class dequeuer : private dispatcher_port {
   /// After the last turn: the connections close (what they had buffered goes back to its queue).
   void finish_loop();
   void stop_asio_loop();
-  /// Links are opened on the opener thread from now on, unless set_opener chose elsewhere.
-  void start_opener();
   void connect();
   void connection_lost();
   void handle(dequeue_command& cmd, clock::time_point now);
@@ -198,7 +141,7 @@ class dequeuer : private dispatcher_port {
   void on_method(broker_link& link, amqp_frame_t& frame);
   void complete(channel_state& ch);
   /// The channel of `link`'s current consumer, or nullptr.
-  channel_state* channel_of(broker_link& link);
+  channel_state* channel_of(broker_link& link) { return channels_.find(link.epoch); }
   void drop_channel(std::uint64_t epoch, const std::string& why, bool close);
   /// Until unwatch_rpcs, stop() frees an RPC hung on `link` by shutting its socket down (then the
   /// main connection's again).
@@ -209,28 +152,15 @@ class dequeuer : private dispatcher_port {
   clock::time_point match_consumers(const std::string& topic, consumer& c, clock::time_point now);
   /// Cancels the extra consumers of channels that became quiet; returns when to look again.
   clock::time_point shrink_quiet_consumers(clock::time_point now);
-  /// Plans `topic`'s link and has it opened (offload).
+  /// Plans `topic`'s link and has the opener open it.
   void plan_link(const std::string& topic, consumer& c, bool first);
-  /// Runs a plan's broker operations; touches nothing of the dequeuer but `watch` (the socket that
-  /// stop() shuts down if an RPC hangs).
-  static void open_link(link_plan& plan, const session_opener& open, std::atomic<int>& watch);
-  /// Runs `job` where links are opened and closed: on the opener thread once start() ran; now
-  /// otherwise, or where set_opener says.
-  void offload(std::function<void()> job);
-  /// basic.cancel of each of `tags` on `channel`, then channel.close; the first failure stops it.
-  static amqp_session::result cancel_and_close(amqp_session& s, std::uint16_t channel,
-                                               const std::vector<std::string>& tags);
-  /// Cancels `tags` on `channel` and closes `session`, off the thread like an opening (a few round
-  /// trips that would hold up the other topics).
-  void retire(std::unique_ptr<amqp_session> session, std::uint16_t channel, std::vector<std::string> tags);
-  /// Takes the links opened since the last turn.
-  void adopt_opened();
+  /// Takes on a link the opener opened.
   void adopt(link_plan& plan);
-  void run_opener();
   /// A topic's connection failed: its deliveries are void; it consumes again after a backoff.
   void link_lost(const std::string& topic, consumer& c);
   void retry_consumers(clock::time_point now);
-  std::uint16_t allocate_channel();
+  /// The next channel number on the main connection.
+  std::uint16_t allocate_channel() { return channels_.next_channel(main_.session->channel_max()); }
   /// Sends the acks due and what hosts are owed; `all`: every held ack too (the last turn).
   /// Returns when the first ack still held must go (max(): none is).
   clock::time_point flush(bool all);
@@ -252,11 +182,9 @@ class dequeuer : private dispatcher_port {
                const std::string& body, const message_props& props) override;
   bool can_deliver(client_id client) override;
 
-  channel_state* channel_for(const broker_ref& ref);
+  channel_state* channel_for(const broker_ref& ref) { return channels_.find(ref.epoch); }  // null: gone
   /// Queues an ack of `ref` on `ch` (sent at the end of the turn): ack() counts it, release() not.
   void queue_ack(channel_state& ch, const broker_ref& ref);
-  /// The records a host gets at the end of this turn.
-  std::string& outbox(client_id client, client_state& cs);
 
   // Leases (dequeuer_leases.cpp).
   void on_lease_copy(channel_state& ch);
@@ -269,8 +197,6 @@ class dequeuer : private dispatcher_port {
   void check_stalls(clock::time_point now);
   void on_depth(const dequeue_command& answer, clock::time_point now);
   void handle_lease_answer(const dequeue_command& cmd, clock::time_point now);
-  /// Hands what publish_lease and dead_letter_copy queued to the enqueuer.
-  void flush_own_messages();
 
   // Pauses (dequeuer_governance.cpp).
   void retry_governance(clock::time_point now);
@@ -285,42 +211,35 @@ class dequeuer : private dispatcher_port {
   broker_params params_;
   inbox<dequeue_command> inbox_;
   broker_thread thread_;
-  // The opener: its thread, its jobs, and the links it opened for the loop to adopt.
-  broker_thread opener_thread_;
-  inbox<std::function<void()>> opener_jobs_;
-  inbox<std::shared_ptr<link_plan>> opened_;
-  std::function<void(std::function<void()>)> offload_;
+  link_opener opener_;
   std::shared_ptr<asio_loop> asio_;
-  /// Whether the last poll saw the inbox's (the opener's) eventfd readable: only then is it read, so a
-  /// turn costs no read syscall for either when nothing came. True without a poll (tests' turns).
-  bool inbox_ready_ = true;
-  bool opened_ready_ = true;
 
   // Owned by the thread.
   dispatcher dispatcher_;
-  broker_link main_;  ///< consumes the pauses; topics connect while it is up (the broker is)
-  bool ever_connected_ = false;
-  clock::time_point next_connect_{};
-  net::backoff backoff_{net::data_path_retry_initial, net::data_path_retry_max};
+  /// The main connection: it consumes the pauses, and topics connect while it is up (the broker is).
+  struct main_link : broker_link {
+    net::backoff reconnect{net::data_path_retry_initial, net::data_path_retry_max};
+    bool ever_connected = false;
+  } main_;
   std::map<std::string, consumer> consumers_;
-  std::unordered_map<std::uint64_t, channel_state> channels_;  ///< by epoch
-  std::unordered_set<std::uint64_t> dirty_channels_;           ///< epochs with acks to send
-  std::unordered_map<client_id, client_state> clients_;
-  std::vector<client_id> dirty_clients_;
+  channel_table channels_;
+  host_outboxes hosts_;
   topic_counter_cache counted_;  ///< this thread's topic counters (every delivery and ack counts)
-  std::uint64_t next_epoch_ = 1;
-  std::uint16_t next_channel_ = 1;
-  clock::time_point next_idle_check_{};
-  clock::time_point next_sweep_{};  ///< when links are read again, readable or not (sweep)
+  /// The loop's timed work: (re)connecting, reading every link (sweep), expiring idle hosts,
+  /// cancelling a quiet channel's extra consumers (shrink), renewing leases, consuming pauses again.
+  enum class timer { connect, sweep, idle_check, shrink, lease_check, governance_retry, count };
+  deadlines<timer> timers_;
+  /// Whether `t` can do anything now, so that its deadline wakes the loop.
+  bool counts(timer t) const;
   std::uint64_t sweeps_ = 0;
-  clock::time_point shrink_due_ = clock::time_point::max();  ///< a quiet channel's extra consumers go
-  pause_board pauses_;
-  clock::time_point governance_retry_at_{};
-  net::backoff governance_retry_{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000)};
-  std::uint64_t bad_broadcasts_ = 0;
-  std::function<void(std::vector<outgoing_message>&&)> publish_;
-  std::vector<outgoing_message> own_messages_;  ///< lease and dead-lettered copies, for publish_
-  clock::time_point next_lease_check_{};
+  /// The pauses hosts are told of, and the consumer of other MQS processes' pauses.
+  struct pause_state {
+    pause_board board;
+    /// After the pause consumer failed or was lost (1 s, doubling to 30 s).
+    net::backoff retry{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000)};
+    std::uint64_t ignored = 0;  ///< messages on the governance exchange that were not pauses
+  } pauses_;
+  own_messages own_messages_;  ///< lease and dead-lettered copies
   /// Set by the first turn after stop(): until then the last turns wait for lease copies on their way.
   std::optional<clock::time_point> stop_deadline_;
 };

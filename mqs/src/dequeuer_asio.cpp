@@ -24,7 +24,8 @@ struct dequeuer::asio_loop {
 
   void run_turn() {
     // Nobody polls the inbox's eventfds here: taking from them costs a lock, no syscall.
-    d.inbox_ready_ = d.opened_ready_ = true;
+    d.inbox_.saw(true);
+    d.opener_.saw(true);
     auto wake_at = d.turn();
     if (!wake_at) return finish();
     arm(*wake_at);
@@ -110,10 +111,10 @@ struct dequeuer::asio_loop {
 };
 
 void dequeuer::start(boost::asio::io_context& io) {
-  start_opener();
+  opener_.start();
   asio_ = std::make_shared<asio_loop>(*this, io);
   inbox_.set_notify([loop = &asio_->loop] { loop->schedule(); });
-  opened_.set_notify([loop = &asio_->loop] { loop->schedule(); });
+  opener_.set_notify([loop = &asio_->loop] { loop->schedule(); });
   asio_->loop.schedule();  // the first turn connects
 }
 

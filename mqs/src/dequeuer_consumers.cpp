@@ -13,8 +13,6 @@
 namespace dde::mqs {
 namespace {
 
-// Each topic's connection has one channel.
-constexpr std::uint16_t topic_channel = 1;
 // How long a channel goes without a delivery before the consumers a pool no longer needs go.
 constexpr auto shrink_quiet = std::chrono::milliseconds(1000);
 // How long an at-least-once ack behind an open delivery waits for a multiple ack to cover it.
@@ -27,16 +25,6 @@ std::shared_ptr<spdlog::logger> log() {
 
 }  // namespace
 
-std::uint16_t dequeuer::allocate_channel() {
-  std::uint16_t max = std::min<std::uint16_t>(main_.session->channel_max(), 65535);
-  if (max == 0) max = 65535;
-  // Numbers are not reused at once, so frames still queued for a closed channel cannot be taken
-  // for those of a new one (the consumer tag is checked as well).
-  std::uint16_t ch = next_channel_;
-  next_channel_ = next_channel_ >= max ? 1 : next_channel_ + 1;
-  return ch;
-}
-
 void dequeuer::plan_link(const std::string& topic, consumer& c, bool first) {
   // A link is opened afresh (the channel number is not reused on an old connection).
   c.link.session.reset();
@@ -44,7 +32,7 @@ void dequeuer::plan_link(const std::string& topic, consumer& c, bool first) {
   auto plan = std::make_shared<link_plan>();
   plan->topic = topic;
   plan->mode = c.mode;
-  plan->epoch = next_epoch_++;
+  plan->epoch = channels_.next_epoch();
   plan->tag = "dde-mqs." + topic + "." + std::to_string(plan->epoch);
   plan->first = first;
   plan->params = params_;
@@ -59,81 +47,7 @@ void dequeuer::plan_link(const std::string& topic, consumer& c, bool first) {
     plan->lease_queue = spec_for(lease_topic(mqs_id_, cfg_.lease.count(), topic), c.mode, cfg_.quorum);
   plan->prefetch = cfg_.prefetch;
   c.opening = plan->epoch;
-  offload([this, plan]() mutable {
-    open_link(*plan, env_.open, opener_thread_.socket_fd);
-    opened_.push({std::move(plan)});  // the loop's alone from here
-  });
-}
-
-void dequeuer::offload(std::function<void()> job) {
-  if (offload_)
-    offload_(std::move(job));
-  else
-    job();
-}
-
-void dequeuer::open_link(link_plan& p, const session_opener& open, std::atomic<int>& watch) {
-  p.session = open(p.params, p.failed);
-  if (!p.session) {
-    if (p.failed.empty()) p.failed = "cannot connect";
-    return;
-  }
-  watch = p.session->fd();
-  auto& s = *p.session;
-  auto r = s.open_channel(topic_channel);
-  for (auto& spec : p.specs) {
-    if (!r.ok()) break;
-    bool existing = false;
-    r = s.declare_or_use(topic_channel, spec, existing);
-    if (r.ok() && existing) p.existing.push_back(spec.name);
-  }
-  if (r.ok()) r = s.qos(topic_channel, p.prefetch);
-  // RabbitMQ 3.10 may answer this with a connection-level 541 while a fresh quorum queue elects
-  // its leader: only this topic's connection goes, and it is retried after a backoff.
-  if (r.ok()) r = s.consume(topic_channel, p.topic, p.tag);
-  if (r.ok() && p.lease_queue) {
-    bool existing = false;
-    r = s.declare_or_use(topic_channel, *p.lease_queue, existing);
-    // basic.qos (global=false) applies to the consumers created after it: none for the lease
-    // queue's (every copy is held, none waits to expire), the topic's prefetch again for those
-    // that follow.
-    if (r.ok()) r = s.qos(topic_channel, 0);
-    if (r.ok()) r = s.consume(topic_channel, p.lease_queue->name, p.tag + "+" + std::string(lease_suffix));
-    if (r.ok()) r = s.qos(topic_channel, p.prefetch);
-  }
-  watch = -1;
-  if (r.connection_lost()) {
-    p.failed = r.error;
-  } else if (!r.ok()) {
-    p.session.reset();  // closes the connection (and the channel, if the broker left it open)
-    p.error = "cannot consume " + p.topic + ": " + r.error;
-  }
-}
-
-amqp_session::result dequeuer::cancel_and_close(amqp_session& s, std::uint16_t channel,
-                                                const std::vector<std::string>& tags) {
-  amqp_session::result r;
-  for (auto& tag : tags)
-    if (r.ok()) r = s.cancel(channel, tag);
-  if (r.ok()) r = s.close_channel(channel);
-  return r;
-}
-
-void dequeuer::retire(std::unique_ptr<amqp_session> session, std::uint16_t channel,
-                      std::vector<std::string> tags) {
-  // std::function wants a copyable job: the session rides in a shared_ptr.
-  auto held = std::make_shared<std::unique_ptr<amqp_session>>(std::move(session));
-  offload([held, channel, tags = std::move(tags), &watch = opener_thread_.socket_fd] {
-    auto& s = **held;
-    watch = s.fd();
-    if (cancel_and_close(s, channel, tags).connection_lost()) s.mark_broken();
-    held->reset();  // connection.close: what the broker sent it goes back to the queue
-    watch = -1;
-  });
-}
-
-void dequeuer::adopt_opened() {
-  for (auto& plan : opened_.take()) adopt(*plan);
+  opener_.open(std::move(plan), env_.open);
 }
 
 void dequeuer::adopt(link_plan& p) {
@@ -159,8 +73,7 @@ void dequeuer::adopt(link_plan& p) {
       consumers_.erase(it);
       nlohmann::json header{{"action", "pull"}, {"topic", p.topic}, {"mode", to_string(p.mode)}};
       for (auto id : dispatcher_.refuse(p.topic))
-        if (auto cs = clients_.find(id); cs != clients_.end())
-          append_error(outbox(id, cs->second), p.error, {}, &header);
+        if (auto* out = hosts_.records(id)) append_error(*out, p.error, {}, &header);
     } else {
       auto delay = c.retry.next();
       log()->error("{}; retrying in {} ms", p.error, delay.count());
@@ -172,8 +85,8 @@ void dequeuer::adopt(link_plan& p) {
   // Several consumers share the channel and their hosts settle out of order: an at-least-once
   // topic's acks may wait a little for one multiple ack (ack_batcher); an at-most-once one's may not.
   auto hold = c.mode == delivery_mode::at_least_once ? ack_hold : ack_batcher::clock::duration::zero();
-  channels_.try_emplace(p.epoch, p.topic, p.epoch, p.tag, c.link, topic_channel, hold)
-      .first->second.last_traffic = now();  // the stall watch counts a fresh consumer's quiet from here
+  channels_.add(p.epoch, p.topic, p.epoch, p.tag, c.link, topic_channel, hold).last_traffic =
+      now();  // the stall watch counts a fresh consumer's quiet from here
   mqs_metrics::process().topic(p.topic).consumers.set(1);
   c.link.channel = topic_channel;
   c.link.epoch = p.epoch;
@@ -188,7 +101,7 @@ void dequeuer::set_consumers(const std::string& topic, std::uint32_t consumers) 
   auto it = consumers_.find(topic);
   if (it == consumers_.end()) return;
   it->second.wanted = std::clamp<std::uint32_t>(consumers, 1, max_consumers);
-  if (it->second.link.channel) shrink_due_ = std::min(shrink_due_, match_consumers(topic, it->second, now()));
+  if (it->second.link.channel) timers_.sooner(timer::shrink, match_consumers(topic, it->second, now()));
 }
 
 dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, consumer& c,
@@ -265,35 +178,32 @@ void dequeuer::connect() {
   std::string error;
   main_.session = env_.open(params_, error);
   if (!main_.session) {
-    auto delay = backoff_.next();
+    auto delay = main_.reconnect.next();
     log()->warn("cannot connect to the broker: {}; retrying in {} ms", error, delay.count());
-    next_connect_ = now() + delay;
+    timers_.set(timer::connect, now() + delay);
     return;
   }
-  if (ever_connected_) mqs_metrics::process().reconnected("consume");
-  log()->info("{} broker at {} (consuming)", ever_connected_ ? "reconnected to" : "connected to",
+  if (main_.ever_connected) mqs_metrics::process().reconnected("consume");
+  log()->info("{} broker at {} (consuming)", main_.ever_connected ? "reconnected to" : "connected to",
               main_.session->node());
-  ever_connected_ = true;
+  main_.ever_connected = true;
   thread_.socket_fd = main_.session->fd();
-  backoff_.reset();
+  main_.reconnect.reset();
   for (auto& [topic, c] : consumers_)  // consume again, at once, what hosts still pull
     if (!c.link.session) c.retry_at = {};
-  governance_retry_at_ = {};  // and hear other MQS processes' pauses
-  governance_retry_.reset();
+  timers_.set(timer::governance_retry, {});  // and hear other MQS processes' pauses
+  pauses_.retry.reset();
 }
 
 void dequeuer::connection_lost() {
   // A cluster's next node first: the one this connection was on may be down.
   if (main_.session) params_.first_node = next_node(main_.session->node_index(), params_.nodes.size());
-  auto delay = backoff_.next();
+  auto delay = main_.reconnect.next();
   log()->warn("broker connection lost: {}; reconnecting in {} ms", main_.failed, delay.count());
   thread_.socket_fd = -1;
-  if (main_.epoch) {
-    channels_.erase(main_.epoch);  // its server-named queue went with the connection
-    dirty_channels_.erase(main_.epoch);
-  }
+  channels_.erase(main_.epoch);  // its server-named queue went with the connection
   main_.reset_broken();
-  next_connect_ = now() + delay;
+  timers_.set(timer::connect, now() + delay);
 }
 
 void dequeuer::link_lost(const std::string& topic, consumer& c) {
@@ -302,10 +212,7 @@ void dequeuer::link_lost(const std::string& topic, consumer& c) {
   auto delay = c.reconnect.next();
   log()->warn("consumer of {} lost its broker connection: {}; consuming again in {} ms", topic, c.link.failed,
               delay.count());
-  if (c.link.epoch) {
-    channels_.erase(c.link.epoch);
-    dirty_channels_.erase(c.link.epoch);
-  }
+  channels_.erase(c.link.epoch);
   c.link.reset_broken();
   mqs_metrics::process().topic(topic).consumers.set(0);
   dispatcher_.on_consumer_lost(topic);  // its delivery tags are void: the broker requeues them
@@ -330,30 +237,29 @@ void dequeuer::stop_consumer(const std::string& topic) {
 }
 
 void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool close) {
-  auto it = channels_.find(epoch);
-  if (it == channels_.end()) return;
-  auto& link = *it->second.link;
+  auto* ch = channels_.find(epoch);
+  if (!ch) return;
+  auto& link = *ch->link;
   if (close && link.usable()) {
-    it->second.acks.flush(link);  // what hosts already settled must reach the broker first
-    std::vector<std::string> tags{it->second.consumer_tag};
-    tags.insert(tags.end(), it->second.more_tags.begin(), it->second.more_tags.end());
+    ch->acks.flush(link);  // what hosts already settled must reach the broker first
+    std::vector<std::string> tags{ch->consumer_tag};
+    tags.insert(tags.end(), ch->more_tags.begin(), ch->more_tags.end());
     if (link.usable() && &link != &main_) {
-      retire(std::move(link.session), link.channel, std::move(tags));  // a topic's link goes whole
+      opener_.retire(std::move(link.session), link.channel, std::move(tags));  // a topic's link goes whole
     } else if (link.usable()) {
       link.lost(cancel_and_close(*link.session, link.channel, tags));
     }
   }
-  std::string topic = it->second.topic;
-  bool governance = it->second.governance;
-  channels_.erase(it);
-  dirty_channels_.erase(epoch);
+  std::string topic = ch->topic;
+  bool governance = ch->governance;
+  channels_.erase(epoch);
   link.channel = 0;
   link.epoch = 0;
   if (!governance) mqs_metrics::process().topic(topic).consumers.set(0);
   if (governance) {  // its queue is gone with the channel (auto-delete): set up again shortly
-    auto delay = governance_retry_.next();
+    auto delay = pauses_.retry.next();
     log()->warn("pause consumer lost: {}; consuming pauses again in {} ms", why, delay.count());
-    governance_retry_at_ = now() + delay;
+    timers_.set(timer::governance_retry, now() + delay);
     return;
   }
   if (why.empty()) return;

@@ -17,18 +17,18 @@ std::shared_ptr<spdlog::logger> log() {
 }  // namespace
 
 void dequeuer::retry_governance(clock::time_point now) {
-  if (main_.channel || now < governance_retry_at_ || !main_.usable()) return;
+  if (main_.channel || !timers_.due(timer::governance_retry, now) || !main_.usable()) return;
   auto err = setup_governance();
   if (err.empty() || !main_.usable()) return;
-  auto delay = governance_retry_.next();
+  auto delay = pauses_.retry.next();
   log()->error("{}; pauses of other MQS processes do not reach this one's hosts; retrying in {} ms", err,
                delay.count());
-  governance_retry_at_ = now + delay;
+  timers_.set(timer::governance_retry, now + delay);
 }
 
 std::string dequeuer::setup_governance() {
   std::uint16_t ch = allocate_channel();
-  std::uint64_t epoch = next_epoch_++;
+  std::uint64_t epoch = channels_.next_epoch();
   std::string tag = "dde-mqs.governance." + std::to_string(epoch);
   std::string queue;
   auto& s = *main_.session;
@@ -40,11 +40,11 @@ std::string dequeuer::setup_governance() {
   if (r.ok()) r = s.consume(ch, queue, tag, true);
   if (main_.lost(r)) return {};
   if (!r.ok()) return "cannot consume pauses: " + r.error;  // the broker closed the channel
-  auto& state = channels_.try_emplace(epoch, std::string(), epoch, tag, main_, ch).first->second;
+  auto& state = channels_.add(epoch, std::string(), epoch, tag, main_, ch);
   state.governance = true;
   main_.channel = ch;
   main_.epoch = epoch;
-  governance_retry_.reset();
+  pauses_.retry.reset();
   log()->debug("consuming pauses from {} through queue {} on channel {}", governance_exchange, queue, ch);
   return {};
 }
@@ -52,7 +52,7 @@ std::string dequeuer::setup_governance() {
 void dequeuer::on_governance_message(const std::string& body) {
   auto decoded = decode_pause_broadcast(body);
   if (!decoded.pause) {
-    auto n = ++bad_broadcasts_;
+    auto n = ++pauses_.ignored;
     if ((n & (n - 1)) == 0)  // 1, 2, 4, 8...: the count without flooding the log
       log()->warn("ignored {} message(s) on {} that are not pauses; last: {} ({} bytes)", n,
                   governance_exchange, decoded.error, body.size());
@@ -62,7 +62,7 @@ void dequeuer::on_governance_message(const std::string& body) {
   if (p.mqs == mqs_id_) return;  // our own, back from the broker: our hosts were told already
   auto remaining = remaining_time(p, epoch_ms_now());
   std::vector<pause_notice> notices;
-  if (pauses_.pause(p.topic, remaining, p.reason, p.origin, now(), notices))
+  if (pauses_.board.pause(p.topic, remaining, p.reason, p.origin, now(), notices))
     log()->debug("pause of {} for {} ms from {}: told {} host(s)", p.topic, remaining.count(), p.origin,
                  notices.size());
   tell(notices);
@@ -70,10 +70,9 @@ void dequeuer::on_governance_message(const std::string& body) {
 
 void dequeuer::tell(const std::vector<pause_notice>& notices) {
   for (auto& n : notices) {
-    auto it = clients_.find(n.client);
-    if (it == clients_.end()) continue;
-    append_pause(outbox(n.client, it->second), n.topic, std::uint64_t(n.remaining.count()), n.reason,
-                 n.origin);
+    auto* out = hosts_.records(n.client);
+    if (!out) continue;
+    append_pause(*out, n.topic, std::uint64_t(n.remaining.count()), n.reason, n.origin);
   }
 }
 

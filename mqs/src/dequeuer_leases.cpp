@@ -71,7 +71,7 @@ void dequeuer::publish_lease(const std::string& topic, std::uint64_t id, const s
     batch.push_back(std::move(answer));
     submit(std::move(batch));
   };
-  own_messages_.push_back(std::move(m));
+  own_messages_.add(std::move(m));
 }
 
 void dequeuer::dead_letter_copy(const std::string& topic, const std::string& body, const message_props& props,
@@ -90,7 +90,7 @@ void dequeuer::dead_letter_copy(const std::string& topic, const std::string& bod
     batch.push_back(std::move(answer));
     submit(std::move(batch));
   };
-  own_messages_.push_back(std::move(m));
+  own_messages_.add(std::move(m));
 }
 
 void dequeuer::handle_lease_answer(const dequeue_command& cmd, clock::time_point now) {
@@ -99,7 +99,7 @@ void dequeuer::handle_lease_answer(const dequeue_command& cmd, clock::time_point
     if (cmd.tags.size() != 1) return;
     log()->debug("the broker {} the lease copy of delivery {}", ok ? "confirmed" : "refused", cmd.tags[0]);
     dispatcher_.lease_published(cmd.tags[0], ok, now);
-    if (!ok) next_lease_check_ = std::min(next_lease_check_, now + std::chrono::seconds(1));
+    if (!ok) timers_.sooner(timer::lease_check, now + std::chrono::seconds(1));
     return;
   }
   if (cmd.tags.size() != 3) return;
@@ -108,14 +108,6 @@ void dequeuer::handle_lease_answer(const dequeue_command& cmd, clock::time_point
     ack(ref);  // dead-lettered: the copy goes
   else
     reject(ref, false);  // not dead-lettered: back to the topic's queue rather than lost
-}
-
-void dequeuer::flush_own_messages() {
-  if (own_messages_.empty()) return;
-  auto out = std::move(own_messages_);
-  own_messages_.clear();
-  if (publish_) return publish_(std::move(out));
-  for (auto& m : out) m.settled(false);  // no enqueuer (a test without one): refused
 }
 
 }  // namespace dde::mqs

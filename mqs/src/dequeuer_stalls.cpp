@@ -26,7 +26,7 @@ void dequeuer::check_stalls(clock::time_point now) {
   auto& first = consumers_.at(ask.front());
   if (!params.nodes.empty() && first.link.session)
     params.first_node = next_node(first.link.session->node_index(), params.nodes.size());
-  offload([this, params = std::move(params), ask = std::move(ask)] {
+  opener_.run([this, params = std::move(params), ask = std::move(ask)] {
     std::string error;
     auto session = env_.open(params, error);
     constexpr std::uint16_t channel = 1;

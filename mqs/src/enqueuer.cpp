@@ -53,11 +53,11 @@ void enqueuer::finish_loop() {
 
 std::optional<std::chrono::milliseconds> enqueuer::turn() {
   bool stopping = thread_.stopping;
-  if (!session_ && !stopping && now() >= next_connect_) connect();
+  if (!session_ && !stopping && timers_.due(timer::connect, now())) connect();
   take_inbox();
-  if (session_ && now() >= next_sweep_) {
+  if (session_ && timers_.due(timer::sweep, now())) {
     readable_ = true;
-    next_sweep_ = now() + sweep_period;
+    timers_.set(timer::sweep, now() + sweep_period);
   }
   // Frames left unwritten go first; until they have, nothing else may reach the socket (rabbitmq-c's
   // heartbeats and RPCs would land in the middle of a frame), nor is it read.
@@ -86,7 +86,7 @@ std::optional<std::chrono::milliseconds> enqueuer::turn() {
   };
   auto timeout = std::chrono::milliseconds(stopping ? 50 : 1000);  // idle: still service heartbeats
   if (!retry_.empty()) timeout = until(retry_.front().first, timeout.count());
-  if (!session_) timeout = until(next_connect_, 1000);
+  if (!session_) timeout = until(timers_.at(timer::connect), 1000);
   return timeout;
 }
 
@@ -153,7 +153,7 @@ void enqueuer::connect() {
     session_.reset();
     auto delay = backoff_.next();
     log()->warn("cannot connect to the broker: {}; retrying in {} ms", error, delay.count());
-    next_connect_ = now() + delay;
+    timers_.set(timer::connect, now() + delay);
     return;
   }
   if (ever_connected_) mqs_metrics::process().reconnected("publish");
@@ -196,7 +196,7 @@ void enqueuer::lost(const std::string& why) {
   auto delay = backoff_.next();
   log()->warn("broker connection lost: {}; reconnecting in {} ms ({} messages to publish)", why,
               delay.count(), pending_confirmed_.size() + pending_transient_.size());
-  next_connect_ = now() + delay;
+  timers_.set(timer::connect, now() + delay);
 }
 
 void enqueuer::publish_some() {

@@ -22,6 +22,7 @@
 #include "amqp_session.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/confirm_tracker.hpp"
+#include "dde/mqs/deadlines.hpp"
 #include "dde/mqs/flow_control.hpp"
 #include "dde/mqs/publish_frames.hpp"
 #include "dde/names.hpp"
@@ -163,7 +164,9 @@ class enqueuer {
   bool ever_connected_ = false;
   std::uint64_t burst_wall_us_ =
       0;  ///< the wall clock (µs since the epoch) as this burst began: the publish stamp
-  clock::time_point next_connect_{};
+  /// The loop's timed work: (re)connecting, and reading the socket whatever its watch says (sweep).
+  enum class timer { connect, sweep, count };
+  deadlines<timer> timers_;
   /// Since when the broker has been nacking publishes (none: no nack lately), and its last nack.
   std::optional<clock::time_point> refusing_since_;
   clock::time_point last_nack_{};
@@ -179,7 +182,6 @@ class enqueuer {
   /// connection, the once-a-second sweep, or the thread's loop (which reads every turn). Reading
   /// it only then spares each publishing turn a read that finds nothing.
   bool readable_ = true;
-  clock::time_point next_sweep_{};
   std::optional<clock::time_point> drain_until_;  ///< stopping: how long confirms are waited for
   net::backoff backoff_{net::data_path_retry_initial, net::data_path_retry_max};
   std::deque<outgoing_message> pending_confirmed_;  ///< at-least-once, waiting to be published

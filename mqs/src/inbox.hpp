@@ -59,9 +59,15 @@ class inbox {
   }
 
   int fd() const { return fd_; }
+  /// What the owner's last poll() saw of fd() (readable until told otherwise: a loop turned without
+  /// a poll, by a test or on an io_context, takes every turn): take_seen() reads the eventfd only
+  /// then, so a turn costs no read syscall when nothing came.
+  void saw(bool readable) { seen_ = readable; }
+  std::vector<T> take_seen() { return seen_ ? take() : std::vector<T>{}; }
 
  private:
   int fd_;
+  bool seen_ = true;
   std::function<void()> notify_;
   std::mutex mutex_;
   std::vector<T> items_;

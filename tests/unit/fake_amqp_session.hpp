@@ -73,6 +73,8 @@ class fake_broker {
   std::map<std::string, std::uint32_t> depth;
   /// The acks sessions had sent when they closed, in order.
   std::vector<std::pair<std::string, std::vector<settlement>>> closed_acks;
+  /// The RPCs sessions had made when they closed, in order.
+  std::vector<std::pair<std::string, std::vector<std::string>>> closed_rpcs;
 
   session_opener opener();
   /// The open session whose connection name ends with `suffix` ("" : the newest).
@@ -103,6 +105,7 @@ class fake_session final : public amqp_session {
   }
   ~fake_session() override {
     broker_.closed_acks.emplace_back(name, acks);
+    broker_.closed_rpcs.emplace_back(name, rpcs);
     for (int fd : pipe_)
       if (fd >= 0) ::close(fd);
     broker_.live.erase(std::remove(broker_.live.begin(), broker_.live.end(), this), broker_.live.end());

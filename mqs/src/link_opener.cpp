@@ -1,0 +1,105 @@
+#include "link_opener.hpp"
+
+#include <poll.h>
+
+namespace dde::mqs {
+
+void link_plan::open(const session_opener& open, std::atomic<int>& watch) {
+  session = open(params, failed);
+  if (!session) {
+    if (failed.empty()) failed = "cannot connect";
+    return;
+  }
+  watch = session->fd();
+  auto& s = *session;
+  auto r = s.open_channel(topic_channel);
+  for (auto& spec : specs) {
+    if (!r.ok()) break;
+    bool was_there = false;
+    r = s.declare_or_use(topic_channel, spec, was_there);
+    if (r.ok() && was_there) existing.push_back(spec.name);
+  }
+  if (r.ok()) r = s.qos(topic_channel, prefetch);
+  // RabbitMQ 3.10 may answer this with a connection-level 541 while a fresh quorum queue elects
+  // its leader: only this topic's connection goes, and it is retried after a backoff.
+  if (r.ok()) r = s.consume(topic_channel, topic, tag);
+  if (r.ok() && lease_queue) {
+    bool was_there = false;
+    r = s.declare_or_use(topic_channel, *lease_queue, was_there);
+    // basic.qos (global=false) applies to the consumers created after it: none for the lease
+    // queue's (every copy is held, none waits to expire), the topic's prefetch again for those
+    // that follow.
+    if (r.ok()) r = s.qos(topic_channel, 0);
+    if (r.ok()) r = s.consume(topic_channel, lease_queue->name, tag + "+" + std::string(lease_suffix));
+    if (r.ok()) r = s.qos(topic_channel, prefetch);
+  }
+  watch = -1;
+  if (r.connection_lost()) {
+    failed = r.error;
+  } else if (!r.ok()) {
+    session.reset();  // closes the connection (and the channel, if the broker left it open)
+    error = "cannot consume " + topic + ": " + r.error;
+  }
+}
+
+amqp_session::result cancel_and_close(amqp_session& s, std::uint16_t channel,
+                                      const std::vector<std::string>& tags) {
+  amqp_session::result r;
+  for (auto& tag : tags)
+    if (r.ok()) r = s.cancel(topic_channel, tag);
+  if (r.ok()) r = s.close_channel(channel);
+  return r;
+}
+
+void link_opener::start() {
+  if (run_) return;  // a test runs the jobs where it likes
+  run_ = [this](std::function<void()> job) {
+    std::vector<std::function<void()>> batch;
+    batch.push_back(std::move(job));
+    jobs_.push(std::move(batch));
+  };
+  thread_.start("mqs-opener", [this] { loop(); });
+}
+
+bool link_opener::stop() {
+  return thread_.stop([this] { jobs_.wake(); });
+}
+
+void link_opener::loop() {
+  while (!thread_.stopping) {
+    pollfd fd{jobs_.fd(), POLLIN, 0};
+    ::poll(&fd, 1, -1);
+    for (auto& job : jobs_.take())
+      if (!thread_.stopping) job();  // else dropped: its plan, unopened, goes with it
+  }
+  thread_.exited.set();
+}
+
+void link_opener::run(std::function<void()> job) {
+  if (run_)
+    run_(std::move(job));
+  else
+    job();
+}
+
+void link_opener::open(std::shared_ptr<link_plan> plan, const session_opener& open) {
+  run([this, plan = std::move(plan), open]() mutable {
+    plan->open(open, thread_.socket_fd);
+    opened_.push({std::move(plan)});  // the loop's alone from here
+  });
+}
+
+void link_opener::retire(std::unique_ptr<amqp_session> session, std::uint16_t channel,
+                         std::vector<std::string> tags) {
+  // std::function wants a copyable job: the session rides in a shared_ptr.
+  auto held = std::make_shared<std::unique_ptr<amqp_session>>(std::move(session));
+  run([held, channel, tags = std::move(tags), &watch = thread_.socket_fd] {
+    auto& s = **held;
+    watch = s.fd();
+    if (cancel_and_close(s, channel, tags).connection_lost()) s.mark_broken();
+    held->reset();  // connection.close: what the broker sent it goes back to the queue
+    watch = -1;
+  });
+}
+
+}  // namespace dde::mqs

@@ -1,0 +1,222 @@
+// The dequeuer's components, each on its own: the links it opens off its loop (link_opener), its
+// channel table, and the hosts' outboxes; over the fake broker, run on the test's thread.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "channel_table.hpp"
+#include "dde/mqs/queue_spec.hpp"
+#include "fake_amqp_session.hpp"
+#include "host_outboxes.hpp"
+#include "link_opener.hpp"
+#include "recording_connection.hpp"
+
+namespace dde::mqs {
+namespace {
+
+using testing::fake_broker;
+using testing::fake_session;
+using testing::settlement;
+
+std::shared_ptr<link_plan> plan_for(const std::string& topic) {
+  auto plan = std::make_shared<link_plan>();
+  plan->topic = topic;
+  plan->mode = delivery_mode::at_most_once;
+  plan->epoch = 7;
+  plan->tag = "dde-mqs." + topic + ".7";
+  plan->params.connection_name = "consume " + topic;
+  plan->specs.push_back(spec_for(topic, plan->mode));
+  plan->prefetch = 64;
+  return plan;
+}
+
+/// Jobs the opener was given, run when the test says (as its thread would, later).
+struct held_jobs {
+  std::vector<std::function<void()>> jobs;
+  link_opener::runner runner() {
+    return [this](std::function<void()> job) { jobs.push_back(std::move(job)); };
+  }
+  void run_all() {
+    auto now = std::move(jobs);
+    jobs.clear();
+    for (auto& j : now) j();
+  }
+};
+
+TEST(LinkOpener, OpensAPlanOffTheLoopAndHandsItBackOnce) {
+  fake_broker broker;
+  held_jobs held;
+  link_opener opener;
+  opener.set_runner(held.runner());
+  opener.start();  // a runner set: no thread of its own
+  opener.open(plan_for("a.b"), broker.opener());
+  EXPECT_TRUE(opener.take().empty());  // not run yet
+  EXPECT_TRUE(broker.attempts.empty());
+  held.run_all();
+  auto opened = opener.take();
+  ASSERT_EQ(opened.size(), 1u);
+  auto& p = *opened.front();
+  ASSERT_TRUE(p.session) << p.failed << p.error;
+  EXPECT_TRUE(p.failed.empty());
+  EXPECT_TRUE(p.error.empty());
+  auto* s = broker.find("a.b");
+  ASSERT_NE(s, nullptr);
+  ASSERT_FALSE(s->rpcs.empty());
+  EXPECT_EQ(s->rpcs.front(), "channel.open 1");
+  EXPECT_EQ(s->rpcs.back(), "basic.consume 1 a.b dde-mqs.a.b.7");
+  EXPECT_TRUE(opener.take().empty());  // handed back once
+}
+
+TEST(LinkOpener, ABrokerThatRefusesTheConnectionLeavesTheReasonInThePlan) {
+  fake_broker broker;
+  broker.refuse_open = "connection refused";
+  link_opener opener;
+  opener.open(plan_for("a.b"), broker.opener());  // no runner, not started: runs now
+  auto opened = opener.take();
+  ASSERT_EQ(opened.size(), 1u);
+  EXPECT_EQ(opened.front()->failed, "connection refused");
+  EXPECT_FALSE(opened.front()->session);
+}
+
+TEST(LinkOpener, AConsumeTheBrokerRefusesIsAChannelErrorNamingTheTopic) {
+  fake_broker broker;
+  broker.refuse_next["basic.consume"] = amqp_session::result{"403 ACCESS_REFUSED", true, 403};
+  link_opener opener;
+  opener.open(plan_for("a.b"), broker.opener());
+  auto opened = opener.take();
+  ASSERT_EQ(opened.size(), 1u);
+  EXPECT_FALSE(opened.front()->session);  // closed
+  EXPECT_TRUE(opened.front()->failed.empty());
+  EXPECT_EQ(opened.front()->error, "cannot consume a.b: 403 ACCESS_REFUSED");
+}
+
+TEST(LinkOpener, RetiringCancelsEveryConsumerThenClosesTheConnectionOffTheLoop) {
+  fake_broker broker;
+  std::string error;
+  auto session = broker.opener()(broker_params{}, error);
+  held_jobs held;
+  link_opener opener;
+  opener.set_runner(held.runner());
+  opener.retire(std::move(session), 1, {"t", "t+1"});
+  EXPECT_EQ(broker.live.size(), 1u);  // still open until the job runs
+  EXPECT_TRUE(broker.find()->rpcs.empty());
+  held.run_all();
+  EXPECT_TRUE(broker.live.empty());
+  ASSERT_EQ(broker.closed_rpcs.size(), 1u);
+  EXPECT_EQ(broker.closed_rpcs[0].second,
+            (std::vector<std::string>{"basic.cancel 1 t", "basic.cancel 1 t+1", "channel.close 1"}));
+}
+
+TEST(ChannelTable, ChannelNumbersWrapAtTheBrokersLimitAndSkipZero) {
+  channel_table t;
+  EXPECT_EQ(t.next_channel(3), 1);
+  EXPECT_EQ(t.next_channel(3), 2);
+  EXPECT_EQ(t.next_channel(3), 3);
+  EXPECT_EQ(t.next_channel(3), 1);
+  channel_table unlimited;
+  for (int i = 1; i < 65535; ++i) unlimited.next_channel(0);
+  EXPECT_EQ(unlimited.next_channel(0), 65535);
+  EXPECT_EQ(unlimited.next_channel(0), 1);
+}
+
+TEST(ChannelTable, EpochsAreNeverReusedAndAGoneChannelIsNotFound) {
+  channel_table t;
+  broker_link link;
+  auto e1 = t.next_epoch(), e2 = t.next_epoch();
+  EXPECT_NE(e1, e2);
+  EXPECT_NE(e1, 0u);
+  t.add(e1, "a.b", e1, "tag", link, 1);
+  ASSERT_NE(t.find(e1), nullptr);
+  EXPECT_EQ(t.find(e1)->topic, "a.b");
+  EXPECT_EQ(t.find(0), nullptr);
+  EXPECT_EQ(t.find(e2), nullptr);
+  t.erase(e1);
+  EXPECT_EQ(t.find(e1), nullptr);
+}
+
+TEST(ChannelTable, FlushSendsWhatHostsSettledAsOneMultipleAckAndSaysWhenAHeldOneIsDue) {
+  fake_broker broker;
+  std::string error;
+  broker_link link;
+  link.session = broker.opener()(broker_params{}, error);
+  auto* s = broker.find();
+  channel_table t;
+  auto e = t.next_epoch();
+  const auto hold = std::chrono::milliseconds(1);
+  auto& ch = t.add(e, "a.b", e, "tag", link, 1, hold);
+  const auto now = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  for (std::uint64_t tag = 1; tag <= 4; ++tag) ch.acks.delivered(tag, 0);
+  ch.acks.ack(1, now);
+  ch.acks.ack(2, now);
+  ch.acks.ack(4, now);  // behind 3, still open: held for a multiple ack
+  t.settled(e);
+  auto due = t.flush(now, false);
+  EXPECT_EQ(s->acks, (std::vector<settlement>{{1, 2, true}}));
+  EXPECT_EQ(due, now + hold);
+  due = t.flush(now + hold, false);  // its hold over: it goes alone
+  EXPECT_EQ(s->acks, (std::vector<settlement>{{1, 2, true}, {1, 4, false}}));
+  EXPECT_EQ(due, std::chrono::steady_clock::time_point::max());
+}
+
+TEST(ChannelTable, AChannelErasedWithAcksPendingIsForgotten) {
+  fake_broker broker;
+  std::string error;
+  broker_link link;
+  link.session = broker.opener()(broker_params{}, error);
+  channel_table t;
+  auto e = t.next_epoch();
+  auto& ch = t.add(e, "a.b", e, "tag", link, 1);
+  ch.acks.delivered(1, 0);
+  ch.acks.ack(1, {});
+  t.settled(e);
+  t.erase(e);
+  EXPECT_EQ(t.flush({}, true), std::chrono::steady_clock::time_point::max());
+  EXPECT_TRUE(broker.find()->acks.empty());
+}
+
+TEST(HostOutboxes, EachHostGetsItsTurnsRecordsAsOneMessage) {
+  host_outboxes hosts;
+  auto a = std::make_shared<dde::testing::recording_connection>(1);
+  auto b = std::make_shared<dde::testing::recording_connection>(2);
+  hosts.pulled(1, a, false);
+  hosts.pulled(2, b, true);
+  EXPECT_EQ(hosts.form(1), deliver_header::json);
+  EXPECT_EQ(hosts.form(2), deliver_header::binary);
+  append_pause(*hosts.records(1), "a.b", 100, "busy", "m/1");
+  append_pause(*hosts.records(1), "a.c", 100, "busy", "m/1");
+  hosts.send();
+  ASSERT_EQ(a->sent.size(), 1u);
+  EXPECT_EQ(a->take().size(), 2u);
+  EXPECT_TRUE(b->sent.empty());  // nothing for it this turn
+  hosts.send();
+  EXPECT_TRUE(a->sent.empty());  // sent once
+}
+
+TEST(HostOutboxes, AHostThatNeverPulledOrLeftHasNoOutbox) {
+  host_outboxes hosts;
+  auto a = std::make_shared<dde::testing::recording_connection>(1);
+  EXPECT_EQ(hosts.records(1), nullptr);
+  EXPECT_TRUE(hosts.has_room(1, 10));  // gone: nothing will be queued for it
+  hosts.pulled(1, a, false);
+  append_pause(*hosts.records(1), "a.b", 100, "busy", "m/1");
+  hosts.forget(1);
+  EXPECT_EQ(hosts.records(1), nullptr);
+  hosts.send();
+  EXPECT_TRUE(a->sent.empty());
+}
+
+TEST(HostOutboxes, RoomEndsWhereThisTurnsRecordsReachTheLimit) {
+  host_outboxes hosts;
+  auto a = std::make_shared<dde::testing::recording_connection>(1);
+  hosts.pulled(1, a, false);
+  EXPECT_TRUE(hosts.has_room(1, 1));
+  hosts.records(1)->append(10, 'x');
+  EXPECT_TRUE(hosts.has_room(1, 11));
+  EXPECT_FALSE(hosts.has_room(1, 10));
+}
+
+}  // namespace
+}  // namespace dde::mqs
