@@ -1,14 +1,14 @@
 #include "dde/envelope.hpp"
 
-#include <array>
+#include <openssl/evp.h>
+
+#include <cctype>
 
 #include "dde/trace.hpp"
 #include "dde/wire/fast_json.hpp"
 
 namespace dde {
 namespace {
-
-constexpr char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 void set_if(nlohmann::json& j, const char* key, const std::string& value) {
   if (!value.empty()) j[key] = value;
@@ -31,56 +31,41 @@ std::string valid_traceparent(std::string tp) {
 
 std::string base64_encode(std::string_view in) {
   std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    unsigned v = unsigned((unsigned char)in[i]) << 16 | unsigned((unsigned char)in[i + 1]) << 8 |
-                 unsigned((unsigned char)in[i + 2]);
-    out += b64_chars[(v >> 18) & 63];
-    out += b64_chars[(v >> 12) & 63];
-    out += b64_chars[(v >> 6) & 63];
-    out += b64_chars[v & 63];
-  }
-  if (i < in.size()) {
-    unsigned v = unsigned((unsigned char)in[i]) << 16;
-    if (i + 1 < in.size()) v |= unsigned((unsigned char)in[i + 1]) << 8;
-    out += b64_chars[(v >> 18) & 63];
-    out += b64_chars[(v >> 12) & 63];
-    out += i + 1 < in.size() ? b64_chars[(v >> 6) & 63] : '=';
-    out += '=';
+  // EVP_EncodeBlock takes an int length: a larger input goes in pieces of whole 3-byte groups.
+  constexpr std::size_t piece = std::size_t(3) << 20;
+  for (std::size_t at = 0; at < in.size(); at += piece) {
+    auto part = in.substr(at, piece);
+    const std::size_t start = out.size();
+    out.resize(start + (part.size() + 2) / 3 * 4 + 1);  // and the NUL it writes after the text
+    int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + start),
+                            reinterpret_cast<const unsigned char*>(part.data()), int(part.size()));
+    out.resize(start + std::size_t(n));
   }
   return out;
 }
 
 bool base64_decode(std::string_view in, std::string& out) {
-  static const std::array<int, 256> table = [] {
-    std::array<int, 256> t{};
-    t.fill(-1);
-    for (int i = 0; i < 64; ++i) t[(unsigned char)b64_chars[i]] = i;
-    return t;
-  }();
   if (in.size() % 4 != 0) return false;
-  out.clear();
-  out.reserve(in.size() / 4 * 3);
-  for (std::size_t i = 0; i < in.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      char c = in[i + k];
-      if (c == '=' && i + 4 == in.size() && k >= 2) {
-        v[k] = 0;
-        ++pad;
-      } else {
-        if (pad) return false;
-        v[k] = table[(unsigned char)c];
-        if (v[k] < 0) return false;
-      }
-    }
-    unsigned x = unsigned(v[0]) << 18 | unsigned(v[1]) << 12 | unsigned(v[2]) << 6 | unsigned(v[3]);
-    out += char((x >> 16) & 0xff);
-    if (pad < 2) out += char((x >> 8) & 0xff);
-    if (pad < 1) out += char(x & 0xff);
+  // EVP_DecodeBlock skips whitespace around the text and decodes the padding as zero bytes: the text
+  // must be the alphabet alone, with at most two '=' at its end, and the padding's bytes go after.
+  std::size_t pad = 0;
+  while (pad < 2 && pad < in.size() && in[in.size() - 1 - pad] == '=') ++pad;
+  for (std::size_t i = 0; i + pad < in.size(); ++i) {
+    auto c = static_cast<unsigned char>(in[i]);
+    if (!std::isalnum(c) && c != '+' && c != '/') return false;
   }
+  out.clear();
+  constexpr std::size_t piece = std::size_t(4) << 20;
+  for (std::size_t at = 0; at < in.size(); at += piece) {
+    auto part = in.substr(at, piece);
+    const std::size_t start = out.size();
+    out.resize(start + part.size() / 4 * 3);
+    int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data() + start),
+                            reinterpret_cast<const unsigned char*>(part.data()), int(part.size()));
+    if (n < 0) return false;
+    out.resize(start + std::size_t(n));
+  }
+  out.resize(out.size() - pad);
   return true;
 }
 

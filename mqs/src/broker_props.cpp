@@ -7,6 +7,9 @@ namespace dde::mqs {
 namespace {
 
 constexpr char compact_mark = '~';
+// base64url of a fixed 16 bytes, written out rather than through OpenSSL's EVP_EncodeBlock and
+// EVP_DecodeBlock (as dde::base64_encode is): host_message_id runs for every delivery, and through
+// EVP (the alphabet swapped, the padding added and checked) it took 79 ns a call here against 40.
 constexpr std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 constexpr std::string_view hex = "0123456789abcdef";
 constexpr std::size_t uuid_text = 36, compact_text = 1 + 22;

@@ -34,9 +34,11 @@ TEST(BrokerProps, AnyOtherIdIsLeftAsItIsBothWays) {
                          "5f0c2a8e-1b7d-4c7e-9a51+3f6d2b9e8c11"})                 // a dash missing
     EXPECT_EQ(broker_message_id(id), id);
   // Another publisher's ids that are not a compacted UUID: wrong length, no mark, a character
-  // outside base64url, padding bits set.
+  // outside base64url (standard base64's own two, whitespace that a base64 decoder would skip),
+  // padding bits set.
   for (std::string id : {"~AAAAAAAAAAAAAAAAAAAAA", "~AAAAAAAAAAAAAAAAAAAAAAA", "xAAAAAAAAAAAAAAAAAAAAAA",
-                         "~AAAAAAAAAAAAAAAAAAAAA+", "~AAAAAAAAAAAAAAAAAAAAAB", "shortuuid-22-chars-abc"})
+                         "~AAAAAAAAAAAAAAAAAAAAA+", "~AAAAAAAAAA/AAAAAAAAAAA", "~ AAAAAAAAAAAAAAAAAAAAA",
+                         "~AAAAAAAAAAAAAAAAAAAAA\n", "~AAAAAAAAAAAAAAAAAAAAAB", "shortuuid-22-chars-abc"})
     EXPECT_EQ(host_message_id(id), id);
 }
 
