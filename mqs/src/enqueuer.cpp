@@ -69,7 +69,7 @@ std::optional<std::chrono::milliseconds> enqueuer::turn() {
     if (session_ && (readable_ || session_->buffered())) read_frames();
     if (session_) confirms_overdue();
   }
-  flush_replies();
+  replies_.send(flow_, counted_);
   if (stopping) {
     // What the hosts handed over is published and confirmed if the broker lets us, briefly.
     if (!drain_until_) drain_until_ = now() + std::chrono::seconds(3);
@@ -175,8 +175,7 @@ void enqueuer::connect() {
 void enqueuer::lost(const std::string& why) {
   thread_.socket_fd = -1;
   node_.store(-1);
-  refusing_since_.reset();
-  blocked_ = false;
+  confirms_.connection_lost();
   // A cluster's next node first: the one this connection was on may be down.
   if (session_) params_.first_node = next_node(session_->node_index(), params_.nodes.size());
   if (session_) session_->mark_broken();
@@ -185,7 +184,7 @@ void enqueuer::lost(const std::string& why) {
   unsent_.clear();
   count_unsent();
   connected_ = false;
-  declared_.clear();
+  declared_.until.clear();
   // Whatever the broker had not confirmed is published again (duplicates are allowed, loss is not),
   // marked: the broker may have stored the first copy.
   auto again = unconfirmed_.reset();
@@ -216,7 +215,7 @@ void enqueuer::publish_some() {
     if (session_ && !pending_confirmed_.empty() && unconfirmed_.size() < cfg_.confirm_window) {
       any = true;
       if (publish(pending_confirmed_.front())) {
-        if (unconfirmed_.size() == 0) last_settled_ = now();  // the wait for a confirm starts
+        if (unconfirmed_.size() == 0) confirms_.waiting(now());
         unconfirmed_.published(std::move(pending_confirmed_.front()));
         pending_confirmed_.pop_front();
       }
@@ -292,7 +291,7 @@ bool enqueuer::refuse_front(delivery_mode mode, const std::string& error) {
 
 bool enqueuer::ensure_declared(const outgoing_message& msg, std::string& error) {
   auto t = now();
-  if (auto it = declared_.find(msg.topic); it != declared_.end() && t < it->second) return true;
+  if (auto it = declared_.until.find(msg.topic); it != declared_.until.end() && t < it->second) return true;
   std::vector<queue_spec> specs;
   if (auto dl = dead_letter_spec_for(msg.topic, msg.mode, cfg_.quorum)) specs.push_back(*dl);
   specs.push_back(spec_for(msg.topic, msg.mode, cfg_.quorum));
@@ -313,18 +312,18 @@ bool enqueuer::ensure_declared(const outgoing_message& msg, std::string& error) 
       log()->error("{}", error);
       return false;
     }
-    if (existing && warned_.insert(spec.name).second)
+    if (existing && declared_.warned.insert(spec.name).second)
       log()->warn("queue {} exists with other arguments than the MQS would give it for {}: using it as it is",
                   spec.name, to_string(msg.mode));
   }
-  declared_[msg.topic] = t + redeclare_after;
+  declared_.until[msg.topic] = t + redeclare_after;
   return true;
 }
 
 void enqueuer::refuse(outgoing_message&& msg, const std::string& error) {
   if (msg.mode != delivery_mode::at_least_once) log()->warn("dropped a message to {}: {}", msg.topic, error);
   flow_.remove(1, msg.body.size());
-  if (msg.mode == delivery_mode::at_least_once) refused_.emplace_back(std::move(msg), error);
+  if (msg.mode == delivery_mode::at_least_once) replies_.refused(std::move(msg), error);
 }
 
 void enqueuer::read_frames() {

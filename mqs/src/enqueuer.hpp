@@ -22,6 +22,7 @@
 #include "amqp_session.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/confirm_tracker.hpp"
+#include "dde/mqs/confirm_watch.hpp"
 #include "dde/mqs/deadlines.hpp"
 #include "dde/mqs/flow_control.hpp"
 #include "dde/mqs/publish_frames.hpp"
@@ -31,7 +32,9 @@
 #include "exit_latch.hpp"
 #include "inbox.hpp"
 #include "mqs_metrics.hpp"
+#include "outgoing_message.hpp"
 #include "pause_publisher.hpp"
+#include "publish_replies.hpp"
 
 namespace boost::asio {
 class io_context;
@@ -40,19 +43,6 @@ class io_context;
 namespace dde::mqs {
 
 class strand_loop;
-
-/// One message a host enqueued.
-struct outgoing_message {
-  std::shared_ptr<net::ws_connection> conn;  ///< where its confirm or reject goes
-  std::string topic;
-  delivery_mode mode = delivery_mode::at_least_once;
-  std::uint64_t seq = 0;  ///< the host's number (at-least-once)
-  std::string body;
-  message_props props;
-  /// The MQS's own message (a lease copy, a dead letter; no `conn`): called on the enqueuer's
-  /// thread with true once the broker confirmed it, false if it was refused.
-  std::function<void(bool)> settled;
-};
 
 /// A host asked how many messages wait in `topic` (answered with a `depth` record on `conn`).
 struct depth_query {
@@ -99,10 +89,6 @@ class enqueuer {
 
  private:
   using clock = std::chrono::steady_clock;
-  /// Nacks for this long, no pause between them longer than refusing_pause, and the publishing
-  /// connection is replaced.
-  static constexpr std::chrono::milliseconds refusing_limit{2000};
-  static constexpr std::chrono::milliseconds refusing_pause{1000};
   /// The publishing connection's channels: at-least-once (in confirm mode), the rest, and declares.
   static constexpr std::uint16_t confirm_channel = 1, transient_channel = 2, declare_channel = 3;
   void run();
@@ -132,7 +118,6 @@ class enqueuer {
   /// Messages the broker nacked go out again after 200 ms, in the order they were first published.
   void retry_nacked(std::vector<outgoing_message> nacked);
   void refuse(outgoing_message&& msg, const std::string& error);
-  void flush_replies();
   bool can_publish() const;
   void take_due_retries();
   void publish_pauses();
@@ -167,15 +152,7 @@ class enqueuer {
   /// The loop's timed work: (re)connecting, and reading the socket whatever its watch says (sweep).
   enum class timer { connect, sweep, count };
   deadlines<timer> timers_;
-  /// Since when the broker has been nacking publishes (none: no nack lately), and its last nack.
-  std::optional<clock::time_point> refusing_since_;
-  clock::time_point last_nack_{};
-  /// When the broker last settled a publish, or the first of those now unconfirmed went out.
-  clock::time_point last_settled_{};
-  /// The broker blocks publishing (memory or disk alarm): confirms cannot come.
-  bool blocked_ = false;
-  /// Connections replaced in a row because confirms were overdue, none confirming since.
-  int overdue_in_a_row_ = 0;
+  confirm_watch confirms_{cfg_.confirm_timeout};
   /// Replaces the connection when confirms are overdue (config::confirm_timeout).
   void confirms_overdue();
   /// The socket may hold frames (confirms, heartbeats, a close): its watch said so, a new
@@ -190,11 +167,13 @@ class enqueuer {
   /// again after a pause, never refused to the host: at-least-once does not drop.
   std::deque<std::pair<clock::time_point, outgoing_message>> retry_;
   confirm_tracker<outgoing_message> unconfirmed_;
-  std::unordered_map<std::string, clock::time_point> declared_;  ///< topic -> redeclare after
-  std::unordered_set<std::string> warned_;
-  std::vector<outgoing_message> confirmed_;
+  /// Topics whose queues were declared, until when that holds; queues found with other arguments.
+  struct declared_queues {
+    std::unordered_map<std::string, clock::time_point> until;
+    std::unordered_set<std::string> warned;
+  } declared_;
+  publish_replies replies_;
   topic_counter_cache counted_;  ///< this thread's topic counters (every publish counts)
-  std::vector<std::pair<outgoing_message, std::string>> refused_;
 };
 
 }  // namespace dde::mqs

@@ -3,11 +3,7 @@
 #include <malloc.h>
 
 #include "dde/log.hpp"
-#include "dde/mqs/batch_reader.hpp"
-#include "dde/mqs/pause_broadcast.hpp"
 #include "dde/protocol/mqs_records.hpp"
-#include "dde/protocol/mqs_request.hpp"
-#include "dde/wire/record.hpp"
 #include "mqs_metrics.hpp"
 
 namespace dde::mqs {
@@ -17,13 +13,6 @@ std::shared_ptr<spdlog::logger> log() {
   static auto l = dde::logger("mqs");
   return l;
 }
-
-template <class... F>
-struct overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-overloaded(F...) -> overloaded<F...>;
 
 }  // namespace
 
@@ -131,160 +120,6 @@ void service::on_close(const std::shared_ptr<net::ws_connection>& conn, const st
     log()->info("host {} ({}) at {} disconnected: {}", s->system, s->instance, conn->remote(), reason);
   else
     log()->debug("connection {} from {} closed: {}", conn->id(), conn->remote(), reason);
-}
-
-void service::on_message(const std::shared_ptr<net::ws_connection>& conn, std::string data, bool binary) {
-  if (!binary) {
-    conn->send(text_error("text messages are not part of the protocol: send binary record batches"), false);
-    return;
-  }
-  auto s = find(conn->id());
-  if (!s) return;
-
-  std::string reply;
-  std::vector<outgoing_message> enqueues;
-  std::vector<dequeue_command> commands;
-  std::vector<pause_broadcast> pauses;
-  std::vector<depth_query> depths;
-  std::size_t enqueued_bytes = 0;
-  bool close_after = false;
-  std::size_t errors = 0;
-  std::string first_error;
-  auto refuse = [&](batch_entry& e, const std::string& error, std::optional<std::uint64_t> seq) {
-    if (errors++ == 0) first_error = error;
-    if (seq) append_reject(reply, std::span<const std::uint64_t>(&*seq, 1), error);
-    append_error(reply, error, e.index, &e.header());
-  };
-
-  batch_reader reader(data, cfg_.max_message);
-  batch_entry e;
-  while (!close_after && reader.next(e)) {
-    if (!e.error.empty()) {  // the header is JSON or not; an enqueue's seq is rejected
-      bool is_enqueue = false;
-      if (auto& h = e.header(); !h.is_discarded() && h.is_object())
-        if (auto a = h.find("action"); a != h.end() && a->is_string()) is_enqueue = *a == "enqueue";
-      refuse(e, e.error, is_enqueue ? enqueue_seq(e.header()) : std::nullopt);
-      continue;
-    }
-    auto parsed =
-        e.enqueue ? parsed_request{request(std::move(*e.enqueue)), {}, {}} : parse_request(e.header());
-    if (!parsed.req) {
-      refuse(e, parsed.error, parsed.reject_seq);
-      continue;
-    }
-    if (!s->hello && !std::holds_alternative<hello_request>(*parsed.req)) {
-      auto* q = std::get_if<enqueue_request>(&*parsed.req);
-      refuse(e, "the first record must be a hello", q ? q->seq : std::nullopt);
-      continue;
-    }
-    std::visit(
-        overloaded{
-            [&](hello_request& h) {
-              if (h.protocol != wire::protocol_version) {
-                append_error(reply,
-                             "protocol " + std::to_string(h.protocol) +
-                                 " is not supported: this MQS speaks " +
-                                 std::to_string(wire::protocol_version),
-                             e.index, &e.header());
-                close_after = true;
-                return;
-              }
-              if (s->hello) {
-                append_error(reply, "hello was already received on this connection", e.index, &e.header());
-                return;
-              }
-              s->hello = true;
-              s->binary_deliver = h.binary_deliver;
-              s->system = h.system;
-              s->instance = h.instance;
-              append_welcome(reply, id_, h.binary_deliver);
-              log()->info("host {} ({}) connected from {}", h.system, h.instance, conn->remote());
-            },
-            [&](enqueue_request& q) {
-              if (q.mode != delivery_mode::at_least_once && flow_.full() && !enqueuer_.connected()) {
-                auto n = ++dropped_;
-                if ((n & (n - 1)) == 0)  // 1, 2, 4, 8...: the count without flooding the log
-                  log()->warn("broker unreachable and enqueue backlog full: dropped {} {} message(s) so far",
-                              n, to_string(q.mode));
-                return;
-              }
-              enqueued_bytes += e.body.size();
-              enqueues.push_back(outgoing_message{conn,
-                                                  std::move(q.topic),
-                                                  q.mode,
-                                                  q.seq.value_or(0),
-                                                  std::string(e.body),
-                                                  std::move(q.props),
-                                                  {}});
-            },
-            [&](pull_request& p) {
-              dequeue_command c;
-              c.what = dequeue_command::kind::pull;
-              c.conn = conn;
-              c.topic = std::move(p.topic);
-              c.mode = p.mode;
-              c.credit = p.credit;
-              c.consumers = p.consumers;
-              c.binary_deliver = s->binary_deliver;
-              c.record = e.index;
-              commands.push_back(std::move(c));
-            },
-            [&](ack_request& a) {
-              dequeue_command c;
-              c.what = dequeue_command::kind::ack;
-              c.conn = conn;
-              c.tags = std::move(a.tags);
-              commands.push_back(std::move(c));
-            },
-            [&](nack_request& n) {
-              dequeue_command c;
-              c.what = dequeue_command::kind::nack;
-              c.conn = conn;
-              c.tags = std::move(n.tags);
-              c.requeue = n.requeue;
-              commands.push_back(std::move(c));
-            },
-            [&](cancel_request& k) {
-              dequeue_command c;
-              c.what = dequeue_command::kind::cancel;
-              c.conn = conn;
-              c.topic = std::move(k.topic);
-              commands.push_back(std::move(c));
-            },
-            [&](depth_request& d) {
-              depths.push_back(depth_query{conn, std::move(d.topic)});
-            },
-            [&](pause_request& p) {
-              log()->info("host {} ({}) pauses {} for {} ms: {}", s->system, s->instance, p.topic, p.ms,
-                          p.reason.substr(0, 200));
-              dequeue_command c;
-              c.what = dequeue_command::kind::pause;
-              c.conn = conn;
-              c.topic = p.topic;
-              c.pause_ms = std::chrono::milliseconds(p.ms);
-              c.reason = p.reason;
-              c.origin = id_ + "/" + s->instance;
-              pauses.push_back(pause_broadcast{std::move(p.topic), p.ms, epoch_ms_now() + p.ms,
-                                               std::move(p.reason), c.origin, id_});
-              commands.push_back(std::move(c));
-            },
-        },
-        *parsed.req);
-  }
-
-  if (!enqueues.empty()) {
-    flow_.add(enqueues.size(), enqueued_bytes);
-    enqueuer_.submit(std::move(enqueues));
-    flow_.pause_if_full(conn);
-  }
-  if (!commands.empty()) dequeuer_.submit(std::move(commands));
-  // After the hosts of this MQS (above): they must not wait for the broker, which may be down.
-  for (auto& p : pauses) enqueuer_.broadcast(std::move(p));
-  if (!depths.empty()) enqueuer_.ask_depth(std::move(depths));
-  if (errors && log()->should_log(spdlog::level::debug))
-    log()->debug("{} bad record(s) from {} ({}): first: {}", errors, conn->remote(), s->system, first_error);
-  if (!reply.empty()) conn->send(std::move(reply), true);
-  if (close_after) conn->close("protocol mismatch");
 }
 
 }  // namespace dde::mqs

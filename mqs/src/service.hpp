@@ -45,6 +45,8 @@ class service : public net::ws_handler {
     std::string instance;
   };
   std::shared_ptr<session> find(std::uint64_t id);
+  /// One binary message of a host (service_batch.cpp).
+  struct batch;
 
   config cfg_;
   std::string id_;  ///< this MQS process, sent in `welcome`

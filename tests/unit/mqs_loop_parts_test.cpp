@@ -1,5 +1,6 @@
-// The dequeuer's components, each on its own: the links it opens off its loop (link_opener), its
-// channel table, and the hosts' outboxes; over the fake broker, run on the test's thread.
+// The broker loops' components, each on its own: the links the dequeuer opens off its loop
+// (link_opener), its channel table and the hosts' outboxes; what goes back of the enqueuer's settled
+// publishes (publish_replies). Over the fake broker, run on the test's thread.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -12,6 +13,7 @@
 #include "fake_amqp_session.hpp"
 #include "host_outboxes.hpp"
 #include "link_opener.hpp"
+#include "publish_replies.hpp"
 #include "recording_connection.hpp"
 
 namespace dde::mqs {
@@ -216,6 +218,61 @@ TEST(HostOutboxes, RoomEndsWhereThisTurnsRecordsReachTheLimit) {
   hosts.records(1)->append(10, 'x');
   EXPECT_TRUE(hosts.has_room(1, 11));
   EXPECT_FALSE(hosts.has_room(1, 10));
+}
+
+outgoing_message from(const std::shared_ptr<net::ws_connection>& conn, std::uint64_t seq, std::string body) {
+  return outgoing_message{conn, "a.b", delivery_mode::at_least_once, seq, std::move(body), {}, {}};
+}
+
+TEST(PublishReplies, EachHostGetsItsConfirmsAndRejectsInOneMessage) {
+  auto a = std::make_shared<dde::testing::recording_connection>(1);
+  auto b = std::make_shared<dde::testing::recording_connection>(2);
+  flow_control flow(100, 1000);
+  flow.add(3, 6);
+  metrics_registry registry;
+  mqs_metrics metrics(registry);
+  topic_counter_cache counted(metrics);
+  publish_replies replies;
+  replies.confirmed().push_back(from(a, 1, "xx"));
+  replies.confirmed().push_back(from(b, 7, "yy"));
+  replies.confirmed().push_back(from(a, 2, "zz"));
+  replies.refused(from(a, 3, "w"), "cannot declare queue a.b: 403");
+  replies.send(flow, counted);
+  EXPECT_EQ(flow.messages(), 0u);  // the confirmed left the flow (refuse() takes the refused out)
+  EXPECT_EQ(flow.bytes(), 0u);
+  ASSERT_EQ(a->sent.size(), 1u);
+  auto to_a = a->take();
+  ASSERT_EQ(to_a.size(), 2u);
+  EXPECT_EQ(to_a[0].header["action"], "confirm");
+  EXPECT_EQ(to_a[0].header["seqs"], nlohmann::json::array({1, 2}));
+  EXPECT_EQ(to_a[1].header["action"], "reject");
+  EXPECT_EQ(to_a[1].header["seqs"], nlohmann::json::array({3}));
+  EXPECT_EQ(to_a[1].header["error"], "cannot declare queue a.b: 403");
+  auto to_b = b->take();
+  ASSERT_EQ(to_b.size(), 1u);
+  EXPECT_EQ(to_b[0].header["seqs"], nlohmann::json::array({7}));
+  replies.send(flow, counted);  // sent once
+  EXPECT_TRUE(a->sent.empty());
+  EXPECT_TRUE(b->sent.empty());
+}
+
+TEST(PublishReplies, TheMqssOwnMessagesAreToldByTheirCallbacks) {
+  flow_control flow(100, 1000);
+  flow.add(1, 1);
+  metrics_registry registry;
+  mqs_metrics metrics(registry);
+  topic_counter_cache counted(metrics);
+  publish_replies replies;
+  std::vector<bool> told;
+  auto own = [&] {
+    auto m = from(nullptr, 0, "x");
+    m.settled = [&](bool ok) { told.push_back(ok); };
+    return m;
+  };
+  replies.confirmed().push_back(own());
+  replies.refused(own(), "no");
+  replies.send(flow, counted);
+  EXPECT_EQ(told, (std::vector<bool>{true, false}));
 }
 
 }  // namespace
