@@ -7,14 +7,11 @@
 #include "mqs_metrics.hpp"
 
 namespace dde::mqs {
-namespace {
 
-std::shared_ptr<spdlog::logger> log() {
+spdlog::logger& service::log() {
   static auto l = dde::logger("mqs");
-  return l;
+  return *l;
 }
-
-}  // namespace
 
 service::service(const config& cfg)
     : cfg_(cfg),
@@ -99,7 +96,7 @@ void service::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     std::lock_guard lock(mutex_);
     sessions_[conn->id()] = std::make_shared<session>();
   }
-  log()->debug("host connected from {} (connection {})", conn->remote(), conn->id());
+  log().debug("host connected from {} (connection {})", conn->remote(), conn->id());
 }
 
 void service::on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) {
@@ -117,9 +114,9 @@ void service::on_close(const std::shared_ptr<net::ws_connection>& conn, const st
   cmds[0].conn = conn;
   dequeuer_.submit(std::move(cmds));
   if (s && s->hello)
-    log()->info("host {} ({}) at {} disconnected: {}", s->system, s->instance, conn->remote(), reason);
+    log().info("host {} ({}) at {} disconnected: {}", s->system, s->instance, conn->remote(), reason);
   else
-    log()->debug("connection {} from {} closed: {}", conn->id(), conn->remote(), reason);
+    log().debug("connection {} from {} closed: {}", conn->id(), conn->remote(), reason);
 }
 
 }  // namespace dde::mqs

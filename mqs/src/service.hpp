@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "dde/log.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/flow_control.hpp"
 #include "dde/net/ops_endpoints.hpp"
@@ -45,6 +46,8 @@ class service : public net::ws_handler {
     std::string instance;
   };
   std::shared_ptr<session> find(std::uint64_t id);
+  /// The "mqs" logger (looked up once).
+  static spdlog::logger& log();
   /// One binary message of a host (service_batch.cpp).
   struct batch;
 

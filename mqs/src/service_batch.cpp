@@ -11,15 +11,6 @@
 #include "service.hpp"
 
 namespace dde::mqs {
-namespace {
-
-std::shared_ptr<spdlog::logger> log() {
-  static auto l = dde::logger("mqs");
-  return l;
-}
-
-}  // namespace
-
 struct service::batch {
   batch(service& svc, session& s, const std::shared_ptr<net::ws_connection>& conn)
       : svc(svc), s(s), conn(conn) {}
@@ -108,15 +99,15 @@ void service::batch::operator()(hello_request& h) {
   s.system = h.system;
   s.instance = h.instance;
   append_welcome(reply, svc.id_, h.binary_deliver);
-  log()->info("host {} ({}) connected from {}", h.system, h.instance, conn->remote());
+  log().info("host {} ({}) connected from {}", h.system, h.instance, conn->remote());
 }
 
 void service::batch::operator()(enqueue_request& q) {
   if (q.mode != delivery_mode::at_least_once && svc.flow_.full() && !svc.enqueuer_.connected()) {
     auto n = ++svc.dropped_;
     if ((n & (n - 1)) == 0)  // 1, 2, 4, 8...: the count without flooding the log
-      log()->warn("broker unreachable and enqueue backlog full: dropped {} {} message(s) so far", n,
-                  to_string(q.mode));
+      log().warn("broker unreachable and enqueue backlog full: dropped {} {} message(s) so far", n,
+                 to_string(q.mode));
     return;
   }
   enqueued_bytes += e.body.size();
@@ -155,8 +146,8 @@ void service::batch::operator()(cancel_request& k) {
 }
 
 void service::batch::operator()(pause_request& p) {
-  log()->info("host {} ({}) pauses {} for {} ms: {}", s.system, s.instance, p.topic, p.ms,
-              p.reason.substr(0, 200));
+  log().info("host {} ({}) pauses {} for {} ms: {}", s.system, s.instance, p.topic, p.ms,
+             p.reason.substr(0, 200));
   auto c = command(dequeue_command::kind::pause);
   c.topic = p.topic;
   c.pause_ms = std::chrono::milliseconds(p.ms);
@@ -177,8 +168,8 @@ void service::batch::hand_over() {
   // After the hosts of this MQS (above): they must not wait for the broker, which may be down.
   for (auto& p : pauses) svc.enqueuer_.broadcast(std::move(p));
   if (!depths.empty()) svc.enqueuer_.ask_depth(std::move(depths));
-  if (errors && log()->should_log(spdlog::level::debug))
-    log()->debug("{} bad record(s) from {} ({}): first: {}", errors, conn->remote(), s.system, first_error);
+  if (errors && log().should_log(spdlog::level::debug))
+    log().debug("{} bad record(s) from {} ({}): first: {}", errors, conn->remote(), s.system, first_error);
   if (!reply.empty()) conn->send(std::move(reply), true);
   if (close_after) conn->close("protocol mismatch");
 }

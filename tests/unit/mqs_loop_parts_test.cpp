@@ -224,15 +224,20 @@ outgoing_message from(const std::shared_ptr<net::ws_connection>& conn, std::uint
   return outgoing_message{conn, "a.b", delivery_mode::at_least_once, seq, std::move(body), {}, {}};
 }
 
-TEST(PublishReplies, EachHostGetsItsConfirmsAndRejectsInOneMessage) {
+/// The enqueuer's flow and counters that publish_replies::send settles into.
+class PublishReplies : public ::testing::Test {
+ protected:
+  flow_control flow{100, 1000};
+  metrics_registry registry;
+  mqs_metrics metrics{registry};
+  topic_counter_cache counted{metrics};
+  publish_replies replies;
+};
+
+TEST_F(PublishReplies, EachHostGetsItsConfirmsAndRejectsInOneMessage) {
   auto a = std::make_shared<dde::testing::recording_connection>(1);
   auto b = std::make_shared<dde::testing::recording_connection>(2);
-  flow_control flow(100, 1000);
   flow.add(3, 6);
-  metrics_registry registry;
-  mqs_metrics metrics(registry);
-  topic_counter_cache counted(metrics);
-  publish_replies replies;
   replies.confirmed().push_back(from(a, 1, "xx"));
   replies.confirmed().push_back(from(b, 7, "yy"));
   replies.confirmed().push_back(from(a, 2, "zz"));
@@ -256,13 +261,8 @@ TEST(PublishReplies, EachHostGetsItsConfirmsAndRejectsInOneMessage) {
   EXPECT_TRUE(b->sent.empty());
 }
 
-TEST(PublishReplies, TheMqssOwnMessagesAreToldByTheirCallbacks) {
-  flow_control flow(100, 1000);
+TEST_F(PublishReplies, TheMqssOwnMessagesAreToldByTheirCallbacks) {
   flow.add(1, 1);
-  metrics_registry registry;
-  mqs_metrics metrics(registry);
-  topic_counter_cache counted(metrics);
-  publish_replies replies;
   std::vector<bool> told;
   auto own = [&] {
     auto m = from(nullptr, 0, "x");
