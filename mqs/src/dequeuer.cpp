@@ -319,12 +319,13 @@ void dequeuer::reject(const broker_ref& ref, bool requeue) {
 
 void dequeuer::deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
                        const std::string& body, const message_props& props) {
-  auto* out = hosts_.records(client);
+  deliver_header form;
+  auto* out = hosts_.records(client, form);
   if (!out) return;
   auto& counted = counted_(topic);
   counted.consumed.add();
   if (redelivered) counted.redelivered.add();
-  append_deliver(*out, topic, tag, redelivered, body, props, hosts_.form(client));
+  append_deliver(*out, topic, tag, redelivered, body, props, form);
 }
 
 bool dequeuer::can_deliver(client_id client) {

@@ -9,15 +9,16 @@ void host_outboxes::pulled(client_id host, const std::shared_ptr<net::ws_connect
 }
 
 std::string* host_outboxes::records(client_id host) {
+  deliver_header form;
+  return records(host, form);
+}
+
+std::string* host_outboxes::records(client_id host, deliver_header& form) {
   auto it = hosts_.find(host);
   if (it == hosts_.end()) return nullptr;
   if (it->second.out.empty()) dirty_.push_back(host);
+  form = it->second.form;
   return &it->second.out;
-}
-
-deliver_header host_outboxes::form(client_id host) const {
-  auto it = hosts_.find(host);
-  return it == hosts_.end() ? deliver_header::json : it->second.form;
 }
 
 bool host_outboxes::has_room(client_id host, std::size_t max_bytes) const {

@@ -24,8 +24,8 @@ class host_outboxes {
   void forget(client_id host) { hosts_.erase(host); }
   /// The records `host` gets at the end of this turn; nullptr for a host that never pulled.
   std::string* records(client_id host);
-  /// How `host` reads `deliver` headers.
-  deliver_header form(client_id host) const;
+  /// The same, with how `host` reads `deliver` headers, in one lookup (every delivery asks).
+  std::string* records(client_id host, deliver_header& form);
   /// Whether more may be queued for `host`: it is gone (nothing will be), or what its socket holds
   /// and this turn's records are under `max_bytes` (a host that does not read its socket gets no
   /// more than about one WebSocket message queued).

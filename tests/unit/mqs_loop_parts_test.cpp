@@ -185,8 +185,11 @@ TEST(HostOutboxes, EachHostGetsItsTurnsRecordsAsOneMessage) {
   auto b = std::make_shared<dde::testing::recording_connection>(2);
   hosts.pulled(1, a, false);
   hosts.pulled(2, b, true);
-  EXPECT_EQ(hosts.form(1), deliver_header::json);
-  EXPECT_EQ(hosts.form(2), deliver_header::binary);
+  deliver_header form = deliver_header::binary;
+  ASSERT_NE(hosts.records(1, form), nullptr);
+  EXPECT_EQ(form, deliver_header::json);
+  ASSERT_NE(hosts.records(2, form), nullptr);
+  EXPECT_EQ(form, deliver_header::binary);
   append_pause(*hosts.records(1), "a.b", 100, "busy", "m/1");
   append_pause(*hosts.records(1), "a.c", 100, "busy", "m/1");
   hosts.send();
