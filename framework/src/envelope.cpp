@@ -2,8 +2,6 @@
 
 #include <openssl/evp.h>
 
-#include <cctype>
-
 #include "dde/trace.hpp"
 #include "dde/wire/fast_json.hpp"
 
@@ -31,6 +29,7 @@ std::string valid_traceparent(std::string tp) {
 
 std::string base64_encode(std::string_view in) {
   std::string out;
+  out.reserve((in.size() + 2) / 3 * 4 + 1);
   // EVP_EncodeBlock takes an int length: a larger input goes in pieces of whole 3-byte groups.
   constexpr std::size_t piece = std::size_t(3) << 20;
   for (std::size_t at = 0; at < in.size(); at += piece) {
@@ -51,8 +50,10 @@ bool base64_decode(std::string_view in, std::string& out) {
   std::size_t pad = 0;
   while (pad < 2 && pad < in.size() && in[in.size() - 1 - pad] == '=') ++pad;
   for (std::size_t i = 0; i + pad < in.size(); ++i) {
-    auto c = static_cast<unsigned char>(in[i]);
-    if (!std::isalnum(c) && c != '+' && c != '/') return false;
+    char c = in[i];  // ASCII, whatever the locale
+    bool alphabet =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
+    if (!alphabet) return false;
   }
   out.clear();
   constexpr std::size_t piece = std::size_t(4) << 20;

@@ -126,6 +126,12 @@ class dequeuer : private dispatcher_port {
     std::optional<std::size_t> first_node;
   };
   void run();
+  /// The next turn takes from the inbox and the opener whether or not a poll saw their eventfds
+  /// (no poll ran, or it was interrupted).
+  void take_inboxes_next_turn() {
+    inbox_.saw(true);
+    opener_.saw(true);
+  }
   /// Turns the loop, sleeping in wait() between turns, until a turn says it was the last: the
   /// thread's loop, and the last turns of an asio loop whose io_context has stopped.
   void run_turns();

@@ -24,8 +24,7 @@ struct dequeuer::asio_loop {
 
   void run_turn() {
     // Nobody polls the inbox's eventfds here: taking from them costs a lock, no syscall.
-    d.inbox_.saw(true);
-    d.opener_.saw(true);
+    d.take_inboxes_next_turn();
     auto wake_at = d.turn();
     if (!wake_at) return finish();
     arm(*wake_at);

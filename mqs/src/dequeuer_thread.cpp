@@ -33,10 +33,7 @@ void dequeuer::run() {
 void dequeuer::run_turns() {
   for (;;) {
     // On an io_context the inboxes' eventfds are not written (their notify stands for them).
-    if (asio_) {
-      inbox_.saw(true);
-      opener_.saw(true);
-    }
+    if (asio_) take_inboxes_next_turn();
     auto wake_at = turn();
     if (!wake_at) return;
     wait(*wake_at);
@@ -72,8 +69,7 @@ void dequeuer::wait(clock::time_point wake_at) {
   int timeout_ms = int(
       std::clamp<long long>(std::chrono::ceil<std::chrono::milliseconds>(wake_at - now()).count(), 0, 1000));
   if (::poll(fds.data(), fds.size(), timeout_ms) < 0) {  // EINTR: everything is read next turn
-    inbox_.saw(true);
-    opener_.saw(true);
+    take_inboxes_next_turn();
     return;
   }
   inbox_.saw(fds[0].revents != 0);
