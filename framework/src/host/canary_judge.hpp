@@ -2,7 +2,7 @@
 // The verdict on a canary (canary hot deployment): the messages the new version and the old one
 // finished and failed since the canary began, and, once its window passed and enough messages went to
 // the canary, whether it takes the whole pool or is rolled back. Plain logic over explicit time
-// points: the router (router_canary.cpp) swaps the workers; unit-tested directly.
+// points: the pool (host/hot_swap) swaps the workers; unit-tested directly.
 
 #include <chrono>
 #include <cstdint>

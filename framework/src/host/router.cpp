@@ -32,19 +32,17 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
                   : 0),
       watch_(*clock_, strand_, spec_.ping_after, spec_.pong_timeout, *this),
       gate_(std::make_shared<rate_gate>(spec_.rate_messages, spec_.rate_per, spec_.max_in_flight)),
-      source_(spec_, *this,
-              [this](plugin_source::fetch_done fn) -> plugin_source::fetch_done {
-                // Only a weak reference waits with the download: the fetcher belongs to the router.
-                return [weak = weak_from_this(), fn = std::move(fn)](fetch_result fetched) {
-                  auto self = weak.lock();
-                  if (!self) return;
-                  boost::asio::post(self->strand_, [self, fn, fetched = std::move(fetched)]() mutable {
-                    fn(std::move(fetched));
-                  });
-                };
-              }),
-      versions_(topic_),
-      canary_(*clock_, strand_, spec_, versions_, *this),
+      hot_(*clock_, strand_, spec_, *this,
+           [this](plugin_source::fetch_done fn) -> plugin_source::fetch_done {
+             // Only a weak reference waits with the download: the fetcher belongs to the router.
+             return [weak = weak_from_this(), fn = std::move(fn)](fetch_result fetched) {
+               auto self = weak.lock();
+               if (!self) return;
+               boost::asio::post(self->strand_, [self, fn, fetched = std::move(fetched)]() mutable {
+                 fn(std::move(fetched));
+               });
+             };
+           }),
       scaling_(*clock_, strand_, spec_, *this) {
   // Every per-pool series is there, at 0, from the pool's start: not only after its first message.
   auto& metrics = metrics_registry::process();
@@ -71,7 +69,7 @@ std::shared_ptr<cell> router::make_cell(std::size_t index, const std::shared_ptr
 }
 
 bool router::renew_slot(std::size_t index) {
-  auto c = make_cell(index, canary_.on(index) ? canary_.plugin() : plugin_);
+  auto c = make_cell(index, hot_.plugin_for(index));
   auto made = c->create();
   auto& s = slots_[index];
   if (!made) {
@@ -90,32 +88,25 @@ bool router::renew_slot(std::size_t index) {
 }
 
 void router::set_events(std::function<void(nlohmann::json)> events, std::string plugin_cache) {
-  source_.set_events(std::move(events), std::move(plugin_cache));
+  hot_.set_events(std::move(events), std::move(plugin_cache));
 }
 
-void router::set_fetch_options(fetch_options options) { source_.set_fetch_options(std::move(options)); }
+void router::set_fetch_options(fetch_options options) { hot_.set_fetch_options(std::move(options)); }
 
-void router::prepare(std::function<void(result<bool>)> ready) { source_.prepare(std::move(ready)); }
+void router::prepare(std::function<void(result<bool>)> ready) { hot_.prepare(std::move(ready)); }
 
 result<bool> router::start() {
-  bool any_local = false;
-  for (auto& path : spec_.workers_paths) any_local = any_local || path == "localhost";
-  if (any_local || spec_.scale.enabled()) {
-    // Remote workers load the plugin on their node; a local one must load here.
-    auto plugin = source_.load_first();
-    if (!plugin) return result<bool>::failure_of(plugin);
-    plugin_ = plugin.value();
-  }
-  if (plugin_) versions_.running(plugin_->object().md5());
-  for (auto& path : spec_.workers_paths)
-    if (path != "localhost") versions_.with_remote();
+  std::size_t remote = 0;
+  for (auto& path : spec_.workers_paths) remote += path != "localhost";
+  auto loaded = hot_.load(remote < spec_.workers_paths.size() || spec_.scale.enabled(), remote);
+  if (!loaded) return loaded;
   auto routing = routing_policy::make(spec_);
   if (!routing) return result<bool>::failure_of(routing);
   routing_ = std::move(routing.value());
   watch_.resize(spec_.workers_paths.size());
   for (std::size_t i = 0; i < spec_.workers_paths.size(); ++i) {
     const auto& path = spec_.workers_paths[i];
-    auto c = make_cell(i, plugin_);
+    auto c = make_cell(i, hot_.plugin());
     auto made = c->create();
     if (!made) {
       slots_.clear();
@@ -127,8 +118,7 @@ result<bool> router::start() {
     slots_.push_back(slot{std::move(c), {}, kill_phase::none, 0, false});
   }
   for (auto& s : slots_) s.worker->start();
-  // After a new version crashed the isolate system, the activator has it start from the last good one.
-  if (!spec_.crashed_md5.empty()) source_.refuse_crashed();
+  hot_.start();
   top_->attach(topic_, weak_from_this());
   // Pauses asked by a replica of this pool (or echoed back from our own) come through the MQS.
   top_->set_pause_handler(topic_,
@@ -138,10 +128,10 @@ result<bool> router::start() {
                           });
   logger("host.router")
       ->info("{}: {} worker(s) of {} (md5 {}), router {}, {}", spec_.addr().str(), slots_.size(), spec_.uri,
-             plugin_ ? plugin_->object().md5() : "remote", spec_.router_type, to_string(spec_.mode));
+             hot_.plugin() ? hot_.md5() : "remote", spec_.router_type, to_string(spec_.mode));
   boost::asio::post(strand_, [self = shared_from_this()] {
     self->request_credit();
-    if (self->spec_.hot_deployment && self->plugin_) self->watch_plugin();
+    self->hot_.poll();
     self->watch_.start();
     self->scaling_.start();
   });
@@ -151,9 +141,7 @@ result<bool> router::start() {
 void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> done) {
   boost::asio::post(strand_, [self = shared_from_this(), timeout, done = std::move(done)]() mutable {
     self->stopping_ = true;
-    self->source_.stop();
-    if (self->plugin_timer_) self->plugin_timer_->cancel();
-    self->canary_.stop();
+    self->hot_.stop();
     self->watch_.stop();
     self->asks_.stop();
     self->scaling_.stop();

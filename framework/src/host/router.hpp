@@ -7,8 +7,8 @@
 //   reply_race       first-reply-wins races (router_first_reply.cpp arms the tail-chopping timers)
 //   supervisor       what a worker's failure does (router_supervision.cpp applies it)
 //   worker_watch     the starvation guard's PING/PONG of quiet workers (router_supervision.cpp acts)
-//   plugin_source    hot deployment: new versions, downloads, refusals (router_hot_swap.cpp swaps cells)
-//   canary           canary hot deployment: its trial and verdict (router_canary.cpp swaps its slots)
+//   hot_swap         hot deployment and RESTART: the running version, its plugin source, the canary,
+//                    the swap of the slots' instances (through swap_host)
 //   pause_governor   rate-limit pauses of the pool and its replicas (router_governance.cpp)
 //   autoscaler       autoscaling by queue depth (router_scaling.cpp grows and shrinks the pool)
 //   asks             round trips of the asks its workers send
@@ -34,12 +34,11 @@
 #include "dde/protocol/pool_spec.hpp"
 #include "host/asks.hpp"
 #include "host/autoscaler.hpp"
-#include "host/canary.hpp"
 #include "host/clock.hpp"
 #include "host/held_messages.hpp"
+#include "host/hot_swap.hpp"
 #include "host/mqs_link.hpp"
 #include "host/pause_governor.hpp"
-#include "host/plugin_source.hpp"
 #include "host/pool_ops.hpp"
 #include "host/reply_race.hpp"
 #include "host/routing.hpp"
@@ -62,10 +61,9 @@ struct router_stats {
 
 class router : public cell_owner,
                public topic_sink,
-               private swap_target,
+               private swap_host,
                private scaling_target,
                private watched_pool,
-               private canary_pool,
                public std::enable_shared_from_this<router> {
  public:
   router(boost::asio::io_context& io, std::shared_ptr<mqs_link> link, pool_spec spec,
@@ -186,11 +184,11 @@ class router : public cell_owner,
   void give_back_held();
   void request_credit();
   /// A local worker cell (sharing the pool's throttle) or a proxy, for slot `index`.
-  std::shared_ptr<cell> make_cell(std::size_t index, const std::shared_ptr<worker_plugin>& plugin);
+  std::shared_ptr<cell> make_cell(std::size_t index, const std::shared_ptr<worker_plugin>& plugin) override;
   /// Puts a fresh instance in slot `index` (made, not started); false (and the slot down) if it cannot.
   bool renew_slot(std::size_t index);
   void check_drained();
-  bool busy() const { return stopping_ || swap_.swapping || restarting_pool_; }
+  bool busy() const { return stopping_ || hot_.swapping() || restarting_pool_; }
   // First reply wins (router_first_reply.cpp).
   void start_race(std::uint64_t delivery_id, delivery& d, const message& msg);
   void settle_copy(std::uint64_t delivery_id, delivery& d, bool failed);
@@ -215,31 +213,17 @@ class router : public cell_owner,
   void fail_current(std::size_t index, std::string why) override;
   void answered() override { request_credit(); }
   std::size_t slot_count() const override { return slots_.size(); }
-  // Hot deployment and RESTART (router_hot_swap.cpp).
-  /// What a swap does: a new version everywhere, a RESTART, or a step of a canary.
-  enum class swap_kind { version, restart, canary_in, promote, roll_back };
-  void watch_plugin();
-  /// A swap, a restart or a canary is under way: no new version now.
-  bool swap_busy() const override { return swap_.swapping || restarting_pool_ || canary_.judging(); }
-  std::shared_ptr<worker_plugin> running() const override { return plugin_; }
-  result<bool> swap_to(std::shared_ptr<worker_plugin> plugin) override;
-  /// Builds instances of `plugin` and starts swapping to them; an error (nothing changed) or success.
-  /// Killed workers stay down through a new version or a restart unless `revive_killed` (RESTART).
-  /// `only` (when not empty): the slots to swap, the others keep their instances.
-  result<bool> begin_swap(std::shared_ptr<worker_plugin> plugin, swap_kind kind, bool revive_killed = false,
-                          std::vector<bool> only = {});
-  void finish_swap();
-  void swap_in();
-  // The pool's side of canary hot deployment (router_canary.cpp; canary_pool).
-  result<bool> swap_slots(std::shared_ptr<worker_plugin> plugin, canary_pool::step s,
-                          std::vector<bool> only) override;
-  bool may_judge() const override { return !swap_.swapping && !restarting_pool_ && !stopping_; }
-  void trial_began() override { source_.canary_started(); }
-  void refuse(const std::string& md5, const std::string& why) override { source_.rolled_back(md5, why); }
+  // The slots as a swap changes them (router_control.cpp; swap_host).
+  std::string worker_id(std::size_t index) const override { return slots_[index].worker->id(); }
+  bool swaps(std::size_t index, bool revive_killed) const override;
+  void kill_instance(std::size_t index, std::function<void()> gone) override;
+  void install(std::size_t index, std::shared_ptr<cell> fresh) override;
+  void hold_messages(bool hold) override;
+  std::size_t in_flight() const override { return ledger_.total_in_flight(); }
+  bool stopping() const override { return stopping_; }
+  bool restarting() const override { return restarting_pool_; }
+  void restarted() override { ++stats_.restarts; }
   void later(std::function<void()> fn) override;
-  /// Counts a message (or copy) that ended on slot `index` under its version's md5 (and for the canary).
-  void count_version(std::size_t index, bool failed);
-  nlohmann::json describe_canary() const;
   /// describe()'s parts: the workers, the governance figures, the sub-pools, the latency percentiles.
   nlohmann::json describe_workers() const;
   nlohmann::json describe_governance() const;
@@ -267,7 +251,7 @@ class router : public cell_owner,
   // The pool's side of autoscaling (router_scaling.cpp; scaling_target).
   std::size_t active_workers() const override;
   std::size_t idle_workers() const override;
-  bool slots_changing() const override { return swap_busy(); }
+  bool slots_changing() const override { return hot_.busy(); }
   void grow(std::size_t n) override;
   void shrink(std::size_t n) override;
   void ask_depth(std::function<void(std::uint64_t, std::string)> answer) override;
@@ -281,7 +265,6 @@ class router : public cell_owner,
   pool_spec spec_;
   std::string topic_;
   std::shared_ptr<const pool_spec> shared_spec_;
-  std::shared_ptr<worker_plugin> plugin_;  ///< the version local workers run (null: remote workers only)
   std::unique_ptr<routing_policy> routing_;
   pool_ledger ledger_;
   std::vector<slot> slots_;
@@ -303,18 +286,7 @@ class router : public cell_owner,
   worker_watch watch_;
   std::shared_ptr<rate_gate> gate_;  ///< the pool's rate, in-flight limit and governance pause
   pause_governor governor_;
-  plugin_source source_;
-  std::unique_ptr<timer> plugin_timer_;
-  struct swap_state {
-    bool swapping = false;
-    bool killing = false;  ///< the old instances are being stopped
-    swap_kind kind = swap_kind::version;
-    clock::time_point started;
-    std::shared_ptr<worker_plugin> next_plugin;
-    std::vector<std::shared_ptr<cell>> next_cells;
-  } swap_;
-  version_meter versions_;
-  canary canary_;
+  hot_swap hot_;
   autoscaler scaling_;
   std::string state_ = "running";
   std::string last_error_;

@@ -1,6 +1,7 @@
 // What an operator asks of a running pool (thesis 3.4.2 and our additions): KILL one worker or
-// all, RESTART every worker, and a new rate. KILL drains a slot first: it is closed in the ledger,
-// finishes what it holds, then its instance stops (before_kill runs) and stays down until a RESTART.
+// all, RESTART every worker (host/hot_swap swaps them through the slots below), and a new rate. KILL drains a
+// slot first: it is closed in the ledger, finishes what it holds, then its instance stops (before_kill runs)
+// and stays down until a RESTART.
 #include <boost/asio/post.hpp>
 
 #include "dde/log.hpp"
@@ -26,61 +27,51 @@ void router::set_rate(std::size_t messages, std::chrono::milliseconds per, std::
 
 void router::restart_workers(op_done done) {
   boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
-    auto pool = self->spec_.addr().str();
     if (self->halted_) {
       self->revive();
       return done(true);
     }
     if (self->stopping_) return done(refused(refusal::conflict, self->stopped_text()));
-    if (self->swap_busy())
-      return done(refused(refusal::conflict, self->canary_.judging()
-                                                 ? self->canary_.busy_text()
-                                                 : "pool " + pool + " is already restarting"));
-    if (!self->plugin_)
-      return done(refused(refusal::conflict, "pool " + pool + " has no local workers to restart"));
-    logger("host.router")->info("{}: RESTART of every worker", self->spec_.addr().str());
-    auto swapped = self->begin_swap(self->plugin_, swap_kind::restart, true);
+    auto swapped = self->hot_.restart();
     done(swapped ? op_result(true) : refused(refusal::conflict, swapped.error()));
   });
 }
 
 void router::kill_workers(std::string worker_id, kill_done done) {
-  boost::asio::post(strand_, [self = shared_from_this(), worker_id = std::move(worker_id),
-                              done = std::move(done)] {
-    auto pool = self->spec_.addr().str();
-    auto no = [&](refusal why, std::string text) { done(kill_result::failure(std::move(text), why)); };
-    if (self->stopping_) return no(refusal::conflict, self->stopped_text());
-    if (self->swap_busy())
-      return no(refusal::conflict,
-                (self->canary_.judging() ? self->canary_.busy_text() : "pool " + pool + " is restarting") +
-                    "; KILL it once it runs again");
-    std::vector<std::size_t> targets;
-    if (worker_id.empty()) {
-      for (std::size_t i = 0; i < self->slots_.size(); ++i)
-        if (!self->kill_requested(i)) targets.push_back(i);
-      if (targets.empty())
-        return no(refusal::conflict,
-                  "every worker of pool " + pool + " is already killed; RESTART brings them back");
-    } else {
-      std::size_t index = pool_ledger::npos;
-      for (auto& w : self->ledger_.snapshot())
-        if (w.id == worker_id) index = w.index;
-      if (index == pool_ledger::npos)
-        return no(refusal::not_found, "no worker \"" + worker_id + "\" in pool " + pool +
-                                          " (GET /registry/system/{bootstrapperId} lists them)");
-      if (self->kill_requested(index))
-        return no(refusal::conflict, "worker " + worker_id + " of pool " + pool + " is already killed");
-      targets.push_back(index);
-    }
-    std::vector<std::string> ids;
-    ids.reserve(targets.size());
-    auto workers = self->ledger_.snapshot();
-    for (auto i : targets) ids.push_back(workers[i].id);
-    logger("host.router")
-        ->info("{}: KILL of {} worker(s); they finish what they hold first", pool, ids.size());
-    for (auto i : targets) self->begin_kill(i);
-    done(std::move(ids));
-  });
+  boost::asio::post(
+      strand_, [self = shared_from_this(), worker_id = std::move(worker_id), done = std::move(done)] {
+        auto pool = self->spec_.addr().str();
+        auto no = [&](refusal why, std::string text) { done(kill_result::failure(std::move(text), why)); };
+        if (self->stopping_) return no(refusal::conflict, self->stopped_text());
+        if (self->hot_.busy())
+          return no(refusal::conflict, self->hot_.why_busy("restarting") + "; KILL it once it runs again");
+        std::vector<std::size_t> targets;
+        if (worker_id.empty()) {
+          for (std::size_t i = 0; i < self->slots_.size(); ++i)
+            if (!self->kill_requested(i)) targets.push_back(i);
+          if (targets.empty())
+            return no(refusal::conflict,
+                      "every worker of pool " + pool + " is already killed; RESTART brings them back");
+        } else {
+          std::size_t index = pool_ledger::npos;
+          for (auto& w : self->ledger_.snapshot())
+            if (w.id == worker_id) index = w.index;
+          if (index == pool_ledger::npos)
+            return no(refusal::not_found, "no worker \"" + worker_id + "\" in pool " + pool +
+                                              " (GET /registry/system/{bootstrapperId} lists them)");
+          if (self->kill_requested(index))
+            return no(refusal::conflict, "worker " + worker_id + " of pool " + pool + " is already killed");
+          targets.push_back(index);
+        }
+        std::vector<std::string> ids;
+        ids.reserve(targets.size());
+        auto workers = self->ledger_.snapshot();
+        for (auto i : targets) ids.push_back(workers[i].id);
+        logger("host.router")
+            ->info("{}: KILL of {} worker(s); they finish what they hold first", pool, ids.size());
+        for (auto i : targets) self->begin_kill(i);
+        done(std::move(ids));
+      });
 }
 
 std::string router::stopped_text() const {
@@ -114,6 +105,40 @@ void router::settle_kill(std::size_t index) {
       self->watch_.forget(index);
       logger("host.router")->info("{}: worker {} killed", self->spec_.addr().str(), c->id());
     });
+  });
+}
+
+bool router::swaps(std::size_t index, bool revive_killed) const {
+  // A remote worker loads its own copy when respawned; parked slots stay parked.
+  return spec_.workers_paths[index] == "localhost" &&
+         !(kill_requested(index) && (!revive_killed || parked(index)));
+}
+
+void router::kill_instance(std::size_t index, std::function<void()> gone) {
+  slots_[index].worker->kill(
+      [self = shared_from_this(), gone = std::move(gone)] { boost::asio::post(self->strand_, gone); });
+}
+
+void router::install(std::size_t index, std::shared_ptr<cell> fresh) {
+  auto& s = slots_[index];
+  s.worker = std::move(fresh);
+  ledger_.set_alive(index, true, s.worker->id());
+  ledger_.set_open(index, true);
+  s.kill = kill_phase::none;  // a RESTART revives killed workers
+  watch_.renew(index);        // a fresh instance: quiet from now, as a started or respawned one
+  s.worker->start();
+}
+
+void router::hold_messages(bool hold) {
+  ledger_.set_paused(hold);
+  if (hold) return;
+  flush_waiting();
+  request_credit();
+}
+
+void router::later(std::function<void()> fn) {
+  boost::asio::post(strand_, [weak = weak_from_this(), fn = std::move(fn)] {
+    if (weak.lock()) fn();
   });
 }
 

@@ -17,7 +17,7 @@ nlohmann::json router::describe_workers() const {
                             {"done", slots_[w.index].done},
                             {"state", worker_state(w.index)}};
     if (!slots_[w.index].error.empty()) entry["error"] = slots_[w.index].error;
-    if (canary_.on(w.index)) entry["canary"] = true;
+    if (hot_.canary_on(w.index)) entry["canary"] = true;
     workers.push_back(std::move(entry));
   }
   return workers;
@@ -59,13 +59,11 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
   boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
     const auto& r = *self;
     nlohmann::json j = to_json(r.spec_);  // with the rate in force now
-    j["pluginMd5"] = r.plugin_ ? r.plugin_->object().md5() : "";
+    j["pluginMd5"] = r.hot_.md5();
     j["workers"] = r.describe_workers();
     j["poolState"] = r.state_;
     if (r.spec_.hot_deployment) {
-      j["hotDeploy"] = r.source_.describe();
-      if (r.canary_.trying()) j["hotDeploy"]["canary"] = r.describe_canary();
-      if (!r.canary_.last().is_null()) j["hotDeploy"]["lastCanary"] = r.canary_.last();
+      j["hotDeploy"] = r.hot_.describe();
     }
     if (!r.last_error_.empty()) j["lastError"] = r.last_error_;
     j["governance"] = r.describe_governance();

@@ -124,11 +124,10 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   if (kill_requested(index)) settle_kill(index);
   watch_.active(index);
   if (!failed) ++slots_[index].done;
-  if (!failed && proven && !swap_.swapping) source_.proven();
   auto& d = it->second;
   if (proven) {  // not a message given back as the pool stops, or dead-lettered after rate limits
-    count_version(index, failed);
-    d.canary_failed = d.canary_failed || (failed && canary_.on(index));
+    hot_.handled(index, failed, spec_.workers_paths[index] == "localhost");
+    d.canary_failed = d.canary_failed || (failed && hot_.canary_on(index));
   }
   bool raced = !d.message_id.empty();
   if (raced)
@@ -152,7 +151,7 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   flush_waiting();
   request_credit();
   check_drained();
-  if (swap_.swapping && !swap_.next_cells.empty() && ledger_.total_in_flight() == 0) finish_swap();
+  if (ledger_.total_in_flight() == 0) hot_.drained();
 }
 
 void router::settle_at_broker(delivery& d) {

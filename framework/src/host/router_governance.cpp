@@ -76,8 +76,7 @@ std::string router::dead_letter_body(const message& m, int attempts, const std::
       std::chrono::system_clock::now().time_since_epoch());
   e.dead_letter = {
       {"reason", reason}, {"attempts", attempts}, {"pool", spec_.addr().str()}, {"at", at.count()}};
-  if (plugin_)
-    e.dead_letter["md5"] = plugin_->object().md5();  // the version that failed it (ddectl dlq list)
+  if (hot_.plugin()) e.dead_letter["md5"] = hot_.md5();  // the version that failed it (ddectl dlq list)
   ++stats_.dead_lettered;
   logger("host.router")
       ->error("{}: message {} dead-lettered to dde.dead.{}: {}", spec_.addr().str(), m.id(), topic_, reason);

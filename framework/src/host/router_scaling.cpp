@@ -34,10 +34,10 @@ void router::ask_depth(std::function<void(std::uint64_t, std::string)> answer) {
 }
 
 bool router::add_local_worker(std::size_t index) {
-  if (!plugin_) return false;
+  if (!hot_.plugin()) return false;
   bool fresh_slot = index == slots_.size();
   if (fresh_slot) spec_.workers_paths.push_back("localhost");
-  auto c = make_cell(index, plugin_);
+  auto c = make_cell(index, hot_.plugin());
   auto made = c->create();
   if (!made) {
     if (fresh_slot) spec_.workers_paths.pop_back();

@@ -50,7 +50,7 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
       // Counted against the message too: when it comes back too often, it is dead-lettered.
       if (auto d = self->deliveries_.find(delivery_id); d != self->deliveries_.end()) {
         // A canary's failures are the version's, not the message's: they do not make it poison.
-        if (!d->second.poison_id.empty() && !self->canary_.on(index))
+        if (!d->second.poison_id.empty() && !self->hot_.canary_on(index))
           self->poison_.failed(d->second.poison_id, what);
         if (d->second.retry_copy) d->second.failure = what;
       }
@@ -58,7 +58,7 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
     }
     if (self->stopping_ || index >= self->slots_.size()) return;
     auto& slot = self->slots_[index];
-    if (self->canary_.on(index)) {
+    if (self->hot_.canary_on(index)) {
       // The canary's verdict judges its failures: they neither escalate nor spend the pool's restarts.
       auto kind = self->spec_.supervision.kind;
       bool restart = kind == strategy::restart || kind == strategy::escalate;
@@ -141,7 +141,7 @@ void router::stop_pool(const std::string& why) {
   state_ = supervisor_.stopped_state(why) + "; RESTART starts it again";
   logger("host.router")->error("{}: {}", spec_.addr().str(), state_);
   stopping_ = true;
-  source_.stop();
+  hot_.halt();
   scaling_.stop();
   watch_.stop();
   ledger_.set_paused(true);
@@ -159,7 +159,7 @@ void router::revive() {
   stopping_ = false;
   supervisor_ = supervisor(spec_.supervision);
   state_ = "running";
-  source_.resume();
+  hot_.resume();
   // The old instances were killed when it stopped; what they held went back to the broker.
   for (std::size_t k = 0; k < slots_.size(); ++k) {
     if (parked(k)) continue;  // the autoscaler's choice stands
@@ -170,7 +170,6 @@ void router::revive() {
   ledger_.set_paused(false);
   ledger_.reset_requested();  // the MQS forgot the credits when the pool cancelled its consumers
   request_credit();
-  if (spec_.hot_deployment && plugin_) watch_plugin();
   watch_.start();
   scaling_.start();
 }
@@ -235,7 +234,7 @@ void router::replace_stuck(std::size_t index) {
   }
   ++stats_.restarts;
   last_error_ = "worker did not answer PING";
-  if (spec_.workers_paths[index] != "localhost" || !plugin_) return;
+  if (spec_.workers_paths[index] != "localhost" || !hot_.plugin()) return;
   if (renew_slot(index)) request_credit();
 }
 
