@@ -43,7 +43,8 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
                });
              };
            }),
-      scaling_(*clock_, strand_, spec_, *this) {
+      scaling_(*clock_, strand_, spec_, *this),
+      lifecycle_(*clock_, strand_, spec_.addr().str()) {
   // Every per-pool series is there, at 0, from the pool's start: not only after its first message.
   auto& metrics = metrics_registry::process();
   handling_ = &metrics.histogram("dde_host_handling_seconds",
@@ -140,16 +141,11 @@ result<bool> router::start() {
 
 void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> done) {
   boost::asio::post(strand_, [self = shared_from_this(), timeout, done = std::move(done)]() mutable {
-    self->stopping_ = true;
-    self->hot_.stop();
-    self->watch_.stop();
-    self->asks_.stop();
-    self->scaling_.stop();
-    self->ledger_.set_paused(true);
-    self->top_->cancel(self->topic_);
-    // Held messages were never handed to a worker: give them back.
-    self->give_back_held();
-    self->drained_ = [self, done = std::move(done)] {
+    self->lifecycle_.shut_down(timeout, [self, done = std::move(done)](bool timed_out) {
+      if (timed_out)
+        logger("host.router")
+            ->warn("{}: {} message(s) still in flight after the shutdown timeout", self->spec_.addr().str(),
+                   self->ledger_.total_in_flight());
       auto remaining = std::make_shared<std::size_t>(self->slots_.size());
       auto finish = [self, remaining, done] {
         if (--*remaining > 0) return;
@@ -165,27 +161,17 @@ void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> d
         return;
       }
       for (auto& s : self->slots_) s.worker->kill(finish);
-    };
-    self->drain_timer_ = self->clock_->make_timer(self->strand_);
-    self->drain_timer_->after(timeout, [self] {
-      if (!self->drained_) return;
-      logger("host.router")
-          ->warn("{}: {} message(s) still in flight after the shutdown timeout", self->spec_.addr().str(),
-                 self->ledger_.total_in_flight());
-      auto fn = std::move(self->drained_);
-      self->drained_ = nullptr;
-      fn();
     });
-    self->check_drained();
+    self->hot_.stop();
+    self->watch_.stop();
+    self->asks_.stop();
+    self->scaling_.stop();
+    self->ledger_.set_paused(true);
+    self->top_->cancel(self->topic_);
+    // Held messages were never handed to a worker: give them back.
+    self->give_back_held();
+    self->lifecycle_.drained_if(self->ledger_.total_in_flight());
   });
-}
-
-void router::check_drained() {
-  if (!stopping_ || !drained_ || ledger_.total_in_flight() > 0) return;
-  if (drain_timer_) drain_timer_->cancel();
-  auto fn = std::move(drained_);
-  drained_ = nullptr;
-  fn();
 }
 
 void router::deliver_reply(envelope e) {

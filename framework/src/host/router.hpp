@@ -39,6 +39,7 @@
 #include "host/hot_swap.hpp"
 #include "host/mqs_link.hpp"
 #include "host/pause_governor.hpp"
+#include "host/pool_lifecycle.hpp"
 #include "host/pool_ops.hpp"
 #include "host/reply_race.hpp"
 #include "host/routing.hpp"
@@ -187,8 +188,7 @@ class router : public cell_owner,
   std::shared_ptr<cell> make_cell(std::size_t index, const std::shared_ptr<worker_plugin>& plugin) override;
   /// Puts a fresh instance in slot `index` (made, not started); false (and the slot down) if it cannot.
   bool renew_slot(std::size_t index);
-  void check_drained();
-  bool busy() const { return stopping_ || hot_.swapping() || restarting_pool_; }
+  bool busy() const { return lifecycle_.stopping() || hot_.swapping() || lifecycle_.restarting(); }
   // First reply wins (router_first_reply.cpp).
   void start_race(std::uint64_t delivery_id, delivery& d, const message& msg);
   void settle_copy(std::uint64_t delivery_id, delivery& d, bool failed);
@@ -220,8 +220,8 @@ class router : public cell_owner,
   void install(std::size_t index, std::shared_ptr<cell> fresh) override;
   void hold_messages(bool hold) override;
   std::size_t in_flight() const override { return ledger_.total_in_flight(); }
-  bool stopping() const override { return stopping_; }
-  bool restarting() const override { return restarting_pool_; }
+  bool stopping() const override { return lifecycle_.stopping(); }
+  bool restarting() const override { return lifecycle_.restarting(); }
   void restarted() override { ++stats_.restarts; }
   void later(std::function<void()> fn) override;
   /// describe()'s parts: the workers, the governance figures, the sub-pools, the latency percentiles.
@@ -288,13 +288,7 @@ class router : public cell_owner,
   pause_governor governor_;
   hot_swap hot_;
   autoscaler scaling_;
-  std::string state_ = "running";
-  std::string last_error_;
-  bool restarting_pool_ = false;
-  bool stopping_ = false;
-  bool halted_ = false;  ///< stopped by supervision (a RESTART starts it again), not shut down
-  std::function<void()> drained_;
-  std::unique_ptr<timer> drain_timer_;
+  pool_lifecycle lifecycle_;
 };
 
 }  // namespace dde::host

@@ -13,7 +13,8 @@ void router::set_rate(std::size_t messages, std::chrono::milliseconds per, std::
                       op_done done) {
   boost::asio::post(strand_,
                     [self = shared_from_this(), messages, per, max_in_flight, done = std::move(done)] {
-                      if (self->stopping_) return done(refused(refusal::conflict, self->stopped_text()));
+                      if (self->lifecycle_.stopping())
+                        return done(refused(refusal::conflict, self->stopped_text()));
                       self->spec_.rate_messages = messages;
                       self->spec_.rate_per = per;
                       self->spec_.max_in_flight = max_in_flight;
@@ -27,11 +28,11 @@ void router::set_rate(std::size_t messages, std::chrono::milliseconds per, std::
 
 void router::restart_workers(op_done done) {
   boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
-    if (self->halted_) {
+    if (self->lifecycle_.halted()) {
       self->revive();
       return done(true);
     }
-    if (self->stopping_) return done(refused(refusal::conflict, self->stopped_text()));
+    if (self->lifecycle_.stopping()) return done(refused(refusal::conflict, self->stopped_text()));
     auto swapped = self->hot_.restart();
     done(swapped ? op_result(true) : refused(refusal::conflict, swapped.error()));
   });
@@ -42,7 +43,7 @@ void router::kill_workers(std::string worker_id, kill_done done) {
       strand_, [self = shared_from_this(), worker_id = std::move(worker_id), done = std::move(done)] {
         auto pool = self->spec_.addr().str();
         auto no = [&](refusal why, std::string text) { done(kill_result::failure(std::move(text), why)); };
-        if (self->stopping_) return no(refusal::conflict, self->stopped_text());
+        if (self->lifecycle_.stopping()) return no(refusal::conflict, self->stopped_text());
         if (self->hot_.busy())
           return no(refusal::conflict, self->hot_.why_busy("restarting") + "; KILL it once it runs again");
         std::vector<std::size_t> targets;
@@ -75,11 +76,8 @@ void router::kill_workers(std::string worker_id, kill_done done) {
 }
 
 std::string router::stopped_text() const {
-  auto pool = spec_.addr().str();
-  if (!halted_) return "pool " + pool + " is shutting down";
-  return "pool " + pool + " is " + supervisor_.stop_reason() +
-         "; RESTART starts it again (ddectl restart ID " + spec_.system + " " + spec_.isolate +
-         ", or POST /registry/system/restart)";
+  return lifecycle_.stopped_text("ddectl restart ID " + spec_.system + " " + spec_.isolate +
+                                 ", or POST /registry/system/restart");
 }
 
 void router::begin_kill(std::size_t index) {

@@ -61,11 +61,11 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
     nlohmann::json j = to_json(r.spec_);  // with the rate in force now
     j["pluginMd5"] = r.hot_.md5();
     j["workers"] = r.describe_workers();
-    j["poolState"] = r.state_;
+    j["poolState"] = r.lifecycle_.state();
     if (r.spec_.hot_deployment) {
       j["hotDeploy"] = r.hot_.describe();
     }
-    if (!r.last_error_.empty()) j["lastError"] = r.last_error_;
+    if (!r.lifecycle_.last_error().empty()) j["lastError"] = r.lifecycle_.last_error();
     j["governance"] = r.describe_governance();
     if (r.held_.sub_pools()) j["subPoolState"] = r.describe_sub_pools();
     if (first_reply_wins(r.spec_.router)) {

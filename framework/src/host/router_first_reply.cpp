@@ -35,7 +35,7 @@ void router::arm_chop(std::uint64_t delivery_id, delivery& d) {
 
 void router::chop(std::uint64_t delivery_id) {
   auto it = deliveries_.find(delivery_id);
-  if (it == deliveries_.end() || stopping_) return;
+  if (it == deliveries_.end() || lifecycle_.stopping()) return;
   auto& d = it->second;
   if (!d.copy || d.succeeded > 0 || race_.answered(d.message_id)) return;
   auto next = ledger_.select_other(d.asked);

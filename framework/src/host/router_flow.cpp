@@ -24,7 +24,7 @@ void router::request_credit() {
   // While a burst of done reports is being finished, the credit they free is asked once at its end:
   // asked after the first, it would go as a pull of 1 (nothing being outstanding, the ledger asks
   // for whatever room there is), and the MQS would hand over a batch of one.
-  if (stopping_ || credit_deferred_) return;
+  if (lifecycle_.stopping() || credit_deferred_) return;
   std::size_t n = ledger_.take_credit_request();
   if (n > 0) top_->pull(topic_, spec_.mode, n, ledger_.consumers());
 }
@@ -150,7 +150,7 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   // Held messages go out as workers get room (not while a swap is under way: they wait for the new ones).
   flush_waiting();
   request_credit();
-  check_drained();
+  lifecycle_.drained_if(ledger_.total_in_flight());
   if (ledger_.total_in_flight() == 0) hot_.drained();
 }
 

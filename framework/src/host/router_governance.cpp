@@ -21,7 +21,7 @@ void router::worker_rate_limited(std::size_t index, std::uint64_t delivery_id,
     if (it == self->deliveries_.end()) return;
     auto& d = it->second;
     if (std::find(d.pending.begin(), d.pending.end(), index) == d.pending.end()) return;
-    if (d.attempts < self->spec_.backoff.retry_limit && !self->stopping_) {
+    if (d.attempts < self->spec_.backoff.retry_limit && !self->lifecycle_.stopping()) {
       // Tried again by the same worker once the pause is over (its gate holds it until then); it keeps
       // its place in the pool's accounting meanwhile.
       ++d.attempts;
@@ -32,7 +32,7 @@ void router::worker_rate_limited(std::size_t index, std::uint64_t delivery_id,
     }
     auto why = "rate limited " + std::to_string(d.attempts + 1) + " time(s), retry limit " +
                std::to_string(self->spec_.backoff.retry_limit) + " reached; last reason: " + reason;
-    if (self->stopping_) {
+    if (self->lifecycle_.stopping()) {
       self->finish_one(index, delivery_id, true, false);  // back to the broker: another replica may take it
       return;
     }
@@ -57,7 +57,7 @@ void router::pause_pool(std::chrono::milliseconds delay, const std::string& reas
 void router::on_pause(std::chrono::milliseconds delay, std::string reason, std::string origin) {
   boost::asio::post(
       strand_, [self = shared_from_this(), delay, reason = std::move(reason), origin = std::move(origin)] {
-        if (self->stopping_) return;
+        if (self->lifecycle_.stopping()) return;
         // Our own announcement comes back too: it changes nothing.
         if (pause_governor::is_own(origin, self->top_->instance())) return;
         self->pause_pool(std::min(delay, self->spec_.backoff.max_delay), reason + " [from " + origin + "]",

@@ -33,7 +33,7 @@ void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::st
 
 void router::worker_up(std::size_t index, std::string id) {
   boost::asio::post(strand_, [self = shared_from_this(), index, id = std::move(id)] {
-    if (self->stopping_ || index >= self->slots_.size()) return;
+    if (self->lifecycle_.stopping() || index >= self->slots_.size()) return;
     auto kill = self->slots_[index].kill;
     if (kill == kill_phase::stopping || kill == kill_phase::killed) return;
     self->ledger_.set_alive(index, true, id);
@@ -45,7 +45,7 @@ void router::worker_up(std::size_t index, std::string id) {
 void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) {
   boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, what = std::move(what)] {
     ++self->stats_.failed;
-    self->last_error_ = what;
+    self->lifecycle_.failed(what);
     if (delivery_id != 0) {
       // Counted against the message too: when it comes back too often, it is dead-lettered.
       if (auto d = self->deliveries_.find(delivery_id); d != self->deliveries_.end()) {
@@ -56,7 +56,7 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
       }
       self->finish_one(index, delivery_id, true);
     }
-    if (self->stopping_ || index >= self->slots_.size()) return;
+    if (self->lifecycle_.stopping() || index >= self->slots_.size()) return;
     auto& slot = self->slots_[index];
     if (self->hot_.canary_on(index)) {
       // The canary's verdict judges its failures: they neither escalate nor spend the pool's restarts.
@@ -124,7 +124,7 @@ void router::retry_later(delivery& d) {
 }
 
 bool router::dead_letter_poison(std::uint64_t generation, std::uint64_t tag, const message& m) {
-  if (!poison_.enabled() || stopping_) return false;
+  if (!poison_.enabled() || lifecycle_.stopping()) return false;
   auto verdict = poison_.poisoned(m.id());
   if (!verdict) return false;
   dead_letter(m, verdict->failures,
@@ -136,11 +136,10 @@ bool router::dead_letter_poison(std::uint64_t generation, std::uint64_t tag, con
 }
 
 void router::stop_pool(const std::string& why) {
-  if (stopping_) return;
-  halted_ = true;
-  state_ = supervisor_.stopped_state(why) + "; RESTART starts it again";
-  logger("host.router")->error("{}: {}", spec_.addr().str(), state_);
-  stopping_ = true;
+  if (!lifecycle_.halt(supervisor_.stopped_state(why) + "; RESTART starts it again",
+                       supervisor_.stop_reason()))
+    return;
+  logger("host.router")->error("{}: {}", spec_.addr().str(), lifecycle_.state());
   hot_.halt();
   scaling_.stop();
   watch_.stop();
@@ -155,10 +154,8 @@ void router::stop_pool(const std::string& why) {
 
 void router::revive() {
   logger("host.router")->info("{}: RESTART of the stopped pool", spec_.addr().str());
-  halted_ = false;
-  stopping_ = false;
+  lifecycle_.revive();
   supervisor_ = supervisor(spec_.supervision);
-  state_ = "running";
   hot_.resume();
   // The old instances were killed when it stopped; what they held went back to the broker.
   for (std::size_t k = 0; k < slots_.size(); ++k) {
@@ -176,8 +173,7 @@ void router::revive() {
 
 void router::restart_pool(const std::string& why) {
   // Escalation: the whole pool gets fresh instances; unfinished messages go back to the broker.
-  if (restarting_pool_) return;
-  restarting_pool_ = true;
+  if (!lifecycle_.begin_restart()) return;
   ++stats_.restarts;
   logger("host.router")->warn("{}: restarting every worker (escalated: {})", spec_.addr().str(), why);
   ledger_.set_paused(true);
@@ -185,7 +181,7 @@ void router::restart_pool(const std::string& why) {
   for (auto& s : slots_) {
     s.worker->kill([self = shared_from_this(), remaining] {
       boost::asio::post(self->strand_, [self, remaining] {
-        if (--*remaining > 0 || self->stopping_) return;
+        if (--*remaining > 0 || self->lifecycle_.stopping()) return;
         for (std::size_t k = 0; k < self->slots_.size(); ++k) {
           if (self->kill_requested(k)) {  // killed workers stay down until a RESTART
             self->slots_[k].kill = kill_phase::killed;
@@ -194,7 +190,7 @@ void router::restart_pool(const std::string& why) {
           }
           self->renew_slot(k);
         }
-        self->restarting_pool_ = false;
+        self->lifecycle_.end_restart();
         self->ledger_.set_paused(false);
         self->flush_waiting();
         self->request_credit();
@@ -233,7 +229,7 @@ void router::replace_stuck(std::size_t index) {
     return;
   }
   ++stats_.restarts;
-  last_error_ = "worker did not answer PING";
+  lifecycle_.failed("worker did not answer PING");
   if (spec_.workers_paths[index] != "localhost" || !hot_.plugin()) return;
   if (renew_slot(index)) request_credit();
 }
