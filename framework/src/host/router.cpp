@@ -22,6 +22,7 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
       shared_spec_(std::make_shared<const pool_spec>(spec_)),
       ledger_(spec_.router, std::size_t(spec_.credits)),
       held_(spec_.sub_pools),
+      figures_(topic_),
       asks_(*clock_, strand_, topic_, ask_timeout),
       supervisor_(spec_.supervision),
       // Failed messages that go back to the queue are counted; raced copies and at-most-once ones are not.
@@ -45,16 +46,6 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
            }),
       scaling_(*clock_, strand_, spec_, *this),
       lifecycle_(*clock_, strand_, spec_.addr().str()) {
-  // Every per-pool series is there, at 0, from the pool's start: not only after its first message.
-  auto& metrics = metrics_registry::process();
-  handling_ = &metrics.histogram("dde_host_handling_seconds",
-                                 "Time from a message's hand-over to a worker to its done(), per pool.",
-                                 latency_buckets(), {{"pool", topic_}});
-  queue_ =
-      &metrics.histogram("dde_host_queue_seconds",
-                         "Time from a message's publishing by the MQS (its wall clock) to its hand-over to a "
-                         "worker (this host's wall clock), per pool.",
-                         latency_buckets(), {{"pool", topic_}});
   touch_plugin_load_failures(topic_);
 }
 
@@ -180,12 +171,12 @@ void router::deliver_reply(envelope e) {
     std::size_t index = self->ledger_.find(e.to_worker);
     if (index == pool_ledger::npos) {
       // The asking instance is gone (restarted or removed): the reply has nowhere to go.
-      ++self->stats_.replies_dropped;
+      ++self->figures_.count().replies_dropped;
       logger("host.router")
           ->debug("{}: reply for gone worker {} dropped", self->spec_.addr().str(), e.to_worker);
       return;
     }
-    ++self->stats_.replies;
+    ++self->figures_.count().replies;
     self->slots_[index].worker->post_reply(to_message(std::move(e), false));
   });
 }
@@ -198,7 +189,7 @@ void router::on_connected() {
 }
 
 void router::enqueue(std::string topic, delivery_mode mode, const envelope& e) {
-  sent_.fetch_add(1, std::memory_order_relaxed);
+  figures_.sent();
   // An ask of one of this pool's workers (local, or remote through its proxy): its reply comes back
   // to this instance, to this router. Timed from here, on the worker's strand. A forwarded ask keeps
   // its asker's `from` and id: it is timed by the asker's router, not by this one.

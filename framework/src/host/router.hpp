@@ -39,6 +39,7 @@
 #include "host/hot_swap.hpp"
 #include "host/mqs_link.hpp"
 #include "host/pause_governor.hpp"
+#include "host/pool_figures.hpp"
 #include "host/pool_lifecycle.hpp"
 #include "host/pool_ops.hpp"
 #include "host/reply_race.hpp"
@@ -49,16 +50,6 @@
 #include "host/worker_watch.hpp"
 
 namespace dde::host {
-
-struct router_stats {
-  std::uint64_t delivered = 0, done = 0, failed = 0, replies = 0, replies_dropped = 0, restarts = 0;
-  // Deliveries the broker had delivered before; at-least-once messages acked after the work.
-  std::uint64_t redelivered = 0, acked = 0;
-  // Rate-limit governance: messages a worker backed off, retries, dead letters.
-  std::uint64_t rate_limited = 0, retries = 0, dead_lettered = 0;
-  // Delayed retry (`retry.delays`): failed messages put in a delay queue.
-  std::uint64_t delayed = 0;
-};
 
 class router : public cell_owner,
                public topic_sink,
@@ -222,13 +213,12 @@ class router : public cell_owner,
   std::size_t in_flight() const override { return ledger_.total_in_flight(); }
   bool stopping() const override { return lifecycle_.stopping(); }
   bool restarting() const override { return lifecycle_.restarting(); }
-  void restarted() override { ++stats_.restarts; }
+  void restarted() override { ++figures_.count().restarts; }
   void later(std::function<void()> fn) override;
-  /// describe()'s parts: the workers, the governance figures, the sub-pools, the latency percentiles.
+  /// describe()'s parts: the workers, the governance figures, the sub-pools.
   nlohmann::json describe_workers() const;
   nlohmann::json describe_governance() const;
   nlohmann::json describe_sub_pools() const;
-  nlohmann::json describe_latency() const;
   // KILL (router_control.cpp): a slot drains (closed in the ledger), then its instance is stopped.
   void begin_kill(std::size_t index);
   void settle_kill(std::size_t index);
@@ -271,15 +261,9 @@ class router : public cell_owner,
   std::unordered_map<std::uint64_t, delivery> deliveries_;
   std::uint64_t next_delivery_ = 1;
   held_messages held_;
-  router_stats stats_;
-  /// dde_host_handling_seconds{pool}: from a message's hand-over to its worker(s) to its end (done).
-  metric_histogram* handling_ = nullptr;
-  /// dde_host_queue_seconds{pool}: from the MQS's publish stamp to the hand-over (wall clocks).
-  metric_histogram* queue_ = nullptr;
+  pool_figures figures_;
   /// The asks its workers sent and the replies still to come; per asked pool, their figures.
   asks asks_;
-  /// Messages the pool's workers sent: counted on the workers' strands, hence atomic.
-  std::atomic<std::uint64_t> sent_{0};
   reply_race race_;
   supervisor supervisor_;
   poison_filter poison_;

@@ -1,7 +1,6 @@
 // A pool's description (GET /registry/system/{id}, the dashboard, ddectl): the thesis 3.2.2 shape of
 // its spec, with the rate in force now, plus each worker's state and the pool's counters.
 #include <boost/asio/post.hpp>
-#include <cmath>
 
 #include "host/router.hpp"
 
@@ -28,10 +27,10 @@ nlohmann::json router::describe_governance() const {
                                                                           std::chrono::steady_clock::now());
   return {{"pausedForMs", std::max<long long>(0, paused_for.count())},
           {"lastPauseReason", governor_.reason()},
-          {"rateLimited", stats_.rate_limited},
-          {"retries", stats_.retries},
-          {"deadLettered", stats_.dead_lettered},
-          {"delayedRetries", stats_.delayed},
+          {"rateLimited", figures_.counts().rate_limited},
+          {"retries", figures_.counts().retries},
+          {"deadLettered", figures_.counts().dead_lettered},
+          {"delayedRetries", figures_.counts().delayed},
           {"pauses", governor_.pauses()},
           {"remotePauses", governor_.remote_pauses()}};
 }
@@ -40,19 +39,6 @@ nlohmann::json router::describe_sub_pools() const {
   std::vector<std::string> in_flight;
   for (auto& [id, d] : deliveries_) in_flight.push_back(d.sub_key);
   return held_.describe(in_flight);
-}
-
-nlohmann::json router::describe_latency() const {
-  // Percentiles since the pool started in this process, from its histograms (also in /metrics).
-  nlohmann::json latency = nlohmann::json::object();
-  auto percentiles = [&](const char* key, const metric_histogram* h) {
-    if (!h || !quantile(*h, 0.5)) return;
-    auto ms = [&](double q) { return std::round(*quantile(*h, q) * 1e6) / 1e3; };
-    latency[key] = {{"p50", ms(0.5)}, {"p90", ms(0.9)}, {"p99", ms(0.99)}, {"count", h->cumulative().back()}};
-  };
-  percentiles("handlingMs", handling_);
-  percentiles("queueMs", queue_);
-  return latency;
 }
 
 void router::describe(std::function<void(nlohmann::json)> fn) {
@@ -76,16 +62,8 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
                          {"chopped", race.chopped}};
     }
     if (r.scaling_.enabled()) r.scaling_.describe(j, r.active_workers());
-    if (auto latency = r.describe_latency(); !latency.empty()) j["latency"] = std::move(latency);
-    j["stats"] = {{"delivered", r.stats_.delivered},
-                  {"done", r.stats_.done},
-                  {"failed", r.stats_.failed},
-                  {"restarts", r.stats_.restarts},
-                  {"replies", r.stats_.replies},
-                  {"repliesDropped", r.stats_.replies_dropped},
-                  {"redelivered", r.stats_.redelivered},
-                  {"acked", r.stats_.acked},
-                  {"sent", r.sent_.load(std::memory_order_relaxed)}};
+    if (auto latency = r.figures_.latency(); !latency.empty()) j["latency"] = std::move(latency);
+    j["stats"] = r.figures_.stats();
     fn(std::move(j));
   });
 }

@@ -58,7 +58,7 @@ void router::settle_copy(std::uint64_t delivery_id, delivery& d, bool failed) {
     d.acked = true;
     if (spec_.mode == delivery_mode::at_least_once) {
       top_->ack(d.generation, d.tag);
-      ++stats_.acked;
+      ++figures_.count().acked;
     }
   }
 }

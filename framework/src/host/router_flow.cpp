@@ -7,18 +7,6 @@
 #include "host/router.hpp"
 
 namespace dde::host {
-namespace {
-
-/// Seconds from `published_us` (another process's wall clock) to `now`; 0 when the clocks disagree
-/// so much that the stamp lies in the future.
-double seconds_since(std::uint64_t published_us, std::chrono::system_clock::time_point now) {
-  auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
-  return now_us > 0 && std::uint64_t(now_us) > published_us
-             ? double(std::uint64_t(now_us) - published_us) / 1e6
-             : 0.0;
-}
-
-}  // namespace
 
 void router::request_credit() {
   // While a burst of done reports is being finished, the credit they free is asked once at its end:
@@ -47,12 +35,12 @@ void router::deliver(std::uint64_t generation, std::vector<topic_sink::delivery>
 
 void router::take(std::uint64_t generation, topic_sink::delivery& d) {
   ledger_.on_delivery();
-  ++stats_.delivered;
+  ++figures_.count().delivered;
   auto e = join_envelope(std::move(d.props), topic_, std::move(d.body));
   const int earlier_failures = e.attempt;
   auto m = to_message(std::move(e), d.redelivered);
   if (d.redelivered) {
-    ++stats_.redelivered;
+    ++figures_.count().redelivered;
     if (dead_letter_poison(generation, d.tag, m)) return;
   }
   dispatch({generation, d.tag, d.published_us, std::move(m), earlier_failures});
@@ -79,7 +67,7 @@ bool router::dispatch(held_message&& w, bool front) {
     return false;
   }
   // Time in queue ends here, at the hand-over: held in this router counts as queued too.
-  if (w.published_us) queue_->observe(seconds_since(w.published_us, clock_->wall_now()));
+  if (w.published_us) figures_.queued(w.published_us, clock_->wall_now());
   auto& msg = w.msg;
   std::uint64_t id = next_delivery_++;
   if (held_.sub_pools()) held_.sub_pool_started(sub_key);
@@ -140,7 +128,7 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   if (ended) {
     sub_key = std::move(d.sub_key);
     if (spec_.mode == delivery_mode::at_least_once && !d.acked) settle_at_broker(d);
-    if (!d.failed) handling_->observe(std::chrono::duration<double>(clock_->now() - d.started).count());
+    if (!d.failed) figures_.handled(clock_->now() - d.started);
     deliveries_.erase(it);
   }
   if (ended && held_.sub_pools()) {
@@ -163,10 +151,10 @@ void router::settle_at_broker(delivery& d) {
     retry_later(d);  // a worker failed it: it comes back after the pool's next retry delay
   } else if (d.failed) {
     top_->nack(d.generation, d.tag, !dead_letter);
-    if (dead_letter) ++stats_.dead_lettered;  // the broker moves it to dde.dead.<queue>
+    if (dead_letter) ++figures_.count().dead_lettered;  // the broker moves it to dde.dead.<queue>
   } else {
     top_->ack(d.generation, d.tag);
-    ++stats_.acked;
+    ++figures_.count().acked;
     if (!d.poison_id.empty()) poison_.done(d.poison_id);
   }
 }
@@ -200,7 +188,7 @@ void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
     // Credit is asked once for the burst, after every report of it (see request_credit).
     self->credit_deferred_ = true;
     for (auto [index, delivery_id] : self->done_batch_) {
-      ++self->stats_.done;
+      ++self->figures_.count().done;
       self->finish_one(index, delivery_id, false);
     }
     self->done_batch_.clear();

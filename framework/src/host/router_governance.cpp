@@ -13,7 +13,7 @@ void router::worker_rate_limited(std::size_t index, std::uint64_t delivery_id,
                                  std::chrono::milliseconds delay, std::string reason, message m) {
   boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, delay,
                               reason = std::move(reason), m = std::move(m)]() mutable {
-    ++self->stats_.rate_limited;
+    ++self->figures_.count().rate_limited;
     // The whole pool pauses, here and (through the MQS) in every replica, not only the worker that was hit.
     self->pause_pool(std::clamp(delay, std::chrono::milliseconds(0), self->spec_.backoff.max_delay), reason,
                      true);
@@ -25,7 +25,7 @@ void router::worker_rate_limited(std::size_t index, std::uint64_t delivery_id,
       // Tried again by the same worker once the pause is over (its gate holds it until then); it keeps
       // its place in the pool's accounting meanwhile.
       ++d.attempts;
-      ++self->stats_.retries;
+      ++self->figures_.count().retries;
       self->watch_.active(index);
       self->slots_[index].worker->post_message(std::move(m), delivery_id);
       return;
@@ -77,7 +77,7 @@ std::string router::dead_letter_body(const message& m, int attempts, const std::
   e.dead_letter = {
       {"reason", reason}, {"attempts", attempts}, {"pool", spec_.addr().str()}, {"at", at.count()}};
   if (hot_.plugin()) e.dead_letter["md5"] = hot_.md5();  // the version that failed it (ddectl dlq list)
-  ++stats_.dead_lettered;
+  ++figures_.count().dead_lettered;
   logger("host.router")
       ->error("{}: message {} dead-lettered to dde.dead.{}: {}", spec_.addr().str(), m.id(), topic_, reason);
   // Whole, as JSON in the body: whoever inspects a dead-letter queue sees every field in one place.

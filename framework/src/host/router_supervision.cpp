@@ -24,7 +24,7 @@ void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::st
       if (index < self->slots_.size()) self->slots_[index].error = what;
       if (self->kill_requested(index)) self->settle_kill(index);
     } else {
-      ++self->stats_.restarts;
+      ++self->figures_.count().restarts;
       self->ledger_.set_alive(index, true, new_id);
     }
     self->request_credit();
@@ -44,7 +44,7 @@ void router::worker_up(std::size_t index, std::string id) {
 
 void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) {
   boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, what = std::move(what)] {
-    ++self->stats_.failed;
+    ++self->figures_.count().failed;
     self->lifecycle_.failed(what);
     if (delivery_id != 0) {
       // Counted against the message too: when it comes back too often, it is dead-lettered.
@@ -62,7 +62,7 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
       // The canary's verdict judges its failures: they neither escalate nor spend the pool's restarts.
       auto kind = self->spec_.supervision.kind;
       bool restart = kind == strategy::restart || kind == strategy::escalate;
-      if (restart) ++self->stats_.restarts;
+      if (restart) ++self->figures_.count().restarts;
       slot.worker->supervise(restart ? directive::restart : directive::resume,
                              self->spec_.supervision.backoff);
       return;
@@ -77,7 +77,7 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
         if (self->kill_requested(index)) self->settle_kill(index);
         break;
       case supervisor::action::restart_worker:
-        ++self->stats_.restarts;
+        ++self->figures_.count().restarts;
         slot.worker->supervise(directive::restart, decision.backoff);
         break;
       case supervisor::action::restart_pool: self->restart_pool(what); break;
@@ -97,7 +97,7 @@ void router::retry_later(delivery& d) {
     e.attempt = failures;
     topic = delay_topic(topic_, delay.count());
     copy = split_envelope(e, topic);
-    ++stats_.delayed;
+    ++figures_.count().delayed;
     logger("host.router")
         ->info("{}: message {} failed ({}); it comes back in {} ms (retry {} of {})", spec_.addr().str(),
                d.retry_copy->id(), d.failure, delay.count(), failures, delays.size());
@@ -174,7 +174,7 @@ void router::revive() {
 void router::restart_pool(const std::string& why) {
   // Escalation: the whole pool gets fresh instances; unfinished messages go back to the broker.
   if (!lifecycle_.begin_restart()) return;
-  ++stats_.restarts;
+  ++figures_.count().restarts;
   logger("host.router")->warn("{}: restarting every worker (escalated: {})", spec_.addr().str(), why);
   ledger_.set_paused(true);
   auto remaining = std::make_shared<std::size_t>(slots_.size());
@@ -228,7 +228,7 @@ void router::replace_stuck(std::size_t index) {
     ledger_.set_alive(index, false);
     return;
   }
-  ++stats_.restarts;
+  ++figures_.count().restarts;
   lifecycle_.failed("worker did not answer PING");
   if (spec_.workers_paths[index] != "localhost" || !hot_.plugin()) return;
   if (renew_slot(index)) request_credit();
