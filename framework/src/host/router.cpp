@@ -13,8 +13,7 @@
 namespace dde::host {
 router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_spec spec,
                std::shared_ptr<host::clock> clock)
-    : io_(io),
-      strand_(boost::asio::make_strand(io)),
+    : strand_(boost::asio::make_strand(io)),
       clock_(std::move(clock)),
       top_(std::move(top)),
       spec_(std::move(spec)),
@@ -54,8 +53,10 @@ router::~router() = default;
 std::shared_ptr<cell> router::make_cell(std::size_t index, const std::shared_ptr<worker_plugin>& plugin) {
   const auto& path = spec_.workers_paths[index];
   if (path != "localhost")
-    return std::make_shared<proxy_cell>(io_, weak_from_this(), shared_spec_, path, index);
-  auto c = std::make_shared<worker_cell>(io_, weak_from_this(), shared_spec_, plugin, index);
+    return std::make_shared<proxy_cell>(strand_.get_inner_executor().context(), weak_from_this(),
+                                        shared_spec_, path, index);
+  auto c = std::make_shared<worker_cell>(strand_.get_inner_executor().context(), weak_from_this(),
+                                         shared_spec_, plugin, index);
   c->set_gate(gate_);
   return c;
 }

@@ -35,6 +35,7 @@
 #include "host/asks.hpp"
 #include "host/autoscaler.hpp"
 #include "host/clock.hpp"
+#include "host/flow_batches.hpp"
 #include "host/held_messages.hpp"
 #include "host/hot_swap.hpp"
 #include "host/mqs_link.hpp"
@@ -115,15 +116,6 @@ class router : public cell_owner,
   const std::string& topic() const { return topic_; }
 
  private:
-  /// worker_done's reports not yet taken by the strand (from the workers' strands), and the strand's
-  /// batch being finished (kept to reuse its capacity).
-  std::mutex done_mutex_;
-  std::vector<std::pair<std::size_t, std::uint64_t>> done_inbox_, done_batch_;
-  bool credit_deferred_ = false;  ///< finishing such a batch: request_credit waits for its end
-  /// Taking a batch from the MQS (deliver): hand_to gathers each worker's messages here (by slot).
-  bool gathering_ = false;
-  std::vector<std::vector<runtime::cell::posting>> gathered_;
-
   struct delivery {
     std::uint64_t generation = 0;
     std::uint64_t tag = 0;
@@ -248,7 +240,6 @@ class router : public cell_owner,
   void scaled() override;
   bool add_local_worker(std::size_t index);
 
-  boost::asio::io_context& io_;
   strand_type strand_;
   std::shared_ptr<host::clock> clock_;
   std::shared_ptr<mqs_link> top_;  ///< the isolate system's MQS link
@@ -261,6 +252,8 @@ class router : public cell_owner,
   std::unordered_map<std::uint64_t, delivery> deliveries_;
   std::uint64_t next_delivery_ = 1;
   held_messages held_;
+  hand_over hand_over_;   ///< a batch from the MQS, gathered per worker
+  done_reports reports_;  ///< the workers' done reports, finished in bursts
   pool_figures figures_;
   /// The asks its workers sent and the replies still to come; per asked pool, their figures.
   asks asks_;

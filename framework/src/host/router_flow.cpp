@@ -12,7 +12,7 @@ void router::request_credit() {
   // While a burst of done reports is being finished, the credit they free is asked once at its end:
   // asked after the first, it would go as a pull of 1 (nothing being outstanding, the ledger asks
   // for whatever room there is), and the MQS would hand over a batch of one.
-  if (lifecycle_.stopping() || credit_deferred_) return;
+  if (lifecycle_.stopping() || reports_.finishing()) return;
   std::size_t n = ledger_.take_credit_request();
   if (n > 0) top_->pull(topic_, spec_.mode, n, ledger_.consumers());
 }
@@ -21,15 +21,11 @@ void router::deliver(std::uint64_t generation, std::vector<topic_sink::delivery>
   boost::asio::defer(strand_, [self = shared_from_this(), generation, batch = std::move(batch)]() mutable {
     // What the batch hands each worker goes to it in one hop: its cell takes them one after another,
     // so their done reports come in one burst too, and their credit goes back in one pull.
-    self->gathering_ = true;
+    self->hand_over_.begin();
     for (auto& d : batch) self->take(generation, d);
-    self->gathering_ = false;
-    for (std::size_t index = 0; index < self->gathered_.size(); ++index) {
-      auto& postings = self->gathered_[index];
-      if (postings.empty()) continue;
+    self->hand_over_.end([&](std::size_t index, std::vector<hand_over::posting>&& postings) {
       self->slots_[index].worker->post_messages(std::move(postings));
-      postings.clear();
-    }
+    });
   });
 }
 
@@ -92,11 +88,7 @@ bool router::dispatch(held_message&& w, bool front) {
 void router::hand_to(std::size_t index, message&& msg, std::uint64_t delivery_id) {
   ledger_.assign(index);
   watch_.handed(index, ledger_.in_flight(index) == 1);
-  if (gathering_) {
-    if (gathered_.size() <= index) gathered_.resize(index + 1);
-    gathered_[index].emplace_back(std::move(msg), delivery_id);
-    return;
-  }
+  if (hand_over_.gathering()) return hand_over_.add(index, std::move(msg), delivery_id);
   slots_[index].worker->post_message(std::move(msg), delivery_id);
 }
 
@@ -173,26 +165,13 @@ void router::give_back_held() {
 
 void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
   // Reports that come while one hop is on its way ride it: one hop per burst, not per message.
-  bool first;
-  {
-    std::lock_guard lock(done_mutex_);
-    first = done_inbox_.empty();
-    done_inbox_.emplace_back(index, delivery_id);
-  }
-  if (!first) return;
+  if (!reports_.add(index, delivery_id)) return;
   boost::asio::defer(strand_, [self = shared_from_this()] {
-    {
-      std::lock_guard lock(self->done_mutex_);
-      self->done_batch_.swap(self->done_inbox_);
-    }
     // Credit is asked once for the burst, after every report of it (see request_credit).
-    self->credit_deferred_ = true;
-    for (auto [index, delivery_id] : self->done_batch_) {
+    self->reports_.finish_all([&](std::size_t index, std::uint64_t delivery_id) {
       ++self->figures_.count().done;
       self->finish_one(index, delivery_id, false);
-    }
-    self->done_batch_.clear();
-    self->credit_deferred_ = false;
+    });
     self->request_credit();
   });
 }
