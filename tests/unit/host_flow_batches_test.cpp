@@ -31,6 +31,7 @@ TEST(DoneReports, ReportsFromManyThreadsAreEachFinishedOnceWithOneHopPerBurst) {
   constexpr int threads = 4, each = 5000;
   std::atomic<int> hops{0};
   std::vector<std::thread> workers;
+  workers.reserve(threads);
   for (int t = 0; t < threads; ++t)
     workers.emplace_back([&, t] {
       for (int i = 0; i < each; ++i)
@@ -59,6 +60,7 @@ TEST(HandOver, GathersEachWorkersShareAndPostsItInSlotOrderOncePerBatch) {
   std::vector<std::pair<std::size_t, std::vector<std::uint64_t>>> posted;
   auto post = [&](std::size_t index, std::vector<hand_over::posting>&& postings) {
     std::vector<std::uint64_t> ids;
+    ids.reserve(postings.size());
     for (auto& [m, id] : postings) ids.push_back(id);
     posted.emplace_back(index, ids);
   };
