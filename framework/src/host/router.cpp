@@ -31,7 +31,7 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
                   ? spec_.supervision.max_failures
                   : 0),
       watch_(*clock_, strand_, spec_.ping_after, spec_.pong_timeout, *this),
-      gate_(std::make_shared<rate_gate>(spec_.rate_messages, spec_.rate_per, spec_.max_in_flight)),
+      governance_(spec_, *top_, figures_),
       hot_(*clock_, strand_, spec_, *this,
            [this](plugin_source::fetch_done fn) -> plugin_source::fetch_done {
              // Only a weak reference waits with the download: the fetcher belongs to the router.
@@ -57,7 +57,7 @@ std::shared_ptr<cell> router::make_cell(std::size_t index, const std::shared_ptr
                                         shared_spec_, path, index);
   auto c = std::make_shared<worker_cell>(strand_.get_inner_executor().context(), weak_from_this(),
                                          shared_spec_, plugin, index);
-  c->set_gate(gate_);
+  c->set_gate(governance_.gate());
   return c;
 }
 

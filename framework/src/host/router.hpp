@@ -9,7 +9,7 @@
 //   worker_watch     the starvation guard's PING/PONG of quiet workers (router_supervision.cpp acts)
 //   hot_swap         hot deployment and RESTART: the running version, its plugin source, the canary,
 //                    the swap of the slots' instances (through swap_host)
-//   pause_governor   rate-limit pauses of the pool and its replicas (router_governance.cpp)
+//   governance       the pool's rate gate, rate-limit pauses of the pool and its replicas, dead letters
 //   autoscaler       autoscaling by queue depth (router_scaling.cpp grows and shrinks the pool)
 //   asks             round trips of the asks its workers send
 // The message flow (credit, hand-over, finishing) is in router_flow.cpp, KILL/RESTART/setRate in
@@ -36,10 +36,10 @@
 #include "host/autoscaler.hpp"
 #include "host/clock.hpp"
 #include "host/flow_batches.hpp"
+#include "host/governance.hpp"
 #include "host/held_messages.hpp"
 #include "host/hot_swap.hpp"
 #include "host/mqs_link.hpp"
-#include "host/pause_governor.hpp"
 #include "host/pool_figures.hpp"
 #include "host/pool_lifecycle.hpp"
 #include "host/pool_ops.hpp"
@@ -207,9 +207,8 @@ class router : public cell_owner,
   bool restarting() const override { return lifecycle_.restarting(); }
   void restarted() override { ++figures_.count().restarts; }
   void later(std::function<void()> fn) override;
-  /// describe()'s parts: the workers, the governance figures, the sub-pools.
+  /// describe()'s parts: the workers and the sub-pools.
   nlohmann::json describe_workers() const;
-  nlohmann::json describe_governance() const;
   nlohmann::json describe_sub_pools() const;
   // KILL (router_control.cpp): a slot drains (closed in the ledger), then its instance is stopped.
   void begin_kill(std::size_t index);
@@ -220,13 +219,6 @@ class router : public cell_owner,
   bool parked(std::size_t index) const { return index < slots_.size() && slots_[index].parked; }
   /// "running", "down", "killing", "killed" or "parked", for describe.
   std::string worker_state(std::size_t index) const;
-  // Governance (router_governance.cpp).
-  /// No message of the pool starts for `delay`; `broadcast` tells the other replicas.
-  void pause_pool(std::chrono::milliseconds delay, const std::string& reason, bool broadcast);
-  void dead_letter(const message& m, int attempts, const std::string& reason);
-  /// What dead_letter sends to dde.dead.<queue> (the whole envelope with `deadLetter`: reason, attempts,
-  /// pool, at, the plugin's md5); counts and logs it.
-  std::string dead_letter_body(const message& m, int attempts, const std::string& reason);
   /// A failed message of a pool with `retry.delays`: into the delay queue of its next delay, or (the
   /// delays spent) into dde.dead.<queue>; the delivery is acked once the broker has the copy.
   void retry_later(delivery& d);
@@ -261,8 +253,7 @@ class router : public cell_owner,
   supervisor supervisor_;
   poison_filter poison_;
   worker_watch watch_;
-  std::shared_ptr<rate_gate> gate_;  ///< the pool's rate, in-flight limit and governance pause
-  pause_governor governor_;
+  governance governance_;
   hot_swap hot_;
   autoscaler scaling_;
   pool_lifecycle lifecycle_;

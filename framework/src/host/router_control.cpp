@@ -15,13 +15,7 @@ void router::set_rate(std::size_t messages, std::chrono::milliseconds per, std::
                     [self = shared_from_this(), messages, per, max_in_flight, done = std::move(done)] {
                       if (self->lifecycle_.stopping())
                         return done(refused(refusal::conflict, self->stopped_text()));
-                      self->spec_.rate_messages = messages;
-                      self->spec_.rate_per = per;
-                      self->spec_.max_in_flight = max_in_flight;
-                      logger("host.router")
-                          ->info("{}: rate {} per {} ms, maxInFlight {} (0 = none)", self->spec_.addr().str(),
-                                 messages, per.count(), max_in_flight);
-                      self->gate_->set(messages, per, max_in_flight);
+                      self->governance_.set_rate(messages, per, max_in_flight);
                       done(true);
                     });
 }

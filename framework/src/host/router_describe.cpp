@@ -22,19 +22,6 @@ nlohmann::json router::describe_workers() const {
   return workers;
 }
 
-nlohmann::json router::describe_governance() const {
-  auto paused_for = std::chrono::duration_cast<std::chrono::milliseconds>(gate_->paused_until() -
-                                                                          std::chrono::steady_clock::now());
-  return {{"pausedForMs", std::max<long long>(0, paused_for.count())},
-          {"lastPauseReason", governor_.reason()},
-          {"rateLimited", figures_.counts().rate_limited},
-          {"retries", figures_.counts().retries},
-          {"deadLettered", figures_.counts().dead_lettered},
-          {"delayedRetries", figures_.counts().delayed},
-          {"pauses", governor_.pauses()},
-          {"remotePauses", governor_.remote_pauses()}};
-}
-
 nlohmann::json router::describe_sub_pools() const {
   std::vector<std::string> in_flight;
   for (auto& [id, d] : deliveries_) in_flight.push_back(d.sub_key);
@@ -52,7 +39,7 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
       j["hotDeploy"] = r.hot_.describe();
     }
     if (!r.lifecycle_.last_error().empty()) j["lastError"] = r.lifecycle_.last_error();
-    j["governance"] = r.describe_governance();
+    j["governance"] = r.governance_.describe();
     if (r.held_.sub_pools()) j["subPoolState"] = r.describe_sub_pools();
     if (first_reply_wins(r.spec_.router)) {
       auto race = r.race_.snapshot();

@@ -103,9 +103,10 @@ void router::retry_later(delivery& d) {
                d.retry_copy->id(), d.failure, delay.count(), failures, delays.size());
   } else {
     topic = dead_letter_topic(topic_);
-    copy.payload = dead_letter_body(
+    copy.payload = governance_.dead_letter_body(
         *d.retry_copy, failures,
-        "failed " + std::to_string(failures) + " times (retry.delays spent); last failure: " + d.failure);
+        "failed " + std::to_string(failures) + " times (retry.delays spent); last failure: " + d.failure,
+        hot_.md5());
   }
   // The original is acked only once the broker has the copy; refused, it goes back to the queue. The
   // link holds the callback until then: a weak reference, so a pool gone meanwhile is not kept alive.
@@ -127,9 +128,10 @@ bool router::dead_letter_poison(std::uint64_t generation, std::uint64_t tag, con
   if (!poison_.enabled() || lifecycle_.stopping()) return false;
   auto verdict = poison_.poisoned(m.id());
   if (!verdict) return false;
-  dead_letter(m, verdict->failures,
-              "failed " + std::to_string(verdict->failures) + " times (supervision.maxFailures " +
-                  std::to_string(poison_.limit()) + "); last failure: " + verdict->last_failure);
+  governance_.dead_letter(m, verdict->failures,
+                          "failed " + std::to_string(verdict->failures) + " times (supervision.maxFailures " +
+                              std::to_string(poison_.limit()) + "); last failure: " + verdict->last_failure,
+                          hot_.md5());
   top_->ack(generation, tag);  // it is in the dead-letter queue now
   request_credit();
   return true;
@@ -232,6 +234,48 @@ void router::replace_stuck(std::size_t index) {
   lifecycle_.failed("worker did not answer PING");
   if (spec_.workers_paths[index] != "localhost" || !hot_.plugin()) return;
   if (renew_slot(index)) request_credit();
+}
+
+// Rate-limit governance (host/governance): a rate-limited worker pauses the whole pool, here and, through
+// the MQS, in every replica; its message is tried again by the same worker after the pause, up to
+// the retry limit, then dead-lettered.
+void router::worker_rate_limited(std::size_t index, std::uint64_t delivery_id,
+                                 std::chrono::milliseconds delay, std::string reason, message m) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, delay,
+                              reason = std::move(reason), m = std::move(m)]() mutable {
+    ++self->figures_.count().rate_limited;
+    // The whole pool pauses, here and (through the MQS) in every replica, not only the worker that was hit.
+    self->governance_.pause(std::clamp(delay, std::chrono::milliseconds(0), self->spec_.backoff.max_delay),
+                            reason, true);
+    auto it = self->deliveries_.find(delivery_id);
+    if (it == self->deliveries_.end()) return;
+    auto& d = it->second;
+    if (std::find(d.pending.begin(), d.pending.end(), index) == d.pending.end()) return;
+    if (d.attempts < self->spec_.backoff.retry_limit && !self->lifecycle_.stopping()) {
+      // Tried again by the same worker once the pause is over (its gate holds it until then); it keeps
+      // its place in the pool's accounting meanwhile.
+      ++d.attempts;
+      ++self->figures_.count().retries;
+      self->watch_.active(index);
+      self->slots_[index].worker->post_message(std::move(m), delivery_id);
+      return;
+    }
+    auto why = "rate limited " + std::to_string(d.attempts + 1) + " time(s), retry limit " +
+               std::to_string(self->spec_.backoff.retry_limit) + " reached; last reason: " + reason;
+    if (self->lifecycle_.stopping()) {
+      self->finish_one(index, delivery_id, true, false);  // back to the broker: another replica may take it
+      return;
+    }
+    self->governance_.dead_letter(m, d.attempts + 1, why, self->hot_.md5());
+    self->finish_one(index, delivery_id, false, false);  // acked: it is in the dead-letter queue now
+  });
+}
+
+void router::on_pause(std::chrono::milliseconds delay, std::string reason, std::string origin) {
+  boost::asio::post(
+      strand_, [self = shared_from_this(), delay, reason = std::move(reason), origin = std::move(origin)] {
+        if (!self->lifecycle_.stopping()) self->governance_.paused_by(delay, reason, origin);
+      });
 }
 
 }  // namespace dde::host
