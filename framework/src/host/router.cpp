@@ -23,6 +23,7 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
       held_(spec_.sub_pools),
       figures_(topic_),
       asks_(*clock_, strand_, topic_, ask_timeout),
+      first_reply_(*clock_, strand_, spec_, *this),
       supervisor_(spec_.supervision),
       // Failed messages that go back to the queue are counted; raced copies and at-most-once ones are not.
       // A pool with retry delays counts failures in the message itself (the envelope's `attempt`).
@@ -202,6 +203,8 @@ void router::enqueue(std::string topic, delivery_mode mode, const envelope& e) {
   auto m = split_envelope(e, topic);
   top_->enqueue(std::move(topic), mode, std::move(m.props), std::move(m.payload));
 }
+
+bool router::claim_reply(const std::string& message_id) { return first_reply_.claim(message_id); }
 
 void router::when_writable(std::function<void()> fn) { top_->when_writable(std::move(fn)); }
 

@@ -4,7 +4,7 @@
 // done. The jobs around that are classes of their own, each unit-tested without the router:
 //   routing_policy   which workers get a message (built-in, consistent hash, custom plugin)
 //   pool_ledger      credits, room and in-flight counts per worker; sub_pool_ledger per key
-//   reply_race       first-reply-wins races (router_first_reply.cpp arms the tail-chopping timers)
+//   first_reply      first-reply-wins races of scatter-gather and tail-chopping pools, their copies
 //   supervisor       what a worker's failure does (router_supervision.cpp applies it)
 //   worker_watch     the starvation guard's PING/PONG of quiet workers (router_supervision.cpp acts)
 //   hot_swap         hot deployment and RESTART: the running version, its plugin source, the canary,
@@ -35,6 +35,7 @@
 #include "host/asks.hpp"
 #include "host/autoscaler.hpp"
 #include "host/clock.hpp"
+#include "host/first_reply.hpp"
 #include "host/flow_batches.hpp"
 #include "host/governance.hpp"
 #include "host/held_messages.hpp"
@@ -43,7 +44,6 @@
 #include "host/pool_figures.hpp"
 #include "host/pool_lifecycle.hpp"
 #include "host/pool_ops.hpp"
-#include "host/reply_race.hpp"
 #include "host/routing.hpp"
 #include "host/routing_policy.hpp"
 #include "host/runtime.hpp"
@@ -57,6 +57,7 @@ class router : public cell_owner,
                private swap_host,
                private scaling_target,
                private watched_pool,
+               private race_pool,
                public std::enable_shared_from_this<router> {
  public:
   router(boost::asio::io_context& io, std::shared_ptr<mqs_link> link, pool_spec spec,
@@ -130,13 +131,6 @@ class router : public cell_owner,
     std::shared_ptr<const message> retry_copy;  ///< what goes to the delay queue if it fails
     std::string failure;                        ///< why a worker failed it (empty: given back unfinished)
     bool canary_failed = false;  ///< a canary worker failed it: back to the queue, whatever the pool says
-    // First-reply-wins pools (scatter-gather, tail-chopping):
-    std::string message_id;               ///< replies to it are claimed ("" = not raced)
-    std::shared_ptr<const message> copy;  ///< tail-chopping: what the next worker gets
-    std::vector<std::size_t> asked;       ///< workers given a copy so far
-    std::size_t succeeded = 0;            ///< copies done without failing
-    bool acked = false;                   ///< acked once answered; later copies change nothing
-    std::shared_ptr<timer> chop_timer;
   };
   enum class kill_phase { none, draining, stopping, killed };
   /// One worker slot (its index is the worker's index in the ledger).
@@ -172,12 +166,12 @@ class router : public cell_owner,
   /// Puts a fresh instance in slot `index` (made, not started); false (and the slot down) if it cannot.
   bool renew_slot(std::size_t index);
   bool busy() const { return lifecycle_.stopping() || hot_.swapping() || lifecycle_.restarting(); }
-  // First reply wins (router_first_reply.cpp).
-  void start_race(std::uint64_t delivery_id, delivery& d, const message& msg);
-  void settle_copy(std::uint64_t delivery_id, delivery& d, bool failed);
-  bool end_race(delivery& d);
-  void chop(std::uint64_t delivery_id);
-  void arm_chop(std::uint64_t delivery_id, delivery& d);
+  // The copies of a first-reply-wins pool (first_reply; race_pool, router_flow.cpp).
+  std::size_t other_worker(const std::vector<std::size_t>& asked) override {
+    return ledger_.select_other(asked);
+  }
+  void hand_copy(std::uint64_t delivery_id, std::size_t index, message copy) override;
+  void ack_answered(std::uint64_t delivery_id) override;
   // Supervision and the starvation guard (router_supervision.cpp).
   void stop_pool(const std::string& why);
   /// A pool stopped by supervision starts again (RESTART): fresh workers, a fresh restart budget.
@@ -249,7 +243,7 @@ class router : public cell_owner,
   pool_figures figures_;
   /// The asks its workers sent and the replies still to come; per asked pool, their figures.
   asks asks_;
-  reply_race race_;
+  first_reply first_reply_;
   supervisor supervisor_;
   poison_filter poison_;
   worker_watch watch_;

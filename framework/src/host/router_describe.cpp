@@ -42,7 +42,7 @@ void router::describe(std::function<void(nlohmann::json)> fn) {
     j["governance"] = r.governance_.describe();
     if (r.held_.sub_pools()) j["subPoolState"] = r.describe_sub_pools();
     if (first_reply_wins(r.spec_.router)) {
-      auto race = r.race_.snapshot();
+      auto race = r.first_reply_.counts();
       j["firstReply"] = {{"answered", race.answered},
                          {"dropped", race.dropped},
                          {"copies", race.copies},

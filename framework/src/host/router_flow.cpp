@@ -78,7 +78,7 @@ bool router::dispatch(held_message&& w, bool front) {
     d.retry_copy = std::make_shared<const message>(msg);
   }
   d.started = clock_->now();
-  start_race(id, d, msg);
+  first_reply_.open(id, msg, d.pending);
   const auto& to = d.pending;
   for (std::size_t k = 0; k + 1 < to.size(); ++k) hand_to(to[k], message(msg), id);
   hand_to(to.back(), std::move(msg), id);
@@ -109,17 +109,22 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
     hot_.handled(index, failed, spec_.workers_paths[index] == "localhost");
     d.canary_failed = d.canary_failed || (failed && hot_.canary_on(index));
   }
-  bool raced = !d.message_id.empty();
+  bool raced = first_reply_.raced(delivery_id);
   if (raced)
-    settle_copy(delivery_id, d, failed);
+    first_reply_.copy_ended(delivery_id, failed);  // it may hand a copy to one more worker
   else
     d.failed = d.failed || failed;
   std::string sub_key;
   bool ended = d.pending.empty();
-  if (ended && raced) d.failed = end_race(d);
+  bool acked = false;  // a raced message answered before its last copy ended
+  if (ended && raced) {
+    auto race = first_reply_.close(delivery_id);
+    d.failed = race.failed;
+    acked = race.acked;
+  }
   if (ended) {
     sub_key = std::move(d.sub_key);
-    if (spec_.mode == delivery_mode::at_least_once && !d.acked) settle_at_broker(d);
+    if (spec_.mode == delivery_mode::at_least_once && !acked) settle_at_broker(d);
     if (!d.failed) figures_.handled(clock_->now() - d.started);
     deliveries_.erase(it);
   }
@@ -149,6 +154,18 @@ void router::settle_at_broker(delivery& d) {
     ++figures_.count().acked;
     if (!d.poison_id.empty()) poison_.done(d.poison_id);
   }
+}
+
+void router::hand_copy(std::uint64_t delivery_id, std::size_t index, message copy) {
+  deliveries_.at(delivery_id).pending.push_back(index);
+  hand_to(index, std::move(copy), delivery_id);
+}
+
+void router::ack_answered(std::uint64_t delivery_id) {
+  if (spec_.mode != delivery_mode::at_least_once) return;
+  auto& d = deliveries_.at(delivery_id);
+  top_->ack(d.generation, d.tag);
+  ++figures_.count().acked;
 }
 
 void router::flush_waiting() {
