@@ -80,7 +80,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   auto t = now();
   turn_now_ = t;
   if (!main_.session && !last && timers_.due(timer::connect, t)) connect();
-  for (auto& cmd : inbox_.take_seen()) handle(cmd, t);
+  for (auto& cmd : inbox_.take_seen()) std::visit([&](auto& c) { handle(c, t); }, cmd);
   if (timers_.due(timer::sweep, t)) sweep(t, last);
   if (main_.worth_reading()) read_frames(main_);
   for (auto& [topic, c] : consumers_)
@@ -140,49 +140,44 @@ void dequeuer::sweep(clock::time_point now, bool last) {
   if (!last) check_stalls(now);
 }
 
-void dequeuer::handle(dequeue_command& cmd, clock::time_point now) {
-  if (cmd.what == dequeue_command::kind::leased || cmd.what == dequeue_command::kind::dead_lettered)
-    return handle_lease_answer(cmd, now);
-  if (cmd.what == dequeue_command::kind::depth) return on_depth(cmd, now);
-  client_id id = cmd.conn->id();
-  switch (cmd.what) {
-    case dequeue_command::kind::pull: {
-      // The pool's counters exist (at 0) from its first pull on, not from its first message.
-      mqs_metrics::process().topic(cmd.topic);
-      hosts_.pulled(id, cmd.conn, cmd.binary_deliver);
-      if (auto err = dispatcher_.pull(id, cmd.topic, cmd.mode, cmd.credit, now, cmd.consumers);
-          !err.empty()) {
-        nlohmann::json header{
-            {"action", "pull"}, {"topic", cmd.topic}, {"mode", to_string(cmd.mode)}, {"credit", cmd.credit}};
-        append_error(*hosts_.records(id), err, cmd.record, &header);
-        break;
-      }
-      std::vector<pause_notice> notices;  // a pause of the topic still running
-      pauses_.board.listen(id, cmd.topic, now, notices);
-      tell(notices);
-      break;
-    }
-    case dequeue_command::kind::ack: dispatcher_.ack(id, cmd.tags, now); break;
-    case dequeue_command::kind::nack: dispatcher_.nack(id, cmd.tags, cmd.requeue, now); break;
-    case dequeue_command::kind::cancel:
-      dispatcher_.cancel(id, cmd.topic, now);
-      pauses_.board.stop_listening(id, cmd.topic);
-      break;
-    case dequeue_command::kind::disconnect:
-      dispatcher_.disconnect(id, now);
-      pauses_.board.forget(id);
-      hosts_.forget(id);
-      break;
-    case dequeue_command::kind::pause: {
-      std::vector<pause_notice> notices;
-      pauses_.board.pause(cmd.topic, cmd.pause_ms, cmd.reason, cmd.origin, now, notices);
-      tell(notices);
-      break;
-    }
-    case dequeue_command::kind::leased:
-    case dequeue_command::kind::dead_lettered:
-    case dequeue_command::kind::depth: break;  // answered above
+void dequeuer::handle(dequeue::pull& c, clock::time_point now) {
+  client_id id = c.conn->id();
+  // The pool's counters exist (at 0) from its first pull on, not from its first message.
+  mqs_metrics::process().topic(c.topic);
+  hosts_.pulled(id, c.conn, c.binary_deliver);
+  if (auto err = dispatcher_.pull(id, c.topic, c.mode, c.credit, now, c.consumers); !err.empty()) {
+    nlohmann::json header{
+        {"action", "pull"}, {"topic", c.topic}, {"mode", to_string(c.mode)}, {"credit", c.credit}};
+    append_error(*hosts_.records(id), err, c.record, &header);
+    return;
   }
+  std::vector<pause_notice> notices;  // a pause of the topic still running
+  pauses_.board.listen(id, c.topic, now, notices);
+  tell(notices);
+}
+
+void dequeuer::handle(dequeue::ack& c, clock::time_point now) { dispatcher_.ack(c.conn->id(), c.tags, now); }
+
+void dequeuer::handle(dequeue::nack& c, clock::time_point now) {
+  dispatcher_.nack(c.conn->id(), c.tags, c.requeue, now);
+}
+
+void dequeuer::handle(dequeue::cancel& c, clock::time_point now) {
+  dispatcher_.cancel(c.conn->id(), c.topic, now);
+  pauses_.board.stop_listening(c.conn->id(), c.topic);
+}
+
+void dequeuer::handle(dequeue::disconnect& c, clock::time_point now) {
+  client_id id = c.conn->id();
+  dispatcher_.disconnect(id, now);
+  pauses_.board.forget(id);
+  hosts_.forget(id);
+}
+
+void dequeuer::handle(dequeue::pause& c, clock::time_point now) {
+  std::vector<pause_notice> notices;
+  pauses_.board.pause(c.topic, c.ms, c.reason, c.origin, now, notices);
+  tell(notices);
 }
 
 void dequeuer::read_frames(broker_link& link) {

@@ -30,6 +30,7 @@
 #include "dde/net/ws.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/stall_watch.hpp"
+#include "dequeue_commands.hpp"
 #include "enqueuer.hpp"
 #include "exit_latch.hpp"
 #include "host_outboxes.hpp"
@@ -43,28 +44,6 @@ class io_context;
 }
 
 namespace dde::mqs {
-
-/// A request of a host for the dequeuer thread.
-struct dequeue_command {
-  /// `leased` and `dead_lettered` come from the enqueuer (no `conn`): the broker confirmed (`requeue`
-  /// true) or refused a lease copy (`tags`: its delivery's id) or a dead-lettered copy (`tags`: the
-  /// copy's epoch, channel and tag).
-  enum class kind { pull, ack, nack, cancel, disconnect, pause, leased, dead_lettered, depth };
-  kind what = kind::pull;
-  std::shared_ptr<net::ws_connection> conn;
-  std::string topic;
-  delivery_mode mode = delivery_mode::at_least_once;
-  std::uint32_t credit = 0;
-  std::uint32_t consumers = 0;  ///< of a pull: the host's workers on the topic (0: not told)
-  bool binary_deliver = false;  ///< of a pull: the host reads binary `deliver` headers
-  std::vector<std::uint64_t> tags;
-  bool requeue = true;
-  std::size_t record = 0;  ///< index in its batch, for an error record
-  std::chrono::milliseconds pause_ms{0};
-  std::string reason;       ///< of a pause
-  std::string origin;       ///< of a pause: "<mqs id>/<host instance>"
-  std::uint64_t ready = 0;  ///< of a depth (the stall watch's question about `topic`): messages ready
-};
 
 /// The number of a consumer on a topic's channel, given the first one's tag: 0 for `first`, n for
 /// "<first>+<n>", `lease_consumer` for any other ("<first>+<lease_suffix>", the lease queue's).
@@ -142,7 +121,16 @@ class dequeuer : private dispatcher_port {
   void stop_asio_loop();
   void connect();
   void connection_lost();
-  void handle(dequeue_command& cmd, clock::time_point now);
+  // One handler per command (dequeue_commands.hpp).
+  void handle(dequeue::pull& c, clock::time_point now);
+  void handle(dequeue::ack& c, clock::time_point now);
+  void handle(dequeue::nack& c, clock::time_point now);
+  void handle(dequeue::cancel& c, clock::time_point now);
+  void handle(dequeue::disconnect& c, clock::time_point now);
+  void handle(dequeue::pause& c, clock::time_point now);
+  void handle(dequeue::leased& c, clock::time_point now);
+  void handle(dequeue::dead_lettered& c, clock::time_point now);
+  void handle(dequeue::depth& c, clock::time_point now);
   void read_frames(broker_link& link);
   void on_method(broker_link& link, amqp_frame_t& frame);
   void complete(channel_state& ch);
@@ -201,8 +189,6 @@ class dequeuer : private dispatcher_port {
   /// Once a second: topics whose consumer got nothing while hosts wait have their queue's depth asked,
   /// off the loop (stall_watch.hpp); a stalled one is consumed afresh when the answer comes (on_depth).
   void check_stalls(clock::time_point now);
-  void on_depth(const dequeue_command& answer, clock::time_point now);
-  void handle_lease_answer(const dequeue_command& cmd, clock::time_point now);
 
   // Pauses (dequeuer_governance.cpp).
   void retry_governance(clock::time_point now);

@@ -62,15 +62,7 @@ void dequeuer::publish_lease(const std::string& topic, std::uint64_t id, const s
   m.body = body;
   m.props = props;  // without an x-dde-lease: dropped as the delivery arrived (drop_lease_header)
   m.props.headers.emplace_back(std::string(lease_header), std::to_string(id));
-  m.settled = [this, id](bool ok) {
-    dequeue_command answer;
-    answer.what = dequeue_command::kind::leased;
-    answer.tags = {id};
-    answer.requeue = ok;
-    std::vector<dequeue_command> batch;
-    batch.push_back(std::move(answer));
-    submit(std::move(batch));
-  };
+  m.settled = [this, id](bool ok) { submit({dequeue::leased{id, ok}}); };
   own_messages_.add(std::move(m));
 }
 
@@ -81,33 +73,21 @@ void dequeuer::dead_letter_copy(const std::string& topic, const std::string& bod
   m.mode = delivery_mode::at_least_once;
   m.body = body;
   m.props = props;
-  m.settled = [this, ref](bool ok) {
-    dequeue_command answer;
-    answer.what = dequeue_command::kind::dead_lettered;
-    answer.tags = {ref.epoch, ref.channel, ref.tag};
-    answer.requeue = ok;
-    std::vector<dequeue_command> batch;
-    batch.push_back(std::move(answer));
-    submit(std::move(batch));
-  };
+  m.settled = [this, ref](bool ok) { submit({dequeue::dead_lettered{ref, ok}}); };
   own_messages_.add(std::move(m));
 }
 
-void dequeuer::handle_lease_answer(const dequeue_command& cmd, clock::time_point now) {
-  bool ok = cmd.requeue;
-  if (cmd.what == dequeue_command::kind::leased) {
-    if (cmd.tags.size() != 1) return;
-    log()->debug("the broker {} the lease copy of delivery {}", ok ? "confirmed" : "refused", cmd.tags[0]);
-    dispatcher_.lease_published(cmd.tags[0], ok, now);
-    if (!ok) timers_.sooner(timer::lease_check, now + std::chrono::seconds(1));
-    return;
-  }
-  if (cmd.tags.size() != 3) return;
-  broker_ref ref{cmd.tags[0], std::uint16_t(cmd.tags[1]), cmd.tags[2]};
-  if (ok)
-    ack(ref);  // dead-lettered: the copy goes
+void dequeuer::handle(dequeue::leased& c, clock::time_point now) {
+  log()->debug("the broker {} the lease copy of delivery {}", c.confirmed ? "confirmed" : "refused", c.id);
+  dispatcher_.lease_published(c.id, c.confirmed, now);
+  if (!c.confirmed) timers_.sooner(timer::lease_check, now + std::chrono::seconds(1));
+}
+
+void dequeuer::handle(dequeue::dead_lettered& c, clock::time_point) {
+  if (c.confirmed)
+    ack(c.ref);  // dead-lettered: the copy goes
   else
-    reject(ref, false);  // not dead-lettered: back to the topic's queue rather than lost
+    reject(c.ref, false);  // not dead-lettered: back to the topic's queue rather than lost
 }
 
 }  // namespace dde::mqs

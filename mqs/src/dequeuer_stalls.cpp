@@ -32,19 +32,18 @@ void dequeuer::check_stalls(clock::time_point now) {
     constexpr std::uint16_t channel = 1;
     if (session && !session->open_channel(channel).ok()) session.reset();
     std::vector<dequeue_command> answers;
+    answers.reserve(ask.size());
     for (auto& topic : ask) {
-      dequeue_command a;
-      a.what = dequeue_command::kind::depth;
-      a.topic = topic;
+      dequeue::depth a{topic, 0};
       std::uint32_t messages = 0, consumers = 0;
       if (session && session->queue_depth(channel, topic, messages, consumers).ok()) a.ready = messages;
-      answers.push_back(std::move(a));
+      answers.emplace_back(std::move(a));
     }
     submit(std::move(answers));
   });
 }
 
-void dequeuer::on_depth(const dequeue_command& answer, clock::time_point now) {
+void dequeuer::handle(dequeue::depth& answer, clock::time_point now) {
   auto it = consumers_.find(answer.topic);
   if (it == consumers_.end()) return;
   auto& c = it->second;

@@ -109,10 +109,7 @@ void service::on_close(const std::shared_ptr<net::ws_connection>& conn, const st
     }
   }
   flow_.forget(conn->id());
-  std::vector<dequeue_command> cmds(1);
-  cmds[0].what = dequeue_command::kind::disconnect;
-  cmds[0].conn = conn;
-  dequeuer_.submit(std::move(cmds));
+  dequeuer_.submit({dequeue::disconnect{conn}});
   if (s && s->hello)
     log().info("host {} ({}) at {} disconnected: {}", s->system, s->instance, conn->remote(), reason);
   else

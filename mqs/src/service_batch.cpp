@@ -33,12 +33,6 @@ struct service::batch {
   void hand_over();
   /// An error record for the record being handled, and a reject of its `seq` (an enqueue's).
   void refuse(const std::string& error, std::optional<std::uint64_t> seq);
-  dequeue_command command(dequeue_command::kind what) {
-    dequeue_command c;
-    c.what = what;
-    c.conn = conn;
-    return c;
-  }
 
   void operator()(hello_request& h);
   void operator()(enqueue_request& q);
@@ -116,46 +110,29 @@ void service::batch::operator()(enqueue_request& q) {
 }
 
 void service::batch::operator()(pull_request& p) {
-  auto c = command(dequeue_command::kind::pull);
-  c.topic = std::move(p.topic);
-  c.mode = p.mode;
-  c.credit = p.credit;
-  c.consumers = p.consumers;
-  c.binary_deliver = s.binary_deliver;
-  c.record = e.index;
-  commands.push_back(std::move(c));
+  commands.emplace_back(
+      dequeue::pull{conn, std::move(p.topic), p.mode, p.credit, p.consumers, s.binary_deliver, e.index});
 }
 
 void service::batch::operator()(ack_request& a) {
-  auto c = command(dequeue_command::kind::ack);
-  c.tags = std::move(a.tags);
-  commands.push_back(std::move(c));
+  commands.emplace_back(dequeue::ack{conn, std::move(a.tags)});
 }
 
 void service::batch::operator()(nack_request& n) {
-  auto c = command(dequeue_command::kind::nack);
-  c.tags = std::move(n.tags);
-  c.requeue = n.requeue;
-  commands.push_back(std::move(c));
+  commands.emplace_back(dequeue::nack{conn, std::move(n.tags), n.requeue});
 }
 
 void service::batch::operator()(cancel_request& k) {
-  auto c = command(dequeue_command::kind::cancel);
-  c.topic = std::move(k.topic);
-  commands.push_back(std::move(c));
+  commands.emplace_back(dequeue::cancel{conn, std::move(k.topic)});
 }
 
 void service::batch::operator()(pause_request& p) {
   log().info("host {} ({}) pauses {} for {} ms: {}", s.system, s.instance, p.topic, p.ms,
              p.reason.substr(0, 200));
-  auto c = command(dequeue_command::kind::pause);
-  c.topic = p.topic;
-  c.pause_ms = std::chrono::milliseconds(p.ms);
-  c.reason = p.reason;
-  c.origin = svc.id_ + "/" + s.instance;
+  auto origin = svc.id_ + "/" + s.instance;
+  commands.emplace_back(dequeue::pause{p.topic, std::chrono::milliseconds(p.ms), p.reason, origin});
   pauses.push_back(pause_broadcast{std::move(p.topic), p.ms, epoch_ms_now() + p.ms, std::move(p.reason),
-                                   c.origin, svc.id_});
-  commands.push_back(std::move(c));
+                                   std::move(origin), svc.id_});
 }
 
 void service::batch::hand_over() {

@@ -147,21 +147,8 @@ class DequeuerOnAsioTest : public AsioLoopTest {
     deq->start(io);
     run_io();
   }
-  void submit(dequeue_command cmd) {
-    cmd.conn = host;
-    std::vector<dequeue_command> batch;
-    batch.push_back(std::move(cmd));
-    deq->submit(std::move(batch));
-  }
-  void pull(std::uint32_t credit, delivery_mode mode) {
-    dequeue_command c;
-    c.what = dequeue_command::kind::pull;
-    c.topic = topic;
-    c.mode = mode;
-    c.credit = credit;
-    c.consumers = 1;
-    submit(std::move(c));
-  }
+  void submit(dequeue_command cmd) { deq->submit({std::move(cmd)}); }
+  void pull(std::uint32_t credit, delivery_mode mode) { submit(dequeue::pull{host, topic, mode, credit, 1}); }
   /// The topic's session once it consumes (a later one than session `after`, by serial: a new
   /// session may take a closed one's address), and its consumer tag; waits for it up to 5 s.
   std::pair<fake_session*, std::string> consuming(std::uint64_t after = 0) {
@@ -242,10 +229,7 @@ TEST_F(DequeuerOnAsioTest, TheAcksAHostSentLastReachTheBrokerWhenTheDequeuerStop
   });
   auto got = host->deliveries(2);
   ASSERT_EQ(got.size(), 2u);
-  dequeue_command ack;
-  ack.what = dequeue_command::kind::ack;
-  ack.tags = {got[0].first, got[1].first};
-  submit(std::move(ack));
+  submit(dequeue::ack{host, {got[0].first, got[1].first}});
   deq->stop();
   auto acks = on_loop([&] {
     std::vector<settlement> out;

@@ -48,28 +48,14 @@ class DequeuerTest : public ::testing::Test {
     ADD_FAILURE() << "frames left unread";
   }
   void command(dequeue_command cmd) {
-    cmd.conn = host;
-    std::vector<dequeue_command> batch;
-    batch.push_back(std::move(cmd));
-    deq->submit(std::move(batch));
+    deq->submit({std::move(cmd)});
     settle();
   }
   void pull(std::uint32_t credit, std::uint32_t consumers = 1,
             delivery_mode mode = delivery_mode::at_least_once, const std::string& of = topic) {
-    dequeue_command c;
-    c.what = dequeue_command::kind::pull;
-    c.topic = of;
-    c.mode = mode;
-    c.credit = credit;
-    c.consumers = consumers;
-    command(std::move(c));
+    command(dequeue::pull{host, of, mode, credit, consumers});
   }
-  void ack(std::vector<std::uint64_t> tags) {
-    dequeue_command c;
-    c.what = dequeue_command::kind::ack;
-    c.tags = std::move(tags);
-    command(std::move(c));
-  }
+  void ack(std::vector<std::uint64_t> tags) { command(dequeue::ack{host, std::move(tags)}); }
   /// The topic's consuming connection.
   fake_session* link() { return broker.find(std::string(" ") + topic); }
   /// `wait` later, the topic is consumed on a link whose delivery reaches the host.
@@ -102,6 +88,7 @@ class DequeuerTest : public ::testing::Test {
   }
   static std::vector<std::string> bodies(const std::vector<delivery>& ds) {
     std::vector<std::string> out;
+    out.reserve(ds.size());
     for (auto& d : ds) out.push_back(d.body);
     return out;
   }
@@ -187,13 +174,7 @@ TEST_F(DequeuerTest, ACopyTheMqsPublishedAgainReachesItsHostFlaggedRedeliveredWi
 TEST_F(DequeuerTest, APoolsCountersAreThereAtZeroFromItsFirstPullEvenBeforeItIsConsumed) {
   start();
   broker.refuse_open = "connection refused";  // the topic's own connection cannot open: no consumer yet
-  dequeue_command c;
-  c.what = dequeue_command::kind::pull;
-  c.topic = "fresh.pool";
-  c.mode = delivery_mode::at_least_once;
-  c.credit = 1;
-  c.consumers = 1;
-  command(std::move(c));
+  pull(1, 1, delivery_mode::at_least_once, "fresh.pool");
   auto text = metrics_registry::process().render();
   for (auto name : {"dde_mqs_published_total", "dde_mqs_consumed_total", "dde_mqs_acked_total",
                     "dde_mqs_redelivered_total"})
@@ -574,9 +555,7 @@ TEST_F(DequeuerTest, ALinkOpenedForATopicNoLongerPulledIsClosedNotConsumed) {
   deq->set_opener([&](std::function<void()> job) { openings.push_back(std::move(job)); });
   pull(1);
   ASSERT_EQ(openings.size(), 1u);
-  dequeue_command bye;
-  bye.what = dequeue_command::kind::disconnect;
-  command(std::move(bye));
+  command(dequeue::disconnect{host});
   time.advance(1500ms);  // the topic goes idle: its consumer is stopped while its link opens
   settle();
   openings[0]();
@@ -598,9 +577,7 @@ TEST_F(DequeuerTest, AnIdleTopicsLinkIsCancelledAndClosedOffTheLoopAfterItsAcks)
   std::vector<std::function<void()>> closings;
   deq->set_opener([&](std::function<void()> job) { closings.push_back(std::move(job)); });
   ack({got[0].tag});
-  dequeue_command bye;
-  bye.what = dequeue_command::kind::disconnect;
-  command(std::move(bye));
+  command(dequeue::disconnect{host});
   time.advance(1500ms);
   settle();
   ASSERT_EQ(closings.size(), 1u) << "the idle topic's link is handed off to be closed";
@@ -617,15 +594,7 @@ TEST_F(DequeuerTest, ARefusalThatComesAfterThePullGoesToEveryHostThatPulledAndAL
   deq->set_opener([&](std::function<void()> job) { openings.push_back(std::move(job)); });
   auto second = std::make_shared<recording_connection>(4);
   pull(1);
-  dequeue_command other;
-  other.what = dequeue_command::kind::pull;
-  other.topic = topic;
-  other.mode = delivery_mode::at_least_once;
-  other.credit = 1;
-  other.conn = second;
-  std::vector<dequeue_command> batch;
-  batch.push_back(std::move(other));
-  deq->submit(std::move(batch));
+  deq->submit({dequeue::pull{second, topic, delivery_mode::at_least_once, 1}});
   settle();
   EXPECT_TRUE(mqs_records(*host).empty()) << "nothing to say before the broker answers";
   broker.refuse_next["basic.consume 1 s.consumer"] = {"basic.consume: 403 ACCESS_REFUSED - no read access",
@@ -737,7 +706,7 @@ TEST_F(DequeuerTest, AnExtraConsumerHoldingItsWholePrefetchGoesAfterASecondOfQui
   auto tag = consumer_tag(s);
   s.depth[topic] = 14;
   std::uint64_t t = 0;
-  for (auto c : {tag + "+1", tag + "+1", tag + "+2", tag + "+2", tag, tag}) s.deliver(1, c, ++t, "m");
+  for (const auto& c : {tag + "+1", tag + "+1", tag + "+2", tag + "+2", tag, tag}) s.deliver(1, c, ++t, "m");
   settle();
   auto held = deliveries();
   ASSERT_EQ(held.size(), 6u);
