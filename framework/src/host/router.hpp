@@ -12,8 +12,11 @@
 //   governance       the pool's rate gate, rate-limit pauses of the pool and its replicas, dead letters
 //   autoscaler       autoscaling by queue depth (router_scaling.cpp grows and shrinks the pool)
 //   asks             round trips of the asks its workers send
-// The message flow (credit, hand-over, finishing) is in router_flow.cpp, KILL/RESTART/setRate in
-// router_control.cpp, describe in router_describe.cpp. Everything runs on
+//   pool_lifecycle   running, restarting after an escalation, halted by supervision, shutting down
+//   pool_figures     its counters and latency histograms
+//   done_reports, hand_over   the message flow's batches (flow_batches.hpp)
+// The message flow (credit, hand-over, finishing) is in router_flow.cpp, KILL/RESTART/setRate and the
+// slots a swap changes in router_control.cpp, describe in router_describe.cpp. Everything runs on
 // the router's strand; timers come from a clock a test can drive (host/clock.hpp).
 
 #include <atomic>

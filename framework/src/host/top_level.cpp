@@ -90,13 +90,13 @@ void top_level::abandon_link(const std::string& why) {
 void top_level::link_lost(const std::string& why) {
   conn_.reset();
   welcomed_ = false;
-  fail_depths("the MQS link dropped before it answered");
+  pools_.fail_depths("the MQS link dropped before it answered");
   if (stopping_) return check_stopping();
   schedule_reconnect(why);
 }
 
 void top_level::do_connect() {
-  if (stopping_ && unconfirmed_.empty()) return;
+  if (stopping_ && window_.unconfirmed() == 0) return;
   auto self = shared_from_this();
   auto on_fail = [self](const std::string& why) {
     boost::asio::post(self->strand_, [self, why] { self->schedule_reconnect(why); });
@@ -108,7 +108,7 @@ void top_level::do_connect() {
 }
 
 void top_level::schedule_reconnect(const std::string& why) {
-  if (stopping_ && unconfirmed_.empty()) {
+  if (stopping_ && window_.unconfirmed() == 0) {
     check_stopping();
     return;
   }
@@ -122,7 +122,7 @@ void top_level::schedule_reconnect(const std::string& why) {
 
 void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
   boost::asio::post(strand_, [self = shared_from_this(), conn] {
-    if (self->stopping_ && self->unconfirmed_.empty()) {
+    if (self->stopping_ && self->window_.unconfirmed() == 0) {
       conn->close("isolate system stopping");
       return;
     }
@@ -131,20 +131,16 @@ void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
     self->watch_.linked(std::chrono::steady_clock::now());
     if (++self->generation_ > 1) ++self->stats_.reconnects;
     // Whatever was batched for the old connection (acks, pulls) is void with it.
-    self->out_.clear();
-    self->acks_.clear();
-    self->pulls_.clear();
-    mqs::append(self->out_, mqs::hello_request{wire::protocol_version, self->options_.system,
-                                               self->options_.instance, true});
-    for (auto& [seq, u] : self->unconfirmed_) {
-      self->append_enqueue(seq, u, delivery_mode::at_least_once);
+    self->batch_.clear();
+    mqs::append(self->batch_.records(), mqs::hello_request{wire::protocol_version, self->options_.system,
+                                                           self->options_.instance, true});
+    self->window_.for_each_unconfirmed([&](std::uint64_t seq, const pending_enqueue& m) {
+      self->append_enqueue(seq, m, delivery_mode::at_least_once);
       ++self->stats_.resent;
-    }
-    for (auto& m : self->at_most_once_backlog_) self->append_enqueue(0, m, delivery_mode::at_most_once);
-    self->at_most_once_backlog_.clear();
-    self->pulls_[self->reply_topic_] = {delivery_mode::reply, self->options_.reply_credit};
-    for (auto& [topic, sink] : self->routers_)
-      if (auto r = sink.lock()) r->on_connected();
+    });
+    for (auto& m : self->window_.take_backlog()) self->append_enqueue(0, m, delivery_mode::at_most_once);
+    self->batch_.add_pull(self->reply_topic_, delivery_mode::reply, self->options_.reply_credit);
+    self->pools_.connected();
     self->schedule_flush();
     self->check_writable();
   });
@@ -203,23 +199,16 @@ void top_level::handle(incoming& in) {
       in.record);
 }
 
-void top_level::settle(std::uint64_t seq, bool confirmed) {
-  auto it = unconfirmed_.find(seq);
-  if (it == unconfirmed_.end()) return;
-  auto settled = std::move(it->second.settled);
-  unconfirmed_.erase(it);
-  ++(confirmed ? stats_.confirmed : stats_.rejected);
-  if (settled) settled(confirmed);
-}
-
 void top_level::handle_record(const mqs::confirm_record& r) {
-  for (auto seq : r.seqs) settle(seq, true);
+  for (auto seq : r.seqs)
+    if (window_.settle(seq, true)) ++stats_.confirmed;
   check_writable();
   check_stopping();
 }
 
 void top_level::handle_record(const mqs::reject_record& r) {
-  for (auto seq : r.seqs) settle(seq, false);
+  for (auto seq : r.seqs)
+    if (window_.settle(seq, false)) ++stats_.rejected;
   log()->error("MQS refused {} message(s): {}", r.seqs.size(), r.error);
   check_writable();
   check_stopping();
@@ -282,28 +271,18 @@ void top_level::schedule_flush() {
 
 void top_level::flush() {
   flush_scheduled_ = false;
-  if (!conn_) {
-    out_.clear();
-    acks_.clear();
-    pulls_.clear();
-    return;
-  }
-  if (!acks_.empty()) {
-    mqs::append(out_, mqs::ack_request{std::move(acks_)});
-    acks_.clear();
-  }
-  for (auto& [topic, p] : pulls_) {
-    if (topic != reply_topic_) watch_.pulled(topic, p.credit, std::chrono::steady_clock::now());
-    auto credit = std::uint32_t(std::min<std::size_t>(p.credit, std::numeric_limits<std::uint32_t>::max()));
-    mqs::append(out_, mqs::pull_request{topic, p.mode, credit, p.consumers});  // split above max_credit
-  }
-  pulls_.clear();
-  send_out();
+  if (!conn_) return batch_.clear();
+  auto now = std::chrono::steady_clock::now();
+  auto bytes = batch_.take([&](const std::string& topic, std::size_t credit) {
+    if (topic != reply_topic_) watch_.pulled(topic, credit, now);
+  });
+  if (!bytes.empty()) conn_->send(std::move(bytes), true);
 }
 
 void top_level::send_out() {
-  if (!out_.empty()) conn_->send(std::move(out_), true);
-  out_.clear();
+  auto& out = batch_.records();
+  if (!out.empty()) conn_->send(std::move(out), true);
+  out.clear();
 }
 
 void top_level::read_stats(std::function<void(const top_level_stats&)> fn) {
@@ -326,9 +305,9 @@ void top_level::stop(std::chrono::milliseconds timeout, std::function<void()> do
     self->stop_timer_.expires_after(timeout);
     self->stop_timer_.async_wait([self](boost::system::error_code ec) {
       if (ec || !self->stopped_) return;
-      log()->warn("stopping with {} unconfirmed message(s){}", self->unconfirmed_.size(),
+      log()->warn("stopping with {} unconfirmed message(s){}", self->window_.unconfirmed(),
                   self->conn_ ? " and a link to the MQS that did not close in time" : "");
-      self->unconfirmed_.clear();
+      self->window_.give_up();
       self->conn_.reset();
       self->check_stopping();
     });
@@ -337,7 +316,7 @@ void top_level::stop(std::chrono::milliseconds timeout, std::function<void()> do
 }
 
 void top_level::check_stopping() {
-  if (!stopping_ || !stopped_ || !unconfirmed_.empty()) return;
+  if (!stopping_ || !stopped_ || window_.unconfirmed() > 0) return;
   if (conn_) {
     // The close goes out after everything queued before it (at-most-once messages the MQS has not
     // read yet, under backpressure, say); stopping is done once the link has closed (on_close).
@@ -349,9 +328,8 @@ void top_level::check_stopping() {
     return;
   }
   stop_timer_.cancel();
-  if (!at_most_once_backlog_.empty())
-    log()->warn("stopping without a link to the MQS: {} at-most-once message(s) dropped",
-                at_most_once_backlog_.size());
+  if (window_.backlog() > 0)
+    log()->warn("stopping without a link to the MQS: {} at-most-once message(s) dropped", window_.backlog());
   retry_.cancel();
   auto fn = std::move(stopped_);
   stopped_ = nullptr;

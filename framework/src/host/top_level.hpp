@@ -22,6 +22,8 @@
 #include "dde/wire/record.hpp"
 #include "host/credit_watch.hpp"
 #include "host/mqs_link.hpp"
+#include "host/outbound.hpp"
+#include "host/pool_sinks.hpp"
 
 namespace dde::host {
 
@@ -98,16 +100,8 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) override;
 
  private:
-  /// An at-least-once enqueue is settled (confirmed or refused): forgotten, its callback told.
-  void settle(std::uint64_t seq, bool confirmed);
-  struct unconfirmed {
-    std::string topic;
-    std::string props;
-    std::string body;
-    std::function<void(bool)> settled;  ///< enqueue_then's
-  };
   /// An at-least-once enqueue: numbered, sent if connected, kept until the MQS settles it (on the strand).
-  void hold_until_confirmed(unconfirmed m);
+  void hold_until_confirmed(pending_enqueue m);
   void do_connect();
   /// "ws://host:port/path" of the current URL, for logs.
   std::string current_url() const;
@@ -134,14 +128,13 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   /// Asks the MQS how many messages wait in `topic`'s queue (on the strand); `fn` hears the answer,
   /// or an error at once when the link is down, or when it drops before the answer.
   void ask_depth(const std::string& topic, depth_handler fn);
-  /// Answers every depth question still waiting with `error` (the link they were asked on is gone).
-  void fail_depths(const std::string& error);
   void schedule_flush();
   void flush();
-  /// Sends what waits in out_ to the MQS as one WebSocket message (conn_ must be set).
+  /// Sends the records batched so far (not the acks and pulls) to the MQS as one WebSocket message
+  /// (conn_ must be set).
   void send_out();
-  /// Appends an enqueue to out_, and sends out_ at once when it holds flush_at_bytes (see there).
-  void append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery_mode mode);
+  /// Appends an enqueue to the batch, and sends it at once when it holds flush_at_bytes (see there).
+  void append_enqueue(std::uint64_t seq, const pending_enqueue& m, delivery_mode mode);
   bool writable() const;
   void check_writable();
   /// Once a second while the link is up: asks the MQS about pools that get nothing (credit_watch).
@@ -170,24 +163,11 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   boost::asio::steady_timer writable_timer_;
   bool writable_timer_armed_ = false;
 
-  std::string out_;
+  outgoing_batch batch_;  ///< what the next flush sends
   bool flush_scheduled_ = false;
-  std::vector<std::uint64_t> acks_;
-  struct pending_pull {
-    delivery_mode mode = delivery_mode::at_least_once;
-    std::size_t credit = 0;
-    std::uint32_t consumers = 0;  ///< 0: not told
-  };
-  std::map<std::string, pending_pull> pulls_;
-
-  std::uint64_t next_seq_ = 1;
-  std::map<std::uint64_t, unconfirmed> unconfirmed_;
-  std::deque<unconfirmed> at_most_once_backlog_;
+  unconfirmed_window window_;
   std::vector<std::function<void()>> waiting_writers_;
-
-  std::unordered_map<std::string, std::weak_ptr<topic_sink>> routers_;  ///< each pool's router, by topic
-  std::unordered_map<std::string, pause_handler> pause_handlers_;
-  std::unordered_map<std::string, std::deque<depth_handler>> depth_waiting_;  ///< per topic, in asking order
+  pool_sinks pools_;
   top_level_stats stats_;
   credit_watch watch_;
   boost::asio::steady_timer watch_timer_;

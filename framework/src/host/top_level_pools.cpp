@@ -16,11 +16,10 @@
 namespace dde::host {
 namespace {
 
-constexpr std::size_t max_at_most_once_backlog = 100000;
 // Bytes queued on the MQS socket beyond which producers wait (they wake at half).
 constexpr std::size_t max_queued_bytes = 8 * 1024 * 1024;
-// What waits in out_ goes to the MQS as one WebSocket message, and the MQS closes a link whose
-// message is over its --max-frame (16 MiB by default). So out_ is sent as soon as it holds this
+// What the outgoing batch holds goes to the MQS as one WebSocket message, and the MQS closes a link whose
+// message is over its --max-frame (16 MiB by default). So its records are sent as soon as they are this
 // much, however many enqueues pile up before the next flush: a burst of large messages from a
 // producer, or the whole window replayed after a reconnect (4,096 messages of 64 KiB would be
 // 256 MiB: closed, replayed again, for ever).
@@ -36,14 +35,11 @@ void top_level::handle_deliver(mqs::deliver_record& r, std::string body) {
   ++stats_.delivered;
   if (r.topic == reply_topic_) {
     // Replies are acked by the MQS on hand-over; keep the reply queue's credit topped up.
-    auto& p = pulls_[r.topic];
-    p.mode = delivery_mode::reply;
-    p.credit += 1;
+    batch_.add_pull(r.topic, delivery_mode::reply, 1);
     schedule_flush();
     envelope e = join_envelope(std::move(r.props), r.topic, std::move(body));
     auto to = parse_address(e.to);
-    auto it = to ? routers_.find(to->topic()) : routers_.end();
-    auto sink = it == routers_.end() ? nullptr : it->second.lock();
+    auto sink = to ? pools_.find(to->topic()) : nullptr;
     if (!sink) {
       ++stats_.replies_dropped;
       log()->debug("reply to {} dropped: no such pool here", e.to);
@@ -53,16 +49,16 @@ void top_level::handle_deliver(mqs::deliver_record& r, std::string body) {
     return;
   }
   watch_.delivered(r.topic, batch_now_);
-  auto it = routers_.find(r.topic);
-  auto sink = it == routers_.end() ? nullptr : it->second.lock();
+  auto sink = pools_.find(r.topic);
   if (!sink) {
     // The pool is gone: give the message back for another instance.
-    mqs::append(out_, mqs::nack_request{{r.tag}, true});
+    mqs::append(batch_.records(), mqs::nack_request{{r.tag}, true});
     schedule_flush();
     return;
   }
   auto at = std::find_if(handing_.begin(), handing_.end(), [&](auto& h) { return h.first == sink; });
-  if (at == handing_.end()) at = handing_.insert(handing_.end(), {std::move(sink), {}});
+  if (at == handing_.end())
+    at = handing_.emplace(handing_.end(), std::move(sink), std::vector<topic_sink::delivery>{});
   at->second.push_back({r.tag, r.redelivered, r.published_us, std::move(r.props), std::move(body)});
 }
 
@@ -72,52 +68,46 @@ void top_level::hand_deliveries() {
 }
 
 void top_level::handle_record(const mqs::pause_record& r) {
-  auto it = pause_handlers_.find(r.topic);
-  if (it == pause_handlers_.end()) return;  // no pool of that topic here (any more)
+  // No pool of that topic here (any more): dropped.
   auto length = std::min<std::uint64_t>(r.ms, max_pause.count());
-  it->second(std::chrono::milliseconds(length), r.reason, r.origin);
+  pools_.pause(r.topic, std::chrono::milliseconds(length), r.reason, r.origin);
 }
 
-void top_level::append_enqueue(std::uint64_t seq, const unconfirmed& m, delivery_mode mode) {
-  mqs::append_enqueue(out_, m.topic, mode,
+void top_level::append_enqueue(std::uint64_t seq, const pending_enqueue& m, delivery_mode mode) {
+  auto& out = batch_.records();
+  mqs::append_enqueue(out, m.topic, mode,
                       mode == delivery_mode::at_least_once ? std::optional(seq) : std::nullopt, m.props,
                       m.body);
-  if (conn_ && out_.size() >= flush_at_bytes) send_out();
+  if (conn_ && out.size() >= flush_at_bytes) send_out();
 }
 
 void top_level::enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) {
-  boost::asio::defer(
-      strand_, [self = shared_from_this(),
-                m = unconfirmed{std::move(topic), std::move(props), std::move(body), {}}, mode]() mutable {
-        if (mode == delivery_mode::at_least_once) return self->hold_until_confirmed(std::move(m));
-        ++self->stats_.enqueued;
-        if (self->conn_) {
-          self->append_enqueue(0, m, mode);
-        } else {
-          if (self->at_most_once_backlog_.size() >= max_at_most_once_backlog) {
-            self->at_most_once_backlog_.pop_front();
-            ++self->stats_.dropped_at_most_once;
-          }
-          self->at_most_once_backlog_.push_back(std::move(m));
-        }
-        self->schedule_flush();
-      });
+  boost::asio::defer(strand_, [self = shared_from_this(),
+                               m = pending_enqueue{std::move(topic), std::move(props), std::move(body), {}},
+                               mode]() mutable {
+    if (mode == delivery_mode::at_least_once) return self->hold_until_confirmed(std::move(m));
+    ++self->stats_.enqueued;
+    if (self->conn_)
+      self->append_enqueue(0, m, mode);
+    else if (!self->window_.keep(std::move(m)))
+      ++self->stats_.dropped_at_most_once;
+    self->schedule_flush();
+  });
 }
 
 void top_level::enqueue_then(std::string topic, std::string props, std::string body,
                              std::function<void(bool)> settled) {
-  boost::asio::post(
-      strand_, [self = shared_from_this(), m = unconfirmed{std::move(topic), std::move(props),
-                                                           std::move(body), std::move(settled)}]() mutable {
-        self->hold_until_confirmed(std::move(m));
-      });
+  boost::asio::post(strand_, [self = shared_from_this(),
+                              m = pending_enqueue{std::move(topic), std::move(props), std::move(body),
+                                                  std::move(settled)}]() mutable {
+    self->hold_until_confirmed(std::move(m));
+  });
 }
 
-void top_level::hold_until_confirmed(unconfirmed m) {
+void top_level::hold_until_confirmed(pending_enqueue m) {
   ++stats_.enqueued;
-  std::uint64_t seq = next_seq_++;
-  if (conn_) append_enqueue(seq, m, delivery_mode::at_least_once);
-  unconfirmed_.emplace(seq, std::move(m));
+  auto [seq, held] = window_.hold(std::move(m));
+  if (conn_) append_enqueue(seq, held, delivery_mode::at_least_once);
   schedule_flush();
 }
 
@@ -125,10 +115,7 @@ void top_level::pull(const std::string& topic, delivery_mode mode, std::size_t c
                      std::uint32_t consumers) {
   boost::asio::defer(strand_, [self = shared_from_this(), topic, mode, credit, consumers] {
     if (!self->conn_) return;  // on_open asks every router again
-    auto& p = self->pulls_[topic];
-    p.mode = mode;
-    p.credit += credit;
-    if (consumers) p.consumers = consumers;
+    self->batch_.add_pull(topic, mode, credit, consumers);
     self->schedule_flush();
   });
 }
@@ -137,7 +124,7 @@ void top_level::ack(std::uint64_t generation, std::uint64_t tag) {
   boost::asio::defer(strand_, [self = shared_from_this(), generation, tag] {
     // A tag of an earlier connection is void: the MQS already gave that message back.
     if (generation != self->generation_ || !self->conn_) return;
-    self->acks_.push_back(tag);
+    self->batch_.ack(tag);
     self->schedule_flush();
   });
 }
@@ -145,17 +132,17 @@ void top_level::ack(std::uint64_t generation, std::uint64_t tag) {
 void top_level::nack(std::uint64_t generation, std::uint64_t tag, bool requeue) {
   boost::asio::defer(strand_, [self = shared_from_this(), generation, tag, requeue] {
     if (generation != self->generation_ || !self->conn_) return;
-    mqs::append(self->out_, mqs::nack_request{{tag}, requeue});
+    mqs::append(self->batch_.records(), mqs::nack_request{{tag}, requeue});
     self->schedule_flush();
   });
 }
 
 void top_level::cancel(const std::string& topic) {
   boost::asio::post(strand_, [self = shared_from_this(), topic] {
-    self->pulls_.erase(topic);
+    self->batch_.drop_pull(topic);
     self->watch_.cancelled(topic);
     if (!self->conn_) return;
-    mqs::append(self->out_, mqs::cancel_request{topic});
+    mqs::append(self->batch_.records(), mqs::cancel_request{topic});
     self->schedule_flush();
   });
 }
@@ -168,7 +155,7 @@ void top_level::pause(const std::string& topic, std::chrono::milliseconds ms, co
       return;
     }
     // The encoder cuts the reason at a character boundary and replaces invalid UTF-8.
-    mqs::append(self->out_, mqs::pause_request{topic, std::uint32_t(ms.count()), reason});
+    mqs::append(self->batch_.records(), mqs::pause_request{topic, std::uint32_t(ms.count()), reason});
     self->schedule_flush();
   });
 }
@@ -181,51 +168,34 @@ void top_level::queue_depth(const std::string& topic, depth_handler fn) {
 
 void top_level::ask_depth(const std::string& topic, depth_handler fn) {
   if (!conn_ || !welcomed_) return fn(0, 0, "no MQS link");
-  depth_waiting_[topic].push_back(std::move(fn));
-  mqs::append(out_, mqs::depth_request{topic});
+  pools_.asked_depth(topic, std::move(fn));
+  mqs::append(batch_.records(), mqs::depth_request{topic});
   schedule_flush();
 }
 
 void top_level::handle_record(const mqs::depth_record& r) {
-  auto it = depth_waiting_.find(r.topic);
-  if (it == depth_waiting_.end() || it->second.empty()) return;
-  auto fn = std::move(it->second.front());
-  it->second.pop_front();
-  if (it->second.empty()) depth_waiting_.erase(it);
-  fn(r.messages, r.consumers, r.error);
-}
-
-void top_level::fail_depths(const std::string& error) {
-  auto waiting = std::move(depth_waiting_);
-  depth_waiting_.clear();
-  for (auto& [topic, fns] : waiting)
-    for (auto& fn : fns) fn(0, 0, error);
+  pools_.answer_depth(r.topic, r.messages, r.consumers, r.error);
 }
 
 void top_level::set_pause_handler(const std::string& topic, pause_handler fn) {
   boost::asio::post(strand_, [self = shared_from_this(), topic, fn = std::move(fn)]() mutable {
-    if (fn)
-      self->pause_handlers_[topic] = std::move(fn);
-    else
-      self->pause_handlers_.erase(topic);
+    self->pools_.set_pause_handler(topic, std::move(fn));
   });
 }
 
 void top_level::attach(const std::string& topic, std::weak_ptr<topic_sink> sink) {
-  boost::asio::post(
-      strand_, [self = shared_from_this(), topic, sink = std::move(sink)] { self->routers_[topic] = sink; });
-}
-
-void top_level::detach(const std::string& topic) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic] {
-    self->routers_.erase(topic);
-    self->pause_handlers_.erase(topic);
+  boost::asio::post(strand_, [self = shared_from_this(), topic, sink = std::move(sink)] {
+    self->pools_.attach(topic, sink);
   });
 }
 
+void top_level::detach(const std::string& topic) {
+  boost::asio::post(strand_, [self = shared_from_this(), topic] { self->pools_.detach(topic); });
+}
+
 bool top_level::writable() const {
-  if (unconfirmed_.size() >= options_.window) return false;
-  if (at_most_once_backlog_.size() >= options_.window) return false;
+  if (window_.unconfirmed() >= options_.window) return false;
+  if (window_.backlog() >= options_.window) return false;
   if (conn_ && conn_->queued_bytes() >= max_queued_bytes) return false;
   return true;
 }
@@ -240,8 +210,7 @@ void top_level::when_writable(std::function<void()> fn) {
 void top_level::check_writable() {
   if (waiting_writers_.empty()) return;
   // Writers wake at half the window, so they refill in batches rather than one by one.
-  bool room = unconfirmed_.size() <= options_.window / 2 &&
-              at_most_once_backlog_.size() <= options_.window / 2 &&
+  bool room = window_.unconfirmed() <= options_.window / 2 && window_.backlog() <= options_.window / 2 &&
               (!conn_ || conn_->queued_bytes() < max_queued_bytes / 2);
   if (room) {
     auto writers = std::move(waiting_writers_);
