@@ -31,7 +31,8 @@ top_level::top_level(boost::asio::io_context& io, top_level_options options)
       writable_timer_(strand_),
       watch_(options_.stall_timeout),
       watch_timer_(strand_),
-      stop_timer_(strand_) {
+      stop_timer_(strand_),
+      link_waiters_(strand_) {
   urls_ = net::parse_ws_url_list(options_.mqs_url);
   if (urls_.empty())
     throw std::invalid_argument(
@@ -219,34 +220,18 @@ void top_level::handle_record(const mqs::welcome_record& r) {
   stats_.link_error.clear();
   retry_.reset();
   log()->info("connected to MQS {} ({}), generation {}", current_url(), r.mqs, generation_);
-  answer_link_waiters({});
+  link_waiters_.answer({});
 }
 
 void top_level::when_linked(std::chrono::milliseconds timeout, std::function<void(std::string)> fn) {
   boost::asio::post(strand_, [self = shared_from_this(), timeout, fn = std::move(fn)]() mutable {
     if (self->conn_ && self->welcomed_) return fn({});
     if (self->stopping_) return fn("the isolate system is stopping");
-    auto id = self->next_link_waiter_++;
-    auto timer = std::make_shared<boost::asio::steady_timer>(self->strand_, timeout);
-    self->link_waiters_.emplace(id, link_waiter{std::move(fn), timer});
-    timer->async_wait([self, id, timeout](boost::system::error_code ec) {
-      auto it = self->link_waiters_.find(id);
-      if (ec || it == self->link_waiters_.end()) return;
-      auto waiting = std::move(it->second.fn);
-      self->link_waiters_.erase(it);
-      waiting("no link to the MQS within " + std::to_string(timeout.count()) + " ms (" + self->link_error() +
-              ")");
+    self->link_waiters_.wait(timeout, std::move(fn), [self, timeout] {
+      return "no link to the MQS within " + std::to_string(timeout.count()) + " ms (" + self->link_error() +
+             ")";
     });
   });
-}
-
-void top_level::answer_link_waiters(const std::string& error) {
-  auto waiters = std::move(link_waiters_);
-  link_waiters_.clear();
-  for (auto& [id, w] : waiters) {
-    w.timer->cancel();
-    w.fn(error);
-  }
 }
 
 std::string top_level::link_error() const {
@@ -301,7 +286,7 @@ void top_level::stop(std::chrono::milliseconds timeout, std::function<void()> do
     self->stopping_ = true;
     self->stopped_ = done;
     self->watch_timer_.cancel();
-    self->answer_link_waiters("the isolate system is stopping");
+    self->link_waiters_.answer("the isolate system is stopping");
     self->stop_timer_.expires_after(timeout);
     self->stop_timer_.async_wait([self](boost::system::error_code ec) {
       if (ec || !self->stopped_) return;

@@ -21,6 +21,7 @@
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/wire/record.hpp"
 #include "host/credit_watch.hpp"
+#include "host/link_waiters.hpp"
 #include "host/mqs_link.hpp"
 #include "host/outbound.hpp"
 #include "host/pool_sinks.hpp"
@@ -176,14 +177,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   bool close_sent_ = false;  ///< stopping: the link's close is on its way
   std::function<void()> stopped_;
   boost::asio::steady_timer stop_timer_;
-  struct link_waiter {
-    std::function<void(std::string)> fn;
-    std::shared_ptr<boost::asio::steady_timer> timer;
-  };
-  std::map<std::uint64_t, link_waiter> link_waiters_;
-  std::uint64_t next_link_waiter_ = 0;
-  /// The link is up (error empty) or the top level stops: every waiter hears it.
-  void answer_link_waiters(const std::string& error);
+  link_waiters link_waiters_;  ///< when_linked's
   /// Why there is no link now, for messages.
   std::string link_error() const;
 };
