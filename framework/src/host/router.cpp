@@ -24,13 +24,7 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
       figures_(topic_),
       asks_(*clock_, strand_, topic_, ask_timeout),
       first_reply_(*clock_, strand_, spec_, *this),
-      supervisor_(spec_.supervision),
-      // Failed messages that go back to the queue are counted; raced copies and at-most-once ones are not.
-      // A pool with retry delays counts failures in the message itself (the envelope's `attempt`).
-      poison_(spec_.mode == delivery_mode::at_least_once && !spec_.supervision.dead_letter &&
-                      !spec_.retry.enabled() && !first_reply_wins(spec_.router)
-                  ? spec_.supervision.max_failures
-                  : 0),
+      supervision_(spec_),
       watch_(*clock_, strand_, spec_.ping_after, spec_.pong_timeout, *this),
       governance_(spec_, *top_, figures_),
       hot_(*clock_, strand_, spec_, *this,

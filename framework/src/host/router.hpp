@@ -5,7 +5,8 @@
 //   routing_policy   which workers get a message (built-in, consistent hash, custom plugin)
 //   pool_ledger      credits, room and in-flight counts per worker; sub_pool_ledger per key
 //   first_reply      first-reply-wins races of scatter-gather and tail-chopping pools, their copies
-//   supervisor       what a worker's failure does (router_supervision.cpp applies it)
+//   supervision      what a worker's failure does, the canary's rule, poison messages
+//                    (router_supervision.cpp applies it)
 //   worker_watch     the starvation guard's PING/PONG of quiet workers (router_supervision.cpp acts)
 //   hot_swap         hot deployment and RESTART: the running version, its plugin source, the canary,
 //                    the swap of the slots' instances (through swap_host)
@@ -50,7 +51,7 @@
 #include "host/routing.hpp"
 #include "host/routing_policy.hpp"
 #include "host/runtime.hpp"
-#include "host/supervisor.hpp"
+#include "host/supervision.hpp"
 #include "host/worker_watch.hpp"
 
 namespace dde::host {
@@ -247,8 +248,7 @@ class router : public cell_owner,
   /// The asks its workers sent and the replies still to come; per asked pool, their figures.
   asks asks_;
   first_reply first_reply_;
-  supervisor supervisor_;
-  poison_filter poison_;
+  supervision supervision_;
   worker_watch watch_;
   governance governance_;
   hot_swap hot_;

@@ -72,7 +72,7 @@ bool router::dispatch(held_message&& w, bool front) {
   d.tag = w.tag;
   d.pending = std::move(targets);  // (no hand-over below finishes one before this handler returns)
   d.sub_key = std::move(sub_key);
-  if (poison_.enabled()) d.poison_id = msg.id();
+  if (supervision_.poison().enabled()) d.poison_id = msg.id();
   if (spec_.retry.enabled() && spec_.mode == delivery_mode::at_least_once) {
     d.earlier_failures = w.earlier_failures;
     d.retry_copy = std::make_shared<const message>(msg);
@@ -152,7 +152,7 @@ void router::settle_at_broker(delivery& d) {
   } else {
     top_->ack(d.generation, d.tag);
     ++figures_.count().acked;
-    if (!d.poison_id.empty()) poison_.done(d.poison_id);
+    if (!d.poison_id.empty()) supervision_.poison().done(d.poison_id);
   }
 }
 

@@ -51,23 +51,14 @@ void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::s
       if (auto d = self->deliveries_.find(delivery_id); d != self->deliveries_.end()) {
         // A canary's failures are the version's, not the message's: they do not make it poison.
         if (!d->second.poison_id.empty() && !self->hot_.canary_on(index))
-          self->poison_.failed(d->second.poison_id, what);
+          self->supervision_.poison().failed(d->second.poison_id, what);
         if (d->second.retry_copy) d->second.failure = what;
       }
       self->finish_one(index, delivery_id, true);
     }
     if (self->lifecycle_.stopping() || index >= self->slots_.size()) return;
     auto& slot = self->slots_[index];
-    if (self->hot_.canary_on(index)) {
-      // The canary's verdict judges its failures: they neither escalate nor spend the pool's restarts.
-      auto kind = self->spec_.supervision.kind;
-      bool restart = kind == strategy::restart || kind == strategy::escalate;
-      if (restart) ++self->figures_.count().restarts;
-      slot.worker->supervise(restart ? directive::restart : directive::resume,
-                             self->spec_.supervision.backoff);
-      return;
-    }
-    auto decision = self->supervisor_.on_failure(self->clock_->now());
+    auto decision = self->supervision_.on_crash(self->hot_.canary_on(index), self->clock_->now());
     switch (decision.what) {
       case supervisor::action::resume: slot.worker->supervise(directive::resume, decision.backoff); break;
       case supervisor::action::stop_worker:
@@ -125,12 +116,13 @@ void router::retry_later(delivery& d) {
 }
 
 bool router::dead_letter_poison(std::uint64_t generation, std::uint64_t tag, const message& m) {
-  if (!poison_.enabled() || lifecycle_.stopping()) return false;
-  auto verdict = poison_.poisoned(m.id());
+  auto& poison = supervision_.poison();
+  if (!poison.enabled() || lifecycle_.stopping()) return false;
+  auto verdict = poison.poisoned(m.id());
   if (!verdict) return false;
   governance_.dead_letter(m, verdict->failures,
                           "failed " + std::to_string(verdict->failures) + " times (supervision.maxFailures " +
-                              std::to_string(poison_.limit()) + "); last failure: " + verdict->last_failure,
+                              std::to_string(poison.limit()) + "); last failure: " + verdict->last_failure,
                           hot_.md5());
   top_->ack(generation, tag);  // it is in the dead-letter queue now
   request_credit();
@@ -138,8 +130,8 @@ bool router::dead_letter_poison(std::uint64_t generation, std::uint64_t tag, con
 }
 
 void router::stop_pool(const std::string& why) {
-  if (!lifecycle_.halt(supervisor_.stopped_state(why) + "; RESTART starts it again",
-                       supervisor_.stop_reason()))
+  if (!lifecycle_.halt(supervision_.verdict().stopped_state(why) + "; RESTART starts it again",
+                       supervision_.verdict().stop_reason()))
     return;
   logger("host.router")->error("{}: {}", spec_.addr().str(), lifecycle_.state());
   hot_.halt();
@@ -157,7 +149,7 @@ void router::stop_pool(const std::string& why) {
 void router::revive() {
   logger("host.router")->info("{}: RESTART of the stopped pool", spec_.addr().str());
   lifecycle_.revive();
-  supervisor_ = supervisor(spec_.supervision);
+  supervision_.reset();
   hot_.resume();
   // The old instances were killed when it stopped; what they held went back to the broker.
   for (std::size_t k = 0; k < slots_.size(); ++k) {
