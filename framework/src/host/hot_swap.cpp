@@ -68,7 +68,8 @@ result<bool> hot_swap::restart() {
   return begin(plugin_, kind::restart, true);
 }
 
-void hot_swap::handled(std::size_t index, bool failed, bool local) {
+void hot_swap::handled(std::size_t index, bool failed) {
+  bool local = spec_.workers_paths[index] == "localhost";  // remote workers' md5 is not known here
   if (!failed && !swap_.swapping) source_.proven();
   bool canary = canary_.on(index);
   version_meter::count(!local ? versions_.remote() : canary ? canary_.series() : versions_.running(), failed);

@@ -93,7 +93,7 @@ class hot_swap : private swap_target, private canary_pool {
   /// RESTART (thesis 3.4.2): fresh instances of every local worker (killed ones too, parked ones not).
   result<bool> restart();
   /// A message (or copy) ended on slot `index` as its version handled or failed it.
-  void handled(std::size_t index, bool failed, bool local);
+  void handled(std::size_t index, bool failed);
   /// Nothing is in flight any more: a swap that waited for that goes on.
   void drained() {
     if (swap_.swapping && !swap_.next_cells.empty()) finish_swap();

@@ -106,7 +106,7 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   if (!failed) ++slots_[index].done;
   auto& d = it->second;
   if (proven) {  // not a message given back as the pool stops, or dead-lettered after rate limits
-    hot_.handled(index, failed, spec_.workers_paths[index] == "localhost");
+    hot_.handled(index, failed);
     d.canary_failed = d.canary_failed || (failed && hot_.canary_on(index));
   }
   bool raced = first_reply_.raced(delivery_id);
