@@ -3,6 +3,8 @@
 # header's columns and a positive number in every throughput/latency column (a 0 marks a point that
 # did not complete), summary.md with the targets and every table, and one PNG per thesis figure;
 # experiment 8 (recovery) resumed in every run and lost nothing; experiment 9 read every daemon's memory;
+# experiment 10 measured consumption on a cluster deploy/cluster.sh started, driven with ddectl;
+# experiment 11 measured the end-to-end latency percentiles, ours and raw's;
 # every payload our producers sent is exactly the size asked for. No throughput is asserted.
 # Usage: bench_smoke_test.sh BUILD_DIR
 set -euo pipefail
@@ -15,7 +17,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 DDE_BUILD_DIR=$build "$root/deploy/bench.sh" --quick --no-build --out "$out" || fail "bench.sh --quick failed"
 
 csvs=(exp1_consumers exp2_message_size exp3_mqs_scaling exp4_production exp5_simultaneous exp6_request_reply exp7_rtt
-  exp8_recovery exp9_memory)
+  exp8_recovery exp9_memory exp10_public_path exp11_latency)
 for name in "${csvs[@]}"; do
   f="$out/$name.csv"
   [[ -s $f ]] || fail "$name.csv is missing or empty"
@@ -65,6 +67,18 @@ grep -q '^| AMO consumption / best raw, prefetch 64, 64 B, 1 consumer |' "$summa
 for c in "1 consumer" "4 consumers"; do
   grep -qE "^\| AMO sustained consumption \(after the first second\) / best raw's, prefetch 64, 64 B, $c \| >= 0\.[0-9]+ \| [0-9.]+ \|" "$summary" ||
     fail "summary.md lacks a measured sustained-consumption target ($c)"
+done
+# Experiment 10: the same consumption on a cluster deploy/cluster.sh started, pools deployed with ddectl.
+for c in "1 consumer" "4 consumers"; do
+  grep -qE "^\| public path \(cluster.sh, ddectl\): AMO consumption / best raw, prefetch 64, 64 B, $c \| >= 0\.[0-9]+ \| [0-9.]+ \|" "$summary" ||
+    fail "summary.md lacks a measured public-path consumption target ($c)"
+  grep -qE "^\| public path: AMO sustained consumption \(after the first second\) / best raw's, $c \| >= 0\.[0-9]+ \| [0-9.]+ \|" "$summary" ||
+    fail "summary.md lacks a measured public-path sustained-consumption target ($c)"
+done
+# Experiment 11: the end-to-end latency p99 against raw's, in both modes.
+for mode in AMO ALO; do
+  grep -qE "^\| $mode end-to-end latency p99 / raw's, at half the maximum rate \(exp 11\) \| <= 2\.00 \| [0-9.]+ \|" "$summary" ||
+    fail "summary.md lacks a measured $mode latency target"
 done
 grep -q '^| payload bytes at the broker .* | met |$' "$summary" || fail "the payload size target is not met"
 for name in "${csvs[@]}"; do grep -q "\`$name.csv\`" "$summary" || fail "summary.md lacks the $name table"; done

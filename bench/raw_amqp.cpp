@@ -25,6 +25,9 @@ commands:
   consume   consume --count messages from --queue (declared first)
   rpc       --connections requesters ask --suppliers suppliers through --queue, one request in flight
             each (request-reply with reply-to queues); prints the rate and round-trip percentiles
+  latency   one connection publishes --count messages at --rate a second, each stamped with the
+            wall-clock µs it was published at, while another consumes them; prints the percentiles
+            of publish-to-delivery time over the messages delivered after the first second
   peek      print the body size of the first message in --queue (it stays there)
   declare | purge | delete   manage --queue
 options (default):
@@ -42,13 +45,15 @@ options (default):
   --ack-every N (K/2): with --multiple-ack, ack every N messages
   --connections C (1): produce/consume over C connections at once (the count is shared); rpc: requesters
   --suppliers S (1): rpc only
+  --rate R (0 = as fast as it can): produce, latency: messages a second over all connections
   --consumers-per-channel K (1): consume: K broker consumers (each with the prefetch) share each
                connection's channel and its acks, as dde-mqs's consumers of one topic do
   --idle-timeout SECONDS (30): give up when nothing arrives for this long
   --progress: consume: print "progress MS COUNT" on stderr once a second (ms since the first delivery)
 output: one line, e.g. "raw produce count=100000 size=64 seconds=1.234 rate=81037 msg/s client_rate=90000";
   consume adds first_second=N (deliveries in the first second) and steady_rate=R (the rate after it;
-  0 when less than half a second follows it)
+  0 when less than half a second follows it); latency adds latency_count=N latency_p50_us=..
+  latency_p99_us=.. latency_max_us=..
 )";
 
 options parse(int argc, char** argv) {
@@ -106,6 +111,8 @@ options parse(int argc, char** argv) {
       o.suppliers = std::stoi(value());
     else if (flag == "--progress")
       o.progress = true;
+    else if (flag == "--rate")
+      o.rate = std::stod(value());
     else if (flag == "--idle-timeout")
       o.idle_timeout_s = std::stoi(value());
     else
@@ -115,6 +122,9 @@ options parse(int argc, char** argv) {
   if (o.queue_type != "classic" && o.queue_type != "quorum" && o.queue_type != "transient")
     throw std::invalid_argument("--queue-type must be classic, quorum or transient");
   if (o.prefetch == 0) throw std::invalid_argument("--prefetch must be at least 1");
+  if (!(o.rate >= 0)) throw std::invalid_argument("--rate must be 0 or more");
+  if (o.command == "latency" && o.size < sizeof(std::int64_t))
+    throw std::invalid_argument("latency: --size must hold the 8-byte stamp");
   if (o.connections < 1 || o.suppliers < 1 || o.consumers_per_channel < 1)
     throw std::invalid_argument("--connections/--suppliers/--consumers-per-channel must be >= 1");
   return o;
@@ -124,6 +134,7 @@ options parse(int argc, char** argv) {
 template <class F>
 void on_threads(int n, F body) {
   std::vector<std::thread> threads;
+  threads.reserve(std::size_t(n));
   std::mutex mutex;
   std::exception_ptr failure;
   for (int i = 0; i < n; ++i)
@@ -139,9 +150,21 @@ void on_threads(int n, F body) {
   if (failure) std::rethrow_exception(failure);
 }
 
+/// Wall-clock µs now: what a stamp holds, comparable across processes on one machine.
+std::int64_t wall_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 /// Publishes `count` messages on `c`; returns when the broker has them all (confirmed, or a round trip).
-void publish_share(const connection& c, const options& o, std::uint64_t count, clock_type::time_point& sent) {
-  const std::string body(o.size, 'x');
+/// With --rate, message i goes at i/rate s after the first (this connection's share of the rate);
+/// `stamp` writes the wall-clock µs it goes at into its first 8 bytes.
+void publish_share(const connection& c, const options& o, std::uint64_t count, clock_type::time_point& sent,
+                   bool stamp = false) {
+  std::string body(o.size, 'x');
+  const auto paced_from = clock_type::now();
+  const double share_rate = o.rate / double(o.connections);
   amqp_basic_properties_t props{};
   props._flags = AMQP_BASIC_DELIVERY_MODE_FLAG;
   props.delivery_mode = o.persistent ? 2 : 1;
@@ -167,6 +190,14 @@ void publish_share(const connection& c, const options& o, std::uint64_t count, c
     }
     if (o.confirm_window > 0 && published - window.confirmed >= o.confirm_window)
       window.await(c, published - o.confirm_window + 1, o.idle_timeout_s);
+    if (share_rate > 0)
+      std::this_thread::sleep_until(paced_from +
+                                    std::chrono::duration_cast<clock_type::duration>(
+                                        std::chrono::duration<double>(double(published) / share_rate)));
+    if (stamp) {
+      const auto now = wall_us();
+      std::memcpy(body.data(), &now, sizeof now);
+    }
     check_status(amqp_basic_publish(c.get(), channel, amqp_empty_bytes, amqp_cstring_bytes(o.queue.c_str()),
                                     0, 0, &props, amqp_bytes_t{body.size(), const_cast<char*>(body.data())}),
                  "basic.publish");
@@ -219,6 +250,8 @@ struct consume_tally {
   std::size_t size = 0;
   clock_type::time_point start{}, end{}, next_progress{};
   bool progress = false;
+  bool stamped = false;                 ///< bodies begin with their publish time (latency)
+  std::vector<std::int64_t> latencies;  ///< µs from publish to delivery, after the first second
   std::atomic<bool> finished{false};
   /// Counts one delivery; false once the total was reached (the caller stops).
   bool record(const amqp_envelope_t& e, std::uint64_t count) {
@@ -226,7 +259,13 @@ struct consume_tally {
     if (received >= count) return false;
     auto now = clock_type::now();
     if (received++ == 0) start = next_progress = now;
-    if (now - start <= std::chrono::seconds(1)) first_second = received;
+    if (now - start <= std::chrono::seconds(1)) {
+      first_second = received;
+    } else if (stamped && e.message.body.len >= sizeof(std::int64_t)) {
+      std::int64_t sent_us = 0;
+      std::memcpy(&sent_us, e.message.body.bytes, sizeof sent_us);
+      latencies.push_back(wall_us() - sent_us);
+    }
     if (progress && now >= next_progress) {
       std::fprintf(
           stderr, "progress %lld %llu\n",
@@ -296,6 +335,7 @@ void consume(const options& o) {
     declare(c, o);
   }
   std::vector<std::unique_ptr<connection>> conns;
+  conns.reserve(std::size_t(o.connections));
   for (int i = 0; i < o.connections; ++i) conns.push_back(std::make_unique<connection>(o));
   consume_tally tally;
   tally.progress = o.progress;
@@ -309,6 +349,44 @@ void consume(const options& o) {
   report("consume", tally.received, tally.size, tally.start, tally.end,
          "first_second=" + std::to_string(tally.first_second) +
              " steady_rate=" + std::to_string(std::llround(steady)));
+}
+
+/// The `q` quantile of `v` (nearest rank; reorders it), 0 for none.
+std::int64_t quantile(std::vector<std::int64_t>& v, double q) {
+  if (v.empty()) return 0;
+  const auto rank = std::min(v.size() - 1, std::size_t(q * double(v.size())));
+  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(rank), v.end());
+  return v[rank];
+}
+
+/// The end-to-end latency of a flow at --rate: a publishing connection and a consuming one at once.
+void latency(const options& o) {
+  {
+    connection c(o);
+    declare(c, o);
+  }
+  connection publisher(o), subscriber(o);
+  if (o.confirm_window > 0) {
+    amqp_confirm_select(publisher.get(), channel);
+    publisher.rpc_ok("confirm.select");
+  }
+  consume_tally tally;
+  tally.stamped = true;
+  options one = o;
+  one.connections = 1;
+  clock_type::time_point sent{};
+  on_threads(2, [&](int i) {
+    if (i == 0)
+      consume_on(subscriber, one, tally);
+    else
+      publish_share(publisher, one, o.count, sent, true);
+  });
+  auto& l = tally.latencies;
+  const auto count = l.size();
+  const auto p50 = quantile(l, 0.50), p99 = quantile(l, 0.99), max = quantile(l, 1.0);
+  report("latency", tally.received, tally.size, tally.start, tally.end,
+         "latency_count=" + std::to_string(count) + " latency_p50_us=" + std::to_string(p50) +
+             " latency_p99_us=" + std::to_string(p99) + " latency_max_us=" + std::to_string(max));
 }
 
 /// Prints the body size of the first message in the queue and gives it back (basic.get, basic.reject
@@ -352,6 +430,8 @@ int main(int argc, char** argv) {
     const auto o = parse(argc, argv);
     if (o.command == "produce")
       produce(o);
+    else if (o.command == "latency")
+      latency(o);
     else if (o.command == "consume")
       consume(o);
     else if (o.command == "rpc")

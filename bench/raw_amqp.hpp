@@ -38,6 +38,7 @@ struct options {
   int connections = 1;    ///< produce/consume: parallel connections (one thread each); rpc: requesters
   int suppliers = 1;      ///< rpc: supplier connections
   int consumers_per_channel = 1;  ///< consume: broker consumers on each connection's one channel
+  double rate = 0;  ///< produce, latency: messages a second over all connections (0: as fast as it can)
   /// declare: more queue arguments (x-queue-version=2, x-queue-mode=lazy...); digits go as a long
   std::vector<std::pair<std::string, std::string>> queue_args;
 };

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The benchmark suite (thesis section 5.2: experiments 1-7; 8: recovery; 9: memory) against raw rabbitmq-c, in one command:
+# The benchmark suite (thesis section 5.2: experiments 1-7; 8: recovery; 9: memory; 10: experiment 1 on
+# the path users run, deploy/cluster.sh and ddectl) against raw rabbitmq-c, in one command:
 # installs what is missing, builds, runs build/bin/dde-bench-suite (its own throw-away RabbitMQ node,
 # dde-registry, 4 dde-activator nodes and dde-mqs processes), then draws one PNG per thesis figure
 # with gnuplot (bench/plots/*.gp). Results: a CSV per experiment, summary.md and the PNGs in --out.
@@ -21,7 +22,7 @@ while (($#)); do
     --out) out="$2"; shift 2 ;;
     --only) only=(--only "$2"); shift 2 ;;
     --no-build) do_build=""; shift ;;
-    -h|--help) sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) dde_die "unknown argument $1 (see --help)" ;;
   esac
 done

@@ -14,7 +14,8 @@ namespace dde::bench {
 namespace fs = std::filesystem;
 using namespace test;
 
-bench_cluster::bench_cluster(fs::path dir, int nodes) : dir_(std::move(dir)), broker_("bench") {
+bench_cluster::bench_cluster(fs::path dir, int nodes)
+    : dir_(std::move(dir)), broker_("bench"), probe_(broker_.port()) {
   broker_.start();
   // No failure detection: a node that misses heartbeats on a loaded machine would be declared lost
   // and its id refused mid-run; the suite measures throughput, not failover.
@@ -27,7 +28,6 @@ bench_cluster::bench_cluster(fs::path dir, int nodes) : dir_(std::move(dir)), br
 }
 
 bench_cluster::~bench_cluster() {
-  probe_.reset();
   activators_.clear();  // SIGTERM: each stops its isolate systems
   for (auto& [key, m] : mqs_) m.proc->stop();
   registry_.proc->stop();
@@ -79,19 +79,34 @@ nlohmann::json bench_cluster::describe(int node) {
   return rest("GET", registry_.url() + "/registry/system/" + node_ids_.at(std::size_t(node))).json;
 }
 
-std::uint32_t bench_cluster::queue_depth(const std::string& queue) {
+bool queue_probe::call(const std::function<void(detail::amqp_session&)>& rpc) {
   try {
-    if (!probe_)
-      probe_ = std::make_unique<detail::amqp_session>(broker_.host(), broker_.port(), "guest", "guest");
-    const auto* ok =
-        amqp_queue_declare(probe_->connection(), detail::amqp_session::channel,
-                           amqp_cstring_bytes(queue.c_str()), /*passive=*/1, 0, 0, 0, amqp_empty_table);
-    probe_->check_last_rpc("queue.declare passive " + queue);
-    return ok->message_count;
+    if (!session_) session_ = std::make_unique<detail::amqp_session>("127.0.0.1", port_, "guest", "guest");
+    rpc(*session_);
+    return true;
   } catch (const std::exception&) {
-    probe_.reset();  // a missing queue closes the channel: the next call starts over
-    return 0;
+    session_.reset();
+    return false;
   }
+}
+
+std::uint32_t queue_probe::depth(const std::string& queue) {
+  std::uint32_t ready = 0;
+  call([&](detail::amqp_session& s) {
+    const auto* ok =
+        amqp_queue_declare(s.connection(), detail::amqp_session::channel, amqp_cstring_bytes(queue.c_str()),
+                           /*passive=*/1, 0, 0, 0, amqp_empty_table);
+    s.check_last_rpc("queue.declare passive " + queue);
+    ready = ok->message_count;
+  });
+  return ready;
+}
+
+void queue_probe::remove(const std::string& queue) {
+  call([&](detail::amqp_session& s) {
+    amqp_queue_delete(s.connection(), detail::amqp_session::channel, amqp_cstring_bytes(queue.c_str()), 0, 0);
+    s.check_last_rpc("queue.delete " + queue);
+  });
 }
 
 std::vector<std::string> raw_mode_args(const std::string& mode) {
@@ -99,10 +114,10 @@ std::vector<std::string> raw_mode_args(const std::string& mode) {
   return {"--queue-type", "transient", "--confirm-window", "0"};
 }
 
-std::map<std::string, double> run_raw(rabbitmq_node& broker, const std::vector<std::string>& args) {
+std::map<std::string, double> run_raw(std::uint16_t port, const std::vector<std::string>& args) {
   std::string cmd = "'" + bin_path("dde-raw-amqp").string() + "'";
   for (auto& a : args) cmd += " '" + a + "'";
-  cmd += " --port " + std::to_string(broker.port());
+  cmd += " --port " + std::to_string(port);
   std::string out;
   if (FILE* p = ::popen(cmd.c_str(), "r")) {
     char buf[4096];

@@ -25,39 +25,85 @@ struct pool_request {
   int credits = 8;
 };
 
-class bench_cluster {
+/// What the measurements ask of a cluster, however it was started: the suite's own (bench_cluster)
+/// or one that deploy/cluster.sh started and ddectl drives, as the manual tells users (public_cluster).
+class cluster_api {
+ public:
+  cluster_api() = default;
+  virtual ~cluster_api() = default;
+  cluster_api(const cluster_api&) = delete;
+  cluster_api& operator=(const cluster_api&) = delete;
+
+  /// The activator nodes pools are spread over, numbered from 0.
+  virtual int nodes() const = 0;
+  /// Where the daemons' logs are (a stalled point's report reads their warnings).
+  virtual const std::filesystem::path& dir() const = 0;
+  /// The WebSocket URL of MQS number `index` among those with `prefetch`.
+  virtual std::string mqs_url(int prefetch, int index = 0) = 0;
+  /// Deploys `pool` on node `node` attached to `mqs_url`; throws on failure.
+  virtual void deploy(int node, const std::string& mqs_url, const pool_request& pool) = 0;
+  /// Stops isolate system `system` on node `node`.
+  virtual void shutdown(int node, const std::string& system) = 0;
+  /// Node `node`'s isolate systems, pools and their stats (GET /registry/system/{id}).
+  virtual nlohmann::json describe(int node) = 0;
+  /// Messages ready in `queue` (0 when it does not exist yet).
+  virtual std::uint32_t queue_depth(const std::string& queue) = 0;
+  virtual void delete_queue(const std::string& queue) = 0;
+  /// The broker's AMQP port on 127.0.0.1 (user guest), for the raw baseline.
+  virtual std::uint16_t broker_port() = 0;
+  /// The pid of the broker's Erlang VM, whose CPU per message is measured.
+  virtual int broker_pid() = 0;
+};
+
+/// Passive declares over one kept connection to a broker: polling with a new connection each time
+/// would load the broker being measured.
+class queue_probe {
+ public:
+  explicit queue_probe(std::uint16_t port) : port_(port) {}
+  /// Messages ready in `queue`, 0 when it does not exist.
+  std::uint32_t depth(const std::string& queue);
+  /// Deletes `queue` (nothing when it does not exist).
+  void remove(const std::string& queue);
+
+ private:
+  /// Runs `rpc` on the kept connection (opened on first use); false when the broker refused it,
+  /// which closes the channel: the next call starts over on a new connection.
+  bool call(const std::function<void(test::detail::amqp_session&)>& rpc);
+  std::uint16_t port_;
+  std::unique_ptr<test::detail::amqp_session> session_;
+};
+
+class bench_cluster final : public cluster_api {
  public:
   /// Starts the broker, the registry and `nodes` activators under `dir`.
   bench_cluster(std::filesystem::path dir, int nodes);
-  ~bench_cluster();
-  bench_cluster(const bench_cluster&) = delete;
-  bench_cluster& operator=(const bench_cluster&) = delete;
+  ~bench_cluster() override;
 
-  int nodes() const { return int(node_ids_.size()); }
+  int nodes() const override { return int(node_ids_.size()); }
   test::rabbitmq_node& broker() { return broker_; }
-  const std::filesystem::path& dir() const { return dir_; }
+  const std::filesystem::path& dir() const override { return dir_; }
 
-  /// The WebSocket URL of MQS number `index` among those with `prefetch` (started on first use).
-  std::string mqs_url(int prefetch, int index = 0);
+  /// Started on first use.
+  std::string mqs_url(int prefetch, int index = 0) override;
   /// The port the MQS of `url` (one mqs_url gave) listens on.
   std::uint16_t mqs_port(const std::string& url);
   /// Kills the MQS of `url` (SIGKILL): its hosts and broker connections drop at once.
   void kill_mqs(const std::string& url);
   /// Starts a new MQS (same prefetch) on the port of `url`'s, killed before; returns once it listens.
   void restart_mqs(const std::string& url);
-  /// Deploys `pool` on node `node` attached to `mqs_url` (POST /registry/deploy); throws on failure.
-  void deploy(int node, const std::string& mqs_url, const pool_request& pool);
-  /// Stops isolate system `system` on node `node` (POST /registry/system/shutdown).
-  void shutdown(int node, const std::string& system);
-  /// GET /registry/system/{id} of node `node`: its isolate systems, pools and their stats.
-  nlohmann::json describe(int node);
+  /// POST /registry/deploy.
+  void deploy(int node, const std::string& mqs_url, const pool_request& pool) override;
+  /// POST /registry/system/shutdown.
+  void shutdown(int node, const std::string& system) override;
+  nlohmann::json describe(int node) override;
   /// The processes of the daemons, for their resident memory (experiment 9).
   int registry_pid() const { return registry_.proc->pid(); }
   int activator_pid(int node) const { return activators_.at(std::size_t(node)).proc->pid(); }
   int mqs_pid(const std::string& url) { return find_mqs(url)->second.proc->pid(); }
-  /// Messages ready in `queue` (0 when it does not exist yet), over one kept connection: polling
-  /// with a new connection each time would load the broker being measured.
-  std::uint32_t queue_depth(const std::string& queue);
+  std::uint32_t queue_depth(const std::string& queue) override { return probe_.depth(queue); }
+  void delete_queue(const std::string& queue) override { broker_.delete_queue(queue); }
+  std::uint16_t broker_port() override { return broker_.port(); }
+  int broker_pid() override { return broker_.vm_pid(); }
 
  private:
   std::filesystem::path dir_;
@@ -67,16 +113,20 @@ class bench_cluster {
   std::vector<std::string> node_ids_;
   std::map<std::pair<int, int>, test::mqs_process> mqs_;  ///< by (prefetch, index)
   std::map<std::pair<int, int>, test::mqs_process>::iterator find_mqs(const std::string& url);
-  std::unique_ptr<test::detail::amqp_session> probe_;
+  queue_probe probe_;
 };
 
 /// Queue settings of the raw baseline matching a DDE delivery mode (same queue kind, persistence,
 /// publisher confirms as dde-mqs uses).
 std::vector<std::string> raw_mode_args(const std::string& mode);
 
-/// Runs dde-raw-amqp with `args` against `broker`; its result line as key -> number ("rate", "p50_us",
-/// "size", ...). Empty when it failed (its stderr is echoed).
-std::map<std::string, double> run_raw(test::rabbitmq_node& broker, const std::vector<std::string>& args);
+/// Runs dde-raw-amqp with `args` against the broker on `port`; its result line as key -> number
+/// ("rate", "p50_us", "size", ...). Empty when it failed (its stderr is echoed).
+std::map<std::string, double> run_raw(std::uint16_t port, const std::vector<std::string>& args);
+inline std::map<std::string, double> run_raw(test::rabbitmq_node& broker,
+                                             const std::vector<std::string>& args) {
+  return run_raw(broker.port(), args);
+}
 
 /// A throughput of `n` messages over [first_us, last_us]; 0 when the interval is empty.
 double rate(double n, std::int64_t first_us, std::int64_t last_us);

@@ -7,19 +7,10 @@
 #include <functional>
 #include <thread>
 
+#include "flow_point.hpp"
+
 namespace dde::bench {
 namespace {
-
-/// Messages per consumption point: enough for a few seconds at the expected rate. At prefetch 64,
-/// where the targets are, a point runs several seconds even for the raw client (about 100,000 msg/s
-/// here), so the rate after the first second, which a long-running consumer sees, is measured apart
-/// from the first burst.
-long consume_count(const suite_context& ctx, const std::string& mode, int prefetch, int size = 64) {
-  if (prefetch >= 64 && size <= 64) return ctx.quick ? 200000 : 400000;
-  long n = prefetch <= 1 ? (mode == "at-least-once" ? 4000 : 8000) : prefetch <= 8 ? 24000 : 40000;
-  if (size > 1024) n = std::max(2000L, n * 1024 / size * 4);
-  return ctx.quick ? n / 2 : n;
-}
 
 /// The time of day of wall-clock µs as the daemons' logs show it (local time, HH:MM:SS.mmm).
 std::string time_of_day(std::int64_t us) {
@@ -36,82 +27,6 @@ std::string time_of_day(std::int64_t us) {
 /// same code on a 2-core machine (raw publishing alone 53,000-96,000 msg/s), so the median is kept.
 constexpr int production_runs = 3;
 
-std::string short_mode(const std::string& mode) { return mode == "at-least-once" ? "ALO" : "AMO"; }
-
-/// One producer fills a queue (production measured at the broker), then consumers drain it; the
-/// raw baseline does the same.
-struct flow_point {
-  production produced;
-  double consumed = 0;
-  double consumed_steady = 0;  ///< after the consumers' first second
-  double broker_us = 0;        ///< the broker's CPU µs per message while ours consumed
-  double rested_s = 0;  ///< from the filled queue to our consumers' start: the raw consumers rest as long
-  raw_flow raw;
-  long payload_bytes = -1;  ///< of the first message our producers left in the queue
-};
-
-flow_point fill_then_consume(suite_context& ctx, const std::string& mode, int prefetch, int mqs_count,
-                             int producers, int consumers, int size, long n) {
-  auto& c = ctx.cluster;
-  auto s = ctx.next(mode, ctx.mqs(prefetch, mqs_count));
-  flow_point f;
-  f.produced = produce(c, s, n, producers, size, true);
-  f.payload_bytes = payload_bytes(c, s.system + ".consumer");
-  if (consumers > 0) {
-    cpu_meter broker_cpu(c.broker().vm_pid());
-    const auto rested_from = f.produced.filled_us;
-    const int used = start_consumers_together(c, s, consumers, std::max(8, prefetch),
-                                              rested_from + std::int64_t(backlog_rest.count()) * 1000000);
-    const auto released_us = now_us();
-    f.consumed = await_consumed(c, s, n / producers * producers);
-    f.consumed_steady = consumed_steady(s);
-    auto span = read_span(s.stats_dir, "consumer-", "received");
-    if (n > 0) f.broker_us = broker_cpu.between(span.first_us, span.last_us) * 1e6 / double(n);
-    if (rested_from > 0) f.rested_s = double(released_us - rested_from) / 1e6;
-    stop_systems(c, s.system, used);
-  }
-  c.broker().delete_queue(s.system + ".consumer");
-  f.raw = raw_produce_consume(c, mode, n, size, producers, consumers, prefetch,
-                              std::chrono::milliseconds(std::int64_t(f.rested_s * 1000)));
-  return f;
-}
-
-/// The median of `v` (the upper one of an even count; 0 for none).
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-/// `runs` runs of `point`, ours and raw alternating; each figure is the median of its runs.
-template <class Point>
-flow_point median_of_runs(int runs, Point point) {
-  auto figures = [](flow_point& f) {
-    return std::array<double*, 12>{&f.produced.at_isolates,
-                                   &f.produced.at_broker,
-                                   &f.consumed,
-                                   &f.raw.produce,
-                                   &f.raw.produce_client,
-                                   &f.raw.consume,
-                                   &f.raw.consume_best,
-                                   &f.broker_us,
-                                   &f.raw.broker_us_best,
-                                   &f.consumed_steady,
-                                   &f.raw.consume_best_steady,
-                                   &f.rested_s};
-  };
-  std::vector<flow_point> all;
-  for (int i = 0; i < runs; ++i) all.push_back(point());
-  flow_point out;
-  for (std::size_t k = 0; k < figures(out).size(); ++k) {
-    std::vector<double> v;
-    for (auto& f : all) v.push_back(*figures(f)[k]);
-    *figures(out)[k] = median(std::move(v));
-  }
-  out.payload_bytes = all.front().payload_bytes;
-  return out;
-}
-
 /// The median of each figure of `runs` (lost and late asks: their sums, as none may go unseen).
 request_reply median_of(std::vector<request_reply> runs) {
   request_reply out;
@@ -126,6 +41,45 @@ request_reply median_of(std::vector<request_reply> runs) {
 }
 
 }  // namespace
+
+flow_point fill_then_consume(suite_context& ctx, cluster_api& c, const std::string& mode, int prefetch,
+                             int mqs_count, int producers, int consumers, int size, long n) {
+  std::vector<std::string> urls;
+  urls.reserve(std::size_t(mqs_count));
+  for (int i = 0; i < mqs_count; ++i) urls.push_back(c.mqs_url(prefetch, i));
+  auto s = ctx.next(mode, std::move(urls));
+  flow_point f;
+  f.produced = produce(c, s, n, producers, size, true);
+  f.payload_bytes = payload_bytes(c, s.system + ".consumer");
+  if (consumers > 0) {
+    cpu_meter broker_cpu(c.broker_pid());
+    const auto rested_from = f.produced.filled_us;
+    const int used = start_consumers_together(c, s, consumers, std::max(8, prefetch),
+                                              rested_from + std::int64_t(backlog_rest.count()) * 1000000);
+    const auto released_us = now_us();
+    f.consumed = await_consumed(c, s, n / producers * producers);
+    f.consumed_steady = consumed_steady(s);
+    auto span = read_span(s.stats_dir, "consumer-", "received");
+    if (n > 0) f.broker_us = broker_cpu.between(span.first_us, span.last_us) * 1e6 / double(n);
+    if (rested_from > 0) f.rested_s = double(released_us - rested_from) / 1e6;
+    stop_systems(c, s.system, used);
+  }
+  c.delete_queue(s.system + ".consumer");
+  f.raw = raw_produce_consume(c, mode, n, size, producers, consumers, prefetch,
+                              std::chrono::milliseconds(std::int64_t(f.rested_s * 1000)));
+  return f;
+}
+
+/// Messages per consumption point: enough for a few seconds at the expected rate. At prefetch 64,
+/// where the targets are, a point runs several seconds even for the raw client (about 100,000 msg/s
+/// here), so the rate after the first second, which a long-running consumer sees, is measured apart
+/// from the first burst.
+long consume_count(const suite_context& ctx, const std::string& mode, int prefetch, int size) {
+  if (prefetch >= 64 && size <= 64) return ctx.quick ? 200000 : 400000;
+  long n = prefetch <= 1 ? (mode == "at-least-once" ? 4000 : 8000) : prefetch <= 8 ? 24000 : 40000;
+  if (size > 1024) n = std::max(2000L, n * 1024 / size * 4);
+  return ctx.quick ? n / 2 : n;
+}
 
 std::vector<std::string> suite_context::mqs(int prefetch, int count) {
   std::vector<std::string> urls;
@@ -167,8 +121,9 @@ table exp1_consumers(suite_context& ctx) {
         if (!ctx.wants(label)) continue;
         long n = consume_count(ctx, mode, p);
         // The summary's targets are at prefetch 64: one run's figures swing too much to judge by.
-        auto f = median_of_runs(p == 64 && !ctx.quick ? 3 : 1,
-                                [&] { return fill_then_consume(ctx, mode, p, 1, 1, n_consumers, 64, n); });
+        auto f = median_of_runs(p == 64 && !ctx.quick ? 3 : 1, [&] {
+          return fill_then_consume(ctx, ctx.cluster, mode, p, 1, 1, n_consumers, 64, n);
+        });
         const bool steady = p >= 64;
         auto or_dash = [&](const std::string& text) { return steady ? text : std::string("-"); };
         t.add({mode, std::to_string(p), std::to_string(n_consumers), std::to_string(n), num(f.consumed),
@@ -209,7 +164,7 @@ table exp2_message_size(suite_context& ctx) {
   for (auto& mode : delivery_modes)
     for (int size : sizes) {
       long n = consume_count(ctx, mode, 8, size);
-      auto f = fill_then_consume(ctx, mode, 8, 1, 1, 8, size, n);
+      auto f = fill_then_consume(ctx, ctx.cluster, mode, 8, 1, 1, 8, size, n);
       // payload_bytes: what the broker holds of one of our producers' messages of `size`.
       if (f.payload_bytes != size) ctx.headline["size.mismatch"] += 1;
       ctx.headline["size.checked"] += 1;
@@ -234,7 +189,7 @@ table exp3_mqs_scaling(suite_context& ctx) {
     for (int m : mqs_counts) {
       for (int n_consumers : consumers) {
         long n = consume_count(ctx, mode, 8);
-        auto f = fill_then_consume(ctx, mode, 8, m, 1, n_consumers, 64, n);
+        auto f = fill_then_consume(ctx, ctx.cluster, mode, 8, m, 1, n_consumers, 64, n);
         t.add({"consume", mode, std::to_string(m), std::to_string(n_consumers), std::to_string(n),
                num(f.consumed), num(f.raw.consume), ratio(f.consumed, f.raw.consume)});
         ctx.clock.line("exp3 consume " + short_mode(mode) + " " + std::to_string(m) + " MQS, " +
@@ -243,7 +198,7 @@ table exp3_mqs_scaling(suite_context& ctx) {
       }
       for (int n_producers : producers) {
         long n = (ctx.quick ? 20000 : 40000) / n_producers * n_producers;
-        auto f = fill_then_consume(ctx, mode, 8, m, n_producers, 0, 64, n);
+        auto f = fill_then_consume(ctx, ctx.cluster, mode, 8, m, n_producers, 0, 64, n);
         t.add({"produce", mode, std::to_string(m), std::to_string(n_producers), std::to_string(n),
                num(f.produced.at_broker), num(f.raw.produce), ratio(f.produced.at_broker, f.raw.produce)});
         ctx.clock.line("exp3 produce " + short_mode(mode) + " " + std::to_string(m) + " MQS, " +
@@ -266,8 +221,9 @@ table exp4_production(suite_context& ctx) {
       const auto label = "exp4 " + short_mode(mode) + " " + std::to_string(n_producers) + " producers:";
       if (!ctx.wants(label)) continue;
       long n = (ctx.quick ? 20000 : 40000) / n_producers * n_producers;
-      auto f = median_of_runs(ctx.quick ? 1 : production_runs,
-                              [&] { return fill_then_consume(ctx, mode, 8, 1, n_producers, 0, 64, n); });
+      auto f = median_of_runs(ctx.quick ? 1 : production_runs, [&] {
+        return fill_then_consume(ctx, ctx.cluster, mode, 8, 1, n_producers, 0, 64, n);
+      });
       t.add({mode, std::to_string(n_producers), std::to_string(n), num(f.produced.at_isolates),
              num(f.produced.at_broker), num(f.raw.produce_client), num(f.raw.produce),
              ratio(f.produced.at_broker, f.raw.produce)});

@@ -43,6 +43,10 @@ table exp5_simultaneous(suite_context& ctx);
 std::vector<table> exp6_7_request_reply(suite_context& ctx);
 /// Recovery: how soon consuming resumes after a broker restart and after an MQS kill.
 table exp8_recovery(suite_context& ctx);
+/// Experiment 1's prefetch-64 points on a cluster deploy/cluster.sh started, driven with ddectl.
+table exp10_public_path(suite_context& ctx);
+/// End-to-end latency at half the maximum rate, ours and raw's (latency.cpp).
+table exp11_latency(suite_context& ctx);
 /// Resident memory: each daemon's, idle and under the consumption targets' load (memory.cpp).
 table exp9_memory(suite_context& ctx);
 

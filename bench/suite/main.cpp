@@ -1,8 +1,9 @@
 // dde-bench-suite: thesis section 5.2's experiments 1-7 on a local cluster it starts itself (a
 // throw-away RabbitMQ node, dde-registry, 4 dde-activator nodes, dde-mqs processes), every point
 // next to the raw rabbitmq-c baseline, and experiment 8 (how soon consuming resumes after a broker
-// restart or an MQS kill: it restarts the suite's broker) and 9 (each daemon's resident memory, idle
-// and under load). Writes one CSV per experiment and
+// restart or an MQS kill: it restarts the suite's broker), 9 (each daemon's resident memory, idle
+// and under load), 10 (experiment 1 on a cluster deploy/cluster.sh started, driven with ddectl) and
+// 11 (end-to-end latency at half the maximum rate). Writes one CSV per experiment and
 // summary.md to --out; deploy/bench.sh runs it and draws the plots (bench/plots/*.gp).
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -23,9 +24,11 @@ namespace fs = std::filesystem;
 constexpr const char* usage = R"(usage: dde-bench-suite --out DIR [--quick] [--only 1,2,...] [--points TEXT]
   --out DIR    where the CSV files and summary.md go (created)
   --quick      few points, short runs (the CI smoke run)
-  --only LIST  run only these experiments (1-9; 6 and 7 come from the same runs; 8 is recovery, 9 the
-               daemons' resident memory, which runs first)
-  --points TEXT  in experiments 1, 4, 6 and 7, only the points whose progress line begins with a label
+  --only LIST  run only these experiments (1-11; 6 and 7 come from the same runs; 8 is recovery, 9 the
+               daemons' resident memory, which runs first; 10 experiment 1's prefetch-64 points on a
+               cluster started with deploy/cluster.sh and driven with ddectl, as users run it; 11 the
+               end-to-end latency at half the maximum rate)
+  --points TEXT  in experiments 1, 4, 6, 7, 10 and 11, only the points whose progress line begins with a label
                holding TEXT (e.g. "AMO prefetch 64 consumers 1:", "AMO 16 requesters, 1"), for A/B runs
 )";
 
@@ -78,9 +81,9 @@ std::string targets(std::map<std::string, double>& h) {
                           std::to_string(consumers) + " consumer" + (consumers > 1 ? "s" : ""),
                       best > 0 ? ours / best : 0, goal, true, num(ours) + " msg/s", num(best), num(each));
   };
-  consumption("at-most-once", 1, 0.70);
-  for (int c : {4, 8, 16, 32}) consumption("at-most-once", c, 0.60);
-  consumption("at-least-once", 1, 0.70);
+  consumption("at-most-once", 1, 0.85);
+  for (int c : {4, 8, 16, 32}) consumption("at-most-once", c, 0.75);
+  consumption("at-least-once", 1, 0.85);
   // What a long-running consumer sees: the rates after each run's first second.
   auto sustained = [&](int consumers, double goal) {
     auto key = "consume.at-most-once.p64.c" + std::to_string(consumers);
@@ -92,6 +95,20 @@ std::string targets(std::map<std::string, double>& h) {
   };
   sustained(1, 0.85);
   for (int c : {4, 8, 16, 32}) sustained(c, 0.75);
+  // The same on the path users run (experiment 10): whole runs and after the first second.
+  for (int c : {1, 4, 16}) {
+    const auto key = "public.consume.at-most-once.c" + std::to_string(c);
+    if (!has(key + ".ours")) continue;
+    const double goal = c == 1 ? 0.85 : 0.75;
+    const auto who = std::to_string(c) + " consumer" + (c > 1 ? "s" : "");
+    double ours = h[key + ".ours"], best = h[key + ".raw"], each = h[key + ".raw_each"];
+    md +=
+        target_line("public path (cluster.sh, ddectl): AMO consumption / best raw, prefetch 64, 64 B, " + who,
+                    best > 0 ? ours / best : 0, goal, true, num(ours) + " msg/s", num(best), num(each));
+    ours = h[key + ".ours_steady"], best = h[key + ".raw_steady"];
+    md += target_line("public path: AMO sustained consumption (after the first second) / best raw's, " + who,
+                      best > 0 ? ours / best : 0, goal, true, num(ours) + " msg/s", num(best));
+  }
   for (auto mode : {"at-most-once", "at-least-once"})
     for (int n : {1, 2, 4, 8}) {
       auto key = std::string("produce.") + mode + ".n" + std::to_string(n);
@@ -100,7 +117,7 @@ std::string targets(std::map<std::string, double>& h) {
       md += target_line(std::string(mode == std::string("at-most-once") ? "AMO" : "ALO") +
                             " production at the broker / raw publish, " + std::to_string(n) + " producer" +
                             (n > 1 ? "s" : ""),
-                        raw > 0 ? ours / raw : 0, 0.70, true, num(ours) + " msg/s", num(raw));
+                        raw > 0 ? ours / raw : 0, 0.85, true, num(ours) + " msg/s", num(raw));
     }
   if (has("rtt.at-least-once.r1.s1.p50.ours")) {
     double ours = h["rtt.at-least-once.r1.s1.p50.ours"], raw = h["rtt.at-least-once.r1.s1.p50.raw"];
@@ -113,6 +130,16 @@ std::string targets(std::map<std::string, double>& h) {
     md += target_line("AMO request-reply p99 (ms), " + std::to_string(r) + " requesters, 1 supplier",
                       h[key + ".ours"], 5, false, num(h[key + ".ours"], 2) + " ms",
                       num(h[key + ".raw"], 2) + " ms");
+  }
+  for (auto mode : {"at-most-once", "at-least-once"}) {
+    const auto key = std::string("latency.") + mode;
+    if (!has(key + ".ours_p99")) continue;
+    const double ours = h[key + ".ours_p99"], raw = h[key + ".raw_p99"];
+    md += target_line(std::string(mode == std::string("at-most-once") ? "AMO" : "ALO") +
+                          " end-to-end latency p99 / raw's, at half the maximum rate (exp 11)",
+                      raw > 0 ? ours / raw : 0, 2, false,
+                      num(ours, 2) + " ms (p50 " + num(h[key + ".ours_p50"], 2) + ")",
+                      num(raw, 2) + " ms (p50 " + num(h[key + ".raw_p50"], 2) + ")");
   }
   // Experiment 8: the worst run is judged (a run that did not resume misses).
   auto recovery = [&](const std::string& key, const std::string& what) {
@@ -203,7 +230,9 @@ int main(int argc, char** argv) {
         tables.push_back(std::move(t));
       }
     }
+    run(11, exp11_latency);
     run(8, exp8_recovery);
+    run(10, exp10_public_path);
     char date[64];
     std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&started));
     utsname u{};

@@ -46,7 +46,7 @@ void release_together(const fs::path& go, const fs::path& stats_dir, const std::
   std::ofstream{go};
 }
 
-production produce(bench_cluster& c, const setup& s, long n, int producers, int size, bool at_broker,
+production produce(cluster_api& c, const setup& s, long n, int producers, int size, bool at_broker,
                    const std::function<void()>& started) {
   const std::string psys = s.system + "p", queue = s.system + ".consumer";
   const long count = n / producers;  // every worker of a pool gets the same args
@@ -97,19 +97,18 @@ production produce(bench_cluster& c, const setup& s, long n, int producers, int 
   return p;
 }
 
-int deploy_consumers(bench_cluster& c, const setup& s, int consumers, int credits,
-                     const nlohmann::json& args) {
+int deploy_consumers(cluster_api& c, const setup& s, int consumers, int credits, const nlohmann::json& args) {
   return spread(consumers, c.nodes(), [&](int node, int workers) {
     c.deploy(node, s.mqs[std::size_t(node) % s.mqs.size()],
              {s.system, "consumer", "consumer", args, workers, s.mode, credits});
   });
 }
 
-int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits) {
+int start_consumers(cluster_api& c, const setup& s, int consumers, int credits) {
   return deploy_consumers(c, s, consumers, credits, {{"stats_dir", s.stats_dir}});
 }
 
-int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits,
+int start_consumers_together(cluster_api& c, const setup& s, int consumers, int credits,
                              std::int64_t not_before_us) {
   const auto go = s.stats_dir / "consumers.go";
   const int used =
@@ -122,7 +121,7 @@ int start_consumers_together(bench_cluster& c, const setup& s, int consumers, in
   return used;
 }
 
-double await_consumed(bench_cluster& c, const setup& s, long n) {
+double await_consumed(cluster_api& c, const setup& s, long n) {
   auto received = [&] { return read_span(s.stats_dir, "consumer-", "received").total; };
   if (!await_change(
           s.stats_dir, [&] { return received() >= n; }, point_timeout)) {
@@ -140,17 +139,17 @@ double consumed_steady(const setup& s) {
   return steady_rate(double(span.total), double(first_second), span.first_us, span.last_us);
 }
 
-long payload_bytes(bench_cluster& c, const std::string& queue) {
-  auto peeked = run_raw(c.broker(), {"peek", "--queue", queue});
+long payload_bytes(cluster_api& c, const std::string& queue) {
+  auto peeked = run_raw(c.broker_port(), {"peek", "--queue", queue});
   return peeked.count("size") ? long(peeked["size"]) : -1;
 }
 
-void stop_systems(bench_cluster& c, const std::string& system, int nodes, const std::string& queue) {
+void stop_systems(cluster_api& c, const std::string& system, int nodes, const std::string& queue) {
   for (int j = 0; j < nodes; ++j) c.shutdown(j, system);
-  if (!queue.empty()) c.broker().delete_queue(queue);
+  if (!queue.empty()) c.delete_queue(queue);
 }
 
-request_reply ask(bench_cluster& c, const setup& s, int requesters, int suppliers, long asks) {
+request_reply ask(cluster_api& c, const setup& s, int requesters, int suppliers, long asks) {
   c.deploy(0, s.mqs.front(), {s.system, "supplier", "supplier", {}, suppliers, s.mode, 8});
   const std::string rsys = s.system + "r";
   // The requesters are one pool in one isolate system on the next node, as the raw client's are
@@ -246,7 +245,7 @@ std::int64_t readiness_probe::wait(std::chrono::milliseconds timeout) {
   return ready_us_;
 }
 
-recovery measure_recovery(bench_cluster& c, const setup& s, double rate, long count,
+recovery measure_recovery(cluster_api& c, const setup& s, double rate, long count,
                           const std::function<std::int64_t()>& inject) {
   recovery r;
   r.count = count;
@@ -268,7 +267,7 @@ recovery measure_recovery(bench_cluster& c, const setup& s, double rate, long co
   auto field = [](const nlohmann::json& j, const char* name) { return j.value(name, std::int64_t(0)); };
   auto finish = [&] {
     stop_systems(c, s.system, 1, s.system + ".consumer");
-    c.broker().delete_queue(s.system + ".producer");
+    c.delete_queue(s.system + ".producer");
     return r;
   };
   if (!wait_until([&] { return field(stats(), "received") >= std::int64_t(rate); }, 60s, 20ms)) {
@@ -375,7 +374,7 @@ double cpu_meter::between(std::int64_t from_us, std::int64_t to_us) {
   return std::max(0.0, at(to_us) - at(from_us));
 }
 
-raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, int size, int producers,
+raw_flow raw_produce_consume(cluster_api& c, const std::string& mode, long n, int size, int producers,
                              int consumers, int prefetch, std::chrono::milliseconds rest) {
   auto queue = unique_queue();
   std::vector<std::string> base{"--queue",         queue,    "--count",
@@ -384,7 +383,7 @@ raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, 
   auto produce_args = base;
   produce_args.insert(produce_args.begin(), "produce");
   produce_args.insert(produce_args.end(), {"--connections", std::to_string(producers)});
-  auto produced = run_raw(c.broker(), produce_args);
+  auto produced = run_raw(c.broker_port(), produce_args);
   raw_flow f;
   f.produce = produced.count("rate") ? produced["rate"] : 0;
   f.produce_client = produced.count("client_rate") ? produced["client_rate"] : 0;
@@ -394,24 +393,24 @@ raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, 
     consume_args.insert(consume_args.end(),
                         {"--connections", std::to_string(consumers), "--prefetch", std::to_string(prefetch)});
     std::this_thread::sleep_for(rest);  // the queue's state under test, not a wait for an event
-    auto consumed = run_raw(c.broker(), consume_args);
+    auto consumed = run_raw(c.broker_port(), consume_args);
     f.consume = consumed.count("rate") ? consumed["rate"] : 0;
-    run_raw(c.broker(), produce_args);  // the same messages again, for the best consumer
+    run_raw(c.broker_port(), produce_args);  // the same messages again, for the best consumer
     consume_args.push_back("--multiple-ack");
     std::this_thread::sleep_for(rest);
-    cpu_meter broker_cpu(c.broker().vm_pid());
-    auto best = run_raw(c.broker(), consume_args);
+    cpu_meter broker_cpu(c.broker_pid());
+    auto best = run_raw(c.broker_port(), consume_args);
     f.consume_best = best.count("rate") ? best["rate"] : 0;
     f.consume_best_steady = best.count("steady_rate") ? best["steady_rate"] : 0;
     if (best.count("first_us") && best.count("last_us") && n > 0)
       f.broker_us_best =
           broker_cpu.between(std::int64_t(best["first_us"]), std::int64_t(best["last_us"])) * 1e6 / double(n);
   }
-  c.broker().delete_queue(queue);
+  c.delete_queue(queue);
   return f;
 }
 
-raw_flow raw_simultaneous(bench_cluster& c, const std::string& mode, long n, int producers, int consumers,
+raw_flow raw_simultaneous(cluster_api& c, const std::string& mode, long n, int producers, int consumers,
                           int prefetch) {
   auto queue = unique_queue();
   std::vector<std::string> base{"--queue", queue, "--count", std::to_string(n)};
@@ -426,18 +425,18 @@ raw_flow raw_simultaneous(bench_cluster& c, const std::string& mode, long n, int
   // quorum queue (404 "home node ... is down or inaccessible"), which left a point with no baseline.
   auto declare_args = base;
   declare_args.insert(declare_args.begin(), "declare");
-  run_raw(c.broker(), declare_args);
-  auto consumed = std::async(std::launch::async, [&] { return run_raw(c.broker(), consume_args); });
-  auto produced = run_raw(c.broker(), produce_args);
+  run_raw(c.broker_port(), declare_args);
+  auto consumed = std::async(std::launch::async, [&] { return run_raw(c.broker_port(), consume_args); });
+  auto produced = run_raw(c.broker_port(), produce_args);
   auto got = consumed.get();
-  c.broker().delete_queue(queue);
+  c.delete_queue(queue);
   raw_flow f;
   f.produce = produced.count("rate") ? produced["rate"] : 0;  // at the broker (raw has no isolate)
   f.consume = got.count("rate") ? got["rate"] : 0;
   return f;
 }
 
-request_reply raw_ask(bench_cluster& c, const std::string& mode, int requesters, int suppliers, long asks) {
+request_reply raw_ask(cluster_api& c, const std::string& mode, int requesters, int suppliers, long asks) {
   auto queue = unique_queue();
   std::vector<std::string> args{"rpc",
                                 "--queue",
@@ -456,8 +455,8 @@ request_reply raw_ask(bench_cluster& c, const std::string& mode, int requesters,
     args.insert(args.end(), {"--queue-type", "quorum", "--persistent"});
   else
     args.insert(args.end(), {"--queue-type", "transient"});
-  auto r = run_raw(c.broker(), args);
-  c.broker().delete_queue(queue);
+  auto r = run_raw(c.broker_port(), args);
+  c.delete_queue(queue);
   request_reply out;
   if (r.empty()) return out;
   out.rate = r["rate"];

@@ -27,8 +27,7 @@ void release_together(const std::filesystem::path& go, const std::filesystem::pa
                       const std::string& prefix, const std::string& field, long n);
 /// Deploys `consumers` consumer workers spread over the nodes (one pool per node used) with `args`;
 /// returns how many nodes got one.
-int deploy_consumers(bench_cluster& c, const setup& s, int consumers, int credits,
-                     const nlohmann::json& args);
+int deploy_consumers(cluster_api& c, const setup& s, int consumers, int credits, const nlohmann::json& args);
 
 /// Production throughputs (msg/s), 0 when not measured or failed.
 /// The wall clock, µs since the epoch (what the workers' stats files are stamped with).
@@ -44,17 +43,17 @@ struct production {
 /// `s.system/consumer`. With `at_broker`, waits until the queue holds them all (nothing consumes);
 /// else until the producers finished sending. Stops the producer systems afterwards.
 /// `started`, when given, is called once every producer is up and before they start sending.
-production produce(bench_cluster& c, const setup& s, long n, int producers, int size, bool at_broker,
+production produce(cluster_api& c, const setup& s, long n, int producers, int size, bool at_broker,
                    const std::function<void()>& started = {});
 
 /// Deploys `consumers` consumer workers (spread over the nodes; `credits` each) on `s.system/consumer`.
 /// Returns the nodes used, for stop_systems.
-int start_consumers(bench_cluster& c, const setup& s, int consumers, int credits);
+int start_consumers(cluster_api& c, const setup& s, int consumers, int credits);
 /// The same for a filled queue: the consumers start together, as a raw client's connections do,
 /// once each holds its first message (or 3 s after the last deploy; not each as its node starts it, beside
 /// the others still starting, which counted the deployment's stagger in the rate). With `not_before_us`, not
 /// before then.
-int start_consumers_together(bench_cluster& c, const setup& s, int consumers, int credits,
+int start_consumers_together(cluster_api& c, const setup& s, int consumers, int credits,
                              std::int64_t not_before_us = 0);
 /// How long a filled queue rests before its consumers, ours and raw alike, start draining it. A
 /// RabbitMQ 3.10 classic queue process left idle about a second moves its backlog to a slower form
@@ -63,16 +62,16 @@ int start_consumers_together(bench_cluster& c, const setup& s, int consumers, in
 /// rested, the broker is in the same state for both, and the figures compare the clients.
 constexpr std::chrono::seconds backlog_rest{3};
 /// Waits until the consumers handled `n` messages; their throughput from the first to the last, or 0.
-double await_consumed(bench_cluster& c, const setup& s, long n);
+double await_consumed(cluster_api& c, const setup& s, long n);
 /// What the consumers of `s` sustained after their first second (see steady_rate), once they are done.
 double consumed_steady(const setup& s);
 /// Prints what a stalled point leaves behind: the queue's depth, each MQS's view, pools, warnings.
-void explain_stall(bench_cluster& c, const setup& s);
+void explain_stall(cluster_api& c, const setup& s);
 /// The payload size of the first message in `queue` (left in it), as the broker holds it; -1 when
 /// the queue is empty or missing.
-long payload_bytes(bench_cluster& c, const std::string& queue);
+long payload_bytes(cluster_api& c, const std::string& queue);
 /// Shuts `system` down on nodes [0, nodes) and deletes `queue` (if given).
-void stop_systems(bench_cluster& c, const std::string& system, int nodes, const std::string& queue = "");
+void stop_systems(cluster_api& c, const std::string& system, int nodes, const std::string& queue = "");
 
 /// Request-reply: `requesters` requester workers (one ask in flight each, `asks` each) against a
 /// supplier pool of `suppliers` workers. An ask unanswered within 5 s counts as lost.
@@ -82,7 +81,7 @@ struct request_reply {
   long lost = 0;  ///< asks unanswered within 5 s (the requester then asks the next)
   long late = 0;  ///< of those, answered later (within 10 s more): stalled, not lost
 };
-request_reply ask(bench_cluster& c, const setup& s, int requesters, int suppliers, long asks);
+request_reply ask(cluster_api& c, const setup& s, int requesters, int suppliers, long asks);
 
 /// Polls `ready` every `period` on a thread of its own, from construction until it holds once: a
 /// tight poll, so a recovery is timed from the moment the peer came back, not from a coarser wait's
@@ -123,7 +122,7 @@ struct recovery {
   /// machine): nothing was measured, and the run is to be repeated.
   bool flow_ended_first = false;
 };
-recovery measure_recovery(bench_cluster& c, const setup& s, double rate, long count,
+recovery measure_recovery(cluster_api& c, const setup& s, double rate, long count,
                           const std::function<std::int64_t()>& inject);
 
 /// The raw baseline: `producers` connections publish `n` messages of `size` bytes to a fresh queue of
@@ -160,12 +159,12 @@ class cpu_meter {
 /// The raw baseline of a filled queue drained: each consumer starts once the filled queue rested for
 /// `rest`, as long as ours did (a RabbitMQ classic queue left idle a second hibernates, and drains
 /// several times slower after: comparing a rested backlog with a fresh one measures the broker).
-raw_flow raw_produce_consume(bench_cluster& c, const std::string& mode, long n, int size, int producers,
+raw_flow raw_produce_consume(cluster_api& c, const std::string& mode, long n, int size, int producers,
                              int consumers, int prefetch, std::chrono::milliseconds rest = {});
 /// The raw baseline with producers and consumers running at the same time.
-raw_flow raw_simultaneous(bench_cluster& c, const std::string& mode, long n, int producers, int consumers,
+raw_flow raw_simultaneous(cluster_api& c, const std::string& mode, long n, int producers, int consumers,
                           int prefetch);
 /// The raw request-reply baseline.
-request_reply raw_ask(bench_cluster& c, const std::string& mode, int requesters, int suppliers, long asks);
+request_reply raw_ask(cluster_api& c, const std::string& mode, int requesters, int suppliers, long asks);
 
 }  // namespace dde::bench

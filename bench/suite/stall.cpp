@@ -10,7 +10,7 @@ namespace dde::bench {
 namespace fs = std::filesystem;
 using namespace test;
 
-void explain_stall(bench_cluster& c, const setup& s) {
+void explain_stall(cluster_api& c, const setup& s) {
   const std::string topic = s.system + ".consumer";
   std::cerr << "[bench] " << topic << ": " << c.queue_depth(topic) << " ready in the broker\n";
   for (auto& url : s.mqs)

@@ -25,11 +25,12 @@ std::string mqs_log_level() {
   const char* level = std::getenv("DDE_TEST_MQS_LOG_LEVEL");
   return level && *level ? level : "info";
 }
-/// DDE_TEST_MQS_ARGS: more options for every dde-mqs the tests and the benchmark suite start, split on
-/// spaces (A/B runs, e.g. "--dequeuer-thread --threads 1").
-std::vector<std::string> mqs_env_args() {
+/// The words of environment variable `name` (split on spaces): DDE_TEST_MQS_ARGS and
+/// DDE_TEST_ACTIVATOR_ARGS add options to every dde-mqs and dde-activator the tests and the benchmark
+/// suite start (A/B runs, e.g. "--dequeuer-thread --threads 1", "--host-scheduling normal").
+std::vector<std::string> env_args(const char* name) {
   std::vector<std::string> out;
-  const char* args = std::getenv("DDE_TEST_MQS_ARGS");
+  const char* args = std::getenv(name);
   std::istringstream words(args ? args : "");
   for (std::string w; words >> w;) out.push_back(w);
   return out;
@@ -51,7 +52,7 @@ mqs_process start_mqs(rabbitmq_node& broker, const fs::path& dir, int prefetch, 
                                 std::to_string(prefetch),
                                 "--log-level",
                                 mqs_log_level()};
-  for (auto& list : {tls.args(), mqs_env_args(), extra_args})
+  for (auto& list : {tls.args(), env_args("DDE_TEST_MQS_ARGS"), extra_args})
     argv.insert(argv.end(), list.begin(), list.end());
   m.proc = std::make_unique<child_process>(argv, dir / ("mqs-" + std::to_string(m.port) + ".log"), env);
   if (!wait_until([&] { return port_open(m.port); }, 20s))
@@ -114,7 +115,8 @@ activator_process start_activator(const registry_process& registry, const fs::pa
                                 logs.string(),
                                 "--orphan-timeout-ms",
                                 "20000"};
-  for (auto& list : {tls.args(), extra_args}) argv.insert(argv.end(), list.begin(), list.end());
+  for (auto& list : {tls.args(), env_args("DDE_TEST_ACTIVATOR_ARGS"), extra_args})
+    argv.insert(argv.end(), list.begin(), list.end());
   a.proc = std::make_unique<child_process>(argv, dir / ("activator-" + name + ".log"), extra_env);
   if (!wait_until([&] { return !node_id(registry, name).empty(); }, 20s))
     throw std::runtime_error("dde-activator " + name + " did not register:\n" + a.proc->log());

@@ -83,5 +83,33 @@ TEST(Consumer, StatsKeepTheLongestFewGapsLongestFirstNotOnlyTheLongest) {
         << "longest first: " << gaps.dump();
 }
 
+TEST(Consumer, StampedMessagesAfterTheFirstSecondGiveLatencyPercentiles) {
+  auto dir = fresh_dir("consumer-latency");
+  plugin_harness h("consumer");
+  h.create({{"stats_dir", dir.string()}});
+  // Received in the first second: the flow setting up, not counted.
+  h.receive(make_message({{"seq", 0}, {"sent_us", wall_us() - 900000}}));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // the span under test, not a wait
+  for (int i = 1; i <= 98; ++i) h.receive(make_message({{"seq", i}, {"sent_us", wall_us() - 2000}}));
+  h.receive(make_message({{"seq", 99}, {"sent_us", wall_us() - 300000}}));
+  h.receive(make_message({{"seq", 100}}));  // unstamped: counted, no latency
+  h.w->before_kill();
+
+  auto stats = all_stats(dir, "consumer-");
+  ASSERT_EQ(stats.size(), 1u);
+  auto& s = stats.front();
+  EXPECT_EQ(s.value("received", 0), 101);
+  EXPECT_EQ(s.value("latency_count", 0), 99) << s.dump();
+  const auto p50 = s.value("latency_p50_us", std::int64_t(0)),
+             p99 = s.value("latency_p99_us", std::int64_t(0)),
+             max = s.value("latency_max_us", std::int64_t(0));
+  EXPECT_GE(p50, 2000) << s.dump();
+  EXPECT_LT(p50, 300000) << s.dump();
+  EXPECT_GE(max, 300000) << s.dump();
+  EXPECT_LT(max, 900000) << "the first second's message is not counted: " << s.dump();
+  EXPECT_LE(p50, p99);
+  EXPECT_LE(p99, max);
+}
+
 }  // namespace
 }  // namespace dde::test

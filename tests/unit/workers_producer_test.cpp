@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -45,6 +46,25 @@ TEST_F(Producer, AKeyFieldCountsTowardsTheSize) {
   for (auto n : got) EXPECT_EQ(n, 100u);
   EXPECT_EQ(ctx->sends[1].body["tenant"], "bb");
   EXPECT_EQ(ctx->sends[2].body["tenant"], 7);
+}
+
+TEST_F(Producer, AStampIsTheSendTimeAndCountsTowardsTheSize) {
+  const auto before = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  auto got = sizes({{"count", 30}, {"size", 64}, {"stamp", true}});
+  const auto after = std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  ASSERT_EQ(got.size(), 30u);
+  for (auto n : got) EXPECT_EQ(n, 64u);
+  for (auto& sent : ctx->sends) {
+    const auto stamp = sent.body.value("sent_us", std::int64_t(0));
+    EXPECT_GE(stamp, before) << sent.body.dump();
+    EXPECT_LE(stamp, after) << sent.body.dump();
+  }
+  sizes({{"count", 1}, {"size", 64}});
+  EXPECT_FALSE(ctx->sends.front().body.contains("sent_us")) << "no stamp unless asked";
 }
 
 TEST_F(Producer, ASizeBelowTheShortestBodyGivesTheShortestBody) {

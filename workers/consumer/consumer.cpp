@@ -11,7 +11,10 @@
 //   two consecutive receipts in this process, from the receipt before it to the one after it; "gaps": the
 //   longest few pauses, longest first, each [from_us, to_us]: an outage is the longest one that ends after it
 //   began, which is not always the longest of the whole run when a loaded machine stalled the flow for longer
-//   before) log_dir/consumer-PID.log: one sequence number per line, written before the message is acked.
+//   before). A message that carries "sent_us" (the `producer` sample's "stamp") adds to "latency_count",
+//   "latency_p50_us", "latency_p99_us" and "latency_max_us": its time from send to receipt, for messages
+//   received after this process's first second (the flow set up, as first_second keeps the burst apart).
+//   log_dir/consumer-PID.log: one sequence number per line, written before the message is acked.
 #include <fcntl.h>
 
 #include <algorithm>
@@ -35,11 +38,13 @@ struct tally {
   std::vector<std::pair<std::int64_t, std::int64_t>> gaps;  ///< [from, to], longest first
   std::int64_t written_received = -1, written_holding = -1, last_write_us = 0;
   std::vector<bool> seen;
+  std::vector<std::int64_t> latencies;  ///< µs from send to receipt, after the first second
   int log_fd = -1;
 
-  void record(std::int64_t seq, bool was_redelivered) {
+  void record(std::int64_t seq, bool was_redelivered, std::int64_t sent_us) {
     std::lock_guard lock(mutex);
     auto now = dde::samples::now_us();
+    if (sent_us > 0 && received > 0 && now - first_us > 1000000) latencies.push_back(now - sent_us);
     if (received == 0) first_us = last_us = now;
     if (now - last_us > max_gap_us) {
       max_gap_us = now - last_us;
@@ -99,7 +104,19 @@ struct tally {
                                {"max_gap_us", max_gap_us},
                                {"max_gap_from_us", max_gap_from_us},
                                {"max_gap_to_us", max_gap_to_us},
-                               {"gaps", gaps}});
+                               {"gaps", gaps},
+                               {"latency_count", latencies.size()},
+                               {"latency_p50_us", percentile(0.50)},
+                               {"latency_p99_us", percentile(0.99)},
+                               {"latency_max_us", percentile(1.0)}});
+  }
+
+  /// The `q` quantile of the latencies (nearest rank), 0 with none.
+  std::int64_t percentile(double q) {
+    if (latencies.empty()) return 0;
+    auto rank = std::min(latencies.size() - 1, std::size_t(q * double(latencies.size())));
+    std::nth_element(latencies.begin(), latencies.begin() + std::ptrdiff_t(rank), latencies.end());
+    return latencies[rank];
   }
 };
 
@@ -130,8 +147,11 @@ class consumer : public dde::worker {
   }
 
   void on_receive(const dde::message& msg) override {
-    std::int64_t seq = -1;
-    if (msg.body().is_object()) seq = msg.body().value("seq", std::int64_t(-1));
+    std::int64_t seq = -1, sent_us = 0;
+    if (msg.body().is_object()) {
+      seq = msg.body().value("seq", std::int64_t(-1));
+      sent_us = msg.body().value("sent_us", std::int64_t(0));
+    }
     if (!start_file_.empty()) {
       auto& t = shared_tally();
       {
@@ -139,30 +159,30 @@ class consumer : public dde::worker {
         ++t.holding;
       }
       t.write(stats_dir_, true);
-      return hold(seq, msg.redelivered());
+      return hold(seq, msg.redelivered(), sent_us);
     }
-    count(seq, msg.redelivered());
+    count(seq, msg.redelivered(), sent_us);
   }
 
   void before_kill() override { shared_tally().write(stats_dir_, true); }
 
  private:
   /// The first message, until start_file exists.
-  void hold(std::int64_t seq, bool redelivered) {
+  void hold(std::int64_t seq, bool redelivered, std::int64_t sent_us) {
     auto after_delay = [this](auto delay, auto fn) { after(delay, std::move(fn)); };
-    dde::samples::when_file_exists(start_file_, after_delay, [this, seq, redelivered] {
+    dde::samples::when_file_exists(start_file_, after_delay, [this, seq, redelivered, sent_us] {
       start_file_.clear();
       {
         auto& t = shared_tally();
         std::lock_guard lock(t.mutex);
         --t.holding;
       }
-      count(seq, redelivered);
+      count(seq, redelivered, sent_us);
     });
   }
 
-  void count(std::int64_t seq, bool redelivered) {
-    shared_tally().record(seq, redelivered);
+  void count(std::int64_t seq, bool redelivered, std::int64_t sent_us) {
+    shared_tally().record(seq, redelivered, sent_us);
     if (work_ms_ > 0) {
       after(std::chrono::milliseconds(work_ms_), [this] { done(); });
       return;

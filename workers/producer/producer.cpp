@@ -3,11 +3,15 @@
 // exactly `size` bytes, {"pad":"xx..","seq":N}, or the shortest such text when `size` is smaller
 // (17 bytes plus the digits of N, plus the key field's member).
 //   args: {"to": "sys/consumer", "count": 1000, "size": 64, "rate": 0, "start_seq": 0, "stats_dir": "",
-//          "key_field": "", "keys": [], "start_file": ""}
+//          "key_field": "", "keys": [], "start_file": "", "stamp": false}
 // With key_field and keys, message seq also carries key_field: keys[seq % keys.size()] (for sub-pools).
+// With stamp, each message carries "sent_us": the wall-clock µs at which it was sent (the `consumer`
+// sample's latency figures).
 // With start_file, a producer writes its stats with "ready": 1 when it starts, then waits until that
 // file exists before it sends (so producers deployed one after another start together, as a raw
 // client's threads do; its clock starts then).
+#include <string_view>
+
 #include "../common/sample_util.hpp"
 #include "dde/worker.hpp"
 
@@ -24,7 +28,8 @@ class producer : public dde::worker {
         stats_dir_(dde::samples::arg_or<std::string>(args(), "stats_dir", "")),
         key_field_(dde::samples::arg_or<std::string>(args(), "key_field", "")),
         keys_(args().value("keys", nlohmann::json::array())),
-        start_file_(dde::samples::arg_or<std::string>(args(), "start_file", "")) {
+        start_file_(dde::samples::arg_or<std::string>(args(), "start_file", "")),
+        stamp_(dde::samples::arg_or<bool>(args(), "stamp", false)) {
     if (!key_field_.empty() && (!keys_.is_array() || keys_.empty()))
       throw std::invalid_argument("producer: args.key_field needs a non-empty args.keys array");
     if (to_.empty()) throw std::invalid_argument("producer needs args.to, the address to send to");
@@ -82,6 +87,11 @@ class producer : public dde::worker {
       // ,"name":value
       length += 2 + nlohmann::json(key_field_).dump().size() + key.dump().size();
     }
+    if (stamp_) {
+      const auto sent_us = dde::samples::now_us();
+      body["sent_us"] = sent_us;
+      length += 2 + std::string_view(R"("sent_us")").size() + std::to_string(sent_us).size();
+    }
     if (std::int64_t(length) < size_) body["pad"] = std::string(std::size_t(size_) - length, 'x');
     return body;
   }
@@ -107,6 +117,7 @@ class producer : public dde::worker {
   std::string key_field_;
   nlohmann::json keys_;
   std::string start_file_;
+  bool stamp_;
   std::int64_t started_us_ = 0, last_write_us_ = 0;
 };
 
