@@ -63,6 +63,20 @@ TEST(BinaryDeliver, AHostReadsWhatTheJsonHeaderOfTheSameDeliveryGives) {
   }
 }
 
+TEST(BinaryDeliver, HeadersOutOfOrderOrRepeatedReadAsTheJsonHeaderGivesThem) {
+  // A broker's header table may hold a name twice (a raw AMQP publisher's), in any order: the host
+  // gets them in name order, once each, the last value of a repeated name, as from a JSON header.
+  message_props p;
+  p.headers = {{"b", "1"}, {"a", "first"}, {"", "x"}, {"a", "last"}, {"", ""}};
+  std::string json, binary;
+  append_deliver(json, "sys.pool", 7, false, "{}", p, deliver_header::json);
+  append_deliver(binary, "sys.pool", 7, false, "{}", p, deliver_header::binary);
+  const auto from_binary = read_deliver(only_record(binary).header);
+  const std::vector<std::pair<std::string, std::string>> expected{{"", ""}, {"a", "last"}, {"b", "1"}};
+  EXPECT_EQ(from_binary.props.headers, expected);
+  EXPECT_EQ(read_deliver(only_record(json).header).props.headers, expected);
+}
+
 TEST(BinaryDeliver, EveryTruncationAndEveryExtraByteIsAnErrorNamingTheBinaryHeader) {
   std::string batch;
   append_deliver(batch, "sys.pool", 42, true, "", cases()[2], deliver_header::binary);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "dde/names.hpp"
 #include "dde/wire/fast_json.hpp"
@@ -333,6 +334,18 @@ std::optional<deliver_record> parse_binary_deliver(std::string_view header) {
     if (!in.short_string(name) || !in.number(n, 4) || !in.bytes(value, n)) return std::nullopt;
   }
   if (!in.at_end()) return std::nullopt;
+  // In name order, one value a name (a repeated one's last), as a JSON header reads: the broker's
+  // table may hold a name twice, and the host must see the same delivery whichever header came.
+  auto& h = r.props.headers;
+  std::stable_sort(h.begin(), h.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::vector<std::pair<std::string, std::string>> once;
+  once.reserve(h.size());
+  for (auto& header : h)
+    if (!once.empty() && once.back().first == header.first)
+      once.back().second = std::move(header.second);
+    else
+      once.push_back(std::move(header));
+  h = std::move(once);
   return r;
 }
 
