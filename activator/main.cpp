@@ -7,13 +7,13 @@
 #include <filesystem>
 #include <iostream>
 
-#include "activator.hpp"
-#include "dde/command_line.hpp"
-#include "dde/daemon.hpp"
+#include "dde/activator/activator.hpp"
+#include "dde/core/command_line.hpp"
+#include "dde/core/daemon.hpp"
+#include "dde/core/tls_flags.hpp"
+#include "dde/core/trace.hpp"
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
-#include "dde/tls_flags.hpp"
-#include "dde/trace.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 
 #include <optional>
 
-#include "dde/command_line.hpp"
+#include "dde/core/command_line.hpp"
 
 namespace dde::bench {
 

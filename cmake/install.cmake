@@ -16,15 +16,12 @@ set_target_properties(dde_worker_api PROPERTIES EXPORT_NAME worker_api)
 set_target_properties(dde_core PROPERTIES EXPORT_NAME core)
 install(TARGETS dde_worker_api dde_core EXPORT dde-targets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
-# The SDK's headers: the worker API, and what dde::core offers a tool that talks to DDE (names, envelope
-# codecs, logging, WebSocket/HTTP clients). The daemons' own headers (command lines, metrics, reconnect
-# timers, ops endpoints) stay out; tests/sdk checks both, and that each installed header compiles alone.
-set(DDE_SDK_HEADERS worker.hpp args.hpp message.hpp router.hpp throttler.hpp names.hpp envelope.hpp log.hpp
-  net/ws.hpp net/tls.hpp net/http_client.hpp net/target.hpp net/auth.hpp wire/record.hpp wire/fast_json.hpp)
-foreach(header ${DDE_SDK_HEADERS})
-  get_filename_component(subdir ${header} DIRECTORY)
-  install(FILES framework/include/dde/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dde/${subdir} COMPONENT dev)
-endforeach()
+# The SDK's headers are framework/include/dde/ as a whole: the worker API, and what dde::core offers a
+# tool that talks to DDE (names, envelope codecs, logging, WebSocket/HTTP clients). The daemons' own
+# headers live in each library's include/ and are never installed; tests/sdk checks both, and that
+# each installed header compiles alone.
+install(DIRECTORY framework/include/dde DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
+  FILES_MATCHING PATTERN "*.hpp")
 # A stripped install (cmake --install --strip, cpack) keeps the archive's symbols but drops its
 # debug information (nine tenths of its size).
 install(CODE "if(CMAKE_INSTALL_DO_STRIP)

@@ -4,12 +4,12 @@
 #include <csignal>
 #include <cstdio>
 
-#include "dde/daemon.hpp"
+#include "dde/core/daemon.hpp"
+#include "dde/core/net/elastic_threads.hpp"
 #include "dde/log.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/mqs_server.hpp"
 #include "dde/net/auth.hpp"
-#include "dde/net/elastic_threads.hpp"
 
 namespace {
 

@@ -5,11 +5,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "ctl_ask.hpp"
-#include "ctl_commands.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/net/http_client.hpp"
 #include "dde/net/tls.hpp"
+#include "dde/registry/ctl_ask.hpp"
+#include "dde/registry/ctl_commands.hpp"
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);

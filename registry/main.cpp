@@ -4,11 +4,11 @@
 #include <csignal>
 #include <cstdio>
 
-#include "dde/daemon.hpp"
+#include "dde/core/daemon.hpp"
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
-#include "registry_config.hpp"
-#include "registry_service.hpp"
+#include "dde/registry/registry_config.hpp"
+#include "dde/registry/registry_service.hpp"
 
 int main(int argc, char** argv) {
   auto cl = dde::registry::parse_command_line(argc, argv);

@@ -1,13 +1,15 @@
-#include "activator.hpp"
+#include "dde/activator/activator.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <future>
 
+#include "bootstrapper.hpp"
+#include "dde/core/net/ops_endpoints.hpp"
+#include "dde/core/tls_flags.hpp"
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
-#include "dde/net/ops_endpoints.hpp"
-#include "dde/tls_flags.hpp"
 #include "isolate_deployer.hpp"
+#include "system_manager.hpp"
 
 namespace dde::activator {
 

@@ -2,8 +2,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include "dde/core/metrics.hpp"
 #include "dde/log.hpp"
-#include "dde/metrics.hpp"
 #include "dde/net/auth.hpp"
 
 namespace dde::activator {

@@ -13,16 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "dde/net/retry_timer.hpp"
+#include "dde/core/net/retry_timer.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/protocol/node_frames.hpp"
 #include "system_manager.hpp"
 
 namespace dde::activator {
-
-/// The URLs of a --registry list ("ws://a:8000/registry,ws://b:8000/registry"), in order; throws
-/// std::invalid_argument naming the one that is not a ws:// or wss:// URL, or an empty list.
-std::vector<net::ws_url> parse_registry_urls(const std::string& list);
 
 struct bootstrapper_options {
   std::string registry_url;  ///< ws://127.0.0.1:8000/registry, or a comma-separated list of them

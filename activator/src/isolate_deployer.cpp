@@ -5,9 +5,9 @@
 #include <map>
 #include <mutex>
 
+#include "dde/core/metrics.hpp"
 #include "dde/envelope.hpp"
 #include "dde/log.hpp"
-#include "dde/metrics.hpp"
 #include "dde/protocol/deployer_frames.hpp"
 #include "dde/runtime/plugin_allow.hpp"
 #include "dde/runtime/worker_cell.hpp"

@@ -8,8 +8,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include "dde/core/metrics.hpp"
 #include "dde/log.hpp"
-#include "dde/metrics.hpp"
 #include "dde/names.hpp"
 #include "dde/protocol/pool_spec.hpp"
 #include "dde/protocol/swap_marker.hpp"

@@ -17,30 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "dde/activator/activator.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/protocol/control_frames.hpp"
 #include "dde/protocol/result.hpp"
 #include "processes.hpp"
 
 namespace dde::activator {
-
-struct manager_options {
-  std::string host_binary;  ///< dde-isolate-system
-  std::string control_url;  ///< what children connect to: ws://127.0.0.1:PORT/control
-  std::string log_dir;      ///< children's logs: <log_dir>/<system>.log
-  std::string log_level = "info";
-  std::chrono::milliseconds start_timeout{15000};
-  std::chrono::milliseconds request_timeout{15000};
-  /// A deploy (or a migration) is refused unless its isolate system is linked to its MQS within this
-  /// long (below request_timeout, so the system's answer comes first). Redeploys after a restart wait.
-  std::chrono::milliseconds mqs_link_timeout{10000};
-  std::chrono::milliseconds orphan_timeout{120000};
-  std::chrono::milliseconds restart_backoff{500};
-  int host_threads = 2;
-  std::chrono::microseconds host_thread_lag{1000};  ///< the systems' --thread-lag-us
-  std::string host_scheduling = "batch";            ///< the systems' --scheduling
-  std::vector<std::string> plugin_allow;            ///< handed to each isolate system as --plugin-allow
-};
 
 /// The outcome of a request: its result, or why not with the HTTP status to answer as the code.
 using outcome = result<nlohmann::json>;

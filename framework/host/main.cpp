@@ -4,13 +4,13 @@
 #include <fstream>
 #include <iostream>
 
-#include "dde/command_line.hpp"
-#include "dde/daemon.hpp"
+#include "dde/core/command_line.hpp"
+#include "dde/core/daemon.hpp"
+#include "dde/core/tls_flags.hpp"
+#include "dde/core/trace.hpp"
+#include "dde/host/isolate_system.hpp"
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
-#include "dde/tls_flags.hpp"
-#include "dde/trace.hpp"
-#include "host/isolate_system.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "dde/mqs/ack_batcher.hpp"
+#include "ack_batcher.hpp"
 
 #include <algorithm>
 

@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include "dde/metrics.hpp"
+#include "dde/core/metrics.hpp"
 #include "dde/mqs/config.hpp"
-#include "dde/mqs/dead_letter.hpp"
 #include "dde/mqs/queue_spec.hpp"
+#include "dead_letter.hpp"
 
 namespace dde::mqs {
 

@@ -1,4 +1,4 @@
-#include "dde/mqs/batch_reader.hpp"
+#include "batch_reader.hpp"
 
 #include <cstdint>
 #include <utility>

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "ack_batcher.hpp"
 #include "amqp_session.hpp"
-#include "dde/mqs/ack_batcher.hpp"
 
 namespace dde::mqs {
 

@@ -1,4 +1,4 @@
-#include "dde/mqs/broker_props.hpp"
+#include "broker_props.hpp"
 
 #include <array>
 #include <cstdint>

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "dde/mqs/broker_props.hpp"
+#include "broker_props.hpp"
 #include "dde/protocol/mqs_props.hpp"
 
 namespace dde::mqs {

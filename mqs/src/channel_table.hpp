@@ -10,10 +10,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "ack_batcher.hpp"
 #include "broker_link.hpp"
-#include "dde/mqs/ack_batcher.hpp"
-#include "dde/mqs/dispatcher.hpp"
 #include "dde/protocol/mqs_records.hpp"
+#include "dispatcher.hpp"
 
 namespace dde::mqs {
 

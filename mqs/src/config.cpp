@@ -2,8 +2,8 @@
 
 #include <limits>
 
-#include "dde/command_line.hpp"
-#include "dde/daemon.hpp"
+#include "dde/core/command_line.hpp"
+#include "dde/core/daemon.hpp"
 #include "dde/net/auth.hpp"
 
 namespace dde::mqs {

@@ -1,4 +1,4 @@
-#include "dde/mqs/confirm_watch.hpp"
+#include "confirm_watch.hpp"
 
 #include <algorithm>
 

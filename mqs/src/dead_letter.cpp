@@ -1,10 +1,10 @@
-#include "dde/mqs/dead_letter.hpp"
+#include "dead_letter.hpp"
 
 #include <algorithm>
 #include <charconv>
 
+#include "broker_props.hpp"
 #include "dde/envelope.hpp"
-#include "dde/mqs/broker_props.hpp"
 #include "dde/mqs/queue_spec.hpp"
 #include "dde/names.hpp"
 #include "dde/net/target.hpp"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "dde/daemon.hpp"
+#include "dde/core/daemon.hpp"
 #include "dde/log.hpp"
 
 namespace dde::mqs {

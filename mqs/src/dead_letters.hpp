@@ -15,7 +15,7 @@
 
 #include "amqp_session.hpp"
 #include "dde/mqs/config.hpp"
-#include "dde/mqs/dead_letter.hpp"
+#include "dead_letter.hpp"
 
 namespace dde::mqs {
 

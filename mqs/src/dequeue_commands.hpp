@@ -10,9 +10,9 @@
 #include <variant>
 #include <vector>
 
-#include "dde/mqs/dispatcher.hpp"
 #include "dde/names.hpp"
 #include "dde/net/ws.hpp"
+#include "dispatcher.hpp"
 
 namespace dde::mqs::dequeue {
 

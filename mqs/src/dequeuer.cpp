@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <charconv>
 
+#include "broker_props.hpp"
 #include "broker_props_amqp.hpp"
 #include "dde/log.hpp"
-#include "dde/mqs/broker_props.hpp"
 #include "dde/mqs/queue_spec.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "mqs_metrics.hpp"

@@ -21,16 +21,14 @@
 
 #include "broker_link.hpp"
 #include "channel_table.hpp"
+#include "dde/core/net/backoff.hpp"
+#include "dde/core/stall_watch.hpp"
 #include "dde/mqs/config.hpp"
-#include "dde/mqs/deadlines.hpp"
-#include "dde/mqs/dispatcher.hpp"
-#include "dde/mqs/pause_board.hpp"
-#include "dde/mqs/resent_ids.hpp"
-#include "dde/net/backoff.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/protocol/mqs_records.hpp"
-#include "dde/stall_watch.hpp"
+#include "deadlines.hpp"
 #include "dequeue_commands.hpp"
+#include "dispatcher.hpp"
 #include "enqueuer.hpp"
 #include "exit_latch.hpp"
 #include "host_outboxes.hpp"
@@ -38,6 +36,8 @@
 #include "link_opener.hpp"
 #include "mqs_metrics.hpp"
 #include "own_messages.hpp"
+#include "pause_board.hpp"
+#include "resent_ids.hpp"
 
 namespace boost::asio {
 class io_context;

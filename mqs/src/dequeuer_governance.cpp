@@ -2,9 +2,9 @@
 // exclusive, auto-delete, consumed without acks on a channel of the main consuming connection, made
 // again after a reconnect), and telling hosts of pauses, their own MQS's and other MQS processes'.
 #include "dde/log.hpp"
-#include "dde/mqs/pause_broadcast.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "dequeuer.hpp"
+#include "pause_broadcast.hpp"
 
 namespace dde::mqs {
 namespace {

@@ -1,4 +1,4 @@
-#include "dde/mqs/dispatcher.hpp"
+#include "dispatcher.hpp"
 
 #include <algorithm>
 

@@ -3,7 +3,7 @@
 // `lease_` before that happens; see dispatcher.hpp and mqs/PROTOCOL.md "Leases".
 #include <algorithm>
 
-#include "dde/mqs/dispatcher.hpp"
+#include "dispatcher.hpp"
 
 namespace dde::mqs {
 namespace {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "broker_props.hpp"
 #include "dde/log.hpp"
-#include "dde/mqs/broker_props.hpp"
 #include "dde/mqs/queue_spec.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "mqs_metrics.hpp"

@@ -20,20 +20,20 @@
 #include <vector>
 
 #include "amqp_session.hpp"
+#include "confirm_tracker.hpp"
+#include "confirm_watch.hpp"
+#include "dde/core/net/backoff.hpp"
 #include "dde/mqs/config.hpp"
-#include "dde/mqs/confirm_tracker.hpp"
-#include "dde/mqs/confirm_watch.hpp"
-#include "dde/mqs/deadlines.hpp"
-#include "dde/mqs/flow_control.hpp"
-#include "dde/mqs/publish_frames.hpp"
 #include "dde/names.hpp"
-#include "dde/net/backoff.hpp"
 #include "dde/net/ws.hpp"
+#include "deadlines.hpp"
 #include "exit_latch.hpp"
+#include "flow_control.hpp"
 #include "inbox.hpp"
 #include "mqs_metrics.hpp"
 #include "outgoing_message.hpp"
 #include "pause_publisher.hpp"
+#include "publish_frames.hpp"
 #include "publish_replies.hpp"
 
 namespace boost::asio {

@@ -5,8 +5,8 @@
 #include <span>
 #include <unordered_map>
 
+#include "broker_props.hpp"
 #include "dde/log.hpp"
-#include "dde/mqs/broker_props.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "enqueuer.hpp"
 #include "mqs_metrics.hpp"

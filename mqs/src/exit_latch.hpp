@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "dde/daemon.hpp"
+#include "dde/core/daemon.hpp"
 
 namespace dde::mqs {
 

@@ -1,4 +1,4 @@
-#include "dde/mqs/flow_control.hpp"
+#include "flow_control.hpp"
 
 #include "dde/log.hpp"
 

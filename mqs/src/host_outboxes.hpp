@@ -9,9 +9,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dde/mqs/dispatcher.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/protocol/mqs_records.hpp"
+#include "dispatcher.hpp"
 
 namespace dde::mqs {
 

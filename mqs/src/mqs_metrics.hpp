@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dde/metrics.hpp"
+#include "dde/core/metrics.hpp"
 
 namespace dde::mqs {
 

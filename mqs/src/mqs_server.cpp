@@ -1,8 +1,8 @@
 #include "dde/mqs/mqs_server.hpp"
 
+#include "dde/core/net/ops_endpoints.hpp"
 #include "dde/log.hpp"
 #include "dde/net/auth.hpp"
-#include "dde/net/ops_endpoints.hpp"
 #include "dde/net/target.hpp"
 #include "dde/net/ws.hpp"
 #include "dead_letters.hpp"

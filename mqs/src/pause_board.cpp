@@ -1,4 +1,4 @@
-#include "dde/mqs/pause_board.hpp"
+#include "pause_board.hpp"
 
 namespace dde::mqs {
 namespace {

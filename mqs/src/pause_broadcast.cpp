@@ -1,4 +1,4 @@
-#include "dde/mqs/pause_broadcast.hpp"
+#include "pause_broadcast.hpp"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

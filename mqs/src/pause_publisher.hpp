@@ -10,7 +10,7 @@
 #include <string>
 
 #include "amqp_session.hpp"
-#include "dde/mqs/pause_broadcast.hpp"
+#include "pause_broadcast.hpp"
 
 namespace dde::mqs {
 

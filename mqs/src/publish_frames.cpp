@@ -1,9 +1,9 @@
-#include "dde/mqs/publish_frames.hpp"
+#include "publish_frames.hpp"
 
 #include <algorithm>
 #include <array>
 
-#include "dde/mqs/broker_props.hpp"
+#include "broker_props.hpp"
 
 namespace dde::mqs {
 namespace {

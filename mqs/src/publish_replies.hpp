@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "dde/mqs/flow_control.hpp"
+#include "flow_control.hpp"
 #include "mqs_metrics.hpp"
 #include "outgoing_message.hpp"
 

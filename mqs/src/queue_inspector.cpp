@@ -1,7 +1,7 @@
 #include "queue_inspector.hpp"
 
 #include "amqp_session.hpp"
-#include "dde/daemon.hpp"
+#include "dde/core/daemon.hpp"
 #include "dde/log.hpp"
 
 namespace dde::mqs {

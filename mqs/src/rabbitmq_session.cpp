@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dde/mqs/broker_props.hpp"
+#include "broker_props.hpp"
 #include "dde/protocol/mqs_props.hpp"
 
 namespace dde::mqs {

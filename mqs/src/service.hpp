@@ -9,13 +9,13 @@
 #include <string>
 #include <unordered_map>
 
+#include "dde/core/net/ops_endpoints.hpp"
 #include "dde/log.hpp"
 #include "dde/mqs/config.hpp"
-#include "dde/mqs/flow_control.hpp"
-#include "dde/net/ops_endpoints.hpp"
 #include "dde/net/ws.hpp"
 #include "dequeuer.hpp"
 #include "enqueuer.hpp"
+#include "flow_control.hpp"
 
 namespace dde::mqs {
 

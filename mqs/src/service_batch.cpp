@@ -2,12 +2,12 @@
 // records ask of the enqueuer and the dequeuer is gathered and handed over once the whole batch is
 // read (one submit each, not one a record), and the reply (welcome, rejects, errors) goes as one
 // WebSocket message.
+#include "batch_reader.hpp"
 #include "dde/log.hpp"
-#include "dde/mqs/batch_reader.hpp"
-#include "dde/mqs/pause_broadcast.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/protocol/mqs_request.hpp"
 #include "dde/wire/record.hpp"
+#include "pause_broadcast.hpp"
 #include "service.hpp"
 
 namespace dde::mqs {

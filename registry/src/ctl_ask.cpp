@@ -1,11 +1,10 @@
-#include "ctl_ask.hpp"
+#include "dde/registry/ctl_ask.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "ctl_commands.hpp"
 #include "ctl_requests.hpp"
 #include "dde/envelope.hpp"
 #include "dde/names.hpp"
@@ -14,6 +13,7 @@
 #include "dde/net/ws.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/protocol/mqs_request.hpp"
+#include "dde/registry/ctl_commands.hpp"
 #include "dde/wire/record.hpp"
 
 namespace dde::ctl {

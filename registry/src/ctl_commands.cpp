@@ -1,4 +1,4 @@
-#include "ctl_commands.hpp"
+#include "dde/registry/ctl_commands.hpp"
 
 #include <cctype>
 #include <fstream>
@@ -9,7 +9,7 @@
 #include <variant>
 
 #include "ctl_requests.hpp"
-#include "dde/command_line.hpp"
+#include "dde/core/command_line.hpp"
 #include "dde/names.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/net/target.hpp"

@@ -1,4 +1,4 @@
-#include "ctl_output.hpp"
+#include "dde/registry/ctl_output.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ctl_commands.hpp"
+#include "dde/registry/ctl_commands.hpp"
 
 namespace dde::ctl::detail {
 

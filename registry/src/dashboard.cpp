@@ -1,8 +1,8 @@
 #include "dashboard.hpp"
 
+#include "dde/core/metrics.hpp"
+#include "dde/core/net/ops_endpoints.hpp"
 #include "dde/log.hpp"
-#include "dde/metrics.hpp"
-#include "dde/net/ops_endpoints.hpp"
 #include "dde/net/target.hpp"
 #include "web_assets.hpp"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "dde/metrics.hpp"
+#include "dde/core/metrics.hpp"
 #include "node_table.hpp"
 
 namespace dde::registry {

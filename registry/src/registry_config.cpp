@@ -1,13 +1,13 @@
-#include "registry_config.hpp"
+#include "dde/registry/registry_config.hpp"
 
 #include <unistd.h>
 
 #include <stdexcept>
 
-#include "dde/command_line.hpp"
+#include "dde/core/command_line.hpp"
+#include "dde/core/tls_flags.hpp"
 #include "dde/net/auth.hpp"
 #include "dde/net/ws.hpp"
-#include "dde/tls_flags.hpp"
 
 namespace dde::registry {
 namespace {

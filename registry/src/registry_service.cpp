@@ -1,4 +1,4 @@
-#include "registry_service.hpp"
+#include "dde/registry/registry_service.hpp"
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>

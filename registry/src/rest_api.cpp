@@ -4,8 +4,8 @@
 #include <optional>
 #include <string_view>
 
+#include "dde/core/metrics.hpp"
 #include "dde/log.hpp"
-#include "dde/metrics.hpp"
 #include "dde/net/target.hpp"
 #include "dlq_api.hpp"
 #include "pool_applier.hpp"

@@ -6,12 +6,12 @@
 #include <cstdint>
 #include <string_view>
 
+#include "batch_reader.hpp"
 #include "dde/envelope.hpp"
-#include "dde/mqs/batch_reader.hpp"
-#include "dde/mqs/pause_broadcast.hpp"
 #include "dde/protocol/mqs_request.hpp"
 #include "dde/wire/record.hpp"
 #include "fuzz_check.hpp"
+#include "pause_broadcast.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view batch(reinterpret_cast<const char*>(data), size);

@@ -10,9 +10,9 @@
 
 #include "dde/names.hpp"
 #include "dde_test.hpp"
-#include "host/top_level.hpp"
 #include "mqs_client.hpp"
 #include "mqs_process.hpp"
+#include "top_level.hpp"
 
 namespace dde::mqs::test {
 namespace {

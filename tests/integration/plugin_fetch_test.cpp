@@ -7,7 +7,7 @@
 
 #include "dde/runtime/plugin_loader.hpp"
 #include "dde_test.hpp"
-#include "host/plugin_fetcher.hpp"
+#include "plugin_fetcher.hpp"
 #include "plugin_server.hpp"
 #include "tls_server.hpp"
 

@@ -17,8 +17,14 @@ for f in include/dde/worker.hpp include/dde/message.hpp include/dde/args.hpp lib
   [[ -f $prefix/$f ]] || fail "the SDK install lacks $f"
 done
 [[ ! -e $prefix/bin ]] || fail "the dev component installed executables: $(ls "$prefix/bin")"
-for f in daemon.hpp cli.hpp tls_flags.hpp metrics.hpp net/ops_endpoints.hpp net/retry_timer.hpp net/backoff.hpp; do
-  [[ ! -e $prefix/include/dde/$f ]] || fail "the SDK installs dde/$f, a header of the daemons' own"
+# The SDK's headers are the worker API's tree as it is in the source, no more: the daemons' own headers
+# (dde/core, dde/protocol, dde/mqs, ...) stay out.
+installed=$(cd "$prefix/include" && find . -type f | sort)
+expected=$(cd "$source/framework/include" && find . -type f -name '*.hpp' | sort)
+[[ $installed == "$expected" ]] ||
+  fail "the SDK installs other headers than framework/include/: $(diff <(echo "$expected") <(echo "$installed") | grep '^[<>]' | head -5 | tr '\n' ' ')"
+for dir in core protocol runtime host mqs registry activator; do
+  [[ ! -e $prefix/include/dde/$dir ]] || fail "the SDK installs dde/$dir, headers of the daemons' own"
 done
 # Each installed header compiles on its own from the prefix: nothing it includes was left out.
 while IFS= read -r header; do

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "dde/net/backoff.hpp"
+#include "dde/core/net/backoff.hpp"
 
 namespace dde::net {
 namespace {

@@ -9,15 +9,15 @@
 #include <thread>
 #include <vector>
 
-#include "dde/command_line.hpp"
-#include "dde/daemon.hpp"
+#include "dde/core/command_line.hpp"
+#include "dde/core/daemon.hpp"
+#include "dde/core/metrics.hpp"
+#include "dde/core/net/url.hpp"
 #include "dde/envelope.hpp"
-#include "dde/metrics.hpp"
 #include "dde/names.hpp"
 #include "dde/net/http_client.hpp"
 #include "dde/net/ws.hpp"
 #include "dde/wire/record.hpp"
-#include "net/url.hpp"
 
 namespace {
 

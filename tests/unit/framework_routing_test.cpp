@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include "host/reply_race.hpp"
-#include "host/routing.hpp"
+#include "reply_race.hpp"
+#include "routing.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "dde/protocol/pool_spec.hpp"
-#include "host/scale_policy.hpp"
+#include "scale_policy.hpp"
 
 namespace {
 

@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "dde/core/trace.hpp"
 #include "dde/envelope.hpp"
-#include "dde/trace.hpp"
 
 namespace dde {
 namespace {

@@ -2,7 +2,7 @@
 // asks the MQS about, which answers make a stall, and a question left unanswered.
 #include <gtest/gtest.h>
 
-#include "host/credit_watch.hpp"
+#include "credit_watch.hpp"
 
 namespace dde::host {
 namespace {

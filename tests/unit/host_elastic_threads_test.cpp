@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "dde/net/elastic_threads.hpp"
+#include "dde/core/net/elastic_threads.hpp"
 
 namespace dde::host {
 namespace {

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "dde/envelope.hpp"
-#include "host/first_reply.hpp"
-#include "host/routing.hpp"
+#include "first_reply.hpp"
 #include "manual_clock.hpp"
+#include "routing.hpp"
 
 namespace dde::host {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "host/flow_batches.hpp"
+#include "flow_batches.hpp"
 
 namespace dde::host {
 namespace {

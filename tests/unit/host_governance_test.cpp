@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "dde/envelope.hpp"
-#include "host/governance.hpp"
+#include "governance.hpp"
 #include "router_fixture.hpp"
 
 namespace dde::host {

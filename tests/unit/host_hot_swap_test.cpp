@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "dde/protocol/pool_spec.hpp"
-#include "host/hot_swap.hpp"
+#include "hot_swap.hpp"
 #include "manual_clock.hpp"
 
 namespace dde::host {

@@ -2,8 +2,8 @@
 // shutdown that waits for its in-flight messages or for its timeout on a manual clock.
 #include <gtest/gtest.h>
 
-#include "host/pool_lifecycle.hpp"
 #include "manual_clock.hpp"
+#include "pool_lifecycle.hpp"
 
 namespace dde::host {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "host/link_waiters.hpp"
+#include "link_waiters.hpp"
 
 namespace dde::host {
 namespace {

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "dde/wire/record.hpp"
-#include "host/outbound.hpp"
-#include "host/pool_sinks.hpp"
+#include "outbound.hpp"
+#include "pool_sinks.hpp"
 
 namespace dde::host {
 namespace {

@@ -4,16 +4,16 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "host/ask_tracker.hpp"
-#include "host/asks.hpp"
-#include "host/autoscaler.hpp"
-#include "host/canary.hpp"
-#include "host/held_messages.hpp"
-#include "host/pause_governor.hpp"
-#include "host/starvation_guard.hpp"
-#include "host/supervisor.hpp"
-#include "host/worker_watch.hpp"
+#include "ask_tracker.hpp"
+#include "asks.hpp"
+#include "autoscaler.hpp"
+#include "canary.hpp"
+#include "held_messages.hpp"
 #include "manual_clock.hpp"
+#include "pause_governor.hpp"
+#include "starvation_guard.hpp"
+#include "supervisor.hpp"
+#include "worker_watch.hpp"
 
 namespace dde::host {
 namespace {

@@ -2,7 +2,7 @@
 // histograms behind describe's latency (and /metrics).
 #include <gtest/gtest.h>
 
-#include "host/pool_figures.hpp"
+#include "pool_figures.hpp"
 
 namespace dde::host {
 namespace {

@@ -3,8 +3,8 @@
 // rolled back (and then refused until the file changes), and every message counted under its md5.
 #include <gtest/gtest.h>
 
-#include "dde/metrics.hpp"
-#include "host/canary_judge.hpp"
+#include "canary_judge.hpp"
+#include "dde/core/metrics.hpp"
 #include "router_fixture.hpp"
 
 namespace dde::host {

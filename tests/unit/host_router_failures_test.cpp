@@ -10,9 +10,9 @@
 #include <optional>
 
 #include "dde/protocol/pool_spec.hpp"
-#include "host/mqs_link.hpp"
-#include "host/ops_server.hpp"
-#include "host/router.hpp"
+#include "mqs_link.hpp"
+#include "ops_server.hpp"
+#include "router.hpp"
 #include "router_fixture.hpp"
 
 namespace dde::host {

@@ -2,7 +2,7 @@
 // restart budget, a RESTART gives a fresh budget, and which pools count failures per message.
 #include <gtest/gtest.h>
 
-#include "host/supervision.hpp"
+#include "supervision.hpp"
 
 namespace dde::host {
 namespace {

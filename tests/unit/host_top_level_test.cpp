@@ -10,8 +10,8 @@
 
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/protocol/mqs_request.hpp"
-#include "host/top_level.hpp"
 #include "recording_connection.hpp"
+#include "top_level.hpp"
 
 namespace dde::host {
 namespace {

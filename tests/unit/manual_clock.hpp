@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "host/clock.hpp"
+#include "clock.hpp"
 
 namespace dde::host::testing {
 

@@ -1,9 +1,9 @@
 // The MQS's broker form of message ids and publish stamps (dde/mqs/broker_props.hpp).
 #include <gtest/gtest.h>
 
-#include "dde/mqs/broker_props.hpp"
-#include "dde/mqs/resent_ids.hpp"
+#include "broker_props.hpp"
 #include "dde/names.hpp"
+#include "resent_ids.hpp"
 
 namespace dde::mqs {
 namespace {

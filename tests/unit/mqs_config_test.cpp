@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "dde/command_line.hpp"
+#include "dde/core/command_line.hpp"
 #include "dde/mqs/config.hpp"
 #include "dde/mqs/queue_spec.hpp"
 

@@ -1,7 +1,7 @@
 // When the enqueuer gives up on its publishing connection: nacks that keep coming, confirms overdue.
 #include <gtest/gtest.h>
 
-#include "dde/mqs/confirm_watch.hpp"
+#include "confirm_watch.hpp"
 
 namespace dde::mqs {
 namespace {

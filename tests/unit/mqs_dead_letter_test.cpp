@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "dde/envelope.hpp"
-#include "dde/mqs/dead_letter.hpp"
+#include "dead_letter.hpp"
 
 namespace dde::mqs {
 namespace {

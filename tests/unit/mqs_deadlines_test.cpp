@@ -1,7 +1,7 @@
 // The broker loops' deadline table: what is due, and which deadline wakes the loop next.
 #include <gtest/gtest.h>
 
-#include "dde/mqs/deadlines.hpp"
+#include "deadlines.hpp"
 
 namespace dde::mqs {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <tuple>
 
-#include "dde/metrics.hpp"
+#include "dde/core/metrics.hpp"
 #include "dequeuer.hpp"
 #include "fake_amqp_session.hpp"
 

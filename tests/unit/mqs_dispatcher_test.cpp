@@ -3,8 +3,8 @@
 
 #include <set>
 
-#include "dde/mqs/dispatcher.hpp"
 #include "dde/protocol/mqs_request.hpp"
+#include "dispatcher.hpp"
 #include "mqs_fake_port.hpp"
 
 namespace dde::mqs {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "dde/mqs/dispatcher.hpp"
+#include "dispatcher.hpp"
 
 namespace dde::mqs::testing {
 

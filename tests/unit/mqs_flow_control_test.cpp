@@ -6,7 +6,7 @@
 #include <future>
 #include <thread>
 
-#include "dde/mqs/flow_control.hpp"
+#include "flow_control.hpp"
 
 namespace dde::mqs {
 namespace {

@@ -2,7 +2,7 @@
 // is held past the lease, as the copy's confirm and the copy itself come, and as hosts settle.
 #include <gtest/gtest.h>
 
-#include "dde/mqs/dispatcher.hpp"
+#include "dispatcher.hpp"
 #include "mqs_fake_port.hpp"
 
 namespace dde::mqs {

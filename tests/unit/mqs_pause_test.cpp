@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dde/mqs/pause_board.hpp"
-#include "dde/mqs/pause_broadcast.hpp"
+#include "pause_board.hpp"
+#include "pause_broadcast.hpp"
 
 namespace dde::mqs {
 namespace {

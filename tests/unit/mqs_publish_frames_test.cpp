@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "dde/mqs/broker_props.hpp"
-#include "dde/mqs/publish_frames.hpp"
+#include "broker_props.hpp"
+#include "publish_frames.hpp"
 
 namespace dde::mqs {
 namespace {

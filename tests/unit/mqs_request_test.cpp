@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "dde/mqs/batch_reader.hpp"
+#include "batch_reader.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "dde/wire/record.hpp"
 

@@ -1,8 +1,8 @@
 // The MQS's tag bookkeeping towards the broker: acks batched with `multiple`, publisher confirms.
 #include <gtest/gtest.h>
 
-#include "dde/mqs/ack_batcher.hpp"
-#include "dde/mqs/confirm_tracker.hpp"
+#include "ack_batcher.hpp"
+#include "confirm_tracker.hpp"
 
 namespace dde::mqs {
 namespace {

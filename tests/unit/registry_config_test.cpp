@@ -1,6 +1,6 @@
 // dde-registry's command line and --config file: flags in a config file count (a security flag
 // silently ignored would leave a registry open that its operator believes closed).
-#include "registry_config.hpp"
+#include "dde/registry/registry_config.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

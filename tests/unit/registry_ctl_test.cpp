@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "ctl_commands.hpp"
+#include "dde/registry/ctl_commands.hpp"
 
 namespace dde::ctl {
 namespace {

@@ -5,8 +5,8 @@
 
 #include <sstream>
 
-#include "ctl_commands.hpp"
-#include "ctl_output.hpp"
+#include "dde/registry/ctl_commands.hpp"
+#include "dde/registry/ctl_output.hpp"
 #include "dlq_api.hpp"
 #include "registry_fakes.hpp"
 #include "rest_api.hpp"

@@ -4,8 +4,8 @@
 
 #include <sstream>
 
-#include "ctl_commands.hpp"
-#include "ctl_output.hpp"
+#include "dde/registry/ctl_commands.hpp"
+#include "dde/registry/ctl_output.hpp"
 
 namespace dde::ctl {
 namespace {

@@ -2,7 +2,7 @@
 // metrics it exports; metrics_registry's text format.
 #include <gtest/gtest.h>
 
-#include "dde/metrics.hpp"
+#include "dde/core/metrics.hpp"
 #include "pool_monitor.hpp"
 
 namespace dde::registry {

@@ -11,9 +11,9 @@
 #include <optional>
 
 #include "dde/protocol/pool_spec.hpp"
-#include "host/mqs_link.hpp"
-#include "host/router.hpp"
 #include "manual_clock.hpp"
+#include "mqs_link.hpp"
+#include "router.hpp"
 
 namespace dde::host::testing {
 

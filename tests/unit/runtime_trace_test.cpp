@@ -9,11 +9,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "dde/core/trace.hpp"
 #include "dde/envelope.hpp"
 #include "dde/protocol/pool_spec.hpp"
 #include "dde/runtime/plugin_loader.hpp"
 #include "dde/runtime/worker_cell.hpp"
-#include "dde/trace.hpp"
 
 namespace dde::runtime {
 namespace {

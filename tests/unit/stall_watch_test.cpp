@@ -1,5 +1,5 @@
 // The delivery watchdog's bookkeeping (dde/stall_watch.hpp), on a clock the test moves.
-#include "dde/stall_watch.hpp"
+#include "dde/core/stall_watch.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 
 #include <iterator>
 
-#include "dde/metrics.hpp"
+#include "dde/core/metrics.hpp"
 
 namespace dde::runtime {
 

@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "api_server.hpp"
-#include "dde/command_line.hpp"
+#include "dde/core/command_line.hpp"
 
 int main(int argc, char** argv) {
   dde::command_line line(

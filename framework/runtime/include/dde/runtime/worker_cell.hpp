@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "dde/core/trace.hpp"
 #include "dde/envelope.hpp"
 #include "dde/protocol/pool_spec.hpp"
 #include "dde/runtime/cell.hpp"
 #include "dde/runtime/rate_gate.hpp"
-#include "dde/trace.hpp"
 #include "dde/worker.hpp"
 
 namespace dde::runtime {
