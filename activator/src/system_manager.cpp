@@ -3,6 +3,7 @@
 // pools after a crash, and stops them all. What is asked of their pools is in system_manager_pools.cpp.
 #include "system_manager.hpp"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -92,7 +93,7 @@ void system_manager::spawn(record& r) {
                                    "--log-level",
                                    options_.log_level};
   for (auto& allow : options_.plugin_allow) {
-    args.push_back("--plugin-allow");
+    args.emplace_back("--plugin-allow");
     args.push_back(allow);
   }
   std::string log_path = options_.log_dir + "/" + r.name + ".log";
@@ -254,8 +255,9 @@ void system_manager::on_close(const std::shared_ptr<net::ws_connection>& conn, c
         it = self->pending_.erase(it);
       }
       for (auto& fn : unanswered)
-        fn(r.stopping ? protocol::control_response{0, true, nlohmann::json::object(), 200, {}}
-                      : failed(503, "isolate system " + name + " closed its control link (" + reason + ")"));
+        fn(r.stopping
+               ? protocol::control_response{0, true, nlohmann::json::object(), 200, {}}
+               : failed(503, fmt::format("isolate system {} closed its control link ({})", name, reason)));
       // Our own children are reaped through SIGCHLD; an adopted one we can only watch. Its socket
       // closes a moment before the process is gone, so look for a while.
       if (!r.own_child) self->watch_adopted(name, r.pid, 50);

@@ -1,5 +1,7 @@
 #include "dde/registry/ctl_ask.hpp"
 
+#include <fmt/format.h>
+
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <memory>
@@ -161,8 +163,8 @@ ask_outcome resolve_pool(ask_call& call, const registry_access& registry, std::c
         if (!pool.is_object() || pool.value("id", std::string()) != call.to) continue;
         auto mode = pool.value("deliveryMode", std::string("at-least-once"));
         if (!call.mode.empty() && call.mode != mode)
-          return {1, "pool " + call.to + " is " + mode + " (on node " + id + "), not " + call.mode +
-                         "; leave --mode out"};
+          return {1, fmt::format("pool {} is {} (on node {}), not {}; leave --mode out", call.to, mode, id,
+                                 call.mode)};
         call.mode = mode;
         if (call.mqs.empty()) call.mqs = pool.value("messageQueuingSystemServer", std::string());
         if (call.mqs.empty())

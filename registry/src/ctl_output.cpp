@@ -1,5 +1,7 @@
 #include "dde/registry/ctl_output.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -75,7 +77,7 @@ std::string list_table(const json& body) {
 /// Reasons a table only abbreviates: "sampleSystem/consumer: stopped: 10 restarts within ...".
 std::string reasons(const std::vector<std::pair<std::string, std::string>>& notes) {
   std::string out;
-  for (auto& [who, why] : notes) out += who + ": " + why + "\n";
+  for (auto& [who, why] : notes) out.append(who).append(": ").append(why).append("\n");
   return out;
 }
 
@@ -150,7 +152,7 @@ std::string apply_table(const json& body) {
   std::vector<std::pair<std::string, std::string>> notes;
   for (auto& line : body.value("pools", json::array())) {
     auto node = field(line, "node");
-    if (line.contains("from")) node = field(line, "from") + " -> " + node;
+    if (line.contains("from")) node = fmt::format("{} -> {}", field(line, "from"), node);
     rows.push_back({field(line, "pool"), node, field(line, "action"),
                     join(strings(line.value("changed", json::array()))), field(line, "result")});
     if (line.contains("error")) notes.emplace_back(field(line, "pool"), field(line, "error"));
