@@ -103,6 +103,6 @@ f=$(stat first_us | head -1); l=$(stat last_us | tail -1)
 echo "dde: $n in $(( (l-f)/1000 )) ms: $(( n*1000000/(l-f) )) msg/s broker_ticks=$((b1-b0)) mqs_ticks=$((m1-m0)) host_ticks=$h1 (ticks of 10 ms; the host's since it started)"
 echo "dde span $(( (t1-t0)/1000000 )) ms (from 1 s after the pool started): $(sched_delta "broker mqs host" "$s0" "$s1")"
 grep -E "context|cpu-clock|sys_enter|sched" $out/host.stat $out/mqs.stat
-# The consuming isolate system's threads (dde/net/elastic_threads.hpp): how many run now, how often one joined.
+# The consuming isolate system's threads (dde/core/net/elastic_threads.hpp): how many run now, how often one joined.
 ops=$(ss -ltnp 2>/dev/null | grep "pid=$host," | grep -o "127.0.0.1:[0-9]*" | head -1)
 [[ -n $ops ]] && curl -s "http://$ops/metrics" | grep -E "^dde_host_thread" | tr '\n' ' ' && echo

@@ -1,6 +1,6 @@
 #pragma once
 // Reading a message's AMQP basic properties back into message_props, in the host's form
-// (dde/mqs/broker_props.hpp): the one reader of deliveries (dequeuer) and of basic.get (the
+// (mqs/src/broker_props.hpp): the one reader of deliveries (dequeuer) and of basic.get (the
 // dead-letter desk).
 #include <amqp.h>
 

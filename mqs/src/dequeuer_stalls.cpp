@@ -1,4 +1,4 @@
-// The dequeuer's side of the delivery watchdog (dde/stall_watch.hpp): which topics wait on a
+// The dequeuer's side of the delivery watchdog (dde/core/stall_watch.hpp): which topics wait on a
 // quiet consumer, the broker asked about their queues off the loop, and a stalled topic consumed
 // afresh.
 #include "dde/log.hpp"

@@ -76,7 +76,7 @@ TEST(MqsBroker, PropsGoToTheBrokerAsAmqpPropertiesAndComeBackWithTheDelivery) {
   auto& broker = shared_broker();
   mqs_process mqs(broker);
   auto topic = unique_topic("props");
-  // A UUID id travels compacted on the broker and a stamp as its timestamp (dde/mqs/broker_props.hpp):
+  // A UUID id travels compacted on the broker and a stamp as its timestamp (mqs/src/broker_props.hpp):
   // both come back as they went, a plain id too.
   const nlohmann::json props = {{"messageId", dde::new_uuid()},
                                 {"appId", "sys/producer"},

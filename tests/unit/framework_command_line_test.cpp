@@ -1,4 +1,4 @@
-// The command line every DDE binary shares (dde/command_line.hpp): typed options, the last of a value
+// The command line every DDE binary shares (dde/core/command_line.hpp): typed options, the last of a value
 // given twice, repeatable options, a JSON --config file, environment variables, and which wins.
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-// The isolate system's delivery watchdog over its MQS link (host/credit_watch.hpp): which pools it
+// The isolate system's delivery watchdog over its MQS link (credit_watch.hpp): which pools it
 // asks the MQS about, which answers make a stall, and a question left unanswered.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// A daemon's threads (dde/net/elastic_threads.hpp): the first runs the context alone until it lags,
+// A daemon's threads (dde/core/net/elastic_threads.hpp): the first runs the context alone until it lags,
 // then the others join; a handler that blocks does not stop the rest.
 #include <gtest/gtest.h>
 #include <pthread.h>

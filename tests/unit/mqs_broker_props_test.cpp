@@ -1,4 +1,4 @@
-// The MQS's broker form of message ids and publish stamps (dde/mqs/broker_props.hpp).
+// The MQS's broker form of message ids and publish stamps (mqs/src/broker_props.hpp).
 #include <gtest/gtest.h>
 
 #include "broker_props.hpp"

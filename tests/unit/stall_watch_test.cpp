@@ -1,4 +1,4 @@
-// The delivery watchdog's bookkeeping (dde/stall_watch.hpp), on a clock the test moves.
+// The delivery watchdog's bookkeeping (dde/core/stall_watch.hpp), on a clock the test moves.
 #include "dde/core/stall_watch.hpp"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 #pragma once
-// The isolate system's delivery watchdog over its MQS link (dde/stall_watch.hpp). Per pool topic it
+// The isolate system's delivery watchdog over its MQS link (dde/core/stall_watch.hpp). Per pool topic it
 // keeps the credit out at the MQS (pulled on this link and not yet used by a delivery) and the last
 // delivery. A pool whose credit is out and that got nothing for the limit is suspect: the MQS is
 // asked the depth of its queue. Messages ready, still nothing delivered: stalled. A question the

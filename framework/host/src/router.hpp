@@ -18,7 +18,7 @@
 //   done_reports, hand_over   the message flow's batches (flow_batches.hpp)
 // The message flow (credit, hand-over, finishing) is in router_flow.cpp, KILL/RESTART/setRate and the
 // slots a swap changes in router_control.cpp, describe in router_describe.cpp. Everything runs on
-// the router's strand; timers come from a clock a test can drive (host/clock.hpp).
+// the router's strand; timers come from a clock a test can drive (clock.hpp).
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>

@@ -37,7 +37,7 @@ struct top_level_options {
   std::size_t window = 4096;  ///< unconfirmed at-least-once messages before senders wait
   std::size_t reply_credit = 256;
   /// A pool with credit out at the MQS that got no delivery for this long while its queue holds
-  /// ready messages is stalled (host/credit_watch.hpp): logged, counted, /health degraded, and the
+  /// ready messages is stalled (credit_watch.hpp): logged, counted, /health degraded, and the
   /// link moves to a fresh connection. 0: never.
   std::chrono::milliseconds stall_timeout{30000};
   /// Opens the WebSocket to an MQS (on success the handler's on_open runs, on failure only

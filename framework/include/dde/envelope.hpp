@@ -33,7 +33,8 @@ struct envelope {
   nlohmann::json dead_letter;
   /// Times the message failed before and came back through a delay queue (a pool's `retry`); 0 first.
   int attempt = 0;
-  /// The W3C traceparent (dde/trace.hpp); empty when untraced. A malformed one is dropped when read.
+  /// The W3C traceparent (www.w3.org/TR/trace-context); empty when untraced. A malformed one is dropped when
+  /// read.
   std::string traceparent;
   bool is_bytes = false;
 };

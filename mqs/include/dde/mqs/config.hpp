@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The settings of `dde-mqs`: defaults, and the options that fill them (dde/command_line.hpp: typed,
+/// The settings of `dde-mqs`: defaults, and the options that fill them (dde/core/command_line.hpp: typed,
 /// checked, also read from a JSON `--config` file).
 
 #include <chrono>
@@ -68,7 +68,7 @@ struct config {
   std::size_t backlog_bytes = 64 * 1024 * 1024;
   std::uint16_t heartbeat_s = 30;
   /// Threads running the WebSocket side and the dequeuer's and enqueuer's loops: the first all the time, the
-  /// others while it lags by more than thread_lag (dde/net/elastic_threads.hpp; 0: all, always).
+  /// others while it lags by more than thread_lag (dde/core/net/elastic_threads.hpp; 0: all, always).
   unsigned threads = 2;
   std::chrono::microseconds thread_lag{1000};
   /// The dequeuer's loop on a thread of its own rather than on the io_context (for A/B runs:
@@ -77,7 +77,7 @@ struct config {
   /// The enqueuer's loop on a thread of its own rather than on the io_context (always with broker_tls:
   /// rabbitmq-c writes each frame through OpenSSL and waits while the socket is full).
   bool enqueuer_thread = false;
-  /// How the kernel schedules the MQS's threads (dde/daemon.hpp: apply_scheduling): "batch" or "normal".
+  /// How the kernel schedules the MQS's threads (dde/core/daemon.hpp: apply_scheduling): "batch" or "normal".
   std::string scheduling = "batch";
   std::string log_level = "info";
   net::tls_options tls;             ///< wss/https when tls.cert_file is set (--tls-cert, --tls-key, ...)

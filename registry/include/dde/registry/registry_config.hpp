@@ -1,5 +1,6 @@
 #pragma once
-// The settings of dde-registry: defaults, the command line and a JSON --config file (dde/command_line.hpp).
+// The settings of dde-registry: defaults, the command line and a JSON --config file
+// (dde/core/command_line.hpp).
 
 #include <chrono>
 #include <cstddef>

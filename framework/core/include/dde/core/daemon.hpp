@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// What every daemon's main() does the same way: its threads' scheduling, and waiting for SIGINT/SIGTERM.
-/// (The command line: dde/command_line.hpp.)
+/// (The command line: dde/core/command_line.hpp.)
 
 #include <optional>
 #include <string>

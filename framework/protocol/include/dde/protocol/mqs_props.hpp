@@ -19,7 +19,7 @@ namespace dde::mqs {
 /// The AMQP header in which older MQSs of protocol version 2 stamped a message as they first published
 /// it (microseconds since the Unix epoch, a signed 64-bit integer); the MQS reads it so that messages
 /// such an MQS left in a queue keep their stamp. Its own stamp is the `timestamp` property
-/// (dde/mqs/broker_props.hpp). A host's string header of that name is left out.
+/// (mqs/src/broker_props.hpp). A host's string header of that name is left out.
 inline constexpr std::string_view published_header = "x-dde-published-us";
 
 /// `message_id`, `app_id`, `content_type` are AMQP short strings (255 bytes at most); the headers'
