@@ -14,10 +14,10 @@
 namespace dde::mqs {
 
 void enqueuer::start(boost::asio::io_context& io) {
-  nonblocking_ = true;
+  writer_.set_nonblocking();
   loop_ = std::make_shared<strand_loop>(io, [this] { asio_turn(); });
   inbox_.set_notify([loop = loop_.get()] { loop->schedule(); });
-  depths_.set_notify([loop = loop_.get()] { loop->schedule(); });
+  admin_.set_notify([loop = loop_.get()] { loop->schedule(); });
   loop_->schedule();  // the first turn connects
 }
 
@@ -29,12 +29,13 @@ void enqueuer::asio_turn() {
     loop_->finish();  // last: stop() returns once it ran
     return;
   }
-  loop_->unwatch_if([this](std::uint64_t serial) { return !session_ || session_->serial() != serial; });
-  if (session_ && session_->fd() >= 0) {
-    auto serial = session_->serial();
+  auto& session = link_.session;
+  loop_->unwatch_if([&](std::uint64_t serial) { return !session || session->serial() != serial; });
+  if (session && session->fd() >= 0) {
+    auto serial = session->serial();
     if (!loop_->watching(serial)) {
-      readable_ = true;  // what came before the watch, or every turn of a socket that cannot be watched
-      if (loop_->watch(serial, session_->fd(), [this] { readable_ = true; })) return loop_->schedule();
+      link_.readable = true;  // what came before the watch, or every turn of a socket that cannot be watched
+      if (loop_->watch(serial, session->fd(), [this] { link_.readable = true; })) return loop_->schedule();
       logger("mqs.enqueuer")->warn("cannot watch the broker socket (dup: {}): reading it every 10 ms", errno);
       wait = std::min(*wait, std::chrono::milliseconds(10));
     }

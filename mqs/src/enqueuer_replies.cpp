@@ -24,10 +24,10 @@ void enqueuer::retry_nacked(std::vector<outgoing_message> nacked) {
     return a.conn == b.conn ? a.seq < b.seq : a.conn.get() < b.conn.get();
   });
   for (auto& m : nacked) {
-    mark_resent(m.props);            // a nack does not promise the broker kept no copy
-    declared_.until.erase(m.topic);  // the queue may have gone: declare it again before the retry
-    retry_.emplace_back(now() + std::chrono::milliseconds(200), std::move(m));
+    mark_resent(m.props);    // a nack does not promise the broker kept no copy
+    admin_.forget(m.topic);  // the queue may have gone: declare it again before the retry
   }
+  queues_.retry_at(std::move(nacked), now() + std::chrono::milliseconds(200));
   // A channel that published to a quorum queue while its leader's node was dying can go on being
   // nacked after a new leader is elected (RabbitMQ 3.10); a new connection is not. So when nacks
   // keep coming for a while (publishes to other queues may still be confirmed meanwhile), the
@@ -36,7 +36,7 @@ void enqueuer::retry_nacked(std::vector<outgoing_message> nacked) {
 }
 
 void enqueuer::confirms_overdue() {
-  if (auto why = confirms_.overdue(unconfirmed_.size(), now())) lost(*why);
+  if (auto why = confirms_.overdue(now())) lost(*why);
 }
 
 void enqueuer::on_method(std::uint16_t channel, const amqp_method_t& method,
@@ -44,31 +44,35 @@ void enqueuer::on_method(std::uint16_t channel, const amqp_method_t& method,
   switch (method.id) {
     case AMQP_BASIC_ACK_METHOD: {
       auto* m = static_cast<amqp_basic_ack_t*>(method.decoded);
-      if (channel == confirm_channel) unconfirmed_.settle(m->delivery_tag, m->multiple, replies_.confirmed());
-      confirms_.settled(now(), true);
+      if (channel == confirm_channel)
+        confirms_.settle(m->delivery_tag, m->multiple, true, replies_.confirmed(), now());
+      else
+        confirms_.answered(now(), true);
       break;
     }
     case AMQP_BASIC_NACK_METHOD: {
       auto* m = static_cast<amqp_basic_nack_t*>(method.decoded);
-      if (channel == confirm_channel) unconfirmed_.settle(m->delivery_tag, m->multiple, nacked);
-      confirms_.settled(now(), false);
+      if (channel == confirm_channel)
+        confirms_.settle(m->delivery_tag, m->multiple, false, nacked, now());
+      else
+        confirms_.answered(now(), false);
       break;
     }
     case AMQP_CHANNEL_CLOSE_METHOD: {
       if (channel == pause_publisher::channel) {  // only pauses used it: keep the connection
-        session_->reply_channel_close_ok(channel);
+        link_.session->reply_channel_close_ok(channel);
         pauses_.on_channel_closed(amqp_session::describe_close(method));
         break;
       }
       auto why = "channel " + std::to_string(channel) +
                  " closed by the broker: " + amqp_session::describe_close(method);
-      session_->reply_channel_close_ok(channel);
+      link_.session->reply_channel_close_ok(channel);
       lost(why);
       break;
     }
     case AMQP_CONNECTION_CLOSE_METHOD: {
       auto why = "closed by the broker: " + amqp_session::describe_close(method);
-      session_->reply_connection_close_ok();
+      link_.session->reply_connection_close_ok();
       lost(why);
       break;
     }

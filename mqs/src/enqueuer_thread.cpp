@@ -28,13 +28,13 @@ void enqueuer::run_turns() {
   // Every turn reads the socket: a turn may follow the last without a poll (wait 0) and poll's
   // answer is not kept.
   for (;;) {
-    readable_ = true;
+    link_.readable = true;
     auto wait = turn();
     if (!wait) break;
     if (wait->count() == 0) continue;
     short events = short(POLLIN | (wants_write() ? POLLOUT : 0));
-    pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {session_ ? session_->fd() : -1, events, 0}};
-    ::poll(fds, session_ ? 2 : 1, int(wait->count()));
+    pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {link_.session ? link_.session->fd() : -1, events, 0}};
+    ::poll(fds, link_.session ? 2 : 1, int(wait->count()));
   }
   finish_loop();
 }
