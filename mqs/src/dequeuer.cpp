@@ -61,33 +61,34 @@ dequeuer::dequeuer(const config& cfg, std::string mqs_id, broker_env env)
       mqs_id_(std::move(mqs_id)),
       env_(std::move(env)),
       dispatcher_(*this, cfg.idle_timeout, cfg.lease) {
-  params_ = broker_params_for(cfg, "dde-mqs dequeuer", cfg.heartbeat_s);
-  turn_now_ = now();
+  main_.params = broker_params_for(cfg, "dde-mqs dequeuer", cfg.heartbeat_s);
+  turn_.now = now();
   timers_.clear(timer::shrink);  // until a channel has consumers to spare
+  timers_.clear(timer::stop_grace);
 }
 
 dequeuer::~dequeuer() { stop(); }
 
 void dequeuer::finish_loop() {
-  thread_.socket_fd = -1;
+  loop_.thread.socket_fd = -1;
   consumers_.clear();  // each closes its connection: what it had buffered goes back to its queue
   main_.session.reset();
 }
 
 std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   // One last turn after stop(): what hosts sent (acks above all) reaches the broker first.
-  bool last = thread_.stopping;
+  bool last = loop_.thread.stopping;
   auto t = now();
-  turn_now_ = t;
+  turn_.now = t;
   if (!main_.session && !last && timers_.due(timer::connect, t)) connect();
-  for (auto& cmd : inbox_.take_seen()) std::visit([&](auto& c) { handle(c, t); }, cmd);
+  for (auto& cmd : loop_.commands.take_seen()) std::visit([&](auto& c) { handle(c, t); }, cmd);
   if (timers_.due(timer::sweep, t)) sweep(t, last);
   if (main_.worth_reading()) read_frames(main_);
   for (auto& [topic, c] : consumers_)
     if (c.link.worth_reading()) read_frames(c.link);
   if (main_.usable()) retry_governance(t);
   if (main_.usable() && !last) retry_consumers(t);
-  for (auto& plan : opener_.take()) adopt(*plan);
+  for (auto& plan : loop_.opener.take()) adopt(*plan);
   if (main_.usable() && !last && timers_.due(timer::shrink, t))
     timers_.set(timer::shrink, shrink_quiet_consumers(t));
   if (dispatcher_.blocked()) dispatcher_.retry_blocked();
@@ -103,8 +104,8 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   // copy goes back to its topic at once rather than after its TTL.
   bool awaiting = false;
   if (last) {
-    if (!stop_deadline_) stop_deadline_ = t + stop_grace;
-    awaiting = t < *stop_deadline_ && dispatcher_.renewing() > 0 && !consumers_.empty();
+    if (timers_.at(timer::stop_grace) == timers_.never) timers_.set(timer::stop_grace, t + stop_grace);
+    awaiting = !timers_.due(timer::stop_grace, t) && dispatcher_.renewing() > 0 && !consumers_.empty();
     if (!awaiting) dispatcher_.hand_back_copies();
   }
   const auto acks_due = flush(last);
@@ -114,7 +115,7 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
     if (!c.link.failed.empty()) link_lost(topic, c);
   if (last) {
     if (!awaiting) return std::nullopt;
-    return std::min(*stop_deadline_, timers_.at(timer::sweep));
+    return std::min(timers_.at(timer::stop_grace), timers_.at(timer::sweep));
   }
 
   auto wake_at = timers_.next([this](timer k) { return counts(k); });
@@ -134,8 +135,8 @@ void dequeuer::sweep(clock::time_point now, bool last) {
   const std::uint64_t slices = std::clamp<std::uint64_t>(cfg_.heartbeat_s / 6, 1, 5);
   std::uint64_t i = 0;
   for (auto& [topic, c] : consumers_)
-    if (i++ % slices == sweeps_ % slices) c.link.readable = true;
-  ++sweeps_;
+    if (i++ % slices == turn_.sweeps % slices) c.link.readable = true;
+  ++turn_.sweeps;
   timers_.set(timer::sweep, now + sweep_period);
   if (!last) check_stalls(now);
 }
@@ -217,7 +218,7 @@ void dequeuer::read_frames(broker_link& link) {
     }
   }
   if (delivered)
-    if (auto* ch = channel_of(link)) ch->last_traffic = turn_now_;
+    if (auto* ch = channel_of(link)) ch->last_traffic = turn_.now;
   if (link.usable()) link.session->release_buffers();
 }
 
@@ -277,11 +278,11 @@ void dequeuer::complete(channel_state& ch) {
     bool again = ch.redelivered;
     if (take_resent_mark(ch.props)) {
       again = true;
-      if (!ch.props.message_id.empty()) resent_.remember(ch.props.message_id, turn_now_);
+      if (!ch.props.message_id.empty()) books_.resent.remember(ch.props.message_id, turn_.now);
     } else if (!again && !ch.props.message_id.empty()) {
-      again = resent_.seen(ch.props.message_id, turn_now_);
+      again = books_.resent.seen(ch.props.message_id, turn_.now);
     }
-    dispatcher_.on_delivery(ch.topic, ch.ref, again, std::move(ch.body), std::move(ch.props), turn_now_);
+    dispatcher_.on_delivery(ch.topic, ch.ref, again, std::move(ch.body), std::move(ch.props), turn_.now);
   }
   ch.body = std::string();
   ch.props = message_props{};
@@ -289,7 +290,7 @@ void dequeuer::complete(channel_state& ch) {
 
 void dequeuer::ack(const broker_ref& ref) {
   if (auto* ch = channel_for(ref)) {
-    counted_(ch->topic).acked.add();
+    books_.counted(ch->topic).acked.add();
     queue_ack(*ch, ref);
   }
 }
@@ -299,15 +300,15 @@ void dequeuer::release(const broker_ref& ref) {
 }
 
 void dequeuer::queue_ack(channel_state& ch, const broker_ref& ref) {
-  ch.acks.ack(ref.tag, turn_now_);  // held only on an at-least-once topic's channel (see setup)
-  ch.last_traffic = turn_now_;
+  ch.acks.ack(ref.tag, turn_.now);  // held only on an at-least-once topic's channel (see setup)
+  ch.last_traffic = turn_.now;
   channels_.settled(ref.epoch);
 }
 
 void dequeuer::reject(const broker_ref& ref, bool requeue) {
   if (auto* ch = channel_for(ref)) {
     ch->acks.reject(ref.tag, requeue);
-    ch->last_traffic = turn_now_;
+    ch->last_traffic = turn_.now;
     channels_.settled(ref.epoch);
   }
 }
@@ -317,7 +318,7 @@ void dequeuer::deliver(client_id client, const std::string& topic, std::uint64_t
   deliver_header form;
   auto* out = hosts_.records(client, form);
   if (!out) return;
-  auto& counted = counted_(topic);
+  auto& counted = books_.counted(topic);
   counted.consumed.add();
   if (redelivered) counted.redelivered.add();
   append_deliver(*out, topic, tag, redelivered, body, props, form);
@@ -326,12 +327,12 @@ void dequeuer::deliver(client_id client, const std::string& topic, std::uint64_t
 bool dequeuer::can_deliver(client_id client) {
   // Stopping: nothing more is handed to hosts (their connections are going; an at-most-once
   // delivery handed over is acked). What is buffered goes back to its queue with the consumers.
-  if (thread_.stopping) return false;
+  if (loop_.thread.stopping) return false;
   return hosts_.has_room(client, cfg_.max_frame);
 }
 
 dequeuer::clock::time_point dequeuer::flush(bool all) {
-  auto acks_due = channels_.flush(turn_now_, all);
+  auto acks_due = channels_.flush(turn_.now, all);
   hosts_.send();
   return acks_due;
 }

@@ -65,7 +65,7 @@ class dequeuer : private dispatcher_port {
   /// on an io_context: call it while io's threads run, or once they have returned.
   void stop();
   /// Thread-safe.
-  void submit(std::vector<dequeue_command>&& commands) { inbox_.push(std::move(commands)); }
+  void submit(std::vector<dequeue_command>&& commands) { loop_.commands.push(std::move(commands)); }
   /// Before start(): how the MQS's own messages (lease copies, dead-lettered copies) are published
   /// (the enqueuer's submit, counted in its flow). Without it they are refused.
   void set_publisher(std::function<void(std::vector<outgoing_message>&&)> publish) {
@@ -80,16 +80,19 @@ class dequeuer : private dispatcher_port {
   std::optional<clock::time_point> turn();
   /// Tests without start(): where links are opened (`run` gets the opening to do, on any thread, at
   /// any time); by default in the turn that plans them.
-  void set_opener(link_opener::runner run) { opener_.set_runner(std::move(run)); }
+  void set_opener(link_opener::runner run) { loop_.opener.set_runner(std::move(run)); }
   /// The stalled topics, for /health ("a.b for 12000 ms, ..."; empty: none). Any thread.
   std::string stall_report() const { return stalls_.report(now()); }
 
  private:
   clock::time_point now() const { return env_.now(); }
-  /// When this turn started: the time stamped on what the turn reads and settles (one clock read a
-  /// turn rather than two a message).
-  clock::time_point turn_now_{};
-  resent_ids resent_;  ///< ids of resent copies delivered lately
+  /// The loop's turn.
+  struct turn_state {
+    /// When this turn started: the time stamped on what the turn reads and settles (one clock read
+    /// a turn rather than two a message).
+    clock::time_point now{};
+    std::uint64_t sweeps = 0;  ///< sweeps so far: each reads its slice of the links (see sweep)
+  } turn_;
   struct consumer {
     delivery_mode mode = delivery_mode::at_least_once;
     std::uint32_t wanted = 1;  ///< broker consumers on its channel: one per worker of the hosts pulling it
@@ -108,8 +111,8 @@ class dequeuer : private dispatcher_port {
   /// The next turn takes from the inbox and the opener whether or not a poll saw their eventfds
   /// (no poll ran, or it was interrupted).
   void take_inboxes_next_turn() {
-    inbox_.saw(true);
-    opener_.saw(true);
+    loop_.commands.saw(true);
+    loop_.opener.saw(true);
   }
   /// Turns the loop, sleeping in wait() between turns, until a turn says it was the last: the
   /// thread's loop, and the last turns of an asio loop whose io_context has stopped.
@@ -139,8 +142,8 @@ class dequeuer : private dispatcher_port {
   void drop_channel(std::uint64_t epoch, const std::string& why, bool close);
   /// Until unwatch_rpcs, stop() frees an RPC hung on `link` by shutting its socket down (then the
   /// main connection's again).
-  void watch_rpcs(broker_link& link) { thread_.socket_fd = link.session->fd(); }
-  void unwatch_rpcs() { thread_.socket_fd = main_.session ? main_.session->fd() : -1; }
+  void watch_rpcs(broker_link& link) { loop_.thread.socket_fd = link.session->fd(); }
+  void unwatch_rpcs() { loop_.thread.socket_fd = main_.session ? main_.session->fd() : -1; }
   /// Adds broker consumers on `c`'s channel until there are `c.wanted`; cancels the extra ones only
   /// once no delivery came for `shrink_quiet` (see dequeuer_consumers.cpp). Returns when that is.
   clock::time_point match_consumers(const std::string& topic, consumer& c, clock::time_point now);
@@ -200,30 +203,39 @@ class dequeuer : private dispatcher_port {
   stall_watch stalls_{cfg_.stall_timeout};
   std::string mqs_id_;
   broker_env env_;
-  broker_params params_;
-  inbox<dequeue_command> inbox_;
-  broker_thread thread_;
-  link_opener opener_;
-  std::shared_ptr<asio_loop> asio_;
+  /// How the loop is fed and run: the hosts' commands, its own thread or a strand of the MQS's
+  /// io_context, and the thread that opens links off it.
+  struct loop_parts {
+    inbox<dequeue_command> commands;
+    broker_thread thread;
+    link_opener opener;
+    std::shared_ptr<asio_loop> asio;
+  } loop_;
 
   // Owned by the thread.
   dispatcher dispatcher_;
   /// The main connection: it consumes the pauses, and topics connect while it is up (the broker is).
   struct main_link : broker_link {
+    /// The broker's parameters: this connection's, and those every topic's link starts from.
+    broker_params params;
     net::backoff reconnect{net::data_path_retry_initial, net::data_path_retry_max};
     bool ever_connected = false;
   } main_;
   std::map<std::string, consumer> consumers_;
   channel_table channels_;
   host_outboxes hosts_;
-  topic_counter_cache counted_;  ///< this thread's topic counters (every delivery and ack counts)
+  /// What each delivery and ack is checked against and counted in.
+  struct delivery_books {
+    resent_ids resent;            ///< ids of resent copies delivered lately
+    topic_counter_cache counted;  ///< this thread's topic counters (every delivery and ack counts)
+  } books_;
   /// The loop's timed work: (re)connecting, reading every link (sweep), expiring idle hosts,
-  /// cancelling a quiet channel's extra consumers (shrink), renewing leases, consuming pauses again.
-  enum class timer { connect, sweep, idle_check, shrink, lease_check, governance_retry, count };
+  /// cancelling a quiet channel's extra consumers (shrink), renewing leases, consuming pauses again,
+  /// and, set by the first turn after stop(), how long the last turns wait for lease copies on their way.
+  enum class timer { connect, sweep, idle_check, shrink, lease_check, governance_retry, stop_grace, count };
   deadlines<timer> timers_;
   /// Whether `t` can do anything now, so that its deadline wakes the loop.
   bool counts(timer t) const;
-  std::uint64_t sweeps_ = 0;
   /// The pauses hosts are told of, and the consumer of other MQS processes' pauses.
   struct pause_state {
     pause_board board;
@@ -232,8 +244,6 @@ class dequeuer : private dispatcher_port {
     std::uint64_t ignored = 0;  ///< messages on the governance exchange that were not pauses
   } pauses_;
   own_messages own_messages_;  ///< lease and dead-lettered copies
-  /// Set by the first turn after stop(): until then the last turns wait for lease copies on their way.
-  std::optional<clock::time_point> stop_deadline_;
 };
 
 }  // namespace dde::mqs

@@ -110,27 +110,27 @@ struct dequeuer::asio_loop {
 };
 
 void dequeuer::start(boost::asio::io_context& io) {
-  opener_.start();
-  asio_ = std::make_shared<asio_loop>(*this, io);
-  inbox_.set_notify([loop = &asio_->loop] { loop->schedule(); });
-  opener_.set_notify([loop = &asio_->loop] { loop->schedule(); });
-  asio_->loop.schedule();  // the first turn connects
+  loop_.opener.start();
+  loop_.asio = std::make_shared<asio_loop>(*this, io);
+  loop_.commands.set_notify([loop = &loop_.asio->loop] { loop->schedule(); });
+  loop_.opener.set_notify([loop = &loop_.asio->loop] { loop->schedule(); });
+  loop_.asio->loop.schedule();  // the first turn connects
 }
 
 void dequeuer::stop_asio_loop() {
-  thread_.stopping = true;
-  auto& loop = asio_->loop;
+  loop_.thread.stopping = true;
+  auto& loop = loop_.asio->loop;
   if (loop.finished()) return;
   if (loop.io_stopped()) {
     // Its threads have returned (dde-mqs stops its io_context first): the last turns run here,
     // polling the broker sockets as the thread's loop does.
     loop.unwatch_if([](std::uint64_t) { return true; });
     run_turns();
-    asio_->finish();
+    loop_.asio->finish();
     return;
   }
   loop.schedule();
-  if (!loop.done().wait_or_shutdown(std::chrono::seconds(10), thread_.socket_fd)) {
+  if (!loop.done().wait_or_shutdown(std::chrono::seconds(10), loop_.thread.socket_fd)) {
     logger("mqs.dequeuer")->warn("the broker connection did not let go within 10 s: closed it");
     loop.done().wait();
   }

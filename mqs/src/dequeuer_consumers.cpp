@@ -35,7 +35,7 @@ void dequeuer::plan_link(const std::string& topic, consumer& c, bool first) {
   plan->epoch = channels_.next_epoch();
   plan->tag = "dde-mqs." + topic + "." + std::to_string(plan->epoch);
   plan->first = first;
-  plan->params = params_;
+  plan->params = main_.params;
   plan->params.connection_name += " " + topic;
   // Topics start at different nodes of a cluster; a link that was lost starts at the node after its last.
   if (!plan->params.nodes.empty())
@@ -47,7 +47,7 @@ void dequeuer::plan_link(const std::string& topic, consumer& c, bool first) {
     plan->lease_queue = spec_for(lease_topic(mqs_id_, cfg_.lease.count(), topic), c.mode, cfg_.quorum);
   plan->prefetch = cfg_.prefetch;
   c.opening = plan->epoch;
-  opener_.open(std::move(plan), env_.open);
+  loop_.opener.open(std::move(plan), env_.open);
 }
 
 void dequeuer::adopt(link_plan& p) {
@@ -176,7 +176,7 @@ void dequeuer::retry_consumers(clock::time_point now) {
 
 void dequeuer::connect() {
   std::string error;
-  main_.session = env_.open(params_, error);
+  main_.session = env_.open(main_.params, error);
   if (!main_.session) {
     auto delay = main_.reconnect.next();
     log()->warn("cannot connect to the broker: {}; retrying in {} ms", error, delay.count());
@@ -187,7 +187,7 @@ void dequeuer::connect() {
   log()->info("{} broker at {} (consuming)", main_.ever_connected ? "reconnected to" : "connected to",
               main_.session->node());
   main_.ever_connected = true;
-  thread_.socket_fd = main_.session->fd();
+  loop_.thread.socket_fd = main_.session->fd();
   main_.reconnect.reset();
   for (auto& [topic, c] : consumers_)  // consume again, at once, what hosts still pull
     if (!c.link.session) c.retry_at = {};
@@ -197,10 +197,11 @@ void dequeuer::connect() {
 
 void dequeuer::connection_lost() {
   // A cluster's next node first: the one this connection was on may be down.
-  if (main_.session) params_.first_node = next_node(main_.session->node_index(), params_.nodes.size());
+  if (main_.session)
+    main_.params.first_node = next_node(main_.session->node_index(), main_.params.nodes.size());
   auto delay = main_.reconnect.next();
   log()->warn("broker connection lost: {}; reconnecting in {} ms", main_.failed, delay.count());
-  thread_.socket_fd = -1;
+  loop_.thread.socket_fd = -1;
   channels_.erase(main_.epoch);  // its server-named queue went with the connection
   main_.reset_broken();
   timers_.set(timer::connect, now() + delay);
@@ -208,7 +209,7 @@ void dequeuer::connection_lost() {
 
 void dequeuer::link_lost(const std::string& topic, consumer& c) {
   // On a cluster, the next node first: the one the link was on may be down.
-  if (c.link.session) c.first_node = next_node(c.link.session->node_index(), params_.nodes.size());
+  if (c.link.session) c.first_node = next_node(c.link.session->node_index(), main_.params.nodes.size());
   auto delay = c.reconnect.next();
   log()->warn("consumer of {} lost its broker connection: {}; consuming again in {} ms", topic, c.link.failed,
               delay.count());
@@ -245,7 +246,8 @@ void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool cl
     std::vector<std::string> tags{ch->consumer_tag};
     tags.insert(tags.end(), ch->more_tags.begin(), ch->more_tags.end());
     if (link.usable() && &link != &main_) {
-      opener_.retire(std::move(link.session), link.channel, std::move(tags));  // a topic's link goes whole
+      loop_.opener.retire(std::move(link.session), link.channel,
+                          std::move(tags));  // a topic's link goes whole
     } else if (link.usable()) {
       link.lost(cancel_and_close(*link.session, link.channel, tags));
     }

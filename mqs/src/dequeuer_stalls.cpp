@@ -21,12 +21,12 @@ void dequeuer::check_stalls(clock::time_point now) {
   if (ask.empty()) return;
   // On a connection of its own, from the node after the first suspect's (the node it is on may be
   // what stopped answering); a topic not answered counts as an idle one, asked again a limit later.
-  auto params = params_;
+  auto params = main_.params;
   params.connection_name += " depths";
   auto& first = consumers_.at(ask.front());
   if (!params.nodes.empty() && first.link.session)
     params.first_node = next_node(first.link.session->node_index(), params.nodes.size());
-  opener_.run([this, params = std::move(params), ask = std::move(ask)] {
+  loop_.opener.run([this, params = std::move(params), ask = std::move(ask)] {
     std::string error;
     auto session = env_.open(params, error);
     constexpr std::uint16_t channel = 1;

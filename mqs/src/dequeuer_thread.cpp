@@ -11,29 +11,29 @@
 namespace dde::mqs {
 
 void dequeuer::start() {
-  opener_.start();
-  thread_.start("mqs-dequeuer", [this] { run(); });
+  loop_.opener.start();
+  loop_.thread.start("mqs-dequeuer", [this] { run(); });
 }
 
 void dequeuer::stop() {
-  if (asio_) {
+  if (loop_.asio) {
     stop_asio_loop();
-  } else if (!thread_.stop([this] { inbox_.wake(); }))
+  } else if (!loop_.thread.stop([this] { loop_.commands.wake(); }))
     logger("mqs.dequeuer")->warn("the broker connection did not let go within 10 s: closed it");
-  if (!opener_.stop())
+  if (!loop_.opener.stop())
     logger("mqs.dequeuer")->warn("a consuming connection being opened did not let go within 10 s: closed it");
 }
 
 void dequeuer::run() {
   run_turns();
   finish_loop();
-  thread_.exited.set();
+  loop_.thread.exited.set();
 }
 
 void dequeuer::run_turns() {
   for (;;) {
     // On an io_context the inboxes' eventfds are not written (their notify stands for them).
-    if (asio_) take_inboxes_next_turn();
+    if (loop_.asio) take_inboxes_next_turn();
     auto wake_at = turn();
     if (!wake_at) return;
     wait(*wake_at);
@@ -47,6 +47,7 @@ bool dequeuer::counts(timer t) const {
     case timer::idle_check:
     case timer::shrink: return !consumers_.empty();
     case timer::lease_check: return !consumers_.empty() && cfg_.lease.count() > 0;
+    case timer::stop_grace: return false;  // the last turns alone wait for it
     case timer::sweep:
     case timer::count: break;
   }
@@ -54,7 +55,7 @@ bool dequeuer::counts(timer t) const {
 }
 
 void dequeuer::wait(clock::time_point wake_at) {
-  std::vector<pollfd> fds{{inbox_.fd(), POLLIN, 0}, {opener_.fd(), POLLIN, 0}};
+  std::vector<pollfd> fds{{loop_.commands.fd(), POLLIN, 0}, {loop_.opener.fd(), POLLIN, 0}};
   std::vector<broker_link*> watched;
   auto watch = [&](broker_link& link) {
     link.readable = true;  // a link not watched (no connection yet) is read as soon as it has one
@@ -72,8 +73,8 @@ void dequeuer::wait(clock::time_point wake_at) {
     take_inboxes_next_turn();
     return;
   }
-  inbox_.saw(fds[0].revents != 0);
-  opener_.saw(fds[1].revents != 0);
+  loop_.commands.saw(fds[0].revents != 0);
+  loop_.opener.saw(fds[1].revents != 0);
   for (std::size_t i = 0; i < watched.size(); ++i) watched[i]->readable = fds[i + 2].revents != 0;
 }
 
