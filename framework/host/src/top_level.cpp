@@ -27,110 +27,105 @@ top_level::top_level(boost::asio::io_context& io, top_level_options options)
       strand_(boost::asio::make_strand(io)),
       options_(std::move(options)),
       reply_topic_(reply_topic(options_.instance)),
-      retry_(strand_, net::data_path_retry_initial, net::data_path_retry_max),
-      writable_timer_(strand_),
-      watch_(options_.stall_timeout),
-      watch_timer_(strand_),
-      stop_timer_(strand_),
       link_waiters_(strand_) {
-  urls_ = net::parse_ws_url_list(options_.mqs_url);
-  if (urls_.empty())
+  link_.urls = net::parse_ws_url_list(options_.mqs_url);
+  if (link_.urls.empty())
     throw std::invalid_argument(
         "bad MQS URL \"" + options_.mqs_url +
         "\": expected ws://host:port/path or wss://... (or several, comma-separated)");
 }
 
-std::string top_level::current_url() const { return net::url_text(urls_[current_]); }
+std::string top_level::current_url() const { return net::url_text(link_.urls[link_.current]); }
 
 void top_level::start() {
   boost::asio::post(strand_, [self = shared_from_this()] {
     self->do_connect();
-    if (self->watch_.enabled()) self->schedule_watch();
+    if (self->watching_.pools.enabled()) self->schedule_watch();
   });
 }
 
 void top_level::schedule_watch() {
-  watch_timer_.expires_after(std::chrono::seconds(1));
-  watch_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (ec || self->stopping_) return;
+  watching_.timer.expires_after(std::chrono::seconds(1));
+  watching_.timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->stop_.requested) return;
     self->watch();
     self->schedule_watch();
   });
 }
 
 void top_level::watch() {
-  if (!conn_ || !welcomed_) return;
+  if (!link_.conn || !link_.welcomed) return;
   auto now = std::chrono::steady_clock::now();
-  auto found = watch_.sweep(now);
+  auto found = watching_.pools.sweep(now);
   if (!found.stalled.empty())  // one new link serves every pool
     return stalled(found.stalled.front(), "the MQS left a depth question unanswered for " +
                                               std::to_string(options_.stall_timeout.count()) + " ms");
   for (auto& topic : found.ask)
-    ask_depth(topic,
-              [self = shared_from_this(), topic](std::uint64_t ready, std::uint64_t, std::string error) {
-                if (!self->watch_.answer(topic, ready, !error.empty(), std::chrono::steady_clock::now()))
-                  return;
-                self->stalled(topic, std::to_string(ready) + " message(s) ready in its queue");
-              });
+    ask_depth(
+        topic, [self = shared_from_this(), topic](std::uint64_t ready, std::uint64_t, std::string error) {
+          if (!self->watching_.pools.answer(topic, ready, !error.empty(), std::chrono::steady_clock::now()))
+            return;
+          self->stalled(topic, std::to_string(ready) + " message(s) ready in its queue");
+        });
 }
 
 void top_level::stalled(const std::string& topic, const std::string& evidence) {
   log()->warn(
       "pool {} stalled: credit for {} out at MQS {} and no delivery for {} ms while {}; moving to a "
       "fresh link",
-      topic, watch_.credit(topic), current_url(), options_.stall_timeout.count(), evidence);
+      topic, watching_.pools.credit(topic), current_url(), options_.stall_timeout.count(), evidence);
   abandon_link("pool " + topic + " stalled");
 }
 
 void top_level::abandon_link(const std::string& why) {
-  auto old = conn_;
+  auto old = link_.conn;
   link_lost(why);
-  if (old) old->close(why);  // its on_close is ignored: it is no longer conn_
+  if (old) old->close(why);  // its on_close is ignored: it is no longer link_.conn
 }
 
 void top_level::link_lost(const std::string& why) {
-  conn_.reset();
-  welcomed_ = false;
+  link_.conn.reset();
+  link_.welcomed = false;
   pools_.fail_depths("the MQS link dropped before it answered");
-  if (stopping_) return check_stopping();
+  if (stop_.requested) return check_stopping();
   schedule_reconnect(why);
 }
 
 void top_level::do_connect() {
-  if (stopping_ && window_.unconfirmed() == 0) return;
+  if (stop_.requested && window_.unconfirmed() == 0) return;
   auto self = shared_from_this();
   auto on_fail = [self](const std::string& why) {
     boost::asio::post(self->strand_, [self, why] { self->schedule_reconnect(why); });
   };
   if (options_.connect)
-    options_.connect(urls_[current_], self, std::move(on_fail));
+    options_.connect(link_.urls[link_.current], self, std::move(on_fail));
   else
-    net::ws_connect(io_, urls_[current_], self, std::move(on_fail), net::cluster_link_options());
+    net::ws_connect(io_, link_.urls[link_.current], self, std::move(on_fail), net::cluster_link_options());
 }
 
 void top_level::schedule_reconnect(const std::string& why) {
-  if (stopping_ && window_.unconfirmed() == 0) {
+  if (stop_.requested && window_.unconfirmed() == 0) {
     check_stopping();
     return;
   }
   auto failed = current_url();
-  current_ = (current_ + 1) % urls_.size();  // an alternative MQS, if any, takes over
+  link_.current = (link_.current + 1) % link_.urls.size();  // an alternative MQS, if any, takes over
   stats_.link_error = "MQS " + failed + " unreachable: " + why;
   // Each alternative is tried once before the delay grows.
-  auto delay = retry_.schedule([self = shared_from_this()] { self->do_connect(); }, current_ == 0);
+  auto delay = link_.retry.schedule([self = shared_from_this()] { self->do_connect(); }, link_.current == 0);
   log()->warn("MQS {} unavailable: {}; trying {} in {} ms", failed, why, current_url(), delay.count());
 }
 
 void top_level::on_open(const std::shared_ptr<net::ws_connection>& conn) {
   boost::asio::post(strand_, [self = shared_from_this(), conn] {
-    if (self->stopping_ && self->window_.unconfirmed() == 0) {
+    if (self->stop_.requested && self->window_.unconfirmed() == 0) {
       conn->close("isolate system stopping");
       return;
     }
-    self->conn_ = conn;
-    self->welcomed_ = false;
-    self->watch_.linked(std::chrono::steady_clock::now());
-    if (++self->generation_ > 1) ++self->stats_.reconnects;
+    self->link_.conn = conn;
+    self->link_.welcomed = false;
+    self->watching_.pools.linked(std::chrono::steady_clock::now());
+    if (++self->link_.generation > 1) ++self->stats_.reconnects;
     // Whatever was batched for the old connection (acks, pulls) is void with it.
     self->batch_.clear();
     mqs::append(self->batch_.records(), mqs::hello_request{wire::protocol_version, self->options_.system,
@@ -174,8 +169,8 @@ void top_level::on_message(const std::shared_ptr<net::ws_connection>& conn, std:
   // posts (4 rounds, at-most-once, 1 consumer, prefetch 64): 29,700-34,600 msg/s deferred against
   // 23,700-28,600 posted, with less CPU in the host, the MQS and the broker alike.
   boost::asio::defer(strand_, [self = shared_from_this(), conn, records = std::move(records)]() mutable {
-    if (self->conn_ != conn) return;  // late records of a replaced connection
-    if (self->watch_.enabled()) self->batch_now_ = std::chrono::steady_clock::now();
+    if (self->link_.conn != conn) return;  // late records of a replaced connection
+    if (self->watching_.pools.enabled()) self->inbound_.now = std::chrono::steady_clock::now();
     for (auto& rec : records) self->handle(rec);
     self->hand_deliveries();
   });
@@ -183,7 +178,7 @@ void top_level::on_message(const std::shared_ptr<net::ws_connection>& conn, std:
 
 void top_level::on_close(const std::shared_ptr<net::ws_connection>& conn, const std::string& reason) {
   boost::asio::post(strand_, [self = shared_from_this(), conn, reason] {
-    if (self->conn_ != conn) return;
+    if (self->link_.conn != conn) return;
     self->link_lost("connection closed (" + reason + ")");
   });
 }
@@ -216,17 +211,17 @@ void top_level::handle_record(const mqs::reject_record& r) {
 }
 
 void top_level::handle_record(const mqs::welcome_record& r) {
-  welcomed_ = true;
+  link_.welcomed = true;
   stats_.link_error.clear();
-  retry_.reset();
-  log()->info("connected to MQS {} ({}), generation {}", current_url(), r.mqs, generation_);
+  link_.retry.reset();
+  log()->info("connected to MQS {} ({}), generation {}", current_url(), r.mqs, link_.generation);
   link_waiters_.answer({});
 }
 
 void top_level::when_linked(std::chrono::milliseconds timeout, std::function<void(std::string)> fn) {
   boost::asio::post(strand_, [self = shared_from_this(), timeout, fn = std::move(fn)]() mutable {
-    if (self->conn_ && self->welcomed_) return fn({});
-    if (self->stopping_) return fn("the isolate system is stopping");
+    if (self->link_.conn && self->link_.welcomed) return fn({});
+    if (self->stop_.requested) return fn("the isolate system is stopping");
     self->link_waiters_.wait(timeout, std::move(fn), [self, timeout] {
       return "no link to the MQS within " + std::to_string(timeout.count()) + " ms (" + self->link_error() +
              ")";
@@ -235,7 +230,7 @@ void top_level::when_linked(std::chrono::milliseconds timeout, std::function<voi
 }
 
 std::string top_level::link_error() const {
-  if (conn_ && welcomed_) return {};
+  if (link_.conn && link_.welcomed) return {};
   return stats_.link_error.empty() ? "connecting to MQS " + current_url() : stats_.link_error;
 }
 
@@ -256,44 +251,44 @@ void top_level::schedule_flush() {
 
 void top_level::flush() {
   flush_scheduled_ = false;
-  if (!conn_) return batch_.clear();
+  if (!link_.conn) return batch_.clear();
   auto now = std::chrono::steady_clock::now();
   auto bytes = batch_.take([&](const std::string& topic, std::size_t credit) {
-    if (topic != reply_topic_) watch_.pulled(topic, credit, now);
+    if (topic != reply_topic_) watching_.pools.pulled(topic, credit, now);
   });
-  if (!bytes.empty()) conn_->send(std::move(bytes), true);
+  if (!bytes.empty()) link_.conn->send(std::move(bytes), true);
 }
 
 void top_level::send_out() {
   auto& out = batch_.records();
-  if (!out.empty()) conn_->send(std::move(out), true);
+  if (!out.empty()) link_.conn->send(std::move(out), true);
   out.clear();
 }
 
 void top_level::read_stats(std::function<void(const top_level_stats&)> fn) {
   boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
     auto stats = self->stats_;
-    stats.linked = self->conn_ && self->welcomed_;
+    stats.linked = self->link_.conn && self->link_.welcomed;
     stats.link_error = self->link_error();
-    stats.stalled = self->watch_.report(std::chrono::steady_clock::now());
-    stats.stalls = self->watch_.stalls();
+    stats.stalled = self->watching_.pools.report(std::chrono::steady_clock::now());
+    stats.stalls = self->watching_.pools.stalls();
     fn(stats);
   });
 }
 
 void top_level::stop(std::chrono::milliseconds timeout, std::function<void()> done) {
   boost::asio::post(strand_, [self = shared_from_this(), timeout, done = std::move(done)] {
-    self->stopping_ = true;
-    self->stopped_ = done;
-    self->watch_timer_.cancel();
+    self->stop_.requested = true;
+    self->stop_.done = done;
+    self->watching_.timer.cancel();
     self->link_waiters_.answer("the isolate system is stopping");
-    self->stop_timer_.expires_after(timeout);
-    self->stop_timer_.async_wait([self](boost::system::error_code ec) {
-      if (ec || !self->stopped_) return;
+    self->stop_.timer.expires_after(timeout);
+    self->stop_.timer.async_wait([self](boost::system::error_code ec) {
+      if (ec || !self->stop_.done) return;
       log()->warn("stopping with {} unconfirmed message(s){}", self->window_.unconfirmed(),
-                  self->conn_ ? " and a link to the MQS that did not close in time" : "");
+                  self->link_.conn ? " and a link to the MQS that did not close in time" : "");
       self->window_.give_up();
-      self->conn_.reset();
+      self->link_.conn.reset();
       self->check_stopping();
     });
     self->check_stopping();
@@ -301,23 +296,23 @@ void top_level::stop(std::chrono::milliseconds timeout, std::function<void()> do
 }
 
 void top_level::check_stopping() {
-  if (!stopping_ || !stopped_ || window_.unconfirmed() > 0) return;
-  if (conn_) {
+  if (!stop_.requested || !stop_.done || window_.unconfirmed() > 0) return;
+  if (link_.conn) {
     // The close goes out after everything queued before it (at-most-once messages the MQS has not
     // read yet, under backpressure, say); stopping is done once the link has closed (on_close).
-    if (!close_sent_) {
-      close_sent_ = true;
+    if (!stop_.close_sent) {
+      stop_.close_sent = true;
       flush();
-      conn_->close("isolate system stopping");
+      link_.conn->close("isolate system stopping");
     }
     return;
   }
-  stop_timer_.cancel();
+  stop_.timer.cancel();
   if (window_.backlog() > 0)
     log()->warn("stopping without a link to the MQS: {} at-most-once message(s) dropped", window_.backlog());
-  retry_.cancel();
-  auto fn = std::move(stopped_);
-  stopped_ = nullptr;
+  link_.retry.cancel();
+  auto fn = std::move(stop_.done);
+  stop_.done = nullptr;
   fn();
 }
 

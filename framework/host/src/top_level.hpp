@@ -113,13 +113,11 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
     std::string body;
   };
   void handle(incoming& in);
-  /// A delivery: a reply goes to its pool at once, a pool's delivery into `handing_` (or back to
+  /// A delivery: a reply goes to its pool at once, a pool's delivery into `inbound_.handing` (or back to
   /// the MQS when its pool is gone).
   void handle_deliver(mqs::deliver_record& r, std::string body);
-  /// Hands each pool the deliveries `handing_` gathered for it from one WebSocket message.
+  /// Hands each pool the deliveries `inbound_.handing` gathered for it from one WebSocket message.
   void hand_deliveries();
-  /// A WebSocket message's deliveries, by pool, in their order (few pools: a vector).
-  std::vector<std::pair<std::shared_ptr<topic_sink>, std::vector<topic_sink::delivery>>> handing_;
   void handle_record(const mqs::welcome_record& r);
   void handle_record(const mqs::confirm_record& r);
   void handle_record(const mqs::reject_record& r);
@@ -132,7 +130,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void schedule_flush();
   void flush();
   /// Sends the records batched so far (not the acks and pulls) to the MQS as one WebSocket message
-  /// (conn_ must be set).
+  /// (link_.conn must be set).
   void send_out();
   /// Appends an enqueue to the batch, and sends it at once when it holds flush_at_bytes (see there).
   void append_enqueue(std::uint64_t seq, const pending_enqueue& m, delivery_mode mode);
@@ -151,32 +149,55 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   void link_lost(const std::string& why);
   void check_stopping();
 
+  using strand_type = boost::asio::strand<boost::asio::io_context::executor_type>;
   boost::asio::io_context& io_;
-  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  strand_type strand_;
   top_level_options options_;
   const std::string reply_topic_;  ///< this instance's reply queue (compared with every delivery's topic)
-  std::vector<net::ws_url> urls_;
-  std::size_t current_ = 0;  ///< the URL connected to, or tried next
-  std::shared_ptr<net::ws_connection> conn_;
-  bool welcomed_ = false;
-  std::uint64_t generation_ = 0;
-  net::retry_timer retry_;
-  boost::asio::steady_timer writable_timer_;
-  bool writable_timer_armed_ = false;
-
+  /// The WebSocket to an MQS, and how it is found again.
+  struct mqs_connection {
+    explicit mqs_connection(strand_type& strand)
+        : retry(strand, net::data_path_retry_initial, net::data_path_retry_max) {}
+    std::vector<net::ws_url> urls;
+    std::size_t current = 0;  ///< the URL connected to, or tried next
+    std::shared_ptr<net::ws_connection> conn;
+    bool welcomed = false;
+    std::uint64_t generation = 0;  ///< of the connection: what an older one's handlers find is stale
+    net::retry_timer retry;
+  } link_{strand_};
+  /// Senders held back while the window is full or the socket's send queue is long (when_writable).
+  struct held_writers {
+    explicit held_writers(strand_type& strand) : timer(strand) {}
+    std::vector<std::function<void()>> waiting;
+    boost::asio::steady_timer timer;  ///< polls the send queue, which has no event when it drains
+    bool armed = false;
+  } writers_{strand_};
   outgoing_batch batch_;  ///< what the next flush sends
   bool flush_scheduled_ = false;
   unconfirmed_window window_;
-  std::vector<std::function<void()>> waiting_writers_;
   pool_sinks pools_;
   top_level_stats stats_;
-  credit_watch watch_;
-  boost::asio::steady_timer watch_timer_;
-  std::chrono::steady_clock::time_point batch_now_{};  ///< when the WebSocket message being handled came
-  bool stopping_ = false;
-  bool close_sent_ = false;  ///< stopping: the link's close is on its way
-  std::function<void()> stopped_;
-  boost::asio::steady_timer stop_timer_;
+  /// Pools that get nothing while their queues hold messages, looked for once a second.
+  struct pool_watch {
+    pool_watch(strand_type& strand, std::chrono::milliseconds stall_timeout)
+        : pools(stall_timeout), timer(strand) {}
+    credit_watch pools;
+    boost::asio::steady_timer timer;
+  } watching_{strand_, options_.stall_timeout};
+  /// The WebSocket message being handled.
+  struct inbound_message {
+    std::chrono::steady_clock::time_point now{};  ///< when it came
+    /// Its deliveries, by pool, in their order (few pools: a vector).
+    std::vector<std::pair<std::shared_ptr<topic_sink>, std::vector<topic_sink::delivery>>> handing;
+  } inbound_;
+  /// Stopping: asked, the link's close on its way, who hears it is done, and how long that may take.
+  struct stop_state {
+    explicit stop_state(strand_type& strand) : timer(strand) {}
+    bool requested = false;
+    bool close_sent = false;
+    std::function<void()> done;
+    boost::asio::steady_timer timer;
+  } stop_{strand_};
   link_waiters link_waiters_;  ///< when_linked's
   /// Why there is no link now, for messages.
   std::string link_error() const;

@@ -48,7 +48,7 @@ void top_level::handle_deliver(mqs::deliver_record& r, std::string body) {
     sink->deliver_reply(std::move(e));
     return;
   }
-  watch_.delivered(r.topic, batch_now_);
+  watching_.pools.delivered(r.topic, inbound_.now);
   auto sink = pools_.find(r.topic);
   if (!sink) {
     // The pool is gone: give the message back for another instance.
@@ -56,15 +56,17 @@ void top_level::handle_deliver(mqs::deliver_record& r, std::string body) {
     schedule_flush();
     return;
   }
-  auto at = std::find_if(handing_.begin(), handing_.end(), [&](auto& h) { return h.first == sink; });
-  if (at == handing_.end())
-    at = handing_.emplace(handing_.end(), std::move(sink), std::vector<topic_sink::delivery>{});
+  auto at = std::find_if(inbound_.handing.begin(), inbound_.handing.end(),
+                         [&](auto& h) { return h.first == sink; });
+  if (at == inbound_.handing.end())
+    at = inbound_.handing.emplace(inbound_.handing.end(), std::move(sink),
+                                  std::vector<topic_sink::delivery>{});
   at->second.push_back({r.tag, r.redelivered, r.published_us, std::move(r.props), std::move(body)});
 }
 
 void top_level::hand_deliveries() {
-  for (auto& [sink, batch] : handing_) sink->deliver(generation_, std::move(batch));
-  handing_.clear();
+  for (auto& [sink, batch] : inbound_.handing) sink->deliver(link_.generation, std::move(batch));
+  inbound_.handing.clear();
 }
 
 void top_level::handle_record(const mqs::pause_record& r) {
@@ -78,7 +80,7 @@ void top_level::append_enqueue(std::uint64_t seq, const pending_enqueue& m, deli
   mqs::append_enqueue(out, m.topic, mode,
                       mode == delivery_mode::at_least_once ? std::optional(seq) : std::nullopt, m.props,
                       m.body);
-  if (conn_ && out.size() >= flush_at_bytes) send_out();
+  if (link_.conn && out.size() >= flush_at_bytes) send_out();
 }
 
 void top_level::enqueue(std::string topic, delivery_mode mode, std::string props, std::string body) {
@@ -87,7 +89,7 @@ void top_level::enqueue(std::string topic, delivery_mode mode, std::string props
                                mode]() mutable {
     if (mode == delivery_mode::at_least_once) return self->hold_until_confirmed(std::move(m));
     ++self->stats_.enqueued;
-    if (self->conn_)
+    if (self->link_.conn)
       self->append_enqueue(0, m, mode);
     else if (!self->window_.keep(std::move(m)))
       ++self->stats_.dropped_at_most_once;
@@ -107,14 +109,14 @@ void top_level::enqueue_then(std::string topic, std::string props, std::string b
 void top_level::hold_until_confirmed(pending_enqueue m) {
   ++stats_.enqueued;
   auto [seq, held] = window_.hold(std::move(m));
-  if (conn_) append_enqueue(seq, held, delivery_mode::at_least_once);
+  if (link_.conn) append_enqueue(seq, held, delivery_mode::at_least_once);
   schedule_flush();
 }
 
 void top_level::pull(const std::string& topic, delivery_mode mode, std::size_t credit,
                      std::uint32_t consumers) {
   boost::asio::defer(strand_, [self = shared_from_this(), topic, mode, credit, consumers] {
-    if (!self->conn_) return;  // on_open asks every router again
+    if (!self->link_.conn) return;  // on_open asks every router again
     self->batch_.add_pull(topic, mode, credit, consumers);
     self->schedule_flush();
   });
@@ -123,7 +125,7 @@ void top_level::pull(const std::string& topic, delivery_mode mode, std::size_t c
 void top_level::ack(std::uint64_t generation, std::uint64_t tag) {
   boost::asio::defer(strand_, [self = shared_from_this(), generation, tag] {
     // A tag of an earlier connection is void: the MQS already gave that message back.
-    if (generation != self->generation_ || !self->conn_) return;
+    if (generation != self->link_.generation || !self->link_.conn) return;
     self->batch_.ack(tag);
     self->schedule_flush();
   });
@@ -131,7 +133,7 @@ void top_level::ack(std::uint64_t generation, std::uint64_t tag) {
 
 void top_level::nack(std::uint64_t generation, std::uint64_t tag, bool requeue) {
   boost::asio::defer(strand_, [self = shared_from_this(), generation, tag, requeue] {
-    if (generation != self->generation_ || !self->conn_) return;
+    if (generation != self->link_.generation || !self->link_.conn) return;
     mqs::append(self->batch_.records(), mqs::nack_request{{tag}, requeue});
     self->schedule_flush();
   });
@@ -140,8 +142,8 @@ void top_level::nack(std::uint64_t generation, std::uint64_t tag, bool requeue) 
 void top_level::cancel(const std::string& topic) {
   boost::asio::post(strand_, [self = shared_from_this(), topic] {
     self->batch_.drop_pull(topic);
-    self->watch_.cancelled(topic);
-    if (!self->conn_) return;
+    self->watching_.pools.cancelled(topic);
+    if (!self->link_.conn) return;
     mqs::append(self->batch_.records(), mqs::cancel_request{topic});
     self->schedule_flush();
   });
@@ -150,7 +152,7 @@ void top_level::cancel(const std::string& topic) {
 void top_level::pause(const std::string& topic, std::chrono::milliseconds ms, const std::string& reason) {
   if (ms.count() <= 0) return;
   boost::asio::post(strand_, [self = shared_from_this(), topic, ms = std::min(ms, max_pause), reason] {
-    if (!self->conn_) {
+    if (!self->link_.conn) {
       log()->debug("pause of {} for {} ms dropped: no MQS link", topic, ms.count());
       return;
     }
@@ -167,7 +169,7 @@ void top_level::queue_depth(const std::string& topic, depth_handler fn) {
 }
 
 void top_level::ask_depth(const std::string& topic, depth_handler fn) {
-  if (!conn_ || !welcomed_) return fn(0, 0, "no MQS link");
+  if (!link_.conn || !link_.welcomed) return fn(0, 0, "no MQS link");
   pools_.asked_depth(topic, std::move(fn));
   mqs::append(batch_.records(), mqs::depth_request{topic});
   schedule_flush();
@@ -196,34 +198,34 @@ void top_level::detach(const std::string& topic) {
 bool top_level::writable() const {
   if (window_.unconfirmed() >= options_.window) return false;
   if (window_.backlog() >= options_.window) return false;
-  if (conn_ && conn_->queued_bytes() >= max_queued_bytes) return false;
+  if (link_.conn && link_.conn->queued_bytes() >= max_queued_bytes) return false;
   return true;
 }
 
 void top_level::when_writable(std::function<void()> fn) {
   boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)]() mutable {
-    self->waiting_writers_.push_back(std::move(fn));
+    self->writers_.waiting.push_back(std::move(fn));
     self->check_writable();
   });
 }
 
 void top_level::check_writable() {
-  if (waiting_writers_.empty()) return;
+  if (writers_.waiting.empty()) return;
   // Writers wake at half the window, so they refill in batches rather than one by one.
   bool room = window_.unconfirmed() <= options_.window / 2 && window_.backlog() <= options_.window / 2 &&
-              (!conn_ || conn_->queued_bytes() < max_queued_bytes / 2);
+              (!link_.conn || link_.conn->queued_bytes() < max_queued_bytes / 2);
   if (room) {
-    auto writers = std::move(waiting_writers_);
-    waiting_writers_.clear();
+    auto writers = std::move(writers_.waiting);
+    writers_.waiting.clear();
     for (auto& w : writers) w();
     return;
   }
   // Confirms wake writers held by the window; the socket's send queue has no event, so poll it.
-  if (conn_ && conn_->queued_bytes() >= max_queued_bytes / 2 && !writable_timer_armed_) {
-    writable_timer_armed_ = true;
-    writable_timer_.expires_after(std::chrono::milliseconds(2));
-    writable_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      self->writable_timer_armed_ = false;
+  if (link_.conn && link_.conn->queued_bytes() >= max_queued_bytes / 2 && !writers_.armed) {
+    writers_.armed = true;
+    writers_.timer.expires_after(std::chrono::milliseconds(2));
+    writers_.timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      self->writers_.armed = false;
       if (!ec) self->check_writable();
     });
   }
