@@ -16,18 +16,14 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
     : strand_(boost::asio::make_strand(io)),
       clock_(std::move(clock)),
       top_(std::move(top)),
-      spec_(std::move(spec)),
-      topic_(spec_.addr().topic()),
-      shared_spec_(std::make_shared<const pool_spec>(spec_)),
-      ledger_(spec_.router, std::size_t(spec_.credits)),
-      held_(spec_.sub_pools),
-      figures_(topic_),
-      asks_(*clock_, strand_, topic_, ask_timeout),
-      first_reply_(*clock_, strand_, spec_, *this),
-      supervision_(spec_),
-      watch_(*clock_, strand_, spec_.ping_after, spec_.pong_timeout, *this),
-      governance_(spec_, *top_, figures_),
-      hot_(*clock_, strand_, spec_, *this,
+      pool_(std::move(spec)),
+      figures_(pool_.topic),
+      asks_(*clock_, strand_, pool_.topic, ask_timeout),
+      first_reply_(*clock_, strand_, pool_.spec, *this),
+      supervision_(pool_.spec),
+      watch_(*clock_, strand_, pool_.spec.ping_after, pool_.spec.pong_timeout, *this),
+      governance_(pool_.spec, *top_, figures_),
+      hot_(*clock_, strand_, pool_.spec, *this,
            [this](plugin_source::fetch_done fn) -> plugin_source::fetch_done {
              // Only a weak reference waits with the download: the fetcher belongs to the router.
              return [weak = weak_from_this(), fn = std::move(fn)](fetch_result fetched) {
@@ -38,20 +34,20 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
                });
              };
            }),
-      scaling_(*clock_, strand_, spec_, *this),
-      lifecycle_(*clock_, strand_, spec_.addr().str()) {
-  touch_plugin_load_failures(topic_);
+      scaling_(*clock_, strand_, pool_.spec, *this),
+      lifecycle_(*clock_, strand_, pool_.spec.addr().str()) {
+  touch_plugin_load_failures(pool_.topic);
 }
 
 router::~router() = default;
 
 std::shared_ptr<cell> router::make_cell(std::size_t index, const std::shared_ptr<worker_plugin>& plugin) {
-  const auto& path = spec_.workers_paths[index];
+  const auto& path = pool_.spec.workers_paths[index];
   if (path != "localhost")
     return std::make_shared<proxy_cell>(strand_.get_inner_executor().context(), weak_from_this(),
-                                        shared_spec_, path, index);
+                                        pool_.shared, path, index);
   auto c = std::make_shared<worker_cell>(strand_.get_inner_executor().context(), weak_from_this(),
-                                         shared_spec_, plugin, index);
+                                         pool_.shared, plugin, index);
   c->set_gate(governance_.gate());
   return c;
 }
@@ -59,17 +55,17 @@ std::shared_ptr<cell> router::make_cell(std::size_t index, const std::shared_ptr
 bool router::renew_slot(std::size_t index) {
   auto c = make_cell(index, hot_.plugin_for(index));
   auto made = c->create();
-  auto& s = slots_[index];
+  auto& s = flow_.slots[index];
   if (!made) {
-    ledger_.set_alive(index, false);
+    flow_.ledger.set_alive(index, false);
     s.error = made.error();
-    count_plugin_load_failure(topic_, made.code<plugin_failure>());
+    count_plugin_load_failure(pool_.topic, made.code<plugin_failure>());
     return false;
   }
   s.worker = c;
   s.error.clear();
   // A proxy's slot opens once its remote worker is spawned (worker_up).
-  ledger_.set_alive(index, spec_.workers_paths[index] == "localhost", c->id());
+  flow_.ledger.set_alive(index, pool_.spec.workers_paths[index] == "localhost", c->id());
   watch_.renew(index);
   c->start();
   return true;
@@ -85,38 +81,39 @@ void router::prepare(std::function<void(result<bool>)> ready) { hot_.prepare(std
 
 result<bool> router::start() {
   std::size_t remote = 0;
-  for (auto& path : spec_.workers_paths) remote += path != "localhost";
-  auto loaded = hot_.load(remote < spec_.workers_paths.size() || spec_.scale.enabled(), remote);
+  for (auto& path : pool_.spec.workers_paths) remote += path != "localhost";
+  auto loaded = hot_.load(remote < pool_.spec.workers_paths.size() || pool_.spec.scale.enabled(), remote);
   if (!loaded) return loaded;
-  auto routing = routing_policy::make(spec_);
+  auto routing = routing_policy::make(pool_.spec);
   if (!routing) return result<bool>::failure_of(routing);
-  routing_ = std::move(routing.value());
-  watch_.resize(spec_.workers_paths.size());
-  for (std::size_t i = 0; i < spec_.workers_paths.size(); ++i) {
-    const auto& path = spec_.workers_paths[i];
+  flow_.routing = std::move(routing.value());
+  watch_.resize(pool_.spec.workers_paths.size());
+  for (std::size_t i = 0; i < pool_.spec.workers_paths.size(); ++i) {
+    const auto& path = pool_.spec.workers_paths[i];
     auto c = make_cell(i, hot_.plugin());
     auto made = c->create();
     if (!made) {
-      slots_.clear();
+      flow_.slots.clear();
       return result<bool>::failure_of(made);
     }
-    ledger_.add_worker(c->id(), path);
+    flow_.ledger.add_worker(c->id(), path);
     // A proxy's slot opens once its remote worker is spawned.
-    if (path != "localhost") ledger_.set_alive(i, false);
-    slots_.push_back(slot{std::move(c), {}, kill_phase::none, 0, false});
+    if (path != "localhost") flow_.ledger.set_alive(i, false);
+    flow_.slots.push_back(slot{std::move(c), {}, kill_phase::none, 0, false});
   }
-  for (auto& s : slots_) s.worker->start();
+  for (auto& s : flow_.slots) s.worker->start();
   hot_.start();
-  top_->attach(topic_, weak_from_this());
+  top_->attach(pool_.topic, weak_from_this());
   // Pauses asked by a replica of this pool (or echoed back from our own) come through the MQS.
-  top_->set_pause_handler(topic_,
+  top_->set_pause_handler(pool_.topic,
                           [weak = weak_from_this()](std::chrono::milliseconds ms, const std::string& reason,
                                                     const std::string& origin) {
                             if (auto self = weak.lock()) self->on_pause(ms, reason, origin);
                           });
   logger("host.router")
-      ->info("{}: {} worker(s) of {} (md5 {}), router {}, {}", spec_.addr().str(), slots_.size(), spec_.uri,
-             hot_.plugin() ? hot_.md5() : "remote", spec_.router_type, to_string(spec_.mode));
+      ->info("{}: {} worker(s) of {} (md5 {}), router {}, {}", pool_.spec.addr().str(), flow_.slots.size(),
+             pool_.spec.uri, hot_.plugin() ? hot_.md5() : "remote", pool_.spec.router_type,
+             to_string(pool_.spec.mode));
   boost::asio::post(strand_, [self = shared_from_this()] {
     self->request_credit();
     self->hot_.poll();
@@ -131,55 +128,55 @@ void router::shutdown(std::chrono::milliseconds timeout, std::function<void()> d
     self->lifecycle_.shut_down(timeout, [self, done = std::move(done)](bool timed_out) {
       if (timed_out)
         logger("host.router")
-            ->warn("{}: {} message(s) still in flight after the shutdown timeout", self->spec_.addr().str(),
-                   self->ledger_.total_in_flight());
-      auto remaining = std::make_shared<std::size_t>(self->slots_.size());
+            ->warn("{}: {} message(s) still in flight after the shutdown timeout",
+                   self->pool_.spec.addr().str(), self->flow_.ledger.total_in_flight());
+      auto remaining = std::make_shared<std::size_t>(self->flow_.slots.size());
       auto finish = [self, remaining, done] {
         if (--*remaining > 0) return;
         boost::asio::post(self->strand_, [self, done] {
-          self->top_->detach(self->topic_);
-          self->slots_.clear();
+          self->top_->detach(self->pool_.topic);
+          self->flow_.slots.clear();
           done();
         });
       };
-      if (self->slots_.empty()) {
+      if (self->flow_.slots.empty()) {
         ++*remaining;
         finish();
         return;
       }
-      for (auto& s : self->slots_) s.worker->kill(finish);
+      for (auto& s : self->flow_.slots) s.worker->kill(finish);
     });
     self->hot_.stop();
     self->watch_.stop();
     self->asks_.stop();
     self->scaling_.stop();
-    self->ledger_.set_paused(true);
-    self->top_->cancel(self->topic_);
+    self->flow_.ledger.set_paused(true);
+    self->top_->cancel(self->pool_.topic);
     // Held messages were never handed to a worker: give them back.
     self->give_back_held();
-    self->lifecycle_.drained_if(self->ledger_.total_in_flight());
+    self->lifecycle_.drained_if(self->flow_.ledger.total_in_flight());
   });
 }
 
 void router::deliver_reply(envelope e) {
   boost::asio::defer(strand_, [self = shared_from_this(), e = std::move(e)]() mutable {
     self->asks_.replied(e.in_reply_to);  // the round trip ends here, whether its worker is still there or not
-    std::size_t index = self->ledger_.find(e.to_worker);
+    std::size_t index = self->flow_.ledger.find(e.to_worker);
     if (index == pool_ledger::npos) {
       // The asking instance is gone (restarted or removed): the reply has nowhere to go.
       ++self->figures_.count().replies_dropped;
       logger("host.router")
-          ->debug("{}: reply for gone worker {} dropped", self->spec_.addr().str(), e.to_worker);
+          ->debug("{}: reply for gone worker {} dropped", self->pool_.spec.addr().str(), e.to_worker);
       return;
     }
     ++self->figures_.count().replies;
-    self->slots_[index].worker->post_reply(to_message(std::move(e), false));
+    self->flow_.slots[index].worker->post_reply(to_message(std::move(e), false));
   });
 }
 
 void router::on_connected() {
   boost::asio::post(strand_, [self = shared_from_this()] {
-    self->ledger_.reset_requested();
+    self->flow_.ledger.reset_requested();
     self->request_credit();
   });
 }
@@ -190,7 +187,7 @@ void router::enqueue(std::string topic, delivery_mode mode, const envelope& e) {
   // to this instance, to this router. Timed from here, on the worker's strand. A forwarded ask keeps
   // its asker's `from` and id: it is timed by the asker's router, not by this one.
   if (!e.ask_worker.empty() && e.in_reply_to.empty() && e.ask_instance == top_->instance() &&
-      e.from == shared_spec_->addr().str())
+      e.from == pool_.shared->addr().str())
     boost::asio::post(strand_, [self = shared_from_this(), id = e.id, pool = topic, at = clock_->now()] {
       self->asks_.sent(id, pool, at);
     });

@@ -117,8 +117,8 @@ class router : public cell_owner,
   /// An ask whose reply has not come after this long ends as timed out (60 s: the last latency bucket).
   static constexpr std::chrono::seconds ask_timeout{60};
 
-  const pool_spec& spec() const { return spec_; }
-  const std::string& topic() const { return topic_; }
+  const pool_spec& spec() const { return pool_.spec; }
+  const std::string& topic() const { return pool_.topic; }
 
  private:
   struct delivery {
@@ -172,7 +172,7 @@ class router : public cell_owner,
   bool busy() const { return lifecycle_.stopping() || hot_.swapping() || lifecycle_.restarting(); }
   // The copies of a first-reply-wins pool (first_reply; race_pool, router_flow.cpp).
   std::size_t other_worker(const std::vector<std::size_t>& asked) override {
-    return ledger_.select_other(asked);
+    return flow_.ledger.select_other(asked);
   }
   void hand_copy(std::uint64_t delivery_id, std::size_t index, message copy) override;
   void ack_answered(std::uint64_t delivery_id) override;
@@ -187,20 +187,20 @@ class router : public cell_owner,
   void restart_pool(const std::string& why);
   // What the starvation guard's watch needs (router_supervision.cpp; watched_pool).
   bool holding(std::size_t index) const override {
-    return ledger_.alive(index) && ledger_.in_flight(index) > 0;
+    return flow_.ledger.alive(index) && flow_.ledger.in_flight(index) > 0;
   }
   void ping(std::size_t index, std::function<void(bool, std::chrono::milliseconds)> pong) override;
   void replace_stuck(std::size_t index) override;
   void fail_current(std::size_t index, std::string why) override;
   void answered() override { request_credit(); }
-  std::size_t slot_count() const override { return slots_.size(); }
+  std::size_t slot_count() const override { return flow_.slots.size(); }
   // The slots as a swap changes them (router_control.cpp; swap_host).
-  std::string worker_id(std::size_t index) const override { return slots_[index].worker->id(); }
+  std::string worker_id(std::size_t index) const override { return flow_.slots[index].worker->id(); }
   bool swaps(std::size_t index, bool revive_killed) const override;
   void kill_instance(std::size_t index, std::function<void()> gone) override;
   void install(std::size_t index, std::shared_ptr<cell> fresh) override;
   void hold_messages(bool hold) override;
-  std::size_t in_flight() const override { return ledger_.total_in_flight(); }
+  std::size_t in_flight() const override { return flow_.ledger.total_in_flight(); }
   bool stopping() const override { return lifecycle_.stopping(); }
   bool restarting() const override { return lifecycle_.restarting(); }
   void restarted() override { ++figures_.count().restarts; }
@@ -212,9 +212,9 @@ class router : public cell_owner,
   void begin_kill(std::size_t index);
   void settle_kill(std::size_t index);
   bool kill_requested(std::size_t index) const {
-    return index < slots_.size() && slots_[index].kill != kill_phase::none;
+    return index < flow_.slots.size() && flow_.slots[index].kill != kill_phase::none;
   }
-  bool parked(std::size_t index) const { return index < slots_.size() && slots_[index].parked; }
+  bool parked(std::size_t index) const { return index < flow_.slots.size() && flow_.slots[index].parked; }
   /// "running", "down", "killing", "killed" or "parked", for describe.
   std::string worker_state(std::size_t index) const;
   /// A failed message of a pool with `retry.delays`: into the delay queue of its next delay, or (the
@@ -233,17 +233,29 @@ class router : public cell_owner,
   strand_type strand_;
   std::shared_ptr<host::clock> clock_;
   std::shared_ptr<mqs_link> top_;  ///< the isolate system's MQS link
-  pool_spec spec_;
-  std::string topic_;
-  std::shared_ptr<const pool_spec> shared_spec_;
-  std::unique_ptr<routing_policy> routing_;
-  pool_ledger ledger_;
-  std::vector<slot> slots_;
-  std::unordered_map<std::uint64_t, delivery> deliveries_;
-  std::uint64_t next_delivery_ = 1;
-  held_messages held_;
-  hand_over hand_over_;   ///< a batch from the MQS, gathered per worker
-  done_reports reports_;  ///< the workers' done reports, finished in bursts
+  /// The pool's spec, the copy its cells share, and its topic.
+  struct pool_identity {
+    explicit pool_identity(pool_spec s)
+        : spec(std::move(s)), topic(spec.addr().topic()), shared(std::make_shared<const pool_spec>(spec)) {}
+    pool_spec spec;
+    std::string topic;
+    std::shared_ptr<const pool_spec> shared;
+  } pool_;
+  /// The message flow: how a message picks its worker, the credits and the workers' slots, the
+  /// deliveries in flight, the messages held back, the batch being handed over and the done reports
+  /// being finished.
+  struct message_flow {
+    explicit message_flow(const pool_spec& spec)
+        : ledger(spec.router, std::size_t(spec.credits)), held(spec.sub_pools) {}
+    std::unique_ptr<routing_policy> routing;
+    pool_ledger ledger;
+    std::vector<slot> slots;
+    std::unordered_map<std::uint64_t, delivery> deliveries;
+    std::uint64_t next_delivery = 1;
+    held_messages held;
+    hand_over handing;     ///< a batch from the MQS, gathered per worker
+    done_reports reports;  ///< the workers' done reports, finished in bursts
+  } flow_{pool_.spec};
   pool_figures figures_;
   /// The asks its workers sent and the replies still to come; per asked pool, their figures.
   asks asks_;

@@ -8,14 +8,14 @@ namespace dde::host {
 
 nlohmann::json router::describe_workers() const {
   nlohmann::json workers = nlohmann::json::array();
-  for (auto& w : ledger_.snapshot()) {
+  for (auto& w : flow_.ledger.snapshot()) {
     nlohmann::json entry = {{"id", w.id},
                             {"path", w.path},
                             {"inFlight", w.in_flight},
-                            {"peakInFlight", ledger_.peak_in_flight(w.index)},
-                            {"done", slots_[w.index].done},
+                            {"peakInFlight", flow_.ledger.peak_in_flight(w.index)},
+                            {"done", flow_.slots[w.index].done},
                             {"state", worker_state(w.index)}};
-    if (!slots_[w.index].error.empty()) entry["error"] = slots_[w.index].error;
+    if (!flow_.slots[w.index].error.empty()) entry["error"] = flow_.slots[w.index].error;
     if (hot_.canary_on(w.index)) entry["canary"] = true;
     workers.push_back(std::move(entry));
   }
@@ -24,24 +24,24 @@ nlohmann::json router::describe_workers() const {
 
 nlohmann::json router::describe_sub_pools() const {
   std::vector<std::string> in_flight;
-  for (auto& [id, d] : deliveries_) in_flight.push_back(d.sub_key);
-  return held_.describe(in_flight);
+  for (auto& [id, d] : flow_.deliveries) in_flight.push_back(d.sub_key);
+  return flow_.held.describe(in_flight);
 }
 
 void router::describe(std::function<void(nlohmann::json)> fn) {
   boost::asio::post(strand_, [self = shared_from_this(), fn = std::move(fn)] {
     const auto& r = *self;
-    nlohmann::json j = to_json(r.spec_);  // with the rate in force now
+    nlohmann::json j = to_json(r.pool_.spec);  // with the rate in force now
     j["pluginMd5"] = r.hot_.md5();
     j["workers"] = r.describe_workers();
     j["poolState"] = r.lifecycle_.state();
-    if (r.spec_.hot_deployment) {
+    if (r.pool_.spec.hot_deployment) {
       j["hotDeploy"] = r.hot_.describe();
     }
     if (!r.lifecycle_.last_error().empty()) j["lastError"] = r.lifecycle_.last_error();
     j["governance"] = r.governance_.describe();
-    if (r.held_.sub_pools()) j["subPoolState"] = r.describe_sub_pools();
-    if (first_reply_wins(r.spec_.router)) {
+    if (r.flow_.held.sub_pools()) j["subPoolState"] = r.describe_sub_pools();
+    if (first_reply_wins(r.pool_.spec.router)) {
       auto race = r.first_reply_.counts();
       j["firstReply"] = {{"answered", race.answered},
                          {"dropped", race.dropped},

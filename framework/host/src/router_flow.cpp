@@ -12,27 +12,27 @@ void router::request_credit() {
   // While a burst of done reports is being finished, the credit they free is asked once at its end:
   // asked after the first, it would go as a pull of 1 (nothing being outstanding, the ledger asks
   // for whatever room there is), and the MQS would hand over a batch of one.
-  if (lifecycle_.stopping() || reports_.finishing()) return;
-  std::size_t n = ledger_.take_credit_request();
-  if (n > 0) top_->pull(topic_, spec_.mode, n, ledger_.consumers());
+  if (lifecycle_.stopping() || flow_.reports.finishing()) return;
+  std::size_t n = flow_.ledger.take_credit_request();
+  if (n > 0) top_->pull(pool_.topic, pool_.spec.mode, n, flow_.ledger.consumers());
 }
 
 void router::deliver(std::uint64_t generation, std::vector<topic_sink::delivery> batch) {
   boost::asio::defer(strand_, [self = shared_from_this(), generation, batch = std::move(batch)]() mutable {
     // What the batch hands each worker goes to it in one hop: its cell takes them one after another,
     // so their done reports come in one burst too, and their credit goes back in one pull.
-    self->hand_over_.begin();
+    self->flow_.handing.begin();
     for (auto& d : batch) self->take(generation, d);
-    self->hand_over_.end([&](std::size_t index, std::vector<hand_over::posting>&& postings) {
-      self->slots_[index].worker->post_messages(std::move(postings));
+    self->flow_.handing.end([&](std::size_t index, std::vector<hand_over::posting>&& postings) {
+      self->flow_.slots[index].worker->post_messages(std::move(postings));
     });
   });
 }
 
 void router::take(std::uint64_t generation, topic_sink::delivery& d) {
-  ledger_.on_delivery();
+  flow_.ledger.on_delivery();
   ++figures_.count().delivered;
-  auto e = join_envelope(std::move(d.props), topic_, std::move(d.body));
+  auto e = join_envelope(std::move(d.props), pool_.topic, std::move(d.body));
   const int earlier_failures = e.attempt;
   auto m = to_message(std::move(e), d.redelivered);
   if (d.redelivered) {
@@ -44,36 +44,36 @@ void router::take(std::uint64_t generation, topic_sink::delivery& d) {
 
 bool router::dispatch(held_message&& w, bool front) {
   std::string sub_key;
-  if (held_.sub_pools()) {
-    sub_key = held_.sub_key(w.msg);
+  if (flow_.held.sub_pools()) {
+    sub_key = flow_.held.sub_key(w.msg);
     // Its sub-pool is full: it waits for one of its key to finish while other keys go on.
-    if (held_.wait_for_sub_pool(sub_key, w)) {
-      ledger_.set_held(held_.sub_held());
+    if (flow_.held.wait_for_sub_pool(sub_key, w)) {
+      flow_.ledger.set_held(flow_.held.sub_held());
       return true;
     }
   }
   if (busy()) {
-    held_.push(std::move(w));
+    flow_.held.push(std::move(w));
     return false;
   }
-  std::vector<std::size_t> targets = routing_->pick(w.msg, ledger_);
+  std::vector<std::size_t> targets = flow_.routing->pick(w.msg, flow_.ledger);
   if (targets.empty()) {
     // No worker has room (for consistent-hash: the key's worker has none): hold it until one finishes.
-    held_.push(std::move(w), front);
+    flow_.held.push(std::move(w), front);
     return false;
   }
   // Time in queue ends here, at the hand-over: held in this router counts as queued too.
   if (w.published_us) figures_.queued(w.published_us, clock_->wall_now());
   auto& msg = w.msg;
-  std::uint64_t id = next_delivery_++;
-  if (held_.sub_pools()) held_.sub_pool_started(sub_key);
-  auto& d = deliveries_[id];
+  std::uint64_t id = flow_.next_delivery++;
+  if (flow_.held.sub_pools()) flow_.held.sub_pool_started(sub_key);
+  auto& d = flow_.deliveries[id];
   d.generation = w.generation;
   d.tag = w.tag;
   d.pending = std::move(targets);  // (no hand-over below finishes one before this handler returns)
   d.sub_key = std::move(sub_key);
   if (supervision_.poison().enabled()) d.poison_id = msg.id();
-  if (spec_.retry.enabled() && spec_.mode == delivery_mode::at_least_once) {
+  if (pool_.spec.retry.enabled() && pool_.spec.mode == delivery_mode::at_least_once) {
     d.earlier_failures = w.earlier_failures;
     d.retry_copy = std::make_shared<const message>(msg);
   }
@@ -86,24 +86,24 @@ bool router::dispatch(held_message&& w, bool front) {
 }
 
 void router::hand_to(std::size_t index, message&& msg, std::uint64_t delivery_id) {
-  ledger_.assign(index);
-  watch_.handed(index, ledger_.in_flight(index) == 1);
-  if (hand_over_.gathering()) return hand_over_.add(index, std::move(msg), delivery_id);
-  slots_[index].worker->post_message(std::move(msg), delivery_id);
+  flow_.ledger.assign(index);
+  watch_.handed(index, flow_.ledger.in_flight(index) == 1);
+  if (flow_.handing.gathering()) return flow_.handing.add(index, std::move(msg), delivery_id);
+  flow_.slots[index].worker->post_message(std::move(msg), delivery_id);
 }
 
 void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven) {
   // Each (message, worker) finishes once: a late report (e.g. from a replaced stuck worker) is ignored.
-  auto it = deliveries_.find(delivery_id);
-  if (it == deliveries_.end()) return;
+  auto it = flow_.deliveries.find(delivery_id);
+  if (it == flow_.deliveries.end()) return;
   auto& pending = it->second.pending;
   auto at = std::find(pending.begin(), pending.end(), index);
   if (at == pending.end()) return;
   pending.erase(at);
-  ledger_.finish(index);
+  flow_.ledger.finish(index);
   if (kill_requested(index)) settle_kill(index);
   watch_.active(index);
-  if (!failed) ++slots_[index].done;
+  if (!failed) ++flow_.slots[index].done;
   auto& d = it->second;
   if (proven) {  // not a message given back as the pool stops, or dead-lettered after rate limits
     hot_.handled(index, failed);
@@ -124,26 +124,26 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   }
   if (ended) {
     sub_key = std::move(d.sub_key);
-    if (spec_.mode == delivery_mode::at_least_once && !acked) settle_at_broker(d);
+    if (pool_.spec.mode == delivery_mode::at_least_once && !acked) settle_at_broker(d);
     if (!d.failed) figures_.handled(clock_->now() - d.started);
-    deliveries_.erase(it);
+    flow_.deliveries.erase(it);
   }
-  if (ended && held_.sub_pools()) {
-    held_.sub_pool_finished(sub_key);  // the oldest waiting for it goes to the front of the queue
-    ledger_.set_held(held_.sub_held());
+  if (ended && flow_.held.sub_pools()) {
+    flow_.held.sub_pool_finished(sub_key);  // the oldest waiting for it goes to the front of the queue
+    flow_.ledger.set_held(flow_.held.sub_held());
   }
   // Held messages go out as workers get room (not while a swap is under way: they wait for the new ones).
   flush_waiting();
   request_credit();
-  lifecycle_.drained_if(ledger_.total_in_flight());
-  if (ledger_.total_in_flight() == 0) hot_.drained();
+  lifecycle_.drained_if(flow_.ledger.total_in_flight());
+  if (flow_.ledger.total_in_flight() == 0) hot_.drained();
 }
 
 void router::settle_at_broker(delivery& d) {
   // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
   // straight to dde.dead.<queue> when the pool says so.
   // A canary's failure sends it back to the queue: a bad version on trial costs no message a retry.
-  bool dead_letter = spec_.supervision.dead_letter && !d.canary_failed;
+  bool dead_letter = pool_.spec.supervision.dead_letter && !d.canary_failed;
   if (d.failed && d.retry_copy && !d.failure.empty() && !d.canary_failed) {
     retry_later(d);  // a worker failed it: it comes back after the pool's next retry delay
   } else if (d.failed) {
@@ -157,35 +157,35 @@ void router::settle_at_broker(delivery& d) {
 }
 
 void router::hand_copy(std::uint64_t delivery_id, std::size_t index, message copy) {
-  deliveries_.at(delivery_id).pending.push_back(index);
+  flow_.deliveries.at(delivery_id).pending.push_back(index);
   hand_to(index, std::move(copy), delivery_id);
 }
 
 void router::ack_answered(std::uint64_t delivery_id) {
-  if (spec_.mode != delivery_mode::at_least_once) return;
-  auto& d = deliveries_.at(delivery_id);
+  if (pool_.spec.mode != delivery_mode::at_least_once) return;
+  auto& d = flow_.deliveries.at(delivery_id);
   top_->ack(d.generation, d.tag);
   ++figures_.count().acked;
 }
 
 void router::flush_waiting() {
-  while (!held_.empty() && !busy())
-    if (!dispatch(held_.pop(), true)) break;
+  while (!flow_.held.empty() && !busy())
+    if (!dispatch(flow_.held.pop(), true)) break;
 }
 
 void router::give_back_held() {
-  held_.give_back([this](const held_message& w) {
-    if (spec_.mode == delivery_mode::at_least_once) top_->nack(w.generation, w.tag, true);
+  flow_.held.give_back([this](const held_message& w) {
+    if (pool_.spec.mode == delivery_mode::at_least_once) top_->nack(w.generation, w.tag, true);
   });
-  ledger_.set_held(0);
+  flow_.ledger.set_held(0);
 }
 
 void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
   // Reports that come while one hop is on its way ride it: one hop per burst, not per message.
-  if (!reports_.add(index, delivery_id)) return;
+  if (!flow_.reports.add(index, delivery_id)) return;
   boost::asio::defer(strand_, [self = shared_from_this()] {
     // Credit is asked once for the burst, after every report of it (see request_credit).
-    self->reports_.finish_all([&](std::size_t index, std::uint64_t delivery_id) {
+    self->flow_.reports.finish_all([&](std::size_t index, std::uint64_t delivery_id) {
       ++self->figures_.count().done;
       self->finish_one(index, delivery_id, false);
     });

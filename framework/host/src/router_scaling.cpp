@@ -11,21 +11,21 @@ namespace dde::host {
 
 std::size_t router::active_workers() const {
   std::size_t n = 0;
-  for (std::size_t i = 0; i < slots_.size(); ++i)
+  for (std::size_t i = 0; i < flow_.slots.size(); ++i)
     if (!kill_requested(i)) ++n;
   return n;
 }
 
 std::size_t router::idle_workers() const {
   std::size_t n = 0;
-  for (std::size_t i = 0; i < slots_.size(); ++i)
-    if (!kill_requested(i) && ledger_.alive(i) && ledger_.in_flight(i) == 0) ++n;
+  for (std::size_t i = 0; i < flow_.slots.size(); ++i)
+    if (!kill_requested(i) && flow_.ledger.alive(i) && flow_.ledger.in_flight(i) == 0) ++n;
   return n;
 }
 
 void router::ask_depth(std::function<void(std::uint64_t, std::string)> answer) {
-  top_->queue_depth(topic_, [weak = weak_from_this(), answer = std::move(answer)](
-                                std::uint64_t messages, std::uint64_t, std::string error) {
+  top_->queue_depth(pool_.topic, [weak = weak_from_this(), answer = std::move(answer)](
+                                     std::uint64_t messages, std::uint64_t, std::string error) {
     auto r = weak.lock();
     if (!r) return;
     boost::asio::post(r->strand_,
@@ -35,24 +35,24 @@ void router::ask_depth(std::function<void(std::uint64_t, std::string)> answer) {
 
 bool router::add_local_worker(std::size_t index) {
   if (!hot_.plugin()) return false;
-  bool fresh_slot = index == slots_.size();
-  if (fresh_slot) spec_.workers_paths.push_back("localhost");
+  bool fresh_slot = index == flow_.slots.size();
+  if (fresh_slot) pool_.spec.workers_paths.emplace_back("localhost");
   auto c = make_cell(index, hot_.plugin());
   auto made = c->create();
   if (!made) {
-    if (fresh_slot) spec_.workers_paths.pop_back();
-    logger("host.router")->error("{}: cannot add a worker: {}", spec_.addr().str(), made.error());
+    if (fresh_slot) pool_.spec.workers_paths.pop_back();
+    logger("host.router")->error("{}: cannot add a worker: {}", pool_.spec.addr().str(), made.error());
     scaling_.cannot_add("cannot add a worker: " + made.error());
-    count_plugin_load_failure(topic_, made.code<plugin_failure>());
+    count_plugin_load_failure(pool_.topic, made.code<plugin_failure>());
     return false;
   }
   if (fresh_slot) {
-    ledger_.add_worker(c->id(), "localhost");
-    slots_.push_back(slot{c, {}, kill_phase::none, 0, false});
+    flow_.ledger.add_worker(c->id(), "localhost");
+    flow_.slots.push_back(slot{c, {}, kill_phase::none, 0, false});
   } else {
-    slots_[index] = slot{c, {}, kill_phase::none, slots_[index].done, false};
-    ledger_.set_alive(index, true, c->id());
-    ledger_.set_open(index, true);
+    flow_.slots[index] = slot{c, {}, kill_phase::none, flow_.slots[index].done, false};
+    flow_.ledger.set_alive(index, true, c->id());
+    flow_.ledger.set_open(index, true);
   }
   watch_.renew(index);
   c->start();
@@ -61,16 +61,16 @@ bool router::add_local_worker(std::size_t index) {
 
 void router::grow(std::size_t want) {
   // Parked slots whose instance is gone come back first; then new slots.
-  for (std::size_t i = 0; i < slots_.size() && want > 0; ++i)
-    if (parked(i) && slots_[i].kill == kill_phase::killed && add_local_worker(i)) --want;
-  while (want > 0 && add_local_worker(slots_.size())) --want;
+  for (std::size_t i = 0; i < flow_.slots.size() && want > 0; ++i)
+    if (parked(i) && flow_.slots[i].kill == kill_phase::killed && add_local_worker(i)) --want;
+  while (want > 0 && add_local_worker(flow_.slots.size())) --want;
 }
 
 void router::shrink(std::size_t drop) {
   // The idle ones go, newest slots first.
-  for (std::size_t i = slots_.size(); i-- > 0 && drop > 0;) {
-    if (kill_requested(i) || !ledger_.alive(i) || ledger_.in_flight(i) > 0) continue;
-    slots_[i].parked = true;
+  for (std::size_t i = flow_.slots.size(); i-- > 0 && drop > 0;) {
+    if (kill_requested(i) || !flow_.ledger.alive(i) || flow_.ledger.in_flight(i) > 0) continue;
+    flow_.slots[i].parked = true;
     begin_kill(i);
     --drop;
   }
