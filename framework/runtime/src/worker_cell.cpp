@@ -24,16 +24,16 @@ worker_cell::worker_cell(boost::asio::io_context& io, std::weak_ptr<cell_owner> 
 result<bool> worker_cell::create() {
   auto made = plugin_->create(this);
   if (!made) return result<bool>::failure_of(made);
-  worker_ = std::move(made.value());
-  ++epoch_;
+  instance_.worker = std::move(made.value());
+  ++instance_.epoch;
   return true;
 }
 
 void worker_cell::start() {
   boost::asio::post(strand_, [self = shared_from_this()] {
-    if (!self->worker_) return;
+    if (!self->instance_.worker) return;
     try {
-      self->worker_->on_start();
+      self->instance_.worker->on_start();
     } catch (const std::exception& e) {
       self->crashed(std::string("on_start threw: ") + e.what());
     } catch (...) {
@@ -60,7 +60,7 @@ void worker_cell::post_messages(std::vector<posting> batch) {
 }
 
 void worker_cell::take(message&& m, std::uint64_t delivery_id) {
-  if (dead_) {
+  if (instance_.dead) {
     // Handed over while this instance was being stopped: give it back rather than hold it forever.
     if (auto owner = owner_.lock()) owner->worker_failed(index_, delivery_id, "worker stopped", {});
     return;
@@ -74,32 +74,33 @@ void worker_cell::take(message&& m, std::uint64_t delivery_id) {
 
 void worker_cell::post_reply(message m) {
   boost::asio::defer(strand_, [self = shared_from_this(), m = std::move(m)]() mutable {
-    if (self->dead_ || !self->worker_) return;
+    if (self->instance_.dead || !self->instance_.worker) return;
     self->invoke(std::move(m), false);
   });
 }
 
 void worker_cell::kill(std::function<void()> done) {
   boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
-    self->dead_ = true;
-    if (self->worker_) {
+    self->instance_.dead = true;
+    if (self->instance_.worker) {
       try {
-        self->worker_->before_kill();
+        self->instance_.worker->before_kill();
       } catch (const std::exception& e) {
         logger("host.worker")->warn("{} before_kill threw: {}", self->self_, e.what());
       } catch (...) {
         logger("host.worker")->warn("{} before_kill threw", self->self_);
       }
-      self->worker_.reset();
+      self->instance_.worker.reset();
     }
-    self->held_callbacks_.clear();
+    self->instance_.held.clear();
     // Messages it never finished go back to the owner as failed (at-least-once: to the broker).
     if (auto owner = self->owner_.lock()) {
-      if (self->busy_) owner->worker_failed(self->index_, self->current_delivery_, "worker stopped", {});
+      if (self->handling_.busy)
+        owner->worker_failed(self->index_, self->handling_.delivery, "worker stopped", {});
       for (auto& queued : self->mailbox_)
         owner->worker_failed(self->index_, queued.second, "worker stopped", {});
     }
-    if (self->busy_) self->end_delivery("worker stopped");
+    if (self->handling_.busy) self->end_delivery("worker stopped");
     self->mailbox_.clear();
     done();
   });
@@ -113,23 +114,24 @@ void worker_cell::run_next() {
 }
 
 bool worker_cell::may_start() {
-  if (busy_ || dead_ || suspended_ || !worker_ || gate_wait_) return false;
-  if (gate_) {
-    if (!gate_wake_)
-      gate_wake_ = [weak = weak_from_this()] {
+  if (handling_.busy || instance_.dead || instance_.suspended || !instance_.worker || gating_.waiting)
+    return false;
+  if (gating_.gate) {
+    if (!gating_.wake)
+      gating_.wake = [weak = weak_from_this()] {
         if (auto self = weak.lock())
           boost::asio::post(self->strand_, [self] {
-            self->gate_wait_ = false;
+            self->gating_.waiting = false;
             self->run_next();
           });
       };
-    auto verdict = gate_->try_start(rate_gate::clock::now(), gate_wake_);
+    auto verdict = gating_.gate->try_start(rate_gate::clock::now(), gating_.wake);
     if (!verdict.allowed) {
-      gate_wait_ = true;
+      gating_.waiting = true;
       if (verdict.retry_at) {
         // Only while a message waits: an idle pool runs no timer.
         auto timer = std::make_shared<boost::asio::steady_timer>(strand_, *verdict.retry_at);
-        timer->async_wait([timer, wake = gate_wake_](boost::system::error_code ec) {
+        timer->async_wait([timer, wake = gating_.wake](boost::system::error_code ec) {
           if (!ec) wake();
         });
       }
@@ -140,9 +142,9 @@ bool worker_cell::may_start() {
 }
 
 void worker_cell::begin(message&& m, std::uint64_t id) {
-  busy_ = true;
-  busy_since_ = std::chrono::steady_clock::now();
-  current_delivery_ = id;
+  handling_.busy = true;
+  handling_.since = std::chrono::steady_clock::now();
+  handling_.delivery = id;
   hop_ = begin_hop(m);
   invoke(std::move(m), true);
 }
@@ -152,25 +154,25 @@ void worker_cell::invoke(message&& m, bool is_delivery) {
   message previous;
   hop previous_hop;
   if (!is_delivery) {
-    previous = worker_access::take_current(*worker_);
+    previous = worker_access::take_current(*instance_.worker);
     // An answer is a hop of its own (its span ends when on_receive returns); the delivery's resumes.
     previous_hop = std::exchange(hop_, begin_hop(m));
   }
   // The message is the worker's "current" (what reply() and done() read), moved rather than copied:
   // nothing sets it again while on_receive runs (a reply comes through the strand, later).
-  worker_access::set_current(*worker_, std::move(m));
+  worker_access::set_current(*instance_.worker, std::move(m));
   std::string error;
   try {
-    worker_->on_receive(worker_access::current(*worker_));
+    instance_.worker->on_receive(worker_access::current(*instance_.worker));
   } catch (const rate_limited& e) {
     if (!is_delivery) {
       end_hop(hop_, "reply", e.what());
       hop_ = std::move(previous_hop);
       // What backs off is the delivery held (backoff() hands "current" to the owner to try again),
       // never the reply.
-      if (worker_) worker_access::set_current(*worker_, std::move(previous));
+      if (instance_.worker) worker_access::set_current(*instance_.worker, std::move(previous));
     }
-    if (is_delivery || busy_) backoff(e.delay(), e.what());
+    if (is_delivery || handling_.busy) backoff(e.delay(), e.what());
     return;
   } catch (const std::exception& e) {
     error = std::string("on_receive threw: ") + e.what();
@@ -182,29 +184,29 @@ void worker_cell::invoke(message&& m, bool is_delivery) {
     hop_ = std::move(previous_hop);
   }
   if (!error.empty()) return crashed(error);
-  if (!is_delivery && worker_) worker_access::set_current(*worker_, std::move(previous));
+  if (!is_delivery && instance_.worker) worker_access::set_current(*instance_.worker, std::move(previous));
 }
 
 void worker_cell::crashed(const std::string& what) {
-  if (suspended_ || dead_) return;
+  if (instance_.suspended || instance_.dead) return;
   logger("host.worker")->error("{} worker {}: {}", self_, id_, what);
-  std::uint64_t failed = busy_ ? current_delivery_ : 0;
-  if (busy_) end_delivery(what);
-  suspended_ = true;  // nothing runs until the owner decides
+  std::uint64_t failed = handling_.busy ? handling_.delivery : 0;
+  if (handling_.busy) end_delivery(what);
+  instance_.suspended = true;  // nothing runs until the owner decides
   if (auto owner = owner_.lock()) owner->worker_crashed(index_, failed, what);
 }
 
 void worker_cell::supervise(directive d, std::chrono::milliseconds delay) {
   boost::asio::post(strand_, [self = shared_from_this(), d, delay] {
-    if (self->dead_) return;
+    if (self->instance_.dead) return;
     switch (d) {
       case directive::resume: {
-        self->suspended_ = false;
+        self->instance_.suspended = false;
         // What came due while it waited runs now, in order (if one crashes it again, the rest wait
         // for the next directive, held again by run_callback).
-        auto held = std::move(self->held_callbacks_);
-        self->held_callbacks_.clear();
-        for (auto& h : held) self->run_callback(self->epoch_, std::move(h.fn), h.threw);
+        auto held = std::move(self->instance_.held);
+        self->instance_.held.clear();
+        for (auto& h : held) self->run_callback(self->instance_.epoch, std::move(h.fn), h.threw);
         self->run_next();
         return;
       }
@@ -223,30 +225,30 @@ void worker_cell::supervise(directive d, std::chrono::milliseconds delay) {
 void worker_cell::ping(std::function<void(bool, std::chrono::milliseconds)> pong) {
   boost::asio::post(strand_, [self = shared_from_this(), pong = std::move(pong)] {
     auto busy_for = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                          self->busy_since_);
-    pong(self->busy_, self->busy_ ? busy_for : std::chrono::milliseconds(0));
+                                                                          self->handling_.since);
+    pong(self->handling_.busy, self->handling_.busy ? busy_for : std::chrono::milliseconds(0));
   });
 }
 
 void worker_cell::fail_current(std::string what) {
   boost::asio::post(strand_, [self = shared_from_this(), what = std::move(what)] {
-    if (self->busy_) self->crashed(what);
+    if (self->handling_.busy) self->crashed(what);
   });
 }
 
 void worker_cell::replace_instance() {
-  if (dead_) return;
+  if (instance_.dead) return;
   try {
-    if (worker_) worker_->before_kill();
+    if (instance_.worker) instance_.worker->before_kill();
   } catch (...) {
     // The instance being replaced already failed; its before_kill may fail too.
   }
-  worker_.reset();
-  held_callbacks_.clear();
+  instance_.worker.reset();
+  instance_.held.clear();
   id_ = new_uuid();
   auto made = create();
   if (!made) return stop_for_good("cannot restart the worker: " + made.error());
-  suspended_ = false;
+  instance_.suspended = false;
   logger("host.worker")->info("{}: worker restarted as {}", self_, id_);
   if (auto owner = owner_.lock()) owner->worker_up(index_, id_);
   start();
@@ -254,14 +256,14 @@ void worker_cell::replace_instance() {
 }
 
 void worker_cell::stop_for_good(const std::string& why) {
-  dead_ = true;
-  suspended_ = false;
-  held_callbacks_.clear();
+  instance_.dead = true;
+  instance_.suspended = false;
+  instance_.held.clear();
   try {
-    if (worker_) worker_->before_kill();
+    if (instance_.worker) instance_.worker->before_kill();
   } catch (...) {
   }
-  worker_.reset();
+  instance_.worker.reset();
   if (auto owner = owner_.lock()) {
     // The slot goes down; what waited in its mailbox goes back to the broker.
     for (auto& queued : mailbox_) owner->worker_failed(index_, queued.second, why, {});

@@ -107,15 +107,15 @@ void worker_cell::forward(const message& m, std::string_view to) {
 }
 
 void worker_cell::end_delivery(std::string_view error) {
-  busy_ = false;
+  handling_.busy = false;
   end_hop(hop_, "receive", error);
-  if (gate_) gate_->finished();
+  if (gating_.gate) gating_.gate->finished();
 }
 
 void worker_cell::done() {
-  if (!busy_) return;  // done() outside a delivery (e.g. twice) changes nothing
+  if (!handling_.busy) return;  // done() outside a delivery (e.g. twice) changes nothing
   end_delivery();
-  if (auto r = owner_.lock()) r->worker_done(index_, current_delivery_);
+  if (auto r = owner_.lock()) r->worker_done(index_, handling_.delivery);
   // The next message starts on a later turn (not down this stack: a worker calling done() from
   // on_message would recurse). With the mailbox empty there is none: the next one handed over
   // starts at once (post_message).
@@ -123,21 +123,21 @@ void worker_cell::done() {
 }
 
 void worker_cell::backoff(std::chrono::milliseconds delay, std::string_view reason) {
-  if (!busy_) return;  // like done(): only the message being handled can be backed off
+  if (!handling_.busy) return;  // like done(): only the message being handled can be backed off
   // The pool's gate pauses at once, so no sibling starts a message while the router hears of it.
-  if (gate_ && delay.count() > 0)
-    gate_->pause_until(rate_gate::clock::now() + std::min(delay, spec_->backoff.max_delay));
+  if (gating_.gate && delay.count() > 0)
+    gating_.gate->pause_until(rate_gate::clock::now() + std::min(delay, spec_->backoff.max_delay));
   end_delivery(reason.empty() ? std::string_view("rate limited") : reason);
   if (auto r = owner_.lock())
-    r->worker_rate_limited(index_, current_delivery_, delay, std::string(reason),
-                           worker_access::current(*worker_));
+    r->worker_rate_limited(index_, handling_.delivery, delay, std::string(reason),
+                           worker_access::current(*instance_.worker));
   boost::asio::post(strand_, [self = shared_from_this()] { self->run_next(); });
 }
 
 void worker_cell::when_writable(std::function<void()> fn) {
   auto owner = owner_.lock();
   if (!owner) return;
-  owner->when_writable([self = shared_from_this(), epoch = epoch_, fn = std::move(fn)]() mutable {
+  owner->when_writable([self = shared_from_this(), epoch = instance_.epoch, fn = std::move(fn)]() mutable {
     boost::asio::post(self->strand_, [self, epoch, fn = std::move(fn)]() mutable {
       self->run_callback(epoch, std::move(fn), "a when_writable callback threw: ");
     });
@@ -146,10 +146,10 @@ void worker_cell::when_writable(std::function<void()> fn) {
 
 void worker_cell::run_callback(std::uint64_t epoch, std::function<void()> fn, const char* threw) {
   // A callback of an instance that was since restarted must not run on its successor.
-  if (dead_ || !worker_ || epoch != epoch_) return;
+  if (instance_.dead || !instance_.worker || epoch != instance_.epoch) return;
   // Nor does one run while its crashed instance waits for its supervisor: it runs if the instance
   // resumes, and is dropped with it if it is restarted or stopped.
-  if (suspended_) return held_callbacks_.push_back({std::move(fn), threw});
+  if (instance_.suspended) return instance_.held.push_back({std::move(fn), threw});
   try {
     fn();
   } catch (const std::exception& e) {
@@ -159,7 +159,7 @@ void worker_cell::run_callback(std::uint64_t epoch, std::function<void()> fn, co
 
 void worker_cell::after(std::chrono::milliseconds delay, std::function<void()> fn) {
   auto timer = std::make_shared<boost::asio::steady_timer>(strand_, delay);
-  timer->async_wait([self = shared_from_this(), timer, epoch = epoch_,
+  timer->async_wait([self = shared_from_this(), timer, epoch = instance_.epoch,
                      fn = std::move(fn)](boost::system::error_code ec) mutable {
     if (!ec) self->run_callback(epoch, std::move(fn), "a timer callback threw: ");
   });

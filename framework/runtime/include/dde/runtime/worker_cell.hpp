@@ -43,7 +43,7 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   std::string id() const override { return id_; }
   void supervise(directive d, std::chrono::milliseconds delay) override;
   /// The pool's throttle, asked before each message starts (before start()).
-  void set_gate(std::shared_ptr<rate_gate> gate) { gate_ = std::move(gate); }
+  void set_gate(std::shared_ptr<rate_gate> gate) { gating_.gate = std::move(gate); }
   void ping(std::function<void(bool, std::chrono::milliseconds)> pong) override;
   void fail_current(std::string what) override;
 
@@ -109,24 +109,35 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   std::size_t index_;
   std::string self_;
   std::string id_;
-  worker_plugin::worker_ptr worker_;
-  std::deque<std::pair<message, std::uint64_t>> mailbox_;
-  bool busy_ = false;
-  std::chrono::steady_clock::time_point busy_since_;
-  std::uint64_t current_delivery_ = 0;
-  bool dead_ = false;
-  bool suspended_ = false;  ///< after a crash, until the owner's directive
-  std::shared_ptr<rate_gate> gate_;
-  bool gate_wait_ = false;           ///< refused by the gate; a timer or a finishing message wakes it
-  std::function<void()> gate_wake_;  ///< what wakes it (made once: not a std::function a message)
-  std::uint64_t epoch_ = 0;          ///< bumped per instance, so callbacks of a dead instance are dropped
-  /// Timer and when_writable callbacks that came due while the instance waited for its supervisor
-  /// (they belong to the current instance: replacing or stopping it drops them).
+  /// A timer or when_writable callback that came due while the instance waited for its supervisor.
   struct held_callback {
     std::function<void()> fn;
     const char* threw;  ///< what a crash it causes is called
   };
-  std::vector<held_callback> held_callbacks_;
+  /// The worker instance: its object, its number (bumped per instance, so that callbacks of a dead
+  /// one are dropped), whether it is dead or suspended after a crash (until the owner's directive),
+  /// and its held callbacks (they belong to it: replacing or stopping it drops them).
+  struct instance_state {
+    worker_plugin::worker_ptr worker;
+    std::uint64_t epoch = 0;
+    bool dead = false;
+    bool suspended = false;
+    std::vector<held_callback> held;
+  } instance_;
+  std::deque<std::pair<message, std::uint64_t>> mailbox_;
+  /// The message being handled: whether one is, since when, and its delivery.
+  struct handling_state {
+    bool busy = false;
+    std::chrono::steady_clock::time_point since{};
+    std::uint64_t delivery = 0;
+  } handling_;
+  /// The pool's rate gate: refused by it, the cell waits until a timer or a finishing message wakes
+  /// it (`wake`, made once: not a std::function a message).
+  struct gate_state {
+    std::shared_ptr<rate_gate> gate;
+    bool waiting = false;
+    std::function<void()> wake;
+  } gating_;
   hop hop_;  ///< the trace of what is handled now (a delivery, or a reply in the middle of one)
 };
 
