@@ -96,7 +96,8 @@ class dequeuer : private dispatcher_port {
   struct consumer {
     delivery_mode mode = delivery_mode::at_least_once;
     std::uint32_t wanted = 1;  ///< broker consumers on its channel: one per worker of the hosts pulling it
-    broker_link link;          ///< its own connection; link.channel is 0 while not consuming
+    std::uint32_t partitions = 0;  ///< a partitioned topic's: one queue and one consumer each
+    broker_link link;              ///< its own connection; link.channel is 0 while not consuming
     clock::time_point retry_at{};
     /// After the broker cancelled or closed the consumer (1 s, doubling to 30 s).
     net::backoff retry{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000)};
@@ -165,7 +166,7 @@ class dequeuer : private dispatcher_port {
   void wait(clock::time_point wake_at);
 
   // dispatcher_port
-  std::string start_consumer(const std::string& topic, delivery_mode mode) override;
+  std::string start_consumer(const std::string& topic, delivery_mode mode, std::uint32_t partitions) override;
   void stop_consumer(const std::string& topic) override;
   void set_consumers(const std::string& topic, std::uint32_t consumers) override;
   void ack(const broker_ref& ref) override;

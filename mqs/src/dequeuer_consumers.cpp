@@ -220,9 +220,10 @@ void dequeuer::link_lost(const std::string& topic, consumer& c) {
   c.retry_at = now() + delay;
 }
 
-std::string dequeuer::start_consumer(const std::string& topic, delivery_mode mode) {
+std::string dequeuer::start_consumer(const std::string& topic, delivery_mode mode, std::uint32_t partitions) {
   auto [it, fresh] = consumers_.try_emplace(topic);
   it->second.mode = mode;
+  it->second.partitions = partitions;
   if (main_.usable()) plan_link(topic, it->second, true);  // else consumed once the broker is back
   return {};                                               // a refusal comes when the link is adopted (adopt)
 }

@@ -18,23 +18,30 @@ std::uint64_t sum_of(const std::unordered_map<client_id, std::uint32_t>& pullers
 }  // namespace
 
 std::string dispatcher::pull(client_id client, const std::string& topic, delivery_mode mode,
-                             std::uint32_t credit, clock::time_point now, std::uint32_t consumers) {
+                             std::uint32_t credit, clock::time_point now, std::uint32_t consumers,
+                             std::uint32_t partitions) {
   auto it = topics_.find(topic);
   if (it == topics_.end()) {
-    if (auto err = port_.start_consumer(topic, mode); !err.empty()) return err;
+    if (auto err = port_.start_consumer(topic, mode, partitions); !err.empty()) return err;
     it = topics_.emplace(topic, topic_state{}).first;
     it->second.mode = mode;
+    if (partitions) it->second.parts = std::make_unique<partition_board<buffered_delivery>>(partitions);
   } else if (it->second.mode != mode) {
     return "topic " + topic + " is consumed as " + std::string(to_string(it->second.mode)) +
            " by this MQS; a pull as " + std::string(to_string(mode)) + " is refused";
+  } else if (auto has = it->second.parts ? it->second.parts->count() : 0; has != partitions) {
+    return "topic " + topic + " is consumed with " + std::to_string(has) +
+           " partitions by this MQS; a pull with " + std::to_string(partitions) + " is refused";
   }
   auto& ts = it->second;
   ts.last_used = now;
-  // Hosts tell their workers with every pull: count again only when that changed.
+  // Hosts tell their workers with every pull: count again only when that changed. A partitioned
+  // topic has one broker consumer per partition, whoever pulls it.
   auto [puller, fresh] = ts.pullers.try_emplace(client, consumers ? consumers : 1);
   bool changed = fresh || (consumers && consumers != puller->second);
   if (consumers) puller->second = consumers;
-  if (changed) count_consumers(topic, ts);
+  if (ts.parts && fresh) ts.parts->join(client);
+  if (changed && !ts.parts) count_consumers(topic, ts);
   if (credit == 0) return {};
   auto& c = ts.credits[client];
   if (c == 0) ts.ready.push_back(client);
@@ -45,6 +52,7 @@ std::string dispatcher::pull(client_id client, const std::string& topic, deliver
 
 void dispatcher::drain(topic_entry& topic) {
   auto& ts = topic.second;
+  if (ts.parts) return drain_partitions(topic);
   while (!ts.buffer.empty() && !ts.ready.empty()) {
     // The next client in turn whose send queue has room; none: the delivery waits.
     std::size_t turns = ts.ready.size();
@@ -63,11 +71,52 @@ void dispatcher::drain(topic_entry& topic) {
   }
 }
 
-void dispatcher::hand_over(topic_entry& topic, buffered_delivery&& d) {
+void dispatcher::drain_partitions(topic_entry& topic) {
   auto& ts = topic.second;
-  client_id client = ts.ready.front();
-  ts.ready.pop_front();
+  // Each host owns its partitions alone: none waits for another's turn.
+  auto clients = ts.ready;
+  for (auto client : clients) {
+    while (ts.credits.count(client)) {
+      if (!port_.can_deliver(client)) {
+        blocked_ = blocked_ || ts.parts->waiting() > 0;
+        break;
+      }
+      auto next = ts.parts->take_for(client);
+      if (!next) break;
+      send(topic, client, std::move(next->second), next->first);
+    }
+  }
+}
+
+void dispatcher::lose_partitions(topic_entry& topic, client_id client) {
+  auto& ts = topic.second;
+  std::map<std::uint32_t, std::vector<buffered_delivery>> in_hand;
+  if (auto ct = client_tags_.find(client); ct != client_tags_.end()) {
+    std::vector<std::uint64_t> mine;
+    for (auto tag : ct->second)
+      if (inflight_.at(tag).topic == &topic) mine.push_back(tag);
+    std::sort(mine.begin(), mine.end());  // the order they were sent in
+    for (auto tag : mine) {
+      auto& f = inflight_.at(tag);
+      // Still held at the broker by this MQS: the next owner settles it.
+      in_hand[f.partition].push_back(buffered_delivery{f.hold, true, std::move(f.body), std::move(f.props)});
+      --ts.in_flight;
+      ct->second.erase(tag);
+      inflight_.erase(tag);
+    }
+    if (ct->second.empty()) client_tags_.erase(ct);
+  }
+  ts.parts->lose(client, std::move(in_hand));
+}
+
+void dispatcher::hand_over(topic_entry& topic, buffered_delivery&& d) {
+  send(topic, topic.second.ready.front(), std::move(d), 0);
+}
+
+void dispatcher::send(topic_entry& topic, client_id client, buffered_delivery&& d, std::uint32_t partition) {
+  auto& ts = topic.second;
   auto c = ts.credits.find(client);
+  ts.ready.erase(std::find(ts.ready.begin(), ts.ready.end(), client));
   if (--c->second == 0)
     ts.credits.erase(c);
   else
@@ -76,8 +125,9 @@ void dispatcher::hand_over(topic_entry& topic, buffered_delivery&& d) {
   std::uint64_t tag = next_tag_++;
   port_.deliver(client, topic.first, tag, d.redelivered, d.body, d.props);
   if (ts.mode == delivery_mode::at_least_once) {
-    auto& f = inflight_.emplace(tag, inflight{client, &topic, d.hold, {}, {}}).first->second;
-    if (lease_.count() > 0) {  // what a lease copies
+    auto& f = inflight_.emplace(tag, inflight{client, &topic, d.hold, {}, {}, d.redelivered, partition})
+                  .first->second;
+    if (lease_.count() > 0 || ts.parts) {  // what a lease copies, or a lost owner's next gets
       f.body = std::move(d.body);
       f.props = std::move(d.props);
     }
@@ -95,14 +145,19 @@ bool dispatcher::retry_blocked() {
 }
 
 void dispatcher::on_delivery(const std::string& topic, const broker_ref& ref, bool redelivered,
-                             std::string body, message_props props, clock::time_point now) {
+                             std::string body, message_props props, clock::time_point now,
+                             std::uint32_t partition) {
   auto it = topics_.find(topic);
   if (it == topics_.end()) {
     port_.reject(ref, true);
     return;
   }
   holding hold{ref, next_hold_++, now, lease_phase::held, false};
-  it->second.buffer.push_back(buffered_delivery{hold, redelivered, std::move(body), std::move(props)});
+  buffered_delivery d{hold, redelivered, std::move(body), std::move(props)};
+  if (auto& parts = it->second.parts)
+    parts->arrived(partition % parts->count(), std::move(d));
+  else
+    it->second.buffer.push_back(std::move(d));
   drain(*it);
 }
 
@@ -110,13 +165,19 @@ bool dispatcher::settle(client_id client, std::uint64_t tag, int how) {
   auto it = inflight_.find(tag);
   if (it == inflight_.end() || it->second.client != client) return false;
   auto& f = it->second;
-  settle_hold(*f.topic, f.hold, how, f.body, f.props);
-  --f.topic->second.in_flight;
+  auto* topic = f.topic;
+  auto partition = f.partition;
+  settle_hold(*topic, f.hold, how, f.body, f.props);
+  --topic->second.in_flight;
   if (auto ct = client_tags_.find(client); ct != client_tags_.end()) {
     ct->second.erase(tag);
     if (ct->second.empty()) client_tags_.erase(ct);
   }
   inflight_.erase(it);
+  // The last of a draining partition settled: its next owner gets what waits.
+  if (topic->second.parts &&
+      topic->second.parts->settled(partition) != partition_board<buffered_delivery>::nobody)
+    drain(*topic);
   return true;
 }
 
@@ -159,6 +220,12 @@ void dispatcher::cancel(client_id client, const std::string& topic, clock::time_
   if (it == topics_.end()) return;
   it->second.last_used = now;
   drop_credit(it->second, client);
+  if (auto& parts = it->second.parts) {
+    // What it has in hand stays its own to settle; its partitions move once it has.
+    if (it->second.pullers.erase(client)) parts->leave(client);
+    drain(*it);
+    return;
+  }
   if (it->second.pullers.erase(client)) count_consumers(topic, it->second);
   auto ct = client_tags_.find(client);
   if (ct == client_tags_.end()) return;
@@ -170,10 +237,17 @@ void dispatcher::cancel(client_id client, const std::string& topic, clock::time_
 }
 
 void dispatcher::disconnect(client_id client, clock::time_point now) {
-  for (auto& [name, ts] : topics_) {
+  for (auto& topic : topics_) {
+    auto& [name, ts] = topic;
     if (ts.credits.count(client)) ts.last_used = now;
     drop_credit(ts, client);
-    if (ts.pullers.erase(client)) count_consumers(name, ts);
+    if (!ts.pullers.erase(client)) continue;
+    if (ts.parts) {
+      lose_partitions(topic, client);
+      drain(topic);
+    } else {
+      count_consumers(name, ts);
+    }
   }
   auto ct = client_tags_.find(client);
   if (ct == client_tags_.end()) return;
@@ -204,6 +278,7 @@ void dispatcher::on_consumer_lost(const std::string& topic) {
   auto it = topics_.find(topic);
   if (it == topics_.end()) return;
   it->second.buffer.clear();
+  if (it->second.parts) it->second.parts->clear_deliveries();
   forget_inflight_of(&*it);
   forget_orphans_of(&*it);
 }
@@ -221,7 +296,10 @@ std::vector<client_id> dispatcher::refuse(const std::string& topic) {
 }
 
 void dispatcher::on_broker_lost() {
-  for (auto& [name, ts] : topics_) ts.buffer.clear();
+  for (auto& [name, ts] : topics_) {
+    ts.buffer.clear();
+    if (ts.parts) ts.parts->clear_deliveries();
+  }
   forget_inflight_of(nullptr);
   forget_orphans_of(nullptr);
 }
@@ -256,7 +334,8 @@ std::optional<delivery_mode> dispatcher::mode(const std::string& topic) const {
 
 std::size_t dispatcher::buffered(const std::string& topic) const {
   auto it = topics_.find(topic);
-  return it == topics_.end() ? 0 : it->second.buffer.size();
+  if (it == topics_.end()) return 0;
+  return it->second.buffer.size() + (it->second.parts ? it->second.parts->waiting() : 0);
 }
 
 std::uint32_t dispatcher::consumers(const std::string& topic) const {
@@ -266,7 +345,13 @@ std::uint32_t dispatcher::consumers(const std::string& topic) const {
 
 bool dispatcher::starved(const std::string& topic) const {
   auto it = topics_.find(topic);
-  return it != topics_.end() && !it->second.credits.empty() && it->second.buffer.empty();
+  return it != topics_.end() && !it->second.credits.empty() && it->second.buffer.empty() &&
+         (!it->second.parts || it->second.parts->waiting() == 0);
+}
+
+std::size_t dispatcher::partitions_of(client_id client, const std::string& topic) const {
+  auto it = topics_.find(topic);
+  return it == topics_.end() || !it->second.parts ? 0 : it->second.parts->share(client);
 }
 
 std::uint64_t dispatcher::credit(client_id client, const std::string& topic) const {

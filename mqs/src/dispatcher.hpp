@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -16,6 +17,7 @@
 
 #include "dde/names.hpp"
 #include "dde/protocol/mqs_props.hpp"
+#include "partition_board.hpp"
 
 namespace dde::mqs {
 
@@ -35,8 +37,10 @@ struct broker_ref {
 class dispatcher_port {
  public:
   virtual ~dispatcher_port() = default;
-  /// Starts consuming `topic` (first pull); an error text when that is refused at once.
-  virtual std::string start_consumer(const std::string& topic, delivery_mode mode) = 0;
+  /// Starts consuming `topic` (first pull): its queue, or with `partitions` its partitions' queues,
+  /// one consumer each (see on_delivery); an error text when that is refused at once.
+  virtual std::string start_consumer(const std::string& topic, delivery_mode mode,
+                                     std::uint32_t partitions) = 0;
   /// Stops consuming `topic` (idle); its unacknowledged deliveries go back to the queue.
   virtual void stop_consumer(const std::string& topic) = 0;
   /// `topic` is consumed by `consumers` (at least 1; each host that pulls it counts its workers, or
@@ -80,22 +84,27 @@ class dispatcher {
       : port_(port), idle_timeout_(idle_timeout), lease_(lease) {}
 
   /// `client` can take `credit` more messages of `topic`, and consumes it with `consumers` workers
-  /// (0: as it last said, or 1). An error text when refused.
+  /// (0: as it last said, or 1). A topic pulled with `partitions` is partitioned: each partition
+  /// goes to one of the hosts pulling it at a time, its deliveries in order (partition_board.hpp).
+  /// An error text when refused.
   std::string pull(client_id client, const std::string& topic, delivery_mode mode, std::uint32_t credit,
-                   clock::time_point now, std::uint32_t consumers = 0);
+                   clock::time_point now, std::uint32_t consumers = 0, std::uint32_t partitions = 0);
   /// The host is done with these deliveries (at-least-once: now acked to the broker).
   /// Unknown tags, tags of another host and tags made void by a reconnect are ignored.
   void ack(client_id client, const std::vector<std::uint64_t>& tags, clock::time_point now);
   /// Gives deliveries back (requeue) or drops/dead-letters them.
   void nack(client_id client, const std::vector<std::uint64_t>& tags, bool requeue, clock::time_point now);
-  /// `client` stops pulling `topic`: its credit goes and its unacked deliveries are requeued.
+  /// `client` stops pulling `topic`: its credit goes and its unacked deliveries are requeued; of a
+  /// partitioned topic they stay its own to settle, and its partitions move once it has.
   void cancel(client_id client, const std::string& topic, clock::time_point now);
-  /// `client` is gone: the same for every topic.
+  /// `client` is gone: the same for every topic; what it had of a partitioned topic goes, flagged
+  /// redelivered, first to its partitions' next owners (the MQS still holds it at the broker).
   void disconnect(client_id client, clock::time_point now);
 
-  /// A message arrived from the broker for `topic` (at `now`, from which its lease counts).
+  /// A message arrived from the broker for `topic` (at `now`, from which its lease counts), from the
+  /// queue of its partition `partition` when the topic is partitioned.
   void on_delivery(const std::string& topic, const broker_ref& ref, bool redelivered, std::string body,
-                   message_props props = {}, clock::time_point now = {});
+                   message_props props = {}, clock::time_point now = {}, std::uint32_t partition = 0);
 
   // Leases: RabbitMQ takes back a delivery unacknowledged for its consumer_timeout (closing the
   // channel, so every delivery of it). A delivery held for the lease (waiting for credit, or with
@@ -145,6 +154,8 @@ class dispatcher {
   std::size_t unacked_total() const { return inflight_.size(); }
   /// Consumers of `topic`: the workers of the hosts that pulled it and neither cancelled nor left.
   std::uint32_t consumers(const std::string& topic) const;
+  /// The partitions of `topic` `client` owns or is to own once drained (0: none, or not partitioned).
+  std::size_t partitions_of(client_id client, const std::string& topic) const;
 
  private:
   // How a host settled a delivery.
@@ -174,7 +185,9 @@ class dispatcher {
   };
   struct topic_state {
     delivery_mode mode = delivery_mode::at_least_once;
-    std::deque<buffered_delivery> buffer;                  ///< waiting for credit
+    std::deque<buffered_delivery> buffer;  ///< waiting for credit
+    /// A partitioned topic's owners and what waits for each (its deliveries are not in `buffer`).
+    std::unique_ptr<partition_board<buffered_delivery>> parts;
     std::deque<client_id> ready;                           ///< clients with credit, round-robin order
     std::unordered_map<client_id, std::uint64_t> credits;  ///< only entries > 0
     std::unordered_map<client_id, std::uint32_t> pullers;  ///< their consumers; neither cancelled nor left
@@ -187,8 +200,10 @@ class dispatcher {
     client_id client = 0;
     topic_entry* topic = nullptr;
     holding hold;
-    std::string body;  ///< kept for a lease copy (only when leases are on)
+    std::string body;  ///< kept for a lease copy (when leases are on) or a partition's next owner
     message_props props;
+    bool redelivered = false;
+    std::uint32_t partition = 0;
   };
   /// A delivery the host settled while its copy was under way: the copy is settled as it comes.
   struct orphan {
@@ -199,7 +214,13 @@ class dispatcher {
   };
 
   void hand_over(topic_entry& topic, buffered_delivery&& d);
+  /// Sends `d` to `client`, taking one of its credits.
+  void send(topic_entry& topic, client_id client, buffered_delivery&& d, std::uint32_t partition);
   void drain(topic_entry& topic);
+  /// drain() of a partitioned topic: each host with credit gets what waits of its partitions.
+  void drain_partitions(topic_entry& topic);
+  /// disconnect() of a partitioned topic: what `client` had in hand goes to the next owners.
+  void lose_partitions(topic_entry& topic, client_id client);
   void drop_credit(topic_state& topic, client_id client);
   /// Tells the port when the sum of the pullers' consumers changed (never below one).
   void count_consumers(const std::string& topic, topic_state& ts);

@@ -83,7 +83,9 @@ dispatcher::clock::time_point dispatcher::renew_leases(clock::time_point now) {
   };
   for (auto& topic : topics_)
     for (auto& d : topic.second.buffer) consider(topic, d.hold, d.body, d.props);
-  for (auto& [tag, f] : inflight_) consider(*f.topic, f.hold, f.body, f.props);
+  // A partitioned topic's copies would come back to its pool's queue, not to their partitions'.
+  for (auto& [tag, f] : inflight_)
+    if (!f.topic->second.parts) consider(*f.topic, f.hold, f.body, f.props);
   return next == clock::time_point::max() ? now + lease_ : next;
 }
 

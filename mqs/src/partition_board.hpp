@@ -70,6 +70,17 @@ class partition_board {
     rebalance();
   }
 
+  /// Every delivery is void (the broker takes them back: a channel closed, a connection dropped):
+  /// nothing waits, nothing is in hand, and drains are over.
+  void clear_deliveries() {
+    for (auto& part : parts_) {
+      part.waiting.clear();
+      part.in_hand = 0;
+      if (part.next != nobody) part.owner = part.next;
+      part.next = nobody;
+    }
+  }
+
   /// A delivery of partition `p` came from the broker: it waits for its owner.
   void arrived(std::uint32_t p, Delivery d) { parts_.at(p).waiting.push_back(std::move(d)); }
 

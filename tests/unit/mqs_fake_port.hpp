@@ -21,8 +21,9 @@ struct delivered {
 /// Records what the dispatcher asks of the broker and the hosts.
 class fake_port : public dispatcher_port {
  public:
-  std::string start_consumer(const std::string& topic, delivery_mode) override {
+  std::string start_consumer(const std::string& topic, delivery_mode, std::uint32_t partitions) override {
     started.push_back(topic);
+    started_partitions.push_back(partitions);
     return refuse_start;
   }
   void stop_consumer(const std::string& topic) override { stopped.push_back(topic); }
@@ -45,6 +46,7 @@ class fake_port : public dispatcher_port {
   void set_consumers(const std::string& topic, std::uint32_t n) override { consumers.emplace_back(topic, n); }
 
   std::vector<std::string> started, stopped;
+  std::vector<std::uint32_t> started_partitions;
   std::vector<broker_ref> acked, requeued, dropped;
   std::vector<broker_ref> released;  ///< acked for a lease, not for a host
   struct lease_copy {
