@@ -14,6 +14,7 @@
 #include "broker_link.hpp"
 #include "dde/protocol/mqs_records.hpp"
 #include "dispatcher.hpp"
+#include "partitions.hpp"
 
 namespace dde::mqs {
 
@@ -37,13 +38,15 @@ struct channel_state {
   broker_link* link;  ///< the connection it lives on (its consumer's, or the main one)
   std::uint16_t channel;
   ack_batcher acks;
-  bool governance = false;  ///< the pause consumer (no-ack), not a topic's
-  bool lease_copy = false;  ///< the delivery being read came from the lease queue
-  bool oversize = false;    ///< a governance message too large to read: skipped
+  bool governance = false;   ///< the pause consumer (no-ack), not a topic's
+  partitioning partitioned;  ///< a partitioned topic's partitions and key (count 0: not partitioned)
+  bool lease_copy = false;   ///< the delivery being read came from the lease queue
+  bool oversize = false;     ///< a governance message too large to read: skipped
   // The delivery being read: method, then content header, then body frames.
   bool reading = false;
   broker_ref ref;
   bool redelivered = false;
+  std::uint32_t consumer = 0;  ///< its consumer's number on the channel: a partitioned topic's partition
   std::uint64_t remaining = 0;
   std::string body;
   message_props props;

@@ -22,9 +22,11 @@ struct pull {
   std::string topic;
   delivery_mode mode = delivery_mode::at_least_once;
   std::uint32_t credit = 0;
-  std::uint32_t consumers = 0;  ///< the host's workers on the topic (0: not told)
-  bool binary_deliver = false;  ///< the host reads binary `deliver` headers
-  std::size_t record = 0;       ///< index in its batch, for an error record
+  std::uint32_t consumers = 0;   ///< the host's workers on the topic (0: not told)
+  bool binary_deliver = false;   ///< the host reads binary `deliver` headers
+  std::size_t record = 0;        ///< index in its batch, for an error record
+  std::uint32_t partitions = 0;  ///< a partitioned pool's partitions, and its key
+  std::string key{};
 };
 /// A host acks the deliveries `tags` (the MQS's delivery ids).
 struct ack {

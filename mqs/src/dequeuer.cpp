@@ -146,12 +146,15 @@ void dequeuer::handle(dequeue::pull& c, clock::time_point now) {
   // The pool's counters exist (at 0) from its first pull on, not from its first message.
   mqs_metrics::process().topic(c.topic);
   hosts_.pulled(id, c.conn, c.binary_deliver);
-  if (auto err = dispatcher_.pull(id, c.topic, c.mode, c.credit, now, c.consumers); !err.empty()) {
+  if (auto err = dispatcher_.pull(id, c.topic, c.mode, c.credit, now, c.consumers, c.partitions);
+      !err.empty()) {
     nlohmann::json header{
         {"action", "pull"}, {"topic", c.topic}, {"mode", to_string(c.mode)}, {"credit", c.credit}};
     append_error(*hosts_.records(id), err, c.record, &header);
     return;
   }
+  // Its key partitions what comes to the topic's own queue (from an MQS that did not know).
+  if (auto it = consumers_.find(c.topic); c.partitions && it != consumers_.end()) it->second.key = c.key;
   std::vector<pause_notice> notices;  // a pause of the topic still running
   pauses_.board.listen(id, c.topic, now, notices);
   tell(notices);
@@ -234,6 +237,7 @@ void dequeuer::on_method(broker_link& link, amqp_frame_t& frame) {
       ch->reading = true;
       ch->lease_copy = consumer == lease_consumer;
       ch->ref = broker_ref{ch->epoch, frame.channel, m->delivery_tag};
+      ch->consumer = consumer;
       ch->redelivered = m->redelivered;
       if (!ch->governance) ch->acks.delivered(m->delivery_tag, consumer);  // the pause consumer acks nothing
       break;
@@ -282,7 +286,13 @@ void dequeuer::complete(channel_state& ch) {
     } else if (!again && !ch.props.message_id.empty()) {
       again = books_.resent.seen(ch.props.message_id, turn_.now);
     }
-    dispatcher_.on_delivery(ch.topic, ch.ref, again, std::move(ch.body), std::move(ch.props), turn_.now);
+    // A partitioned topic's partition is its consumer's number; what came to the topic's own queue
+    // (its last consumer) is partitioned here, by its key.
+    auto partition = ch.consumer;
+    if (ch.partitioned.count && ch.consumer >= ch.partitioned.count)
+      partition = partition_of(ch.body, ch.partitioned, ch.props.message_id);
+    dispatcher_.on_delivery(ch.topic, ch.ref, again, std::move(ch.body), std::move(ch.props), turn_.now,
+                            partition);
   }
   ch.body = std::string();
   ch.props = message_props{};

@@ -97,6 +97,7 @@ class dequeuer : private dispatcher_port {
     delivery_mode mode = delivery_mode::at_least_once;
     std::uint32_t wanted = 1;  ///< broker consumers on its channel: one per worker of the hosts pulling it
     std::uint32_t partitions = 0;  ///< a partitioned topic's: one queue and one consumer each
+    std::string key;               ///< and the body field that picks a message's partition
     broker_link link;              ///< its own connection; link.channel is 0 while not consuming
     clock::time_point retry_at{};
     /// After the broker cancelled or closed the consumer (1 s, doubling to 30 s).

@@ -43,7 +43,15 @@ void dequeuer::plan_link(const std::string& topic, consumer& c, bool first) {
         c.first_node.value_or(std::hash<std::string>{}(topic) % plan->params.nodes.size());
   if (auto dl = dead_letter_spec_for(topic, c.mode, cfg_.quorum)) plan->specs.push_back(*dl);
   plan->specs.push_back(spec_for(topic, c.mode, cfg_.quorum));
-  if (cfg_.lease.count() > 0 && c.mode == delivery_mode::at_least_once)
+  // A partitioned topic: its partitions' queues, one consumer each, then its own queue (what an MQS
+  // that did not know the topic was partitioned published there), partitioned as it comes.
+  for (std::uint32_t p = 0; p < c.partitions; ++p) {
+    plan->specs.push_back(partition_spec(topic, p, c.mode, cfg_.quorum));
+    plan->queues.push_back(plan->specs.back().name);
+  }
+  if (c.partitions) plan->queues.push_back(topic);
+  // No lease copies for a partitioned topic: they would come back to the topic's queue, not the partition's.
+  if (cfg_.lease.count() > 0 && c.mode == delivery_mode::at_least_once && !c.partitions)
     plan->lease_queue = spec_for(lease_topic(mqs_id_, cfg_.lease.count(), topic), c.mode, cfg_.quorum);
   plan->prefetch = cfg_.prefetch;
   c.opening = plan->epoch;
@@ -85,21 +93,26 @@ void dequeuer::adopt(link_plan& p) {
   // Several consumers share the channel and their hosts settle out of order: an at-least-once
   // topic's acks may wait a little for one multiple ack (ack_batcher); an at-most-once one's may not.
   auto hold = c.mode == delivery_mode::at_least_once ? ack_hold : ack_batcher::clock::duration::zero();
-  channels_.add(p.epoch, p.topic, p.epoch, p.tag, c.link, topic_channel, hold).last_traffic =
-      now();  // the stall watch counts a fresh consumer's quiet from here
-  mqs_metrics::process().topic(p.topic).consumers.set(1);
+  auto& ch = channels_.add(p.epoch, p.topic, p.epoch, p.tag, c.link, topic_channel, hold);
+  ch.last_traffic = now();  // the stall watch counts a fresh consumer's quiet from here
+  if (c.partitions) ch.partitioned = {c.partitions, c.key};
+  // A partitioned topic's consumers are all there from the start, one per queue, and stay.
+  for (std::size_t i = 1; i < p.queues.size(); ++i) ch.more_tags.push_back(p.tag + "+" + std::to_string(i));
+  if (!p.queues.empty()) ch.next_more = std::uint32_t(p.queues.size());
+  mqs_metrics::process().topic(p.topic).consumers.set(double(std::max<std::size_t>(p.queues.size(), 1)));
   c.link.channel = topic_channel;
   c.link.epoch = p.epoch;
   c.link.readable = true;  // the opener may have left deliveries in rabbitmq-c's buffer or the socket
   c.retry.reset();
   c.reconnect.reset();
   log()->debug("consuming {} ({}) with prefetch {}", p.topic, to_string(c.mode), cfg_.prefetch);
-  match_consumers(p.topic, c, now());  // one per worker that pulls
+  if (!c.partitions) match_consumers(p.topic, c, now());  // one per worker that pulls
 }
 
 void dequeuer::set_consumers(const std::string& topic, std::uint32_t consumers) {
   auto it = consumers_.find(topic);
   if (it == consumers_.end()) return;
+  if (it->second.partitions) return;  // one consumer per partition, whoever pulls
   it->second.wanted = std::clamp<std::uint32_t>(consumers, 1, max_consumers);
   if (it->second.link.channel) timers_.sooner(timer::shrink, match_consumers(topic, it->second, now()));
 }
@@ -163,7 +176,8 @@ dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, 
 dequeuer::clock::time_point dequeuer::shrink_quiet_consumers(clock::time_point now) {
   auto due = clock::time_point::max();
   for (auto& [topic, c] : consumers_)
-    if (c.link.usable() && c.link.channel) due = std::min(due, match_consumers(topic, c, now));
+    if (c.link.usable() && c.link.channel && !c.partitions)
+      due = std::min(due, match_consumers(topic, c, now));
   return due;
 }
 

@@ -199,8 +199,11 @@ bool enqueuer::publish(outgoing_message& msg, std::uint64_t wall_us) {
   // Stamped at its first publish: one published again (broker nack, reconnect) keeps its first time,
   // so the receiver's time in queue includes those retries.
   if (!msg.props.published_us) msg.props.published_us = wall_us;
+  // A partitioned topic's message goes to its partition's queue.
+  const std::string queue = msg.partition ? partition_queue(msg.topic, *msg.partition) : std::string();
+  const std::string& routing_key = msg.partition ? queue : msg.topic;
   if (writer_.batching()) {  // plain TCP: sent with the rest of the burst, in one write
-    if (!writer_.add(channel, msg.topic, persistence, msg.body, msg.props))
+    if (!writer_.add(channel, routing_key, persistence, msg.body, msg.props))
       return refuse_front(msg.mode, "a topic name is at most 255 bytes");
   } else {
     amqp_session::publish_props props;  // amqps: rabbitmq-c writes each frame through OpenSSL
@@ -210,7 +213,7 @@ bool enqueuer::publish(outgoing_message& msg, std::uint64_t wall_us) {
     props.app_id = msg.props.app_id;
     props.headers = &msg.props.headers;
     props.published_us = msg.props.published_us;
-    if (auto error = link_.session->publish(channel, {}, msg.topic, props, msg.body); !error.empty()) {
+    if (auto error = link_.session->publish(channel, {}, routing_key, props, msg.body); !error.empty()) {
       lost(error);
       return false;
     }

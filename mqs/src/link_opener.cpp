@@ -22,7 +22,12 @@ void link_plan::open(const session_opener& open, std::atomic<int>& watch) {
   if (r.ok()) r = s.qos(topic_channel, prefetch);
   // RabbitMQ 3.10 may answer this with a connection-level 541 while a fresh quorum queue elects
   // its leader: only this topic's connection goes, and it is retried after a backoff.
-  if (r.ok()) r = s.consume(topic_channel, topic, tag);
+  if (queues.empty()) {
+    if (r.ok()) r = s.consume(topic_channel, topic, tag);
+  } else {
+    for (std::size_t i = 0; i < queues.size() && r.ok(); ++i)
+      r = s.consume(topic_channel, queues[i], i == 0 ? tag : tag + "+" + std::to_string(i));
+  }
   if (r.ok() && lease_queue) {
     bool was_there = false;
     r = s.declare_or_use(topic_channel, *lease_queue, was_there);

@@ -38,6 +38,9 @@ struct link_plan {
   broker_params params;
   std::vector<queue_spec> specs;          ///< declared in order (the dead-letter queue, then the topic's)
   std::optional<queue_spec> lease_queue;  ///< consumed beside it as "<tag>+<lease_suffix>"
+  /// The queues consumed, the first as `tag`, the n-th after it as "<tag>+<n>" (a partitioned
+  /// topic's partitions); empty: the topic's own queue.
+  std::vector<std::string> queues;
   std::uint16_t prefetch = 0;
   // What became of it.
   std::unique_ptr<amqp_session> session;  ///< consuming on topic_channel when `failed` and `error` are empty

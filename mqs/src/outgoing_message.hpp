@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "dde/names.hpp"
@@ -23,6 +24,8 @@ struct outgoing_message {
   /// The MQS's own message (a lease copy, a dead letter; no `conn`): called on the enqueuer's
   /// thread with true once the broker confirmed it, false if it was refused.
   std::function<void(bool)> settled;
+  /// A partitioned topic's message: the partition its key picked (it goes to that partition's queue).
+  std::optional<std::uint32_t> partition{};
 };
 
 }  // namespace dde::mqs

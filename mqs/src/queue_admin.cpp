@@ -14,10 +14,12 @@ constexpr auto redeclare_after = std::chrono::seconds(30);
 
 queue_admin::outcome queue_admin::ensure(amqp_session& session, const outgoing_message& msg,
                                          clock::time_point now, std::string& error) {
-  if (auto it = until_.find(msg.topic); it != until_.end() && now < it->second) return outcome::declared;
+  auto queue = msg.partition ? partition_spec(msg.topic, *msg.partition, msg.mode, quorum_)
+                             : spec_for(msg.topic, msg.mode, quorum_);
+  if (auto it = until_.find(queue.name); it != until_.end() && now < it->second) return outcome::declared;
   std::vector<queue_spec> specs;
   if (auto dl = dead_letter_spec_for(msg.topic, msg.mode, quorum_)) specs.push_back(*dl);
-  specs.push_back(spec_for(msg.topic, msg.mode, quorum_));
+  specs.push_back(std::move(queue));
   for (auto& spec : specs) {
     bool existing = false;
     auto r = session.declare_or_use(channel_, spec, existing);
@@ -40,7 +42,7 @@ queue_admin::outcome queue_admin::ensure(amqp_session& session, const outgoing_m
           ->warn("queue {} exists with other arguments than the MQS would give it for {}: using it as it is",
                  spec.name, to_string(msg.mode));
   }
-  until_[msg.topic] = now + redeclare_after;
+  until_[specs.back().name] = now + redeclare_after;
   return outcome::declared;
 }
 

@@ -47,8 +47,10 @@ class queue_admin {
   /// Answers the questions asked since the last call, on `session` (none: not connected). The
   /// connection's error if it was lost meanwhile (the questions after that are answered so).
   std::optional<std::string> answer_depths(amqp_session* session);
-  /// `topic`'s queues are declared again before its next publish (they may have gone).
-  void forget(const std::string& topic) { until_.erase(topic); }
+  /// `msg`'s queues are declared again before its next publish (they may have gone).
+  void forget(const outgoing_message& msg) {
+    until_.erase(msg.partition ? partition_queue(msg.topic, *msg.partition) : msg.topic);
+  }
   /// A new connection declares everything again.
   void forget_all() { until_.clear(); }
 
@@ -56,7 +58,7 @@ class queue_admin {
   std::uint16_t channel_;
   quorum_placement quorum_;
   inbox<depth_query> depths_;
-  /// Topics whose queues were declared, until when that holds; queues found with other arguments.
+  /// Queues declared (a topic's, or a partition's), until when that holds; queues found with other arguments.
   std::unordered_map<std::string, clock::time_point> until_;
   std::unordered_set<std::string> warned_;
 };

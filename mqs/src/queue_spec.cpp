@@ -78,6 +78,18 @@ queue_spec spec_for(std::string_view topic, delivery_mode mode, const quorum_pla
   return s;
 }
 
+std::string partition_queue(std::string_view topic, std::uint32_t index) {
+  return std::string(topic) + "~" + std::to_string(index);
+}
+
+queue_spec partition_spec(std::string_view topic, std::uint32_t index, delivery_mode mode,
+                          const quorum_placement& placement) {
+  auto s = spec_for(topic, mode, placement);
+  s.name = partition_queue(topic, index);
+  s.single_active_consumer = true;
+  return s;
+}
+
 std::optional<queue_spec> dead_letter_spec_for(std::string_view topic, delivery_mode mode,
                                                const quorum_placement& placement) {
   if (mode != delivery_mode::at_least_once || is_dead_letter_queue(topic) || parse_delay_topic(topic) ||

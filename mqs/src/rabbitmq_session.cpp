@@ -290,6 +290,7 @@ amqp_session::result rabbitmq_session::declare(std::uint16_t channel, const queu
       args.push_back(string_entry("x-dead-letter-strategy", at_least_once));
       args.push_back(string_entry("x-overflow", reject_publish));
     }
+    if (spec.single_active_consumer) args.push_back(bool_entry("x-single-active-consumer", true));
   }
   amqp_table_t table{static_cast<int>(args.size()), args.data()};
   amqp_queue_declare(state_, channel, bytes_of(spec.name), passive, spec.durable, 0, 0, table);

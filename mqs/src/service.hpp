@@ -16,6 +16,7 @@
 #include "dequeuer.hpp"
 #include "enqueuer.hpp"
 #include "flow_control.hpp"
+#include "partitions.hpp"
 
 namespace dde::mqs {
 
@@ -56,6 +57,7 @@ class service : public net::ws_handler {
   flow_control flow_;
   enqueuer enqueuer_;
   dequeuer dequeuer_;
+  partition_directory partitions_;  ///< the partitioned topics, as their pools' pulls said
   std::mutex mutex_;
   std::unordered_map<std::uint64_t, std::shared_ptr<session>> sessions_;
   std::atomic<std::uint64_t> dropped_{0};

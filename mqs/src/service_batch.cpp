@@ -107,11 +107,16 @@ void service::batch::operator()(enqueue_request& q) {
   enqueued_bytes += e.body.size();
   enqueues.push_back(outgoing_message{
       conn, std::move(q.topic), q.mode, q.seq.value_or(0), std::string(e.body), std::move(q.props), {}});
+  if (auto p = svc.partitions_.find(enqueues.back().topic)) {
+    auto& m = enqueues.back();
+    m.partition = partition_of(m.body, *p, m.props.message_id);
+  }
 }
 
 void service::batch::operator()(pull_request& p) {
-  commands.emplace_back(
-      dequeue::pull{conn, std::move(p.topic), p.mode, p.credit, p.consumers, s.binary_deliver, e.index});
+  if (p.partitions) svc.partitions_.learn(p.topic, {p.partitions, p.key});
+  commands.emplace_back(dequeue::pull{conn, std::move(p.topic), p.mode, p.credit, p.consumers,
+                                      s.binary_deliver, e.index, p.partitions, std::move(p.key)});
 }
 
 void service::batch::operator()(ack_request& a) {

@@ -64,7 +64,7 @@ class ask_session : public net::ws_handler {
     e.body = json::parse(call_.body);
     std::string batch;
     mqs::append(batch, mqs::hello_request{wire::protocol_version, "ddectl", instance_});
-    mqs::append(batch, mqs::pull_request{reply_topic(instance_), delivery_mode::reply, 1, 0});
+    mqs::append(batch, mqs::pull_request{reply_topic(instance_), delivery_mode::reply, 1, 0, 0, {}});
     auto topic = parse_address(call_.to)->topic();
     auto split = split_envelope(e, topic);
     auto mode = parse_delivery_mode(call_.mode).value_or(delivery_mode::at_least_once);

@@ -84,6 +84,30 @@ TEST(OutgoingBatch, MergesAcksIntoOneRecordAndPullsIntoOnePerTopicAfterTheRecord
   EXPECT_TRUE(batch.take([](const std::string&, std::size_t) {}).empty()) << "cleared: nothing goes";
 }
 
+TEST(OutgoingBatch, APartitionedTopicsPullsCarryItsPartitionsUntilItIsForgotten) {
+  outgoing_batch batch;
+  batch.partition("shop.orders", 16, "customerId");
+  batch.add_pull("shop.orders", delivery_mode::at_least_once, 4);
+  batch.add_pull("a.pool", delivery_mode::at_least_once, 1);
+  auto got = read_back(batch.take([](const std::string&, std::size_t) {}));
+  ASSERT_EQ(got.size(), 2u);
+  auto& plain = std::get<mqs::pull_request>(got[0]);
+  EXPECT_EQ(plain.topic, "a.pool");
+  EXPECT_EQ(plain.partitions, 0u);
+  auto& part = std::get<mqs::pull_request>(got[1]);
+  EXPECT_EQ(part.partitions, 16u);
+  EXPECT_EQ(part.key, "customerId");
+  batch.clear();  // a reconnect: the pool is still partitioned
+  batch.add_pull("shop.orders", delivery_mode::at_least_once, 1);
+  got = read_back(batch.take([](const std::string&, std::size_t) {}));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(std::get<mqs::pull_request>(got[0]).partitions, 16u);
+  batch.partition("shop.orders", 0, {});
+  batch.add_pull("shop.orders", delivery_mode::at_least_once, 1);
+  got = read_back(batch.take([](const std::string&, std::size_t) {}));
+  EXPECT_EQ(std::get<mqs::pull_request>(got[0]).partitions, 0u);
+}
+
 struct recording_sink : topic_sink {
   int connected = 0;
   void deliver(std::uint64_t, std::vector<delivery>) override {}

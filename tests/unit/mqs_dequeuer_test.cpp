@@ -754,5 +754,34 @@ TEST_F(DequeuerTest, ALostMainConnectionIsOpenedAgainAfterABackoffAndConsumesPau
   EXPECT_EQ(broker.attempts, (std::vector<std::string>{"dde-mqs dequeuer", "dde-mqs dequeuer"}));
 }
 
+TEST_F(DequeuerTest, APartitionedTopicConsumesEachPartitionsQueueAndItsOwnAndHandsOverByPartition) {
+  start();
+  command(dequeue::pull{host, topic, delivery_mode::at_least_once, 10, 2, false, 0, 3, "user"});
+  auto* s = link();
+  ASSERT_NE(s, nullptr);
+  std::vector<std::string> consumes;
+  for (auto& r : s->rpcs)
+    if (r.rfind("basic.consume", 0) == 0) consumes.push_back(r);
+  ASSERT_EQ(consumes.size(), 4u) << ::testing::PrintToString(s->rpcs);
+  auto first = consumes[0].substr(consumes[0].rfind(' ') + 1);
+  EXPECT_EQ(consumes[0], "basic.consume 1 s.consumer~0 " + first);
+  EXPECT_EQ(consumes[1], "basic.consume 1 s.consumer~1 " + first + "+1");
+  EXPECT_EQ(consumes[2], "basic.consume 1 s.consumer~2 " + first + "+2");
+  EXPECT_EQ(consumes[3], "basic.consume 1 s.consumer " + first + "+3");
+  EXPECT_EQ(s->count("basic.qos"), 1u);
+  // Each partition's delivery reaches the host (it owns all three); a message that came to the
+  // topic's own queue too.
+  s->deliver(1, first + "+2", 1, R"({"user":"ann"})");
+  s->deliver(1, first, 2, R"({"user":"bob"})");
+  s->deliver(1, first + "+3", 3, R"({"user":"cy"})");
+  settle();
+  EXPECT_EQ(deliveries().size(), 3u);
+  // No extra consumers come or go with the host's workers: one per queue.
+  time.advance(std::chrono::seconds(5));
+  settle();
+  EXPECT_EQ(s->count("basic.cancel"), 0u);
+  EXPECT_EQ(s->count("basic.consume"), 4u);
+}
+
 }  // namespace
 }  // namespace dde::mqs

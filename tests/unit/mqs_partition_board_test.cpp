@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "partition_board.hpp"
+#include "partitions.hpp"
 
 namespace dde::mqs {
 namespace {
@@ -224,6 +225,34 @@ TEST(PartitionBoard, RandomMembershipKeepsEachPartitionInOneHandAndInOrder) {
   }
   for (auto& [p, left] : unsettled) EXPECT_TRUE(left.empty()) << "partition " << p << " lost messages";
   EXPECT_GT(settled_total, 500);  // the walk went through many settles, not only joins and losses
+}
+
+TEST(PartitionOf, AKeysMessagesShareAPartitionAndKeysSpreadOverAll) {
+  partitioning p{8, "user"};
+  auto of = [&](const std::string& body) { return partition_of(body, p, "id-1"); };
+  EXPECT_EQ(of(R"({"user":"ann","n":1})"), of(R"({"n":2,"user":"ann"})"));
+  EXPECT_EQ(of(R"({"user":42})"), of(R"({"user":42,"x":[1]})"));  // a number as its JSON text
+  std::set<std::uint32_t> used;
+  for (int u = 0; u < 200; ++u) {
+    auto part = of(R"({"user":"u)" + std::to_string(u) + R"("})");
+    ASSERT_LT(part, 8u);
+    used.insert(part);
+  }
+  EXPECT_EQ(used.size(), 8u);
+  // No key (or no JSON): by the message id, so the same message always lands in the same place.
+  EXPECT_EQ(partition_of("not json", p, "m-7"), partition_of(R"({"other":1})", p, "m-7"));
+  EXPECT_EQ(partition_of(R"({"user":"ann"})", partitioning{1, "user"}, "x"), 0u);
+}
+
+TEST(PartitionDirectory, KnowsWhatItWasToldAndIsEmptyUntilThen) {
+  partition_directory d;
+  EXPECT_TRUE(d.empty());
+  EXPECT_FALSE(d.find("a.b"));
+  d.learn("a.b", {4, "k"});
+  EXPECT_FALSE(d.empty());
+  ASSERT_TRUE(d.find("a.b"));
+  EXPECT_EQ(d.find("a.b")->count, 4u);
+  EXPECT_FALSE(d.find("c.d"));
 }
 
 }  // namespace

@@ -148,13 +148,28 @@ TEST_F(QueueAdmin, ATopicsQueuesAreDeclaredOnceUntilTheyAreForgotten) {
   EXPECT_EQ(session.rpcs.size(), 2u);
   EXPECT_EQ(admin.ensure(session, message(3), t0 + 30s, error), queue_admin::outcome::declared);
   EXPECT_EQ(session.rpcs.size(), 4u);  // declared again: a queue someone deleted comes back
-  admin.forget("a.b");
+  admin.forget(message(4));
   EXPECT_EQ(admin.ensure(session, message(4), t0 + 31s, error), queue_admin::outcome::declared);
   EXPECT_EQ(session.rpcs.size(), 6u);
   admin.forget_all();
   EXPECT_EQ(admin.ensure(session, message(5, delivery_mode::at_most_once, "c.d"), t0 + 32s, error),
             queue_admin::outcome::declared);
   EXPECT_EQ(session.rpcs.back(), "queue.declare 3 c.d");  // at-most-once: no dead-letter queue
+}
+
+TEST_F(QueueAdmin, APartitionsQueueIsDeclaredForItsMessagesWithASingleActiveConsumer) {
+  auto m = message(1);
+  m.partition = 3;
+  std::string error;
+  EXPECT_EQ(admin.ensure(session, m, t0, error), queue_admin::outcome::declared);
+  EXPECT_EQ(session.rpcs,
+            (std::vector<std::string>{"queue.declare 3 dde.dead.a.b", "queue.declare 3 a.b~3"}));
+  EXPECT_EQ(admin.ensure(session, m, t0, error), queue_admin::outcome::declared);
+  EXPECT_EQ(session.rpcs.size(), 2u);  // declared lately
+  auto spec = partition_spec("a.b", 3, delivery_mode::at_least_once);
+  EXPECT_TRUE(spec.single_active_consumer);
+  EXPECT_TRUE(spec.quorum);
+  EXPECT_EQ(spec.dead_letter_queue, "dde.dead.a.b");  // the pool's dead letters, whatever the partition
 }
 
 TEST_F(QueueAdmin, ARefusedDeclareReopensTheChannelAndNamesTheQueue) {

@@ -91,7 +91,7 @@ TEST(MqsRequests, AnAtMostOnceEnqueueWithoutPropsCarriesNoSeq) {
 
 TEST(MqsRequests, APullReadsBackAndABigCreditIsSplitIntoRecordsTheMqsAccepts) {
   std::string out;
-  append(out, pull_request{"s.consumer", delivery_mode::at_most_once, 64, 4});
+  append(out, pull_request{"s.consumer", delivery_mode::at_most_once, 64, 4, 0, {}});
   auto p = std::get<pull_request>(read_request(out));
   EXPECT_EQ(p.topic, "s.consumer");
   EXPECT_EQ(p.mode, delivery_mode::at_most_once);
@@ -99,7 +99,7 @@ TEST(MqsRequests, APullReadsBackAndABigCreditIsSplitIntoRecordsTheMqsAccepts) {
   EXPECT_EQ(p.consumers, 4u);
 
   std::string big;
-  append(big, pull_request{"s.consumer", delivery_mode::at_least_once, max_credit * 2 + 5, 0});
+  append(big, pull_request{"s.consumer", delivery_mode::at_least_once, max_credit * 2 + 5, 0, 0, {}});
   auto decoded = wire::decode_batch(big, 1 << 20);
   ASSERT_EQ(decoded.records.size(), 3u);
   std::uint64_t total = 0;
@@ -112,8 +112,32 @@ TEST(MqsRequests, APullReadsBackAndABigCreditIsSplitIntoRecordsTheMqsAccepts) {
   EXPECT_EQ(total, max_credit * 2 + 5);
 
   std::string none;
-  append(none, pull_request{"s.consumer", delivery_mode::at_least_once, 0, 0});
+  append(none, pull_request{"s.consumer", delivery_mode::at_least_once, 0, 0, 0, {}});
   EXPECT_TRUE(none.empty()) << "a credit of 0 is no record";
+}
+
+TEST(MqsRequests, APartitionedPullCarriesItsPartitionsAndKey) {
+  std::string out;
+  pull_request sent{"shop.orders", delivery_mode::at_least_once, 8, 2, 0, {}};
+  sent.partitions = 16;
+  sent.key = "customerId";
+  append(out, sent);
+  auto p = std::get<pull_request>(read_request(out));
+  EXPECT_EQ(p.partitions, 16u);
+  EXPECT_EQ(p.key, "customerId");
+  auto refused = [](const char* header) { return parse_request(nlohmann::json::parse(header)).error; };
+  EXPECT_EQ(
+      refused(
+          R"({"action":"pull","topic":"a.b","mode":"at-least-once","credit":1,"partitions":0,"key":"k"})"),
+      "partitions 0 is out of range 1..1024");
+  EXPECT_EQ(refused(R"({"action":"pull","topic":"a.b","mode":"at-least-once","credit":1,"partitions":4})"),
+            "missing field \"key\"");
+  EXPECT_EQ(
+      refused(
+          R"({"action":"pull","topic":"a.b","mode":"at-least-once","credit":1,"partitions":4,"key":"a b"})"),
+      "invalid partition key \"a b\"");
+  EXPECT_EQ(refused(R"({"action":"pull","topic":"a.b","mode":"at-least-once","credit":1,"key":"k"})"),
+            "field \"key\" needs \"partitions\"");
 }
 
 TEST(MqsRequests, AcksAndNacksReadBackWithEveryTag) {

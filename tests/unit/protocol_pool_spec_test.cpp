@@ -45,6 +45,35 @@ TEST(PoolSpec, ADeployBodyWithEveryFieldReadsBackAsTheSameSpec) {
   EXPECT_FALSE(back.contains("id")) << "a deploy body, not a description";
 }
 
+TEST(PoolSpec, APartitionedPoolReadsBackAndRoutesByItsKey) {
+  auto back =
+      round_trip(nlohmann::json::parse(R"({"isolateName": "c", "uri": "w.so", "routerType": "roundRobin",
+    "partitions": {"count": 16, "key": "customerId"}})"));
+  ASSERT_TRUE(back.is_object());
+  EXPECT_EQ(back["partitions"], (nlohmann::json{{"count", 16}, {"key", "customerId"}}));
+  auto spec = parse_pool_spec(back, "sys");
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(spec.value().router, router_kind::consistent_hash);
+  EXPECT_EQ(spec.value().hash_key, "customerId");
+  auto refused = [](const char* body) {
+    auto s = parse_pool_spec(nlohmann::json::parse(body), "sys");
+    return s ? std::string("accepted") : s.error();
+  };
+  EXPECT_EQ(refused(R"({"isolateName": "c", "uri": "w.so", "partitions": {"count": 2000, "key": "k"}})"),
+            "field \"partitions.count\" must be a whole number 1..1024");
+  EXPECT_EQ(refused(R"({"isolateName": "c", "uri": "w.so", "partitions": {"count": 4, "key": "a.b"}})"),
+            "field \"partitions.key\" must be the name of a message body field ([A-Za-z0-9_-], at most 100 "
+            "characters)");
+  EXPECT_EQ(refused(R"({"isolateName": "c", "uri": "w.so", "partitions": {"count": 4, "key": "k", "x": 1}})"),
+            "unknown field \"partitions.x\": partitions has count and key");
+  EXPECT_EQ(refused(R"({"isolateName": "c", "uri": "w.so", "partitions": 4})"),
+            "field \"partitions\" must be an object: {\"count\": 16, \"key\": \"customerId\"}");
+  EXPECT_EQ(
+      refused(
+          R"({"isolateName": "c", "uri": "w.so", "hashKey": "u", "partitions": {"count": 4, "key": "k"}})"),
+      "hashKey \"u\" differs from partitions.key \"k\"");
+}
+
 TEST(PoolSpec, TailChoppingAndScalingReadBack) {
   auto back = round_trip(nlohmann::json::parse(
       R"({"isolateName": "c", "uri": "/w.so", "routerType": "tailChopping", "tailChopDelayMs": 50,
@@ -152,6 +181,7 @@ TEST(PoolSpec, ItsFieldsAreWhatADeployBodyCarriesAndTheParserReads) {
                                        "isolateName",
                                        "isolateSystemName",
                                        "maxInFlight",
+                                       "partitions",
                                        "pingAfterMs",
                                        "pongTimeoutMs",
                                        "rate",

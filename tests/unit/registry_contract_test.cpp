@@ -255,12 +255,14 @@ TEST(PoolSpecSchema, EveryBoundOfItsNumbersIsTheParsers) {
                              {"retry", {{"delays", {1000}}}},
                              {"subPools", {{"key", "tenant"}, {"capacity", json::object()}}},
                              {"scale", {{"max", 1024}}},
+                             {"partitions", {{"count", 4}, {"key", "customer"}}},
                              {"canary", json::object()}};
   std::size_t probes = 0;
   for_each_bound([&](const std::string& path, const json& value, bool valid) {
     auto body = base_body();
     auto top = path.substr(1, path.find('/', 1) - 1);
     if (base_objects.contains(top)) body[top] = base_objects[top];
+    if (top == "partitions") body.erase("routerType");  // the sample's random cannot keep a key's order
     body[json::json_pointer(path)] = value;
     SCOPED_TRACE(path + " = " + value.dump());
     EXPECT_EQ(joined(schema_errors(body)).empty(), valid) << joined(schema_errors(body));

@@ -174,7 +174,8 @@ TEST_F(RegistryValidation, AnUnknownFieldIsRefusedByNameWithTheFieldItProbablyMe
       with("lastGoodCopy", "/tmp/x.so"), 400,
       "unknown field \"lastGoodCopy\"; a deploy body has action bootstrapperId "
       "messageQueuingSystemServer args backoff canary credits deliveryMode failover hashKey "
-      "hotDeployment hotDeploymentIntervalMs isolateName isolateSystemName maxInFlight pingAfterMs "
+      "hotDeployment hotDeploymentIntervalMs isolateName isolateSystemName maxInFlight partitions "
+      "pingAfterMs "
       "pongTimeoutMs "
       "rate retry routerType scale sha256 subPools supervision tailChopDelayMs uri workersPaths");
   EXPECT_TRUE(node.link->requests().empty());

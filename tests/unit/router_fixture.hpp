@@ -38,6 +38,9 @@ class fake_link : public mqs_link {
             std::uint32_t consumers) override {
     pulls.push_back({topic, mode, credit, consumers});
   }
+  void partition(const std::string& topic, std::uint32_t count, const std::string& key) override {
+    partitioned.push_back({topic, count, key});
+  }
   void ack(std::uint64_t generation, std::uint64_t tag) override { acks.emplace_back(generation, tag); }
   void nack(std::uint64_t, std::uint64_t tag, bool requeue) override { nacks.emplace_back(tag, requeue); }
   void cancel(const std::string& topic) override { cancelled.push_back(topic); }
@@ -78,6 +81,12 @@ class fake_link : public mqs_link {
   };
   std::vector<held_enqueue> held;
   std::string attached;
+  struct partitioning {
+    std::string topic;
+    std::uint32_t count;
+    std::string key;
+  };
+  std::vector<partitioning> partitioned;
   std::weak_ptr<topic_sink> sink;
   struct pause_call {
     std::string topic;

@@ -71,6 +71,8 @@ class mqs_link {
   /// `consumers`: the pool's workers that take messages (a broker consumer each); 0 leaves it as told.
   virtual void pull(const std::string& topic, delivery_mode mode, std::size_t credit,
                     std::uint32_t consumers = 0) = 0;
+  /// `topic` is a partitioned pool's: its pulls ask for `count` partitions by body field `key`.
+  virtual void partition(const std::string& topic, std::uint32_t count, const std::string& key) = 0;
   virtual void ack(std::uint64_t generation, std::uint64_t tag) = 0;
   virtual void nack(std::uint64_t generation, std::uint64_t tag, bool requeue) = 0;
   virtual void cancel(const std::string& topic) = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 namespace dde::host {
 
@@ -54,12 +55,22 @@ std::string outgoing_batch::take(const std::function<void(const std::string&, st
   for (auto& [topic, p] : pulls_) {
     pulled(topic, p.credit);
     auto credit = std::uint32_t(std::min<std::size_t>(p.credit, std::numeric_limits<std::uint32_t>::max()));
-    mqs::append(out_, mqs::pull_request{topic, p.mode, credit, p.consumers});  // split above max_credit
+    mqs::pull_request r{topic, p.mode, credit, p.consumers, 0, {}};
+    if (auto it = partitions_.find(topic); it != partitions_.end())
+      std::tie(r.partitions, r.key) = it->second;
+    mqs::append(out_, r);  // split above max_credit
   }
   pulls_.clear();
   auto taken = std::move(out_);
   out_.clear();
   return taken;
+}
+
+void outgoing_batch::partition(const std::string& topic, std::uint32_t count, const std::string& key) {
+  if (count)
+    partitions_[topic] = {count, key};
+  else
+    partitions_.erase(topic);
 }
 
 void outgoing_batch::clear() {

@@ -67,6 +67,8 @@ class outgoing_batch {
   void add_pull(const std::string& topic, delivery_mode mode, std::size_t credit,
                 std::uint32_t consumers = 0);
   void drop_pull(const std::string& topic) { pulls_.erase(topic); }
+  /// `topic`'s pulls ask for `count` partitions by body field `key` from now on (0: not partitioned).
+  void partition(const std::string& topic, std::uint32_t count, const std::string& key);
   /// The batch so far, with its merged acks and pulls appended (`pulled(topic, credit)` hears each
   /// pull); empty afterwards.
   std::string take(const std::function<void(const std::string&, std::size_t)>& pulled);
@@ -77,6 +79,8 @@ class outgoing_batch {
   std::string out_;
   std::vector<std::uint64_t> acks_;
   std::map<std::string, pull> pulls_;
+  std::map<std::string, std::pair<std::uint32_t, std::string>>
+      partitions_;  ///< partitioned topics: count, key
 };
 
 }  // namespace dde::host

@@ -103,6 +103,8 @@ result<bool> router::start() {
   }
   for (auto& s : flow_.slots) s.worker->start();
   hot_.start();
+  if (pool_.spec.partitions.count)
+    top_->partition(pool_.topic, pool_.spec.partitions.count, pool_.spec.partitions.key);
   top_->attach(pool_.topic, weak_from_this());
   // Pauses asked by a replica of this pool (or echoed back from our own) come through the MQS.
   top_->set_pause_handler(pool_.topic,

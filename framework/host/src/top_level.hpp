@@ -79,6 +79,7 @@ class top_level : public std::enable_shared_from_this<top_level>, public net::ws
   /// To every host consuming `topic` through any MQS on the broker, this one included (1 ms to 1 h;
   /// `reason` is cut to 1000 characters); dropped while the MQS link is down.
   void pause(const std::string& topic, std::chrono::milliseconds ms, const std::string& reason) override;
+  void partition(const std::string& topic, std::uint32_t count, const std::string& key) override;
   void attach(const std::string& topic, std::weak_ptr<topic_sink> sink) override;
   void detach(const std::string& topic) override;
   void set_pause_handler(const std::string& topic, pause_handler fn) override;

@@ -192,7 +192,15 @@ void top_level::attach(const std::string& topic, std::weak_ptr<topic_sink> sink)
 }
 
 void top_level::detach(const std::string& topic) {
-  boost::asio::post(strand_, [self = shared_from_this(), topic] { self->pools_.detach(topic); });
+  boost::asio::post(strand_, [self = shared_from_this(), topic] {
+    self->pools_.detach(topic);
+    self->batch_.partition(topic, 0, {});
+  });
+}
+
+void top_level::partition(const std::string& topic, std::uint32_t count, const std::string& key) {
+  boost::asio::post(
+      strand_, [self = shared_from_this(), topic, count, key] { self->batch_.partition(topic, count, key); });
 }
 
 bool top_level::writable() const {

@@ -124,6 +124,18 @@ parsed_request parse_pull(const json& h) {
                   std::to_string(max_consumers));
     r.consumers = static_cast<std::uint32_t>(consumers);
   }
+  if (auto k = h.find("partitions"); k != h.end()) {
+    if (!k->is_number_integer()) return fail("field \"partitions\" must be a whole number");
+    auto partitions = k->get<std::int64_t>();
+    if (partitions < 1 || partitions > max_partitions)
+      return fail("partitions " + std::to_string(partitions) + " is out of range 1.." +
+                  std::to_string(max_partitions));
+    r.partitions = static_cast<std::uint32_t>(partitions);
+    if (auto err = get_string(h, "key", r.key); !err.empty()) return fail(err);
+    if (!valid_name(r.key)) return fail("invalid partition key \"" + r.key.substr(0, 200) + "\"");
+  } else if (h.contains("key")) {
+    return fail("field \"key\" needs \"partitions\"");
+  }
   return ok(std::move(r));
 }
 
@@ -295,6 +307,11 @@ void append(std::string& out, const pull_request& r) {
     if (r.consumers) {
       h.append(R"(,"consumers":)");
       put_number(h, r.consumers);
+    }
+    if (r.partitions) {  // the key is a name: no escaping
+      h.append(R"(,"partitions":)");
+      put_number(h, r.partitions);
+      h.append(R"(,"key":")").append(r.key).push_back('"');
     }
     h.push_back('}');
     wire::append_raw_record(out, h);

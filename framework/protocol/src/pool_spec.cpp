@@ -80,6 +80,9 @@ nlohmann::json to_json(const pool_spec& spec) {
       {"workersPaths", spec.workers_paths},
       {"routerType", spec.router_type},
       {"hashKey", spec.hash_key.empty() ? nlohmann::json() : nlohmann::json(spec.hash_key)},
+      {"partitions", spec.partitions.count
+                         ? nlohmann::json{{"count", spec.partitions.count}, {"key", spec.partitions.key}}
+                         : nlohmann::json()},
       {"tailChopDelayMs", spec.router == router_kind::tail_chopping
                               ? nlohmann::json(spec.tail_chop_delay.count())
                               : nlohmann::json()},

@@ -122,7 +122,7 @@ std::string parse_router(const nlohmann::json& body, pool_spec& spec) {
       return std::string("field \"hashKey\" must be the name of a message body field");
     spec.hash_key = key->get<std::string>();
   }
-  if (spec.router == router_kind::consistent_hash && spec.hash_key.empty())
+  if (spec.router == router_kind::consistent_hash && spec.hash_key.empty() && !field(body, "partitions"))
     return std::string(
         "routerType consistentHash needs \"hashKey\": the message body field whose value picks the worker");
   return {};
@@ -373,8 +373,9 @@ result<pool_spec> parse_pool_spec(const nlohmann::json& body, const std::string&
   if (!body.is_object()) return r::failure("the pool spec must be a JSON object");
   pool_spec spec;
   if (auto e = parse_names(body, default_system, spec); !e.empty()) return r::failure(e);
-  for (auto section : {parse_plugin, parse_workers_paths, parse_router, parse_flow, parse_rate, parse_backoff,
-                       parse_retry, parse_sub_pools, parse_scale, parse_canary, parse_supervision})
+  for (auto section :
+       {parse_plugin, parse_workers_paths, parse_router, parse_flow, parse_partitions, parse_rate,
+        parse_backoff, parse_retry, parse_sub_pools, parse_scale, parse_canary, parse_supervision})
     if (auto e = section(body, spec); !e.empty()) return r::failure(e);
   if (spec.retry.enabled() && spec.supervision.dead_letter)
     return r::failure(

@@ -34,6 +34,8 @@ struct queue_spec {
   /// x-dead-letter-strategy at-least-once (with x-overflow reject-publish, which it needs): the
   /// broker keeps a dead letter until the queue it goes to has confirmed it.
   bool dead_letter_at_least_once = false;
+  /// x-single-active-consumer: of the consumers of every MQS, one at a time gets the queue's messages.
+  bool single_active_consumer = false;
 };
 
 /// Attempts before a quorum queue dead-letters a message that keeps coming back.
@@ -60,6 +62,14 @@ struct lease_queue {
 };
 /// The TTL and pool topic of a lease queue's name; nullopt for any other name.
 std::optional<lease_queue> parse_lease_topic(std::string_view name);
+
+/// The queue of partition `index` of partitioned `topic`: `<topic>~<index>`, which is no topic name,
+/// so no host pulls or enqueues to it but through its topic.
+std::string partition_queue(std::string_view topic, std::uint32_t index);
+/// How it is declared: as `topic`'s queue for `mode` (its dead letters go to the topic's dead-letter
+/// queue), with a single active consumer, so that of several MQS processes one consumes it at a time.
+queue_spec partition_spec(std::string_view topic, std::uint32_t index, delivery_mode mode,
+                          const quorum_placement& placement = {});
 
 /// The dead-letter queue to declare beside `topic`'s queue, if it has one.
 std::optional<queue_spec> dead_letter_spec_for(std::string_view topic, delivery_mode mode,

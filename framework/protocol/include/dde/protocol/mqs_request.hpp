@@ -41,6 +41,10 @@ struct pull_request {
   /// The host's workers consuming the topic (1..max_consumers), 0 when not given: one broker
   /// consumer each, every one with the MQS's prefetch.
   std::uint32_t consumers = 0;
+  /// A partitioned pool's: its partitions (1..max_partitions; 0: not partitioned) and the message
+  /// body field whose value picks a message's partition (a name).
+  std::uint32_t partitions = 0;
+  std::string key;
 };
 
 struct ack_request {
@@ -75,6 +79,8 @@ using request = std::variant<hello_request, enqueue_request, pull_request, ack_r
 constexpr std::uint32_t max_credit = 65535;
 /// The most broker consumers one host can stand for on one topic (its workers), and on one topic in all.
 constexpr std::uint32_t max_consumers = 256;
+/// The most partitions a partitioned pool has.
+constexpr std::uint32_t max_partitions = 1024;
 /// Longest pause one `pause` may ask for: an hour.
 constexpr std::uint32_t max_pause_ms = 3'600'000;
 /// Longest `reason` of a pause, in characters (UTF-8 code points).

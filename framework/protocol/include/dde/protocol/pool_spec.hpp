@@ -119,6 +119,12 @@ struct pool_spec {
   std::string router_type = "roundRobin";  ///< as given
   std::string router_uri;                  ///< for a custom router
   std::string hash_key;                    ///< consistent-hash: the body field whose value picks the worker
+  /// Partitioned: messages go to `count` partitions by the value of their body field `key`; each
+  /// partition is handled by one replica of the pool at a time, in publish order (count 0: none).
+  struct partitioning {
+    std::uint32_t count = 0;
+    std::string key;
+  } partitions;
   std::chrono::milliseconds tail_chop_delay{200};  ///< tail-chopping: how long a copy has to answer
   bool hot_deployment = true;
   nlohmann::json args = nlohmann::json::object();
@@ -143,6 +149,9 @@ struct pool_spec {
   /// Local file path of the plugin (`uri` without `file://`); meaningless for http(s) URIs.
   std::string plugin_path() const;
 };
+/// The `partitions` field of deploy body `body` into `spec` (after the router and the delivery mode
+/// were read: a partitioned pool is at-least-once and routes by its key); an error text, or empty.
+std::string parse_partitions(const nlohmann::json& body, pool_spec& spec);
 
 /// Reads a pool spec from its JSON body, with a precise error for each bad field.
 /// `default_system` fills a missing isolateSystemName.
