@@ -241,11 +241,13 @@ void dispatcher::disconnect(client_id client, clock::time_point now) {
     auto& [name, ts] = topic;
     if (ts.credits.count(client)) ts.last_used = now;
     drop_credit(ts, client);
-    if (!ts.pullers.erase(client)) continue;
+    bool pulled = ts.pullers.erase(client) != 0;
     if (ts.parts) {
+      // Also when it had cancelled: what it still held goes to the next owners, not to the broker
+      // (a requeued message would come back behind the ones the next owner gets meanwhile).
       lose_partitions(topic, client);
       drain(topic);
-    } else {
+    } else if (pulled) {
       count_consumers(name, ts);
     }
   }

@@ -18,9 +18,9 @@ struct partitioning {
   std::string key;  ///< the message body field whose value picks the partition
 };
 
-/// The partition of a message: a hash (64-bit FNV-1a) of its body field `key`, its value as it is for
-/// a string and as JSON otherwise (as the pool's consistentHash router reads it), modulo the count.
-/// A body that is no JSON object, or has no such field, goes by `message_id`: spread, in no order.
+/// The partition of a message: dde::stable_hash (as on a consistentHash ring) of its body field `key`, its
+/// value as it is for a string and as JSON otherwise (as the pool's consistentHash router reads it), modulo
+/// the count. A body that is no JSON object, or has no such field, goes by `message_id`: spread, in no order.
 std::uint32_t partition_of(std::string_view body, const partitioning& p, std::string_view message_id);
 
 /// Which topics are partitioned, as their pools' pulls said. Thread-safe; `empty()` costs the

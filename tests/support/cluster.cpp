@@ -220,6 +220,12 @@ seq_report read_seq_logs(const fs::path& dir, const std::string& prefix) {
 
 std::vector<echo_line> read_echo_logs(const fs::path& dir) {
   std::vector<echo_line> out;
+  for (auto& [file, lines] : read_echo_logs_by_file(dir)) out.insert(out.end(), lines.begin(), lines.end());
+  return out;
+}
+
+std::map<std::string, std::vector<echo_line>> read_echo_logs_by_file(const fs::path& dir) {
+  std::map<std::string, std::vector<echo_line>> out;
   std::error_code ec;
   for (auto& entry : fs::directory_iterator(dir, ec)) {
     auto name = entry.path().filename().string();
@@ -234,13 +240,16 @@ std::vector<echo_line> read_echo_logs(const fs::path& dir) {
       if (!(line >> l.seq >> v >> l.time_us >> redelivered >> l.worker)) continue;
       l.version = std::stoi(v.substr(1));
       l.redelivered = redelivered != 0;
-      out.push_back(std::move(l));
+      out[name].push_back(std::move(l));
     }
   }
   return out;
 }
 
-std::size_t unexplained_duplicates(const std::vector<echo_line>& log) {
+std::size_t unexplained_duplicates(std::vector<echo_line> log) {
+  // In the order they were handled, whichever file each is in: the first handling is the original.
+  std::stable_sort(log.begin(), log.end(),
+                   [](const echo_line& a, const echo_line& b) { return a.time_us < b.time_us; });
   std::set<std::int64_t> seen;
   std::size_t unexplained = 0;
   for (auto& l : log)

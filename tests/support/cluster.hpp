@@ -150,9 +150,11 @@ struct echo_line {
 };
 /// Messages handled more than once although the broker did not redeliver them: what at-least-once
 /// allows is a second handling of a redelivered message, nothing else.
-std::size_t unexplained_duplicates(const std::vector<echo_line>& log);
+std::size_t unexplained_duplicates(std::vector<echo_line> log);
 /// The echo logs in `dir`, in the order they were written.
 std::vector<echo_line> read_echo_logs(const std::filesystem::path& dir);
+/// The same, by file (echo-PID.log: one process each).
+std::map<std::string, std::vector<echo_line>> read_echo_logs_by_file(const std::filesystem::path& dir);
 
 /// The most of `times` (any order) found in any window [t, t + window) of that length.
 std::size_t densest_window(std::vector<std::int64_t> times, std::int64_t window);

@@ -15,14 +15,9 @@ using clock_type = dispatcher::clock;
 using testing::fake_port;
 using testing::ref;
 
-class Dispatcher : public ::testing::Test {
+class Dispatcher : public testing::dispatcher_fixture {
  protected:
-  fake_port port;
-  dispatcher d{port, 10000ms};
-  clock_type::time_point t0 = clock_type::now();
   const std::string topic = "sys.consumer";
-  static constexpr auto alo = delivery_mode::at_least_once;
-  static constexpr auto amo = delivery_mode::at_most_once;
 };
 
 TEST_F(Dispatcher, TheFirstPullOfATopicStartsItsConsumerOnce) {

@@ -1,6 +1,9 @@
 #pragma once
 // A dispatcher_port that records what the dispatcher asks of the broker and the hosts.
 
+#include <gtest/gtest.h>
+
+#include <chrono>
 #include <set>
 #include <string>
 #include <utility>
@@ -64,6 +67,17 @@ class fake_port : public dispatcher_port {
   std::string refuse_start;
   std::set<client_id> full;                                      ///< hosts whose send queue is full
   std::vector<std::pair<std::string, std::uint32_t>> consumers;  ///< set_consumers calls
+};
+
+/// A dispatcher over a fake_port, and the clock and modes its tests use.
+class dispatcher_fixture : public ::testing::Test {
+ protected:
+  using clock_type = dispatcher::clock;
+  fake_port port;
+  dispatcher d{port, std::chrono::milliseconds(10000)};
+  clock_type::time_point t0 = clock_type::now();
+  static constexpr auto alo = delivery_mode::at_least_once;
+  static constexpr auto amo = delivery_mode::at_most_once;
 };
 
 inline broker_ref ref(std::uint64_t tag, std::uint16_t channel = 1, std::uint64_t epoch = 1) {

@@ -17,13 +17,9 @@ using clock_type = dispatcher::clock;
 using testing::fake_port;
 using testing::ref;
 
-class PartitionedDispatch : public ::testing::Test {
+class PartitionedDispatch : public testing::dispatcher_fixture {
  protected:
-  fake_port port;
-  dispatcher d{port, 10000ms};
-  clock_type::time_point t0 = clock_type::now();
   const std::string topic = "shop.orders";
-  static constexpr auto alo = delivery_mode::at_least_once;
 
   /// Broker delivery `n` of partition `p` (its broker tag is n, its body "p<p>-<n>").
   void arrive(std::uint32_t p, std::uint64_t n) {
@@ -139,6 +135,23 @@ TEST_F(PartitionedDispatch, AHostThatCancelsStillSettlesWhatItHasThenItsPartitio
   ASSERT_EQ(port.deliveries.size(), 2u);
   EXPECT_EQ(port.deliveries[1].client, other);
   EXPECT_EQ(port.deliveries[1].body, "p0-2");
+}
+
+TEST_F(PartitionedDispatch, AHostThatCancelledThenDisconnectsHandsWhatItHeldToTheNextOwnerFirst) {
+  ASSERT_EQ(d.pull(1, topic, alo, 100, t0, 0, 1), "");
+  ASSERT_EQ(d.pull(2, topic, alo, 100, t0, 0, 1), "");
+  arrive(0, 1);
+  auto owner = port.deliveries[0].client;
+  auto other = owner == 1 ? 2u : 1u;
+  d.cancel(owner, topic, t0);
+  arrive(0, 2);
+  d.disconnect(owner, t0);  // never settled p0-1
+  EXPECT_TRUE(port.requeued.empty());
+  ASSERT_EQ(port.deliveries.size(), 3u);
+  EXPECT_EQ(port.deliveries[1].client, other);
+  EXPECT_EQ(port.deliveries[1].body, "p0-1");
+  EXPECT_TRUE(port.deliveries[1].redelivered);
+  EXPECT_EQ(port.deliveries[2].body, "p0-2");
 }
 
 TEST_F(PartitionedDispatch, APullWithAnotherPartitionCountIsRefused) {

@@ -2,33 +2,19 @@
 
 #include <algorithm>
 
+#include "dde/core/stable_hash.hpp"
+
 namespace dde::host {
 
 pool_ledger::pool_ledger(router_kind kind, std::size_t credits_per_worker, std::uint32_t seed)
     : kind_(kind), credits_(std::max<std::size_t>(1, credits_per_worker)), rng_(seed) {}
-
-namespace {
-/// FNV-1a, 64 bits: stable across processes and runs, unlike std::hash.
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  // A final mix, so keys that differ in their last characters spread over the whole ring.
-  h ^= h >> 33;
-  h *= 0xff51afd7ed558ccdull;
-  h ^= h >> 33;
-  return h;
-}
-}  // namespace
 
 std::size_t pool_ledger::add_worker(std::string id, std::string path) {
   slots_.push_back({std::move(id), std::move(path), 0, true, true});
   std::size_t index = slots_.size() - 1;
   if (kind_ == router_kind::consistent_hash) {
     for (int v = 0; v < virtual_nodes; ++v)
-      ring_.emplace_back(fnv1a("slot-" + std::to_string(index) + "#" + std::to_string(v)), index);
+      ring_.emplace_back(stable_hash("slot-" + std::to_string(index) + "#" + std::to_string(v)), index);
     std::sort(ring_.begin(), ring_.end());
   }
   return index;
@@ -36,7 +22,7 @@ std::size_t pool_ledger::add_worker(std::string id, std::string path) {
 
 std::size_t pool_ledger::owner_of(std::string_view key) const {
   if (ring_.empty()) return npos;
-  auto h = fnv1a(key);
+  auto h = stable_hash(key);
   auto start = std::lower_bound(ring_.begin(), ring_.end(), std::pair<std::uint64_t, std::size_t>{h, 0});
   // Clockwise from the key's point: the first point of a slot that takes messages (alive, not killed).
   for (std::size_t k = 0; k < ring_.size(); ++k) {

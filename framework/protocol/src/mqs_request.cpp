@@ -60,6 +60,18 @@ std::string get_tags(const json& h, std::vector<std::uint64_t>& out) {
   return {};
 }
 
+/// The optional field `name`, a whole number 1..`max`, into `out` (left as it is when absent).
+std::string get_count(const json& h, const char* name, std::uint32_t max, std::uint32_t& out) {
+  auto k = h.find(name);
+  if (k == h.end()) return {};
+  if (!k->is_number_integer()) return "field \"" + std::string(name) + "\" must be a whole number";
+  auto n = k->get<std::int64_t>();
+  if (n < 1 || n > max)
+    return std::string(name) + " " + std::to_string(n) + " is out of range 1.." + std::to_string(max);
+  out = static_cast<std::uint32_t>(n);
+  return {};
+}
+
 parsed_request fail(std::string error, std::optional<std::uint64_t> seq = std::nullopt) {
   parsed_request r;
   r.error = std::move(error);
@@ -116,21 +128,9 @@ parsed_request parse_pull(const json& h) {
   if (credit < 1 || credit > max_credit)
     return fail("credit " + std::to_string(credit) + " is out of range 1.." + std::to_string(max_credit));
   r.credit = static_cast<std::uint32_t>(credit);
-  if (auto k = h.find("consumers"); k != h.end()) {
-    if (!k->is_number_integer()) return fail("field \"consumers\" must be a whole number");
-    auto consumers = k->get<std::int64_t>();
-    if (consumers < 1 || consumers > max_consumers)
-      return fail("consumers " + std::to_string(consumers) + " is out of range 1.." +
-                  std::to_string(max_consumers));
-    r.consumers = static_cast<std::uint32_t>(consumers);
-  }
-  if (auto k = h.find("partitions"); k != h.end()) {
-    if (!k->is_number_integer()) return fail("field \"partitions\" must be a whole number");
-    auto partitions = k->get<std::int64_t>();
-    if (partitions < 1 || partitions > max_partitions)
-      return fail("partitions " + std::to_string(partitions) + " is out of range 1.." +
-                  std::to_string(max_partitions));
-    r.partitions = static_cast<std::uint32_t>(partitions);
+  if (auto err = get_count(h, "consumers", max_consumers, r.consumers); !err.empty()) return fail(err);
+  if (auto err = get_count(h, "partitions", max_partitions, r.partitions); !err.empty()) return fail(err);
+  if (r.partitions) {
     if (auto err = get_string(h, "key", r.key); !err.empty()) return fail(err);
     if (!valid_name(r.key)) return fail("invalid partition key \"" + r.key.substr(0, 200) + "\"");
   } else if (h.contains("key")) {
