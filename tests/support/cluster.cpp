@@ -14,7 +14,7 @@ std::vector<std::string> tls_settings::args() const {
   if (!enabled()) return {};
   std::vector<std::string> out{"--tls-cert", cert.string(), "--tls-key", key.string()};
   if (!ca.empty()) out.insert(out.end(), {"--tls-ca", ca.string()});
-  if (verify_client) out.push_back("--tls-verify-client");
+  if (verify_client) out.emplace_back("--tls-verify-client");
   return out;
 }
 
@@ -66,7 +66,7 @@ std::unique_ptr<child_process> start_host(const std::string& system, const std::
                                           const std::vector<std::string>& extra_args) {
   std::vector<std::string> argv{bin_path("dde-isolate-system").string(), "--name", system, "--mqs", mqs_url};
   for (auto& p : pools) {
-    argv.push_back("--pool-json");
+    argv.emplace_back("--pool-json");
     argv.push_back(p.dump());
   }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());

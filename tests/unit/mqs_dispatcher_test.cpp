@@ -12,7 +12,6 @@ namespace {
 
 using namespace std::chrono_literals;
 using clock_type = dispatcher::clock;
-using testing::fake_port;
 using testing::ref;
 
 class Dispatcher : public testing::dispatcher_fixture {
