@@ -12,8 +12,6 @@
 namespace dde::mqs {
 namespace {
 
-using namespace std::chrono_literals;
-using clock_type = dispatcher::clock;
 using testing::ref;
 
 class PartitionedDispatch : public testing::dispatcher_fixture {
