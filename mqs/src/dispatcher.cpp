@@ -125,8 +125,7 @@ void dispatcher::send(topic_entry& topic, client_id client, buffered_delivery&& 
   std::uint64_t tag = next_tag_++;
   port_.deliver(client, topic.first, tag, d.redelivered, d.body, d.props);
   if (ts.mode == delivery_mode::at_least_once) {
-    auto& f = inflight_.emplace(tag, inflight{client, &topic, d.hold, {}, {}, d.redelivered, partition})
-                  .first->second;
+    auto& f = inflight_.emplace(tag, inflight{client, &topic, d.hold, {}, {}, partition}).first->second;
     if (lease_.count() > 0 || ts.parts) {  // what a lease copies, or a lost owner's next gets
       f.body = std::move(d.body);
       f.props = std::move(d.props);
@@ -135,6 +134,8 @@ void dispatcher::send(topic_entry& topic, client_id client, buffered_delivery&& 
     ++ts.in_flight;
   } else {
     port_.ack(d.hold.ref);  // at-most-once and reply: done once handed over
+    // ...so nothing of it stays in the host's hand (its partition never waits to be drained).
+    if (ts.parts) ts.parts->settled(partition);
   }
 }
 

@@ -202,7 +202,6 @@ class dispatcher {
     holding hold;
     std::string body;  ///< kept for a lease copy (when leases are on) or a partition's next owner
     message_props props;
-    bool redelivered = false;
     std::uint32_t partition = 0;
   };
   /// A delivery the host settled while its copy was under way: the copy is settled as it comes.

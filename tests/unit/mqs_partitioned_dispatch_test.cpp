@@ -151,6 +151,18 @@ TEST_F(PartitionedDispatch, AHostThatCancelledThenDisconnectsHandsWhatItHeldToTh
   EXPECT_EQ(port.deliveries[2].body, "p0-2");
 }
 
+TEST_F(PartitionedDispatch, AnAtMostOnceDeliveryLeavesNothingInHandSoItsPartitionMovesAtOnce) {
+  ASSERT_EQ(d.pull(1, topic, amo, 100, t0, 0, 1), "");
+  arrive(0, 1);
+  ASSERT_EQ(port.deliveries.size(), 1u);
+  EXPECT_EQ(port.acked, (std::vector<broker_ref>{ref(1)}));  // acked as handed over
+  d.cancel(1, topic, t0);
+  ASSERT_EQ(d.pull(2, topic, amo, 100, t0, 0, 1), "");
+  arrive(0, 2);
+  ASSERT_EQ(port.deliveries.size(), 2u);
+  EXPECT_EQ(port.deliveries[1].client, 2u);
+}
+
 TEST_F(PartitionedDispatch, APullWithAnotherPartitionCountIsRefused) {
   ASSERT_EQ(d.pull(1, topic, alo, 1, t0, 0, 4), "");
   EXPECT_EQ(d.pull(2, topic, alo, 1, t0, 0, 8),
