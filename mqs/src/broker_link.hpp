@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "ack_batcher.hpp"
 #include "amqp_session.hpp"
@@ -21,23 +22,30 @@ struct broker_link : ack_sink {
   /// The last poll saw the socket readable (or has not watched it yet): only then is it read, so a
   /// turn of the loop costs no recv on the links that have nothing.
   bool readable = true;
+  /// Counts this link's failures with its owner's others (link_walk), when set.
+  std::uint64_t* failure_count = nullptr;
 
   bool usable() const { return session && failed.empty(); }
   /// Whether a read may find a frame: the socket was readable, or rabbitmq-c holds bytes already.
   bool worth_reading() const { return usable() && (readable || session->buffered()); }
+  /// The connection is to be dropped, for this reason.
+  void fail(std::string why) {
+    failed = std::move(why);
+    if (failure_count) ++*failure_count;
+  }
   /// Records `r`'s error when it lost the connection; true then.
   bool lost(const amqp_session::result& r) {
-    if (r.connection_lost()) failed = r.error;
+    if (r.connection_lost()) fail(r.error);
     return r.connection_lost();
   }
 
   void send_ack(std::uint16_t ch, std::uint64_t tag, bool multiple) override {
     if (!usable()) return;
-    if (auto error = session->ack(ch, tag, multiple); !error.empty()) failed = std::move(error);
+    if (auto error = session->ack(ch, tag, multiple); !error.empty()) fail(std::move(error));
   }
   void send_reject(std::uint16_t ch, std::uint64_t tag, bool requeue) override {
     if (!usable()) return;
-    if (auto error = session->reject(ch, tag, requeue); !error.empty()) failed = std::move(error);
+    if (auto error = session->reject(ch, tag, requeue); !error.empty()) fail(std::move(error));
   }
   /// Drops the connection without a polite close (it is broken).
   void reset_broken() {

@@ -80,15 +80,21 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   bool last = loop_.thread.stopping;
   auto t = now();
   turn_.now = t;
+  auto& walk = turn_.walk;
+  if (last) walk.everything();
   if (!main_.session && !last && timers_.due(timer::connect, t)) connect();
   for (auto& cmd : loop_.commands.take_seen()) std::visit([&](auto& c) { handle(c, t); }, cmd);
   if (timers_.due(timer::sweep, t)) sweep(t, last);
-  if (main_.worth_reading()) read_frames(main_);
-  for (auto& [topic, c] : consumers_)
-    if (c.link.worth_reading()) read_frames(c.link);
+  read_links();
   if (main_.usable()) retry_governance(t);
-  if (main_.usable() && !last) retry_consumers(t);
-  for (auto& plan : loop_.opener.take()) adopt(*plan);
+  if (main_.usable() && !last && (walk.all() || t >= walk.retry_due())) {
+    walk.everything();  // a topic may plan its link
+    retry_consumers(t);
+  }
+  for (auto& plan : loop_.opener.take()) {
+    walk.everything();
+    adopt(*plan);
+  }
   if (main_.usable() && !last && timers_.due(timer::shrink, t))
     timers_.set(timer::shrink, shrink_quiet_consumers(t));
   if (dispatcher_.blocked()) dispatcher_.retry_blocked();
@@ -111,16 +117,38 @@ std::optional<dequeuer::clock::time_point> dequeuer::turn() {
   const auto acks_due = flush(last);
   own_messages_.flush();
   if (!main_.failed.empty()) connection_lost();
-  for (auto& [topic, c] : consumers_)
-    if (!c.link.failed.empty()) link_lost(topic, c);
+  if (walk.all())
+    for (auto& [topic, c] : consumers_)
+      if (!c.link.failed.empty()) link_lost(topic, c);
   if (last) {
     if (!awaiting) return std::nullopt;
     return std::min(timers_.at(timer::stop_grace), timers_.at(timer::sweep));
   }
+  return wake_time(acks_due);
+}
 
-  auto wake_at = timers_.next([this](timer k) { return counts(k); });
+void dequeuer::read_links() {
+  if (main_.worth_reading()) read_frames(main_);
+  auto& walk = turn_.walk;
+  if (const auto& listed = walk.take_ready(); !walk.all()) {
+    for (auto* link : listed)
+      if (link->worth_reading()) read_frames(*link);
+    return;
+  }
   for (auto& [topic, c] : consumers_)
-    if (main_.session && !c.link.channel && !c.opening) wake_at = std::min(wake_at, c.retry_at);
+    if (c.link.worth_reading()) read_frames(c.link);
+}
+
+dequeuer::clock::time_point dequeuer::wake_time(clock::time_point acks_due) {
+  auto wake_at = timers_.next([this](timer k) { return counts(k); });
+  auto& walk = turn_.walk;
+  if (walk.all()) {
+    auto retry_due = clock::time_point::max();
+    for (auto& [topic, c] : consumers_)
+      if (!c.link.channel && !c.opening) retry_due = std::min(retry_due, c.retry_at);
+    walk.set_retry_due(retry_due);
+  }
+  if (main_.session) wake_at = std::min(wake_at, walk.retry_due());
   // A host's send queue has no event when it drains: look again shortly.
   if (dispatcher_.blocked()) wake_at = std::min(wake_at, now() + blocked_poll);
   return std::min(wake_at, acks_due);
@@ -132,6 +160,7 @@ void dequeuer::sweep(clock::time_point now, bool last) {
   // (15 s by default): the main link is read every sweep, a topic's every few (one in 5 at the
   // default heartbeat), so that a thousand idle topics cost 200 reads a second, not a thousand.
   main_.readable = true;
+  turn_.walk.everything();
   const std::uint64_t slices = std::clamp<std::uint64_t>(cfg_.heartbeat_s / 6, 1, 5);
   std::uint64_t i = 0;
   for (auto& [topic, c] : consumers_)
@@ -192,7 +221,7 @@ void dequeuer::read_frames(broker_link& link) {
     int rc = link.session->try_read_frame(frame);
     if (rc == 0) break;
     if (rc < 0) {
-      link.failed = amqp_session::status_text(rc);
+      link.fail(amqp_session::status_text(rc));
       break;
     }
     if (frame.frame_type == AMQP_FRAME_METHOD) {
@@ -255,7 +284,7 @@ void dequeuer::on_method(broker_link& link, amqp_frame_t& frame) {
       break;
     }
     case AMQP_CONNECTION_CLOSE_METHOD:
-      link.failed = "closed by the broker: " + amqp_session::describe_close(method);
+      link.fail("closed by the broker: " + amqp_session::describe_close(method));
       link.session->reply_connection_close_ok();
       break;
     case AMQP_CONNECTION_BLOCKED_METHOD:

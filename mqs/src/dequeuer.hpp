@@ -34,6 +34,7 @@
 #include "host_outboxes.hpp"
 #include "inbox.hpp"
 #include "link_opener.hpp"
+#include "link_walk.hpp"
 #include "mqs_metrics.hpp"
 #include "own_messages.hpp"
 #include "pause_board.hpp"
@@ -92,6 +93,7 @@ class dequeuer : private dispatcher_port {
     /// a turn rather than two a message).
     clock::time_point now{};
     std::uint64_t sweeps = 0;  ///< sweeps so far: each reads its slice of the links (see sweep)
+    link_walk walk;            ///< which links it visits: every one, or those with something to read
   } turn_;
   struct consumer {
     delivery_mode mode = delivery_mode::at_least_once;
@@ -189,6 +191,10 @@ class dequeuer : private dispatcher_port {
   void on_lease_copy(channel_state& ch);
   /// Drops the x-dde-lease header from a delivery of a pool's queue.
   static void drop_lease_header(message_props& props);
+  /// Reads the main link and the consuming links with something to read (link_walk.hpp).
+  void read_links();
+  /// When the loop must turn again at the latest: its timers, a topic's retry, an ack held.
+  clock::time_point wake_time(clock::time_point acks_due);
   /// Once a second: every link is read, and the stalls checked (not in the last turns).
   void sweep(clock::time_point now, bool last);
   /// Once a second: topics whose consumer got nothing while hosts wait have their queue's depth asked,

@@ -73,13 +73,25 @@ struct dequeuer::asio_loop {
     return true;
   }
 
+  void readable(broker_link& link) {
+    if (&link == &d.main_)
+      link.readable = true;  // every turn looks at it
+    else
+      d.turn_.walk.ready(link);
+  }
+
   /// After a turn: watches the sockets of the links that have one (and forgets those gone), and
-  /// comes back by `wake_at` at the latest.
+  /// comes back by `wake_at` at the latest. A turn that did not visit every link looks only at those
+  /// it read (link_walk.hpp).
   void arm(clock::time_point wake_at) {
+    auto& walk = d.turn_.walk;
+    const bool all = walk.all();
     bool again = false;
     // The watches of sessions gone (closed, or handed to the opener to retire) end first: each
-    // closes its dup, which a new session's fd never is. Most turns no session came or went.
-    if (index_links()) loop.unwatch_if([&](std::uint64_t serial) { return link_of(serial) == nullptr; });
+    // closes its dup, which a new session's fd never is. Only a turn that visits every link can
+    // have seen a session come or go.
+    if (all && index_links())
+      loop.unwatch_if([&](std::uint64_t serial) { return link_of(serial) == nullptr; });
     auto watch_link = [&](broker_link& link) {
       if (!link.session || link.session->fd() < 0) {
         link.readable = true;  // as the thread's loop: read as soon as it has a connection
@@ -92,7 +104,7 @@ struct dequeuer::asio_loop {
         return;
       }
       if (!loop.watch(serial, link.session->fd(), [this, serial] {
-            if (auto* l = link_of(serial)) l->readable = true;
+            if (auto* l = link_of(serial)) readable(*l);
           })) {
         logger("mqs.dequeuer")->warn("cannot watch a broker socket (dup: {}): reading it every turn", errno);
         link.readable = true;
@@ -102,8 +114,20 @@ struct dequeuer::asio_loop {
       link.readable = true;  // what came before the watch
       again = true;
     };
+    // A consuming link still to be read (bytes buffered, a socket just or not watched) is on the
+    // next turn's list.
+    auto look_at = [&](broker_link& link) {
+      watch_link(link);
+      if (link.session && link.session->buffered()) link.readable = true;
+      walk.keep(link);
+    };
     watch_link(d.main_);
-    for (auto& [topic, c] : d.consumers_) watch_link(c.link);
+    if (all) {
+      for (auto& [topic, c] : d.consumers_) look_at(c.link);
+    } else {
+      for (auto* link : walk.read()) look_at(*link);
+    }
+    walk.turned();
     if (again) return loop.schedule();
     loop.wake_at(wake_at);
   }

@@ -70,7 +70,7 @@ void dequeuer::adopt(link_plan& p) {
                 name, to_string(c.mode));
   if (!p.failed.empty()) {
     c.link.session = std::move(p.session);
-    c.link.failed = p.failed;
+    c.link.fail(p.failed);
     link_lost(p.topic, c);  // a connection-level failure: retried, not refused
     return;
   }
@@ -137,6 +137,7 @@ dequeuer::clock::time_point dequeuer::match_consumers(const std::string& topic, 
   if (have() == c.wanted) return never;
   if (have() > c.wanted && now < quiet_at) return quiet_at;
   watch_rpcs(c.link);
+  turn_.walk.everything();  // an RPC's reads may leave deliveries in rabbitmq-c's buffer
   amqp_session::result r;
   if (have() > c.wanted) {
     bool full =
@@ -190,6 +191,7 @@ void dequeuer::retry_consumers(clock::time_point now) {
 
 void dequeuer::connect() {
   std::string error;
+  turn_.walk.everything();
   main_.session = env_.open(main_.params, error);
   if (!main_.session) {
     auto delay = main_.reconnect.next();
@@ -215,6 +217,7 @@ void dequeuer::connection_lost() {
     main_.params.first_node = next_node(main_.session->node_index(), main_.params.nodes.size());
   auto delay = main_.reconnect.next();
   log()->warn("broker connection lost: {}; reconnecting in {} ms", main_.failed, delay.count());
+  turn_.walk.everything();
   loop_.thread.socket_fd = -1;
   channels_.erase(main_.epoch);  // its server-named queue went with the connection
   main_.reset_broken();
@@ -235,7 +238,9 @@ void dequeuer::link_lost(const std::string& topic, consumer& c) {
 }
 
 std::string dequeuer::start_consumer(const std::string& topic, delivery_mode mode, std::uint32_t partitions) {
+  turn_.walk.everything();
   auto [it, fresh] = consumers_.try_emplace(topic);
+  it->second.link.failure_count = turn_.walk.failure_counter();
   it->second.mode = mode;
   it->second.partitions = partitions;
   if (main_.usable()) plan_link(topic, it->second, true);  // else consumed once the broker is back
@@ -245,6 +250,7 @@ std::string dequeuer::start_consumer(const std::string& topic, delivery_mode mod
 void dequeuer::stop_consumer(const std::string& topic) {
   auto it = consumers_.find(topic);
   if (it == consumers_.end()) return;
+  turn_.walk.everything();
   if (it->second.link.epoch) {
     log()->debug("closing the idle dequeuer of {}", topic);
     drop_channel(it->second.link.epoch, {}, true);
@@ -255,6 +261,7 @@ void dequeuer::stop_consumer(const std::string& topic) {
 void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool close) {
   auto* ch = channels_.find(epoch);
   if (!ch) return;
+  turn_.walk.everything();
   auto& link = *ch->link;
   if (close && link.usable()) {
     ch->acks.flush(link);  // what hosts already settled must reach the broker first

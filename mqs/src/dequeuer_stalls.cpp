@@ -56,7 +56,7 @@ void dequeuer::handle(dequeue::depth& answer, clock::time_point now) {
           "(its connection to {} may be frozen): consuming it on a fresh connection",
           answer.topic, quiet, answer.ready, c.link.session->node());
   mqs_metrics::process().topic(answer.topic).stalls.add();
-  c.link.failed = "stalled for " + std::to_string(quiet) + " ms";
+  c.link.fail("stalled for " + std::to_string(quiet) + " ms");
 }
 
 }  // namespace dde::mqs

@@ -55,6 +55,9 @@ bool dequeuer::counts(timer t) const {
 }
 
 void dequeuer::wait(clock::time_point wake_at) {
+  // poll() looks at every link: so does each turn on this thread.
+  turn_.walk.turned();
+  turn_.walk.everything();
   std::vector<pollfd> fds{{loop_.commands.fd(), POLLIN, 0}, {loop_.opener.fd(), POLLIN, 0}};
   std::vector<broker_link*> watched;
   auto watch = [&](broker_link& link) {

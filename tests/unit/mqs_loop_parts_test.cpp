@@ -13,6 +13,7 @@
 #include "fake_amqp_session.hpp"
 #include "host_outboxes.hpp"
 #include "link_opener.hpp"
+#include "link_walk.hpp"
 #include "publish_replies.hpp"
 #include "recording_connection.hpp"
 
@@ -20,7 +21,6 @@ namespace dde::mqs {
 namespace {
 
 using testing::fake_broker;
-using testing::fake_session;
 using testing::settlement;
 
 std::shared_ptr<link_plan> plan_for(const std::string& topic) {
@@ -177,6 +177,65 @@ TEST(ChannelTable, AChannelErasedWithAcksPendingIsForgotten) {
   t.erase(e);
   EXPECT_EQ(t.flush({}, true), std::chrono::steady_clock::time_point::max());
   EXPECT_TRUE(broker.find()->acks.empty());
+}
+
+TEST(LinkWalk, TheFirstTurnVisitsEveryLinkAndLaterOnesOnlyWhatIsReady) {
+  link_walk walk;
+  broker_link a, b;
+  a.readable = b.readable = false;  // watched, nothing came
+  EXPECT_TRUE(walk.all());          // the first turn connects
+  EXPECT_TRUE(walk.take_ready().empty());
+  walk.turned();
+  EXPECT_FALSE(walk.all());
+  walk.ready(b);
+  walk.ready(b);  // its socket fired twice before the turn: listed once
+  EXPECT_TRUE(b.readable);
+  EXPECT_EQ(walk.take_ready(), (std::vector<broker_link*>{&b}));
+  EXPECT_EQ(walk.read(), (std::vector<broker_link*>{&b}));
+  EXPECT_FALSE(a.readable);
+  walk.turned();
+  EXPECT_TRUE(walk.read().empty());
+  EXPECT_TRUE(walk.take_ready().empty());  // nothing fired since
+}
+
+TEST(LinkWalk, ALinkStillReadableAfterItsTurnIsListedForTheNext) {
+  link_walk walk;
+  walk.turned();
+  broker_link a, b;
+  a.readable = b.readable = false;
+  walk.ready(a);
+  walk.ready(b);
+  ASSERT_EQ(walk.take_ready().size(), 2u);
+  a.readable = false;  // read, its socket watched again
+  walk.keep(a);
+  walk.keep(b);  // bytes still buffered
+  walk.turned();
+  EXPECT_EQ(walk.take_ready(), (std::vector<broker_link*>{&b}));
+}
+
+TEST(LinkWalk, AChangeOrAFailedLinkAnywhereMakesTheTurnVisitEveryLink) {
+  fake_broker broker;
+  std::string error;
+  link_walk walk;
+  walk.turned();
+  broker_link quiet;  // a link this turn does not read
+  quiet.readable = false;
+  quiet.failure_count = walk.failure_counter();
+  quiet.session = broker.opener()(broker_params{}, error);
+  broker.find()->broken = true;
+  quiet.send_ack(1, 7, false);  // an ack the turn flushed fails
+  EXPECT_FALSE(quiet.failed.empty());
+  EXPECT_TRUE(walk.all());
+  walk.turned();
+  EXPECT_FALSE(walk.all());
+  broker_link ready;
+  ready.readable = false;
+  walk.ready(ready);
+  walk.everything();  // e.g. a topic stopped: the list may name a link gone
+  EXPECT_TRUE(walk.take_ready().empty());
+  EXPECT_TRUE(walk.all());
+  walk.turned();
+  EXPECT_FALSE(walk.all());
 }
 
 TEST(HostOutboxes, EachHostGetsItsTurnsRecordsAsOneMessage) {
