@@ -246,14 +246,12 @@ std::map<std::string, std::vector<echo_line>> read_echo_logs_by_file(const fs::p
   return out;
 }
 
-std::size_t unexplained_duplicates(std::vector<echo_line> log) {
-  // In the order they were handled, whichever file each is in: the first handling is the original.
-  std::stable_sort(log.begin(), log.end(),
-                   [](const echo_line& a, const echo_line& b) { return a.time_us < b.time_us; });
-  std::set<std::int64_t> seen;
-  std::size_t unexplained = 0;
+std::size_t unexplained_duplicates(const std::vector<echo_line>& log) {
+  std::map<std::int64_t, std::size_t> unflagged;  // per message, its handlings not flagged redelivered
   for (auto& l : log)
-    if (!seen.insert(l.seq).second && !l.redelivered) ++unexplained;
+    if (!l.redelivered) ++unflagged[l.seq];
+  std::size_t unexplained = 0;
+  for (auto& [seq, n] : unflagged) unexplained += n - 1;
   return unexplained;
 }
 

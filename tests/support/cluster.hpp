@@ -149,8 +149,10 @@ struct echo_line {
   std::string worker;  ///< the id of the instance that handled it
 };
 /// Messages handled more than once although the broker did not redeliver them: what at-least-once
-/// allows is a second handling of a redelivered message, nothing else.
-std::size_t unexplained_duplicates(std::vector<echo_line> log);
+/// allows is a second handling of a redelivered message, nothing else. So each message may have one
+/// handling not flagged redelivered (the original), whichever handling came first: two workers may
+/// handle the original and a flagged copy at once, the copy a few microseconds sooner.
+std::size_t unexplained_duplicates(const std::vector<echo_line>& log);
 /// The echo logs in `dir`, in the order they were written.
 std::vector<echo_line> read_echo_logs(const std::filesystem::path& dir);
 /// The same, by file (echo-PID.log: one process each).
