@@ -18,7 +18,8 @@ protocol::ordered_json ordered(const nlohmann::json& j) { return protocol::order
 struct request_runner {
   system_manager& systems;
   outcome_fn answer;
-  void operator()(protocol::node::ping&) const { answer(succeeded()); }  // the registry's heartbeat: ok, {}
+  /// The registry's heartbeat: what the node runs, by version (the registry describes it when it changed).
+  void operator()(protocol::node::ping&) const { answer(succeeded({{"version", systems.version()}})); }
   void operator()(protocol::node::deploy& r) const { systems.deploy(plain(r.body), answer); }
   void operator()(protocol::node::shutdown& r) const {
     systems.shutdown(std::move(r.system), r.isolate.value_or(""), answer);

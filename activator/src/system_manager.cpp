@@ -66,6 +66,7 @@ void system_manager::wait_children() {
 }
 
 void system_manager::spawn(record& r) {
+  changed();
   r.instance = new_uuid();
   r.started = std::chrono::steady_clock::now();
   r.own_child = true;
@@ -131,7 +132,8 @@ void system_manager::request(record& r, protocol::control_request req,
   if (!r.control) return on_response(failed(503, "isolate system " + r.name + " is " + r.state));
   std::uint64_t id = next_request_++;
   auto timer = std::make_shared<boost::asio::steady_timer>(strand_, options_.request_timeout);
-  pending_[id] = {std::move(on_response), timer, r.name};
+  const bool reads_only = std::holds_alternative<protocol::control::describe>(req);
+  pending_[id] = {std::move(on_response), timer, r.name, reads_only};
   timer->async_wait([self = shared_from_this(), id, name = r.name](boost::system::error_code ec) {
     if (ec) return;
     auto it = self->pending_.find(id);
@@ -152,13 +154,16 @@ void system_manager::on_message(const std::shared_ptr<net::ws_connection>& conn,
       log()->warn("ignoring a bad frame from an isolate system ({}): {}", frame.error(), data.substr(0, 200));
       return;
     }
+    // A hello (a system attached) or an event (a hot swap, a pool that scaled itself) changes it.
+    if (!std::holds_alternative<protocol::control_response>(frame.value())) self->changed();
     if (auto* hello = std::get_if<protocol::control_hello>(&frame.value()))
       return self->on_hello(conn, *hello);
     if (auto* event = std::get_if<protocol::control_event>(&frame.value()))
       return self->on_event(conn, event->fields);
     auto& response = std::get<protocol::control_response>(frame.value());
     auto it = self->pending_.find(response.id);
-    if (it == self->pending_.end()) return;
+    if (it == self->pending_.end()) return self->changed();  // answered after its timeout: it may have acted
+    if (!it->second.reads_only) self->changed();
     it->second.timer->cancel();
     auto fn = std::move(it->second.on_response);
     self->pending_.erase(it);
@@ -286,6 +291,7 @@ void system_manager::on_child_exit(pid_t pid, int status) {
 }
 
 void system_manager::on_lost(record& r, const std::string& why) {
+  changed();
   std::string name = r.name;
   r.pid = -1;
   r.control.reset();

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -54,6 +55,11 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   void deploy(nlohmann::json body, outcome_fn done);
   void shutdown(std::string system, std::string isolate, outcome_fn done);
   void describe(outcome_fn done);
+  /// Goes up whenever what describe() would answer may have changed: a system started, attached,
+  /// restarted or gone, a request a system answered (but a describe), an event a system sent (a
+  /// hot swap, a pool that scaled itself). The registry describes the node again when it changes
+  /// (its heartbeat's `ping` answers it). Any thread.
+  std::uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   void migrate(std::string system, std::string isolate, nlohmann::json workers_paths, outcome_fn done);
   /// Replaces a running pool's spec with `body` (same system, pool and MQS); the old spec runs again
   /// if the new one does not start.
@@ -102,8 +108,10 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   struct pending {
     std::function<void(const protocol::control_response&)> on_response;
     std::shared_ptr<boost::asio::steady_timer> timer;
-    std::string system;  ///< whose control link it went out on
+    std::string system;       ///< whose control link it went out on
+    bool reads_only = false;  ///< a describe: its answer changes nothing
   };
+  void changed() { version_.fetch_add(1, std::memory_order_relaxed); }
 
   void spawn(record& r);
   /// `r`'s pools as deployed (their specs), each with `facts`: what describe says of a system that is
@@ -135,6 +143,7 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   boost::asio::signal_set sigchld_;
   std::map<std::string, record> systems_;
   std::map<std::uint64_t, pending> pending_;
+  std::atomic<std::uint64_t> version_{1};
   std::uint64_t next_request_ = 1;
   bool stopping_all_ = false;
 };

@@ -99,6 +99,7 @@ void node_watch::tick() {
       w.patience = std::chrono::milliseconds(0);
       w.pinging = w.describing = false;
       w.described_changes.reset();
+      w.version.reset();
       ++w.epoch;
     }
     w.info = info;
@@ -136,13 +137,18 @@ void node_watch::ask(const std::string& id, watched& w) {
       if (it == watched_.end() || it->second.epoch != epoch) return;
       it->second.pinging = false;
       if (http_status(a) != 502 && http_status(a) != 504) heard(id, epoch);
+      if (a && a.value().is_object())
+        if (auto v = a.value().find("version"); v != a.value().end() && v->is_number_unsigned())
+          it->second.version = v->get<std::uint64_t>();
     });
   }
   auto changes = nodes_.changes(id);
   auto now = opts_.now();
-  bool stale = w.described_changes != changes || now - w.described_at >= opts_.describe_every;
+  bool stale = w.described_changes != changes ||
+               (w.version ? w.version != w.described_version : now - w.described_at >= opts_.describe_every);
   if (!w.describing && stale) {
     w.described_changes = changes;
+    w.described_version = w.version;
     w.described_at = now;
     w.describing = nodes_.request(id, protocol::node::describe{}, [this, id, epoch](node_answer a) {
       auto it = watched_.find(id);

@@ -473,6 +473,45 @@ TEST_F(SystemManager, ASystemThatFailsToDescribeItselfShowsItsPoolsAsNotAnswerin
   EXPECT_EQ(pools[0]["messageQueuingSystemServer"], "ws://127.0.0.1:9/mqs");
 }
 
+TEST_F(SystemManager, ItsVersionGoesUpWithWhatTheSystemsChangeAndStaysPutThroughDescribes) {
+  auto v0 = manager->version();
+  auto conn = deployed(pool_body());
+  auto v1 = manager->version();
+  EXPECT_GT(v1, v0) << "a system started, attached and added a pool";
+  std::optional<outcome> description;
+  manager->describe([&](outcome o) { description = o; });
+  settle();
+  auto reqs = requests(*conn);
+  ASSERT_EQ(reqs.size(), 1u);
+  answer(conn, reqs[0].id, true, {{"sys", nlohmann::json::array()}});
+  ASSERT_TRUE(description && *description);
+  EXPECT_EQ(manager->version(), v1) << "a describe changes nothing";
+
+  // A pool that scaled itself says so; so does a hot swap.
+  manager->on_message(conn,
+                      protocol::encode(protocol::control_event{
+                          {{"event", "poolScaled"}, {"isolateName", "consumer"}, {"workers", 3}}}),
+                      false);
+  settle();
+  auto v2 = manager->version();
+  EXPECT_GT(v2, v1);
+
+  std::optional<outcome> killed;
+  manager->kill("sys", "consumer", nlohmann::json(), [&](outcome o) { killed = o; });
+  settle();
+  reqs = requests(*conn);
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(manager->version(), v2) << "asked, not yet done";
+  answer(conn, reqs[0].id, true, {{"killed", nlohmann::json::array()}});
+  ASSERT_TRUE(killed);
+  auto v3 = manager->version();
+  EXPECT_GT(v3, v2) << "the system answered a request that changes it";
+
+  manager->child_exited(procs->spawned[0].pid, SIGKILL);
+  settle();
+  EXPECT_GT(manager->version(), v3) << "the system died: it is restarting";
+}
+
 TEST_F(SystemManager, AClosedControlLinkAnswersItsPendingRequests) {
   auto conn = deployed(pool_body());
   std::optional<outcome> restarted, shut;

@@ -20,7 +20,6 @@
 namespace dde::host {
 namespace {
 
-using testing::fake_link;
 using testing::HotSwapTest;
 using testing::RouterTest;
 
@@ -285,13 +284,18 @@ TEST_F(RouterTest, AutoscalingGrowsWithTheBacklogAtEachSample) {
   link->depth = 1000;
   auto r =
       start_pool(1, {{"scale", {{"min", 1}, {"max", 4}, {"targetBacklogPerWorker", 10}, {"sampleMs", 500}}}});
+  std::vector<nlohmann::json> events;  // what the activator hears: it tells the registry to describe
+  r->set_events([&](nlohmann::json e) { events.push_back(std::move(e)); }, "");
   EXPECT_EQ(describe(*r)["workersCount"], 1);
   advance(500ms);
   EXPECT_EQ(link->depth_asked, 1);
   EXPECT_EQ(describe(*r)["workersCount"], 1) << "growing needs two samples above the target in a row";
+  EXPECT_TRUE(events.empty());
   advance(500ms);
   auto d = describe(*r);
   EXPECT_EQ(d["workersCount"], 2) << d.dump();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0], (nlohmann::json{{"event", "poolScaled"}, {"isolateName", "pool"}, {"workers", 2}}));
   EXPECT_EQ(d["scaling"]["scaleUps"], 1);
   EXPECT_EQ(d["scaling"]["backlog"], 1000);
   EXPECT_EQ(link->pulls.back().consumers, 2u) << "the new worker is a consumer too";

@@ -1,6 +1,9 @@
 // How often the registry describes its nodes: a ping at every heartbeat, a describe only when the
-// last one may be stale (a request that may have changed the node's pools ended since) or old.
+// last one may be stale (a request that may have changed the node's pools ended since, or the
+// version its ping answers changed) or, for a node that says no version, old.
 #include <gtest/gtest.h>
+
+#include <optional>
 
 #include "node_watch.hpp"
 #include "registry_fakes.hpp"
@@ -20,6 +23,7 @@ struct one_node {
                    }()};
   scripted_node a{table, 1};
   std::size_t answered = 0;
+  std::optional<std::uint64_t> version;  ///< what its pings answer (none: an older node's {})
   /// One heartbeat, 1 s after the last; answers what it asked. Returns the describes it asked for.
   int beat() {
     clock.now += 1s;
@@ -29,7 +33,7 @@ struct one_node {
     for (; answered < requests.size(); ++answered) {
       auto& r = requests[answered];
       auto action = r.value("action", "");
-      if (action == "ping") a.ok(r["id"], json::object());
+      if (action == "ping") a.ok(r["id"], version ? json{{"version", *version}} : json::object());
       if (action == "describe") {
         ++describes;
         a.ok(r["id"], json::object());
@@ -58,6 +62,27 @@ TEST(RegistryNodeDescribe, ANodeIsDescribedOnceThenOnlyAfterARequestThatMayChang
   int later = 0;
   for (int i = 0; i < 9; ++i) later += t.beat();
   EXPECT_EQ(later, 1) << "and again 10 s after the last describe, for what the node changed itself";
+}
+
+TEST(RegistryNodeDescribe, ANodeThatSaysItsVersionIsDescribedWhenItChangesAndNeverForAge) {
+  one_node t;
+  t.version = 7;
+  EXPECT_EQ(t.beat(), 1) << "a new node";
+  EXPECT_EQ(t.beat(), 1) << "its first ping said a version the first describe did not know";
+  int quiet = 0;
+  for (int i = 0; i < 30; ++i) quiet += t.beat();
+  EXPECT_EQ(quiet, 0) << "30 s at one version: not described again";
+
+  t.version = 8;  // e.g. a pool scaled itself
+  EXPECT_EQ(t.beat(), 0) << "the ping that says so is answered after this heartbeat's look";
+  EXPECT_EQ(t.beat(), 1) << "described once the registry heard of the new version";
+  EXPECT_EQ(t.beat(), 0);
+
+  bool deployed = false;
+  ASSERT_TRUE(t.table.request(t.a.id, protocol::node::deploy{}, [&](node_answer) { deployed = true; }));
+  t.a.ok(t.a.last()["id"], json::object());
+  ASSERT_TRUE(deployed);
+  EXPECT_EQ(t.beat(), 1) << "a request the registry sent still counts, whatever the version";
 }
 
 TEST(RegistryNodeDescribe, AFailedDescribeIsAskedAgainAtTheNextHeartbeat) {

@@ -72,6 +72,7 @@ bool router::renew_slot(std::size_t index) {
 }
 
 void router::set_events(std::function<void(nlohmann::json)> events, std::string plugin_cache) {
+  events_ = events;
   hot_.set_events(std::move(events), std::move(plugin_cache));
 }
 

@@ -266,6 +266,8 @@ class router : public cell_owner,
   hot_swap hot_;
   autoscaler scaling_;
   pool_lifecycle lifecycle_;
+  /// The activator's events (activator/PROTOCOL.md): a pool that scaled itself says so.
+  std::function<void(nlohmann::json)> events_;
 };
 
 }  // namespace dde::host

@@ -79,6 +79,9 @@ void router::shrink(std::size_t drop) {
 void router::scaled() {
   flush_waiting();
   request_credit();
+  // What the node runs changed by the pool's own decision: the registry describes the node again.
+  if (events_)
+    events_({{"event", "poolScaled"}, {"isolateName", pool_.spec.isolate}, {"workers", active_workers()}});
 }
 
 }  // namespace dde::host
