@@ -97,10 +97,11 @@ struct dequeuer::asio_loop {
         link.readable = true;  // as the thread's loop: read as soon as it has a connection
         return;
       }
-      if (link.session->buffered()) again = true;  // a frame is read without the socket
+      const bool buffered = link.session->buffered();
+      if (buffered) again = true;  // a frame is read without the socket
       auto serial = link.session->serial();
       if (loop.watching(serial)) {
-        link.readable = false;  // until its wait completes
+        link.readable = buffered;  // else until its wait completes
         return;
       }
       if (!loop.watch(serial, link.session->fd(), [this, serial] {
@@ -118,7 +119,6 @@ struct dequeuer::asio_loop {
     // next turn's list.
     auto look_at = [&](broker_link& link) {
       watch_link(link);
-      if (link.session && link.session->buffered()) link.readable = true;
       walk.keep(link);
     };
     watch_link(d.main_);
