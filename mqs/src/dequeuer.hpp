@@ -179,6 +179,7 @@ class dequeuer : private dispatcher_port {
   void dead_letter_copy(const std::string& topic, const std::string& body, const message_props& props,
                         const broker_ref& ref) override;
   void reject(const broker_ref& ref, bool requeue) override;
+  void returned(const std::string& topic) override { books_.counted(topic).returned.add(); }
   void deliver(client_id client, const std::string& topic, std::uint64_t tag, bool redelivered,
                const std::string& body, const message_props& props) override;
   bool can_deliver(client_id client) override;

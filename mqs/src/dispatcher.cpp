@@ -168,6 +168,7 @@ bool dispatcher::settle(client_id client, std::uint64_t tag, int how) {
   auto& f = it->second;
   auto* topic = f.topic;
   auto partition = f.partition;
+  if (how == settle_requeue) port_.returned(topic->first);
   settle_hold(*topic, f.hold, how, f.body, f.props);
   --topic->second.in_flight;
   if (auto ct = client_tags_.find(client); ct != client_tags_.end()) {

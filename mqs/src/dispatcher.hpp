@@ -72,6 +72,9 @@ class dispatcher_port {
   /// False while a host's send queue is full (it does not read its socket): deliveries wait in
   /// the MQS, bounded by the prefetch, and the rest in the broker, until `retry_blocked`.
   virtual bool can_deliver(client_id) { return true; }
+  /// A delivery of `topic` goes back to its queue: a host nacked it with requeue, or held it when it
+  /// cancelled or went away (counted, not acted on: the settling goes through reject).
+  virtual void returned(const std::string& topic) { (void)topic; }
 };
 
 class dispatcher {

@@ -25,7 +25,8 @@ void enqueuer::retry_nacked(std::vector<outgoing_message> nacked) {
   });
   for (auto& m : nacked) {
     mark_resent(m.props);  // a nack does not promise the broker kept no copy
-    admin_.forget(m);      // the queue may have gone: declare it again before the retry
+    counted_(m.topic).republished.add();
+    admin_.forget(m);  // the queue may have gone: declare it again before the retry
   }
   queues_.retry_at(std::move(nacked), now() + std::chrono::milliseconds(200));
   // A channel that published to a quorum queue while its leader's node was dying can go on being

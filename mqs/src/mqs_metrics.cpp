@@ -33,7 +33,17 @@ topic_counters& mqs_metrics::topic(const std::string& name) {
                   "dde_mqs_consumer_stalls_total",
                   "Times the topic's hosts held credit and its queue had ready messages while its consumer "
                   "got nothing for --stall-timeout-ms (then consumed on a fresh connection).",
-                  l)})
+                  l),
+              r.counter(
+                  "dde_mqs_returned_total",
+                  "Deliveries isolate systems gave back to the queue (a nack with requeue, or held by a "
+                  "host that cancelled or went away), per topic. The broker delivers them again, flagged.",
+                  l),
+              r.counter("dde_mqs_republished_total",
+                        "Messages published again because the broker nacked them or the connection was lost "
+                        "before their confirm, per topic. The copy, and the first if the broker kept it, are "
+                        "delivered flagged redelivered.",
+                        l)})
       .first->second;
 }
 

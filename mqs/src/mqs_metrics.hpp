@@ -20,6 +20,8 @@ struct topic_counters {
   metric_cell& consumers;    ///< gauge: the broker consumers this MQS holds on the topic's queue
   metric_cell& leases;       ///< deliveries held past --lease-ms, copied to the lease queue
   metric_cell& stalls;       ///< times the stall watch found its consumer stalled and consumed it afresh
+  metric_cell& returned;     ///< deliveries given back to the queue: a host's nack, cancel or disconnect
+  metric_cell& republished;  ///< published again, marked, after a nack or a connection lost unconfirmed
 };
 
 class mqs_metrics {

@@ -68,10 +68,9 @@ void answer_topics(const std::string& target, queue_inspector& inspector, respon
     nlohmann::json out = nlohmann::json::object();
     for (auto& t : topics) {
       auto& c = mqs_metrics::process().topic(t);
-      nlohmann::json entry = {{"published", c.published.value()},
-                              {"consumed", c.consumed.value()},
-                              {"acked", c.acked.value()},
-                              {"redelivered", c.redelivered.value()},
+      nlohmann::json entry = {{"published", c.published.value()}, {"consumed", c.consumed.value()},
+                              {"acked", c.acked.value()},         {"redelivered", c.redelivered.value()},
+                              {"returned", c.returned.value()},   {"republished", c.republished.value()},
                               {"consumers", c.consumers.value()}};
       if (auto it = report.queues.find(t); it != report.queues.end()) {
         entry["queueDepth"] = it->second.messages;

@@ -167,6 +167,7 @@ TEST_F(Dispatcher, ANackRequeuesOrDropsAsAsked) {
   d.nack(1, {port.deliveries[1].tag}, false, t0);
   EXPECT_EQ(port.requeued, std::vector<broker_ref>{ref(1)});
   EXPECT_EQ(port.dropped, std::vector<broker_ref>{ref(2)});
+  EXPECT_EQ(port.returns, std::vector<std::string>{topic}) << "only the requeued one counts as returned";
   EXPECT_EQ(d.unacked(1), 0u);
 }
 
@@ -178,6 +179,7 @@ TEST_F(Dispatcher, AHostThatDisconnectsLosesItsCreditAndItsUnackedDeliveriesAreR
   d.on_delivery(topic, ref(3), false, "c");  // host 1
   d.disconnect(1, t0);
   EXPECT_EQ(port.requeued, (std::vector<broker_ref>{ref(1), ref(3)}));
+  EXPECT_EQ(port.returns, (std::vector<std::string>{topic, topic}));
   EXPECT_EQ(d.credit(1, topic), 0u);
   EXPECT_EQ(d.unacked(1), 0u);
   EXPECT_EQ(d.unacked(2), 1u);

@@ -47,6 +47,7 @@ class fake_port : public dispatcher_port {
   }
   bool can_deliver(client_id client) override { return !full.count(client); }
   void set_consumers(const std::string& topic, std::uint32_t n) override { consumers.emplace_back(topic, n); }
+  void returned(const std::string& topic) override { returns.push_back(topic); }
 
   std::vector<std::string> started, stopped;
   std::vector<std::uint32_t> started_partitions;
@@ -67,6 +68,7 @@ class fake_port : public dispatcher_port {
   std::string refuse_start;
   std::set<client_id> full;                                      ///< hosts whose send queue is full
   std::vector<std::pair<std::string, std::uint32_t>> consumers;  ///< set_consumers calls
+  std::vector<std::string> returns;                              ///< returned calls: a topic each
 };
 
 /// A dispatcher over a fake_port, and the clock and modes its tests use.
