@@ -24,7 +24,7 @@ struct request_runner {
   void operator()(protocol::node::shutdown& r) const {
     systems.shutdown(std::move(r.system), r.isolate.value_or(""), answer);
   }
-  void operator()(protocol::node::describe&) const { systems.describe(answer); }
+  void operator()(protocol::node::describe& r) const { systems.describe(std::move(r.only), answer); }
   void operator()(protocol::node::set_rate& r) const {
     nlohmann::json limits = nlohmann::json::object();
     if (!r.rate.is_discarded() && !r.rate.is_null()) limits["rate"] = plain(r.rate);

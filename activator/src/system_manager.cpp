@@ -128,12 +128,12 @@ void system_manager::when_attached(const std::string& system, std::function<void
 }
 
 void system_manager::request(record& r, protocol::control_request req,
-                             std::function<void(const protocol::control_response&)> on_response) {
+                             std::function<void(const protocol::control_response&)> on_response, asker by) {
   if (!r.control) return on_response(failed(503, "isolate system " + r.name + " is " + r.state));
   std::uint64_t id = next_request_++;
   auto timer = std::make_shared<boost::asio::steady_timer>(strand_, options_.request_timeout);
-  const bool reads_only = std::holds_alternative<protocol::control::describe>(req);
-  pending_[id] = {std::move(on_response), timer, r.name, reads_only};
+  const bool quiet = by == asker::registry || std::holds_alternative<protocol::control::describe>(req);
+  pending_[id] = {std::move(on_response), timer, r.name, quiet};
   timer->async_wait([self = shared_from_this(), id, name = r.name](boost::system::error_code ec) {
     if (ec) return;
     auto it = self->pending_.find(id);
@@ -163,7 +163,7 @@ void system_manager::on_message(const std::shared_ptr<net::ws_connection>& conn,
     auto& response = std::get<protocol::control_response>(frame.value());
     auto it = self->pending_.find(response.id);
     if (it == self->pending_.end()) return self->changed();  // answered after its timeout: it may have acted
-    if (!it->second.reads_only) self->changed();
+    if (!it->second.quiet) self->changed();
     it->second.timer->cancel();
     auto fn = std::move(it->second.on_response);
     self->pending_.erase(it);

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,11 +55,15 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   // Requests from the registry (registry/PROTOCOL.md).
   void deploy(nlohmann::json body, outcome_fn done);
   void shutdown(std::string system, std::string isolate, outcome_fn done);
-  void describe(outcome_fn done);
-  /// Goes up whenever what describe() would answer may have changed: a system started, attached,
-  /// restarted or gone, a request a system answered (but a describe), an event a system sent (a
-  /// hot swap, a pool that scaled itself). The registry describes the node again when it changes
-  /// (its heartbeat's `ping` answers it). Any thread.
+  /// Every isolate system, or with `only` the pools it names (registry/PROTOCOL.md "describe").
+  void describe(std::optional<protocol::node::describe_scope> only, outcome_fn done);
+  void describe(outcome_fn done) { describe(std::nullopt, std::move(done)); }
+  /// Goes up whenever what describe() would answer may have changed in a way the registry did not
+  /// ask for: a system started, attached, restarted or gone, a request of the activator's own that a
+  /// system answered (a restarted system's pools added again), an answer after its timeout, an event
+  /// a system sent (a hot swap, a pool that scaled itself). The registry describes the whole node
+  /// when it changes (its heartbeat's `ping` answers it), and only the pools a request of its own
+  /// changed after that request. Any thread.
   std::uint64_t version() const { return version_.load(std::memory_order_relaxed); }
   void migrate(std::string system, std::string isolate, nlohmann::json workers_paths, outcome_fn done);
   /// Replaces a running pool's spec with `body` (same system, pool and MQS); the old spec runs again
@@ -108,20 +113,25 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   struct pending {
     std::function<void(const protocol::control_response&)> on_response;
     std::shared_ptr<boost::asio::steady_timer> timer;
-    std::string system;       ///< whose control link it went out on
-    bool reads_only = false;  ///< a describe: its answer changes nothing
+    std::string system;  ///< whose control link it went out on
+    bool quiet = false;  ///< its answer leaves the version alone: a describe, or asked by the registry
   };
+  /// Who a control request is for: the activator's own work, or a change the registry asked for
+  /// (the registry describes the pools it changed, so the answer need not raise the version).
+  enum class asker { activator, registry };
   void changed() { version_.fetch_add(1, std::memory_order_relaxed); }
 
   void spawn(record& r);
   /// `r`'s pools as deployed (their specs), each with `facts`: what describe says of a system that is
-  /// not attached or did not answer.
-  nlohmann::json pools_as_deployed(const record& r, const nlohmann::json& facts) const;
+  /// not attached or did not answer; with `only` those of its pools only.
+  nlohmann::json pools_as_deployed(const record& r, const nlohmann::json& facts,
+                                   const std::set<std::string>& only = {}) const;
   /// Where the isolate systems keep copies of proven plugin versions and mark swaps in progress.
   std::string plugin_cache() const { return options_.log_dir + "/plugin-cache"; }
   void when_attached(const std::string& system, std::function<void(bool, std::string)> fn);
   void request(record& r, protocol::control_request req,
-               std::function<void(const protocol::control_response&)> on_response);
+               std::function<void(const protocol::control_response&)> on_response,
+               asker by = asker::activator);
   void on_hello(const std::shared_ptr<net::ws_connection>& conn, const protocol::control_hello& hello);
   void on_event(const std::shared_ptr<net::ws_connection>& conn, const nlohmann::json& event);
   void on_child_exit(pid_t pid, int status);
@@ -129,7 +139,8 @@ class system_manager : public net::ws_handler, public std::enable_shared_from_th
   void watch_adopted(const std::string& name, pid_t pid, int checks_left);
   void redeploy(const std::string& system);
   /// `fresh`: a deploy or migration, refused when the system's MQS link is not up within
-  /// mqs_link_timeout; otherwise (a redeploy) it waits for the MQS however long it takes.
+  /// mqs_link_timeout; otherwise (a redeploy) it waits for the MQS however long it takes. A fresh
+  /// one was asked by the registry (see asker).
   void add_pool(const std::string& system, nlohmann::json body, bool fresh, outcome_fn done);
   /// A deploy to `system` ended; after a failure the system stops when it runs no pool and no other
   /// deploy waits for it.

@@ -16,15 +16,17 @@ void system_manager::add_pool(const std::string& system, nlohmann::json body, bo
   if (it == systems_.end()) return done(refused(404, "no isolate system \"" + system + "\" on this node"));
   std::optional<std::uint32_t> wait;
   if (fresh) wait = std::uint32_t(options_.mqs_link_timeout.count());
-  request(it->second, protocol::control::add_isolate{body, wait},
-          [self = shared_from_this(), system, body, done](const protocol::control_response& resp) {
-            if (!resp.ok) return done(refused(resp.status, resp.error));
-            auto it = self->systems_.find(system);
-            if (it != self->systems_.end()) it->second.pools[body["isolateName"].get<std::string>()] = body;
-            done(succeeded({{"isolateSystemName", system},
-                            {"isolateName", body["isolateName"]},
-                            {"instance", it != self->systems_.end() ? it->second.instance : ""}}));
-          });
+  request(
+      it->second, protocol::control::add_isolate{body, wait},
+      [self = shared_from_this(), system, body, done](const protocol::control_response& resp) {
+        if (!resp.ok) return done(refused(resp.status, resp.error));
+        auto it = self->systems_.find(system);
+        if (it != self->systems_.end()) it->second.pools[body["isolateName"].get<std::string>()] = body;
+        done(succeeded({{"isolateSystemName", system},
+                        {"isolateName", body["isolateName"]},
+                        {"instance", it != self->systems_.end() ? it->second.instance : ""}}));
+      },
+      fresh ? asker::registry : asker::activator);
 }
 
 void system_manager::deploy(nlohmann::json body, outcome_fn done) {
@@ -42,7 +44,7 @@ void system_manager::deploy(nlohmann::json body, outcome_fn done) {
     auto it = self->systems_.find(name);
     if (it != self->systems_.end() && it->second.discarding) {
       // Stopping because an earlier deploy failed: this one starts it afresh once it is gone.
-      it->second.after_exit.push_back([self, body = std::move(body), done = std::move(done)]() mutable {
+      it->second.after_exit.emplace_back([self, body = std::move(body), done = std::move(done)]() mutable {
         self->deploy(std::move(body), std::move(done));
       });
       return;
@@ -110,46 +112,55 @@ void system_manager::shutdown(std::string system, std::string isolate, outcome_f
         if (r.pid > 0) self->procs_->signal(r.pid, SIGTERM);
         return done(std::move(stopped));
       }
-      self->request(r, protocol::control::shutdown{},
-                    [done, stopped](const protocol::control_response&) { done(stopped); });
+      self->request(
+          r, protocol::control::shutdown{},
+          [done, stopped](const protocol::control_response&) { done(stopped); }, asker::registry);
       return;
     }
     if (!r.pools.count(isolate) && r.control == nullptr)
       return done(refused(404, "no pool \"" + isolate + "\" in isolate system \"" + system + "\""));
-    self->request(r, protocol::control::remove_isolate{isolate},
-                  [self, system, isolate, done](const protocol::control_response& resp) {
-                    if (!resp.ok) return done(refused(resp.status, resp.error));
-                    auto it = self->systems_.find(system);
-                    if (it != self->systems_.end()) it->second.pools.erase(isolate);
-                    done(succeeded({{"stopped", {{"isolateSystemName", system}, {"pools", {isolate}}}}}));
-                  });
+    self->request(
+        r, protocol::control::remove_isolate{isolate},
+        [self, system, isolate, done](const protocol::control_response& resp) {
+          if (!resp.ok) return done(refused(resp.status, resp.error));
+          auto it = self->systems_.find(system);
+          if (it != self->systems_.end()) it->second.pools.erase(isolate);
+          done(succeeded({{"stopped", {{"isolateSystemName", system}, {"pools", {isolate}}}}}));
+        },
+        asker::registry);
   });
 }
 
-void system_manager::describe(outcome_fn done) {
-  boost::asio::post(strand_, [self = shared_from_this(), done = std::move(done)] {
+void system_manager::describe(std::optional<protocol::node::describe_scope> only, outcome_fn done) {
+  boost::asio::post(strand_, [self = shared_from_this(), only = std::move(only), done = std::move(done)] {
     auto result = std::make_shared<nlohmann::json>(nlohmann::json::object());
     auto remaining = std::make_shared<std::size_t>(1);
     auto finish = [result, remaining, done] {
       if (--*remaining == 0) done(succeeded(*result));
     };
     for (auto& [name, r] : self->systems_) {
+      std::set<std::string> pools;  // empty: every pool of it
+      if (only) {
+        auto asked = only->find(name);
+        if (asked == only->end()) continue;
+        pools = asked->second;
+      }
       nlohmann::json facts = {{"state", r.state}, {"restarts", r.restarts}, {"pid", r.pid}};
       if (!r.last_exit.empty()) facts["lastExit"] = r.last_exit;
       if (r.control && r.ops_port > 0) facts["opsPort"] = r.ops_port;
       if (!r.control) {
         // Not attached (starting or restarting): report what it will run.
-        (*result)[name] = self->pools_as_deployed(r, facts);
+        (*result)[name] = self->pools_as_deployed(r, facts, pools);
         continue;
       }
       ++*remaining;
       self->request(
-          r, protocol::control::describe{},
-          [self, result, finish, facts, name = name](const protocol::control_response& resp) mutable {
+          r, protocol::control::describe{pools},
+          [self, result, finish, facts, pools, name = name](const protocol::control_response& resp) mutable {
             auto& list = (*result)[name] = nlohmann::json::array();
             if (resp.ok) {
-              for (auto& [system, pools] : resp.result.items())
-                for (auto p : pools) {
+              for (auto& [system, described] : resp.result.items())
+                for (auto p : described) {
                   p.update(facts);
                   list.push_back(p);
                 }
@@ -157,7 +168,7 @@ void system_manager::describe(outcome_fn done) {
               // Its pools as deployed, each saying why nothing more is known: an empty list read as a
               // system running nothing (a dashboard showed a stopped pool's node green for a poll).
               facts["poolState"] = "not answering: " + resp.error;
-              list = self->pools_as_deployed(it->second, facts);
+              list = self->pools_as_deployed(it->second, facts, pools);
             }
             finish();
           });
@@ -166,9 +177,11 @@ void system_manager::describe(outcome_fn done) {
   });
 }
 
-nlohmann::json system_manager::pools_as_deployed(const record& r, const nlohmann::json& facts) const {
+nlohmann::json system_manager::pools_as_deployed(const record& r, const nlohmann::json& facts,
+                                                 const std::set<std::string>& only) const {
   auto list = nlohmann::json::array();
   for (auto& [isolate, body] : r.pools) {
+    if (!only.empty() && !only.count(isolate)) continue;
     auto spec = dde::parse_pool_spec(body);
     if (!spec) continue;
     auto entry = dde::to_json(spec.value());
@@ -218,20 +231,22 @@ void system_manager::replace_pool(const std::string& system, const std::string& 
   auto spec = dde::parse_pool_spec(new_body);
   if (!spec) return done(refused(400, spec.error()));
   // Stop the old workers (their messages finish; the rest wait in the broker), then start the new.
-  request(it->second, protocol::control::remove_isolate{isolate},
-          [self = shared_from_this(), system, isolate, old_body, new_body,
-           done](const protocol::control_response& resp) {
-            if (!resp.ok) return done(refused(resp.status, resp.error));
-            self->add_pool(system, new_body, true, [self, system, old_body, done](outcome o) {
-              if (o) return done(std::move(o));
-              // Put the old pool back, and answer once it runs again.
-              self->add_pool(system, old_body, false, [o, done](outcome back) {
-                if (back) return done(o);
-                done(refused(http_status(o),
-                             o.error() + "; starting the old spec again failed too: " + back.error()));
-              });
-            });
+  request(
+      it->second, protocol::control::remove_isolate{isolate},
+      [self = shared_from_this(), system, isolate, old_body, new_body,
+       done](const protocol::control_response& resp) {
+        if (!resp.ok) return done(refused(resp.status, resp.error));
+        self->add_pool(system, new_body, true, [self, system, old_body, done](outcome o) {
+          if (o) return done(std::move(o));
+          // Put the old pool back, and answer once it runs again.
+          self->add_pool(system, old_body, false, [o, done](outcome back) {
+            if (back) return done(o);
+            done(refused(http_status(o),
+                         o.error() + "; starting the old spec again failed too: " + back.error()));
           });
+        });
+      },
+      asker::registry);
 }
 
 void system_manager::restart(std::string system, std::string isolate, outcome_fn done) {
@@ -239,11 +254,13 @@ void system_manager::restart(std::string system, std::string isolate, outcome_fn
     auto it = self->systems_.find(system);
     if (it == self->systems_.end())
       return done(refused(404, "no isolate system \"" + system + "\" on this node"));
-    self->request(it->second, protocol::control::restart_isolate{isolate},
-                  [done](const protocol::control_response& resp) {
-                    if (!resp.ok) return done(refused(resp.status, resp.error));
-                    done(succeeded());
-                  });
+    self->request(
+        it->second, protocol::control::restart_isolate{isolate},
+        [done](const protocol::control_response& resp) {
+          if (!resp.ok) return done(refused(resp.status, resp.error));
+          done(succeeded());
+        },
+        asker::registry);
   });
 }
 
@@ -255,10 +272,13 @@ void system_manager::kill(std::string system, std::string isolate, nlohmann::jso
       return done(refused(404, "no isolate system \"" + system + "\" on this node"));
     protocol::control::kill_isolate req{isolate, std::nullopt};
     if (worker_id.is_string()) req.worker_id = worker_id.get<std::string>();
-    self->request(it->second, req, [done](const protocol::control_response& resp) {
-      if (!resp.ok) return done(refused(resp.status, resp.error));
-      done(succeeded(resp.result.is_null() ? nlohmann::json::object() : resp.result));
-    });
+    self->request(
+        it->second, req,
+        [done](const protocol::control_response& resp) {
+          if (!resp.ok) return done(refused(resp.status, resp.error));
+          done(succeeded(resp.result.is_null() ? nlohmann::json::object() : resp.result));
+        },
+        asker::registry);
   });
 }
 
@@ -272,19 +292,21 @@ void system_manager::set_rate(std::string system, std::string isolate, nlohmann:
       return limits.contains(key) ? limits[key] : nlohmann::json(nlohmann::json::value_t::discarded);
     };
     protocol::control::set_rate req{isolate, given("rate"), given("maxInFlight")};
-    self->request(it->second, req,
-                  [self, system, isolate, limits, done](const protocol::control_response& resp) {
-                    if (!resp.ok) return done(refused(resp.status, resp.error));
-                    // A restarted isolate system keeps the new limits.
-                    auto it = self->systems_.find(system);
-                    if (it != self->systems_.end() && it->second.pools.count(isolate)) {
-                      auto& body = it->second.pools[isolate];
-                      body.erase("rate");
-                      body.erase("maxInFlight");
-                      body.update(limits);
-                    }
-                    done(succeeded());
-                  });
+    self->request(
+        it->second, req,
+        [self, system, isolate, limits, done](const protocol::control_response& resp) {
+          if (!resp.ok) return done(refused(resp.status, resp.error));
+          // A restarted isolate system keeps the new limits.
+          auto it = self->systems_.find(system);
+          if (it != self->systems_.end() && it->second.pools.count(isolate)) {
+            auto& body = it->second.pools[isolate];
+            body.erase("rate");
+            body.erase("maxInFlight");
+            body.update(limits);
+          }
+          done(succeeded());
+        },
+        asker::registry);
   });
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <utility>
 
 namespace dde::registry {
 namespace {
@@ -40,7 +41,7 @@ std::string node_table::add(std::uint64_t conn, std::shared_ptr<node_link> link,
   std::string id =
       wanted && protocol::valid_bootstrapper_id(*wanted) && !nodes_.count(*wanted) ? *wanted : fresh_id();
   info.id = id;
-  nodes_[id] = node{std::move(info), conn, next_seq_++, std::move(link)};
+  nodes_[id] = node{std::move(info), conn, next_seq_++, std::move(link), {}};
   by_conn_[conn] = id;
   return id;
 }
@@ -102,6 +103,7 @@ std::vector<node_info> node_table::list() const {
   for (auto& [id, n] : nodes_) sorted.push_back(&n);
   std::sort(sorted.begin(), sorted.end(), [](const node* a, const node* b) { return a->seq < b->seq; });
   std::vector<node_info> out;
+  out.reserve(sorted.size());
   for (auto* n : sorted) out.push_back(n->info);
   return out;
 }
@@ -110,16 +112,23 @@ bool node_table::request(const std::string& key, protocol::node_request request,
   auto it = nodes_.find(resolve(key));
   if (it == nodes_.end()) return false;
   auto request_id = next_request_++;
-  pending_[request_id] = {it->first, it->second.conn, std::string(protocol::action_of(request)),
-                          opts_.now() + opts_.request_timeout, std::move(done)};
+  pending_[request_id] = {it->first,
+                          it->second.conn,
+                          std::string(protocol::action_of(request)),
+                          touched_by(request),
+                          opts_.now() + opts_.request_timeout,
+                          std::move(done)};
   it->second.link->send(protocol::encode(protocol::request_frame{request_id, std::move(request)}));
   return true;
 }
 
 std::optional<std::string> node_table::on_response(std::uint64_t conn, response_frame response) {
   auto it = pending_.find(response.id);
-  if (it == pending_.end() || it->second.conn != conn)
+  if (it == pending_.end() || it->second.conn != conn) {
+    // It may have changed anything after the describe its timeout let through.
+    if (auto id = id_of(conn)) nodes_.at(*id).stale.whole = true;
     return "no request " + std::to_string(response.id) + " is waiting for an answer (timed out or unknown)";
+  }
   auto done = std::move(it->second.done);
   ended(it->second);
   pending_.erase(it);
@@ -150,15 +159,55 @@ std::size_t node_table::expire() {
   return n;
 }
 
-void node_table::ended(const pending_request& p) {
-  if (p.action == "describe" || p.action == "ping") return;
-  if (auto it = nodes_.find(p.node_id); it != nodes_.end()) ++it->second.changes;
+void node_table::ended(const pending_request& p) { mark_stale(p.node_id, p.touches); }
+
+stale_pools node_table::take_stale(const std::string& id) {
+  auto it = nodes_.find(id);
+  return it == nodes_.end() ? stale_pools{} : std::exchange(it->second.stale, stale_pools{});
 }
 
-std::uint64_t node_table::changes(const std::string& id) const {
-  auto it = nodes_.find(id);
-  return it == nodes_.end() ? 0 : it->second.changes;
+void node_table::mark_stale(const std::string& id, const stale_pools& pools) {
+  if (auto it = nodes_.find(id); it != nodes_.end()) it->second.stale.add(pools);
 }
+
+void stale_pools::add(const stale_pools& other) {
+  whole = whole || other.whole;
+  for (auto& [system, names] : other.pools) {
+    auto [it, fresh] = pools.try_emplace(system, names);
+    if (fresh || it->second.empty()) continue;
+    if (names.empty())
+      it->second.clear();  // every pool of it
+    else
+      it->second.insert(names.begin(), names.end());
+  }
+}
+
+namespace {
+/// The system and pool a deploy body names; every pool when it names none.
+stale_pools named_in(const ordered_json& body) {
+  auto system = body.find("isolateSystemName"), isolate = body.find("isolateName");
+  if (system == body.end() || !system->is_string() || isolate == body.end() || !isolate->is_string())
+    return {true, {}};
+  return {false, {{system->get<std::string>(), {isolate->get<std::string>()}}}};
+}
+
+struct touches {
+  stale_pools operator()(const protocol::node::deploy& r) const { return named_in(r.body); }
+  stale_pools operator()(const protocol::node::redeploy& r) const { return named_in(r.body); }
+  stale_pools operator()(const protocol::node::describe&) const { return {}; }
+  stale_pools operator()(const protocol::node::ping&) const { return {}; }
+  stale_pools operator()(const protocol::node::shutdown& r) const {
+    if (!r.isolate) return {false, {{r.system, {}}}};
+    return {false, {{r.system, {*r.isolate}}}};
+  }
+  template <class Pool>
+  stale_pools operator()(const Pool& r) const {
+    return {false, {{r.system, {r.isolate}}}};
+  }
+};
+}  // namespace
+
+stale_pools touched_by(const protocol::node_request& request) { return std::visit(touches{}, request); }
 
 std::optional<node_table::clock::time_point> node_table::next_deadline() const {
   std::optional<clock::time_point> earliest;

@@ -48,6 +48,18 @@ ordered_json to_json(const node_info& node);
 /// node's own, 504 for a timeout, 502 for a disconnect; http_status() reads it).
 using node_answer = result<ordered_json>;
 
+/// What of a node's pools a describe taken earlier may no longer show: all of them, or the pools
+/// (per isolate system; no name: all of that system's) that requests since have changed.
+struct stale_pools {
+  bool whole = false;
+  protocol::node::describe_scope pools;
+  bool empty() const { return !whole && pools.empty(); }
+  void add(const stale_pools& other);
+};
+/// The pools `request` may change: those it names (a deploy's body names one), all of a system it
+/// shuts down, nothing for a describe or a ping, every pool when it names none.
+stale_pools touched_by(const protocol::node_request& request);
+
 class node_table {
  public:
   using clock = std::chrono::steady_clock;
@@ -92,9 +104,12 @@ class node_table {
   std::size_t expire();
   /// The earliest deadline of the pending requests.
   std::optional<clock::time_point> next_deadline() const;
-  /// How many requests that may change node `id`'s pools (all but describe and ping) have ended,
-  /// answered or not, since it registered: a describe taken before the count moved may be stale.
-  std::uint64_t changes(const std::string& id) const;
+  /// The pools of node `id` that requests ended since the last call (answered or not) may have
+  /// changed, and forgets them: a describe taken before may show them as they were. An answer that
+  /// came after its request had timed out makes every pool stale.
+  stale_pools take_stale(const std::string& id);
+  /// Marks `pools` of node `id` stale again (a describe of them failed).
+  void mark_stale(const std::string& id, const stale_pools& pools);
   std::size_t pending() const { return pending_.size(); }
 
  private:
@@ -103,18 +118,19 @@ class node_table {
     std::uint64_t conn = 0;
     std::uint64_t seq = 0;  ///< registration order
     std::shared_ptr<node_link> link;
-    std::uint64_t changes = 0;  ///< see changes()
+    stale_pools stale;  ///< see take_stale()
   };
   struct pending_request {
     std::string node_id;
     std::uint64_t conn = 0;
     std::string action;
+    stale_pools touches;  ///< what it may change
     clock::time_point deadline;
     answer_fn done;
   };
 
   std::string fresh_id();
-  /// A request to `p.node_id` ended: counted when it may have changed the node's pools.
+  /// A request to `p.node_id` ended: what it may have changed is stale.
   void ended(const pending_request& p);
   void fail(std::vector<std::pair<answer_fn, node_answer>> failures);
 

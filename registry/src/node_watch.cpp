@@ -98,7 +98,7 @@ void node_watch::tick() {
       w.gone_since.reset();
       w.patience = std::chrono::milliseconds(0);
       w.pinging = w.describing = false;
-      w.described_changes.reset();
+      w.whole_due = true;
       w.version.reset();
       ++w.epoch;
     }
@@ -142,27 +142,79 @@ void node_watch::ask(const std::string& id, watched& w) {
           it->second.version = v->get<std::uint64_t>();
     });
   }
-  auto changes = nodes_.changes(id);
+  describe(id, w);
+}
+
+void node_watch::describe(const std::string& id, watched& w) {
+  if (w.describing) return;
   auto now = opts_.now();
-  bool stale = w.described_changes != changes ||
-               (w.version ? w.version != w.described_version : now - w.described_at >= opts_.describe_every);
-  if (!w.describing && stale) {
-    w.described_changes = changes;
-    w.described_version = w.version;
-    w.described_at = now;
-    w.describing = nodes_.request(id, protocol::node::describe{}, [this, id, epoch](node_answer a) {
-      auto it = watched_.find(id);
-      if (it == watched_.end() || it->second.epoch != epoch) return;
-      it->second.describing = false;
-      if (!a) {
-        it->second.described_changes.reset();  // asked again at the next heartbeat
-        return;
-      }
-      heard(id, epoch);
-      if (!a.value().is_object()) return;
-      it->second.pools = std::move(a.value());
-      remember(id, it->second);
+  auto stale = nodes_.take_stale(id);
+  // What the node changed by itself shows in its version; a node without one is described whole
+  // every describe_every.
+  stale.whole = stale.whole || w.whole_due ||
+                (w.version ? w.version != w.described_version : now - w.described_at >= opts_.describe_every);
+  if (stale.empty()) return;
+  w.whole_due = false;
+  w.described_version = w.version;
+  if (stale.whole) w.described_at = now;
+  protocol::node::describe request;
+  if (!stale.whole) request.only = stale.pools;
+  auto epoch = w.epoch;
+  w.describing = nodes_.request(id, request, [this, id, epoch, stale](node_answer a) {
+    auto it = watched_.find(id);
+    if (it == watched_.end() || it->second.epoch != epoch) return;
+    auto& w = it->second;
+    w.describing = false;
+    if (!a) {
+      // Asked again at the next heartbeat.
+      if (stale.whole) w.whole_due = true;
+      nodes_.mark_stale(id, stale);
+      return;
+    }
+    heard(id, epoch);
+    if (!a.value().is_object()) return;
+    if (stale.whole)
+      w.pools = std::move(a.value());
+    else
+      merge_described(w.pools, stale.pools, a.value());
+    remember(id, w);
+  });
+  if (!w.describing) nodes_.mark_stale(id, stale);
+}
+
+void node_watch::merge_described(ordered_json& pools, const protocol::node::describe_scope& scope,
+                                 const ordered_json& answer) {
+  for (auto& [system, pool_names] : scope) {
+    const auto& names = pool_names;  // a lambda below reads it (not a structured binding)
+    auto given = answer.find(system);
+    const bool runs = given != answer.end() && given->is_array();
+    if (names.empty()) {
+      if (runs)
+        pools[system] = *given;
+      else
+        pools.erase(system);
+      continue;
+    }
+    auto named = [&names](const ordered_json& entry) {
+      auto pool_id = entry.is_object() ? entry.value("id", std::string()) : std::string();
+      auto slash = pool_id.find('/');
+      return slash != std::string::npos && names.count(pool_id.substr(slash + 1)) != 0;
+    };
+    auto& list = pools[system];
+    if (!list.is_array()) list = ordered_json::array();
+    ordered_json kept = ordered_json::array();
+    for (auto& entry : list)
+      if (!named(entry)) kept.push_back(entry);
+    if (runs)  // only the named ones: a node that knows no scope answers with every pool
+      for (auto& entry : *given)
+        if (named(entry)) kept.push_back(entry);
+    std::stable_sort(kept.begin(), kept.end(), [](const ordered_json& a, const ordered_json& b) {
+      return a.value("id", std::string()) < b.value("id", std::string());
     });
+    if (kept.empty() && !runs)
+      pools.erase(system);
+    else
+      list = std::move(kept);
   }
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // Node failure detection and failover. The registry pings every node each heartbeat and keeps a
-// `describe` of it (taken again after any request that may have changed its pools, and at least
-// every describe_every); a node that answers nothing for the timeout (hung, or its connection
+// `describe` of it (of the pools a request changed after it ended, of the whole node when the version
+// its ping answers moved); a node that answers nothing for the timeout (hung, or its connection
 // gone without it registering again under its id) is lost: its connection is closed and every pool
 // it ran with `failover: true` is deployed again on the surviving nodes, its workers spread over them.
 // A pool that finds no node left (the survivors were lost too, or not back yet) waits, and goes to
@@ -45,6 +45,11 @@ class node_watch {
 
   node_watch(node_table& nodes, options opts);
 
+  /// `pools` (a node's describe: system -> its pools, sorted by id) with the pools `scope` names as
+  /// `answer` (a describe of that scope) shows them: replaced, added, or gone when it has none.
+  static void merge_described(ordered_json& pools, const protocol::node::describe_scope& scope,
+                              const ordered_json& answer);
+
   /// Watches the nodes the store remembers as gone since now: each is lost (and failed over) unless
   /// it registers again within the restore grace; the pools it remembers as waiting for a node wait
   /// again. Returns how many nodes; throws when the store cannot be read.
@@ -69,8 +74,8 @@ class node_watch {
     ordered_json saved;                           ///< what the store holds of it
     bool pinging = false;
     bool describing = false;
-    std::optional<std::uint64_t> described_changes;  ///< node_table::changes when last described
-    clock::time_point described_at{};
+    bool whole_due = true;             ///< its next describe covers every pool (new, back, or one failed)
+    clock::time_point described_at{};  ///< of its last whole describe
     /// The version of what it runs, as its last ping answered (none: a node that does not say, which
     /// is described again every describe_every); and the one it had said when last described.
     std::optional<std::uint64_t> version, described_version;
@@ -79,6 +84,8 @@ class node_watch {
   void heard(const std::string& id, std::uint64_t epoch);
   /// Pings and describes a connected node, unless an earlier ask of each is still out.
   void ask(const std::string& id, watched& w);
+  /// Describes the whole node when due (see whole_due, version), else the pools requests changed.
+  void describe(const std::string& id, watched& w);
   void lose(const std::string& id, const std::string& why);
   /// Remembers node `id`'s pools if they changed since the last save (errors are logged).
   void remember(const std::string& id, watched& w);

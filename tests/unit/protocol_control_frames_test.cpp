@@ -47,7 +47,8 @@ TEST(ControlFrames, EveryRequestReadsBackAsTheActivatorSentIt) {
   auto cleared = request_of(6, control::set_rate{"consumer", nullptr, json(json::value_t::discarded)});
   EXPECT_TRUE(cleared.rate.is_null());
   EXPECT_TRUE(cleared.max_in_flight.is_discarded());
-  EXPECT_TRUE(std::holds_alternative<control::describe>(round_trip(3, control::describe{}).request));
+  EXPECT_TRUE(std::get<control::describe>(round_trip(3, control::describe{}).request).isolates.empty());
+  EXPECT_EQ(request_of(3, control::describe{{"a", "b"}}).isolates, (std::set<std::string>{"a", "b"}));
   EXPECT_TRUE(std::holds_alternative<control::shutdown>(round_trip(0, control::shutdown{}).request));
 }
 
@@ -67,6 +68,11 @@ TEST(ControlFrames, ARequestTheHostCannotDoIsAnsweredWithItsIdAndWhy) {
   auto bad = std::get<bad_request>(empty_worker.value());
   EXPECT_EQ(bad.id, 9u);
   EXPECT_EQ(bad.error, "field \"workerId\" must be a non-empty string (or absent: every worker)");
+  auto bad_names =
+      parse_control_request(R"({"type":"request","id":4,"action":"describe","isolateNames":"c"})");
+  ASSERT_TRUE(bad_names);
+  EXPECT_EQ(std::get<bad_request>(bad_names.value()).error,
+            "field \"isolateNames\" must be an array of pool names");
 
   auto no_wait = parse_control_request(
       R"({"type":"request","id":3,"action":"addIsolate","spec":{},"mqsLinkTimeoutMs":0})");

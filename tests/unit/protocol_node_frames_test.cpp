@@ -62,7 +62,11 @@ TEST(NodeFrames, EveryRequestReadsBackAsItWasSent) {
   EXPECT_EQ(pool.isolate, std::optional<std::string>("c"));
   EXPECT_FALSE(std::get<node::shutdown>(round_trip(8, node::shutdown{"s", {}}).request).isolate);
 
-  EXPECT_TRUE(std::holds_alternative<node::describe>(round_trip(9, node::describe{}).request));
+  EXPECT_FALSE(std::get<node::describe>(round_trip(9, node::describe{}).request).only);
+  auto scoped = std::get<node::describe>(
+      round_trip(9, node::describe{node::describe_scope{{"s", {"c", "d"}}, {"t", {}}}}).request);
+  ASSERT_TRUE(scoped.only);
+  EXPECT_EQ(*scoped.only, (node::describe_scope{{"s", {"c", "d"}}, {"t", {}}})) << "t: every pool of t";
   EXPECT_TRUE(std::holds_alternative<node::ping>(round_trip(14, node::ping{}).request));
 
   auto restart = std::get<node::restart>(round_trip(11, node::restart{"s", "c"}).request);
@@ -112,6 +116,15 @@ TEST(NodeFrames, ARequestWithABadFieldIsDecodedAsBadWithItsIdToAnswer) {
   ASSERT_TRUE(decoded);
   EXPECT_EQ(std::get<bad_request>(decoded.value()).error,
             "field \"body\" must be the deploy body, an object");
+
+  for (auto only : {R"("only":["s"])", R"("only":{"s":"c"})", R"("only":{"s":[1]})"}) {
+    decoded =
+        parse_registry_frame(std::string(R"({"type":"request","id":7,"action":"describe",)") + only + "}");
+    ASSERT_TRUE(decoded) << only;
+    EXPECT_EQ(std::get<bad_request>(decoded.value()).error,
+              "field \"only\" must map isolate system names to arrays of pool names")
+        << only;
+  }
 
   decoded = parse_registry_frame(R"({"type":"request","id":6,"action":"reboot"})");
   ASSERT_TRUE(decoded);

@@ -1,6 +1,6 @@
-// How often the registry describes its nodes: a ping at every heartbeat, a describe only when the
-// last one may be stale (a request that may have changed the node's pools ended since, or the
-// version its ping answers changed) or, for a node that says no version, old.
+// How often the registry describes its nodes, and what of them: a ping at every heartbeat; a
+// describe of the pools a request changed once it ended; of the whole node when the version its
+// ping answers changed or, for a node that says no version, when the last whole one is old.
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -24,6 +24,8 @@ struct one_node {
   scripted_node a{table, 1};
   std::size_t answered = 0;
   std::optional<std::uint64_t> version;  ///< what its pings answer (none: an older node's {})
+  std::vector<json> scopes;              ///< each describe's "only" (null: the whole node)
+  json describe_answer = json::object();
   /// One heartbeat, 1 s after the last; answers what it asked. Returns the describes it asked for.
   int beat() {
     clock.now += 1s;
@@ -36,7 +38,8 @@ struct one_node {
       if (action == "ping") a.ok(r["id"], version ? json{{"version", *version}} : json::object());
       if (action == "describe") {
         ++describes;
-        a.ok(r["id"], json::object());
+        scopes.push_back(r.contains("only") ? r["only"] : json());
+        a.ok(r["id"], describe_answer);
       }
     }
     return describes;
@@ -57,6 +60,7 @@ TEST(RegistryNodeDescribe, ANodeIsDescribedOnceThenOnlyAfterARequestThatMayChang
   t.a.ok(deploy_id, json::object());
   ASSERT_TRUE(deployed);
   EXPECT_EQ(t.beat(), 1) << "described after the deploy ended";
+  EXPECT_TRUE(t.scopes.back().is_null()) << "a deploy body naming no pool: the whole node";
   EXPECT_EQ(t.beat(), 0);
 
   int later = 0;
@@ -83,6 +87,60 @@ TEST(RegistryNodeDescribe, ANodeThatSaysItsVersionIsDescribedWhenItChangesAndNev
   t.a.ok(t.a.last()["id"], json::object());
   ASSERT_TRUE(deployed);
   EXPECT_EQ(t.beat(), 1) << "a request the registry sent still counts, whatever the version";
+}
+
+TEST(RegistryNodeDescribe, ARequestThatEndedHasThePoolsItNamesDescribedNotTheWholeNode) {
+  one_node t;
+  t.version = 3;
+  EXPECT_EQ(t.beat(), 1);
+  EXPECT_EQ(t.beat(), 1);
+  EXPECT_EQ(t.beat(), 0);
+  auto send = [&](protocol::node_request r) {
+    ASSERT_TRUE(t.table.request(t.a.id, std::move(r), [](node_answer) {}));
+    t.a.ok(t.a.last()["id"], json::object());
+  };
+  send(protocol::node::deploy{{{"isolateSystemName", "s"}, {"isolateName", "c"}}});
+  send(protocol::node::kill{"s", "d", {}});
+  send(protocol::node::set_rate{"t", "e", nullptr, nullptr});
+  EXPECT_EQ(t.beat(), 1) << "one describe for what the three changed";
+  EXPECT_EQ(t.scopes.back(), (json{{"s", {"c", "d"}}, {"t", {"e"}}}));
+  send(protocol::node::shutdown{"s", std::nullopt});
+  send(protocol::node::restart{"s", "c"});
+  EXPECT_EQ(t.beat(), 1);
+  EXPECT_EQ(t.scopes.back(), (json{{"s", json::array()}})) << "every pool of a system shut down";
+  EXPECT_EQ(t.beat(), 0);
+
+  // A scoped describe that fails is asked again, for the same pools.
+  send(protocol::node::restart{"s", "c"});
+  t.clock.now += 1s;
+  t.watch.tick();
+  auto requests = t.a.link->requests();
+  for (; t.answered < requests.size(); ++t.answered) {
+    auto& r = requests[t.answered];
+    if (r.value("action", "") == "describe") t.a.fail(r["id"], 500, "busy");
+    if (r.value("action", "") == "ping") t.a.ok(r["id"], json{{"version", 3}});
+  }
+  EXPECT_EQ(t.beat(), 1);
+  EXPECT_EQ(t.scopes.back(), (json{{"s", {"c"}}}));
+
+  // An answer after its request timed out (here: to no request pending) may have changed anything.
+  t.a.ok(999999, json::object());
+  EXPECT_EQ(t.beat(), 1);
+  EXPECT_TRUE(t.scopes.back().is_null()) << t.scopes.back();
+}
+
+TEST(RegistryNodeDescribe, AScopedAnswerReplacesAddsOrRemovesOnlyThePoolsItCovers) {
+  auto pool = [](const std::string& id, int workers) {
+    return ordered_json{{"id", id}, {"workers", workers}};
+  };
+  ordered_json pools = {
+      {"s", {pool("s/a", 1), pool("s/c", 1)}}, {"t", {pool("t/x", 1)}}, {"u", {pool("u/y", 1)}}};
+  node_watch::merge_described(pools, {{"s", {"b", "c"}}, {"t", {"x"}}, {"u", {}}, {"v", {}}},
+                              ordered_json{{"s", {pool("s/c", 2), pool("s/b", 1), pool("s/a", 9)}}});
+  // s/c replaced, s/b added in id order, s/a not named so kept as it was; t/x and all of u gone.
+  EXPECT_EQ(pools, (ordered_json{{"s", {pool("s/a", 1), pool("s/b", 1), pool("s/c", 2)}}}));
+  node_watch::merge_described(pools, {{"s", {}}}, ordered_json{{"s", ordered_json::array()}});
+  EXPECT_EQ(pools, (ordered_json{{"s", ordered_json::array()}})) << "a system that runs no pool stays";
 }
 
 TEST(RegistryNodeDescribe, AFailedDescribeIsAskedAgainAtTheNextHeartbeat) {

@@ -175,15 +175,16 @@ void control_link::handle(const replier& reply, protocol::control::set_rate& r) 
                         });
 }
 
-void control_link::handle(const replier& reply, protocol::control::describe&) {
-  controller_->describe([reply, mqs = options_.mqs, instance = options_.instance](nlohmann::json d) {
-    for (auto& [system, pools] : d.items())
-      for (auto& p : pools) {
-        p["messageQueuingSystemServer"] = mqs;
-        p["instance"] = instance;
-      }
-    reply(true, std::move(d));
-  });
+void control_link::handle(const replier& reply, protocol::control::describe& r) {
+  controller_->describe(r.isolates,
+                        [reply, mqs = options_.mqs, instance = options_.instance](nlohmann::json d) {
+                          for (auto& [system, pools] : d.items())
+                            for (auto& p : pools) {
+                              p["messageQueuingSystemServer"] = mqs;
+                              p["instance"] = instance;
+                            }
+                          reply(true, std::move(d));
+                        });
 }
 
 void control_link::handle(const replier& reply, protocol::control::shutdown&) {

@@ -138,15 +138,18 @@ void controller::set_rate(const std::string& isolate, std::size_t messages, std:
   });
 }
 
-void controller::describe(std::function<void(nlohmann::json)> fn) {
-  top_->read_stats([self = shared_from_this(), fn = std::move(fn)](const top_level_stats& link) {
-    boost::asio::post(self->strand_, [self, fn, linked = link.linked, error = link.link_error] {
+void controller::describe(const std::set<std::string>& only, std::function<void(nlohmann::json)> fn) {
+  top_->read_stats([self = shared_from_this(), only, fn = std::move(fn)](const top_level_stats& link) {
+    boost::asio::post(self->strand_, [self, only, fn, linked = link.linked, error = link.link_error] {
+      std::vector<std::shared_ptr<router>> asked;
+      for (auto& [name, r] : self->routers_)
+        if (only.empty() || only.count(name)) asked.push_back(r);
       auto pools = std::make_shared<nlohmann::json>(nlohmann::json::array());
-      auto remaining = std::make_shared<std::size_t>(self->routers_.size());
+      auto remaining = std::make_shared<std::size_t>(asked.size());
       auto system = self->system_;
       if (*remaining == 0) return fn({{system, *pools}});
       auto strand = self->strand_;
-      for (auto& [name, r] : self->routers_) {
+      for (auto& r : asked) {
         r->describe([strand, pools, remaining, fn, system, linked, error](nlohmann::json j) {
           boost::asio::post(
               strand, [pools, remaining, fn, system, linked, error, j = std::move(j)]() mutable {

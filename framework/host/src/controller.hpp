@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,9 @@ class controller : public std::enable_shared_from_this<controller> {
   /// Changes a pool's rate/maxInFlight at run time.
   void set_rate(const std::string& isolate, std::size_t messages, std::chrono::milliseconds per,
                 std::size_t max_in_flight, op_done done);
-  /// `{systemName: [pool, ...]}` as in thesis 3.2.2.
-  void describe(std::function<void(nlohmann::json)> fn);
+  /// `{systemName: [pool, ...]}` as in thesis 3.2.2: every pool, or those named in `only` that run.
+  void describe(const std::set<std::string>& only, std::function<void(nlohmann::json)> fn);
+  void describe(std::function<void(nlohmann::json)> fn) { describe({}, std::move(fn)); }
   /// Stops every pool.
   void shutdown(std::function<void()> done);
 

@@ -26,7 +26,18 @@ json given(const json& frame, const char* key) {
 using decoded = result<control_request>;
 
 decoded decode(const std::string& action, const json& frame) {
-  if (action == "describe") return control_request(control::describe{});
+  if (action == "describe") {
+    control::describe d;
+    if (auto only = field(frame, "isolateNames")) {
+      if (!only->is_array()) return decoded::failure("field \"isolateNames\" must be an array of pool names");
+      for (auto& name : *only) {
+        if (!name.is_string())
+          return decoded::failure("field \"isolateNames\" must be an array of pool names");
+        d.isolates.insert(name.get<std::string>());
+      }
+    }
+    return control_request(std::move(d));
+  }
   if (action == "shutdown") return control_request(control::shutdown{});
   if (action == "addIsolate") {
     auto spec = field(frame, "spec");
@@ -77,7 +88,9 @@ struct field_writer {
     if (!r.rate.is_discarded()) frame["rate"] = r.rate;
     if (!r.max_in_flight.is_discarded()) frame["maxInFlight"] = r.max_in_flight;
   }
-  void operator()(const control::describe&) const {}
+  void operator()(const control::describe& r) const {
+    if (!r.isolates.empty()) frame["isolateNames"] = r.isolates;
+  }
   void operator()(const control::shutdown&) const {}
 };
 

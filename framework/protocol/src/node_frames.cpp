@@ -39,9 +39,27 @@ result<pool_names> names(const ordered_json& frame) {
 
 using decoded = result<node_request>;
 
+/// "only": {"system": ["pool", ...]} (an empty list: every pool of that system); absent: everything.
+decoded decode_describe(const ordered_json& frame) {
+  auto only = field(frame, "only");
+  if (!only) return node_request(node::describe{});
+  constexpr const char* shape = "field \"only\" must map isolate system names to arrays of pool names";
+  if (!only->is_object()) return decoded::failure(shape);
+  node::describe_scope scope;
+  for (auto& [system, pools] : only->items()) {
+    if (!pools.is_array()) return decoded::failure(shape);
+    auto& names = scope[system];
+    for (auto& pool : pools) {
+      if (!pool.is_string()) return decoded::failure(shape);
+      names.insert(pool.get<std::string>());
+    }
+  }
+  return node_request(node::describe{std::move(scope)});
+}
+
 decoded decode(const std::string& action, const ordered_json& frame) {
   if (action == "ping") return node_request(node::ping{});
-  if (action == "describe") return node_request(node::describe{});
+  if (action == "describe") return decode_describe(frame);
   if (action == "deploy") {
     auto body = field(frame, "body");
     if (!body || !body->is_object())
@@ -101,7 +119,11 @@ struct field_writer {
     frame["isolateSystemName"] = r.system;
     if (r.isolate) frame["isolateName"] = *r.isolate;
   }
-  void operator()(const node::describe&) const {}
+  void operator()(const node::describe& r) const {
+    if (!r.only) return;
+    auto& only = frame["only"] = ordered_json::object();
+    for (auto& [system, pools] : *r.only) only[system] = pools;
+  }
   void operator()(const node::ping&) const {}
   void operator()(const node::restart& r) const { pool(r.system, r.isolate); }
   void operator()(const node::kill& r) const {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -63,7 +64,10 @@ struct set_rate {
   nlohmann::json rate;           ///< as in a deploy body; discarded when absent
   nlohmann::json max_in_flight;  ///< as in a deploy body; discarded when absent
 };
-struct describe {};
+/// The system's pools as they run: every pool, or only `isolates` (those it runs).
+struct describe {
+  std::set<std::string> isolates;  ///< empty: every pool
+};
 struct shutdown {};
 }  // namespace control
 

@@ -4,8 +4,10 @@
 /// with one encoder and one decoder. The registry and the activator's bootstrapper both use these.
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -80,7 +82,14 @@ struct shutdown {
   std::string system;
   std::optional<std::string> isolate;  ///< absent: the whole isolate system
 };
-struct describe {};
+/// The pools a describe covers, per isolate system: the named pools, or with no name every pool of
+/// that system.
+using describe_scope = std::map<std::string, std::set<std::string>>;
+/// What the node runs: every isolate system, or with `only` those pools (absent ones are not in the
+/// answer: the registry reads a named pool or system missing from it as gone).
+struct describe {
+  std::optional<describe_scope> only;
+};
 struct ping {};
 struct restart {
   std::string system, isolate;
