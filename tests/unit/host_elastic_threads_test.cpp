@@ -230,6 +230,7 @@ TEST(ElasticThreads, LooksAtAnIdleContextPostNoProbe) {
   boost::asio::steady_timer timer(io, std::chrono::hours(1));
   timer.async_wait([](const boost::system::error_code&) {});
   elastic_options options{2, 1000us, 2ms, 50ms, 0.9};
+  options.idle_wait = 16ms;
   options.thread_name = "idle-look";
   elastic_threads threads(io, options);
   threads.start();
@@ -258,6 +259,39 @@ TEST(ElasticThreads, LooksAtAnIdleContextPostNoProbe) {
   expect_a_blocked_handler_does_not_stop_the_next(io);
   EXPECT_GE(threads.probes(), probes + 1);
   EXPECT_GE(threads.joins(), 1u);
+  timer.cancel();
+  io.stop();
+  threads.join();
+}
+
+// Looks at an idle context come further apart, up to idle_wait: each wakes the parked thread, which
+// costs a daemon that does nothing.
+TEST(ElasticThreads, LooksAtAnIdleContextBackOffToTheIdleWait) {
+  boost::asio::io_context io;
+  boost::asio::steady_timer timer(io, std::chrono::hours(1));
+  timer.async_wait([](const boost::system::error_code&) {});
+  elastic_options options{2, 1000us, 2ms, 50ms, 0.9};
+  options.idle_wait = 40ms;
+  options.thread_name = "idle-wait";
+  elastic_threads threads(io, options);
+  threads.start();
+  pid_t tid = 0;
+  ASSERT_TRUE(eventually([&] { return (tid = thread_named("idle-wait-0")) != 0; }));
+  if (!eventually([&] {
+        return wchan_of(tid).rfind("do_epoll_wait", 0) == 0 || wchan_of(tid).rfind("ep_poll", 0) == 0;
+      }))
+    GTEST_SKIP() << "the kernel does not say the thread waits in epoll_wait: " << wchan_of(tid);
+  const auto start = std::chrono::steady_clock::now();
+  const auto looks = threads.looks();
+  std::this_thread::sleep_for(1s);
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  const auto seen = threads.looks() - looks;
+  // Waits of 2, 4, 8, 16 and 32 ms, then 40 ms each (a loaded machine only makes them longer); one
+  // more for a look under way at each end. Every 16 ms (the wait it had before) would be over 60.
+  const auto bound = std::uint64_t(elapsed / 40ms) + 5 + 2;
+  EXPECT_LE(seen, bound) << "looks in "
+                         << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms";
+  EXPECT_GE(seen, 1u) << "the parked thread stopped looking";
   timer.cancel();
   io.stop();
   threads.join();

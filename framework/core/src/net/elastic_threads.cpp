@@ -153,7 +153,9 @@ bool elastic_threads::lagging(int k, int& idle_looks) {
   looks_.fetch_add(1, std::memory_order_relaxed);
   if (all_in_reactor(k)) {
     // Idle: nothing is queued for them. Look again later, without waking them.
-    wait(options_.period * (1 << std::min(idle_looks++, 3)));
+    auto longer = options_.period * (1 << std::min(idle_looks++, 16));
+    wait(std::max<std::chrono::nanoseconds>(options_.period,
+                                            std::min<std::chrono::nanoseconds>(longer, options_.idle_wait)));
     return false;
   }
   idle_looks = 0;

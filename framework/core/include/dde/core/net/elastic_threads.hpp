@@ -15,7 +15,10 @@
 // A look that finds every running thread asleep in the reactor's epoll_wait (the kernel's wchan)
 // posts no probe: such a thread has nothing queued, so nothing lags, and a probe would only wake
 // it (an idle dde-mqs woke about 270 times a second, 100 of them for probes, and spent 1.75% of a
-// core doing nothing).
+// core doing nothing). Looks in a row that find it so wait twice as long each time, up to
+// `idle_wait`: each wakeup of the parked thread costs some 100 us of a core on a virtual machine,
+// and ten idle isolate systems looking every 80 ms took 1.2% of one (bench/pool-scale.sh). So a
+// handler that starts blocking after a quiet spell gets help within idle_wait, then within a period.
 
 #include <time.h>
 
@@ -38,11 +41,12 @@ class metric_cell;
 namespace dde::net {
 
 struct elastic_options {
-  int threads = 2;                       ///< at most this many threads run the context
-  std::chrono::microseconds lag{1000};   ///< 0: all of them, all the time
-  std::chrono::milliseconds period{10};  ///< how often a parked thread looks
-  std::chrono::milliseconds stay{100};   ///< how long a joined thread runs before it looks again
-  double busy = 0.9;                     ///< share of a period the running threads ran on a core
+  int threads = 2;                           ///< at most this many threads run the context
+  std::chrono::microseconds lag{1000};       ///< 0: all of them, all the time
+  std::chrono::milliseconds period{10};      ///< how often a parked thread looks
+  std::chrono::milliseconds stay{100};       ///< how long a joined thread runs before it looks again
+  double busy = 0.9;                         ///< share of a period the running threads ran on a core
+  std::chrono::milliseconds idle_wait{320};  ///< the longest wait between two looks at an idle context
   /// The metrics' names: `<prefix>_threads_running` and `<prefix>_thread_joins_total`.
   std::string metric_prefix = "dde_host";
   /// The threads' names in /proc, top and perf: `<thread_name>-<k>` (k from 0).
@@ -76,8 +80,8 @@ class elastic_threads {
   bool wait(std::chrono::nanoseconds d);
   /// Whether helper `k` should join: one period's look at the probe and the k threads before it.
   /// `idle_looks`: the caller's looks in a row that found every thread in the reactor; each waits
-  /// twice as long as the last, up to 8 periods (a parked thread of an idle daemon wakes 12 times
-  /// a second, not 100).
+  /// twice as long as the last, up to idle_wait (a parked thread of an idle daemon wakes about 3
+  /// times a second, not 100).
   bool lagging(int k, int& idle_looks);
   std::chrono::nanoseconds cpu_of(int k) const;
   /// Whether one of the first k threads sleeps now (blocked, e.g. in a handler; unknown counts).
