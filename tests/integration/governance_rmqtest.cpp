@@ -100,9 +100,13 @@ struct api_run {
     for (auto& [caller, by_seq] : starts)
       for (auto& [seq, us] : by_seq)
         for (auto& p : pauses.count(caller) ? pauses.at(caller) : std::vector<pause>{})
-          if (us >= p.us + passed_the_gate_us && us < p.us + p.ms * 1000 - 1000)
-            out.push_back(caller + " started seq " + seq + " " + std::to_string((us - p.us) / 1000) +
-                          " ms into its pool's pause of " + std::to_string(p.ms) + " ms");
+          if (us >= p.us + passed_the_gate_us && us < p.us + p.ms * 1000 - 1000) {
+            std::string what = caller;
+            what += " started seq " + seq;
+            what += " " + std::to_string((us - p.us) / 1000) + " ms into its pool's pause of ";
+            what += std::to_string(p.ms) + " ms";
+            out.push_back(std::move(what));
+          }
     return out;
   }
 
@@ -320,7 +324,7 @@ TEST_F(Governance, EightWorkersInTwoSystemsNeverEscalateARateLimitedApisPenalty)
   EXPECT_GT(stats.limited, 0u) << "the pools did hit the limit: governance was exercised";
   EXPECT_GE(stats.ok, std::uint64_t(n) - shared_broker().queue_depth("dde.dead." + sys + ".api").value_or(0));
   int pauses = 0;
-  for (auto node_id_ : {id, id_b})
+  for (const auto& node_id_ : {id, id_b})
     for (auto& p : pools_of(registry, node_id_, sys))
       if (p["id"] == sys + "/api")
         pauses += p["governance"]["pauses"].get<int>() + p["governance"]["remotePauses"].get<int>();
