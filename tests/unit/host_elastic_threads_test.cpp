@@ -222,28 +222,49 @@ pid_t thread_named(const std::string& name) {
   return 0;
 }
 
+/// A context with a pending timer (so it has a reactor, and its thread sleeps in epoll_wait as a
+/// daemon's does) run by elastic threads named `options.thread_name`.
+struct idle_context {
+  explicit idle_context(const elastic_options& options) : threads(io, options), name(options.thread_name) {
+    timer.async_wait([](const boost::system::error_code&) {});
+    threads.start();
+  }
+  ~idle_context() {
+    timer.cancel();
+    io.stop();
+    threads.join();
+  }
+  idle_context(const idle_context&) = delete;
+  idle_context& operator=(const idle_context&) = delete;
+  /// Finds the first thread by its name: a handler run to ask it may run on the helper instead,
+  /// when the helper joined at the start on a loaded machine, and the helper then parks for good.
+  bool find_first() {
+    return eventually([&] { return (tid = thread_named(name + "-0")) != 0; });
+  }
+  /// Whether the first thread waits in the reactor now.
+  bool idle() const {
+    auto w = wchan_of(tid);
+    return w.rfind("do_epoll_wait", 0) == 0 || w.rfind("ep_poll", 0) == 0;
+  }
+  boost::asio::io_context io;
+  boost::asio::steady_timer timer{io, std::chrono::hours(1)};
+  elastic_threads threads;
+  std::string name;
+  pid_t tid = 0;
+};
+
 // An idle daemon's parked thread looks every period but wakes nobody: the first thread sleeps in
 // the reactor's epoll_wait with nothing queued, so a probe could find no lag and would only wake it.
 TEST(ElasticThreads, LooksAtAnIdleContextPostNoProbe) {
-  boost::asio::io_context io;
-  // A pending timer: the context has a reactor, and its thread sleeps in epoll_wait as a daemon's does.
-  boost::asio::steady_timer timer(io, std::chrono::hours(1));
-  timer.async_wait([](const boost::system::error_code&) {});
   elastic_options options{2, 1000us, 2ms, 50ms, 0.9};
   options.idle_wait = 16ms;
   options.thread_name = "idle-look";
-  elastic_threads threads(io, options);
-  threads.start();
-  // The first thread by its name: a handler run to ask it may run on the helper instead, when the
-  // helper joined at the start on a loaded machine, and the helper then parks on a futex for good.
-  pid_t tid = 0;
-  ASSERT_TRUE(eventually([&] { return (tid = thread_named("idle-look-0")) != 0; }));
-  auto idle = [&] {
-    auto w = wchan_of(tid);
-    return w.rfind("do_epoll_wait", 0) == 0 || w.rfind("ep_poll", 0) == 0;
-  };
+  idle_context c(options);
+  auto& threads = c.threads;
+  ASSERT_TRUE(c.find_first());
+  auto idle = [&] { return c.idle(); };
   if (!eventually(idle))
-    GTEST_SKIP() << "the kernel does not say the thread waits in epoll_wait: " << wchan_of(tid);
+    GTEST_SKIP() << "the kernel does not say the thread waits in epoll_wait: " << wchan_of(c.tid);
   const auto looks = threads.looks(), probes = threads.probes();
   ASSERT_TRUE(eventually([&] { return threads.looks() >= looks + 50; }))
       << "the parked thread stopped looking";
@@ -252,49 +273,36 @@ TEST(ElasticThreads, LooksAtAnIdleContextPostNoProbe) {
   EXPECT_LE(threads.probes() - probes, 1u) << "of " << threads.looks() - looks << " looks";
   // Back in the reactor (a probe that raced may have woken it just now; under load its way back to
   // epoll_wait can wait for a core, so this waits for it rather than reading once).
-  EXPECT_TRUE(eventually(idle)) << "the first thread waits in " << wchan_of(tid) << "; threads running "
+  EXPECT_TRUE(eventually(idle)) << "the first thread waits in " << wchan_of(c.tid) << "; threads running "
                                 << threads.running() << ", joins " << threads.joins() << ", probes "
                                 << threads.probes() - probes << " in " << threads.looks() - looks << " looks";
   // A handler that blocks is still found: the first thread no longer waits in the reactor.
-  expect_a_blocked_handler_does_not_stop_the_next(io);
+  expect_a_blocked_handler_does_not_stop_the_next(c.io);
   EXPECT_GE(threads.probes(), probes + 1);
   EXPECT_GE(threads.joins(), 1u);
-  timer.cancel();
-  io.stop();
-  threads.join();
 }
 
 // Looks at an idle context come further apart, up to idle_wait: each wakes the parked thread, which
 // costs a daemon that does nothing.
 TEST(ElasticThreads, LooksAtAnIdleContextBackOffToTheIdleWait) {
-  boost::asio::io_context io;
-  boost::asio::steady_timer timer(io, std::chrono::hours(1));
-  timer.async_wait([](const boost::system::error_code&) {});
   elastic_options options{2, 1000us, 2ms, 50ms, 0.9};
   options.idle_wait = 40ms;
   options.thread_name = "idle-wait";
-  elastic_threads threads(io, options);
-  threads.start();
-  pid_t tid = 0;
-  ASSERT_TRUE(eventually([&] { return (tid = thread_named("idle-wait-0")) != 0; }));
-  if (!eventually([&] {
-        return wchan_of(tid).rfind("do_epoll_wait", 0) == 0 || wchan_of(tid).rfind("ep_poll", 0) == 0;
-      }))
-    GTEST_SKIP() << "the kernel does not say the thread waits in epoll_wait: " << wchan_of(tid);
+  idle_context c(options);
+  ASSERT_TRUE(c.find_first());
+  if (!eventually([&] { return c.idle(); }))
+    GTEST_SKIP() << "the kernel does not say the thread waits in epoll_wait: " << wchan_of(c.tid);
   const auto start = std::chrono::steady_clock::now();
-  const auto looks = threads.looks();
+  const auto looks = c.threads.looks();
   std::this_thread::sleep_for(1s);
   const auto elapsed = std::chrono::steady_clock::now() - start;
-  const auto seen = threads.looks() - looks;
+  const auto seen = c.threads.looks() - looks;
   // Waits of 2, 4, 8, 16 and 32 ms, then 40 ms each (a loaded machine only makes them longer); one
   // more for a look under way at each end. Every 16 ms (the wait it had before) would be over 60.
   const auto bound = std::uint64_t(elapsed / 40ms) + 5 + 2;
   EXPECT_LE(seen, bound) << "looks in "
                          << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms";
   EXPECT_GE(seen, 1u) << "the parked thread stopped looking";
-  timer.cancel();
-  io.stop();
-  threads.join();
 }
 
 TEST(ElasticThreads, LagZeroRunsEveryThreadAllTheTime) {
