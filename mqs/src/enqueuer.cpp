@@ -140,10 +140,7 @@ void enqueuer::lost(const std::string& why) {
   // Whatever the broker had not confirmed is published again (duplicates are allowed, loss is not),
   // marked: the broker may have stored the first copy.
   auto again = confirms_.connection_lost();
-  for (auto& m : again) {
-    mark_resent(m.props);
-    counted_(m.topic).republished.add();
-  }
+  for (auto& m : again) mark_republished(m);
   queues_.put_back(std::move(again));
   auto delay = link_.backoff.next();
   log()->warn("broker connection lost: {}; reconnecting in {} ms ({} messages to publish)", why,

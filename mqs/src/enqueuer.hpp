@@ -110,6 +110,8 @@ class enqueuer {
   void on_method(std::uint16_t channel, const amqp_method_t& method, std::vector<outgoing_message>& nacked);
   /// Messages the broker nacked go out again after 200 ms, in the order they were first published.
   void retry_nacked(std::vector<outgoing_message> nacked);
+  /// Marks a message about to be published again (the broker may hold the first copy) and counts it.
+  void mark_republished(outgoing_message& m);
   void refuse(outgoing_message&& msg, const std::string& error);
   bool can_publish() const { return queues_.ready(confirms_.size(), cfg_.confirm_window); }
   void publish_pauses();

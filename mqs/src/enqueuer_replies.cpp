@@ -13,6 +13,11 @@
 
 namespace dde::mqs {
 
+void enqueuer::mark_republished(outgoing_message& m) {
+  mark_resent(m.props);
+  counted_(m.topic).republished.add();
+}
+
 void enqueuer::retry_nacked(std::vector<outgoing_message> nacked) {
   if (nacked.empty()) return;
   logger("mqs.enqueuer")
@@ -24,9 +29,8 @@ void enqueuer::retry_nacked(std::vector<outgoing_message> nacked) {
     return a.conn == b.conn ? a.seq < b.seq : a.conn.get() < b.conn.get();
   });
   for (auto& m : nacked) {
-    mark_resent(m.props);  // a nack does not promise the broker kept no copy
-    counted_(m.topic).republished.add();
-    admin_.forget(m);  // the queue may have gone: declare it again before the retry
+    mark_republished(m);  // a nack does not promise the broker kept no copy
+    admin_.forget(m);     // the queue may have gone: declare it again before the retry
   }
   queues_.retry_at(std::move(nacked), now() + std::chrono::milliseconds(200));
   // A channel that published to a quorum queue while its leader's node was dying can go on being

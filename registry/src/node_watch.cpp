@@ -166,8 +166,7 @@ void node_watch::describe(const std::string& id, watched& w) {
     auto& w = it->second;
     w.describing = false;
     if (!a) {
-      // Asked again at the next heartbeat.
-      if (stale.whole) w.whole_due = true;
+      // Asked again, with the same scope, at the next heartbeat.
       nodes_.mark_stale(id, stale);
       return;
     }
