@@ -8,6 +8,7 @@
 #include <set>
 
 #include "cluster_fixture.hpp"
+#include "dde/core/stable_hash.hpp"
 
 namespace dde::test {
 namespace {
@@ -37,7 +38,7 @@ TEST_F(Partitions, EachKeyIsHandledInSendOrderAcrossReplicasThroughAKillAndAnAdd
   // The producer outruns the pool (each message takes 2 ms), so a backlog waits in the broker, the
   // replicas have messages in hand when one is killed, and without partitions consecutive messages
   // of a key would be handled by several replicas at once.
-  const int partitions = 12, keys = 24, n = 30000;
+  const int partitions = 16, keys = 1000, n = 100000;
   const nlohmann::json work = {{"work_ms", 2}};
   for (auto& id : ids) {
     auto r = deploy_pool(id, sys, "echo", "echo_v1", work, 2, partitioned(partitions));
@@ -107,6 +108,12 @@ TEST_F(Partitions, EachKeyIsHandledInSendOrderAcrossReplicasThroughAKillAndAnAdd
   EXPECT_GE(per_process.size(), 5u) << ::testing::PrintToString(per_process);
   for (auto& [file, count] : per_process)
     std::cout << "[ partitions ] " << file << ": " << count << " handled\n";
+  // How evenly the keys spread over the partitions (each replica owns count / replicas of them).
+  std::vector<int> keys_of(partitions, 0);
+  for (auto& user : users) ++keys_of[dde::stable_hash(user.get<std::string>()) % partitions];
+  auto [fewest, most] = std::minmax_element(keys_of.begin(), keys_of.end());
+  std::cout << "[ partitions ] " << keys << " keys over " << partitions << " partitions: " << *fewest
+            << " to " << *most << " keys each\n";
 }
 
 TEST_F(Partitions, APartitionedPoolIsRefusedWithAClearReasonWhenItsSpecContradictsItself) {
