@@ -27,16 +27,16 @@ void plugin_source::prepare(std::function<void(result<bool>)> ready) {
               (fetched.what == kind::failed ? fetched.error
                                             : "the server answered 304 to a request without validators"),
           plugin_failure::fetch));
-    fetched_file_ = fetched.file;
-    validators_ = fetched.validators;
+    download_.fetched_file = fetched.file;
+    download_.validators = fetched.validators;
     ready(true);
   });
 }
 
 void plugin_source::fetch(fetch_done on_strand_done) {
-  if (!fetcher_) fetcher_ = std::make_unique<plugin_fetcher>(fetch_options_);
-  fetcher_->fetch(spec_.uri, spec_.system + "." + spec_.isolate, validators_,
-                  bind_(std::move(on_strand_done)));
+  if (!download_.fetcher) download_.fetcher = std::make_unique<plugin_fetcher>(download_.options);
+  download_.fetcher->fetch(spec_.uri, spec_.system + "." + spec_.isolate, download_.validators,
+                           bind_(std::move(on_strand_done)));
 }
 
 result<std::shared_ptr<worker_plugin>> plugin_source::load_first() const {
@@ -63,15 +63,15 @@ std::string plugin_source::with_source(const std::string& error) const {
 }
 
 std::filesystem::path plugin_source::running_file() const {
-  return is_remote_uri(spec_.uri) ? fetched_file_ : std::filesystem::path(spec_.plugin_path());
+  return is_remote_uri(spec_.uri) ? download_.fetched_file : std::filesystem::path(spec_.plugin_path());
 }
 
 void plugin_source::check() {
   if (stopping_ || pool_.swap_busy()) return;
   if (is_remote_uri(spec_.uri)) {
     // One poll at a time: a slow server delays the next one rather than piling them up.
-    if (fetching_) return;
-    fetching_ = true;
+    if (download_.in_flight) return;
+    download_.in_flight = true;
     return fetch([this](fetch_result fetched) { on_fetched(std::move(fetched)); });
   }
   auto md5 = file_md5(spec_.plugin_path());
@@ -105,10 +105,10 @@ bool plugin_source::offer(const std::string& md5, std::shared_ptr<worker_plugin>
 }
 
 void plugin_source::on_fetched(fetch_result fetched) {
-  fetching_ = false;
+  download_.in_flight = false;
   auto forget = [this](const std::filesystem::path& file) {
     std::error_code ignored;
-    if (!file.empty() && file != fetched_file_) std::filesystem::remove(file, ignored);
+    if (!file.empty() && file != download_.fetched_file) std::filesystem::remove(file, ignored);
   };
   if (stopping_) return forget(fetched.file);
   if (fetched.what == fetch_result::kind::failed) return note_fetch_error(fetched.error);
@@ -116,7 +116,7 @@ void plugin_source::on_fetched(fetch_result fetched) {
   if (fetched.what == fetch_result::kind::not_modified) return;
   // A swap or restart began meanwhile: keep the old validators, so the next poll asks again.
   if (pool_.swap_busy()) return forget(fetched.file);
-  validators_ = fetched.validators;
+  download_.validators = fetched.validators;
   auto running = pool_.running();
   if (fetched.md5 == running->object().md5() || fetched.md5 == refused_md5_) return forget(fetched.file);
   logger("host.router")
@@ -127,22 +127,22 @@ void plugin_source::on_fetched(fetch_result fetched) {
     forget(fetched.file);
     return refuse(fetched.md5, with_source(loaded.error()), loaded.code<plugin_failure>());
   }
-  next_file_ = fetched.file;
+  download_.next_file = fetched.file;
   if (!offer(fetched.md5, loaded.value())) {
-    next_file_.clear();
+    download_.next_file.clear();
     forget(fetched.file);
   }
 }
 
 void plugin_source::note_fetch_error(const std::string& error) {
-  if (error == fetch_error_) return;
+  if (error == download_.error) return;
   if (error.empty())
     logger("host.router")->info("{}: plugin {} can be fetched again", spec_.addr().str(), spec_.uri);
   else
     logger("host.router")
         ->error("{}: cannot fetch plugin {}: {}; the running version keeps serving", spec_.addr().str(),
                 spec_.uri, error);
-  fetch_error_ = error;
+  download_.error = error;
 }
 
 void plugin_source::refuse(const std::string& md5, const std::string& why, plugin_failure reason) {
@@ -164,13 +164,13 @@ void plugin_source::swapped(std::chrono::milliseconds pause) {
   refused_md5_.clear();
   ++swaps_;
   last_pause_ms_ = pause.count();
-  if (!next_file_.empty()) {
+  if (!download_.next_file.empty()) {
     // The old version's download is no longer needed (its code lives on in a private copy).
     std::error_code ignored;
-    if (!fetched_file_.empty() && fetched_file_ != next_file_)
-      std::filesystem::remove(fetched_file_, ignored);
-    fetched_file_ = std::move(next_file_);
-    next_file_.clear();
+    if (!download_.fetched_file.empty() && download_.fetched_file != download_.next_file)
+      std::filesystem::remove(download_.fetched_file, ignored);
+    download_.fetched_file = std::move(download_.next_file);
+    download_.next_file.clear();
   }
 }
 
@@ -178,11 +178,11 @@ void plugin_source::rolled_back(const std::string& md5, const std::string& why) 
   refused_md5_ = md5;
   state_ = "refused";
   error_ = why;
-  if (!next_file_.empty()) {
+  if (!download_.next_file.empty()) {
     // Its download is dropped; the validators stay, so the server's next answer is "not modified".
     std::error_code ignored;
-    if (next_file_ != fetched_file_) std::filesystem::remove(next_file_, ignored);
-    next_file_.clear();
+    if (download_.next_file != download_.fetched_file) std::filesystem::remove(download_.next_file, ignored);
+    download_.next_file.clear();
   }
   auto running = pool_.running();
   logger("host.router")
@@ -222,7 +222,7 @@ nlohmann::json plugin_source::describe() const {
     plugin["error"] = error_;
     plugin["refusedMd5"] = refused_md5_;
   }
-  if (!fetch_error_.empty()) plugin["fetchError"] = fetch_error_;
+  if (!download_.error.empty()) plugin["fetchError"] = download_.error;
   return plugin;
 }
 

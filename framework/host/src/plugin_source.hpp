@@ -44,7 +44,7 @@ class plugin_source {
   /// version that worked are kept so a restarted isolate system can fall back to one.
   void set_events(std::function<void(nlohmann::json)> events, std::string cache);
   /// How plugins at http(s) URIs are downloaded (cache directory, CA file).
-  void set_fetch_options(fetch_options options) { fetch_options_ = std::move(options); }
+  void set_fetch_options(fetch_options options) { download_.options = std::move(options); }
 
   /// Gets the plugin ready to load: downloads it when its uri is http(s); `ready` runs on the strand.
   void prepare(std::function<void(result<bool>)> ready);
@@ -95,21 +95,24 @@ class plugin_source {
   std::string cache_;
   /// Where a swap in progress is marked for the activator ("" without a plugin cache).
   std::filesystem::path swap_marker() const;
-  fetch_options fetch_options_;
-  std::unique_ptr<plugin_fetcher> fetcher_;  ///< an http(s) uri's downloads, off the Asio threads
-  std::string refused_md5_;                  ///< a version already refused is not tried again
+  std::string refused_md5_;  ///< a version already refused is not tried again
   std::string state_ = "running";
   std::string error_;
   std::uint64_t swaps_ = 0;
   long long last_pause_ms_ = 0;
   bool proving_ = true;  ///< the running version has not finished a message yet
   bool stopping_ = false;
-  // An http(s) uri: the running version's download and what the server said about it.
-  std::filesystem::path fetched_file_;
-  std::filesystem::path next_file_;  ///< the download being swapped in
-  fetch_validators validators_;
-  bool fetching_ = false;
-  std::string fetch_error_;  ///< why the last poll failed ("" = it did not)
+  /// An http(s) uri: how it is downloaded, the running version's download and what the server said
+  /// about it.
+  struct downloads {
+    fetch_options options;
+    std::unique_ptr<plugin_fetcher> fetcher;  ///< off the Asio threads
+    std::filesystem::path fetched_file;
+    std::filesystem::path next_file;  ///< the download being swapped in
+    fetch_validators validators;
+    bool in_flight = false;
+    std::string error;  ///< why the last poll failed ("" = it did not)
+  } download_;
 };
 
 }  // namespace dde::host

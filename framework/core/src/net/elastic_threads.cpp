@@ -50,10 +50,10 @@ void open_own(std::atomic<int>& slot, const char* what) {
 elastic_threads::elastic_threads(boost::asio::io_context& io, elastic_options options)
     : io_(io),
       options_(options),
-      running_metric_(metrics_registry::process().gauge(
-          options.metric_prefix + "_threads_running",
-          "Threads that run the process's io_context now (--threads at most).")),
-      joins_metric_(
+      counts_(
+          metrics_registry::process().gauge(
+              options.metric_prefix + "_threads_running",
+              "Threads that run the process's io_context now (--threads at most)."),
           metrics_registry::process().counter(options.metric_prefix + "_thread_joins_total",
                                               "Times a parked thread joined the first because it lagged.")) {
   options_.threads = std::max(1, options_.threads);
@@ -150,7 +150,7 @@ bool elastic_threads::all_in_reactor(int k) const {
 
 bool elastic_threads::lagging(int k, int& idle_looks) {
   using clock = std::chrono::steady_clock;
-  looks_.fetch_add(1, std::memory_order_relaxed);
+  counts_.looks.fetch_add(1, std::memory_order_relaxed);
   if (all_in_reactor(k)) {
     // Idle: nothing is queued for them. Look again later, without waking them.
     auto longer = options_.period * (1 << std::min(idle_looks++, 16));
@@ -159,7 +159,7 @@ bool elastic_threads::lagging(int k, int& idle_looks) {
     return false;
   }
   idle_looks = 0;
-  probes_.fetch_add(1, std::memory_order_relaxed);
+  counts_.probes.fetch_add(1, std::memory_order_relaxed);
   auto ran = std::make_shared<std::atomic<bool>>(false);
   auto cpu0 = cpu_of(k);
   auto posted = clock::now();
@@ -180,7 +180,7 @@ bool elastic_threads::lagging(int k, int& idle_looks) {
 void elastic_threads::set_running(int delta) {
   {
     std::lock_guard l(mutex_);
-    running_metric_.set(double(running_.fetch_add(delta) + delta));
+    counts_.running_metric.set(double(counts_.running.fetch_add(delta) + delta));
   }
   changed_.notify_all();
 }
@@ -191,12 +191,12 @@ void elastic_threads::run_helper(int k) {
     {
       // Helper k looks only while the k threads before it all run the context.
       std::unique_lock l(mutex_);
-      changed_.wait(l, [&] { return stopping_ || running_.load() >= k; });
+      changed_.wait(l, [&] { return stopping_ || counts_.running.load() >= k; });
       if (stopping_) return;
     }
     if (!lagging(k, idle_looks)) continue;
-    joins_.fetch_add(1, std::memory_order_relaxed);
-    joins_metric_.add();
+    counts_.joins.fetch_add(1, std::memory_order_relaxed);
+    counts_.joins_metric.add();
     set_running(1);
     for (auto stay = options_.stay;; stay = std::min(stay * 2, options_.stay * 16)) {
       io_.run_for(stay);

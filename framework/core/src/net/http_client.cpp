@@ -76,8 +76,8 @@ class exchange {
                               });
     }
     io_.run();
-    file_parser_.reset();  // closes the file
-    if (!result_.error.empty() && !options_.body_file.empty() && body_file_opened_) {
+    response_.to_file.reset();  // closes the file
+    if (!result_.error.empty() && !options_.body_file.empty() && response_.file_opened) {
       std::error_code ignored;
       std::filesystem::remove(options_.body_file, ignored);
     }
@@ -138,21 +138,21 @@ class exchange {
     http::async_write(stream_, req_, [this](beast::error_code ec, std::size_t) {
       if (ec) return fail("cannot send the request to " + where() + ": " + describe(ec));
       beast::get_lowest_layer(stream_).expires_at(deadline_);
-      http::async_read_header(stream_, buffer_, header_parser_,
+      http::async_read_header(stream_, buffer_, response_.header,
                               [this](beast::error_code ec, std::size_t) { on_header(ec); });
     });
   }
 
   void on_header(beast::error_code ec) {
     if (ec) return fail("no response from " + where() + ": " + describe(ec));
-    auto& res = header_parser_.get();
+    auto& res = response_.header.get();
     result_.status = static_cast<int>(res.result_int());
     for (auto& field : res) {
       std::string name(field.name_string());
       for (auto& c : name) c = char(std::tolower(static_cast<unsigned char>(c)));
       result_.headers[name] = std::string(field.value());
     }
-    if (header_parser_.is_done()) {  // 304, 204, Content-Length: 0
+    if (response_.header.is_done()) {  // 304, 204, Content-Length: 0
       if (result_.status == 200 && !options_.body_file.empty()) {
         std::ofstream empty(options_.body_file, std::ios::binary | std::ios::trunc);
         if (!empty) return fail("cannot write " + options_.body_file.string());
@@ -164,22 +164,22 @@ class exchange {
         return fail("the response from " + where() + " is larger than " + std::to_string(options_.max_body) +
                     " bytes");
       if (ec) return fail("the response from " + where() + " was cut short: " + describe(ec));
-      if (string_parser_) result_.body = std::move(string_parser_->get().body());
+      if (response_.to_string) result_.body = std::move(response_.to_string->get().body());
       succeed();
     };
     if (result_.status == 200 && !options_.body_file.empty()) {
-      file_parser_.emplace(std::move(header_parser_));
-      file_parser_->body_limit(options_.max_body);
+      response_.to_file.emplace(std::move(response_.header));
+      response_.to_file->body_limit(options_.max_body);
       beast::error_code open_error;
-      file_parser_->get().body().open(options_.body_file.c_str(), beast::file_mode::write, open_error);
+      response_.to_file->get().body().open(options_.body_file.c_str(), beast::file_mode::write, open_error);
       if (open_error)
         return fail("cannot write " + options_.body_file.string() + ": " + open_error.message());
-      body_file_opened_ = true;
-      http::async_read(stream_, buffer_, *file_parser_, on_body);
+      response_.file_opened = true;
+      http::async_read(stream_, buffer_, *response_.to_file, on_body);
     } else {
-      string_parser_.emplace(std::move(header_parser_));
-      string_parser_->body_limit(options_.max_body);
-      http::async_read(stream_, buffer_, *string_parser_, on_body);
+      response_.to_string.emplace(std::move(response_.header));
+      response_.to_string->body_limit(options_.max_body);
+      http::async_read(stream_, buffer_, *response_.to_string, on_body);
     }
   }
 
@@ -229,10 +229,13 @@ class exchange {
   boost::asio::steady_timer cancel_timer_{io_};
   Stream stream_;
   beast::flat_buffer buffer_;
-  http::response_parser<http::empty_body> header_parser_;
-  std::optional<http::response_parser<http::string_body>> string_parser_;
-  std::optional<http::response_parser<http::file_body>> file_parser_;
-  bool body_file_opened_ = false;
+  /// The response: its header read first, then its body into a string or into options_.body_file.
+  struct response_parsers {
+    http::response_parser<http::empty_body> header;
+    std::optional<http::response_parser<http::string_body>> to_string;
+    std::optional<http::response_parser<http::file_body>> to_file;
+    bool file_opened = false;
+  } response_;
   bool cancelled_ = false;
   bool ended_ = false;
   http_result result_;

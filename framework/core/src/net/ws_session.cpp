@@ -29,15 +29,14 @@ ws_session<Stream>::ws_session(Stream&& stream, std::shared_ptr<ws_handler> hand
     : anchor_(std::move(anchor)),
       ws_(std::move(stream)),
       handler_(std::move(handler)),
-      idle_timeout_(idle_timeout),
-      heartbeat_timer_(ws_.get_executor()),
+      beat_(idle_timeout, ws_.get_executor()),
       max_message_(max_message),
       id_(next_connection_id()) {
   remote_ = endpoint_text(beast::get_lowest_layer(ws_).socket());
   beast::get_lowest_layer(ws_).expires_never();
   websocket::stream_base::timeout t = websocket::stream_base::timeout::suggested(role);
   // A peer that vanishes without a close is noticed: ping when idle, give up after the timeout.
-  t.idle_timeout = idle_timeout_;
+  t.idle_timeout = beat_.idle_timeout;
   t.keep_alive_pings = true;
   ws_.set_option(t);
   // The message limit is ours (do_read), not Beast's read_message_max: Beast fails the connection
@@ -117,48 +116,48 @@ void ws_session<Stream>::on_read(beast::error_code ec, std::size_t) {
 
 template <class Stream>
 void ws_session<Stream>::send(std::string data, bool binary) {
-  queued_.fetch_add(data.size(), std::memory_order_relaxed);
+  out_.bytes.fetch_add(data.size(), std::memory_order_relaxed);
   // defer, not post: called from a handler of the same io_context (a host's flush), the write
   // continues that handler on its thread instead of waking another one (see top_level.cpp).
   boost::asio::defer(ws_.get_executor(),
                      [self = shared_from_this(), data = std::move(data), binary]() mutable {
-                       if (self->finished_ || self->closing_) {
-                         self->queued_.fetch_sub(data.size(), std::memory_order_relaxed);
+                       if (self->finished_ || self->close_.asked) {
+                         self->out_.bytes.fetch_sub(data.size(), std::memory_order_relaxed);
                          return;
                        }
-                       self->queue_.emplace_back(std::move(data), binary);
+                       self->out_.queue.emplace_back(std::move(data), binary);
                        self->do_write();
                      });
 }
 
 template <class Stream>
 void ws_session<Stream>::do_write() {
-  if (!open_ || write_in_flight_ || queue_.empty() || finished_) return;
-  bool binary = queue_.front().second;
-  writing_ = std::move(queue_.front().first);
-  queue_.pop_front();
-  while (binary && !queue_.empty() && queue_.front().second && writing_.size() < max_coalesced) {
-    writing_ += queue_.front().first;
-    queue_.pop_front();
+  if (!open_ || out_.in_flight || out_.queue.empty() || finished_) return;
+  bool binary = out_.queue.front().second;
+  out_.writing = std::move(out_.queue.front().first);
+  out_.queue.pop_front();
+  while (binary && !out_.queue.empty() && out_.queue.front().second && out_.writing.size() < max_coalesced) {
+    out_.writing += out_.queue.front().first;
+    out_.queue.pop_front();
   }
-  write_in_flight_ = true;
-  ++writes_;
+  out_.in_flight = true;
+  ++out_.started;
   ws_.binary(binary);
-  ws_.async_write(boost::asio::buffer(writing_),
+  ws_.async_write(boost::asio::buffer(out_.writing),
                   beast::bind_front_handler(&ws_session<Stream>::on_write, shared_from_this()));
 }
 
 template <class Stream>
 void ws_session<Stream>::on_write(beast::error_code ec, std::size_t) {
-  write_in_flight_ = false;
-  queued_.fetch_sub(writing_.size(), std::memory_order_relaxed);
-  writing_.clear();
+  out_.in_flight = false;
+  out_.bytes.fetch_sub(out_.writing.size(), std::memory_order_relaxed);
+  out_.writing.clear();
   if (ec) {
     // The read side reports the end; make sure it notices.
     close_socket();
     return;
   }
-  if (closing_ && queue_.empty()) {
+  if (close_.asked && out_.queue.empty()) {
     do_close();
     return;
   }
@@ -168,17 +167,17 @@ void ws_session<Stream>::on_write(beast::error_code ec, std::size_t) {
 template <class Stream>
 void ws_session<Stream>::close(std::string reason) {
   boost::asio::post(ws_.get_executor(), [self = shared_from_this(), reason = std::move(reason)] {
-    if (self->finished_ || self->closing_) return;
-    self->closing_ = true;
-    self->close_reason_ = reason.substr(0, 120);
+    if (self->finished_ || self->close_.asked) return;
+    self->close_.asked = true;
+    self->close_.reason = reason.substr(0, 120);
     if (!self->open_) {
       self->close_socket();
       return;
     }
     // What was queued before the close still goes out (e.g. an error record explaining it); a close
     // frame must not overlap a write, so on_write starts it once the queue is empty.
-    if (self->write_in_flight_) return;
-    if (self->queue_.empty())
+    if (self->out_.in_flight) return;
+    if (self->out_.queue.empty())
       self->do_close();
     else
       self->do_write();
@@ -188,18 +187,18 @@ void ws_session<Stream>::close(std::string reason) {
 template <class Stream>
 void ws_session<Stream>::refuse_too_big() {
   buffer_.consume(buffer_.size());
-  closing_ = true;
-  close_code_ = websocket::close_code::too_big;
-  close_reason_ = "a message over " + std::to_string(max_message_) + " bytes";
+  close_.asked = true;
+  close_.code = websocket::close_code::too_big;
+  close_.reason = "a message over " + std::to_string(max_message_) + " bytes";
   // The close handshake (async_close) drains the rest of the message and waits for the peer's close,
   // so the peer reads why. A write in flight starts it when done (on_write); finish drops the queue.
   finish("The WebSocket message exceeded the locally configured limit");
-  if (!write_in_flight_) do_close();
+  if (!out_.in_flight) do_close();
 }
 
 template <class Stream>
 void ws_session<Stream>::do_close() {
-  websocket::close_reason cr(close_code_, close_reason_);
+  websocket::close_reason cr(close_.code, close_.reason);
   ws_.async_close(cr, [self = shared_from_this()](beast::error_code) { self->close_socket(); });
 }
 
@@ -219,7 +218,7 @@ void ws_session<Stream>::pause_reading(bool paused) {
     self->ws_.get_option(t);
     // (The heartbeat goes on meanwhile, so the peer's timer keeps hearing from us.)
     t.idle_timeout =
-        paused ? websocket::stream_base::none() : websocket::stream_base::duration(self->idle_timeout_);
+        paused ? websocket::stream_base::none() : websocket::stream_base::duration(self->beat_.idle_timeout);
     self->ws_.set_option(t);
     if (!paused && self->open_) self->do_read();
   });
@@ -234,15 +233,15 @@ void ws_session<Stream>::heartbeat() {
   // The beat is an unsolicited pong (RFC 6455 5.5.3: a unidirectional heartbeat, not answered). A
   // ping would be: Beast answers it from the peer's read, which then waits for the peer's write in
   // flight, stuck while we read slowly, and reads nothing more meanwhile, so the peer timed out.
-  heartbeat_timer_.expires_after(idle_timeout_ / 4);
-  heartbeat_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-    if (ec || !self->open_ || self->closing_ || self->finished_) return;
+  beat_.timer.expires_after(beat_.idle_timeout / 4);
+  beat_.timer.async_wait([self = shared_from_this()](beast::error_code ec) {
+    if (ec || !self->open_ || self->close_.asked || self->finished_) return;
     // One beat at a time: a peer that reads nothing completes none.
-    if (self->writes_ == self->writes_at_beat_ && !self->beat_in_flight_) {
-      self->beat_in_flight_ = true;
-      self->ws_.async_pong({}, [self](beast::error_code) { self->beat_in_flight_ = false; });
+    if (self->out_.started == self->beat_.writes_at_beat && !self->beat_.in_flight) {
+      self->beat_.in_flight = true;
+      self->ws_.async_pong({}, [self](beast::error_code) { self->beat_.in_flight = false; });
     }
-    self->writes_at_beat_ = self->writes_;
+    self->beat_.writes_at_beat = self->out_.started;
     self->heartbeat();
   });
 }
@@ -251,8 +250,8 @@ template <class Stream>
 void ws_session<Stream>::finish(const std::string& reason) {
   if (finished_) return;
   finished_ = true;
-  heartbeat_timer_.cancel();
-  queue_.clear();
+  beat_.timer.cancel();
+  out_.queue.clear();
   if (open_) handler_->on_close(shared_from_this(), reason);
 }
 

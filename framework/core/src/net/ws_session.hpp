@@ -48,7 +48,7 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
   void send(std::string data, bool binary) override;
   void close(std::string reason) override;
   void pause_reading(bool paused) override;
-  std::size_t queued_bytes() const override { return queued_.load(std::memory_order_relaxed); }
+  std::size_t queued_bytes() const override { return out_.bytes.load(std::memory_order_relaxed); }
   const std::string& remote() const override { return remote_; }
   std::uint64_t id() const override { return id_; }
 
@@ -74,23 +74,34 @@ class ws_session : public ws_connection, public std::enable_shared_from_this<ws_
   websocket::stream<Stream> ws_;
   std::shared_ptr<ws_handler> handler_;
   beast::flat_buffer buffer_;
-  std::deque<std::pair<std::string, bool>> queue_;
-  std::string writing_;
-  bool write_in_flight_ = false;
+  /// What is to be written, and what is being written.
+  struct outgoing {
+    std::deque<std::pair<std::string, bool>> queue;  ///< messages, binary or not
+    std::string writing;                             ///< one message, or binary ones coalesced
+    bool in_flight = false;
+    std::uint64_t started = 0;          ///< writes started
+    std::atomic<std::size_t> bytes{0};  ///< queued or being written (any thread reads it)
+  } out_;
+  /// The heartbeat (see heartbeat()).
+  struct beating {
+    beating(std::chrono::milliseconds idle_timeout, const boost::asio::any_io_executor& ex)
+        : idle_timeout(idle_timeout), timer(ex) {}
+    std::chrono::milliseconds idle_timeout;
+    boost::asio::steady_timer timer;
+    bool in_flight = false;
+    std::uint64_t writes_at_beat = 0;  ///< `out_.started` at the last heartbeat turn
+  } beat_;
   bool open_ = false;
   bool finished_ = false;
   bool paused_ = false;
   bool read_in_flight_ = false;
-  bool closing_ = false;
-  bool beat_in_flight_ = false;
-  std::uint64_t writes_ = 0;          ///< messages started
-  std::uint64_t writes_at_beat_ = 0;  ///< `writes_` at the last heartbeat turn
-  std::chrono::milliseconds idle_timeout_;
-  boost::asio::steady_timer heartbeat_timer_;
   std::size_t max_message_;  ///< largest message read (0: no limit)
-  std::atomic<std::size_t> queued_{0};
-  websocket::close_code close_code_ = websocket::close_code::normal;
-  std::string close_reason_;
+  /// The close we start: once what is queued is written, with this code and reason.
+  struct closing {
+    bool asked = false;
+    websocket::close_code code = websocket::close_code::normal;
+    std::string reason;
+  } close_;
   std::string remote_;
   std::uint64_t id_;
 };

@@ -68,11 +68,11 @@ class elastic_threads {
   void join();
 
   /// Threads running the context now (the first included), and how often a parked one joined.
-  int running() const { return running_.load(std::memory_order_relaxed); }
-  std::uint64_t joins() const { return joins_.load(std::memory_order_relaxed); }
+  int running() const { return counts_.running.load(std::memory_order_relaxed); }
+  std::uint64_t joins() const { return counts_.joins.load(std::memory_order_relaxed); }
   /// How often a parked thread looked, and how many of those looks posted a probe.
-  std::uint64_t looks() const { return looks_.load(std::memory_order_relaxed); }
-  std::uint64_t probes() const { return probes_.load(std::memory_order_relaxed); }
+  std::uint64_t looks() const { return counts_.looks.load(std::memory_order_relaxed); }
+  std::uint64_t probes() const { return counts_.probes.load(std::memory_order_relaxed); }
 
  private:
   void run_helper(int k);
@@ -88,7 +88,7 @@ class elastic_threads {
   bool any_sleeping(int k) const;
   /// Whether each of the first k threads sleeps in the reactor's epoll_wait now (unknown: no).
   bool all_in_reactor(int k) const;
-  /// Changes running_ under the mutex and wakes the helpers waiting for it.
+  /// Changes counts_.running under the mutex and wakes the helpers waiting for it.
   void set_running(int delta);
 
   boost::asio::io_context& io_;
@@ -103,12 +103,17 @@ class elastic_threads {
   std::mutex mutex_;
   std::condition_variable changed_;
   bool stopping_ = false;
-  std::atomic<int> running_{0};
-  std::atomic<std::uint64_t> joins_{0};
-  std::atomic<std::uint64_t> looks_{0};
-  std::atomic<std::uint64_t> probes_{0};
-  metric_cell& running_metric_;  ///< the process's <metric_prefix>_threads_running
-  metric_cell& joins_metric_;    ///< and <metric_prefix>_thread_joins_total
+  /// What the threads did: read from any thread, and the process's metrics of it.
+  struct counters {
+    counters(metric_cell& running_metric, metric_cell& joins_metric)
+        : running_metric(running_metric), joins_metric(joins_metric) {}
+    std::atomic<int> running{0};
+    std::atomic<std::uint64_t> joins{0};
+    std::atomic<std::uint64_t> looks{0};
+    std::atomic<std::uint64_t> probes{0};
+    metric_cell& running_metric;  ///< the process's <metric_prefix>_threads_running
+    metric_cell& joins_metric;    ///< and <metric_prefix>_thread_joins_total
+  } counts_;
 };
 
 }  // namespace dde::net
