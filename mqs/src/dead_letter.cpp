@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "broker_props.hpp"
+#include "dde/core/base64.hpp"
 #include "dde/envelope.hpp"
 #include "dde/mqs/queue_spec.hpp"
 #include "dde/names.hpp"

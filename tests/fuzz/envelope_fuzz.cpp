@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "dde/core/base64.hpp"
 #include "dde/envelope.hpp"
 #include "dde/wire/fast_json.hpp"
 #include "fuzz_check.hpp"

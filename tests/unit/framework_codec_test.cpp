@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "dde/core/base64.hpp"
 #include "dde/core/command_line.hpp"
 #include "dde/core/daemon.hpp"
 #include "dde/core/metrics.hpp"
@@ -317,7 +318,7 @@ TEST(Envelope, ARecipientTheTopicDoesNotNameTravelsInTheHeaders) {
 TEST(Envelope, EveryOtherFieldTravelsInHeadersAndBytesGoAsTheyAre) {
   dde::envelope e = with_every_header_field();
   e.is_bytes = true;
-  e.bytes = std::string("\x00\xff{not json", 12);
+  e.bytes = std::string("\x00\xff{not json", 11);
   const std::string reply_topic = dde::reply_topic("inst");
   auto m = dde::split_envelope(e, reply_topic);
   EXPECT_EQ(m.payload, e.bytes);

@@ -2,6 +2,7 @@
 // checks of the DLQ endpoints' requests.
 #include <gtest/gtest.h>
 
+#include "dde/core/base64.hpp"
 #include "dde/envelope.hpp"
 #include "dead_letter.hpp"
 

@@ -104,8 +104,4 @@ message to_message(const envelope& e, bool redelivered);
 /// The envelope a message came in (for forwarding it, e.g. to a remote worker).
 envelope to_envelope(const message& m);
 
-std::string base64_encode(std::string_view in);
-/// Decodes base64; returns false on bad input.
-bool base64_decode(std::string_view in, std::string& out);
-
 }  // namespace dde
