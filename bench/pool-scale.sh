@@ -2,7 +2,7 @@
 # How DDE's cost grows with the number of pools on one node and one MQS. For each N of --pools, on a
 # fresh local cluster (deploy/cluster.sh on free ports): deploys N pools of the `consumer` sample
 # worker (2 workers each, at-least-once) round-robin over --systems isolate systems scaleSys0.., one
-# timed POST /registry/deploy per pool; once all run, measures each daemon's idle CPU over 10 s and
+# timed POST /registry/deploy per pool; once all run and settled, measures each daemon's idle CPU and
 # resident memory, the broker's connections and channels, and the latency of GET /registry/system/{id}
 # and GET /registry/status (the dashboard's snapshot). Prints a markdown table, the cost per extra
 # pool and the targets, and writes them to D/summary.md. Exit 0 whether targets are met or not.
@@ -30,6 +30,7 @@ mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 plugin="$build/lib/workers/libconsumer.so"
 hz=$(getconf CLK_TCK)
+settle=20 idle_span=30  # s: after every pool runs, then the idle CPU's span
 
 current="" system_pids=()
 # Stops the cluster under test, and any isolate system its activator left behind.
@@ -116,12 +117,12 @@ rss_kib() {  # VmRSS of every pid in $@, summed
   echo "$sum"
 }
 
-# Idle CPU over 10 s as % of one core, for each group: mqs registry activator systems rabbitmq.
+# Idle CPU over $idle_span s as % of one core, for each group: mqs registry activator systems rabbitmq.
 measure_cpu() {
   local groups=("$mqs_pid" "$registry_pid" "$activator_pid" "${system_pids[*]}" "$beam_pid") g t0 t1 pids before=() after=()
   t0=$(date +%s%N)
   for g in "${groups[@]}"; do read -ra pids <<<"$g"; before+=("$(ticks "${pids[@]}")"); done
-  sleep 10
+  sleep "$idle_span"
   for g in "${groups[@]}"; do read -ra pids <<<"$g"; after+=("$(ticks "${pids[@]}")"); done
   t1=$(date +%s%N)
   for g in "${!groups[@]}"; do
@@ -161,11 +162,13 @@ run_one() {
   last=$(mean_lines "$deploys" $((n - tenth + 1)) "$n")
   slowest=$(max_of <"$deploys")
   dde_wait_until $((60 + n / 5)) all_running || dde_die "only $(running_pools) of $n pools run after $((60 + n / 5)) s"
-  sleep 5
+  # The delivery watchdogs look at each quiet pool 10 s after its last traffic, and then less and
+  # less often: what they do right after the deploys is not what an idle node costs.
+  sleep "$settle"
   read -ra system_pids <<<"$(pgrep -P "$activator_pid" dde-isolate-sys | tr '\n' ' ')"
   local want=$((n < systems ? n : systems))
   ((${#system_pids[@]} == want)) || dde_log "warning: ${#system_pids[@]} isolate systems run, not $want"
-  dde_log "N=$n: all pools run; measuring idle CPU over 10 s"
+  dde_log "N=$n: all pools run; measuring idle CPU over $idle_span s"
   local cpu rss get_ms=() i snap_cold snap_ms=() conns chans
   cpu=$(measure_cpu)
   rss="$(rss_kib "$mqs_pid") $(rss_kib "$registry_pid") $(rss_kib "$activator_pid") $(rss_kib "${system_pids[@]}")"

@@ -25,6 +25,7 @@ std::string dispatcher::pull(client_id client, const std::string& topic, deliver
     if (auto err = port_.start_consumer(topic, mode, partitions); !err.empty()) return err;
     it = topics_.emplace(topic, topic_state{}).first;
     it->second.mode = mode;
+    watch_idle(*it);
     if (partitions) it->second.parts = std::make_unique<partition_board<buffered_delivery>>(partitions);
   } else if (it->second.mode != mode) {
     return "topic " + topic + " is consumed as " + std::string(to_string(it->second.mode)) +
@@ -117,10 +118,12 @@ void dispatcher::send(topic_entry& topic, client_id client, buffered_delivery&& 
   auto& ts = topic.second;
   auto c = ts.credits.find(client);
   ts.ready.erase(std::find(ts.ready.begin(), ts.ready.end(), client));
-  if (--c->second == 0)
+  if (--c->second == 0) {
     ts.credits.erase(c);
-  else
+    if (ts.credits.empty()) watch_idle(topic);
+  } else {
     ts.ready.push_back(client);  // round-robin: next delivery goes to the next client with credit
+  }
 
   std::uint64_t tag = next_tag_++;
   port_.deliver(client, topic.first, tag, d.redelivered, d.body, d.props);
@@ -200,9 +203,16 @@ void dispatcher::nack(client_id client, const std::vector<std::uint64_t>& tags, 
   }
 }
 
-void dispatcher::drop_credit(topic_state& ts, client_id client) {
-  if (ts.credits.erase(client))
-    ts.ready.erase(std::remove(ts.ready.begin(), ts.ready.end(), client), ts.ready.end());
+void dispatcher::drop_credit(topic_entry& topic, client_id client) {
+  auto& ts = topic.second;
+  if (!ts.credits.erase(client)) return;
+  ts.ready.erase(std::remove(ts.ready.begin(), ts.ready.end(), client), ts.ready.end());
+  if (ts.credits.empty()) watch_idle(topic);
+}
+
+void dispatcher::watch_idle(topic_entry& topic) {
+  if (std::exchange(topic.second.idle_watched, true)) return;
+  idle_watch_.push_back(&topic);
 }
 
 void dispatcher::count_consumers(const std::string& topic, topic_state& ts) {
@@ -221,7 +231,7 @@ void dispatcher::cancel(client_id client, const std::string& topic, clock::time_
   auto it = topics_.find(topic);
   if (it == topics_.end()) return;
   it->second.last_used = now;
-  drop_credit(it->second, client);
+  drop_credit(*it, client);
   if (auto& parts = it->second.parts) {
     // What it has in hand stays its own to settle; its partitions move once it has.
     if (it->second.pullers.erase(client)) parts->leave(client);
@@ -242,7 +252,7 @@ void dispatcher::disconnect(client_id client, clock::time_point now) {
   for (auto& topic : topics_) {
     auto& [name, ts] = topic;
     if (ts.credits.count(client)) ts.last_used = now;
-    drop_credit(ts, client);
+    drop_credit(topic, client);
     bool pulled = ts.pullers.erase(client) != 0;
     if (ts.parts) {
       // Also when it had cancelled: what it still held goes to the next owners, not to the broker
@@ -295,6 +305,7 @@ std::vector<client_id> dispatcher::refuse(const std::string& topic) {
   std::sort(out.begin(), out.end());
   forget_inflight_of(&*it);
   forget_orphans_of(&*it);
+  if (it->second.idle_watched) std::erase(idle_watch_, &*it);
   topics_.erase(it);
   return out;
 }
@@ -309,18 +320,27 @@ void dispatcher::on_broker_lost() {
 }
 
 void dispatcher::expire_idle(clock::time_point now) {
-  for (auto it = topics_.begin(); it != topics_.end();) {
-    auto& ts = it->second;
+  std::vector<std::string> idle;
+  for (std::size_t i = 0; i < idle_watch_.size();) {
+    auto* topic = idle_watch_[i];
+    auto& ts = topic->second;
     bool awaited =
-        std::any_of(orphans_.begin(), orphans_.end(), [&](auto& o) { return o.second.topic == &*it; });
-    if (ts.credits.empty() && ts.in_flight == 0 && !awaited && now - ts.last_used >= idle_timeout_) {
-      // Buffered deliveries go back to the queue when the consumer's channel closes.
-      std::string name = it->first;
-      it = topics_.erase(it);
-      port_.stop_consumer(name);
-    } else {
-      ++it;
+        std::any_of(orphans_.begin(), orphans_.end(), [&](auto& o) { return o.second.topic == topic; });
+    bool expired = ts.credits.empty() && ts.in_flight == 0 && !awaited && now - ts.last_used >= idle_timeout_;
+    if (!expired && ts.credits.empty()) {
+      ++i;
+      continue;
     }
+    // Credit again (listed again when it runs out), or closed.
+    ts.idle_watched = false;
+    idle_watch_[i] = idle_watch_.back();
+    idle_watch_.pop_back();
+    if (expired) idle.push_back(topic->first);
+  }
+  for (auto& name : idle) {
+    topics_.erase(name);
+    // Buffered deliveries go back to the queue when the consumer's channel closes.
+    port_.stop_consumer(name);
   }
 }
 

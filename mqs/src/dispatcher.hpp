@@ -144,8 +144,12 @@ class dispatcher {
   /// the broker would go out at once.
   bool starved(const std::string& topic) const;
 
-  /// Closes topics idle for the idle timeout: no credit, nothing unacked, no pull meanwhile.
+  /// Closes topics idle for the idle timeout: no credit, nothing unacked, no pull meanwhile. It
+  /// looks only at the topics whose credit ran out since (an MQS may serve thousands of topics whose
+  /// hosts hold credit and wait: none of those can be idle).
   void expire_idle(clock::time_point now);
+  /// Whether a topic may go idle: expire_idle has something to look at.
+  bool watching_idle() const { return !idle_watch_.empty(); }
 
   // Introspection, for tests and statistics.
   bool has_topic(const std::string& topic) const { return topics_.count(topic) != 0; }
@@ -197,6 +201,7 @@ class dispatcher {
     std::uint32_t consumers = 0;                           ///< the sum, as last told to the port
     std::size_t in_flight = 0;                             ///< at-least-once delivered, not acked
     clock::time_point last_used;
+    bool idle_watched = false;  ///< listed in idle_watch_
   };
   using topic_entry = std::map<std::string, topic_state>::value_type;
   struct inflight {
@@ -223,7 +228,9 @@ class dispatcher {
   void drain_partitions(topic_entry& topic);
   /// disconnect() of a partitioned topic: what `client` had in hand goes to the next owners.
   void lose_partitions(topic_entry& topic, client_id client);
-  void drop_credit(topic_state& topic, client_id client);
+  void drop_credit(topic_entry& topic, client_id client);
+  /// `topic` has no credit left (or never had): expire_idle looks at it from now on.
+  void watch_idle(topic_entry& topic);
   /// Tells the port when the sum of the pullers' consumers changed (never below one).
   void count_consumers(const std::string& topic, topic_state& ts);
   /// Settles an in-flight delivery: ack, or reject (requeue or not). false if `tag` is not `client`'s.
@@ -241,6 +248,8 @@ class dispatcher {
   dispatcher_port& port_;
   std::chrono::milliseconds idle_timeout_;
   std::map<std::string, topic_state> topics_;
+  /// The topics without credit, that expire_idle looks at (each until it has credit again).
+  std::vector<topic_entry*> idle_watch_;
   std::unordered_map<std::uint64_t, inflight> inflight_;
   std::unordered_map<client_id, std::unordered_set<std::uint64_t>> client_tags_;
   std::chrono::milliseconds lease_;

@@ -245,6 +245,27 @@ TEST_F(Dispatcher, ATopicWithAHostWaitingOnCreditIsNotIdle) {
   EXPECT_FALSE(d.has_topic(topic));
 }
 
+TEST_F(Dispatcher, OnlyTopicsWhoseCreditRanOutAreWatchedForIdlenessUntilTheyHaveCreditAgain) {
+  d.pull(1, topic, amo, 2, t0);
+  d.expire_idle(t0 + 1s);
+  EXPECT_FALSE(d.watching_idle()) << "its host holds credit: it cannot go idle";
+  d.on_delivery(topic, ref(1), false, "a");
+  EXPECT_FALSE(d.watching_idle()) << "one credit left";
+  d.on_delivery(topic, ref(2), false, "b");
+  EXPECT_TRUE(d.watching_idle()) << "its credit ran out";
+  d.pull(1, topic, amo, 1, t0 + 5s);
+  d.expire_idle(t0 + 6s);
+  EXPECT_FALSE(d.watching_idle()) << "credit again";
+  d.on_delivery(topic, ref(3), false, "c");
+  ASSERT_TRUE(d.watching_idle());
+  d.expire_idle(t0 + 14s);
+  EXPECT_TRUE(d.has_topic(topic)) << "idle since its last pull, 9 s ago";
+  d.expire_idle(t0 + 15s);
+  EXPECT_FALSE(d.has_topic(topic));
+  EXPECT_FALSE(d.watching_idle());
+  EXPECT_EQ(port.stopped, std::vector<std::string>{topic});
+}
+
 TEST_F(Dispatcher, ADeliveryForATopicNobodyPullsGoesBackToTheQueue) {
   d.on_delivery("sys.nobody", ref(5), false, "x");
   EXPECT_EQ(port.requeued, std::vector<broker_ref>{ref(5)});

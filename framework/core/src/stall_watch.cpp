@@ -7,7 +7,7 @@ namespace dde {
 std::vector<std::string> stall_watch::sweep(clock::time_point now, const std::vector<consumed>& topics) {
   std::vector<std::string> ask;
   if (limit_ == clock::duration::zero()) return ask;
-  std::map<std::string, suspect> kept;
+  const auto sweep = ++sweeps_;
   for (auto& c : topics) {
     auto it = suspects_.find(c.topic);
     bool known = it != suspects_.end();
@@ -15,21 +15,25 @@ std::vector<std::string> stall_watch::sweep(clock::time_point now, const std::ve
     // polling now and then sees it) while its topic is consumed afresh.
     if (known && c.last_traffic > it->second.traffic_when_asked) {
       if (it->second.stalled_since && now - it->second.detected < limit_) {
-        kept.emplace(c.topic, it->second);
+        it->second.swept = sweep;
         continue;
       }
       known = false;
     }
-    if (!known && (!c.waiting || now - c.last_traffic < limit_)) continue;
-    suspect s = known ? it->second : suspect{};
+    if (!known && (!c.waiting || now - c.last_traffic < limit_)) continue;  // forgotten below
+    if (!known) {
+      if (it == suspects_.end()) it = suspects_.emplace(std::string(c.topic), suspect{}).first;
+      it->second = suspect{};
+    }
+    auto& s = it->second;
     if (!s.asked && c.waiting && now >= s.next_ask && now - c.last_traffic >= limit_) {
       s.asked = true;
       s.traffic_when_asked = c.last_traffic;
-      ask.push_back(c.topic);
+      ask.emplace_back(c.topic);
     }
-    kept.emplace(c.topic, s);
+    s.swept = sweep;
   }
-  suspects_ = std::move(kept);
+  std::erase_if(suspects_, [&](const auto& entry) { return entry.second.swept != sweep; });
   std::lock_guard lock(mutex_);
   for (auto it = stalled_.begin(); it != stalled_.end();) {
     auto s = suspects_.find(it->first);

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dde {
@@ -25,7 +26,7 @@ class stall_watch {
   using clock = std::chrono::steady_clock;
   /// A topic consumed here, as its consumer sees it at a sweep.
   struct consumed {
-    std::string topic;
+    std::string_view topic;          ///< the caller's (held until sweep returns)
     clock::time_point last_traffic;  ///< its last delivery or ack
     /// Credit for it is out and nothing waits for that credit (the MQS: and its prefetch has room).
     bool waiting = false;
@@ -56,9 +57,13 @@ class stall_watch {
     std::uint32_t empty_answers = 0;
     std::optional<clock::time_point> stalled_since;  ///< its last traffic before the stall
     clock::time_point detected{};                    ///< when an answer made it a stall
+    std::uint64_t swept = 0;                         ///< the last sweep that kept it
   };
   clock::duration limit_;
-  std::map<std::string, suspect> suspects_;  ///< only topics suspected lately
+  /// Only topics suspected lately; updated in place, as most of a sweep's topics (thousands of idle
+  /// pools whose hosts wait with credit) stay suspects from one sweep to the next.
+  std::map<std::string, suspect, std::less<>> suspects_;
+  std::uint64_t sweeps_ = 0;
   mutable std::mutex mutex_;
   std::map<std::string, clock::time_point> stalled_;  ///< for report(), from other threads
 };
