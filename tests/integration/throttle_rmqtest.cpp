@@ -45,7 +45,12 @@ class Throttle : public Cluster {
     burst(n);
     ASSERT_TRUE(wait_until([&] { return unique_started() >= std::size_t(n); }, long_wait));
     auto s = starts();
-    EXPECT_LE(densest_window(s, std::int64_t(per_ms) * 1000), std::size_t(messages));
+    // A start is logged by the worker a little after the gate admitted it (the hand-over to its
+    // cell, longer on a loaded machine: 51 in one 200 ms window was seen beside two busy loops and
+    // ctest -j2). Logged starts that fit in a window shorter by `handed_over_us` were admitted
+    // within the whole window, as long as no hand-over took longer.
+    constexpr std::int64_t handed_over_us = 50000;
+    EXPECT_LE(densest_window(s, std::int64_t(per_ms) * 1000 - handed_over_us), std::size_t(messages));
     double rate = double(s.size() - std::size_t(messages)) / (double(s.back() - s.front()) / 1e6);
     double target = messages * 1000.0 / per_ms;
     // The upper bound is the gate's promise, whatever the load. The lower bound is not: the starts
@@ -84,8 +89,8 @@ TEST_F(Throttle, MaxInFlightHoldsWithSlowMessages) {
   };
   ASSERT_TRUE(wait_until([&] { return ends().size() >= starts().size(); }, long_wait));
   std::vector<std::pair<std::int64_t, int>> events;
-  for (auto t : starts()) events.push_back({t, +1});
-  for (auto t : ends()) events.push_back({t, -1});
+  for (auto t : starts()) events.emplace_back(t, +1);
+  for (auto t : ends()) events.emplace_back(t, -1);
   std::sort(events.begin(), events.end());  // an end and a start at the same µs: the end first
   int now = 0, most = 0;
   for (auto& [t, d] : events) most = std::max(most, now += d);
