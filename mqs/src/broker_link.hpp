@@ -17,6 +17,7 @@ namespace dde::mqs {
 struct broker_link : ack_sink {
   std::unique_ptr<amqp_session> session;
   std::string failed;         ///< set when an operation failed: the connection is to be dropped
+  bool went_silent = false;   ///< it failed because the broker sent nothing for two heartbeats
   std::uint16_t channel = 0;  ///< the channel consumed on, 0 while none
   std::uint64_t epoch = 0;    ///< names that channel's consumer (the dequeuer's channel table key)
   /// The last poll saw the socket readable (or has not watched it yet): only then is it read, so a
@@ -52,6 +53,7 @@ struct broker_link : ack_sink {
     if (session) session->mark_broken();
     session.reset();
     failed.clear();
+    went_silent = false;
     channel = 0;
     epoch = 0;
   }

@@ -226,6 +226,7 @@ void dequeuer::read_frames(broker_link& link) {
     int rc = link.session->try_read_frame(frame);
     if (rc == 0) break;
     if (rc < 0) {
+      link.went_silent = rc == AMQP_STATUS_HEARTBEAT_TIMEOUT;
       link.fail(amqp_session::status_text(rc));
       break;
     }

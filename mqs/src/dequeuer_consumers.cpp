@@ -215,13 +215,20 @@ void dequeuer::connection_lost() {
   // A cluster's next node first: the one this connection was on may be down.
   if (main_.session)
     main_.params.first_node = next_node(main_.session->node_index(), main_.params.nodes.size());
-  auto delay = main_.reconnect.next();
-  log()->warn("broker connection lost: {}; reconnecting in {} ms", main_.failed, delay.count());
+  // After a broker gone silent, not before the next sweep has read every link once more: the
+  // reconnect runs on the loop and waits up to the handshake timeout on a node that accepts
+  // connections but does not answer, and the topics' links on that node notice its silence first,
+  // while the loop runs.
+  const auto t = now();
+  auto at = t + main_.reconnect.next();
+  if (main_.went_silent) at = std::max(at, timers_.at(timer::sweep) + std::chrono::milliseconds(1));
+  log()->warn("broker connection lost: {}; reconnecting in {} ms", main_.failed,
+              std::chrono::duration_cast<std::chrono::milliseconds>(at - t).count());
   turn_.walk.everything();
   loop_.thread.socket_fd = -1;
   channels_.erase(main_.epoch);  // its server-named queue went with the connection
   main_.reset_broken();
-  timers_.set(timer::connect, now() + delay);
+  timers_.set(timer::connect, at);
 }
 
 void dequeuer::link_lost(const std::string& topic, consumer& c) {

@@ -195,6 +195,11 @@ class fake_session final : public amqp_session {
   void unblock() { method(0, AMQP_CONNECTION_UNBLOCKED_METHOD); }
   /// The socket fails once the frames queued so far are read.
   void drop() { push(0, 0).drop = true; }
+  /// The same, as rabbitmq-c reports a broker that went silent: a heartbeat timeout.
+  void go_silent() {
+    auto& f = push(0, 0);
+    f.drop = f.silent = true;
+  }
 
   // --- amqp_session ---
   /// With fake_broker::pipes, a pipe's read end that gets a byte with every frame the broker sends,
@@ -309,7 +314,7 @@ class fake_session final : public amqp_session {
     if (char c; pipe_[0] >= 0 && ::read(pipe_[0], &c, 1) != 1) ADD_FAILURE() << "a frame without its byte";
     if (current_->drop) {
       broken = true;
-      return AMQP_STATUS_CONNECTION_CLOSED;
+      return current_->silent ? AMQP_STATUS_HEARTBEAT_TIMEOUT : AMQP_STATUS_CONNECTION_CLOSED;
     }
     frame = current_->frame;
     return 1;
@@ -333,6 +338,7 @@ class fake_session final : public amqp_session {
   struct inbound {
     amqp_frame_t frame{};
     bool drop = false;
+    bool silent = false;  ///< with drop: the broker sent nothing for two heartbeats
     std::string text1, text2;
     amqp_basic_ack_t ack{};
     amqp_basic_nack_t nack{};

@@ -754,6 +754,23 @@ TEST_F(DequeuerTest, ALostMainConnectionIsOpenedAgainAfterABackoffAndConsumesPau
   EXPECT_EQ(broker.attempts, (std::vector<std::string>{"dde-mqs dequeuer", "dde-mqs dequeuer"}));
 }
 
+TEST_F(DequeuerTest, AfterABrokerGoneSilentTheMainConnectionIsOpenedAgainOnlyAfterTheNextSweep) {
+  // Opening it runs on the loop and may wait for the handshake timeout on a node that accepts
+  // connections and answers nothing: the topics' links are read once more first, so that those on
+  // the silent node notice it while the loop still runs.
+  start();
+  main_link()->go_silent();
+  settle();
+  EXPECT_EQ(main_link(), nullptr);
+  time.advance(100ms);
+  settle();
+  EXPECT_EQ(main_link(), nullptr) << "its backoff is over, but no sweep read every link since";
+  time.advance(1s);
+  settle();
+  ASSERT_NE(main_link(), nullptr);
+  EXPECT_EQ(main_link()->count("basic.consume"), 1u) << "the pause consumer again";
+}
+
 TEST_F(DequeuerTest, APartitionedTopicConsumesEachPartitionsQueueAndItsOwnAndHandsOverByPartition) {
   start();
   command(dequeue::pull{host, topic, delivery_mode::at_least_once, 10, 2, false, 0, 3, "user"});
