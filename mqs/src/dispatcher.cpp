@@ -119,8 +119,7 @@ void dispatcher::send(topic_entry& topic, client_id client, buffered_delivery&& 
   auto c = ts.credits.find(client);
   ts.ready.erase(std::find(ts.ready.begin(), ts.ready.end(), client));
   if (--c->second == 0) {
-    ts.credits.erase(c);
-    if (ts.credits.empty()) watch_idle(topic);
+    erase_credit(topic, c);
   } else {
     ts.ready.push_back(client);  // round-robin: next delivery goes to the next client with credit
   }
@@ -205,9 +204,15 @@ void dispatcher::nack(client_id client, const std::vector<std::uint64_t>& tags, 
 
 void dispatcher::drop_credit(topic_entry& topic, client_id client) {
   auto& ts = topic.second;
-  if (!ts.credits.erase(client)) return;
+  auto c = ts.credits.find(client);
+  if (c == ts.credits.end()) return;
   ts.ready.erase(std::remove(ts.ready.begin(), ts.ready.end(), client), ts.ready.end());
-  if (ts.credits.empty()) watch_idle(topic);
+  erase_credit(topic, c);
+}
+
+void dispatcher::erase_credit(topic_entry& topic, credit_map::iterator credit) {
+  topic.second.credits.erase(credit);
+  if (topic.second.credits.empty()) watch_idle(topic);
 }
 
 void dispatcher::watch_idle(topic_entry& topic) {

@@ -190,13 +190,14 @@ class dispatcher {
     std::string body;
     message_props props;
   };
+  using credit_map = std::unordered_map<client_id, std::uint64_t>;
   struct topic_state {
     delivery_mode mode = delivery_mode::at_least_once;
     std::deque<buffered_delivery> buffer;  ///< waiting for credit
     /// A partitioned topic's owners and what waits for each (its deliveries are not in `buffer`).
     std::unique_ptr<partition_board<buffered_delivery>> parts;
     std::deque<client_id> ready;                           ///< clients with credit, round-robin order
-    std::unordered_map<client_id, std::uint64_t> credits;  ///< only entries > 0
+    credit_map credits;                                    ///< only entries > 0
     std::unordered_map<client_id, std::uint32_t> pullers;  ///< their consumers; neither cancelled nor left
     std::uint32_t consumers = 0;                           ///< the sum, as last told to the port
     std::size_t in_flight = 0;                             ///< at-least-once delivered, not acked
@@ -229,6 +230,8 @@ class dispatcher {
   /// disconnect() of a partitioned topic: what `client` had in hand goes to the next owners.
   void lose_partitions(topic_entry& topic, client_id client);
   void drop_credit(topic_entry& topic, client_id client);
+  /// A client's credit on `topic` is spent or withdrawn; the topic's last one: watched for idleness.
+  void erase_credit(topic_entry& topic, credit_map::iterator credit);
   /// `topic` has no credit left (or never had): expire_idle looks at it from now on.
   void watch_idle(topic_entry& topic);
   /// Tells the port when the sum of the pullers' consumers changed (never below one).
