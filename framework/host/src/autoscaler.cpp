@@ -16,6 +16,7 @@ autoscaler::autoscaler(host::clock& clock, const strand_type& strand, const pool
     : clock_(clock),
       strand_(strand),
       name_(spec.addr().str()),
+      isolate_(spec.isolate),
       pool_(pool),
       policy_(spec.scale),
       deployed_paths_(spec.workers_paths) {}
@@ -80,6 +81,8 @@ void autoscaler::on_depth(std::uint64_t backlog, const std::string& error) {
   logger("host.router")
       ->info("{}: autoscaling {} -> {} worker(s): {}", name_, from, now_active, change->reason);
   pool_.scaled();
+  // What the node runs changed by the pool's own decision: the registry describes the node again.
+  if (events_) events_({{"event", "poolScaled"}, {"isolateName", isolate_}, {"workers", now_active}});
 }
 
 void autoscaler::describe(nlohmann::json& pool, std::size_t active) const {

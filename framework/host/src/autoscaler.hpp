@@ -49,6 +49,8 @@ class autoscaler {
   void on_depth(std::uint64_t backlog, const std::string& error);
   /// The pool could not add a worker: shown in describe until a sample succeeds.
   void cannot_add(const std::string& why) { error_ = why; }
+  /// Where the pool says it scaled itself (the activator's poolScaled event, activator/PROTOCOL.md).
+  void set_events(std::function<void(nlohmann::json)> events) { events_ = std::move(events); }
   /// workersPaths as deployed, workersCount and scaling, into the pool's description.
   void describe(nlohmann::json& pool, std::size_t active) const;
 
@@ -57,7 +59,9 @@ class autoscaler {
 
   host::clock& clock_;
   strand_type strand_;
-  std::string name_;  ///< the pool, for logs
+  std::string name_;     ///< the pool, for logs
+  std::string isolate_;  ///< its isolate name, for events
+  std::function<void(nlohmann::json)> events_;
   scaling_target& pool_;
   scale_policy policy_;
   std::vector<std::string> deployed_paths_;

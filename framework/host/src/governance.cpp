@@ -63,6 +63,28 @@ std::string governance::dead_letter_body(const message& m, int attempts, const s
   return encode_envelope(e);
 }
 
+void governance::retry_later(const message& m, int failures, const std::string& failure,
+                             const std::string& md5, std::function<void(bool)> settled) {
+  const auto& delays = spec_.retry.delays;
+  const auto topic = spec_.addr().topic();
+  if (std::size_t(failures) > delays.size()) {
+    auto body = dead_letter_body(
+        m, failures,
+        "failed " + std::to_string(failures) + " times (retry.delays spent); last failure: " + failure, md5);
+    return link_.enqueue_then(dead_letter_topic(topic), {}, std::move(body), std::move(settled));
+  }
+  auto delay = delays[std::size_t(failures - 1)];
+  auto e = to_envelope(m);
+  e.attempt = failures;
+  auto to = delay_topic(topic, delay.count());
+  auto copy = split_envelope(e, to);
+  ++figures_.count().delayed;
+  logger("host.router")
+      ->info("{}: message {} failed ({}); it comes back in {} ms (retry {} of {})", spec_.addr().str(),
+             m.id(), failure, delay.count(), failures, delays.size());
+  link_.enqueue_then(std::move(to), std::move(copy.props), std::move(copy.payload), std::move(settled));
+}
+
 nlohmann::json governance::describe() const {
   auto paused_for = std::chrono::duration_cast<std::chrono::milliseconds>(gate_->paused_until() -
                                                                           std::chrono::steady_clock::now());

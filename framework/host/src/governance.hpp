@@ -5,6 +5,7 @@
 // Runs on the router's strand.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -40,6 +41,12 @@ class governance {
   /// that failed it ("": none known); counts and logs it.
   std::string dead_letter_body(const message& m, int attempts, const std::string& reason,
                                const std::string& md5);
+
+  /// A message of a pool with `retry.delays` failed (`failure`) for the `failures`th time: a copy goes
+  /// to the delay queue of its next delay or, the delays spent, to dde.dead.<queue>. `settled` runs
+  /// once the broker has the copy (true: ack the original) or refused it (false: give it back).
+  void retry_later(const message& m, int failures, const std::string& failure, const std::string& md5,
+                   std::function<void(bool confirmed)> settled);
 
   /// describe's "governance".
   nlohmann::json describe() const;

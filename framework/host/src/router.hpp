@@ -5,20 +5,23 @@
 //   routing_policy   which workers get a message (built-in, consistent hash, custom plugin)
 //   pool_ledger      credits, room and in-flight counts per worker; sub_pool_ledger per key
 //   first_reply      first-reply-wins races of scatter-gather and tail-chopping pools, their copies
+//   worker_slots     each worker's instance, KILL phase, error and parking, in step with the ledger
 //   supervision      what a worker's failure does, the canary's rule, poison messages
-//                    (router_supervision.cpp applies it)
-//   worker_watch     the starvation guard's PING/PONG of quiet workers (router_supervision.cpp acts)
+//   worker_watch     the starvation guard's PING/PONG of quiet workers
 //   hot_swap         hot deployment and RESTART: the running version, its plugin source, the canary,
 //                    the swap of the slots' instances (through swap_host)
-//   governance       the pool's rate gate, rate-limit pauses of the pool and its replicas, dead letters
-//   autoscaler       autoscaling by queue depth (router_scaling.cpp grows and shrinks the pool)
+//   governance       the pool's rate gate, rate-limit pauses of the pool and its replicas, delayed
+//                    retries and dead letters
+//   settlement       how a finished message ends at the broker: ack, retry, back to its queue
+//   autoscaler       autoscaling by queue depth
 //   asks             round trips of the asks its workers send
 //   pool_lifecycle   running, restarting after an escalation, halted by supervision, shutting down
 //   pool_figures     its counters and latency histograms
 //   done_reports, hand_over   the message flow's batches (flow_batches.hpp)
-// The message flow (credit, hand-over, finishing) is in router_flow.cpp, KILL/RESTART/setRate and the
-// slots a swap changes in router_control.cpp, describe in router_describe.cpp. Everything runs on
-// the router's strand; timers come from a clock a test can drive (clock.hpp).
+// router.cpp holds the pool's life (start, shutdown, KILL, RESTART, setRate, scaling, describe);
+// router_flow.cpp the message flow (credit, hand-over, finishing) and what the workers report (done,
+// failed, crashed, rate limited, stuck). Everything runs on the router's strand; timers come from a
+// clock a test can drive (clock.hpp).
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
@@ -39,6 +42,7 @@
 #include "dde/core/metrics.hpp"
 #include "dde/envelope.hpp"
 #include "dde/protocol/pool_spec.hpp"
+#include "deliveries.hpp"
 #include "first_reply.hpp"
 #include "flow_batches.hpp"
 #include "governance.hpp"
@@ -51,7 +55,9 @@
 #include "routing.hpp"
 #include "routing_policy.hpp"
 #include "runtime.hpp"
+#include "settlement.hpp"
 #include "supervision.hpp"
+#include "worker_slots.hpp"
 #include "worker_watch.hpp"
 
 namespace dde::host {
@@ -121,32 +127,7 @@ class router : public cell_owner,
   const std::string& topic() const { return pool_.topic; }
 
  private:
-  struct delivery {
-    std::uint64_t generation = 0;
-    std::uint64_t tag = 0;
-    std::vector<std::size_t> pending;  ///< workers that hold it and have not finished it
-    bool failed = false;
-    std::string sub_key;        ///< its sub-pool
-    int attempts = 0;           ///< times it was rate limited so far
-    std::string poison_id;      ///< its message id, when the pool counts failures per message
-    clock::time_point started;  ///< handed to its first worker: for the handling-time histogram
-    // Delayed retry (a pool with `retry.delays`):
-    int earlier_failures = 0;                   ///< the envelope's `attempt`
-    std::shared_ptr<const message> retry_copy;  ///< what goes to the delay queue if it fails
-    std::string failure;                        ///< why a worker failed it (empty: given back unfinished)
-    bool canary_failed = false;  ///< a canary worker failed it: back to the queue, whatever the pool says
-  };
-  enum class kill_phase { none, draining, stopping, killed };
-  /// One worker slot (its index is the worker's index in the ledger).
-  struct slot {
-    std::shared_ptr<cell> worker;  ///< its instance (a local worker cell or a proxy)
-    std::string error;             ///< why it is down, for describe
-    kill_phase kill = kill_phase::none;
-    std::uint64_t done = 0;  ///< messages it finished, for describe
-    bool parked = false;     ///< taken out by the autoscaler
-  };
-
-  // Dispatch and credits (router.cpp).
+  // The message flow (router_flow.cpp).
   /// Hands `w.msg` to the workers the routing picks, or holds it (in its sub-pool's queue, or in the
   /// router's queue: at its back, or at its `front` when it came from there). False when it went back
   /// to the router's queue.
@@ -158,34 +139,31 @@ class router : public cell_owner,
   /// `failed`: it goes back to the broker (nack) instead of being acked. `proven`: the worker's version
   /// handled or failed it (it proves the version, and counts under its md5), rather than the pool.
   void finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven = true);
-  /// An at-least-once message every worker has finished: acked, retried later, sent back or dead-lettered.
-  void settle_at_broker(delivery& d);
   /// Hands held messages to workers with room (not while the pool is stopping, swapping or restarting).
   void flush_waiting();
   /// Gives every message held in the router back to the broker (the pool stops).
   void give_back_held();
   void request_credit();
+  // The pool's life (router.cpp).
   /// A local worker cell (sharing the pool's throttle) or a proxy, for slot `index`.
   std::shared_ptr<cell> make_cell(std::size_t index, const std::shared_ptr<worker_plugin>& plugin) override;
   /// Puts a fresh instance in slot `index` (made, not started); false (and the slot down) if it cannot.
   bool renew_slot(std::size_t index);
   bool busy() const { return lifecycle_.stopping() || hot_.swapping() || lifecycle_.restarting(); }
-  // The copies of a first-reply-wins pool (first_reply; race_pool, router_flow.cpp).
+  // The copies of a first-reply-wins pool (first_reply; race_pool).
   std::size_t other_worker(const std::vector<std::size_t>& asked) override {
     return flow_.ledger.select_other(asked);
   }
   void hand_copy(std::uint64_t delivery_id, std::size_t index, message copy) override;
   void ack_answered(std::uint64_t delivery_id) override;
-  // Supervision and the starvation guard (router_supervision.cpp).
+  // Supervision and the starvation guard (router_flow.cpp).
   void stop_pool(const std::string& why);
   /// A pool stopped by supervision starts again (RESTART): fresh workers, a fresh restart budget.
   void revive();
   /// Why an operation is refused while the pool is stopped or shutting down, and what to do.
   std::string stopped_text() const;
-  /// A redelivered message that failed too often goes to dde.dead.<queue> instead of a worker.
-  bool dead_letter_poison(std::uint64_t generation, std::uint64_t tag, const message& m);
   void restart_pool(const std::string& why);
-  // What the starvation guard's watch needs (router_supervision.cpp; watched_pool).
+  // What the starvation guard's watch needs (watched_pool).
   bool holding(std::size_t index) const override {
     return flow_.ledger.alive(index) && flow_.ledger.in_flight(index) > 0;
   }
@@ -194,8 +172,8 @@ class router : public cell_owner,
   void fail_current(std::size_t index, std::string why) override;
   void answered() override { request_credit(); }
   std::size_t slot_count() const override { return flow_.slots.size(); }
-  // The slots as a swap changes them (router_control.cpp; swap_host).
-  std::string worker_id(std::size_t index) const override { return flow_.slots[index].worker->id(); }
+  // The slots as a swap changes them (router.cpp; swap_host).
+  std::string worker_id(std::size_t index) const override { return flow_.slots.worker(index).id(); }
   bool swaps(std::size_t index, bool revive_killed) const override;
   void kill_instance(std::size_t index, std::function<void()> gone) override;
   void install(std::size_t index, std::shared_ptr<cell> fresh) override;
@@ -205,24 +183,12 @@ class router : public cell_owner,
   bool restarting() const override { return lifecycle_.restarting(); }
   void restarted() override { ++figures_.count().restarts; }
   void later(std::function<void()> fn) override;
-  /// describe()'s parts: the workers and the sub-pools.
-  nlohmann::json describe_workers() const;
-  nlohmann::json describe_sub_pools() const;
-  // KILL (router_control.cpp): a slot drains (closed in the ledger), then its instance is stopped.
+  // KILL (router.cpp): a slot drains (closed in the ledger), then its instance is stopped.
   void begin_kill(std::size_t index);
   void settle_kill(std::size_t index);
-  bool kill_requested(std::size_t index) const {
-    return index < flow_.slots.size() && flow_.slots[index].kill != kill_phase::none;
-  }
-  bool parked(std::size_t index) const { return index < flow_.slots.size() && flow_.slots[index].parked; }
-  /// "running", "down", "killing", "killed" or "parked", for describe.
-  std::string worker_state(std::size_t index) const;
-  /// A failed message of a pool with `retry.delays`: into the delay queue of its next delay, or (the
-  /// delays spent) into dde.dead.<queue>; the delivery is acked once the broker has the copy.
-  void retry_later(delivery& d);
-  // The pool's side of autoscaling (router_scaling.cpp; scaling_target).
-  std::size_t active_workers() const override;
-  std::size_t idle_workers() const override;
+  // The pool's side of autoscaling (router.cpp; scaling_target).
+  std::size_t active_workers() const override { return flow_.slots.active(); }
+  std::size_t idle_workers() const override { return flow_.slots.idle(); }
   bool slots_changing() const override { return hot_.busy(); }
   void grow(std::size_t n) override;
   void shrink(std::size_t n) override;
@@ -246,12 +212,11 @@ class router : public cell_owner,
   /// being finished.
   struct message_flow {
     explicit message_flow(const pool_spec& spec)
-        : ledger(spec.router, std::size_t(spec.credits)), held(spec.sub_pools) {}
+        : ledger(spec.router, std::size_t(spec.credits)), slots(ledger), held(spec.sub_pools) {}
     std::unique_ptr<routing_policy> routing;
     pool_ledger ledger;
-    std::vector<slot> slots;
-    std::unordered_map<std::uint64_t, delivery> deliveries;
-    std::uint64_t next_delivery = 1;
+    worker_slots slots;
+    delivery_table deliveries;
     held_messages held;
     hand_over handing;     ///< a batch from the MQS, gathered per worker
     done_reports reports;  ///< the workers' done reports, finished in bursts
@@ -263,11 +228,10 @@ class router : public cell_owner,
   supervision supervision_;
   worker_watch watch_;
   governance governance_;
+  settlement settlement_;
   hot_swap hot_;
   autoscaler scaling_;
   pool_lifecycle lifecycle_;
-  /// The activator's events (activator/PROTOCOL.md): a pool that scaled itself says so.
-  std::function<void(nlohmann::json)> events_;
 };
 
 }  // namespace dde::host

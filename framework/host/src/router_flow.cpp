@@ -1,9 +1,13 @@
 // The message flow through a router: credit asked of the MQS, deliveries taken and handed to the
 // workers its routing policy picks (a batch's share of each worker in one hop), and each message
-// finished once its workers are done: acked or failed, its room given back, more credit asked.
+// finished once its workers are done: acked, retried later or failed, its room given back, more
+// credit asked. Then the replies to the workers' asks, and what the workers report besides:
+// failures, crashes, rate limits, silence.
 #include <algorithm>
 #include <boost/asio/defer.hpp>
+#include <boost/asio/post.hpp>
 
+#include "dde/log.hpp"
 #include "router.hpp"
 
 namespace dde::host {
@@ -17,6 +21,29 @@ void router::request_credit() {
   if (n > 0) top_->pull(pool_.topic, pool_.spec.mode, n, flow_.ledger.consumers());
 }
 
+void router::deliver_reply(envelope e) {
+  boost::asio::defer(strand_, [self = shared_from_this(), e = std::move(e)]() mutable {
+    self->asks_.replied(e.in_reply_to);  // the round trip ends here, whether its worker is still there or not
+    std::size_t index = self->flow_.ledger.find(e.to_worker);
+    if (index == pool_ledger::npos) {
+      // The asking instance is gone (restarted or removed): the reply has nowhere to go.
+      ++self->figures_.count().replies_dropped;
+      logger("host.router")
+          ->debug("{}: reply for gone worker {} dropped", self->pool_.spec.addr().str(), e.to_worker);
+      return;
+    }
+    ++self->figures_.count().replies;
+    self->flow_.slots.worker(index).post_reply(to_message(std::move(e), false));
+  });
+}
+
+void router::on_connected() {
+  boost::asio::post(strand_, [self = shared_from_this()] {
+    self->flow_.ledger.reset_requested();
+    self->request_credit();
+  });
+}
+
 void router::deliver(std::uint64_t generation, std::vector<topic_sink::delivery> batch) {
   boost::asio::defer(strand_, [self = shared_from_this(), generation, batch = std::move(batch)]() mutable {
     // What the batch hands each worker goes to it in one hop: its cell takes them one after another,
@@ -24,7 +51,7 @@ void router::deliver(std::uint64_t generation, std::vector<topic_sink::delivery>
     self->flow_.handing.begin();
     for (auto& d : batch) self->take(generation, d);
     self->flow_.handing.end([&](std::size_t index, std::vector<hand_over::posting>&& postings) {
-      self->flow_.slots[index].worker->post_messages(std::move(postings));
+      self->flow_.slots.worker(index).post_messages(std::move(postings));
     });
   });
 }
@@ -37,7 +64,9 @@ void router::take(std::uint64_t generation, topic_sink::delivery& d) {
   auto m = to_message(std::move(e), d.redelivered);
   if (d.redelivered) {
     ++figures_.count().redelivered;
-    if (dead_letter_poison(generation, d.tag, m)) return;
+    // One that failed too often goes to dde.dead.<queue> instead of a worker.
+    if (!lifecycle_.stopping() && settlement_.dead_letter_poison(generation, d.tag, m))
+      return request_credit();
   }
   dispatch({generation, d.tag, d.published_us, std::move(m), earlier_failures});
 }
@@ -65,9 +94,8 @@ bool router::dispatch(held_message&& w, bool front) {
   // Time in queue ends here, at the hand-over: held in this router counts as queued too.
   if (w.published_us) figures_.queued(w.published_us, clock_->wall_now());
   auto& msg = w.msg;
-  std::uint64_t id = flow_.next_delivery++;
   if (flow_.held.sub_pools()) flow_.held.sub_pool_started(sub_key);
-  auto& d = flow_.deliveries[id];
+  auto [id, d] = flow_.deliveries.open();
   d.generation = w.generation;
   d.tag = w.tag;
   d.pending = std::move(targets);  // (no hand-over below finishes one before this handler returns)
@@ -89,22 +117,17 @@ void router::hand_to(std::size_t index, message&& msg, std::uint64_t delivery_id
   flow_.ledger.assign(index);
   watch_.handed(index, flow_.ledger.in_flight(index) == 1);
   if (flow_.handing.gathering()) return flow_.handing.add(index, std::move(msg), delivery_id);
-  flow_.slots[index].worker->post_message(std::move(msg), delivery_id);
+  flow_.slots.worker(index).post_message(std::move(msg), delivery_id);
 }
 
 void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool failed, bool proven) {
-  // Each (message, worker) finishes once: a late report (e.g. from a replaced stuck worker) is ignored.
-  auto it = flow_.deliveries.find(delivery_id);
-  if (it == flow_.deliveries.end()) return;
-  auto& pending = it->second.pending;
-  auto at = std::find(pending.begin(), pending.end(), index);
-  if (at == pending.end()) return;
-  pending.erase(at);
+  auto* released = flow_.deliveries.release(delivery_id, index);
+  if (!released) return;
+  auto& d = *released;
   flow_.ledger.finish(index);
-  if (kill_requested(index)) settle_kill(index);
+  settle_kill(index);
   watch_.active(index);
-  if (!failed) ++flow_.slots[index].done;
-  auto& d = it->second;
+  if (!failed) flow_.slots.count_done(index);
   if (proven) {  // not a message given back as the pool stops, or dead-lettered after rate limits
     hot_.handled(index, failed);
     d.canary_failed = d.canary_failed || (failed && hot_.canary_on(index));
@@ -124,9 +147,9 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   }
   if (ended) {
     sub_key = std::move(d.sub_key);
-    if (pool_.spec.mode == delivery_mode::at_least_once && !acked) settle_at_broker(d);
+    if (!acked) settlement_.settle(d);
     if (!d.failed) figures_.handled(clock_->now() - d.started);
-    flow_.deliveries.erase(it);
+    flow_.deliveries.erase(delivery_id);
   }
   if (ended && flow_.held.sub_pools()) {
     flow_.held.sub_pool_finished(sub_key);  // the oldest waiting for it goes to the front of the queue
@@ -139,33 +162,13 @@ void router::finish_one(std::size_t index, std::uint64_t delivery_id, bool faile
   if (flow_.ledger.total_in_flight() == 0) hot_.drained();
 }
 
-void router::settle_at_broker(delivery& d) {
-  // A failed message goes back to the queue (whose delivery limit dead-letters a poison one), or
-  // straight to dde.dead.<queue> when the pool says so.
-  // A canary's failure sends it back to the queue: a bad version on trial costs no message a retry.
-  bool dead_letter = pool_.spec.supervision.dead_letter && !d.canary_failed;
-  if (d.failed && d.retry_copy && !d.failure.empty() && !d.canary_failed) {
-    retry_later(d);  // a worker failed it: it comes back after the pool's next retry delay
-  } else if (d.failed) {
-    top_->nack(d.generation, d.tag, !dead_letter);
-    if (dead_letter) ++figures_.count().dead_lettered;  // the broker moves it to dde.dead.<queue>
-  } else {
-    top_->ack(d.generation, d.tag);
-    ++figures_.count().acked;
-    if (!d.poison_id.empty()) supervision_.poison().done(d.poison_id);
-  }
-}
-
 void router::hand_copy(std::uint64_t delivery_id, std::size_t index, message copy) {
-  flow_.deliveries.at(delivery_id).pending.push_back(index);
+  flow_.deliveries.find(delivery_id)->pending.push_back(index);
   hand_to(index, std::move(copy), delivery_id);
 }
 
 void router::ack_answered(std::uint64_t delivery_id) {
-  if (pool_.spec.mode != delivery_mode::at_least_once) return;
-  auto& d = flow_.deliveries.at(delivery_id);
-  top_->ack(d.generation, d.tag);
-  ++figures_.count().acked;
+  settlement_.answered(*flow_.deliveries.find(delivery_id));
 }
 
 void router::flush_waiting() {
@@ -174,9 +177,7 @@ void router::flush_waiting() {
 }
 
 void router::give_back_held() {
-  flow_.held.give_back([this](const held_message& w) {
-    if (pool_.spec.mode == delivery_mode::at_least_once) top_->nack(w.generation, w.tag, true);
-  });
+  flow_.held.give_back([this](const held_message& w) { settlement_.give_back(w.generation, w.tag); });
   flow_.ledger.set_held(0);
 }
 
@@ -191,6 +192,199 @@ void router::worker_done(std::size_t index, std::uint64_t delivery_id) {
     });
     self->request_credit();
   });
+}
+
+// Supervision (Erlang/Akka) and the starvation guard (thesis 3.2.1), as the router applies them:
+// the supervisor decides what a worker's failure does, the guard which quiet workers get a PING and
+// which are stuck; the router carries that out on the worker slots.
+
+void router::worker_failed(std::size_t index, std::uint64_t delivery_id, std::string what,
+                           std::string new_id) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, what = std::move(what),
+                              new_id = std::move(new_id)] {
+    // A message the worker gave back unfinished: it returns to the broker (at-least-once).
+    if (delivery_id != 0) return self->finish_one(index, delivery_id, true);
+    if (new_id.empty()) {
+      // The instance is down (it could not be recreated, or a remote link dropped): no more messages for it.
+      self->flow_.slots.down(index, what);
+      self->settle_kill(index);
+    } else {
+      ++self->figures_.count().restarts;
+      self->flow_.ledger.set_alive(index, true, new_id);
+    }
+    self->request_credit();
+  });
+}
+
+void router::worker_up(std::size_t index, std::string id) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, id = std::move(id)] {
+    if (self->lifecycle_.stopping() || index >= self->flow_.slots.size()) return;
+    if (self->flow_.slots.up(index, id)) self->request_credit();
+  });
+}
+
+void router::worker_crashed(std::size_t index, std::uint64_t delivery_id, std::string what) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, what = std::move(what)] {
+    ++self->figures_.count().failed;
+    self->lifecycle_.failed(what);
+    if (delivery_id != 0) {
+      // Counted against the message too: when it comes back too often, it is dead-lettered.
+      if (auto* d = self->flow_.deliveries.find(delivery_id)) {
+        // A canary's failures are the version's, not the message's: they do not make it poison.
+        if (!d->poison_id.empty() && !self->hot_.canary_on(index))
+          self->supervision_.poison().failed(d->poison_id, what);
+        if (d->retry_copy) d->failure = what;
+      }
+      self->finish_one(index, delivery_id, true);
+    }
+    if (self->lifecycle_.stopping() || index >= self->flow_.slots.size()) return;
+    auto& worker = self->flow_.slots.worker(index);
+    auto decision = self->supervision_.on_crash(self->hot_.canary_on(index), self->clock_->now());
+    switch (decision.what) {
+      case supervisor::action::resume: worker.supervise(directive::resume, decision.backoff); break;
+      case supervisor::action::stop_worker:
+        self->flow_.slots.down(index, "stopped after: " + what);
+        worker.supervise(directive::stop, decision.backoff);
+        self->settle_kill(index);
+        break;
+      case supervisor::action::restart_worker:
+        ++self->figures_.count().restarts;
+        worker.supervise(directive::restart, decision.backoff);
+        break;
+      case supervisor::action::restart_pool: self->restart_pool(what); break;
+      case supervisor::action::stop_pool: self->stop_pool(what); break;
+    }
+  });
+}
+
+void router::stop_pool(const std::string& why) {
+  if (!lifecycle_.halt(supervision_.verdict().stopped_state(why) + "; RESTART starts it again",
+                       supervision_.verdict().stop_reason()))
+    return;
+  logger("host.router")->error("{}: {}", pool_.spec.addr().str(), lifecycle_.state());
+  hot_.halt();
+  scaling_.stop();
+  watch_.stop();
+  flow_.ledger.set_paused(true);
+  top_->cancel(pool_.topic);
+  give_back_held();
+  for (std::size_t i = 0; i < flow_.slots.size(); ++i) flow_.ledger.set_alive(i, false);
+  flow_.slots.kill_each([] {});
+}
+
+void router::revive() {
+  logger("host.router")->info("{}: RESTART of the stopped pool", pool_.spec.addr().str());
+  lifecycle_.revive();
+  supervision_.reset();
+  hot_.resume();
+  // The old instances were killed when it stopped; what they held went back to the broker.
+  for (std::size_t k = 0; k < flow_.slots.size(); ++k) {
+    if (flow_.slots.parked(k)) continue;  // the autoscaler's choice stands
+    flow_.slots.reopen(k);
+    renew_slot(k);
+  }
+  flow_.ledger.set_paused(false);
+  flow_.ledger.reset_requested();  // the MQS forgot the credits when the pool cancelled its consumers
+  request_credit();
+  watch_.start();
+  scaling_.start();
+}
+
+void router::restart_pool(const std::string& why) {
+  // Escalation: the whole pool gets fresh instances; unfinished messages go back to the broker.
+  if (!lifecycle_.begin_restart()) return;
+  ++figures_.count().restarts;
+  logger("host.router")->warn("{}: restarting every worker (escalated: {})", pool_.spec.addr().str(), why);
+  flow_.ledger.set_paused(true);
+  auto remaining = std::make_shared<std::size_t>(flow_.slots.size());
+  flow_.slots.kill_each([self = shared_from_this(), remaining] {
+    boost::asio::post(self->strand_, [self, remaining] {
+      if (--*remaining > 0 || self->lifecycle_.stopping()) return;
+      for (std::size_t k = 0; k < self->flow_.slots.size(); ++k) {
+        if (self->flow_.slots.kill_requested(k)) {  // killed workers stay down until a RESTART
+          self->flow_.slots.killed_now(k);
+          continue;
+        }
+        self->renew_slot(k);
+      }
+      self->lifecycle_.end_restart();
+      self->flow_.ledger.set_paused(false);
+      self->flush_waiting();
+      self->request_credit();
+    });
+  });
+}
+
+void router::ping(std::size_t index, std::function<void(bool, std::chrono::milliseconds)> pong) {
+  flow_.slots.worker(index).ping(
+      [weak = weak_from_this(), pong = std::move(pong)](bool busy, std::chrono::milliseconds busy_for) {
+        if (auto self = weak.lock())
+          boost::asio::post(self->strand_, [pong, busy, busy_for] { pong(busy, busy_for); });
+      });
+}
+
+void router::fail_current(std::size_t index, std::string why) {
+  flow_.slots.worker(index).fail_current(std::move(why));
+}
+
+void router::replace_stuck(std::size_t index) {
+  logger("host.router")
+      ->error(
+          "{}: worker {} did not answer PING within {} ms; replacing it (its thread stays "
+          "blocked in the plugin)",
+          pool_.spec.addr().str(), flow_.slots.worker(index).id(), pool_.spec.pong_timeout.count());
+  for (auto id : flow_.deliveries.held_by(index)) finish_one(index, id, true);
+  watch_.forget(index);
+  if (flow_.slots.kill_requested(index)) {
+    // It was being killed: its before_kill cannot run on a blocked thread, and it stays down.
+    flow_.slots.killed_now(index);
+    return;
+  }
+  ++figures_.count().restarts;
+  lifecycle_.failed("worker did not answer PING");
+  if (pool_.spec.workers_paths[index] != "localhost" || !hot_.plugin()) return;
+  if (renew_slot(index)) request_credit();
+}
+
+// Rate-limit governance (host/governance): a rate-limited worker pauses the whole pool, here and, through
+// the MQS, in every replica; its message is tried again by the same worker after the pause, up to
+// the retry limit, then dead-lettered.
+void router::worker_rate_limited(std::size_t index, std::uint64_t delivery_id,
+                                 std::chrono::milliseconds delay, std::string reason, message m) {
+  boost::asio::post(strand_, [self = shared_from_this(), index, delivery_id, delay,
+                              reason = std::move(reason), m = std::move(m)]() mutable {
+    ++self->figures_.count().rate_limited;
+    // The whole pool pauses, here and (through the MQS) in every replica, not only the worker that was hit.
+    self->governance_.pause(
+        std::clamp(delay, std::chrono::milliseconds(0), self->pool_.spec.backoff.max_delay), reason, true);
+    auto* held = self->flow_.deliveries.held_by(delivery_id, index);
+    if (!held) return;
+    auto& d = *held;
+    if (d.attempts < self->pool_.spec.backoff.retry_limit && !self->lifecycle_.stopping()) {
+      // Tried again by the same worker once the pause is over (its gate holds it until then); it keeps
+      // its place in the pool's accounting meanwhile.
+      ++d.attempts;
+      ++self->figures_.count().retries;
+      self->watch_.active(index);
+      self->flow_.slots.worker(index).post_message(std::move(m), delivery_id);
+      return;
+    }
+    auto why = "rate limited " + std::to_string(d.attempts + 1) + " time(s), retry limit " +
+               std::to_string(self->pool_.spec.backoff.retry_limit) + " reached; last reason: " + reason;
+    if (self->lifecycle_.stopping()) {
+      self->finish_one(index, delivery_id, true, false);  // back to the broker: another replica may take it
+      return;
+    }
+    self->governance_.dead_letter(m, d.attempts + 1, why, self->hot_.md5());
+    self->finish_one(index, delivery_id, false, false);  // acked: it is in the dead-letter queue now
+  });
+}
+
+void router::on_pause(std::chrono::milliseconds delay, std::string reason, std::string origin) {
+  boost::asio::post(
+      strand_, [self = shared_from_this(), delay, reason = std::move(reason), origin = std::move(origin)] {
+        if (!self->lifecycle_.stopping()) self->governance_.paused_by(delay, reason, origin);
+      });
 }
 
 }  // namespace dde::host
