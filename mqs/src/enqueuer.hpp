@@ -1,5 +1,5 @@
 #pragma once
-// The enqueuer: one loop (on a thread of its own, or on the MQS's io_context: enqueuer_asio.cpp)
+// The enqueuer: one loop (on a thread of its own, or on the MQS's io_context: enqueuer_loop.cpp)
 // and one publishing AMQP connection. Channel 1 is in confirm mode for
 // at-least-once messages (persistent); channel 2 publishes at-most-once and reply messages
 // (transient, no confirms); channel 3 only declares queues, so a refused declare (406) never
@@ -48,7 +48,7 @@ class enqueuer {
   ~enqueuer();
   /// Runs the loop on a thread of its own, which sleeps in poll() on the broker socket and the inbox.
   void start();
-  /// Runs the loop on `io`'s threads instead (a strand; enqueuer_asio.cpp): the broker socket is
+  /// Runs the loop on `io`'s threads instead (a strand; enqueuer_loop.cpp): the broker socket is
   /// watched by io's reactor, a host's messages reach the loop and its confirms reach the host with
   /// no thread woken in between. Plain TCP only (over amqps rabbitmq-c waits while the socket is full).
   void start(boost::asio::io_context& io);
@@ -88,7 +88,7 @@ class enqueuer {
   /// stop()'s once io's threads returned).
   void run_turns();
   void finish_loop();
-  /// The loop on an io_context (enqueuer_asio.cpp).
+  /// The loop on an io_context (enqueuer_loop.cpp).
   void asio_turn();
   void stop_asio_loop();
   /// Writes what waits unwritten without waiting; true once nothing does.

@@ -47,18 +47,6 @@ amqp_table_entry_t bool_entry(const char* key, bool value) {
 
 }  // namespace
 
-std::string amqp_session::describe_close(const amqp_method_t& method) {
-  if (method.id == AMQP_CHANNEL_CLOSE_METHOD) {
-    auto* m = static_cast<amqp_channel_close_t*>(method.decoded);
-    return std::to_string(m->reply_code) + " " + bytes_text(m->reply_text);
-  }
-  if (method.id == AMQP_CONNECTION_CLOSE_METHOD) {
-    auto* m = static_cast<amqp_connection_close_t*>(method.decoded);
-    return std::to_string(m->reply_code) + " " + bytes_text(m->reply_text);
-  }
-  return "unexpected method " + std::to_string(method.id);
-}
-
 namespace {
 
 // What a connection may take before it counts as failed; the MQS then reconnects with backoff.
@@ -305,18 +293,6 @@ amqp_session::result rabbitmq_session::queue_depth(std::uint16_t channel, const 
     messages = ok->message_count;
     consumers = ok->consumer_count;
   }
-  return r;
-}
-
-amqp_session::result amqp_session::declare_or_use(std::uint16_t channel, const queue_spec& spec,
-                                                  bool& used_existing) {
-  used_existing = false;
-  auto r = declare(channel, spec, false);
-  if (r.ok() || !r.channel_closed || r.code != AMQP_PRECONDITION_FAILED) return r;
-  // The queue exists with other arguments: the broker closed the channel. Use the queue as it is.
-  if (auto o = open_channel(channel); !o.ok()) return o;
-  r = declare(channel, spec, true);
-  if (r.ok()) used_existing = true;
   return r;
 }
 

@@ -46,22 +46,6 @@ void read_properties(const amqp_basic_properties_t& p, dead_message& out) {
 
 }  // namespace
 
-amqp_session::result amqp_session::get_message(std::uint16_t, const std::string&, dead_message&, bool&) {
-  return {"basic.get: not supported by this session"};
-}
-
-amqp_session::result amqp_session::purge(std::uint16_t, const std::string&, std::uint32_t&) {
-  return {"queue.purge: not supported by this session"};
-}
-
-std::string amqp_session::nack(std::uint16_t, std::uint64_t, bool, bool) {
-  return "basic.nack: not supported";
-}
-
-amqp_session::result amqp_session::wait_confirms(std::uint16_t, std::uint64_t, std::chrono::milliseconds) {
-  return {"confirms: not supported by this session"};
-}
-
 amqp_session::result rabbitmq_session::get_message(std::uint16_t channel, const std::string& queue,
                                                    dead_message& out, bool& empty) {
   empty = false;

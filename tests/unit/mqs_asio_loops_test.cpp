@@ -3,7 +3,7 @@
 // the reactor saw their socket readable (not on the once-a-second read of every link), a host's
 // records start a turn, a session opened again on the same fd numbers is watched, and stop() sends
 // the acks a host sent last. The enqueuer's
-// (enqueuer_asio.cpp), whose session has a real socket with a small buffer: a burst the socket
+// (enqueuer_loop.cpp), whose session has a real socket with a small buffer: a burst the socket
 // cannot take waits for room without holding up the loop's thread or letting anything else reach
 // the socket first, confirms are read as they come, a publishing turn reads the socket only when it
 // said it had something, and stop() publishes what hosts handed over, on the loop or once io's

@@ -145,7 +145,7 @@ void worker_cell::begin(message&& m, std::uint64_t id) {
   handling_.busy = true;
   handling_.since = std::chrono::steady_clock::now();
   handling_.delivery = id;
-  hop_ = begin_hop(m);
+  hop_ = hop::begin(m);
   invoke(std::move(m), true);
 }
 
@@ -156,7 +156,7 @@ void worker_cell::invoke(message&& m, bool is_delivery) {
   if (!is_delivery) {
     previous = worker_access::take_current(*instance_.worker);
     // An answer is a hop of its own (its span ends when on_receive returns); the delivery's resumes.
-    previous_hop = std::exchange(hop_, begin_hop(m));
+    previous_hop = std::exchange(hop_, hop::begin(m));
   }
   // The message is the worker's "current" (what reply() and done() read), moved rather than copied:
   // nothing sets it again while on_receive runs (a reply comes through the strand, later).
@@ -166,7 +166,7 @@ void worker_cell::invoke(message&& m, bool is_delivery) {
     instance_.worker->on_receive(worker_access::current(*instance_.worker));
   } catch (const rate_limited& e) {
     if (!is_delivery) {
-      end_hop(hop_, "reply", e.what());
+      hop_.end(self_, "reply", e.what());
       hop_ = std::move(previous_hop);
       // What backs off is the delivery held (backoff() hands "current" to the owner to try again),
       // never the reply.
@@ -180,7 +180,7 @@ void worker_cell::invoke(message&& m, bool is_delivery) {
     error = "on_receive threw a non-standard exception";
   }
   if (!is_delivery) {
-    end_hop(hop_, "reply", error);
+    hop_.end(self_, "reply", error);
     hop_ = std::move(previous_hop);
   }
   if (!error.empty()) return crashed(error);

@@ -18,7 +18,7 @@ envelope worker_cell::make_envelope(std::string_view to) {
   e.id = new_uuid();
   e.from = self_;
   e.to.assign(to);
-  e.traceparent = outgoing_traceparent(e.id);
+  e.traceparent = hop_.outgoing(self_, e.id);
   return e;
 }
 
@@ -99,7 +99,7 @@ void worker_cell::forward(const message& m, std::string_view to) {
   if (e.id.empty()) e.id = new_uuid();  // a plain AMQP payload has none
   // Forwarded while handling it (or anything else): the next hop of this worker's trace. Forwarded
   // later: it keeps its own.
-  if (hop_.active || e.traceparent.empty()) e.traceparent = outgoing_traceparent(e.id);
+  if (hop_.active() || e.traceparent.empty()) e.traceparent = hop_.outgoing(self_, e.id);
   // A forwarded answer is a plain message for the target, not an answer to one of its asks.
   e.in_reply_to.clear();
   e.to_worker.clear();
@@ -108,7 +108,7 @@ void worker_cell::forward(const message& m, std::string_view to) {
 
 void worker_cell::end_delivery(std::string_view error) {
   handling_.busy = false;
-  end_hop(hop_, "receive", error);
+  hop_.end(self_, "receive", error);
   if (gating_.gate) gating_.gate->finished();
 }
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "dde/core/trace.hpp"
 #include "dde/envelope.hpp"
 #include "dde/protocol/pool_spec.hpp"
 #include "dde/runtime/cell.hpp"
+#include "dde/runtime/hop.hpp"
 #include "dde/runtime/rate_gate.hpp"
 #include "dde/worker.hpp"
 
@@ -83,24 +83,6 @@ class worker_cell : public cell, public worker_context, public std::enable_share
   void stop_for_good(const std::string& why);
   void publish(std::string topic, delivery_mode mode, envelope e);
   envelope make_envelope(std::string_view to);
-  /// The traceparent for a message sent now: the current hop's trace, else a new trace (and its root
-  /// span) when this process traces, else none.
-  std::string outgoing_traceparent(std::string_view message_id);
-
-  /// The span of the message being handled (trace_cell.cpp).
-  struct hop {
-    bool active = false;            ///< a traced message is being handled
-    trace::context ctx;             ///< its trace, with this hop's span id
-    std::array<char, 16> parent{};  ///< the sender's span id
-    bool has_parent = false;
-    std::int64_t start_us = 0;
-    std::string message_id;
-    bool redelivered = false;
-  };
-  /// Starts the hop of `m` (continuing its trace, or a new one when this process traces).
-  hop begin_hop(const message& m) const;
-  /// Writes `h`'s span (when this process traces) with kind `kind` and, when failed, `error`.
-  void end_hop(hop& h, std::string_view kind, std::string_view error);
 
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   std::weak_ptr<cell_owner> owner_;

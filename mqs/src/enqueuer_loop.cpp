@@ -1,9 +1,18 @@
-// The enqueuer's loop on the MQS's io_context rather than on a thread of its own. On its own thread
-// the loop slept in poll() on the broker socket and an eventfd: every batch of messages a host sent
-// woke it through the eventfd, and every batch of confirms it sent back woke the WebSocket thread
-// through Asio's reactor. Here its turns run on a strand (strand_loop.hpp) and no write waits: the
-// frames a full socket does not take stay in unsent_ until the reactor says it has room, so a broker
-// that blocks publishers (a memory alarm) holds up no thread serving the hosts.
+// How the enqueuer's loop runs: on a thread of its own (start()), or on the MQS's io_context
+// (start(io)).
+//
+// Its own thread sleeps in poll() on the broker socket and the inbox's eventfd between turns; stop()
+// of a loop on an io_context whose threads have returned runs its last turns the same way
+// (run_turns).
+//
+// On the io_context: on its own thread the loop slept in poll() on the broker socket and an eventfd:
+// every batch of messages a host sent woke it through the eventfd, and every batch of confirms it
+// sent back woke the WebSocket thread through Asio's reactor. Here its turns run on a strand
+// (strand_loop.hpp) and no write waits: the frames a full socket does not take stay in unsent_ until
+// the reactor says it has room, so a broker that blocks publishers (a memory alarm) holds up no thread
+// serving the hosts.
+
+#include <poll.h>
 
 #include <cerrno>
 
@@ -12,6 +21,36 @@
 #include "strand_loop.hpp"
 
 namespace dde::mqs {
+
+void enqueuer::start() {
+  thread_.start("mqs-enqueuer", [this] { run(); });
+}
+
+void enqueuer::stop() {
+  if (loop_) return stop_asio_loop();
+  if (!thread_.stop([this] { inbox_.wake(); }))
+    logger("mqs.enqueuer")->warn("the broker connection did not let go within 10 s: closed it");
+}
+
+void enqueuer::run() {
+  run_turns();
+  thread_.exited.set();
+}
+
+void enqueuer::run_turns() {
+  // Every turn reads the socket: a turn may follow the last without a poll (wait 0) and poll's
+  // answer is not kept.
+  for (;;) {
+    link_.readable = true;
+    auto wait = turn();
+    if (!wait) break;
+    if (wait->count() == 0) continue;
+    short events = short(POLLIN | (wants_write() ? POLLOUT : 0));
+    pollfd fds[2] = {{inbox_.fd(), POLLIN, 0}, {link_.session ? link_.session->fd() : -1, events, 0}};
+    ::poll(fds, link_.session ? 2 : 1, int(wait->count()));
+  }
+  finish_loop();
+}
 
 void enqueuer::start(boost::asio::io_context& io) {
   writer_.set_nonblocking();
