@@ -1,3 +1,6 @@
+// The dequeuer's work: what the hosts ask (pull, ack, nack, cancel, pause), what the broker sends
+// (deliveries, cancels, closes) and what goes back to it (acks, rejects), and the lease copies that
+// stand for long jobs (mqs/PROTOCOL.md "Leases").
 #include "dequeuer.hpp"
 
 #include <algorithm>
@@ -21,11 +24,6 @@ message_props props_of(const amqp_basic_properties_t* p) {
   return out;
 }
 
-constexpr auto idle_check_period = std::chrono::milliseconds(250);
-constexpr auto blocked_poll = std::chrono::milliseconds(10);
-constexpr auto sweep_period = std::chrono::seconds(1);
-// How long a stopping dequeuer waits for the lease copies it awaits (mqs/PROTOCOL.md "Leases").
-constexpr auto stop_grace = std::chrono::seconds(2);
 // A pause is a few hundred bytes; anything much larger on the governance queue is not ours.
 constexpr std::uint64_t max_governance_message = 64 * 1024;
 
@@ -69,112 +67,6 @@ dequeuer::dequeuer(const config& cfg, std::string mqs_id, broker_env env)
 
 dequeuer::~dequeuer() { stop(); }
 
-void dequeuer::finish_loop() {
-  loop_.thread.socket_fd = -1;
-  consumers_.clear();  // each closes its connection: what it had buffered goes back to its queue
-  main_.session.reset();
-}
-
-std::optional<dequeuer::clock::time_point> dequeuer::turn() {
-  // One last turn after stop(): what hosts sent (acks above all) reaches the broker first.
-  bool last = loop_.thread.stopping;
-  auto t = now();
-  turn_.now = t;
-  auto& walk = turn_.walk;
-  if (last) walk.everything();
-  if (!main_.session && !last && timers_.due(timer::connect, t)) connect();
-  for (auto& cmd : loop_.commands.take_seen()) std::visit([&](auto& c) { handle(c, t); }, cmd);
-  if (timers_.due(timer::sweep, t)) sweep(t, last);
-  read_links();
-  if (main_.usable()) retry_governance(t);
-  if (main_.usable() && !last && (walk.all() || t >= walk.retry_due())) {
-    walk.everything();  // a topic may plan its link
-    retry_consumers(t);
-  }
-  for (auto& plan : loop_.opener.take()) {
-    walk.everything();
-    adopt(*plan);
-  }
-  if (main_.usable() && !last && timers_.due(timer::shrink, t))
-    timers_.set(timer::shrink, shrink_quiet_consumers(t));
-  if (dispatcher_.blocked()) dispatcher_.retry_blocked();
-  if (timers_.due(timer::idle_check, t)) {
-    dispatcher_.expire_idle(t);
-    timers_.clear(timer::idle_check);
-  }
-  // Stopping, no lease is renewed (the enqueuer that would publish the copy has stopped).
-  if (cfg_.lease.count() > 0 && !last && timers_.due(timer::lease_check, t))
-    timers_.set(timer::lease_check, dispatcher_.renew_leases(t));
-  // The last turns read on while a lease copy is on its way (bounded): left in the lease queue, the
-  // copy of a job the host acked would come back when its TTL runs out, a duplicate. Then each held
-  // copy goes back to its topic at once rather than after its TTL.
-  bool awaiting = false;
-  if (last) {
-    if (timers_.at(timer::stop_grace) == timers_.never) timers_.set(timer::stop_grace, t + stop_grace);
-    awaiting = !timers_.due(timer::stop_grace, t) && dispatcher_.renewing() > 0 && !consumers_.empty();
-    if (!awaiting) dispatcher_.hand_back_copies();
-  }
-  const auto acks_due = flush(last);
-  own_messages_.flush();
-  if (!main_.failed.empty()) connection_lost();
-  if (walk.all())
-    for (auto& [topic, c] : consumers_)
-      if (!c.link.failed.empty()) link_lost(topic, c);
-  // Idle topics are looked for only while one may go idle (without credit), not at every period.
-  if (dispatcher_.watching_idle()) timers_.sooner(timer::idle_check, t + idle_check_period);
-  if (last) {
-    if (!awaiting) return std::nullopt;
-    return std::min(timers_.at(timer::stop_grace), timers_.at(timer::sweep));
-  }
-  return wake_time(acks_due);
-}
-
-void dequeuer::read_links() {
-  if (main_.worth_reading()) read_frames(main_);
-  auto& walk = turn_.walk;
-  if (const auto& listed = walk.take_ready(); !walk.all()) {
-    for (auto* link : listed)
-      if (link->worth_reading()) read_frames(*link);
-    return;
-  }
-  for (auto& [topic, c] : consumers_)
-    if (c.link.worth_reading()) read_frames(c.link);
-}
-
-dequeuer::clock::time_point dequeuer::wake_time(clock::time_point acks_due) {
-  auto wake_at = timers_.next([this](timer k) { return counts(k); });
-  auto& walk = turn_.walk;
-  if (walk.all()) {
-    auto retry_due = clock::time_point::max();
-    for (auto& [topic, c] : consumers_)
-      if (!c.link.channel && !c.opening) retry_due = std::min(retry_due, c.retry_at);
-    walk.set_retry_due(retry_due);
-  }
-  if (main_.session) wake_at = std::min(wake_at, walk.retry_due());
-  // A host's send queue has no event when it drains: look again shortly.
-  if (dispatcher_.blocked()) wake_at = std::min(wake_at, now() + blocked_poll);
-  return std::min(wake_at, acks_due);
-}
-
-void dequeuer::sweep(clock::time_point now, bool last) {
-  // Links are read now and then whatever poll said: rabbitmq-c sends and checks heartbeats when it
-  // reads, so a broker gone silent is noticed, and ours go out. rabbitmq-c sends ours at the first
-  // read a heartbeat after the last frame it sent, and gives up on a broker silent for two; the
-  // broker sends its own every half heartbeat (each wakes the link's read) and gives up on us after
-  // about two silent heartbeats. So the main link is read every sweep, and a topic's once every half
-  // heartbeat (15 s by default): ours go out at most one and a half heartbeats apart, a silent
-  // broker is noticed within two and a half, and a thousand idle topics cost 67 reads a second.
-  main_.readable = true;
-  turn_.walk.everything();
-  const std::uint64_t slices = std::max<std::uint64_t>(cfg_.heartbeat_s / 2, 1);
-  std::uint64_t i = 0;
-  for (auto& [topic, c] : consumers_)
-    if (i++ % slices == turn_.sweeps % slices) c.link.readable = true;
-  ++turn_.sweeps;
-  timers_.set(timer::sweep, now + sweep_period);
-  if (!last) check_stalls(now);
-}
-
 void dequeuer::handle(dequeue::pull& c, clock::time_point now) {
   client_id id = c.conn->id();
   // The pool's counters exist (at 0) from its first pull on, not from its first message.
@@ -189,9 +81,7 @@ void dequeuer::handle(dequeue::pull& c, clock::time_point now) {
   }
   // Its key partitions what comes to the topic's own queue (from an MQS that did not know).
   if (auto it = consumers_.find(c.topic); c.partitions && it != consumers_.end()) it->second.key = c.key;
-  std::vector<pause_notice> notices;  // a pause of the topic still running
-  pauses_.board.listen(id, c.topic, now, notices);
-  tell(notices);
+  pauses_.listen(id, c.topic, now);
 }
 
 void dequeuer::handle(dequeue::ack& c, clock::time_point now) { dispatcher_.ack(c.conn->id(), c.tags, now); }
@@ -202,20 +92,18 @@ void dequeuer::handle(dequeue::nack& c, clock::time_point now) {
 
 void dequeuer::handle(dequeue::cancel& c, clock::time_point now) {
   dispatcher_.cancel(c.conn->id(), c.topic, now);
-  pauses_.board.stop_listening(c.conn->id(), c.topic);
+  pauses_.stop_listening(c.conn->id(), c.topic);
 }
 
 void dequeuer::handle(dequeue::disconnect& c, clock::time_point now) {
   client_id id = c.conn->id();
   dispatcher_.disconnect(id, now);
-  pauses_.board.forget(id);
+  pauses_.forget(id);
   hosts_.forget(id);
 }
 
 void dequeuer::handle(dequeue::pause& c, clock::time_point now) {
-  std::vector<pause_notice> notices;
-  pauses_.board.pause(c.topic, c.ms, c.reason, c.origin, now, notices);
-  tell(notices);
+  pauses_.pause(c.topic, c.ms, c.reason, c.origin, now);
 }
 
 void dequeuer::read_frames(broker_link& link) {
@@ -308,11 +196,11 @@ void dequeuer::on_method(broker_link& link, amqp_frame_t& frame) {
 void dequeuer::complete(channel_state& ch) {
   ch.reading = false;
   if (ch.governance)
-    on_governance_message(ch.oversize ? std::string() : ch.body);
+    pauses_.heard(ch.oversize ? std::string() : ch.body, now());
   else if (ch.lease_copy)
     on_lease_copy(ch);
   else {
-    drop_lease_header(ch.props);
+    own_messages::drop_lease_header(ch.props);
     // A copy the MQS published again is flagged, and so is the first copy when it comes after it.
     bool again = ch.redelivered;
     if (take_resent_mark(ch.props)) {
@@ -380,6 +268,53 @@ dequeuer::clock::time_point dequeuer::flush(bool all) {
   auto acks_due = channels_.flush(turn_.now, all);
   hosts_.send();
   return acks_due;
+}
+
+// Leases: each at-least-once topic's channel also consumes the topic's lease queue, and the MQS's own
+// messages (lease copies, dead-lettered copies) go out through the enqueuer, whose confirms come back
+// through the inbox.
+void dequeuer::on_lease_copy(channel_state& ch) {
+  ch.lease_copy = false;
+  auto id = own_messages::lease_id_of(ch.props);
+  if (!id) {
+    // Not one of ours: the lease queue gives it to the topic's queue.
+    log()->warn("a message in the lease queue of {} names no delivery: returned to {}", ch.topic, ch.topic);
+    reject(ch.ref, false);
+    return;
+  }
+  log()->debug("lease copy of delivery {} of {} arrived (tag {}{})", *id, ch.topic, ch.ref.tag,
+               ch.redelivered ? ", redelivered" : "");
+  dispatcher_.on_lease_copy(ch.topic, ch.ref, *id, now());
+}
+
+void dequeuer::publish_lease(const std::string& topic, std::uint64_t id, const std::string& body,
+                             const message_props& props) {
+  mqs_metrics::process().topic(topic).leases.add();
+  log()->debug("renewing the lease of delivery {} of {}: publishing a copy", id, topic);
+  own_messages_.add_lease_copy(lease_topic(mqs_id_, cfg_.lease.count(), topic), id, body, props,
+                               [this, id](bool ok) {
+                                 submit({dequeue::leased{id, ok}});
+                               });
+}
+
+void dequeuer::dead_letter_copy(const std::string& topic, const std::string& body, const message_props& props,
+                                const broker_ref& ref) {
+  own_messages_.add_dead_letter(topic, body, props, [this, ref](bool ok) {
+    submit({dequeue::dead_lettered{ref, ok}});
+  });
+}
+
+void dequeuer::handle(dequeue::leased& c, clock::time_point now) {
+  log()->debug("the broker {} the lease copy of delivery {}", c.confirmed ? "confirmed" : "refused", c.id);
+  dispatcher_.lease_published(c.id, c.confirmed, now);
+  if (!c.confirmed) timers_.sooner(timer::lease_check, now + std::chrono::seconds(1));
+}
+
+void dequeuer::handle(dequeue::dead_lettered& c, clock::time_point) {
+  if (c.confirmed)
+    ack(c.ref);  // dead-lettered: the copy goes
+  else
+    reject(c.ref, false);  // not dead-lettered: back to the topic's queue rather than lost
 }
 
 }  // namespace dde::mqs

@@ -37,7 +37,7 @@
 #include "link_walk.hpp"
 #include "mqs_metrics.hpp"
 #include "own_messages.hpp"
-#include "pause_board.hpp"
+#include "pause_feed.hpp"
 #include "resent_ids.hpp"
 
 namespace boost::asio {
@@ -58,7 +58,7 @@ class dequeuer : private dispatcher_port {
   ~dequeuer() override;
   /// Runs the loop on a thread of its own, which sleeps in poll() on the broker sockets and the inbox.
   void start();
-  /// Runs the loop on `io`'s threads instead (a strand; dequeuer_asio.cpp): the broker sockets are
+  /// Runs the loop on `io`'s threads instead (a strand; dequeuer_loop.cpp): the broker sockets are
   /// watched by io's reactor, a host's records reach the loop and its deliveries reach the host with
   /// no thread woken in between. Links are still opened on the opener thread.
   void start(boost::asio::io_context& io);
@@ -121,7 +121,7 @@ class dequeuer : private dispatcher_port {
   /// Turns the loop, sleeping in wait() between turns, until a turn says it was the last: the
   /// thread's loop, and the last turns of an asio loop whose io_context has stopped.
   void run_turns();
-  /// The loop on an io_context (dequeuer_asio.cpp).
+  /// The loop on an io_context (dequeuer_loop.cpp).
   struct asio_loop;
   /// After the last turn: the connections close (what they had buffered goes back to its queue).
   void finish_loop();
@@ -188,10 +188,8 @@ class dequeuer : private dispatcher_port {
   /// Queues an ack of `ref` on `ch` (sent at the end of the turn): ack() counts it, release() not.
   void queue_ack(channel_state& ch, const broker_ref& ref);
 
-  // Leases (dequeuer_leases.cpp).
+  // Leases (dequeuer.cpp).
   void on_lease_copy(channel_state& ch);
-  /// Drops the x-dde-lease header from a delivery of a pool's queue.
-  static void drop_lease_header(message_props& props);
   /// Reads the main link and the consuming links with something to read (link_walk.hpp).
   void read_links();
   /// When the loop must turn again at the latest: its timers, a topic's retry, an ack held.
@@ -202,11 +200,9 @@ class dequeuer : private dispatcher_port {
   /// off the loop (stall_watch.hpp); a stalled one is consumed afresh when the answer comes (on_depth).
   void check_stalls(clock::time_point now);
 
-  // Pauses (dequeuer_governance.cpp).
+  /// Consumes other MQS processes' pauses on the main connection when due (pause_feed).
   void retry_governance(clock::time_point now);
   std::string setup_governance();
-  void on_governance_message(const std::string& body);
-  void tell(const std::vector<pause_notice>& notices);
 
   config cfg_;
   stall_watch stalls_{cfg_.stall_timeout};
@@ -245,13 +241,8 @@ class dequeuer : private dispatcher_port {
   deadlines<timer> timers_;
   /// Whether `t` can do anything now, so that its deadline wakes the loop.
   bool counts(timer t) const;
-  /// The pauses hosts are told of, and the consumer of other MQS processes' pauses.
-  struct pause_state {
-    pause_board board;
-    /// After the pause consumer failed or was lost (1 s, doubling to 30 s).
-    net::backoff retry{std::chrono::milliseconds(1000), std::chrono::milliseconds(30000)};
-    std::uint64_t ignored = 0;  ///< messages on the governance exchange that were not pauses
-  } pauses_;
+  /// The pauses hosts are told of, theirs and other MQS processes'.
+  pause_feed pauses_{mqs_id_, hosts_};
   own_messages own_messages_;  ///< lease and dead-lettered copies
 };
 

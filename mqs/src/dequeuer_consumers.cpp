@@ -29,31 +29,11 @@ void dequeuer::plan_link(const std::string& topic, consumer& c, bool first) {
   // A link is opened afresh (the channel number is not reused on an old connection).
   c.link.session.reset();
   c.link.failed.clear();
-  auto plan = std::make_shared<link_plan>();
-  plan->topic = topic;
-  plan->mode = c.mode;
-  plan->epoch = channels_.next_epoch();
-  plan->tag = "dde-mqs." + topic + "." + std::to_string(plan->epoch);
-  plan->first = first;
-  plan->params = main_.params;
-  plan->params.connection_name += " " + topic;
-  // Topics start at different nodes of a cluster; a link that was lost starts at the node after its last.
-  if (!plan->params.nodes.empty())
-    plan->params.first_node =
-        c.first_node.value_or(std::hash<std::string>{}(topic) % plan->params.nodes.size());
-  if (auto dl = dead_letter_spec_for(topic, c.mode, cfg_.quorum)) plan->specs.push_back(*dl);
-  plan->specs.push_back(spec_for(topic, c.mode, cfg_.quorum));
-  // A partitioned topic: its partitions' queues, one consumer each, then its own queue (what an MQS
-  // that did not know the topic was partitioned published there), partitioned as it comes.
-  for (std::uint32_t p = 0; p < c.partitions; ++p) {
-    plan->specs.push_back(partition_spec(topic, p, c.mode, cfg_.quorum));
-    plan->queues.push_back(plan->specs.back().name);
-  }
-  if (c.partitions) plan->queues.push_back(topic);
-  // No lease copies for a partitioned topic: they would come back to the topic's queue, not the partition's.
-  if (cfg_.lease.count() > 0 && c.mode == delivery_mode::at_least_once && !c.partitions)
-    plan->lease_queue = spec_for(lease_topic(mqs_id_, cfg_.lease.count(), topic), c.mode, cfg_.quorum);
-  plan->prefetch = cfg_.prefetch;
+  auto epoch = channels_.next_epoch();
+  auto plan = mqs::plan_link(topic,
+                             {c.mode, c.partitions, c.first_node, cfg_.quorum, std::uint16_t(cfg_.prefetch),
+                              cfg_.lease.count(), mqs_id_},
+                             epoch, first, main_.params);
   c.opening = plan->epoch;
   loop_.opener.open(std::move(plan), env_.open);
 }
@@ -208,7 +188,7 @@ void dequeuer::connect() {
   for (auto& [topic, c] : consumers_)  // consume again, at once, what hosts still pull
     if (!c.link.session) c.retry_at = {};
   timers_.set(timer::governance_retry, {});  // and hear other MQS processes' pauses
-  pauses_.retry.reset();
+  pauses_.retry().reset();
 }
 
 void dequeuer::connection_lost() {
@@ -288,7 +268,7 @@ void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool cl
   link.epoch = 0;
   if (!governance) mqs_metrics::process().topic(topic).consumers.set(0);
   if (governance) {  // its queue is gone with the channel (auto-delete): set up again shortly
-    auto delay = pauses_.retry.next();
+    auto delay = pauses_.retry().next();
     log()->warn("pause consumer lost: {}; consuming pauses again in {} ms", why, delay.count());
     timers_.set(timer::governance_retry, now() + delay);
     return;
@@ -302,6 +282,86 @@ void dequeuer::drop_channel(std::uint64_t epoch, const std::string& why, bool cl
     if (c->second.link.usable()) c->second.link.session.reset();
     c->second.retry_at = now() + c->second.retry.next();
   }
+}
+
+// The pauses of other MQS processes (pause_feed), consumed on a channel of the main connection.
+void dequeuer::retry_governance(clock::time_point now) {
+  if (main_.channel || !timers_.due(timer::governance_retry, now) || !main_.usable()) return;
+  auto err = setup_governance();
+  if (err.empty() || !main_.usable()) return;
+  auto delay = pauses_.retry().next();
+  logger("mqs.governance")
+      ->error("{}; pauses of other MQS processes do not reach this one's hosts; retrying in {} ms", err,
+              delay.count());
+  timers_.set(timer::governance_retry, now + delay);
+}
+
+std::string dequeuer::setup_governance() {
+  std::uint16_t ch = allocate_channel();
+  std::uint64_t epoch = channels_.next_epoch();
+  std::string tag = "dde-mqs.governance." + std::to_string(epoch);
+  auto r = pauses_.consume(*main_.session, ch, tag);
+  if (main_.lost(r)) return {};
+  if (!r.ok()) return "cannot consume pauses: " + r.error;  // the broker closed the channel
+  auto& state = channels_.add(epoch, std::string(), epoch, tag, main_, ch);
+  state.governance = true;
+  main_.channel = ch;
+  main_.epoch = epoch;
+  return {};
+}
+
+// The delivery watchdog (dde/core/stall_watch.hpp): which topics wait on a quiet consumer, the
+// broker asked about their queues off the loop, and a stalled topic consumed afresh.
+void dequeuer::check_stalls(clock::time_point now) {
+  std::vector<stall_watch::consumed> topics;
+  for (auto& [topic, c] : consumers_) {
+    auto* ch = c.link.usable() && c.link.channel ? channel_of(c.link) : nullptr;
+    if (!ch) continue;
+    // The broker sends nothing to consumers whose prefetch is all unacknowledged (a long job): that
+    // is no stall.
+    const bool room = ch->acks.outstanding() < std::size_t(cfg_.prefetch) * (1 + ch->more_tags.size());
+    topics.push_back({topic, ch->last_traffic, room && dispatcher_.starved(topic)});
+  }
+  auto ask = stalls_.sweep(now, topics);
+  if (ask.empty()) return;
+  // On a connection of its own, from the node after the first suspect's (the node it is on may be
+  // what stopped answering); a topic not answered counts as an idle one, asked again a limit later.
+  auto params = main_.params;
+  params.connection_name += " depths";
+  auto& first = consumers_.at(ask.front());
+  if (!params.nodes.empty() && first.link.session)
+    params.first_node = next_node(first.link.session->node_index(), params.nodes.size());
+  loop_.opener.run([this, params = std::move(params), ask = std::move(ask)] {
+    std::string error;
+    auto session = env_.open(params, error);
+    constexpr std::uint16_t channel = 1;
+    if (session && !session->open_channel(channel).ok()) session.reset();
+    std::vector<dequeue_command> answers;
+    answers.reserve(ask.size());
+    for (auto& topic : ask) {
+      dequeue::depth a{topic, 0};
+      std::uint32_t messages = 0, consumers = 0;
+      if (session && session->queue_depth(channel, topic, messages, consumers).ok()) a.ready = messages;
+      answers.emplace_back(std::move(a));
+    }
+    submit(std::move(answers));
+  });
+}
+
+void dequeuer::handle(dequeue::depth& answer, clock::time_point now) {
+  auto it = consumers_.find(answer.topic);
+  if (it == consumers_.end()) return;
+  auto& c = it->second;
+  auto* ch = c.link.usable() && c.link.channel ? channel_of(c.link) : nullptr;
+  if (!ch || !stalls_.answer(answer.topic, answer.ready, ch->last_traffic, now)) return;
+  auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(now - ch->last_traffic).count();
+  logger("mqs.dequeuer")
+      ->warn(
+          "consumer of {} got nothing for {} ms while its hosts hold credit and {} messages are ready "
+          "(its connection to {} may be frozen): consuming it on a fresh connection",
+          answer.topic, quiet, answer.ready, c.link.session->node());
+  mqs_metrics::process().topic(answer.topic).stalls.add();
+  c.link.fail("stalled for " + std::to_string(quiet) + " ms");
 }
 
 }  // namespace dde::mqs

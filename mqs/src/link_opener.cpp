@@ -4,6 +4,36 @@
 
 namespace dde::mqs {
 
+std::shared_ptr<link_plan> plan_link(const std::string& topic, const link_shape& shape, std::uint64_t epoch,
+                                     bool first, const broker_params& params) {
+  auto plan = std::make_shared<link_plan>();
+  plan->topic = topic;
+  plan->mode = shape.mode;
+  plan->epoch = epoch;
+  plan->tag = "dde-mqs." + topic + "." + std::to_string(epoch);
+  plan->first = first;
+  plan->params = params;
+  plan->params.connection_name += " " + topic;
+  // Topics start at different nodes of a cluster; a link that was lost starts at the node after its last.
+  if (!plan->params.nodes.empty())
+    plan->params.first_node =
+        shape.first_node.value_or(std::hash<std::string>{}(topic) % plan->params.nodes.size());
+  if (auto dl = dead_letter_spec_for(topic, shape.mode, shape.quorum)) plan->specs.push_back(*dl);
+  plan->specs.push_back(spec_for(topic, shape.mode, shape.quorum));
+  // A partitioned topic: its partitions' queues, one consumer each, then its own queue (what an MQS
+  // that did not know the topic was partitioned published there), partitioned as it comes.
+  for (std::uint32_t p = 0; p < shape.partitions; ++p) {
+    plan->specs.push_back(partition_spec(topic, p, shape.mode, shape.quorum));
+    plan->queues.push_back(plan->specs.back().name);
+  }
+  if (shape.partitions) plan->queues.push_back(topic);
+  // No lease copies for a partitioned topic: they would come back to the topic's queue, not the partition's.
+  if (shape.lease_ms > 0 && shape.mode == delivery_mode::at_least_once && !shape.partitions)
+    plan->lease_queue = spec_for(lease_topic(shape.mqs_id, shape.lease_ms, topic), shape.mode, shape.quorum);
+  plan->prefetch = shape.prefetch;
+  return plan;
+}
+
 void link_plan::open(const session_opener& open, std::atomic<int>& watch) {
   session = open(params, failed);
   if (!session) {

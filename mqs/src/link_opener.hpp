@@ -52,6 +52,24 @@ struct link_plan {
   void open(const session_opener& open, std::atomic<int>& watch);
 };
 
+/// What a topic's link is to be: its own queue (after its dead-letter queue); a partitioned topic's
+/// partitions too, one consumer each; an at-least-once topic's lease queue (`lease`: the lease's
+/// length, 0: none) unless partitioned; on a cluster, the node tried first (`first_node`, else one the
+/// topic's name picks, so topics spread over the nodes).
+struct link_shape {
+  delivery_mode mode = delivery_mode::at_least_once;
+  std::uint32_t partitions = 0;
+  std::optional<std::size_t> first_node;
+  quorum_placement quorum;
+  std::uint16_t prefetch = 0;
+  long long lease_ms = 0;
+  std::string mqs_id;  ///< names the lease queue
+};
+/// The plan of `topic`'s link under `epoch` (its first consumer's tag), from the main connection's
+/// `params`; `first`: for the topic's first pull.
+std::shared_ptr<link_plan> plan_link(const std::string& topic, const link_shape& shape, std::uint64_t epoch,
+                                     bool first, const broker_params& params);
+
 /// basic.cancel of each of `tags` on `channel`, then channel.close; the first failure stops it.
 amqp_session::result cancel_and_close(amqp_session& s, std::uint16_t channel,
                                       const std::vector<std::string>& tags);

@@ -1,5 +1,5 @@
 // The broker loops on an io_context (strand_loop.cpp) over the fake broker. The dequeuer's
-// (dequeuer_asio.cpp), whose sessions have a pipe for a socket: the broker's frames are read because
+// (dequeuer_loop.cpp), whose sessions have a pipe for a socket: the broker's frames are read because
 // the reactor saw their socket readable (not on the once-a-second read of every link), a host's
 // records start a turn, a session opened again on the same fd numbers is watched, and stop() sends
 // the acks a host sent last. The enqueuer's

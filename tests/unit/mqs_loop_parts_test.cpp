@@ -1,10 +1,12 @@
 // The broker loops' components, each on its own: the links the dequeuer opens off its loop
-// (link_opener), its channel table and the hosts' outboxes; what goes back of the enqueuer's settled
-// publishes (publish_replies). Over the fake broker, run on the test's thread.
+// (link_opener, plan_link), its channel table, the hosts' outboxes, the pauses it tells hosts of
+// (pause_feed) and the messages it publishes itself (own_messages); what goes back of the enqueuer's
+// settled publishes (publish_replies). Over the fake broker, run on the test's thread.
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,9 @@
 #include "host_outboxes.hpp"
 #include "link_opener.hpp"
 #include "link_walk.hpp"
+#include "own_messages.hpp"
+#include "pause_broadcast.hpp"
+#include "pause_feed.hpp"
 #include "publish_replies.hpp"
 #include "recording_connection.hpp"
 
@@ -236,6 +241,122 @@ TEST(LinkWalk, AChangeOrAFailedLinkAnywhereMakesTheTurnVisitEveryLink) {
   EXPECT_TRUE(walk.all());
   walk.turned();
   EXPECT_FALSE(walk.all());
+}
+
+TEST(PlanLink, ATopicsLinkDeclaresItsDeadLetterQueueThenItsOwnAndConsumesItsLeaseQueue) {
+  broker_params params;
+  params.connection_name = "dde-mqs dequeuer";
+  auto plan =
+      plan_link("s.orders", {delivery_mode::at_least_once, 0, {}, {}, 32, 600000, "mqs-1"}, 9, true, params);
+  EXPECT_EQ(plan->tag, "dde-mqs.s.orders.9");
+  EXPECT_EQ(plan->params.connection_name, "dde-mqs dequeuer s.orders");
+  ASSERT_EQ(plan->specs.size(), 2u);
+  EXPECT_EQ(plan->specs[0].name, dead_letter_topic("s.orders"));
+  EXPECT_EQ(plan->specs[1].name, "s.orders");
+  EXPECT_TRUE(plan->queues.empty()) << "its own queue alone";
+  ASSERT_TRUE(plan->lease_queue);
+  EXPECT_EQ(plan->lease_queue->name, lease_topic("mqs-1", 600000, "s.orders"));
+  EXPECT_EQ(plan->prefetch, 32);
+  EXPECT_TRUE(plan->first);
+
+  auto once =
+      plan_link("s.orders", {delivery_mode::at_most_once, 0, {}, {}, 32, 600000, "mqs-1"}, 10, false, params);
+  EXPECT_FALSE(once->lease_queue) << "an at-most-once message is acked as it is handed over";
+}
+
+TEST(PlanLink, APartitionedTopicConsumesEachPartitionThenItsOwnQueueAndHasNoLeaseQueue) {
+  auto plan = plan_link("s.parts", {delivery_mode::at_least_once, 3, {}, {}, 8, 600000, "mqs-1"}, 4, false,
+                        broker_params{});
+  EXPECT_EQ(plan->queues, (std::vector<std::string>{
+                              partition_spec("s.parts", 0, delivery_mode::at_least_once).name,
+                              partition_spec("s.parts", 1, delivery_mode::at_least_once).name,
+                              partition_spec("s.parts", 2, delivery_mode::at_least_once).name, "s.parts"}));
+  EXPECT_FALSE(plan->lease_queue);
+}
+
+TEST(PlanLink, OnAClusterTopicsStartAtNodesTheirNamesPickAndALostLinkAtTheOneItWasGiven) {
+  broker_params params;
+  params.nodes.resize(3);
+  std::set<std::size_t> firsts;
+  for (int i = 0; i < 30; ++i)
+    firsts.insert(plan_link("t" + std::to_string(i), {}, 1, false, params)->params.first_node);
+  EXPECT_EQ(firsts.size(), 3u) << "thirty topics start on every node";
+  EXPECT_EQ(plan_link("t0", {delivery_mode::at_least_once, 0, 2, {}, 0, 0, ""}, 1, false, params)
+                ->params.first_node,
+            2u);
+}
+
+TEST(OwnMessages, ALeaseCopyNamesItsDeliveryAndTheHeaderIsDroppedFromWhatComesBack) {
+  own_messages own;
+  std::vector<outgoing_message> published;
+  own.set_publisher([&](std::vector<outgoing_message>&& out) { published = std::move(out); });
+  message_props props;
+  props.headers.emplace_back("x-trace", "t1");
+  own.add_lease_copy("dde.lease.q", 42, "body", props, [](bool) {});
+  own.add_dead_letter("s.orders", "body2", props, [](bool) {});
+  EXPECT_TRUE(published.empty()) << "held until the turn ends";
+  own.flush();
+  ASSERT_EQ(published.size(), 2u);
+  EXPECT_EQ(published[0].topic, "dde.lease.q");
+  EXPECT_EQ(own_messages::lease_id_of(published[0].props), 42u);
+  EXPECT_EQ(published[1].topic, dead_letter_topic("s.orders"));
+  EXPECT_FALSE(own_messages::lease_id_of(published[1].props));
+
+  auto back = published[0].props;
+  own_messages::drop_lease_header(back);
+  EXPECT_FALSE(own_messages::lease_id_of(back));
+  EXPECT_EQ(back.headers, props.headers) << "only the lease header goes";
+  message_props bad;
+  bad.headers.emplace_back("x-dde-lease", "12abc");
+  EXPECT_FALSE(own_messages::lease_id_of(bad));
+}
+
+TEST(OwnMessages, WithoutAPublisherEachIsRefused) {
+  own_messages own;
+  std::vector<bool> settled;
+  own.add_lease_copy("q", 1, "b", {}, [&](bool ok) { settled.push_back(ok); });
+  own.flush();
+  EXPECT_EQ(settled, std::vector<bool>{false});
+}
+
+TEST(PauseFeed, AnotherMqssPauseIsToldToTheHostsPullingItsTopicAndOurOwnEchoIsNot) {
+  host_outboxes hosts;
+  auto a = std::make_shared<dde::testing::recording_connection>(1);
+  hosts.pulled(1, a, false);
+  pause_feed feed("mqs-1", hosts);
+  const auto t = pause_feed::clock::now();
+  feed.listen(1, "s.api", t);
+  pause_broadcast p{"s.api", 5000, epoch_ms_now() + 5000, "429", "mqs-2/host", "mqs-2"};
+  feed.heard(encode_pause_broadcast(p), t);
+  p.mqs = "mqs-1";
+  p.topic = "s.other";
+  feed.heard(encode_pause_broadcast(p), t);
+  feed.heard("not a pause", t);
+  hosts.send();
+  auto records = a->take();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].header["topic"], "s.api");
+  EXPECT_EQ(records[0].header["origin"], "mqs-2/host");
+}
+
+TEST(PauseFeed, AHostThatStartsPullingAPausedTopicHearsOfItAndOneThatCancelledDoesNot) {
+  host_outboxes hosts;
+  auto a = std::make_shared<dde::testing::recording_connection>(1);
+  auto b = std::make_shared<dde::testing::recording_connection>(2);
+  hosts.pulled(1, a, false);
+  hosts.pulled(2, b, false);
+  pause_feed feed("mqs-1", hosts);
+  const auto t = pause_feed::clock::now();
+  feed.listen(2, "s.api", t);
+  feed.stop_listening(2, "s.api");
+  feed.pause("s.api", std::chrono::milliseconds(3000), "503", "mqs-1/h", t);
+  feed.listen(1, "s.api", t + std::chrono::milliseconds(1000));
+  hosts.send();
+  auto records = a->take();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].header["reason"], "503");
+  EXPECT_LE(records[0].header["ms"].get<long long>(), 2000) << "the time left";
+  EXPECT_TRUE(b->take().empty());
 }
 
 TEST(HostOutboxes, EachHostGetsItsTurnsRecordsAsOneMessage) {
