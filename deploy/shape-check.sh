@@ -3,6 +3,8 @@
 #   - no source file over 400 lines,
 #   - no function over 60 lines,
 #   - no class or struct with more than 15 data members,
+#   - no class whose member functions are defined in more than 2 .cpp files (a class that needs more
+#     holds more than one job: its parts become classes of their own),
 # except what deploy/shape-allow.txt lists, each with the reason it is allowed. An allowed entry that
 # no longer breaks its rule is an error too (take it off the list), so the list only shrinks.
 #   deploy/shape-check.sh [--list]   --list: print every breach, allowed or not, and exit 0
@@ -14,9 +16,9 @@ command -v ctags >/dev/null && ctags --version 2>/dev/null | grep -q "Universal 
   { echo "shape-check: universal-ctags is not installed (apt-get install universal-ctags)" >&2; exit 2; }
 cd "$root"
 exec python3 - "$@" <<'EOF'
-import collections, json, subprocess, sys
+import collections, json, os, subprocess, sys
 
-max_file_lines, max_function_lines, max_members = 400, 60, 15
+max_file_lines, max_function_lines, max_members, max_spread = 400, 60, 15, 2
 listing = "--list" in sys.argv[1:]
 dirs = ["framework", "mqs", "registry", "activator"]
 files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "--"] +
@@ -32,8 +34,11 @@ for path in files:
     if n > max_file_lines:
         breaches[("file", path, "-")] = f"{n} lines"
 members = collections.Counter()
+defined_in = collections.defaultdict(set)  # class -> the .cpp files that define its member functions
 for line in tags.splitlines():
     t = json.loads(line)
+    if t["kind"] == "function" and t.get("scopeKind") in ("class", "struct") and t["path"].endswith(".cpp"):
+        defined_in[t["scope"]].add(t["path"])
     if t["kind"] == "function" and "end" in t:
         n = t["end"] - t["line"] + 1
         if n > max_function_lines:
@@ -44,6 +49,10 @@ for line in tags.splitlines():
 for (path, scope), n in members.items():
     if n > max_members:
         breaches[("class", path, scope)] = f"{n} data members"
+for scope, paths in defined_in.items():
+    if len(paths) > max_spread:
+        breaches[("spread", os.path.commonpath(sorted(paths)), scope)] = \
+            f"{len(paths)} .cpp files: " + " ".join(sorted(os.path.basename(p) for p in paths))
 
 # Anonymous namespaces get a generated name (__anon...) that changes with the file: compare without it.
 def key(rule, path, name):
@@ -56,8 +65,8 @@ with open("deploy/shape-allow.txt", encoding="utf-8") as f:
         if not line or line.startswith("#"):
             continue
         fields = line.split(None, 3)
-        if len(fields) < 4 or fields[0] not in ("file", "function", "class") or not fields[3].strip():
-            sys.exit(f"deploy/shape-allow.txt:{number}: want 'file|function|class PATH NAME REASON', got: {line}")
+        if len(fields) < 4 or fields[0] not in ("file", "function", "class", "spread") or not fields[3].strip():
+            sys.exit(f"deploy/shape-allow.txt:{number}: want 'file|function|class|spread PATH NAME REASON', got: {line}")
         allowed[key(*fields[:3])] = number
 
 failed = False
@@ -67,7 +76,7 @@ for b, measured in sorted(breaches.items()):
     if listing:
         print(f"{'allowed ' if is_allowed else 'BREACH  '} {rule:8} {path} {name}: {measured}")
     elif not is_allowed:
-        print(f"shape-check: {rule} {path} {name}: {measured} (at most {dict(file=max_file_lines, function=max_function_lines, **{'class': max_members})[rule]})")
+        print(f"shape-check: {rule} {path} {name}: {measured} (at most {dict(file=max_file_lines, function=max_function_lines, spread=max_spread, **{'class': max_members})[rule]})")
         failed = True
 found = {key(*b) for b in breaches}
 for k, number in sorted(allowed.items(), key=lambda kv: kv[1]):
