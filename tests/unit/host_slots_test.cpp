@@ -202,6 +202,14 @@ struct Settlement : ::testing::Test {
     d.failed = failed;
     return d;
   }
+  /// A delivery a worker failed with `failure`, its `earlier_failures`+1-th failure, with its retry copy.
+  static delivery failed_for_retry(std::uint64_t tag, const std::string& failure, int earlier_failures) {
+    auto d = finished(tag, true);
+    d.retry_copy = std::make_shared<const message>(a_message("m1"));
+    d.failure = failure;
+    d.earlier_failures = earlier_failures;
+    return d;
+  }
   static message a_message(const std::string& id) {
     return to_message(decode_envelope(R"({"id":")" + id + R"(","from":"unit/src","body":{"n":1}})"), false);
   }
@@ -236,11 +244,7 @@ TEST_F(Settlement, AtMostOnceMessagesHaveNothingToSettle) {
 
 TEST_F(Settlement, AFailedMessageWaitsInItsDelayQueueAndIsAckedOnlyOnceTheBrokerHasTheCopy) {
   spec.retry.delays = {100ms, 2000ms};
-  auto d = finished(1, true);
-  d.retry_copy = std::make_shared<const message>(a_message("m1"));
-  d.failure = "timeout";
-  d.earlier_failures = 1;
-  settle.settle(d);
+  settle.settle(failed_for_retry(1, "timeout", 1));
   ASSERT_EQ(link.held.size(), 1u);
   EXPECT_EQ(link.held[0].topic, delay_topic(spec.addr().topic(), 2000))
       << "its second failure: the second delay";
@@ -249,18 +253,12 @@ TEST_F(Settlement, AFailedMessageWaitsInItsDelayQueueAndIsAckedOnlyOnceTheBroker
   EXPECT_EQ(link.acks, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{{7, 1}}));
   EXPECT_EQ(figures.counts().delayed, 1u);
 
-  auto refused = finished(2, true);
-  refused.retry_copy = d.retry_copy;
-  refused.failure = "timeout";
-  settle.settle(refused);
+  settle.settle(failed_for_retry(2, "timeout", 0));
   link.held[1].settled(false);
   EXPECT_EQ(link.nacks, (std::vector<std::pair<std::uint64_t, bool>>{{2, true}}))
       << "refused: back to its queue";
 
-  auto late = finished(3, true);
-  late.retry_copy = d.retry_copy;
-  late.failure = "timeout";
-  settle.settle(late);
+  settle.settle(failed_for_retry(3, "timeout", 0));
   pool_gone = true;
   link.held[2].settled(true);
   EXPECT_EQ(link.acks.size(), 1u) << "a pool gone by the confirm settles nothing";
@@ -268,11 +266,7 @@ TEST_F(Settlement, AFailedMessageWaitsInItsDelayQueueAndIsAckedOnlyOnceTheBroker
 
 TEST_F(Settlement, AMessageWhoseDelaysAreSpentIsDeadLetteredWithTheVersionThatFailedIt) {
   spec.retry.delays = {100ms};
-  auto d = finished(1, true);
-  d.retry_copy = std::make_shared<const message>(a_message("m1"));
-  d.failure = "bad input";
-  d.earlier_failures = 1;
-  settle.settle(d);
+  settle.settle(failed_for_retry(1, "bad input", 1));
   ASSERT_EQ(link.held.size(), 1u);
   EXPECT_EQ(link.held[0].topic, dead_letter_topic(spec.addr().topic()));
   auto e = decode_envelope(link.held[0].body);

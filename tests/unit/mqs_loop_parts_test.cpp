@@ -319,12 +319,21 @@ TEST(OwnMessages, WithoutAPublisherEachIsRefused) {
   EXPECT_EQ(settled, std::vector<bool>{false});
 }
 
-TEST(PauseFeed, AnotherMqssPauseIsToldToTheHostsPullingItsTopicAndOurOwnEchoIsNot) {
+/// Two hosts (1 and 2) of the MQS "mqs-1", and what it tells them.
+struct PauseFeed : ::testing::Test {
   host_outboxes hosts;
-  auto a = std::make_shared<dde::testing::recording_connection>(1);
-  hosts.pulled(1, a, false);
-  pause_feed feed("mqs-1", hosts);
-  const auto t = pause_feed::clock::now();
+  std::shared_ptr<dde::testing::recording_connection> a = pulled(1), b = pulled(2);
+  pause_feed feed{"mqs-1", hosts};
+  const pause_feed::clock::time_point t = pause_feed::clock::now();
+
+  std::shared_ptr<dde::testing::recording_connection> pulled(client_id id) {
+    auto c = std::make_shared<dde::testing::recording_connection>(id);
+    hosts.pulled(id, c, false);
+    return c;
+  }
+};
+
+TEST_F(PauseFeed, AnotherMqssPauseIsToldToTheHostsPullingItsTopicAndOurOwnEchoIsNot) {
   feed.listen(1, "s.api", t);
   pause_broadcast p{"s.api", 5000, epoch_ms_now() + 5000, "429", "mqs-2/host", "mqs-2"};
   feed.heard(encode_pause_broadcast(p), t);
@@ -337,16 +346,10 @@ TEST(PauseFeed, AnotherMqssPauseIsToldToTheHostsPullingItsTopicAndOurOwnEchoIsNo
   ASSERT_EQ(records.size(), 1u);
   EXPECT_EQ(records[0].header["topic"], "s.api");
   EXPECT_EQ(records[0].header["origin"], "mqs-2/host");
+  EXPECT_TRUE(b->take().empty()) << "it pulls nothing";
 }
 
-TEST(PauseFeed, AHostThatStartsPullingAPausedTopicHearsOfItAndOneThatCancelledDoesNot) {
-  host_outboxes hosts;
-  auto a = std::make_shared<dde::testing::recording_connection>(1);
-  auto b = std::make_shared<dde::testing::recording_connection>(2);
-  hosts.pulled(1, a, false);
-  hosts.pulled(2, b, false);
-  pause_feed feed("mqs-1", hosts);
-  const auto t = pause_feed::clock::now();
+TEST_F(PauseFeed, AHostThatStartsPullingAPausedTopicHearsOfItAndOneThatCancelledDoesNot) {
   feed.listen(2, "s.api", t);
   feed.stop_listening(2, "s.api");
   feed.pause("s.api", std::chrono::milliseconds(3000), "503", "mqs-1/h", t);
