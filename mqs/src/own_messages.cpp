@@ -14,25 +14,25 @@ constexpr std::string_view lease_header = "x-dde-lease";
 
 void own_messages::add_lease_copy(std::string lease_queue, std::uint64_t id, const std::string& body,
                                   const message_props& props, settled_fn settled) {
-  outgoing_message m;
-  m.topic = std::move(lease_queue);
-  m.mode = delivery_mode::at_least_once;
-  m.body = body;
-  m.props = props;  // without an x-dde-lease: dropped as the delivery arrived (drop_lease_header)
-  m.props.headers.emplace_back(std::string(lease_header), std::to_string(id));
-  m.settled = std::move(settled);
-  queued_.push_back(std::move(m));
+  // Without an x-dde-lease before: dropped as the delivery arrived (drop_lease_header).
+  add(std::move(lease_queue), body, props, std::move(settled))
+      .props.headers.emplace_back(std::string(lease_header), std::to_string(id));
 }
 
 void own_messages::add_dead_letter(const std::string& topic, const std::string& body,
                                    const message_props& props, settled_fn settled) {
-  outgoing_message m;
-  m.topic = dead_letter_topic(topic);
+  add(dead_letter_topic(topic), body, props, std::move(settled));
+}
+
+outgoing_message& own_messages::add(std::string topic, const std::string& body, const message_props& props,
+                                    settled_fn settled) {
+  outgoing_message& m = queued_.emplace_back();
+  m.topic = std::move(topic);
   m.mode = delivery_mode::at_least_once;
   m.body = body;
   m.props = props;
   m.settled = std::move(settled);
-  queued_.push_back(std::move(m));
+  return m;
 }
 
 void own_messages::flush() {

@@ -37,6 +37,10 @@ class own_messages {
   static void drop_lease_header(message_props& props);
 
  private:
+  /// Queues an at-least-once message of the MQS's own.
+  outgoing_message& add(std::string topic, const std::string& body, const message_props& props,
+                        settled_fn settled);
+
   publisher publish_;
   std::vector<outgoing_message> queued_;
 };

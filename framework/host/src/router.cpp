@@ -24,24 +24,11 @@ router::router(boost::asio::io_context& io, std::shared_ptr<mqs_link> top, pool_
       governance_(pool_.spec, *top_, figures_),
       settlement_(
           pool_.spec, *top_, figures_, governance_, supervision_.poison(),
-          [this](settlement::confirm_fn fn) -> settlement::confirm_fn {
-            return [weak = weak_from_this(), fn = std::move(fn)](bool confirmed) {
-              if (auto self = weak.lock())
-                boost::asio::post(self->strand_, [fn, confirmed] { fn(confirmed); });
-            };
-          },
+          [this](settlement::confirm_fn fn) { return on_strand(std::move(fn)); },
           [this] { return hot_.md5(); }),
       hot_(*clock_, strand_, pool_.spec, *this,
-           [this](plugin_source::fetch_done fn) -> plugin_source::fetch_done {
-             // Only a weak reference waits with the download: the fetcher belongs to the router.
-             return [weak = weak_from_this(), fn = std::move(fn)](fetch_result fetched) {
-               auto self = weak.lock();
-               if (!self) return;
-               boost::asio::post(self->strand_, [self, fn, fetched = std::move(fetched)]() mutable {
-                 fn(std::move(fetched));
-               });
-             };
-           }),
+           // Only a weak reference waits with the download: the fetcher belongs to the router.
+           [this](plugin_source::fetch_done fn) { return on_strand(std::move(fn)); }),
       scaling_(*clock_, strand_, pool_.spec, *this),
       lifecycle_(*clock_, strand_, pool_.spec.addr().str()) {
   touch_plugin_load_failures(pool_.topic);
@@ -299,12 +286,9 @@ void router::later(std::function<void()> fn) {
 // Autoscaling (the autoscaler decides): the pool grows by reviving parked slots, then by adding local
 // workers; it shrinks by parking idle ones (the KILL path).
 void router::ask_depth(std::function<void(std::uint64_t, std::string)> answer) {
-  top_->queue_depth(pool_.topic, [weak = weak_from_this(), answer = std::move(answer)](
-                                     std::uint64_t messages, std::uint64_t, std::string error) {
-    auto r = weak.lock();
-    if (!r) return;
-    boost::asio::post(r->strand_,
-                      [r, answer, messages, error = std::move(error)] { answer(messages, error); });
+  top_->queue_depth(pool_.topic, [answer = on_strand(std::move(answer))](std::uint64_t messages,
+                                                                         std::uint64_t, std::string error) {
+    answer(messages, std::move(error));
   });
 }
 

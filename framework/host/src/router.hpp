@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <chrono>
 #include <cstdint>
@@ -183,6 +184,16 @@ class router : public cell_owner,
   bool restarting() const override { return lifecycle_.restarting(); }
   void restarted() override { ++figures_.count().restarts; }
   void later(std::function<void()> fn) override;
+  /// `fn` wrapped for a call from another thread, maybe once the router is gone: the wrapped one runs
+  /// it on the router's strand (keeping the router until then), or drops the call when it is gone.
+  template <class... Args>
+  std::function<void(Args...)> on_strand(std::function<void(Args...)> fn) {
+    return [weak = weak_from_this(), fn = std::move(fn)](Args... args) {
+      if (auto self = weak.lock())
+        boost::asio::post(self->strand_,
+                          [self, fn, ... args = std::move(args)]() mutable { fn(std::move(args)...); });
+    };
+  }
   // KILL (router.cpp): a slot drains (closed in the ledger), then its instance is stopped.
   void begin_kill(std::size_t index);
   void settle_kill(std::size_t index);

@@ -316,11 +316,7 @@ void router::restart_pool(const std::string& why) {
 }
 
 void router::ping(std::size_t index, std::function<void(bool, std::chrono::milliseconds)> pong) {
-  flow_.slots.worker(index).ping(
-      [weak = weak_from_this(), pong = std::move(pong)](bool busy, std::chrono::milliseconds busy_for) {
-        if (auto self = weak.lock())
-          boost::asio::post(self->strand_, [pong, busy, busy_for] { pong(busy, busy_for); });
-      });
+  flow_.slots.worker(index).ping(on_strand(std::move(pong)));
 }
 
 void router::fail_current(std::size_t index, std::string why) {
